@@ -1,0 +1,43 @@
+import { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
+import { migrate, openDatabase, pingDatabase } from "../shared/database.js";
+import { OutboxRelay } from "../shared/outbox.js";
+import { runChecks } from "../shared/rpc-server.js";
+import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
+import { ContactEntity } from "./contacts/contact.entity.js";
+import { MemberEntity } from "./members/member.entity.js";
+import { organisationMigrations } from "./migrations/index.js";
+import { ORGANISATION_SCHEMA, createOrganisationService } from "./organisation-service.js";
+import { OrganisationEntity } from "./organisations/organisation.entity.js";
+
+export async function createOrganisationApp(deps: ServiceAppDeps): Promise<ServiceApp & { relay: OutboxRelay }> {
+  const { config, bus, logger } = deps;
+  const orm = await openDatabase({
+    clientUrl: deps.databaseUrl,
+    schema: ORGANISATION_SCHEMA,
+    entities: [OrganisationEntity, MemberEntity, ContactEntity],
+    migrations: organisationMigrations,
+    poolMax: deps.databasePoolMax,
+    logger,
+  });
+  if (config.MIGRATE_ON_START) {
+    const applied = await migrate(orm);
+    if (applied.length) logger.info({ applied }, "migrations applied");
+  }
+  const relay = new OutboxRelay({ orm, schema: ORGANISATION_SCHEMA, bus, logger, pollMs: config.OUTBOX_POLL_MS });
+  const service = createOrganisationService({
+    orm,
+    subjectPrefix: config.NATS_SUBJECT_PREFIX,
+    onEventCommitted: () => relay.wake(),
+  });
+  return {
+    name: "organisation",
+    relay,
+    routes: (router) => router.service(OrganisationService, service),
+    readiness: () => runChecks({ database: () => pingDatabase(orm), bus: () => bus.ping() }),
+    start: async () => relay.start(),
+    close: async () => {
+      await relay.stop();
+      await orm.close();
+    },
+  };
+}

@@ -1,0 +1,200 @@
+// OrganisationService: organisations, members and their credentials check,
+// contacts. Built from its dependencies; main.ts (or the embedded start)
+// serves it.
+import { randomUUID } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { UniqueConstraintViolationException, type MikroORM } from "@mikro-orm/postgresql";
+import { EventType } from "../../gen/bizcard/events/v1/events_pb.js";
+import {
+  MemberSchema,
+  OrganisationSchema,
+  OrganisationService,
+  type Member as MemberMessage,
+  type Organisation as OrganisationMessage,
+} from "../../gen/bizcard/organisation/v1/organisation_pb.js";
+import { decodeCursor, encodeCursor, invalid, notFound, pageSize, requireUuid, isUuid } from "../shared/validation.js";
+import { ContactEntity, type Contact } from "./contacts/contact.entity.js";
+import { readContactFields } from "./contacts/contact-fields.js";
+import { enqueueContactEvent } from "./contacts/contact-events.js";
+import { toContactMessage } from "./contacts/contact-message.js";
+import { MemberEntity, type Member } from "./members/member.entity.js";
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, dummyHash, hashPassword, verifyPassword } from "./members/password.js";
+import { OrganisationEntity, type Organisation } from "./organisations/organisation.entity.js";
+
+export const ORGANISATION_SCHEMA = "organisation";
+
+export interface OrganisationServiceDeps {
+  orm: MikroORM;
+  subjectPrefix: string;
+  /** Called after a transaction that wrote an event commits. */
+  onEventCommitted: () => void;
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+function readEmail(value: string): string {
+  const email = value.trim().toLowerCase();
+  if (!email) throw invalid("email", "required");
+  if (email.length > 320 || !EMAIL.test(email)) throw invalid("email", "expected an email address");
+  return email;
+}
+
+function readPassword(value: string): string {
+  if ([...value].length < PASSWORD_MIN_LENGTH) throw invalid("password", `at least ${PASSWORD_MIN_LENGTH} characters`);
+  if (value.length > PASSWORD_MAX_LENGTH) throw invalid("password", `at most ${PASSWORD_MAX_LENGTH} characters`);
+  return value;
+}
+
+function readName(value: string): string {
+  const name = value.trim();
+  if (!name) throw invalid("name", "required");
+  if ([...name].length > 200) throw invalid("name", "at most 200 characters");
+  if (/[\u0000-\u001f\u007f]/.test(name)) throw invalid("name", "must not contain control characters");
+  return name;
+}
+
+const toOrganisationMessage = (o: Organisation): OrganisationMessage =>
+  create(OrganisationSchema, { id: o.id, name: o.name, createTime: timestampFromDate(o.createdAt) });
+
+const toMemberMessage = (m: Member): MemberMessage =>
+  create(MemberSchema, {
+    id: m.id,
+    organisationId: m.organisationId,
+    email: m.email,
+    createTime: timestampFromDate(m.createdAt),
+  });
+
+function emailTaken(err: unknown): never {
+  if (err instanceof UniqueConstraintViolationException) {
+    throw new ConnectError("email: a member with this email already exists", Code.AlreadyExists);
+  }
+  throw err;
+}
+
+export function createOrganisationService(deps: OrganisationServiceDeps): ServiceImpl<typeof OrganisationService> {
+  const { orm } = deps;
+  const events = { schema: ORGANISATION_SCHEMA, subjectPrefix: deps.subjectPrefix };
+
+  async function findContact(id: string, organisationId: string): Promise<Contact> {
+    if (!isUuid(id)) throw notFound("contact");
+    const contact = await orm.em.fork().findOne(ContactEntity, { id: id.toLowerCase() });
+    if (!contact || (organisationId && contact.organisationId !== organisationId.toLowerCase())) throw notFound("contact");
+    return contact;
+  }
+
+  return {
+    async createOrganisation(req) {
+      const name = readName(req.name);
+      const email = readEmail(req.ownerEmail);
+      const passwordHash = await hashPassword(readPassword(req.ownerPassword));
+      const [organisation, owner] = await orm.em
+        .fork()
+        .transactional(async (em) => {
+          const organisation = em.create(OrganisationEntity, { id: randomUUID(), name, createdAt: new Date() });
+          await em.flush();
+          const owner = em.create(MemberEntity, {
+            id: randomUUID(),
+            organisationId: organisation.id,
+            email,
+            passwordHash,
+            createdAt: new Date(),
+          });
+          await em.flush();
+          return [organisation, owner] as const;
+        })
+        .catch(emailTaken);
+      return { organisation: toOrganisationMessage(organisation), owner: toMemberMessage(owner) };
+    },
+
+    async getOrganisation(req) {
+      if (!isUuid(req.id)) throw notFound("organisation");
+      const organisation = await orm.em.fork().findOne(OrganisationEntity, { id: req.id.toLowerCase() });
+      if (!organisation) throw notFound("organisation");
+      return { organisation: toOrganisationMessage(organisation) };
+    },
+
+    async createMember(req) {
+      const organisationId = requireUuid("organisation_id", req.organisationId);
+      const email = readEmail(req.email);
+      const passwordHash = await hashPassword(readPassword(req.password));
+      const em = orm.em.fork();
+      if (!(await em.findOne(OrganisationEntity, { id: organisationId }))) throw notFound("organisation");
+      const member = em.create(MemberEntity, { id: randomUUID(), organisationId, email, passwordHash, createdAt: new Date() });
+      await em.flush().catch(emailTaken);
+      return { member: toMemberMessage(member) };
+    },
+
+    // Same work and the same answer for an unknown email and a wrong password.
+    async verifyMemberCredentials(req) {
+      const email = req.email.trim().toLowerCase();
+      const member = email ? await orm.em.fork().findOne(MemberEntity, { email }) : null;
+      const ok = await verifyPassword(req.password, member?.passwordHash ?? (await dummyHash()));
+      if (!member || !ok) throw new ConnectError("email or password is wrong", Code.Unauthenticated);
+      return { member: toMemberMessage(member) };
+    },
+
+    async createContact(req) {
+      const organisationId = requireUuid("organisation_id", req.organisationId);
+      const fields = readContactFields(req.fields);
+      if (!fields.firstName && !fields.lastName) throw invalid("first_name", "first_name or last_name is required");
+      const message = await orm.em.fork().transactional(async (em) => {
+        if (!(await em.findOne(OrganisationEntity, { id: organisationId }))) throw notFound("organisation");
+        const now = new Date();
+        const contact = em.create(ContactEntity, { id: randomUUID(), organisationId, ...fields, createdAt: now, updatedAt: now });
+        await em.flush();
+        const message = toContactMessage(contact);
+        await enqueueContactEvent(em, events, EventType.CONTACT_CREATED, message);
+        return message;
+      });
+      deps.onEventCommitted();
+      return { contact: message };
+    },
+
+    async updateContact(req) {
+      if (!isUuid(req.id)) throw notFound("contact");
+      if (req.organisationId && !isUuid(req.organisationId)) throw notFound("contact");
+      const fields = readContactFields(req.fields);
+      if (Object.keys(fields).length === 0) throw invalid("fields", "set at least one field to change");
+      const message = await orm.em.fork().transactional(async (em) => {
+        // Row lock: concurrent updates of one contact emit events in commit order.
+        const contact = await em.findOne(ContactEntity, { id: req.id.toLowerCase() }, { lockMode: 4 /* PESSIMISTIC_WRITE */ });
+        if (!contact || (req.organisationId && contact.organisationId !== req.organisationId.toLowerCase())) {
+          throw notFound("contact");
+        }
+        em.assign(contact, fields);
+        if (!contact.firstName && !contact.lastName) throw invalid("first_name", "first_name or last_name is required");
+        contact.updatedAt = new Date();
+        await em.flush();
+        const message = toContactMessage(contact);
+        await enqueueContactEvent(em, events, EventType.CONTACT_UPDATED, message);
+        return message;
+      });
+      deps.onEventCommitted();
+      return { contact: message };
+    },
+
+    async getContact(req) {
+      return { contact: toContactMessage(await findContact(req.id, req.organisationId)) };
+    },
+
+    async listContacts(req) {
+      const organisationId = requireUuid("organisation_id", req.organisationId);
+      const limit = pageSize(req.pageSize);
+      const cursor = decodeCursor(req.pageToken, 2) as [string, string] | undefined;
+      const after = cursor
+        ? { $or: [{ createdAt: { $lt: new Date(cursor[0]) } }, { createdAt: new Date(cursor[0]), id: { $lt: cursor[1] } }] }
+        : {};
+      const rows = await orm.em
+        .fork()
+        .find(ContactEntity, { organisationId, ...after }, { orderBy: { createdAt: "desc", id: "desc" }, limit: limit + 1 });
+      const page = rows.slice(0, limit);
+      const last = page.at(-1);
+      return {
+        contacts: page.map(toContactMessage),
+        nextPageToken: rows.length > limit && last ? encodeCursor([last.createdAt.toISOString(), last.id]) : "",
+      };
+    },
+  };
+}

@@ -1,0 +1,130 @@
+// Configuration comes from environment variables, read and validated once at
+// start. A bad or missing value stops the process with one line that names
+// the variable (see `exitOnConfigError`). The README has the table.
+import { z } from "zod";
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, message: string) {
+    super(`${variable}: ${message}`);
+    this.name = "ConfigError";
+  }
+}
+
+const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
+const bool = (fallback: boolean) =>
+  z
+    .enum(["true", "false", "1", "0", "yes", "no"], { message: "expected true or false" })
+    .default(fallback ? "true" : "false")
+    .transform((v) => v === "true" || v === "1" || v === "yes");
+const url = (protocols: string[]) =>
+  z.string().refine((v) => {
+    try {
+      return protocols.includes(new URL(v).protocol);
+    } catch {
+      return false;
+    }
+  }, `expected a ${protocols.join(" or ")} URL`);
+const optionalUrl = (protocols: string[]) =>
+  z
+    .string()
+    .optional()
+    .transform((v) => (v === "" ? undefined : v))
+    .pipe(url(protocols).optional());
+
+const shape = {
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** Where PostgreSQL is. Unset: the embedded start runs PGlite; a standalone service refuses to start. */
+  DATABASE_URL: optionalUrl(["postgres:", "postgresql:"]),
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  /** Apply committed migrations at start. Set false when a release job runs them instead. */
+  MIGRATE_ON_START: bool(true),
+  /** Where NATS is (comma-separated for a cluster). Unset: the embedded start uses an in-process bus. */
+  NATS_URL: z
+    .string()
+    .optional()
+    .transform((v) => (v === "" ? undefined : v))
+    .pipe(
+      z
+        .string()
+        .refine(
+          (v) => v.split(",").every((s) => /^(nats|tls|ws|wss):\/\/[^\s]+$/.test(s.trim())),
+          "expected nats://host:port[,nats://host:port…]",
+        )
+        .optional(),
+    ),
+  NATS_STREAM: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "expected 1-64 letters, digits, _ or -").default("BIZCARD"),
+  NATS_SUBJECT_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, "expected a NATS subject token such as bizcard").default("bizcard"),
+  NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+  /** How long JetStream remembers a Nats-Msg-Id to drop a re-published event. */
+  NATS_DUPLICATE_WINDOW_SECONDS: z.coerce.number().int().min(10).max(86_400).default(900),
+  /** Shared secret that every internal RPC call must carry. Unset: RPC ports accept any caller (loopback only). */
+  INTERNAL_RPC_TOKEN: z
+    .string()
+    .optional()
+    .transform((v) => (v === "" ? undefined : v))
+    .pipe(z.string().min(32, "must be at least 32 characters").optional()),
+  RPC_HOST: z.string().min(1).default("127.0.0.1"),
+  RPC_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(5000),
+  AUTH_RPC_PORT: port(7101),
+  ORGANISATION_RPC_PORT: port(7102),
+  WEBHOOK_RPC_PORT: port(7103),
+  DELIVERY_RPC_PORT: port(7104),
+  AUTH_RPC_URL: optionalUrl(["http:", "https:"]),
+  ORGANISATION_RPC_URL: optionalUrl(["http:", "https:"]),
+  WEBHOOK_RPC_URL: optionalUrl(["http:", "https:"]),
+  DELIVERY_RPC_URL: optionalUrl(["http:", "https:"]),
+  GATEWAY_HOST: z.string().min(1).default("127.0.0.1"),
+  GATEWAY_PORT: port(8080),
+  /** The issuer and the base of every absolute URL the gateway writes. */
+  PUBLIC_URL: optionalUrl(["http:", "https:"]),
+  /** Embedded start: where PGlite keeps its data. */
+  DATA_DIR: z.string().min(1).default("./data"),
+  OUTBOX_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+};
+
+export type Config = z.output<z.ZodObject<typeof shape>> & {
+  authRpcUrl: string;
+  organisationRpcUrl: string;
+  webhookRpcUrl: string;
+  deliveryRpcUrl: string;
+  publicUrl: string;
+};
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = z.object(shape).safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const variable = String(issue.path[0] ?? "environment");
+    const value = env[variable];
+    throw new ConfigError(variable, value === undefined ? `${issue.message} (unset)` : issue.message);
+  }
+  const c = parsed.data;
+  const local = (p: number) => `http://127.0.0.1:${p}`;
+  return {
+    ...c,
+    authRpcUrl: c.AUTH_RPC_URL ?? local(c.AUTH_RPC_PORT),
+    organisationRpcUrl: c.ORGANISATION_RPC_URL ?? local(c.ORGANISATION_RPC_PORT),
+    webhookRpcUrl: c.WEBHOOK_RPC_URL ?? local(c.WEBHOOK_RPC_PORT),
+    deliveryRpcUrl: c.DELIVERY_RPC_URL ?? local(c.DELIVERY_RPC_PORT),
+    publicUrl: (c.PUBLIC_URL ?? `http://localhost:${c.GATEWAY_PORT}`).replace(/\/+$/, ""),
+  };
+}
+
+/** Standalone processes need the real backends: never a home-made substitute in production. */
+export function requireBackends(config: Config, needs: { database?: boolean; nats?: boolean }): void {
+  if (needs.database && !config.DATABASE_URL) {
+    throw new ConfigError("DATABASE_URL", "required when a service runs as its own process (unset)");
+  }
+  if (needs.nats && !config.NATS_URL) {
+    throw new ConfigError("NATS_URL", "required when a service runs as its own process (unset)");
+  }
+}
+
+/** One line naming the variable, then exit 1. Anything else is rethrown. */
+export function exitOnConfigError(err: unknown): never {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`configuration error: ${err.message}\n`);
+    process.exit(1);
+  }
+  throw err;
+}

@@ -1,0 +1,54 @@
+// The event bus the services publish to and consume from: NATS JetStream in
+// production, an in-process bus in the embedded start. Both deliver at least
+// once; a handler that throws gets the message again later.
+
+export interface BusMessage {
+  subject: string;
+  data: Uint8Array;
+  /** The event id (Nats-Msg-Id): the same on every redelivery. */
+  msgId: string;
+  /** 1 on the first delivery. */
+  deliveryCount: number;
+}
+
+export interface ConsumerOptions {
+  /** Durable consumer name: consumers with one name share the work and the position. */
+  durable: string;
+  /** Subjects under the bus's prefix, e.g. ["contact.>"]. */
+  subjects: string[];
+  /** Redelivery delay after a handler failure. */
+  retryDelayMs?: number;
+}
+
+export type MessageHandler = (message: BusMessage) => Promise<void>;
+
+export interface Consumer {
+  stop(): Promise<void>;
+}
+
+export interface EventBus {
+  readonly kind: "nats" | "in-process";
+  /** Resolves once the broker has stored the message (JetStream ack). */
+  publish(subject: string, data: Uint8Array, msgId: string): Promise<void>;
+  consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer>;
+  /** Throws when the broker is unreachable. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Subjects are `<prefix>.<name>`, e.g. bizcard.contact.created. */
+export function subjectFor(prefix: string, name: string): string {
+  return `${prefix}.${name}`;
+}
+
+/** NATS subject matching with `*` and `>` wildcards. */
+export function subjectMatches(pattern: string, subject: string): boolean {
+  const p = pattern.split(".");
+  const s = subject.split(".");
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] === ">") return s.length > i;
+    if (i >= s.length) return false;
+    if (p[i] !== "*" && p[i] !== s[i]) return false;
+  }
+  return p.length === s.length;
+}

@@ -1,0 +1,60 @@
+// The embedded default's bus, used only when NATS_URL is unset and every
+// service runs in one process. publish() resolves after every matching
+// durable consumer has handled the message, so the outbox row is marked sent
+// only once the event is safe with its consumers; a handler failure rejects
+// publish and the outbox relay tries again later (at least once, as JetStream).
+import {
+  subjectFor,
+  subjectMatches,
+  type Consumer,
+  type ConsumerOptions,
+  type EventBus,
+  type MessageHandler,
+} from "./event-bus.js";
+
+interface Registration {
+  options: ConsumerOptions;
+  patterns: string[];
+  handler: MessageHandler;
+  deliveries: Map<string, number>;
+}
+
+export class InProcessBus implements EventBus {
+  readonly kind = "in-process" as const;
+  private readonly consumers = new Map<string, Registration>();
+  private readonly delivered = new Map<string, Set<string>>();
+
+  constructor(private readonly prefix: string) {}
+
+  async publish(subject: string, data: Uint8Array, msgId: string): Promise<void> {
+    for (const reg of this.consumers.values()) {
+      if (!reg.patterns.some((p) => subjectMatches(p, subject))) continue;
+      const done = this.delivered.get(reg.options.durable)!;
+      if (done.has(msgId)) continue; // this durable already has it: the duplicate window
+      const count = (reg.deliveries.get(msgId) ?? 0) + 1;
+      reg.deliveries.set(msgId, count);
+      await reg.handler({ subject, data: data.slice(), msgId, deliveryCount: count });
+      reg.deliveries.delete(msgId);
+      done.add(msgId);
+      if (done.size > 100_000) done.delete(done.values().next().value!);
+    }
+  }
+
+  async consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer> {
+    if (this.consumers.has(options.durable)) throw new Error(`consumer ${options.durable} already registered`);
+    this.consumers.set(options.durable, {
+      options,
+      patterns: options.subjects.map((s) => subjectFor(this.prefix, s)),
+      handler,
+      deliveries: new Map(),
+    });
+    if (!this.delivered.has(options.durable)) this.delivered.set(options.durable, new Set());
+    return { stop: async () => void this.consumers.delete(options.durable) };
+  }
+
+  async ping(): Promise<void> {}
+
+  async close(): Promise<void> {
+    this.consumers.clear();
+  }
+}

@@ -1,0 +1,175 @@
+// NATS JetStream. One stream holds every subject under the prefix; the
+// stream's duplicate window drops a message whose Nats-Msg-Id it has seen, so
+// an outbox row published again after a crash reaches no consumer twice.
+import {
+  AckPolicy,
+  DeliverPolicy,
+  RetentionPolicy,
+  StorageType,
+  connect,
+  nanos,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type JetStreamManager,
+  type NatsConnection,
+} from "nats";
+import type { Logger } from "../logger.js";
+import { subjectFor, type Consumer, type ConsumerOptions, type EventBus, type MessageHandler } from "./event-bus.js";
+
+export interface NatsBusOptions {
+  servers: string;
+  stream: string;
+  prefix: string;
+  replicas: number;
+  duplicateWindowSeconds: number;
+  /** Connection name shown by the server. */
+  name: string;
+  logger: Logger;
+  publishTimeoutMs?: number;
+}
+
+const STREAM_MAX_AGE_DAYS = 7;
+
+export class NatsBus implements EventBus {
+  readonly kind = "nats" as const;
+  private streamReady: Promise<void> | undefined;
+  private readonly consumers = new Set<Consumer>();
+
+  private constructor(
+    private readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
+    private readonly options: NatsBusOptions,
+  ) {}
+
+  /** Connects, waiting for the first connection if the server is not up yet. */
+  static async connect(options: NatsBusOptions): Promise<NatsBus> {
+    const nc = await connect({
+      servers: options.servers.split(",").map((s) => s.trim()),
+      name: options.name,
+      waitOnFirstConnect: true,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+    });
+    void (async () => {
+      for await (const status of nc.status()) {
+        if (status.type === "disconnect" || status.type === "reconnect" || status.type === "error") {
+          options.logger.warn({ nats: status.type, data: String(status.data) }, "nats connection");
+        }
+      }
+    })();
+    const jsm = await nc.jetstreamManager({ checkAPI: false });
+    return new NatsBus(nc, nc.jetstream(), jsm, options);
+  }
+
+  /** Creates the stream, or brings its subjects and window up to date. */
+  private ensureStream(): Promise<void> {
+    this.streamReady ??= (async () => {
+      const config = {
+        name: this.options.stream,
+        subjects: [subjectFor(this.options.prefix, ">")],
+        storage: StorageType.File,
+        retention: RetentionPolicy.Limits,
+        num_replicas: this.options.replicas,
+        duplicate_window: nanos(this.options.duplicateWindowSeconds * 1000),
+        max_age: nanos(STREAM_MAX_AGE_DAYS * 86_400_000),
+      };
+      try {
+        await this.jsm.streams.info(this.options.stream);
+        await this.jsm.streams.update(this.options.stream, config);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        await this.jsm.streams.add(config);
+      }
+    })().catch((err) => {
+      this.streamReady = undefined;
+      throw err;
+    });
+    return this.streamReady;
+  }
+
+  async publish(subject: string, data: Uint8Array, msgId: string): Promise<void> {
+    await this.ensureStream();
+    await this.js.publish(subject, data, {
+      msgID: msgId,
+      expect: { streamName: this.options.stream },
+      timeout: this.options.publishTimeoutMs ?? 3000,
+    });
+  }
+
+  async consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer> {
+    let stopped = false;
+    let messages: ConsumerMessages | undefined;
+    const log = this.options.logger.child({ consumer: options.durable });
+    const run = async () => {
+      while (!stopped) {
+        try {
+          await this.ensureStream();
+          const filters = options.subjects.map((s) => subjectFor(this.options.prefix, s));
+          const config = {
+            durable_name: options.durable,
+            ack_policy: AckPolicy.Explicit,
+            deliver_policy: DeliverPolicy.All,
+            ack_wait: nanos(60_000),
+            max_deliver: -1,
+            ...(filters.length === 1 ? { filter_subject: filters[0] } : { filter_subjects: filters }),
+          };
+          try {
+            await this.jsm.consumers.info(this.options.stream, options.durable);
+            await this.jsm.consumers.update(this.options.stream, options.durable, config);
+          } catch (err) {
+            if (!isNotFound(err)) throw err;
+            await this.jsm.consumers.add(this.options.stream, config);
+          }
+          const consumer = await this.js.consumers.get(this.options.stream, options.durable);
+          messages = await consumer.consume({ max_messages: 64 });
+          for await (const m of messages) {
+            try {
+              await handler({
+                subject: m.subject,
+                data: m.data,
+                msgId: m.headers?.get("Nats-Msg-Id") ?? `${m.info.stream}:${m.seq}`,
+                deliveryCount: m.info.deliveryCount,
+              });
+              m.ack();
+            } catch (err) {
+              log.warn({ err, subject: m.subject, deliveryCount: m.info.deliveryCount }, "handler failed; redelivering later");
+              m.nak(options.retryDelayMs ?? 5000);
+            }
+          }
+        } catch (err) {
+          if (stopped) break;
+          log.warn({ err }, "consumer interrupted; retrying");
+          await new Promise((r) => setTimeout(r, 1000));
+        }
+      }
+    };
+    const loop = run();
+    const consumer: Consumer = {
+      stop: async () => {
+        stopped = true;
+        messages?.stop();
+        await loop;
+        this.consumers.delete(consumer);
+      },
+    };
+    this.consumers.add(consumer);
+    return consumer;
+  }
+
+  async ping(): Promise<void> {
+    if (this.nc.isClosed()) throw new Error("nats connection closed");
+    await this.nc.flush();
+    await this.jsm.getAccountInfo();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.consumers].map((c) => c.stop()));
+    await this.nc.drain().catch(() => this.nc.close());
+  }
+}
+
+function isNotFound(err: unknown): boolean {
+  const e = err as { code?: string; api_error?: { code?: number; err_code?: number } };
+  return e?.api_error?.code === 404 || e?.code === "404";
+}

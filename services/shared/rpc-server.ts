@@ -1,0 +1,132 @@
+// Serves one Connect service on its own port. Only a `main.ts` calls this.
+// Every request: a request id (taken from the caller or made), the internal
+// credential check, one log line, and errors that never carry internals.
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { timingSafeEqual, createHash } from "node:crypto";
+import { Code, ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+
+type NodeHandler = NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>;
+type NodeServerRequest = Parameters<NodeHandler>[0];
+type NodeServerResponse = Parameters<NodeHandler>[1];
+import type { Logger } from "./logger.js";
+import { REQUEST_ID_HEADER, currentRequestId, runWithRequestId } from "./request-context.js";
+
+export const INTERNAL_AUTH_HEADER = "authorization";
+
+export type ReadinessCheck = () => Promise<Record<string, string>>;
+
+export interface RpcServerOptions {
+  name: string;
+  host: string;
+  port: number;
+  routes: (router: ConnectRouter) => void;
+  logger: Logger;
+  /** When set, every RPC must carry `Authorization: Bearer <token>`. */
+  internalToken?: string;
+  /** Named checks for GET /readyz: each resolves to "ok" or throws. */
+  readiness?: ReadinessCheck;
+}
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+const digest = (s: string) => createHash("sha256").update(s).digest();
+
+/** Refuses calls without the internal credential (constant-time compare). */
+export function internalAuthInterceptor(token: string): Interceptor {
+  const expected = digest(`Bearer ${token}`);
+  return (next) => async (req) => {
+    const given = req.header.get(INTERNAL_AUTH_HEADER) ?? "";
+    if (!timingSafeEqual(digest(given), expected)) {
+      throw new ConnectError("internal credential missing or wrong", Code.Unauthenticated);
+    }
+    return next(req);
+  };
+}
+
+/** Request id, one log line per call, and unexpected errors turned into INTERNAL with the cause logged. */
+export function contextInterceptor(logger: Logger): Interceptor {
+  return (next) => (req) =>
+    runWithRequestId(req.header.get(REQUEST_ID_HEADER), async () => {
+      const started = performance.now();
+      const procedure = `${req.service.typeName}/${req.method.name}`;
+      const requestId = currentRequestId();
+      try {
+        const res = await next(req);
+        logger.info({ requestId, procedure, code: "ok", ms: Math.round(performance.now() - started) }, "rpc");
+        return res;
+      } catch (err) {
+        const ms = Math.round(performance.now() - started);
+        if (err instanceof ConnectError) {
+          const level = err.code === Code.Internal || err.code === Code.Unknown ? "error" : "info";
+          logger[level]({ requestId, procedure, code: Code[err.code], ms, err: err.cause ?? undefined }, "rpc");
+          throw err;
+        }
+        logger.error({ requestId, procedure, code: "Internal", ms, err }, "rpc");
+        throw new ConnectError("internal error", Code.Internal);
+      }
+    });
+}
+
+export async function startRpcServer(options: RpcServerOptions): Promise<RunningServer> {
+  const interceptors = [contextInterceptor(options.logger)];
+  if (options.internalToken) interceptors.push(internalAuthInterceptor(options.internalToken));
+  const handler = connectNodeAdapter({
+    routes: options.routes,
+    interceptors,
+    readMaxBytes: 4 * 1024 * 1024,
+    fallback: (req, res) => void healthRoutes(req, res, options.readiness),
+  });
+  const server = http.createServer({ keepAliveTimeout: 65_000 }, handler);
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const host = options.host.includes(":") ? `[${options.host}]` : options.host;
+  options.logger.info({ port, host: options.host }, `${options.name} RPC listening`);
+  return {
+    url: `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        // Stop accepting, let in-flight requests finish, then drop idle keep-alives.
+        server.close(() => resolve());
+        server.closeIdleConnections();
+        setTimeout(() => server.closeAllConnections(), 10_000).unref();
+      }),
+  };
+}
+
+/** GET /healthz (process up) and GET /readyz (every backend reachable) beside the RPC routes. */
+async function healthRoutes(req: NodeServerRequest, res: NodeServerResponse, readiness?: ReadinessCheck): Promise<void> {
+  const send = (status: number, body: unknown) => {
+    res.writeHead(status, { "content-type": "application/json" });
+    res.end(JSON.stringify(body));
+  };
+  const path = (req.url ?? "").split("?")[0];
+  if (req.method === "GET" && path === "/healthz") return send(200, { status: "ok" });
+  if (req.method === "GET" && path === "/readyz") {
+    try {
+      const checks = readiness ? await readiness() : {};
+      return send(200, { status: "ok", checks });
+    } catch (err) {
+      return send(503, { status: "unavailable", error: err instanceof Error ? err.message : String(err) });
+    }
+  }
+  send(404, { error: "not_found", error_description: "no such route" });
+}
+
+/** Runs every check; resolves to {name: "ok"} or throws naming each failure. */
+export async function runChecks(checks: Record<string, () => Promise<unknown>>): Promise<Record<string, string>> {
+  const names = Object.keys(checks);
+  const results = await Promise.allSettled(names.map((n) => checks[n]!()));
+  const failed = names.filter((_, i) => results[i]!.status === "rejected");
+  if (failed.length > 0) throw new Error(`unavailable: ${failed.join(", ")}`);
+  return Object.fromEntries(names.map((n) => [n, "ok"]));
+}

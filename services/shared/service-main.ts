@@ -1,0 +1,78 @@
+// The body of every services/<name>/main.ts: read the configuration, open the
+// real backends, listen, and drain on SIGTERM/SIGINT.
+import { exitOnConfigError, loadConfig, requireBackends, type Config } from "./config.js";
+import { openBus } from "./event-bus/open-bus.js";
+import { createLogger, type Logger } from "./logger.js";
+import { startRpcServer } from "./rpc-server.js";
+import type { ServiceApp, ServiceAppDeps } from "./service-app.js";
+
+export interface ServiceMainOptions {
+  name: string;
+  port: (config: Config) => number;
+  create: (deps: ServiceAppDeps) => Promise<ServiceApp>;
+}
+
+export async function serviceMain(options: ServiceMainOptions): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+    requireBackends(config, { database: true, nats: true });
+  } catch (err) {
+    exitOnConfigError(err);
+  }
+  const logger = createLogger(options.name, config.LOG_LEVEL);
+  try {
+    const bus = await openBus(config, options.name, logger);
+    const app = await options.create({
+      config,
+      databaseUrl: config.DATABASE_URL!,
+      databasePoolMax: config.DATABASE_POOL_MAX,
+      bus,
+      logger,
+    });
+    const server = await startRpcServer({
+      name: options.name,
+      host: config.RPC_HOST,
+      port: options.port(config),
+      routes: app.routes,
+      logger,
+      internalToken: config.INTERNAL_RPC_TOKEN,
+      readiness: app.readiness,
+    });
+    await app.start();
+    onShutdown(logger, async () => {
+      await server.close();
+      await app.close();
+      await bus.close();
+    });
+  } catch (err) {
+    logger.fatal({ err }, `${options.name} failed to start`);
+    process.exit(1);
+  }
+}
+
+/** SIGTERM/SIGINT: drain once, exit 0; a second signal or a stuck drain exits 1. */
+export function onShutdown(logger: Logger, drain: () => Promise<void>, timeoutMs = 25_000): void {
+  let draining = false;
+  const handler = (signal: NodeJS.Signals) => {
+    if (draining) process.exit(1);
+    draining = true;
+    logger.info({ signal }, "draining");
+    setTimeout(() => {
+      logger.error("drain timed out");
+      process.exit(1);
+    }, timeoutMs).unref();
+    drain().then(
+      () => {
+        logger.info("stopped");
+        process.exit(0);
+      },
+      (err) => {
+        logger.error({ err }, "drain failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", handler);
+  process.on("SIGINT", handler);
+}

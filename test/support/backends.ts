@@ -1,0 +1,69 @@
+// The backends the integration tests run on: the machine's PostgreSQL and
+// NATS JetStream over real connections (a fresh database per test file, a
+// unique stream and subject prefix per run), or, where neither is reachable,
+// the embedded backends (PGlite, in-process bus). test/global-setup.ts
+// decides once and says so.
+import { randomBytes } from "node:crypto";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { loadConfig, type Config } from "../../services/shared/config.js";
+import { startEmbeddedPostgres } from "../../services/shared/embedded-postgres.js";
+
+export const ADMIN_DATABASE_URL = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+export const TEST_NATS_URL = process.env.TEST_NATS_URL ?? "nats://127.0.0.1:4222";
+
+export function backendMode(): { postgres: boolean; nats: boolean } {
+  return {
+    postgres: process.env.BIZCARD_TEST_POSTGRES === "real",
+    nats: process.env.BIZCARD_TEST_NATS === "real",
+  };
+}
+
+export const uniqueName = (prefix: string) => `${prefix}${Date.now().toString(36)}${randomBytes(4).toString("hex")}`;
+
+export interface TestDatabase {
+  url: string;
+  poolMax: number;
+  drop(): Promise<void>;
+}
+
+/** A fresh, empty database: on the real PostgreSQL, else an embedded PGlite. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  if (!backendMode().postgres) {
+    const dir = await mkdtemp(path.join(tmpdir(), "bizcard-pglite-"));
+    const embedded = await startEmbeddedPostgres(dir, "test");
+    return { url: embedded.url, poolMax: 1, drop: () => embedded.close() };
+  }
+  const name = uniqueName("bizcard_test_");
+  const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
+  await admin.connect();
+  await admin.query(`create database "${name}"`);
+  await admin.end();
+  const url = new URL(ADMIN_DATABASE_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    poolMax: 5,
+    drop: async () => {
+      const c = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
+      await c.connect();
+      await c.query(`drop database if exists "${name}" with (force)`);
+      await c.end();
+    },
+  };
+}
+
+/** A Config for tests: a unique stream and subject prefix, NATS only when it is real. */
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  const env: Record<string, string> = {
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+    NATS_STREAM: uniqueName("T_"),
+    NATS_SUBJECT_PREFIX: uniqueName("t"),
+    OUTBOX_POLL_MS: "100",
+    ...(backendMode().nats ? { NATS_URL: TEST_NATS_URL } : {}),
+    ...overrides,
+  };
+  return loadConfig(env);
+}

@@ -1,0 +1,56 @@
+// Starts service modules on loopback ports, as main.ts does, for a test file.
+import type { DescService } from "@bufbuild/protobuf";
+import type { Client } from "@connectrpc/connect";
+import type { Config } from "../../services/shared/config.js";
+import type { EventBus } from "../../services/shared/event-bus/event-bus.js";
+import { openBus } from "../../services/shared/event-bus/open-bus.js";
+import { createLogger } from "../../services/shared/logger.js";
+import { createRpcClient } from "../../services/shared/rpc-client.js";
+import { startRpcServer, type RunningServer } from "../../services/shared/rpc-server.js";
+import type { ServiceApp, ServiceAppDeps } from "../../services/shared/service-app.js";
+import type { TestDatabase } from "./backends.js";
+
+export interface StartedService<A extends ServiceApp> {
+  app: A;
+  server: RunningServer;
+  client<T extends DescService>(service: T, token?: string): Client<T>;
+  stop(): Promise<void>;
+}
+
+export async function startService<A extends ServiceApp>(
+  create: (deps: ServiceAppDeps) => Promise<A>,
+  options: { config: Config; db: TestDatabase; bus: EventBus },
+): Promise<StartedService<A>> {
+  const logger = createLogger("test", options.config.LOG_LEVEL);
+  const app = await create({
+    config: options.config,
+    databaseUrl: options.db.url,
+    databasePoolMax: options.db.poolMax,
+    bus: options.bus,
+    logger,
+  });
+  const server = await startRpcServer({
+    name: app.name,
+    host: "127.0.0.1",
+    port: 0,
+    routes: app.routes,
+    logger,
+    internalToken: options.config.INTERNAL_RPC_TOKEN,
+    readiness: app.readiness,
+  });
+  await app.start();
+  return {
+    app,
+    server,
+    client: (service, token = options.config.INTERNAL_RPC_TOKEN) =>
+      createRpcClient(service, { baseUrl: server.url, timeoutMs: 10_000, internalToken: token }),
+    stop: async () => {
+      await server.close();
+      await app.close();
+    },
+  };
+}
+
+export async function openTestBus(config: Config): Promise<EventBus> {
+  return openBus(config, "test", createLogger("test", config.LOG_LEVEL));
+}
