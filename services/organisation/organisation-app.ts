@@ -1,5 +1,5 @@
 import { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
-import { migrate, openDatabase, pingDatabase } from "../shared/database.js";
+import { openServiceDatabase, pingDatabase } from "../shared/database.js";
 import { OutboxRelay } from "../shared/outbox.js";
 import { runChecks } from "../shared/rpc-server.js";
 import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
@@ -11,18 +11,7 @@ import { OrganisationEntity } from "./organisations/organisation.entity.js";
 
 export async function createOrganisationApp(deps: ServiceAppDeps): Promise<ServiceApp & { relay: OutboxRelay }> {
   const { config, bus, logger } = deps;
-  const orm = await openDatabase({
-    clientUrl: deps.databaseUrl,
-    schema: ORGANISATION_SCHEMA,
-    entities: [OrganisationEntity, MemberEntity, ContactEntity],
-    migrations: organisationMigrations,
-    poolMax: deps.databasePoolMax,
-    logger,
-  });
-  if (config.MIGRATE_ON_START) {
-    const applied = await migrate(orm);
-    if (applied.length) logger.info({ applied }, "migrations applied");
-  }
+  const orm = await openServiceDatabase(deps, { schema: ORGANISATION_SCHEMA, entities: [OrganisationEntity, MemberEntity, ContactEntity], migrations: organisationMigrations });
   const relay = new OutboxRelay({ orm, schema: ORGANISATION_SCHEMA, bus, logger, pollMs: config.OUTBOX_POLL_MS });
   const service = createOrganisationService({
     orm,

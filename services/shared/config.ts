@@ -79,6 +79,10 @@ const shape = {
   PUBLIC_URL: optionalUrl(["http:", "https:"]),
   /** Embedded start: where PGlite keeps its data. */
   DATA_DIR: z.string().min(1).default("./data"),
+  /** Allow http and private/loopback webhook targets (development and tests only). */
+  WEBHOOK_ALLOW_INSECURE_TARGETS: bool(false),
+  /** Allow http redirect URIs on hosts other than loopback (development only). */
+  OAUTH_ALLOW_INSECURE_REDIRECTS: bool(false),
   OUTBOX_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
 };
 

@@ -49,3 +49,19 @@ export async function migrate(orm: MikroORM): Promise<string[]> {
 export async function pingDatabase(orm: MikroORM): Promise<void> {
   await orm.em.fork().getConnection().execute("select 1");
 }
+
+/** A service's database as ServiceAppDeps describe it, migrated when MIGRATE_ON_START is on. */
+export async function openServiceDatabase(
+  deps: { databaseUrl: string; databasePoolMax: number; logger: Logger; config: { MIGRATE_ON_START: boolean } },
+  options: { schema: string; entities: EntitySchema<any, any>[]; migrations: MigrationObject[] },
+): Promise<MikroORM> {
+  const orm = await openDatabase({ clientUrl: deps.databaseUrl, poolMax: deps.databasePoolMax, logger: deps.logger, ...options });
+  if (deps.config.MIGRATE_ON_START) {
+    const applied = await migrate(orm).catch(async (err) => {
+      await orm.close();
+      throw err;
+    });
+    if (applied.length) deps.logger.info({ applied, schema: options.schema }, "migrations applied");
+  }
+  return orm;
+}

@@ -1,0 +1,76 @@
+// The REST gateway: the documented paths and form-encoded OAuth requests,
+// mapped onto the RPC services. Built here, served by main.ts.
+import http from "node:http";
+import formbody from "@fastify/formbody";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import type { Logger } from "../services/shared/logger.js";
+import { acceptRequestId, currentRequestId, runWithRequestId, REQUEST_ID_HEADER } from "../services/shared/request-context.js";
+import type { ServiceClients } from "./clients.js";
+import { HttpError, errorHandler, sendError } from "./errors.js";
+import { healthRoutes } from "./routes/health.js";
+import { tokenRoutes } from "./routes/token.js";
+
+export const BODY_LIMIT_BYTES = 64 * 1024;
+
+export interface GatewayOptions {
+  clients: ServiceClients;
+  /** Service name -> RPC base URL, for /readyz. */
+  serviceUrls: Record<string, string>;
+  logger: Logger;
+  /** Trust X-Forwarded-For from this many proxies (0: none). */
+  trustProxy?: number;
+}
+
+export async function buildGateway(options: GatewayOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: options.logger as unknown as FastifyBaseLogger,
+    disableRequestLogging: true,
+    bodyLimit: BODY_LIMIT_BYTES,
+    trustProxy: options.trustProxy ?? false,
+    return503OnClosing: true,
+    // Every request runs inside its request id, which RPC clients pass on.
+    serverFactory: (handler) =>
+      http.createServer((req, res) => {
+        const id = acceptRequestId(req.headers[REQUEST_ID_HEADER] as string | undefined);
+        runWithRequestId(id, () => handler(req, res));
+      }),
+    genReqId: () => currentRequestId() ?? "unknown",
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+  });
+
+  // Only the two body types the API speaks: anything else is 415.
+  app.removeContentTypeParser("text/plain");
+  await app.register(formbody, { bodyLimit: BODY_LIMIT_BYTES });
+
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id);
+  });
+  // One log line per request.
+  app.addHook("onResponse", async (request, reply) => {
+    request.log.info(
+      { method: request.method, url: request.url.split("?")[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      "request",
+    );
+  });
+
+  // 404 for an unknown path, 405 (with Allow) for a known path and another method.
+  const routes: { pattern: RegExp; method: string }[] = [];
+  app.addHook("onRoute", (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const pattern = new RegExp(`^${route.url.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/:[^/]+/g, "[^/]+")}$`);
+    for (const method of methods) routes.push({ pattern, method: method.toUpperCase() });
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split("?")[0]!;
+    const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))];
+    if (allowed.length > 0) {
+      return sendError(reply, new HttpError(405, "method_not_allowed", `use ${allowed.join(", ")} on ${path}`, { allow: allowed.join(", ") }));
+    }
+    return sendError(reply, new HttpError(404, "not_found", `no route ${request.method} ${path}`));
+  });
+  app.setErrorHandler(errorHandler);
+
+  healthRoutes(app, { services: options.serviceUrls });
+  tokenRoutes(app, options.clients.auth);
+  return app;
+}

@@ -1,0 +1,35 @@
+// The gateway's RPC clients, one per service.
+import type { Client } from "@connectrpc/connect";
+import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
+import { DeliveryService } from "../gen/bizcard/delivery/v1/delivery_pb.js";
+import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
+import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
+import type { Config } from "../services/shared/config.js";
+import { createRpcClient } from "../services/shared/rpc-client.js";
+
+export interface ServiceClients {
+  auth: Client<typeof AuthService>;
+  organisation: Client<typeof OrganisationService>;
+  webhook: Client<typeof WebhookService>;
+  delivery: Client<typeof DeliveryService>;
+}
+
+export function serviceUrls(config: Config): Record<keyof ServiceClients, string> {
+  return {
+    auth: config.authRpcUrl,
+    organisation: config.organisationRpcUrl,
+    webhook: config.webhookRpcUrl,
+    delivery: config.deliveryRpcUrl,
+  };
+}
+
+export function createServiceClients(config: Config): ServiceClients {
+  const urls = serviceUrls(config);
+  const options = (baseUrl: string) => ({ baseUrl, timeoutMs: config.RPC_TIMEOUT_MS, internalToken: config.INTERNAL_RPC_TOKEN });
+  return {
+    auth: createRpcClient(AuthService, options(urls.auth)),
+    organisation: createRpcClient(OrganisationService, options(urls.organisation)),
+    webhook: createRpcClient(WebhookService, options(urls.webhook)),
+    delivery: createRpcClient(DeliveryService, options(urls.delivery)),
+  };
+}

@@ -1,0 +1,17 @@
+// The gateway as its own process.
+import { exitOnConfigError, loadConfig, type Config } from "../services/shared/config.js";
+import { createLogger } from "../services/shared/logger.js";
+import { onShutdown } from "../services/shared/service-main.js";
+import { buildGateway } from "./app.js";
+import { createServiceClients, serviceUrls } from "./clients.js";
+
+let config: Config;
+try {
+  config = loadConfig();
+} catch (err) {
+  exitOnConfigError(err);
+}
+const logger = createLogger("gateway", config.LOG_LEVEL);
+const app = await buildGateway({ clients: createServiceClients(config), serviceUrls: serviceUrls(config), logger });
+await app.listen({ host: config.GATEWAY_HOST, port: config.GATEWAY_PORT });
+onShutdown(logger, () => app.close());

@@ -1,0 +1,70 @@
+// Reading OAuth request parameters (RFC 6749 §3.2, §2.3.1) from a form or
+// JSON body, and the client's credentials from either the body or Basic.
+import { OAuthError, invalidClient } from "./oauth-errors.js";
+
+export type Params = Record<string, string>;
+
+/**
+ * RFC 6749 §3.1: "Parameters sent without a value MUST be treated as if they
+ * were omitted from the request. [...] Request and response parameters MUST
+ * NOT be included more than once."
+ */
+export function readParams(body: unknown): Params {
+  if (body === undefined || body === null) return {};
+  if (typeof body !== "object" || Array.isArray(body)) throw new OAuthError("invalid_request", "the body must be a set of parameters");
+  const out: Params = {};
+  for (const [key, value] of Object.entries(body as Record<string, unknown>)) {
+    if (Array.isArray(value)) throw new OAuthError("invalid_request", `parameter ${key} is included more than once`);
+    if (value === undefined || value === null || value === "") continue;
+    if (typeof value !== "string") throw new OAuthError("invalid_request", `parameter ${key} must be a string`);
+    out[key] = value;
+  }
+  return out;
+}
+
+export interface PresentedClient {
+  clientId: string;
+  clientSecret: string;
+  method: "client_secret_basic" | "client_secret_post" | "none";
+}
+
+function decodeBasic(header: string): { id: string; secret: string } {
+  const raw = Buffer.from(header.slice(6).trim(), "base64").toString("utf8");
+  const colon = raw.indexOf(":");
+  if (colon < 0) throw invalidClient("malformed Basic credentials");
+  // RFC 6749 §2.3.1: client_id and secret are form-urlencoded before Basic.
+  const decode = (s: string) => {
+    try {
+      return decodeURIComponent(s.replace(/\+/g, " "));
+    } catch {
+      throw invalidClient("malformed Basic credentials");
+    }
+  };
+  return { id: decode(raw.slice(0, colon)), secret: decode(raw.slice(colon + 1)) };
+}
+
+/**
+ * client_secret_basic or client_secret_post, never both (RFC 6749 §2.3: "The
+ * client MUST NOT use more than one authentication method in each request");
+ * a public client sends only client_id.
+ */
+export function presentedClient(authorization: string | undefined, params: Params): PresentedClient | undefined {
+  const basic = authorization && /^basic /i.test(authorization) ? decodeBasic(authorization) : undefined;
+  if (basic) {
+    if (params.client_secret !== undefined) {
+      throw new OAuthError("invalid_request", "use one client authentication method: Basic or client_secret in the body, not both");
+    }
+    if (params.client_id !== undefined && params.client_id !== basic.id) {
+      throw new OAuthError("invalid_request", "client_id in the body differs from the Basic credentials");
+    }
+    return { clientId: basic.id, clientSecret: basic.secret, method: "client_secret_basic" };
+  }
+  if (params.client_id === undefined) {
+    if (params.client_secret !== undefined) throw new OAuthError("invalid_request", "client_secret without client_id");
+    return undefined;
+  }
+  if (params.client_secret !== undefined) {
+    return { clientId: params.client_id, clientSecret: params.client_secret, method: "client_secret_post" };
+  }
+  return { clientId: params.client_id, clientSecret: "", method: "none" };
+}

@@ -1,0 +1,162 @@
+// `npm start`: the whole platform in one process. With DATABASE_URL and
+// NATS_URL unset it runs on the embedded default (PGlite under DATA_DIR, an
+// in-process bus); with them set, on real PostgreSQL and NATS JetStream. Each
+// service still listens on its own loopback RPC port and talks to the others
+// over RPC, exactly as the separate processes of docker-compose.yml do.
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
+import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
+import { buildGateway } from "../gateway/app.js";
+import { createServiceClients, serviceUrls } from "../gateway/clients.js";
+import { createAuthApp } from "../services/auth/auth-app.js";
+import { createDeliveryApp } from "../services/delivery/delivery-app.js";
+import { createOrganisationApp } from "../services/organisation/organisation-app.js";
+import { exitOnConfigError, loadConfig, type Config } from "../services/shared/config.js";
+import { startEmbeddedPostgres, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
+import { openBus } from "../services/shared/event-bus/open-bus.js";
+import { createLogger } from "../services/shared/logger.js";
+import { createRpcClient } from "../services/shared/rpc-client.js";
+import { startRpcServer, type RunningServer } from "../services/shared/rpc-server.js";
+import type { ServiceApp, ServiceAppDeps } from "../services/shared/service-app.js";
+import { onShutdown } from "../services/shared/service-main.js";
+import { createWebhookApp } from "../services/webhook/webhook-app.js";
+
+const SERVICES = [
+  // Consumers first, publishers last: a relay never publishes before its consumers listen.
+  { name: "delivery", create: createDeliveryApp, port: (c: Config) => c.DELIVERY_RPC_PORT },
+  { name: "webhook", create: createWebhookApp, port: (c: Config) => c.WEBHOOK_RPC_PORT },
+  { name: "auth", create: createAuthApp, port: (c: Config) => c.AUTH_RPC_PORT },
+  { name: "organisation", create: createOrganisationApp, port: (c: Config) => c.ORGANISATION_RPC_PORT },
+] as const;
+
+export const INTERNAL_TOKEN_FILE = "internal-rpc-token";
+export const DEMO_FILE = "demo-credentials.json";
+
+/** Embedded start: a per-data-folder internal credential, so that even loopback callers must present it. */
+async function internalToken(dataDir: string): Promise<string> {
+  const file = path.join(dataDir, INTERNAL_TOKEN_FILE);
+  if (existsSync(file)) return (await readFile(file, "utf8")).trim();
+  const token = randomBytes(32).toString("base64url");
+  await writeFile(file, `${token}\n`, { mode: 0o600 });
+  return token;
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    exitOnConfigError(err);
+  }
+  const logger = createLogger("bizcard", config.LOG_LEVEL);
+  const embeddedDb = !config.DATABASE_URL;
+  const dataDir = path.resolve(config.DATA_DIR);
+  await mkdir(dataDir, { recursive: true });
+  const freshDataDir = embeddedDb && !existsSync(path.join(dataDir, "pglite"));
+  if (!config.INTERNAL_RPC_TOKEN) config = { ...config, INTERNAL_RPC_TOKEN: await internalToken(dataDir) };
+
+  const bus = await openBus(config, "bizcard", logger);
+  const databases: EmbeddedPostgres[] = [];
+  const apps: ServiceApp[] = [];
+  const servers: RunningServer[] = [];
+  const stop = async () => {
+    await Promise.allSettled(servers.map((s) => s.close()));
+    for (const app of [...apps].reverse()) await app.close().catch((err) => logger.error({ err }, "close failed"));
+    await bus.close();
+    for (const db of databases) await db.close();
+  };
+
+  try {
+    // PGlite instances start in parallel: a fresh one runs initdb, which takes seconds.
+    const embedded = embeddedDb
+      ? await Promise.all(SERVICES.map((svc) => startEmbeddedPostgres(dataDir, svc.name)))
+      : [];
+    databases.push(...embedded);
+    for (const [i, svc] of SERVICES.entries()) {
+      const log = createLogger(svc.name, config.LOG_LEVEL);
+      const deps: ServiceAppDeps = {
+        config,
+        databaseUrl: embedded[i]?.url ?? config.DATABASE_URL!,
+        databasePoolMax: embedded[i] ? 1 : config.DATABASE_POOL_MAX,
+        bus,
+        logger: log,
+      };
+      const app = await svc.create(deps);
+      apps.push(app);
+      servers.push(
+        await startRpcServer({
+          name: svc.name,
+          host: config.RPC_HOST,
+          port: svc.port(config),
+          routes: app.routes,
+          logger: log,
+          internalToken: config.INTERNAL_RPC_TOKEN,
+          readiness: app.readiness,
+        }),
+      );
+    }
+    for (const app of apps) await app.start();
+
+    const gateway = await buildGateway({
+      clients: createServiceClients(config),
+      serviceUrls: serviceUrls(config),
+      logger: createLogger("gateway", config.LOG_LEVEL),
+    });
+    await gateway.listen({ host: config.GATEWAY_HOST, port: config.GATEWAY_PORT });
+
+    const backends = `${embeddedDb ? `PGlite in ${dataDir}` : "PostgreSQL"}, ${bus.kind === "nats" ? "NATS JetStream" : "in-process bus"}`;
+    process.stdout.write(`\nbizcard platform ready (${backends})\n  gateway: http://${config.GATEWAY_HOST}:${config.GATEWAY_PORT}\n`);
+    if (freshDataDir) await createDemo(config, dataDir);
+    else if (existsSync(path.join(dataDir, DEMO_FILE))) process.stdout.write(`  demo credentials: ${path.join(dataDir, DEMO_FILE)}\n`);
+    process.stdout.write("\n");
+
+    onShutdown(logger, async () => {
+      await gateway.close();
+      await stop();
+    });
+  } catch (err) {
+    logger.fatal({ err }, "start failed");
+    await stop().catch(() => {});
+    process.exit(1);
+  }
+}
+
+/** A fresh data folder gets a demo organisation, member and OAuth client, printed once and kept in DEMO_FILE. */
+async function createDemo(config: Config, dataDir: string): Promise<void> {
+  const rpc = { timeoutMs: config.RPC_TIMEOUT_MS, internalToken: config.INTERNAL_RPC_TOKEN };
+  const organisations = createRpcClient(OrganisationService, { baseUrl: config.organisationRpcUrl, ...rpc });
+  const auth = createRpcClient(AuthService, { baseUrl: config.authRpcUrl, ...rpc });
+  const password = randomBytes(9).toString("base64url");
+  const { organisation, owner } = await organisations.createOrganisation({
+    name: "Demo Organisation",
+    ownerEmail: "demo@example.com",
+    ownerPassword: password,
+  });
+  const { client, clientSecret } = await auth.createClient({
+    name: "Demo App",
+    redirectUris: ["http://127.0.0.1:9876/callback"],
+  });
+  const demo = {
+    organisation: { id: organisation!.id, name: organisation!.name },
+    member: { id: owner!.id, email: owner!.email, password },
+    client: { client_id: client!.clientId, client_secret: clientSecret, redirect_uris: client!.redirectUris, scopes: client!.scopes },
+  };
+  await writeFile(path.join(dataDir, DEMO_FILE), `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
+  process.stdout.write(
+    [
+      "  demo data (fresh data folder):",
+      `    organisation   ${demo.organisation.name} (${demo.organisation.id})`,
+      `    member login   ${demo.member.email} / ${password}`,
+      `    OAuth client   client_id=${demo.client.client_id}`,
+      `                   client_secret=${clientSecret}`,
+      `                   redirect_uri=${demo.client.redirect_uris[0]}`,
+      `    (kept in ${path.join(dataDir, DEMO_FILE)})`,
+      "",
+    ].join("\n"),
+  );
+}
+
+await main();

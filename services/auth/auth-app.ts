@@ -1,0 +1,27 @@
+import { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
+import { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
+import { openServiceDatabase, pingDatabase } from "../shared/database.js";
+import { createRpcClient } from "../shared/rpc-client.js";
+import { runChecks } from "../shared/rpc-server.js";
+import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
+import { AUTH_SCHEMA, createAuthService } from "./auth-service.js";
+import { ClientEntity } from "./clients/client.entity.js";
+import { authMigrations } from "./migrations/index.js";
+
+export async function createAuthApp(deps: ServiceAppDeps): Promise<ServiceApp> {
+  const { config, logger, bus } = deps;
+  const orm = await openServiceDatabase(deps, { schema: AUTH_SCHEMA, entities: [ClientEntity], migrations: authMigrations });
+  const organisations = createRpcClient(OrganisationService, {
+    baseUrl: config.organisationRpcUrl,
+    timeoutMs: config.RPC_TIMEOUT_MS,
+    internalToken: config.INTERNAL_RPC_TOKEN,
+  });
+  const service = createAuthService({ orm, organisations, allowInsecureRedirects: config.OAUTH_ALLOW_INSECURE_REDIRECTS });
+  return {
+    name: "auth",
+    routes: (router) => router.service(AuthService, service),
+    readiness: () => runChecks({ database: () => pingDatabase(orm), bus: () => bus.ping() }),
+    start: async () => {},
+    close: () => orm.close(),
+  };
+}

@@ -1,0 +1,86 @@
+// AuthService. This first step holds the client registry; the authorization
+// request, consent, the token endpoint's grants, introspection, revocation
+// and the bearer check are later issues' work and answer UNIMPLEMENTED until
+// then (connect-es does that for every method left out of the object).
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type Client as RpcClient, type ServiceImpl } from "@connectrpc/connect";
+import type { MikroORM } from "@mikro-orm/postgresql";
+import { AuthService, ClientSchema, type Client as ClientMessage } from "../../gen/bizcard/auth/v1/auth_pb.js";
+import type { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
+import { invalid, notFound, requireUuid } from "../shared/validation.js";
+import { ClientEntity, type Client } from "./clients/client.entity.js";
+import { hashSecret, newClientId, newClientSecret } from "./clients/client-secret.js";
+import { checkRedirectUri } from "./clients/redirect-uri.js";
+import { ALL_SCOPES, isScope } from "./scopes.js";
+
+export const AUTH_SCHEMA = "auth";
+
+export interface AuthServiceDeps {
+  orm: MikroORM;
+  organisations: RpcClient<typeof OrganisationService>;
+  allowInsecureRedirects: boolean;
+}
+
+export const toClientMessage = (c: Client): ClientMessage =>
+  create(ClientSchema, {
+    clientId: c.id,
+    name: c.name,
+    redirectUris: c.redirectUris,
+    scopes: c.scopes,
+    public: c.public,
+    ownerOrganisationId: c.ownerOrganisationId ?? "",
+    createTime: timestampFromDate(c.createdAt),
+  });
+
+export function createAuthService(deps: AuthServiceDeps): Partial<ServiceImpl<typeof AuthService>> {
+  const { orm } = deps;
+  return {
+    async createClient(req) {
+      const name = req.name.trim();
+      if (!name) throw invalid("name", "required");
+      if ([...name].length > 100 || /[\u0000-\u001f\u007f]/.test(name)) throw invalid("name", "at most 100 printable characters");
+      if (req.redirectUris.length > 10) throw invalid("redirect_uris", "at most 10");
+      const redirectUris = [
+        ...new Set(req.redirectUris.map((u) => checkRedirectUri(u, { allowInsecure: deps.allowInsecureRedirects }))),
+      ];
+      const unknown = req.scopes.filter((s) => !isScope(s));
+      if (unknown.length) throw invalid("scopes", `unknown scope ${unknown.join(", ")}; known: ${ALL_SCOPES.join(" ")}`);
+      const scopes = req.scopes.length ? ALL_SCOPES.filter((s) => req.scopes.includes(s)) : [...ALL_SCOPES];
+      if (redirectUris.length === 0 && !req.ownerOrganisationId) {
+        throw invalid("redirect_uris", "at least one, unless the client is owned by an organisation (client_credentials)");
+      }
+      let ownerOrganisationId: string | null = null;
+      if (req.ownerOrganisationId) {
+        if (req.public) throw invalid("owner_organisation_id", "a public client cannot be owned (client_credentials needs a secret)");
+        ownerOrganisationId = requireUuid("owner_organisation_id", req.ownerOrganisationId);
+        try {
+          await deps.organisations.getOrganisation({ id: ownerOrganisationId });
+        } catch (err) {
+          if (ConnectError.from(err).code === Code.NotFound) throw invalid("owner_organisation_id", "no such organisation");
+          throw err;
+        }
+      }
+      const secret = req.public ? "" : newClientSecret();
+      const em = orm.em.fork();
+      const client = em.create(ClientEntity, {
+        id: newClientId(),
+        name,
+        redirectUris,
+        scopes,
+        public: req.public,
+        ownerOrganisationId,
+        secretHash: secret ? hashSecret(secret) : null,
+        createdAt: new Date(),
+      });
+      await em.flush();
+      return { client: toClientMessage(client), clientSecret: secret };
+    },
+
+    async getClient(req) {
+      const client = req.clientId ? await orm.em.fork().findOne(ClientEntity, { id: req.clientId }) : null;
+      if (!client) throw notFound("client");
+      return { client: toClientMessage(client) };
+    },
+  };
+}

@@ -1,0 +1,5 @@
+// Committed migrations, in order. Never edit one that has shipped: add the next.
+import type { MigrationObject } from "@mikro-orm/core";
+import { InitialAuthSchema } from "./2026-11-22-initial.js";
+
+export const authMigrations: MigrationObject[] = [{ name: "2026-11-22-initial", class: InitialAuthSchema }];

@@ -1,0 +1,49 @@
+// DeliveryService: the delivery log, per subscription, newest first.
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { MikroORM } from "@mikro-orm/postgresql";
+import { DeliveryAttemptSchema, DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
+import { decodeCursor, encodeCursor, invalid, pageSize } from "../shared/validation.js";
+import { DeliveryAttemptEntity, type DeliveryAttempt } from "./attempts/delivery-attempt.entity.js";
+
+export const DELIVERY_SCHEMA = "delivery";
+
+const toMessage = (a: DeliveryAttempt) =>
+  create(DeliveryAttemptSchema, {
+    id: a.id,
+    eventId: a.eventId,
+    subscriptionId: BigInt(a.subscriptionId),
+    attempt: a.attempt,
+    responseStatus: a.responseStatus,
+    outcome: a.outcome,
+    error: a.error,
+    durationMs: a.durationMs,
+    attemptTime: timestampFromDate(a.attemptedAt),
+  });
+
+export function createDeliveryService(deps: { orm: MikroORM }): ServiceImpl<typeof DeliveryService> {
+  return {
+    async listDeliveryAttempts(req) {
+      if (req.subscriptionId <= 0n) throw invalid("subscription_id", "expected a positive integer");
+      const limit = pageSize(req.pageSize);
+      const cursor = decodeCursor(req.pageToken, 2) as [string, string] | undefined;
+      const after = cursor
+        ? { $or: [{ attemptedAt: { $lt: new Date(cursor[0]) } }, { attemptedAt: new Date(cursor[0]), id: { $lt: cursor[1] } }] }
+        : {};
+      const rows = await deps.orm.em
+        .fork()
+        .find(
+          DeliveryAttemptEntity,
+          { subscriptionId: Number(req.subscriptionId), ...after },
+          { orderBy: { attemptedAt: "desc", id: "desc" }, limit: limit + 1 },
+        );
+      const page = rows.slice(0, limit);
+      const last = page.at(-1);
+      return {
+        attempts: page.map(toMessage),
+        nextPageToken: rows.length > limit && last ? encodeCursor([last.attemptedAt.toISOString(), last.id]) : "",
+      };
+    },
+  };
+}

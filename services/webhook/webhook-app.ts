@@ -1,0 +1,42 @@
+import { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
+import { migrate, openDatabase, pingDatabase } from "../shared/database.js";
+import { runChecks } from "../shared/rpc-server.js";
+import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
+import { webhookMigrations } from "./migrations/index.js";
+import { SubscriptionEntity } from "./subscriptions/subscription.entity.js";
+import type { Resolver } from "./subscriptions/target-url.js";
+import { WEBHOOK_SCHEMA, createWebhookService } from "./webhook-service.js";
+
+export interface WebhookAppOptions {
+  /** How target_url hostnames are resolved; the system resolver when unset (tests inject one). */
+  resolve?: Resolver;
+}
+
+export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookAppOptions = {}): Promise<ServiceApp> {
+  const { config, bus, logger } = deps;
+  const orm = await openDatabase({
+    clientUrl: deps.databaseUrl,
+    schema: WEBHOOK_SCHEMA,
+    entities: [SubscriptionEntity],
+    migrations: webhookMigrations,
+    poolMax: deps.databasePoolMax,
+    logger,
+  });
+  if (config.MIGRATE_ON_START) {
+    const applied = await migrate(orm);
+    if (applied.length) logger.info({ applied }, "migrations applied");
+  }
+  // One flag for http and private destinations: development and tests turn it on.
+  const allowInsecureTargets = config.WEBHOOK_ALLOW_INSECURE_TARGETS;
+  if (allowInsecureTargets) logger.warn("WEBHOOK_ALLOW_INSECURE_TARGETS is on: http and private target URLs are accepted");
+  const service = createWebhookService({ orm, allowInsecureTargets, resolve: options.resolve });
+  return {
+    name: "webhook",
+    routes: (router) => router.service(WebhookService, service),
+    readiness: () => runChecks({ database: () => pingDatabase(orm), bus: () => bus.ping() }),
+    start: async () => {},
+    close: async () => {
+      await orm.close();
+    },
+  };
+}
