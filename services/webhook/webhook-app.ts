@@ -1,5 +1,5 @@
 import { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
-import { migrate, openDatabase, pingDatabase } from "../shared/database.js";
+import { openServiceDatabase, pingDatabase } from "../shared/database.js";
 import { runChecks } from "../shared/rpc-server.js";
 import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
 import { webhookMigrations } from "./migrations/index.js";
@@ -14,18 +14,7 @@ export interface WebhookAppOptions {
 
 export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookAppOptions = {}): Promise<ServiceApp> {
   const { config, bus, logger } = deps;
-  const orm = await openDatabase({
-    clientUrl: deps.databaseUrl,
-    schema: WEBHOOK_SCHEMA,
-    entities: [SubscriptionEntity],
-    migrations: webhookMigrations,
-    poolMax: deps.databasePoolMax,
-    logger,
-  });
-  if (config.MIGRATE_ON_START) {
-    const applied = await migrate(orm);
-    if (applied.length) logger.info({ applied }, "migrations applied");
-  }
+  const orm = await openServiceDatabase(deps, { schema: WEBHOOK_SCHEMA, entities: [SubscriptionEntity], migrations: webhookMigrations });
   // One flag for http and private destinations: development and tests turn it on.
   const allowInsecureTargets = config.WEBHOOK_ALLOW_INSECURE_TARGETS;
   if (allowInsecureTargets) logger.warn("WEBHOOK_ALLOW_INSECURE_TARGETS is on: http and private target URLs are accepted");

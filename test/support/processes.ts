@@ -1,0 +1,120 @@
+// Child processes for tests that run services as their own processes, kill
+// them, or restart a broker: the services' real main.ts, a private
+// nats-server on a free port (never the shared one).
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp } from "node:fs/promises";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+export const ROOT = path.resolve(import.meta.dirname, "../..");
+const NATS_SERVER_BIN = process.env.NATS_SERVER_BIN ?? (existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "nats-server");
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Spawned {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+  kill(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export function spawnProcess(command: string, args: string[], env: Record<string, string | undefined>, cwd = ROOT): Spawned {
+  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return {
+    child,
+    output: () => out,
+    exited,
+    kill: async (signal = "SIGTERM") => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** node with tsx, as `npm start` runs TypeScript. */
+export function spawnTs(script: string, env: Record<string, string | undefined>, args: string[] = []): Spawned {
+  return spawnProcess(process.execPath, ["--import", "tsx", script, ...args], env);
+}
+
+export async function waitFor<T>(fn: () => Promise<T | undefined> | T | undefined, ms = 30_000, what = "condition"): Promise<T> {
+  const end = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined && v !== false) return v as T;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export async function httpReady(url: string, ms = 60_000, spawned?: Spawned): Promise<void> {
+  await waitFor(
+    async () => {
+      if (spawned && spawned.child.exitCode !== null) throw new Error(`process exited:\n${spawned.output()}`);
+      const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+      return res.status === 200 ? true : undefined;
+    },
+    ms,
+    url,
+  );
+}
+
+/** A private nats-server with JetStream, on a free port, that a test may stop and start again. */
+export class NatsServer {
+  private proc: Spawned | undefined;
+  private constructor(
+    readonly port: number,
+    private readonly storeDir: string,
+  ) {}
+
+  static async start(): Promise<NatsServer> {
+    const server = new NatsServer(await freePort(), await mkdtemp(path.join(tmpdir(), "bizcard-nats-")));
+    await server.restart();
+    return server;
+  }
+
+  get url(): string {
+    return `nats://127.0.0.1:${this.port}`;
+  }
+
+  async restart(): Promise<void> {
+    this.proc = spawnProcess(NATS_SERVER_BIN, ["-a", "127.0.0.1", "-p", String(this.port), "-js", "-sd", this.storeDir], {});
+    await waitFor(
+      () =>
+        new Promise<boolean | undefined>((resolve) => {
+          const s = net.connect(this.port, "127.0.0.1");
+          s.once("connect", () => {
+            s.destroy();
+            resolve(true);
+          });
+          s.once("error", () => resolve(undefined));
+        }),
+      15_000,
+      "nats-server",
+    );
+  }
+
+  async stop(): Promise<void> {
+    await this.proc?.kill("SIGTERM");
+    this.proc = undefined;
+  }
+}
