@@ -1,3 +1,4 @@
+import type { MikroORM } from "@mikro-orm/postgresql";
 import { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { openServiceDatabase, pingDatabase } from "../shared/database.js";
 import { OutboxRelay } from "../shared/outbox.js";
@@ -9,7 +10,7 @@ import { organisationMigrations } from "./migrations/index.js";
 import { ORGANISATION_SCHEMA, createOrganisationService } from "./organisation-service.js";
 import { OrganisationEntity } from "./organisations/organisation.entity.js";
 
-export async function createOrganisationApp(deps: ServiceAppDeps): Promise<ServiceApp & { relay: OutboxRelay }> {
+export async function createOrganisationApp(deps: ServiceAppDeps): Promise<ServiceApp & { relay: OutboxRelay; orm: MikroORM }> {
   const { config, bus, logger } = deps;
   const orm = await openServiceDatabase(deps, { schema: ORGANISATION_SCHEMA, entities: [OrganisationEntity, MemberEntity, ContactEntity], migrations: organisationMigrations });
   const relay = new OutboxRelay({ orm, schema: ORGANISATION_SCHEMA, bus, logger, pollMs: config.OUTBOX_POLL_MS });
@@ -21,6 +22,7 @@ export async function createOrganisationApp(deps: ServiceAppDeps): Promise<Servi
   return {
     name: "organisation",
     relay,
+    orm,
     routes: (router) => router.service(OrganisationService, service),
     readiness: () => runChecks({ database: () => pingDatabase(orm), bus: () => bus.ping() }),
     start: async () => relay.start(),

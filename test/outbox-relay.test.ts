@@ -1,0 +1,169 @@
+// Nothing lost, nothing doubled: the organisation service's outbox relay
+// across a NATS restart, a process kill between commit and publish, and a
+// crash between publish and marking the row sent. Each test runs its own
+// nats-server on a free port (the shared one is never stopped).
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
+import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
+import { createOrganisationApp } from "../services/organisation/organisation-app.js";
+import { ORGANISATION_SCHEMA } from "../services/organisation/organisation-service.js";
+import type { EventBus } from "../services/shared/event-bus/event-bus.js";
+import { createLogger } from "../services/shared/logger.js";
+import { OutboxRelay } from "../services/shared/outbox.js";
+import { createRpcClient } from "../services/shared/rpc-client.js";
+import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { NatsServer, freePort, httpReady, spawnTs, waitFor, type Spawned } from "./support/processes.js";
+import { openTestBus, startService } from "./support/services.js";
+import { readStream } from "./support/stream.js";
+
+let nats: NatsServer;
+let db: TestDatabase;
+const cleanups: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  nats = await NatsServer.start();
+  db = await createTestDatabase();
+});
+
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
+});
+
+afterAll(async () => {
+  await nats?.stop();
+  await db?.drop();
+});
+
+const countBy = (ids: string[]) => ids.reduce<Record<string, number>>((m, id) => ((m[id] = (m[id] ?? 0) + 1), m), {});
+
+describe("outbox relay", () => {
+  it("publishes what was committed while NATS was down once it is back, each event once", async () => {
+    const config = testConfig({ NATS_URL: nats.url });
+    const bus = await openTestBus(config);
+    const svc = await startService(createOrganisationApp, { config, db, bus });
+    cleanups.push(() => bus.close(), () => svc.stop());
+    const client = svc.client(OrganisationService);
+    const { organisation } = await client.createOrganisation({ name: "Restart", ownerEmail: "r@restart.test", ownerPassword: "password-r" });
+    const a = await client.createContact({ organisationId: organisation!.id, fields: { firstName: "Before" } });
+    await waitFor(async () => ((await svc.app.relay.backlog()) === 0 ? true : undefined), 15_000, "first event published");
+
+    await nats.stop();
+    const b = await client.createContact({ organisationId: organisation!.id, fields: { firstName: "During" } });
+    await client.updateContact({ id: b.contact!.id, fields: { lastName: "Outage" } });
+    expect(await svc.app.relay.backlog()).toBe(2);
+    await new Promise((r) => setTimeout(r, 1500)); // the relay tries and fails meanwhile
+    await nats.restart();
+
+    await waitFor(async () => ((await svc.app.relay.backlog()) === 0 ? true : undefined), 45_000, "backlog drained");
+    const stored = await readStream(nats.url, config.NATS_STREAM);
+    expect(stored.map((s) => [s.event.contact?.id, s.event.type])).toEqual([
+      [a.contact!.id, EventType.CONTACT_CREATED],
+      [b.contact!.id, EventType.CONTACT_CREATED],
+      [b.contact!.id, EventType.CONTACT_UPDATED],
+    ]);
+    expect(stored.every((s) => s.msgId === s.event.eventId)).toBe(true);
+    expect(stored[2]!.subject).toBe(`${config.NATS_SUBJECT_PREFIX}.contact.updated`);
+    expect(stored[2]!.event.contact?.lastName).toBe("Outage");
+  });
+
+  it("a crash after publishing but before marking sent publishes again, and the stream keeps one copy", async () => {
+    const config = testConfig({ NATS_URL: nats.url });
+    const bus = await openTestBus(config);
+    // The relay is stopped: this test drives it by hand.
+    const svc = await startService(createOrganisationApp, { config, db, bus });
+    await svc.app.relay.stop();
+    cleanups.push(() => bus.close(), () => svc.stop());
+    const client = svc.client(OrganisationService);
+    const { organisation } = await client.createOrganisation({ name: "Crash", ownerEmail: "c@crash.test", ownerPassword: "password-c" });
+    const created = await client.createContact({ organisationId: organisation!.id, fields: { firstName: "Once" } });
+
+    // The broker stores the message, then the process "dies" before the row is marked.
+    const crashingBus: EventBus = {
+      ...bus,
+      kind: bus.kind,
+      publish: async (subject, data, msgId) => {
+        await bus.publish(subject, data, msgId);
+        throw new Error("process died before marking the row sent");
+      },
+    };
+    const { orm } = svc.app;
+    const logger = createLogger("test", "silent");
+    const dying = new OutboxRelay({ orm, schema: ORGANISATION_SCHEMA, bus: crashingBus, logger, pollMs: 100 });
+    const first = await dying.publishBatch();
+    expect(first.published).toBe(0);
+    expect(first.error).toBeInstanceOf(Error);
+    expect(await svc.app.relay.backlog()).toBe(1);
+
+    // After the restart, a relay publishes the row again; JetStream drops the duplicate.
+    const restarted = new OutboxRelay({ orm, schema: ORGANISATION_SCHEMA, bus, logger, pollMs: 100 });
+    const second = await restarted.publishBatch();
+    expect(second).toEqual({ published: 1, error: undefined });
+    expect(await svc.app.relay.backlog()).toBe(0);
+
+    const stored = (await readStream(nats.url, config.NATS_STREAM)).filter((s) => s.event.contact?.id === created.contact!.id);
+    expect(stored).toHaveLength(1);
+    expect(stored[0]!.event.type).toBe(EventType.CONTACT_CREATED);
+  });
+
+  it("a service killed between commit and publish publishes after it restarts: nothing lost, nothing doubled", async () => {
+    const config = testConfig({ NATS_URL: nats.url });
+    const port = await freePort();
+    const env = {
+      DATABASE_URL: db.url,
+      DATABASE_POOL_MAX: String(db.poolMax),
+      NATS_URL: nats.url,
+      NATS_STREAM: config.NATS_STREAM,
+      NATS_SUBJECT_PREFIX: config.NATS_SUBJECT_PREFIX,
+      ORGANISATION_RPC_PORT: String(port),
+      INTERNAL_RPC_TOKEN: "k".repeat(40),
+      LOG_LEVEL: "warn",
+      OUTBOX_POLL_MS: "100",
+    };
+    const start = async () => {
+      const proc = spawnTs("services/organisation/main.ts", env);
+      cleanups.push(() => proc.kill("SIGKILL"));
+      await httpReady(`http://127.0.0.1:${port}/healthz`, 60_000, proc);
+      return proc;
+    };
+    const client = createRpcClient(OrganisationService, {
+      baseUrl: `http://127.0.0.1:${port}`,
+      timeoutMs: 10_000,
+      internalToken: env.INTERNAL_RPC_TOKEN,
+    });
+    let proc: Spawned = await start();
+    const { organisation } = await client.createOrganisation({ name: "Kill", ownerEmail: "k@kill.test", ownerPassword: "password-k" });
+    const before = await client.createContact({ organisationId: organisation!.id, fields: { firstName: "Published" } });
+    await waitFor(
+      async () => ((await readStream(nats.url, config.NATS_STREAM).catch(() => [])).length === 1 ? true : undefined),
+      20_000,
+      "first event in the stream",
+    );
+
+    // The broker goes away; the next changes commit but cannot be published. Then the process is killed.
+    await nats.stop();
+    const during = await client.createContact({ organisationId: organisation!.id, fields: { firstName: "Committed" } });
+    await client.updateContact({ id: during.contact!.id, fields: { email: "committed@kill.test" } });
+    expect(await proc.kill("SIGKILL")).toBe(null);
+    const refused = await client.getContact({ id: during.contact!.id }).catch((e) => e);
+    expect(ConnectError.from(refused).code).toBe(Code.Unavailable);
+
+    await nats.restart();
+    proc = await start();
+    await waitFor(
+      async () => ((await readStream(nats.url, config.NATS_STREAM)).length >= 3 ? true : undefined),
+      45_000,
+      "events published after the restart",
+    );
+    await new Promise((r) => setTimeout(r, 1000)); // and nothing more arrives
+    const stored = await readStream(nats.url, config.NATS_STREAM);
+    expect(stored.map((s) => [s.event.contact?.id, s.event.type])).toEqual([
+      [before.contact!.id, EventType.CONTACT_CREATED],
+      [during.contact!.id, EventType.CONTACT_CREATED],
+      [during.contact!.id, EventType.CONTACT_UPDATED],
+    ]);
+    expect(Object.values(countBy(stored.map((s) => s.msgId))).every((n) => n === 1)).toBe(true);
+    expect(stored[2]!.event.contact?.email).toBe("committed@kill.test");
+    expect(await proc.kill("SIGTERM")).toBe(0);
+  });
+});
