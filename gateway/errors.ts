@@ -33,7 +33,9 @@ const CONNECT_TO_HTTP: Record<Code, { status: number; error: string }> = {
   [Code.Internal]: { status: 500, error: "server_error" },
   [Code.Unavailable]: { status: 503, error: "temporarily_unavailable" },
   [Code.DataLoss]: { status: 500, error: "server_error" },
-  [Code.Unauthenticated]: { status: 401, error: "unauthorized" },
+  // A service refusing the gateway's internal credential is a server misconfiguration,
+  // never the client's fault; routes that authenticate a client handle UNAUTHENTICATED themselves.
+  [Code.Unauthenticated]: { status: 500, error: "server_error" },
 };
 
 const SAFE_TO_SHOW = new Set([Code.InvalidArgument, Code.NotFound, Code.AlreadyExists, Code.FailedPrecondition, Code.OutOfRange, Code.PermissionDenied]);

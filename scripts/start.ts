@@ -100,6 +100,8 @@ async function main(): Promise<void> {
     }
     for (const app of apps) await app.start();
 
+    // Demo data first: once /readyz answers 200, everything printed here is true.
+    const demo = freshDataDir ? await createDemo(config, dataDir) : undefined;
     const gateway = await buildGateway({
       clients: createServiceClients(config),
       serviceUrls: serviceUrls(config),
@@ -109,13 +111,14 @@ async function main(): Promise<void> {
 
     const backends = `${embeddedDb ? `PGlite in ${dataDir}` : "PostgreSQL"}, ${bus.kind === "nats" ? "NATS JetStream" : "in-process bus"}`;
     process.stdout.write(`\nbizcard platform ready (${backends})\n  gateway: http://${config.GATEWAY_HOST}:${config.GATEWAY_PORT}\n`);
-    if (freshDataDir) await createDemo(config, dataDir);
+    if (demo) process.stdout.write(demo);
     else if (existsSync(path.join(dataDir, DEMO_FILE))) process.stdout.write(`  demo credentials: ${path.join(dataDir, DEMO_FILE)}\n`);
     process.stdout.write("\n");
 
     onShutdown(logger, async () => {
       await gateway.close();
       await stop();
+      process.stdout.write("bizcard platform stopped\n");
     });
   } catch (err) {
     logger.fatal({ err }, "start failed");
@@ -125,7 +128,7 @@ async function main(): Promise<void> {
 }
 
 /** A fresh data folder gets a demo organisation, member and OAuth client, printed once and kept in DEMO_FILE. */
-async function createDemo(config: Config, dataDir: string): Promise<void> {
+async function createDemo(config: Config, dataDir: string): Promise<string> {
   const rpc = { timeoutMs: config.RPC_TIMEOUT_MS, internalToken: config.INTERNAL_RPC_TOKEN };
   const organisations = createRpcClient(OrganisationService, { baseUrl: config.organisationRpcUrl, ...rpc });
   const auth = createRpcClient(AuthService, { baseUrl: config.authRpcUrl, ...rpc });
@@ -145,8 +148,7 @@ async function createDemo(config: Config, dataDir: string): Promise<void> {
     client: { client_id: client!.clientId, client_secret: clientSecret, redirect_uris: client!.redirectUris, scopes: client!.scopes },
   };
   await writeFile(path.join(dataDir, DEMO_FILE), `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
-  process.stdout.write(
-    [
+  return [
       "  demo data (fresh data folder):",
       `    organisation   ${demo.organisation.name} (${demo.organisation.id})`,
       `    member login   ${demo.member.email} / ${password}`,
@@ -155,8 +157,7 @@ async function createDemo(config: Config, dataDir: string): Promise<void> {
       `                   redirect_uri=${demo.client.redirect_uris[0]}`,
       `    (kept in ${path.join(dataDir, DEMO_FILE)})`,
       "",
-    ].join("\n"),
-  );
+    ].join("\n");
 }
 
 await main();

@@ -29,8 +29,10 @@ let organisation: StartedService<ServiceApp>;
 let auth: StartedService<ServiceApp>;
 let gateway: FastifyInstance;
 let broken: FastifyInstance;
+let misconfigured: FastifyInstance;
 let base: string;
 let brokenBase: string;
+let misconfiguredBase: string;
 
 /** One stream and subject prefix for every config of this file. */
 const baseConfig = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
@@ -63,17 +65,45 @@ beforeAll(async () => {
   });
   base = await listen(gateway);
 
-  // A second gateway whose webhook service is on a port where nothing listens.
-  const closedPort = await freePort();
+  // A second gateway whose auth service is on a port where nothing listens.
+  const closed = `http://127.0.0.1:${await freePort()}`;
+  const brokenConfig = configWith({ ORGANISATION_RPC_URL: organisation.server.url, AUTH_RPC_URL: closed });
   broken = await buildGateway({
-    clients: createServiceClients(config),
-    serviceUrls: { auth: auth.server.url, organisation: organisation.server.url, webhook: `http://127.0.0.1:${closedPort}` },
+    clients: createServiceClients(brokenConfig),
+    serviceUrls: { auth: closed, organisation: organisation.server.url },
     logger,
   });
   brokenBase = await listen(broken);
+
+  // A third gateway that presents the wrong internal credential.
+  const wrongConfig = testConfig({
+    INTERNAL_RPC_TOKEN: "w".repeat(40),
+    ORGANISATION_RPC_URL: organisation.server.url,
+    AUTH_RPC_URL: auth.server.url,
+  });
+  misconfigured = await buildGateway({
+    clients: createServiceClients(wrongConfig),
+    serviceUrls: { auth: auth.server.url, organisation: organisation.server.url },
+    logger,
+  });
+  misconfiguredBase = await listen(misconfigured);
+});
+
+describe("a gateway whose internal credential is refused", () => {
+  it("answers 500 server_error without internals: the server's fault, not the client's", async () => {
+    const a = await call(
+      "/oauth/token",
+      { method: "POST", headers: { "content-type": FORM }, body: "grant_type=client_credentials&client_id=c&client_secret=s" },
+      misconfiguredBase,
+    );
+    expectError(a, 500, "server_error");
+    expect(a.text).not.toContain("internal credential");
+    expect(a.headers.get("www-authenticate")).toBeNull();
+  });
 });
 
 afterAll(async () => {
+  await misconfigured?.close();
   await broken?.close();
   await gateway?.close();
   await auth?.stop();
@@ -167,9 +197,9 @@ describe("health and readiness", () => {
 
   it("GET /readyz is 503 temporarily_unavailable naming the service that does not answer", async () => {
     const a = await call("/readyz", {}, brokenBase);
-    expectError(a, 503, "temporarily_unavailable", /webhook/);
+    expectError(a, 503, "temporarily_unavailable", /\bauth\b/);
     const desc = (a.body as { error_description: string }).error_description;
-    expect(desc).not.toMatch(/auth|organisation/);
+    expect(desc).not.toMatch(/organisation/);
     expect(desc).not.toMatch(/127\.0\.0\.1|ECONNREFUSED/);
     expect(Number(a.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(a.headers.get("cache-control")).toBe("no-store");
@@ -431,6 +461,20 @@ describe("POST /oauth/token: parameters", () => {
       });
     });
   }
+
+  it("an auth service that cannot be reached is 503 temporarily_unavailable with Retry-After, without internals", async () => {
+    const a = await call(
+      "/oauth/token",
+      { method: "POST", headers: { "content-type": FORM }, body: form({ grant_type: "client_credentials", client_id: "c", client_secret: "s" }) },
+      brokenBase,
+    );
+    expectError(a, 503, "temporarily_unavailable");
+    expectNoStore(a);
+    expect(Number(a.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(a.text).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|\[unavailable\]/);
+    // The checks the gateway makes itself still answer as usual.
+    expectError(await call("/oauth/token", { method: "POST", headers: { "content-type": FORM }, body: "grant_type=x" }, brokenBase), 400, "unsupported_grant_type");
+  });
 
   it("a parameter repeated in a form body is 400 invalid_request", async () => {
     const a = await token("grant_type=a&grant_type=b", FORM);

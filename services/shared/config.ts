@@ -10,7 +10,16 @@ export class ConfigError extends Error {
   }
 }
 
-const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
+/** A whole number; blank counts as unset (what `VAR=` in a .env file or an empty `${VAR}` gives). */
+const int = (fallback: number, min: number, max: number) =>
+  z
+    .string()
+    .optional()
+    .transform((v) => (v?.trim() ? v.trim() : undefined))
+    .pipe(z.string().regex(/^\d{1,9}$/, "expected a whole number").optional())
+    .transform((v) => (v === undefined ? fallback : Number(v)))
+    .pipe(z.number().min(min, `expected ${min} to ${max}`).max(max, `expected ${min} to ${max}`));
+const port = (fallback: number) => int(fallback, 0, 65535);
 const bool = (fallback: boolean) =>
   z
     .enum(["true", "false", "1", "0", "yes", "no"], { message: "expected true or false" })
@@ -35,7 +44,7 @@ const shape = {
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** Where PostgreSQL is. Unset: the embedded start runs PGlite; a standalone service refuses to start. */
   DATABASE_URL: optionalUrl(["postgres:", "postgresql:"]),
-  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  DATABASE_POOL_MAX: int(10, 1, 200),
   /** Apply committed migrations at start. Set false when a release job runs them instead. */
   MIGRATE_ON_START: bool(true),
   /** Where NATS is (comma-separated for a cluster). Unset: the embedded start uses an in-process bus. */
@@ -54,9 +63,9 @@ const shape = {
     ),
   NATS_STREAM: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "expected 1-64 letters, digits, _ or -").default("BIZCARD"),
   NATS_SUBJECT_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, "expected a NATS subject token such as bizcard").default("bizcard"),
-  NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+  NATS_STREAM_REPLICAS: int(1, 1, 5),
   /** How long JetStream remembers a Nats-Msg-Id to drop a re-published event. */
-  NATS_DUPLICATE_WINDOW_SECONDS: z.coerce.number().int().min(10).max(86_400).default(900),
+  NATS_DUPLICATE_WINDOW_SECONDS: int(900, 10, 86_400),
   /** Shared secret that every internal RPC call must carry. Unset: RPC ports accept any caller (loopback only). */
   INTERNAL_RPC_TOKEN: z
     .string()
@@ -64,7 +73,7 @@ const shape = {
     .transform((v) => (v === "" ? undefined : v))
     .pipe(z.string().min(32, "must be at least 32 characters").optional()),
   RPC_HOST: z.string().min(1).default("127.0.0.1"),
-  RPC_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(5000),
+  RPC_TIMEOUT_MS: int(5000, 100, 120_000),
   AUTH_RPC_PORT: port(7101),
   ORGANISATION_RPC_PORT: port(7102),
   WEBHOOK_RPC_PORT: port(7103),
@@ -83,7 +92,7 @@ const shape = {
   WEBHOOK_ALLOW_INSECURE_TARGETS: bool(false),
   /** Allow http redirect URIs on hosts other than loopback (development only). */
   OAUTH_ALLOW_INSECURE_REDIRECTS: bool(false),
-  OUTBOX_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  OUTBOX_POLL_MS: int(1000, 10, 60_000),
 };
 
 export type Config = z.output<z.ZodObject<typeof shape>> & {

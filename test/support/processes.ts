@@ -29,12 +29,14 @@ export interface Spawned {
   kill(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/** Children start in their own process group (detached), so a test can signal a whole tree. */
 export function spawnProcess(command: string, args: string[], env: Record<string, string | undefined>, cwd = ROOT): Spawned {
-  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
   let out = "";
   child.stdout!.on("data", (d) => (out += d));
   child.stderr!.on("data", (d) => (out += d));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  // "close": the process exited and every holder of its stdout/stderr (e.g. npm's children) is gone too.
+  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
   return {
     child,
     output: () => out,
