@@ -1,0 +1,90 @@
+// Every service's committed migrations, from an empty database: each creates
+// its own schema only, a second start applies nothing, and
+// MIGRATE_ON_START=false leaves the database untouched.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AUTH_SCHEMA } from "../services/auth/auth-service.js";
+import { ClientEntity } from "../services/auth/clients/client.entity.js";
+import { authMigrations } from "../services/auth/migrations/index.js";
+import { DeliveryAttemptEntity } from "../services/delivery/attempts/delivery-attempt.entity.js";
+import { DELIVERY_SCHEMA } from "../services/delivery/delivery-service.js";
+import { deliveryMigrations } from "../services/delivery/migrations/index.js";
+import { ContactEntity } from "../services/organisation/contacts/contact.entity.js";
+import { MemberEntity } from "../services/organisation/members/member.entity.js";
+import { organisationMigrations } from "../services/organisation/migrations/index.js";
+import { ORGANISATION_SCHEMA } from "../services/organisation/organisation-service.js";
+import { OrganisationEntity } from "../services/organisation/organisations/organisation.entity.js";
+import { openServiceDatabase } from "../services/shared/database.js";
+import { createLogger } from "../services/shared/logger.js";
+import { webhookMigrations } from "../services/webhook/migrations/index.js";
+import { SubscriptionEntity } from "../services/webhook/subscriptions/subscription.entity.js";
+import { WEBHOOK_SCHEMA } from "../services/webhook/webhook-service.js";
+import { createTestDatabase, type TestDatabase } from "./support/backends.js";
+
+const SERVICES = [
+  { schema: AUTH_SCHEMA, entities: [ClientEntity], migrations: authMigrations, tables: ["client"] },
+  {
+    schema: ORGANISATION_SCHEMA,
+    entities: [OrganisationEntity, MemberEntity, ContactEntity],
+    migrations: organisationMigrations,
+    tables: ["contact", "member", "organisation", "outbox"],
+  },
+  { schema: WEBHOOK_SCHEMA, entities: [SubscriptionEntity], migrations: webhookMigrations, tables: ["subscription"] },
+  { schema: DELIVERY_SCHEMA, entities: [DeliveryAttemptEntity], migrations: deliveryMigrations, tables: ["delivery_attempt"] },
+];
+
+let db: TestDatabase;
+const logger = createLogger("test", "silent");
+const deps = (migrate: boolean) => ({
+  databaseUrl: db.url,
+  databasePoolMax: db.poolMax,
+  logger,
+  config: { MIGRATE_ON_START: migrate },
+});
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+async function tablesOf(schema: string): Promise<string[]> {
+  const orm = await openServiceDatabase(deps(false), { schema, entities: SERVICES[0]!.entities, migrations: [] });
+  try {
+    const rows: { table_name: string }[] = await orm.em
+      .fork()
+      .execute(`select table_name from information_schema.tables where table_schema = ? order by table_name`, [schema]);
+    return rows.map((r) => r.table_name);
+  } finally {
+    await orm.close();
+  }
+}
+
+describe("migrations from an empty database", () => {
+  it("MIGRATE_ON_START=false touches nothing", async () => {
+    const { schema, entities, migrations } = SERVICES[1]!;
+    const orm = await openServiceDatabase(deps(false), { schema, entities, migrations });
+    await orm.close();
+    expect(await tablesOf(schema)).toEqual([]);
+  });
+
+  for (const svc of SERVICES) {
+    it(`${svc.schema}: applies its migrations into its own schema, once`, async () => {
+      const first = await openServiceDatabase(deps(true), svc);
+      const executed = await first.getMigrator().getExecutedMigrations();
+      await first.close();
+      expect(executed.map((m) => m.name)).toEqual(svc.migrations.map((m) => m.name));
+      expect(await tablesOf(svc.schema)).toEqual([...svc.tables, "mikro_orm_migrations"].sort());
+
+      const second = await openServiceDatabase(deps(true), svc);
+      expect(await second.getMigrator().getPendingMigrations()).toEqual([]);
+      expect((await second.getMigrator().getExecutedMigrations()).length).toBe(svc.migrations.length);
+      await second.close();
+    });
+  }
+
+  it("no service's tables land in public", async () => {
+    expect(await tablesOf("public")).toEqual([]);
+  });
+});
