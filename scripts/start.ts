@@ -15,7 +15,7 @@ import { createAuthApp } from "../services/auth/auth-app.js";
 import { createDeliveryApp } from "../services/delivery/delivery-app.js";
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import { exitOnConfigError, loadConfig, type Config } from "../services/shared/config.js";
-import { startEmbeddedPostgres, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
+import { EMBEDDED_POOL_MAX, startEmbeddedPostgres, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
 import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import { createRpcClient } from "../services/shared/rpc-client.js";
@@ -80,7 +80,7 @@ async function main(): Promise<void> {
       const deps: ServiceAppDeps = {
         config,
         databaseUrl: embedded[i]?.url ?? config.DATABASE_URL!,
-        databasePoolMax: embedded[i] ? 1 : config.DATABASE_POOL_MAX,
+        databasePoolMax: embedded[i] ? EMBEDDED_POOL_MAX : config.DATABASE_POOL_MAX,
         bus,
         logger: log,
       };

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { loadConfig, type Config } from "../../services/shared/config.js";
-import { startEmbeddedPostgres } from "../../services/shared/embedded-postgres.js";
+import { EMBEDDED_POOL_MAX, startEmbeddedPostgres } from "../../services/shared/embedded-postgres.js";
 
 export const ADMIN_DATABASE_URL = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 export const TEST_NATS_URL = process.env.TEST_NATS_URL ?? "nats://127.0.0.1:4222";
@@ -34,7 +34,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   if (!backendMode().postgres) {
     const dir = await mkdtemp(path.join(tmpdir(), "bizcard-pglite-"));
     const embedded = await startEmbeddedPostgres(dir, "test");
-    return { url: embedded.url, poolMax: 1, drop: () => embedded.close() };
+    return { url: embedded.url, poolMax: EMBEDDED_POOL_MAX, drop: () => embedded.close() };
   }
   const name = uniqueName("bizcard_test_");
   const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
