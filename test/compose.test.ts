@@ -1,0 +1,415 @@
+// docker-compose.yml and the Dockerfile, checked without a Docker engine.
+// Where the compose plugin is installed, `docker compose config` validates the
+// file; everywhere, a strict reader of the small YAML subset the file uses
+// (mappings, block and JSON-style flow sequences, anchors, aliases and `<<`
+// merges; anything else is an error, never silently skipped) resolves every
+// service's effective settings, and these are checked against what the code
+// needs: each variable is one that services/shared/config.ts reads, the
+// values pass loadConfig, the hostnames and ports agree, and the image holds
+// what its commands run.
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { builtinModules } from "node:module";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { loadConfig, requireBackends } from "../services/shared/config.js";
+import { ROOT } from "./support/processes.js";
+
+type Yaml = string | null | Yaml[] | { [key: string]: Yaml };
+type YamlMap = { [key: string]: Yaml };
+
+// ---------------------------------------------------------------------------
+// A strict reader for the YAML subset of docker-compose.yml.
+
+interface Line {
+  no: number;
+  indent: number;
+  text: string;
+}
+
+function stripComment(s: string): string {
+  let quote: string | undefined;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i]!;
+    if (quote) {
+      if (c === "\\" && quote === '"') i++;
+      else if (c === quote) quote = undefined;
+    } else if (c === '"' || c === "'") quote = c;
+    else if (c === "#" && (i === 0 || /\s/.test(s[i - 1]!))) return s.slice(0, i);
+  }
+  return s;
+}
+
+function parseYamlSubset(source: string): Yaml {
+  const lines: Line[] = [];
+  source.split("\n").forEach((raw, i) => {
+    if (/\t/.test(raw.match(/^\s*/)![0])) throw new Error(`line ${i + 1}: tab in indentation`);
+    const text = stripComment(raw).trimEnd();
+    if (text.trim() === "") return;
+    if (text.trim() === "---" || text.trim().startsWith("%")) throw new Error(`line ${i + 1}: directives and documents unsupported`);
+    lines.push({ no: i + 1, indent: text.length - text.trimStart().length, text: text.trim() });
+  });
+  const anchors = new Map<string, Yaml>();
+  let pos = 0;
+
+  const fail = (line: Line | undefined, msg: string): never => {
+    throw new Error(`docker-compose.yml line ${line?.no ?? "EOF"}: ${msg}`);
+  };
+
+  function scalar(raw: string, line: Line): Yaml {
+    const v = raw.trim();
+    if (v === "" || v === "~" || v === "null") return null;
+    if (v.startsWith("*")) {
+      const name = v.slice(1);
+      if (!anchors.has(name)) fail(line, `unknown alias *${name}`);
+      return anchors.get(name)!;
+    }
+    if (v.startsWith("[") || v.startsWith("{")) {
+      try {
+        return JSON.parse(v) as Yaml; // flow collections: JSON-compatible only
+      } catch {
+        return fail(line, `flow collection is not JSON-compatible: ${v}`);
+      }
+    }
+    if (v.startsWith('"')) {
+      try {
+        return JSON.parse(v) as string;
+      } catch {
+        return fail(line, `bad double-quoted string: ${v}`);
+      }
+    }
+    if (v.startsWith("'")) {
+      if (!v.endsWith("'") || v.length < 2) fail(line, `bad single-quoted string: ${v}`);
+      return v.slice(1, -1).replace(/''/g, "'");
+    }
+    if (/^[&!|>%@`]/.test(v)) fail(line, `unsupported YAML: ${v}`);
+    if (/:\s/.test(v) || v.endsWith(":")) fail(line, `plain scalar with ": " (quote it): ${v}`);
+    return v;
+  }
+
+  /** A value that follows "key:" or "- ": inline, or a nested block (optionally anchored). */
+  function value(rest: string, line: Line, parentIndent: number): Yaml {
+    let anchor: string | undefined;
+    const m = rest.match(/^&([A-Za-z0-9_-]+)\s*(.*)$/);
+    if (m) {
+      anchor = m[1];
+      rest = m[2]!;
+    }
+    let v: Yaml;
+    if (rest === "") {
+      const next = lines[pos];
+      v = next && next.indent > parentIndent ? block(next.indent) : next && next.indent === parentIndent && next.text.startsWith("- ") ? block(next.indent) : null;
+    } else {
+      v = scalar(rest, line);
+    }
+    if (anchor) anchors.set(anchor, v);
+    return v;
+  }
+
+  function block(indent: number): Yaml {
+    const first = lines[pos]!;
+    if (first.text === "-" || first.text.startsWith("- ")) {
+      const seq: Yaml[] = [];
+      while (pos < lines.length && lines[pos]!.indent === indent && (lines[pos]!.text.startsWith("- ") || lines[pos]!.text === "-")) {
+        const line = lines[pos++]!;
+        const rest = line.text.slice(1).trim();
+        if (/^[^"'[{][^:]*:(\s|$)/.test(rest)) fail(line, "mappings inside sequences are unsupported");
+        seq.push(value(rest, line, indent));
+      }
+      if (pos < lines.length && lines[pos]!.indent > indent) fail(lines[pos], "bad indentation");
+      return seq;
+    }
+    const map: YamlMap = {};
+    const merged: YamlMap[] = [];
+    while (pos < lines.length && lines[pos]!.indent === indent) {
+      const line = lines[pos++]!;
+      if (line.text.startsWith("- ")) fail(line, "sequence item inside a mapping");
+      const m = line.text.match(/^("(?:[^"\\]|\\.)*"|'[^']*'|[^\s"'#][^:]*?):(?:\s+(.*))?$/);
+      if (!m) fail(line, `expected "key: value": ${line.text}`);
+      const key = m![1]!.startsWith('"') ? (JSON.parse(m![1]!) as string) : m![1]!.replace(/^'|'$/g, "");
+      const v = value(m![2] ?? "", line, indent);
+      if (key === "<<") {
+        const sources = Array.isArray(v) ? v : [v];
+        for (const s of sources) {
+          if (s === null || typeof s !== "object" || Array.isArray(s)) fail(line, "<< needs a mapping alias");
+          merged.push(s as YamlMap);
+        }
+        continue;
+      }
+      if (Object.hasOwn(map, key)) fail(line, `duplicate key ${key}`);
+      map[key] = v;
+    }
+    if (pos < lines.length && lines[pos]!.indent > indent) fail(lines[pos], "bad indentation");
+    // Explicit keys win over merged ones; earlier merge sources win over later ones.
+    const out: YamlMap = {};
+    for (const s of [...merged].reverse()) Object.assign(out, s);
+    return Object.assign(out, map);
+  }
+
+  if (lines.length === 0) return null;
+  if (lines[0]!.indent !== 0) fail(lines[0], "document must start at column 0");
+  const doc = block(0);
+  if (pos < lines.length) fail(lines[pos], "unexpected content");
+  return doc;
+}
+
+/** Compose interpolation: ${VAR}, ${VAR:-default}, ${VAR-default}, ${VAR:?err}, ${VAR?err}, $$. */
+function interpolate(value: string, env: Record<string, string | undefined>): string {
+  return value.replace(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (all, name, op, arg, bare) => {
+    if (all === "$$") return "$";
+    if (bare) return env[bare] ?? "";
+    const v = env[name as string];
+    const missing = op?.startsWith(":") ? v === undefined || v === "" : v === undefined;
+    if (!op) return v ?? "";
+    if (op.endsWith("-")) return missing ? (arg as string) : v!;
+    if (missing) throw new Error(`required variable ${name}: ${arg}`);
+    return v!;
+  });
+}
+
+// ---------------------------------------------------------------------------
+
+const composeText = readFileSync(path.join(ROOT, "docker-compose.yml"), "utf8");
+const dockerfile = readFileSync(path.join(ROOT, "Dockerfile"), "utf8");
+const dockerignore = readFileSync(path.join(ROOT, ".dockerignore"), "utf8");
+const pkg = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+};
+const TOKEN = "compose-test-token-0123456789abcdef";
+const HOST_ENV = { INTERNAL_RPC_TOKEN: TOKEN };
+
+const SERVICES = { auth: 7101, organisation: 7102, webhook: 7103, delivery: 7104 } as const;
+type ServiceName = keyof typeof SERVICES;
+const PLATFORM = [...(Object.keys(SERVICES) as ServiceName[]), "gateway"] as const;
+
+const doc = parseYamlSubset(composeText) as YamlMap;
+const services = doc.services as Record<string, YamlMap>;
+
+function environment(service: string, env: Record<string, string | undefined> = HOST_ENV): Record<string, string> {
+  const e = services[service]!.environment;
+  expect(e, `${service}: environment must be a mapping`).toBeTypeOf("object");
+  expect(Array.isArray(e)).toBe(false);
+  return Object.fromEntries(
+    Object.entries(e as YamlMap).map(([k, v]) => {
+      expect(typeof v, `${service}.${k} needs a value (compose would pass the host's through)`).toBe("string");
+      return [k, interpolate(v as string, env)];
+    }),
+  );
+}
+
+function dockerComposeAvailable(): boolean {
+  const r = spawnSync("docker", ["compose", "version"], { encoding: "utf8", timeout: 15_000 });
+  return r.status === 0;
+}
+
+describe("the YAML subset reader (so that the checks below read the file right)", () => {
+  it("resolves anchors, merges and flow sequences and refuses what it does not know", () => {
+    const y = parseYamlSubset(
+      ["a: &x", "  k: 1", "  j: 'it''s'", "b:", "  <<: *x", "  k: \"2\" # comment", "c: [\"p\", \"q\"]", "d:", "  - one", "  - two:3", "e:"].join("\n"),
+    ) as YamlMap;
+    expect(y).toEqual({ a: { k: "1", j: "it's" }, b: { k: "2", j: "it's" }, c: ["p", "q"], d: ["one", "two:3"], e: null });
+    expect(() => parseYamlSubset("a: *nope")).toThrow(/unknown alias/);
+    expect(() => parseYamlSubset("a: 1\na: 2")).toThrow(/duplicate key/);
+    expect(() => parseYamlSubset("a: |\n  text")).toThrow(/unsupported/);
+    expect(() => parseYamlSubset("a:\n  - k: v")).toThrow(/mappings inside sequences/);
+    expect(() => parseYamlSubset("a:\n    b: 1\n  c: 2")).toThrow(/indentation|unexpected/);
+  });
+
+  it("interpolates as compose does", () => {
+    expect(interpolate("${A:-x}/${B-y}/$$/${C}", { A: "", B: "" })).toBe("x//$/");
+    expect(interpolate("${T:?set T}", { T: "v" })).toBe("v");
+    expect(() => interpolate("${T:?set T (32+ chars)}", {})).toThrow(/required variable T: set T \(32\+ chars\)/);
+  });
+});
+
+describe("docker-compose.yml", () => {
+  const composeCli = dockerComposeAvailable();
+
+  it(
+    composeCli
+      ? "docker compose config accepts it with INTERNAL_RPC_TOKEN set, and refuses it without"
+      : "docker compose is not installed here: the whole file reads under the strict subset reader",
+    () => {
+      if (composeCli) {
+        const ok = spawnSync("docker", ["compose", "-f", "docker-compose.yml", "config", "--quiet"], {
+          cwd: ROOT,
+          encoding: "utf8",
+          env: { ...process.env, ...HOST_ENV },
+          timeout: 60_000,
+        });
+        expect(ok.status, ok.stderr).toBe(0);
+        const missing = spawnSync("docker", ["compose", "-f", "docker-compose.yml", "config", "--quiet"], {
+          cwd: ROOT,
+          encoding: "utf8",
+          env: { ...process.env, INTERNAL_RPC_TOKEN: "" },
+          timeout: 60_000,
+        });
+        expect(missing.status).not.toBe(0);
+        expect(missing.stderr).toMatch(/INTERNAL_RPC_TOKEN/);
+      } else {
+        expect(Object.keys(doc).filter((k) => !k.startsWith("x-"))).toEqual(["name", "services", "volumes"]);
+        expect(Object.keys(services).sort()).toEqual(["auth", "delivery", "gateway", "nats", "organisation", "postgres", "webhook"]);
+        // Every ${…} is either defaulted or the one required secret, whose message says what to do.
+        const refs = [...composeText.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)([^}]*)\}/g)].map((m) => ({ name: m[1]!, op: m[2]! }));
+        expect(refs.length).toBeGreaterThan(0);
+        for (const r of refs) {
+          if (r.name === "INTERNAL_RPC_TOKEN") expect(r.op).toBe(":?set INTERNAL_RPC_TOKEN (32+ chars)");
+          else expect(r.op, r.name).toMatch(/^:-./);
+        }
+        for (const name of PLATFORM) expect(() => environment(name, {})).toThrow(/required variable INTERNAL_RPC_TOKEN/);
+      }
+    },
+  );
+
+  it("runs postgres:16 and nats:2.10 with JetStream on a volume, each with a healthcheck", () => {
+    const pgSvc = services.postgres!;
+    expect(pgSvc.image).toBe("postgres:16");
+    expect(environment("postgres")).toMatchObject({ POSTGRES_USER: "postgres", POSTGRES_PASSWORD: "postgres", POSTGRES_DB: "bizcard" });
+    expect(((pgSvc.healthcheck as YamlMap).test as string[]).join(" ")).toMatch(/pg_isready -U postgres -d bizcard/);
+    expect(pgSvc.ports).toBeUndefined();
+
+    const nats = services.nats!;
+    expect(nats.image).toMatch(/^nats:2\.10(-|$)/);
+    const cmd = nats.command as string[];
+    expect(cmd).toContain("-js");
+    expect(cmd[cmd.indexOf("-sd") + 1]).toBe("/data");
+    const volume = (nats.volumes as string[]).find((v) => v.endsWith(":/data"));
+    expect(volume).toBeDefined();
+    expect(Object.keys(doc.volumes as YamlMap)).toContain(volume!.split(":")[0]);
+    expect((nats.healthcheck as YamlMap).test).toBeInstanceOf(Array);
+    expect(nats.ports).toBeUndefined();
+  });
+
+  it("builds every platform container from the Dockerfile and runs the right main.ts", () => {
+    for (const name of PLATFORM) {
+      const svc = services[name]!;
+      expect(svc.build, name).toEqual({ context: ".", dockerfile: "Dockerfile" });
+      const main = name === "gateway" ? "gateway/main.ts" : `services/${name}/main.ts`;
+      expect(svc.command, name).toEqual(["node", "--import", "tsx", main]);
+      expect(existsSync(path.join(ROOT, main)), main).toBe(true);
+    }
+    // One image for all five: compose builds it once.
+    expect(new Set(PLATFORM.map((n) => services[n]!.image)).size).toBe(1);
+  });
+
+  it("sets only variables that services/shared/config.ts reads, with values it accepts", () => {
+    for (const name of PLATFORM) {
+      const env = environment(name);
+      const config = loadConfig(env); // throws ConfigError naming a bad value
+      // zod keeps the keys it knows and drops the rest: an unknown (misspelt) variable disappears.
+      const known = Object.keys(config);
+      for (const key of Object.keys(env)) expect(known, `${name}: ${key} is not a config variable`).toContain(key);
+      expect(config.INTERNAL_RPC_TOKEN).toBe(TOKEN);
+      expect(config.authRpcUrl).toBe("http://auth:7101");
+      expect(config.organisationRpcUrl).toBe("http://organisation:7102");
+      expect(config.webhookRpcUrl).toBe("http://webhook:7103");
+      expect(config.deliveryRpcUrl).toBe("http://delivery:7104");
+    }
+  });
+
+  it("gives each service the real backends, a listening address beyond loopback and its own port", () => {
+    for (const name of Object.keys(SERVICES) as ServiceName[]) {
+      const env = environment(name);
+      const config = loadConfig(env);
+      expect(() => requireBackends(config, { database: true, nats: true })).not.toThrow();
+      expect(env.DATABASE_URL).toBe("postgres://postgres:postgres@postgres:5432/bizcard");
+      expect(env.NATS_URL).toBe("nats://nats:4222");
+      expect(env.RPC_HOST).toBe("0.0.0.0");
+      expect(config.MIGRATE_ON_START).toBe(true);
+      // The port it listens on is the one the others call it on, and the one its healthcheck probes.
+      const portKey = `${name.toUpperCase()}_RPC_PORT` as "AUTH_RPC_PORT";
+      expect(config[portKey], name).toBe(SERVICES[name]);
+      const probe = ((services[name]!.healthcheck as YamlMap).test as string[]).join(" ");
+      expect(probe).toContain(`http://127.0.0.1:${SERVICES[name]}/readyz`);
+      expect(services[name]!.ports, `${name} must not publish ports`).toBeUndefined();
+      expect(services[name]!.depends_on).toEqual({ postgres: { condition: "service_healthy" }, nats: { condition: "service_healthy" } });
+    }
+    // The same stream and subjects for everyone, or events go nowhere.
+    const streams = new Set((Object.keys(SERVICES) as ServiceName[]).map((n) => `${environment(n).NATS_STREAM}/${environment(n).NATS_SUBJECT_PREFIX}`));
+    expect(streams.size).toBe(1);
+  });
+
+  it("publishes only the gateway, listening beyond loopback, once every service is healthy", () => {
+    const gw = services.gateway!;
+    const env = environment("gateway");
+    const config = loadConfig(env);
+    expect(config.GATEWAY_HOST).toBe("0.0.0.0");
+    expect(config.publicUrl).toBe("http://localhost:8080");
+    expect(env.DATABASE_URL, "the gateway needs no database credentials").toBeUndefined();
+    const ports = gw.ports as string[];
+    expect(ports).toHaveLength(1);
+    expect(interpolate(ports[0]!, HOST_ENV)).toBe(`8080:${config.GATEWAY_PORT}`);
+    expect(((gw.healthcheck as YamlMap).test as string[]).join(" ")).toContain(`http://127.0.0.1:${config.GATEWAY_PORT}/readyz`);
+    expect(gw.depends_on).toEqual(Object.fromEntries(Object.keys(SERVICES).map((n) => [n, { condition: "service_healthy" }])));
+    // Every service_healthy dependency has a healthcheck to become healthy by.
+    for (const svc of Object.values(services)) {
+      for (const dep of Object.keys((svc.depends_on as YamlMap | undefined) ?? {})) {
+        expect(services[dep]?.healthcheck, `${dep} has no healthcheck`).toBeTypeOf("object");
+      }
+    }
+  });
+});
+
+describe("Dockerfile", () => {
+  const instructions = dockerfile
+    .split("\n")
+    .filter((l) => l.trim() && !l.trim().startsWith("#"))
+    .join("\n")
+    .replace(/\\\n\s*/g, " ")
+    .split("\n");
+  const of = (op: string) => instructions.filter((l) => l.toUpperCase().startsWith(`${op} `)).map((l) => l.slice(op.length + 1).trim());
+
+  it("builds on node 22, installs production dependencies only and runs as node", () => {
+    expect(of("FROM")).toEqual(["node:22-bookworm-slim"]);
+    expect(of("RUN").join(" ")).toMatch(/npm ci --omit=dev/);
+    expect(of("ENV").join(" ")).toMatch(/NODE_ENV=production/);
+    expect(of("USER")).toEqual(["node"]);
+    expect(of("HEALTHCHECK")).toEqual([]);
+    expect(JSON.parse(of("CMD")[0]!)).toEqual(["node", "--import", "tsx", "gateway/main.ts"]);
+    // package-lock.json is copied before `npm ci`, the source after it.
+    const copyLock = instructions.findIndex((l) => /^COPY .*package-lock\.json/.test(l));
+    const npmCi = instructions.findIndex((l) => /^RUN npm ci/.test(l));
+    expect(copyLock).toBeGreaterThan(-1);
+    expect(copyLock).toBeLessThan(npmCi);
+  });
+
+  it("copies every folder the commands run from, and .dockerignore keeps out what must not go in", () => {
+    const copied = of("COPY").map((c) => c.split(/\s+/).slice(0, -1)).flat();
+    for (const needed of ["gen", "services", "gateway", "bin", "scripts", "tsconfig.json", "package.json", "package-lock.json"]) {
+      expect(copied, needed).toContain(needed);
+    }
+    const ignored = dockerignore.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+    for (const entry of ["node_modules", ".git", "data", ".env"]) expect(ignored).toContain(entry);
+    for (const needed of ["gen", "services", "gateway", "bin", "scripts", "package.json", "package-lock.json", "tsconfig.json"]) {
+      expect(ignored, `.dockerignore must not exclude ${needed}`).not.toContain(needed);
+    }
+  });
+
+  it("has every package the copied code imports among the production dependencies", () => {
+    expect(pkg.dependencies.tsx, "tsx runs the TypeScript at run time").toBeDefined();
+    const files: string[] = [];
+    const walk = (dir: string) => {
+      for (const entry of readdirSync(dir)) {
+        const p = path.join(dir, entry);
+        if (statSync(p).isDirectory()) walk(p);
+        else if (/\.(ts|js|mjs)$/.test(entry)) files.push(p);
+      }
+    };
+    for (const dir of ["gen", "services", "gateway", "bin", "scripts"]) walk(path.join(ROOT, dir));
+    expect(files.length).toBeGreaterThan(10);
+    const builtins = new Set(builtinModules);
+    const missing = new Set<string>();
+    for (const file of files) {
+      const src = readFileSync(file, "utf8");
+      // Runtime imports only: `import type` vanishes when tsx strips the types.
+      for (const m of src.matchAll(/^\s*(?:import(?!\s+type\s)(?:[^;]*?\sfrom)?|export(?!\s+type\s)[^;]*?\sfrom)\s*["']([^"'.][^"']*)["']|(?:import|require)\(\s*["']([^"'.][^"']*)["']\s*\)/gm)) {
+        const spec = (m[1] ?? m[2])!;
+        if (spec.startsWith("node:") || builtins.has(spec.split("/")[0]!)) continue;
+        const name = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0]!;
+        if (!pkg.dependencies[name]) missing.add(`${name} (${path.relative(ROOT, file)})`);
+      }
+    }
+    expect([...missing], "imported at run time but not a production dependency").toEqual([]);
+  });
+});
