@@ -3,7 +3,7 @@
 // one line on stderr naming the variable and exit code 1. A gateway that
 // started drains on SIGTERM and exits 0.
 import { afterAll, describe, expect, it } from "vitest";
-import { ConfigError, loadConfig, requireBackends } from "../services/shared/config.js";
+import { ConfigError, loadConfig, requireBackends, requireInternalTokenBeyondLoopback } from "../services/shared/config.js";
 import { freePort, httpReady, spawnTs, type Spawned } from "./support/processes.js";
 
 /** Every variable the configuration reads, unset: a child sees only what a test gives it. */
@@ -136,6 +136,14 @@ describe("loadConfig", () => {
     expect(loadConfig({ AUTH_RPC_PORT: " " }).authRpcUrl).toBe("http://127.0.0.1:7101");
     for (const bad of ["1e3", "0x1F90", "-1", "65536", "80.5"]) {
       expect(() => loadConfig({ GATEWAY_PORT: bad })).toThrow(/^GATEWAY_PORT: /);
+    }
+  });
+
+  it("refuses RPC ports beyond loopback without the internal credential", () => {
+    expect(() => requireInternalTokenBeyondLoopback(loadConfig({ RPC_HOST: "0.0.0.0" }))).toThrow(/^INTERNAL_RPC_TOKEN: required when RPC_HOST/);
+    expect(() => requireInternalTokenBeyondLoopback(loadConfig({ RPC_HOST: "0.0.0.0", INTERNAL_RPC_TOKEN: "x".repeat(32) }))).not.toThrow();
+    for (const host of ["127.0.0.1", "127.0.0.2", "::1", "localhost"]) {
+      expect(() => requireInternalTokenBeyondLoopback(loadConfig({ RPC_HOST: host }))).not.toThrow();
     }
   });
 

@@ -21,7 +21,7 @@ const config = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
 beforeAll(async () => {
   db = await createTestDatabase();
   bus = await openTestBus(config);
-  await bus.consume({ durable: "organisation-test", subjects: ["contact.>"] }, async (m) => {
+  await bus.consume({ durable: "organisation-test", subject: "contact.>" }, async (m) => {
     received.push(fromBinary(ContactEventSchema, m.data));
   });
   svc = await startService(createOrganisationApp, { config, db, bus });

@@ -133,6 +133,18 @@ export function requireBackends(config: Config, needs: { database?: boolean; nat
   }
 }
 
+const LOOPBACK_HOSTS = /^(127(\.\d{1,3}){3}|::1|\[::1\]|localhost)$/i;
+
+/**
+ * RPC ports are not public: beyond loopback, every call must carry the
+ * internal credential, so a service refuses to listen there without one.
+ */
+export function requireInternalTokenBeyondLoopback(config: Config): void {
+  if (!LOOPBACK_HOSTS.test(config.RPC_HOST) && !config.INTERNAL_RPC_TOKEN) {
+    throw new ConfigError("INTERNAL_RPC_TOKEN", `required when RPC_HOST (${config.RPC_HOST}) is not a loopback address (unset)`);
+  }
+}
+
 /** One line naming the variable, then exit 1. Anything else is rethrown. */
 export function exitOnConfigError(err: unknown): never {
   if (err instanceof ConfigError) {

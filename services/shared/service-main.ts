@@ -1,6 +1,6 @@
 // The body of every services/<name>/main.ts: read the configuration, open the
 // real backends, listen, and drain on SIGTERM/SIGINT.
-import { exitOnConfigError, loadConfig, requireBackends, type Config } from "./config.js";
+import { exitOnConfigError, loadConfig, requireBackends, requireInternalTokenBeyondLoopback, type Config } from "./config.js";
 import { openBus } from "./event-bus/open-bus.js";
 import { createLogger, type Logger } from "./logger.js";
 import { startRpcServer } from "./rpc-server.js";
@@ -17,6 +17,7 @@ export async function serviceMain(options: ServiceMainOptions): Promise<void> {
   try {
     config = loadConfig();
     requireBackends(config, { database: true, nats: true });
+    requireInternalTokenBeyondLoopback(config);
   } catch (err) {
     exitOnConfigError(err);
   }

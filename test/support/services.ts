@@ -9,6 +9,7 @@ import { createRpcClient } from "../../services/shared/rpc-client.js";
 import { startRpcServer, type RunningServer } from "../../services/shared/rpc-server.js";
 import type { ServiceApp, ServiceAppDeps } from "../../services/shared/service-app.js";
 import type { TestDatabase } from "./backends.js";
+import { deleteStream } from "./stream.js";
 
 export interface StartedService<A extends ServiceApp> {
   app: A;
@@ -51,6 +52,15 @@ export async function startService<A extends ServiceApp>(
   };
 }
 
+/** The bus of a test file; on NATS, closing it also deletes the file's stream (nothing left behind). */
 export async function openTestBus(config: Config): Promise<EventBus> {
-  return openBus(config, "test", createLogger("test", config.LOG_LEVEL));
+  const bus = await openBus(config, "test", createLogger("test", config.LOG_LEVEL));
+  if (bus.kind !== "nats" || !config.NATS_URL) return bus;
+  const natsUrl = config.NATS_URL;
+  const close = bus.close.bind(bus);
+  bus.close = async () => {
+    await close();
+    await deleteStream(natsUrl, config.NATS_STREAM);
+  };
+  return bus;
 }

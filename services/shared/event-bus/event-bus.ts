@@ -14,8 +14,12 @@ export interface BusMessage {
 export interface ConsumerOptions {
   /** Durable consumer name: consumers with one name share the work and the position. */
   durable: string;
-  /** Subjects under the bus's prefix, e.g. ["contact.>"]. */
-  subjects: string[];
+  /**
+   * One subject under the bus's prefix, wildcards allowed, e.g. "contact.>".
+   * One, not several: a consumer filtering on several subjects needs
+   * nats-server 2.10 (filter_subjects); a single filter works on 2.9 too.
+   */
+  subject: string;
   /** Redelivery delay after a handler failure. */
   retryDelayMs?: number;
 }

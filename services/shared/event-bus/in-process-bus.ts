@@ -14,7 +14,7 @@ import {
 
 interface Registration {
   options: ConsumerOptions;
-  patterns: string[];
+  pattern: string;
   handler: MessageHandler;
   deliveries: Map<string, number>;
 }
@@ -28,7 +28,7 @@ export class InProcessBus implements EventBus {
 
   async publish(subject: string, data: Uint8Array, msgId: string): Promise<void> {
     for (const reg of this.consumers.values()) {
-      if (!reg.patterns.some((p) => subjectMatches(p, subject))) continue;
+      if (!subjectMatches(reg.pattern, subject)) continue;
       const done = this.delivered.get(reg.options.durable)!;
       if (done.has(msgId)) continue; // this durable already has it: the duplicate window
       const count = (reg.deliveries.get(msgId) ?? 0) + 1;
@@ -44,7 +44,7 @@ export class InProcessBus implements EventBus {
     if (this.consumers.has(options.durable)) throw new Error(`consumer ${options.durable} already registered`);
     this.consumers.set(options.durable, {
       options,
-      patterns: options.subjects.map((s) => subjectFor(this.prefix, s)),
+      pattern: subjectFor(this.prefix, options.subject),
       handler,
       deliveries: new Map(),
     });

@@ -105,14 +105,13 @@ export class NatsBus implements EventBus {
       while (!stopped) {
         try {
           await this.ensureStream();
-          const filters = options.subjects.map((s) => subjectFor(this.options.prefix, s));
           const config = {
             durable_name: options.durable,
             ack_policy: AckPolicy.Explicit,
             deliver_policy: DeliverPolicy.All,
             ack_wait: nanos(60_000),
             max_deliver: -1,
-            ...(filters.length === 1 ? { filter_subject: filters[0] } : { filter_subjects: filters }),
+            filter_subject: subjectFor(this.options.prefix, options.subject),
           };
           try {
             await this.jsm.consumers.info(this.options.stream, options.durable);
