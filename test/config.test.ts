@@ -183,7 +183,7 @@ describe("loadConfig", () => {
 
 describe("a process with a bad configuration", () => {
   /** Runs a main.ts to its exit; returns the exit code and stderr alone. */
-  async function runToExit(script: string, env: Record<string, string | undefined>): Promise<{ code: number | null; stderr: string; output: string }> {
+  async function runUntilExited(script: string, env: Record<string, string | undefined>): Promise<{ code: number | null; stderr: string; output: string }> {
     const p = spawnTs(script, { ...CLEAN_ENV, ...env });
     let stderr = "";
     p.child.stderr!.on("data", (d) => (stderr += d));
@@ -203,13 +203,13 @@ describe("a process with a bad configuration", () => {
   }
 
   it("organisation without DATABASE_URL exits 1 with one line naming DATABASE_URL", async () => {
-    const { code, stderr } = await runToExit("services/organisation/main.ts", { NATS_URL: "nats://127.0.0.1:4222" });
+    const { code, stderr } = await runUntilExited("services/organisation/main.ts", { NATS_URL: "nats://127.0.0.1:4222" });
     expect(code).toBe(1);
     expectOneLineNaming(stderr, "DATABASE_URL");
   });
 
   it("organisation with a bad value exits 1 before it touches any backend", async () => {
-    const { code, stderr, output } = await runToExit("services/organisation/main.ts", {
+    const { code, stderr, output } = await runUntilExited("services/organisation/main.ts", {
       DATABASE_URL: "mysql://x",
       NATS_URL: "nats://127.0.0.1:4222",
     });
@@ -219,7 +219,7 @@ describe("a process with a bad configuration", () => {
   });
 
   it("gateway with GATEWAY_PORT=abc exits 1 with one line naming GATEWAY_PORT", async () => {
-    const { code, stderr, output } = await runToExit("gateway/main.ts", { GATEWAY_PORT: "abc" });
+    const { code, stderr, output } = await runUntilExited("gateway/main.ts", { GATEWAY_PORT: "abc" });
     expect(code).toBe(1);
     expectOneLineNaming(stderr, "GATEWAY_PORT");
     expect(output).not.toMatch(/listening/i);

@@ -1,13 +1,14 @@
 // The organisation service over real RPC: organisations, members and their
 // credentials check, contacts, and the events every contact change emits.
 import { fromBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ContactEventSchema, EventType, type ContactEvent } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { rpcError } from "./support/rpc.js";
 import { openTestBus, startService, type StartedService } from "./support/services.js";
 
 const TOKEN = "t".repeat(40);
@@ -33,15 +34,6 @@ afterAll(async () => {
   await bus?.close();
   await db?.drop();
 });
-
-async function rpcError(p: Promise<unknown>): Promise<ConnectError> {
-  const err = await p.then(
-    () => undefined,
-    (e) => e,
-  );
-  expect(err).toBeInstanceOf(ConnectError);
-  return err as ConnectError;
-}
 
 async function eventually<T>(fn: () => T | undefined, ms = 10_000): Promise<T> {
   const end = Date.now() + ms;

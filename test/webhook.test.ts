@@ -3,7 +3,7 @@
 // service asks for, and the pair-wide delete a revoked grant triggers.
 import { randomUUID } from "node:crypto";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { WebhookService, type Owner } from "../gen/bizcard/webhook/v1/webhook_pb.js";
@@ -12,6 +12,7 @@ import type { ServiceApp } from "../services/shared/service-app.js";
 import { checkTargetUrl, classifyIp, isPublicIp, type Resolver } from "../services/webhook/subscriptions/target-url.js";
 import { createWebhookApp } from "../services/webhook/webhook-app.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { rpcError } from "./support/rpc.js";
 import { openTestBus, startService, type StartedService } from "./support/services.js";
 
 const TOKEN = "t".repeat(40);
@@ -62,15 +63,6 @@ afterAll(async () => {
   await bus?.close();
   await db?.drop();
 });
-
-async function rpcError(p: Promise<unknown>): Promise<ConnectError> {
-  const err = await p.then(
-    () => undefined,
-    (e) => e,
-  );
-  expect(err).toBeInstanceOf(ConnectError);
-  return err as ConnectError;
-}
 
 const newPair = (clientId = `client-${randomUUID().slice(0, 8)}`): Owner =>
   ({ organisationId: randomUUID(), clientId }) as Owner;
