@@ -343,6 +343,30 @@ describe("the platform as separate processes", () => {
     expect(ok.organisation?.name).toBe("Acme Cards");
   });
 
+  it("logs one JSON line per request, with the caller's request id carried from the gateway into the service", async () => {
+    const requestId = `trace-${Date.now()}`;
+    const res = await fetch(`http://127.0.0.1:${ports.gateway}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", "x-request-id": requestId },
+      body: "grant_type=client_credentials&client_id=bc_x&client_secret=bcs_y",
+    });
+    expect(res.headers.get("x-request-id")).toBe(requestId);
+    const lines = (p: Spawned) =>
+      p
+        .output()
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const gatewayLine = await waitFor(() => lines(procs.gateway).find((l) => l.reqId === requestId && l.msg === "request"), 10_000);
+    expect(gatewayLine).toMatchObject({ method: "POST", url: "/oauth/token", status: res.status });
+    const authLines = await waitFor(() => {
+      const found = lines(procs.auth).filter((l) => l.requestId === requestId);
+      return found.length ? found : undefined;
+    }, 10_000);
+    expect(authLines).toHaveLength(1);
+    expect(authLines[0]).toMatchObject({ procedure: "bizcard.auth.v1.AuthService/ExchangeToken", msg: "rpc" });
+  });
+
   it("drains every process on SIGTERM to exit code 0 within a few seconds", async () => {
     const names = ["gateway", ...SERVICES] as const;
     const results = await Promise.all(
