@@ -44,6 +44,8 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
 
   app.addHook("onRequest", async (request, reply) => {
     reply.header(REQUEST_ID_HEADER, request.id);
+    // Every answer is JSON (or, later, HTML pages that set their own policy): never sniffed.
+    reply.header("x-content-type-options", "nosniff");
   });
   // One log line per request.
   app.addHook("onResponse", async (request, reply) => {

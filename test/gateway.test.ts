@@ -146,6 +146,7 @@ function expectError(a: Answer, status: number, error: string, description?: Reg
   expectClean(a);
   expect(a.status, a.text).toBe(status);
   expect(a.headers.get("content-type")).toMatch(/^application\/json/);
+  expect(a.headers.get("x-content-type-options")).toBe("nosniff");
   expect(a.body).toEqual({ error, error_description: expect.any(String) });
   const desc = (a.body as { error_description: string }).error_description;
   expect(desc.length).toBeGreaterThan(0);
