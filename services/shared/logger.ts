@@ -6,7 +6,6 @@ export type { Logger };
 
 export function createLogger(name: string, level: string = process.env.LOG_LEVEL ?? "info"): Logger {
   return pino({
-    name,
     level,
     base: { service: name },
     timestamp: pino.stdTimeFunctions.isoTime,
