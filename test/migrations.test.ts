@@ -26,7 +26,7 @@ const SERVICES = [
     schema: ORGANISATION_SCHEMA,
     entities: [OrganisationEntity, MemberEntity, ContactEntity],
     migrations: organisationMigrations,
-    tables: ["contact", "member", "organisation", "outbox"],
+    tables: ["contact", "member", "organisation", "outbox", "outbox_lease"],
   },
   { schema: WEBHOOK_SCHEMA, entities: [SubscriptionEntity], migrations: webhookMigrations, tables: ["subscription"] },
   { schema: DELIVERY_SCHEMA, entities: [DeliveryAttemptEntity], migrations: deliveryMigrations, tables: ["delivery_attempt"] },

@@ -9,6 +9,7 @@ import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import { ORGANISATION_SCHEMA } from "../services/organisation/organisation-service.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
+import { InProcessBus } from "../services/shared/event-bus/in-process-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import { OutboxRelay } from "../services/shared/outbox.js";
 import { createRpcClient } from "../services/shared/rpc-client.js";
@@ -38,6 +39,42 @@ afterAll(async () => {
 const countBy = (ids: string[]) => ids.reduce<Record<string, number>>((m, id) => ((m[id] = (m[id] ?? 0) + 1), m), {});
 
 describe("outbox relay", () => {
+  it("with several replicas, one relay holds the lease: each event goes out once, in commit order", async () => {
+    const config = testConfig({ NATS_URL: nats.url });
+    const bus = await openTestBus(config);
+    const svc = await startService(createOrganisationApp, { config, db, bus });
+    const logger = createLogger("test", "silent");
+    const replica = new OutboxRelay({ orm: svc.app.orm, schema: ORGANISATION_SCHEMA, bus, logger, pollMs: 20 });
+    replica.start();
+    cleanups.push(() => bus.close(), () => svc.stop(), () => replica.stop());
+    const client = svc.client(OrganisationService);
+    const { organisation } = await client.createOrganisation({ name: "Replicas", ownerEmail: "r@replicas.test", ownerPassword: "password-r" });
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      ids.push((await client.createContact({ organisationId: organisation!.id, fields: { firstName: `R${i}` } })).contact!.id);
+    }
+    await waitFor(async () => ((await svc.app.relay.backlog()) === 0 ? true : undefined), 20_000, "backlog drained");
+    const stored = (await readStream(nats.url, config.NATS_STREAM)).filter((s) => s.event.organisationId === organisation!.id);
+    expect(stored.map((s) => s.event.contact?.id)).toEqual(ids);
+  });
+
+  it("on the in-process bus, an event with no consumer yet waits in the outbox, then goes out", async () => {
+    const config = testConfig({ NATS_URL: "" });
+    const bus = new InProcessBus(config.NATS_SUBJECT_PREFIX);
+    const svc = await startService(createOrganisationApp, { config, db, bus });
+    cleanups.push(() => svc.stop());
+    const client = svc.client(OrganisationService);
+    const { organisation } = await client.createOrganisation({ name: "Later", ownerEmail: "l@later.test", ownerPassword: "password-l" });
+    const { contact } = await client.createContact({ organisationId: organisation!.id, fields: { firstName: "Waiting" } });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await svc.app.relay.backlog()).toBe(1);
+    const got: string[] = [];
+    await bus.consume({ durable: "late", subject: "contact.>" }, async (m) => void got.push(m.msgId));
+    await waitFor(async () => ((await svc.app.relay.backlog()) === 0 ? true : undefined), 20_000, "backlog drained");
+    expect(got).toHaveLength(1);
+    expect(contact!.id).toBeTruthy();
+  });
+
   it("publishes what was committed while NATS was down once it is back, each event once", async () => {
     const config = testConfig({ NATS_URL: nats.url });
     const bus = await openTestBus(config);
@@ -89,16 +126,20 @@ describe("outbox relay", () => {
     };
     const { orm } = svc.app;
     const logger = createLogger("test", "silent");
-    const dying = new OutboxRelay({ orm, schema: ORGANISATION_SCHEMA, bus: crashingBus, logger, pollMs: 100 });
+    const dying = new OutboxRelay({ orm, schema: ORGANISATION_SCHEMA, bus: crashingBus, logger, pollMs: 100, leaseMs: 500 });
     const first = await dying.publishBatch();
+    expect(first.leader).toBe(true);
     expect(first.published).toBe(0);
     expect(first.error).toBeInstanceOf(Error);
     expect(await svc.app.relay.backlog()).toBe(1);
 
-    // After the restart, a relay publishes the row again; JetStream drops the duplicate.
+    // After the restart, a relay publishes the row again once the dead one's lease
+    // has run out; JetStream drops the duplicate.
     const restarted = new OutboxRelay({ orm, schema: ORGANISATION_SCHEMA, bus, logger, pollMs: 100 });
+    expect(await restarted.publishBatch()).toEqual({ leader: false, published: 0 });
+    await new Promise((r) => setTimeout(r, 600));
     const second = await restarted.publishBatch();
-    expect(second).toEqual({ published: 1, error: undefined });
+    expect(second).toEqual({ leader: true, published: 1, error: undefined });
     expect(await svc.app.relay.backlog()).toBe(0);
 
     const stored = (await readStream(nats.url, config.NATS_STREAM)).filter((s) => s.event.contact?.id === created.contact!.id);
@@ -119,6 +160,7 @@ describe("outbox relay", () => {
       INTERNAL_RPC_TOKEN: "k".repeat(40),
       LOG_LEVEL: "warn",
       OUTBOX_POLL_MS: "100",
+      OUTBOX_LEASE_MS: "1000",
     };
     const start = async () => {
       const proc = spawnTs("services/organisation/main.ts", env);

@@ -13,7 +13,14 @@ import { OrganisationEntity } from "./organisations/organisation.entity.js";
 export async function createOrganisationApp(deps: ServiceAppDeps): Promise<ServiceApp & { relay: OutboxRelay; orm: MikroORM }> {
   const { config, bus, logger } = deps;
   const orm = await openServiceDatabase(deps, { schema: ORGANISATION_SCHEMA, entities: [OrganisationEntity, MemberEntity, ContactEntity], migrations: organisationMigrations });
-  const relay = new OutboxRelay({ orm, schema: ORGANISATION_SCHEMA, bus, logger, pollMs: config.OUTBOX_POLL_MS });
+  const relay = new OutboxRelay({
+    orm,
+    schema: ORGANISATION_SCHEMA,
+    bus,
+    logger,
+    pollMs: config.OUTBOX_POLL_MS,
+    leaseMs: config.OUTBOX_LEASE_MS,
+  });
   const service = createOrganisationService({
     orm,
     subjectPrefix: config.NATS_SUBJECT_PREFIX,

@@ -93,6 +93,8 @@ const shape = {
   /** Allow http redirect URIs on hosts other than loopback (development only). */
   OAUTH_ALLOW_INSECURE_REDIRECTS: bool(false),
   OUTBOX_POLL_MS: int(1000, 10, 60_000),
+  /** How long a dead relay's lease blocks the next one (one relay publishes at a time). */
+  OUTBOX_LEASE_MS: int(15_000, 500, 300_000),
 };
 
 export type Config = z.output<z.ZodObject<typeof shape>> & {

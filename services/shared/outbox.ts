@@ -4,12 +4,18 @@
 // in between leaves the row unsent (published again: the stream drops the
 // duplicate) or sent after the broker acknowledged it: never lost.
 //
-// Every service that publishes has its own `<schema>.outbox` table, created
-// by its own migration:
-//   seq bigserial, id uuid primary key, subject text, payload bytea,
-//   created_at timestamptz, published_at timestamptz null
+// One relay publishes at a time, whatever the number of replicas: it holds a
+// lease (a row in <schema>.outbox_lease, renewed every batch), so events leave
+// in commit order. When the holder dies, another takes over once the lease
+// expires. No transaction is held while publishing.
+//
+// Every service that publishes has its own tables, created by its migration:
+//   <schema>.outbox (seq bigserial, id uuid primary key, subject text,
+//     payload bytea, created_at timestamptz, published_at timestamptz null)
+//   <schema>.outbox_lease (name text primary key, holder text, expires_at timestamptz)
+import { randomUUID } from "node:crypto";
 import type { EntityManager, MikroORM } from "@mikro-orm/postgresql";
-import type { EventBus } from "./event-bus/event-bus.js";
+import { NoConsumerError, type EventBus } from "./event-bus/event-bus.js";
 import type { Logger } from "./logger.js";
 
 export interface OutboxEvent {
@@ -36,9 +42,13 @@ export interface OutboxRelayOptions {
   batchSize?: number;
   /** Sent rows are kept this long, then deleted. */
   retentionHours?: number;
+  /** How long a relay's lease lasts without renewal. */
+  leaseMs?: number;
 }
 
 export interface RelayBatch {
+  /** False when another relay holds the lease. */
+  leader: boolean;
   published: number;
   error?: unknown;
 }
@@ -50,9 +60,13 @@ export class OutboxRelay {
   private pendingWake = false;
   private lastCleanup = 0;
   private readonly batchSize: number;
+  private readonly leaseMs: number;
+  /** This relay's identity as a lease holder. */
+  readonly id = randomUUID();
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.batchSize = options.batchSize ?? 100;
+    this.leaseMs = options.leaseMs ?? 15_000;
   }
 
   start(): void {
@@ -67,44 +81,61 @@ export class OutboxRelay {
     this.wakeUp?.();
   }
 
+  /** Finishes the batch in hand, then hands the lease back so that another relay takes over at once. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.wakeUp?.();
     await this.loop;
+    await this.options.orm.em
+      .fork()
+      .execute(`update "${this.options.schema}"."outbox_lease" set "expires_at" = now() where "holder" = ?`, [this.id])
+      .catch(() => undefined);
+  }
+
+  /** Takes or renews the lease; false while another relay holds it. */
+  private async lease(): Promise<boolean> {
+    const rows: unknown[] = await this.options.orm.em.fork().execute(
+      `insert into "${this.options.schema}"."outbox_lease" ("name", "holder", "expires_at")
+         values ('relay', ?, now() + make_interval(secs => ?))
+       on conflict ("name") do update set "holder" = excluded."holder", "expires_at" = excluded."expires_at"
+         where "outbox_lease"."holder" = excluded."holder" or "outbox_lease"."expires_at" < now()
+       returning "holder"`,
+      [this.id, this.leaseMs / 1000],
+    );
+    return rows.length === 1;
   }
 
   /**
-   * One batch: lock unsent rows (other relay instances skip them), publish in
-   * order, mark what the broker acknowledged. A failed publish ends the batch;
-   * the rows before it are still marked.
+   * One batch, as the lease holder: read unsent rows in commit order, publish
+   * them one by one, mark what the broker acknowledged. A failed publish ends
+   * the batch; the rows before it are still marked.
    */
   async publishBatch(): Promise<RelayBatch> {
     const { schema, bus } = this.options;
-    return this.options.orm.em.fork().transactional(async (em) => {
-      const rows: { id: string; subject: string; payload: Buffer }[] = await em.execute(
-        `select "id", "subject", "payload" from "${schema}"."outbox"
-          where "published_at" is null order by "seq" limit ? for update skip locked`,
-        [this.batchSize],
+    if (!(await this.lease())) return { leader: false, published: 0 };
+    const em = this.options.orm.em.fork();
+    const rows: { id: string; subject: string; payload: Buffer }[] = await em.execute(
+      `select "id", "subject", "payload" from "${schema}"."outbox" where "published_at" is null order by "seq" limit ?`,
+      [this.batchSize],
+    );
+    const sent: string[] = [];
+    let error: unknown;
+    for (const row of rows) {
+      try {
+        await bus.publish(row.subject, new Uint8Array(row.payload), row.id);
+        sent.push(row.id);
+      } catch (err) {
+        error = err;
+        break;
+      }
+    }
+    if (sent.length > 0) {
+      await em.execute(
+        `update "${schema}"."outbox" set "published_at" = now() where "id" in (${sent.map(() => "?").join(",")})`,
+        sent,
       );
-      const sent: string[] = [];
-      let error: unknown;
-      for (const row of rows) {
-        try {
-          await bus.publish(row.subject, new Uint8Array(row.payload), row.id);
-          sent.push(row.id);
-        } catch (err) {
-          error = err;
-          break;
-        }
-      }
-      if (sent.length > 0) {
-        await em.execute(
-          `update "${schema}"."outbox" set "published_at" = now() where "id" in (${sent.map(() => "?").join(",")})`,
-          sent,
-        );
-      }
-      return { published: sent.length, error };
-    });
+    }
+    return { leader: true, published: sent.length, error };
   }
 
   /** Unsent rows, for readiness and tests. */
@@ -125,7 +156,9 @@ export class OutboxRelay {
         if (batch.error) {
           failures++;
           delay = Math.min(30_000, 250 * 2 ** Math.min(failures, 7));
-          this.options.logger.warn({ err: batch.error, published: batch.published, retryInMs: delay }, "outbox publish failed");
+          // No consumer yet (in-process bus): the rows wait in the outbox, as they would in a stream.
+          const level = batch.error instanceof NoConsumerError ? "debug" : "warn";
+          this.options.logger[level]({ err: batch.error, published: batch.published, retryInMs: delay }, "outbox publish failed");
         } else {
           failures = 0;
           if (batch.published === this.batchSize || this.pendingWake) delay = 0;

@@ -45,6 +45,11 @@ export class InitialOrganisationSchema extends Migration {
       "published_at" timestamptz null
     )`);
     this.addSql(`create index "outbox_unsent_index" on "organisation"."outbox" ("seq") where "published_at" is null`);
+    this.addSql(`create table "organisation"."outbox_lease" (
+      "name" text primary key,
+      "holder" text not null,
+      "expires_at" timestamptz not null
+    )`);
   }
 
   override async down(): Promise<void> {

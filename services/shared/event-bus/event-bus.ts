@@ -56,3 +56,11 @@ export function subjectMatches(pattern: string, subject: string): boolean {
   }
   return p.length === s.length;
 }
+
+/** The in-process bus has no consumer for a subject: the event must wait (the outbox keeps it). */
+export class NoConsumerError extends Error {
+  constructor(subject: string) {
+    super(`no consumer for ${subject} yet`);
+    this.name = "NoConsumerError";
+  }
+}

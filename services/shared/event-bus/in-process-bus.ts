@@ -3,7 +3,10 @@
 // durable consumer has handled the message, so the outbox row is marked sent
 // only once the event is safe with its consumers; a handler failure rejects
 // publish and the outbox relay tries again later (at least once, as JetStream).
+// With no consumer for a subject yet, publish rejects: the row stays in the
+// outbox until one registers, as a stream would keep the message.
 import {
+  NoConsumerError,
   subjectFor,
   subjectMatches,
   type Consumer,
@@ -27,8 +30,10 @@ export class InProcessBus implements EventBus {
   constructor(private readonly prefix: string) {}
 
   async publish(subject: string, data: Uint8Array, msgId: string): Promise<void> {
-    for (const reg of this.consumers.values()) {
-      if (!subjectMatches(reg.pattern, subject)) continue;
+    const matching = [...this.consumers.values()].filter((reg) => subjectMatches(reg.pattern, subject));
+    // A stream would keep the message for consumers to come; here the outbox row does.
+    if (matching.length === 0) throw new NoConsumerError(subject);
+    for (const reg of matching) {
       const done = this.delivered.get(reg.options.durable)!;
       if (done.has(msgId)) continue; // this durable already has it: the duplicate window
       const count = (reg.deliveries.get(msgId) ?? 0) + 1;

@@ -44,6 +44,7 @@ export class NatsBus implements EventBus {
 
   /** Connects, waiting for the first connection if the server is not up yet. */
   static async connect(options: NatsBusOptions): Promise<NatsBus> {
+    options.logger.info({ servers: options.servers }, "connecting to NATS (waits until it answers)");
     const nc = await connect({
       servers: options.servers.split(",").map((s) => s.trim()),
       name: options.name,
@@ -59,6 +60,7 @@ export class NatsBus implements EventBus {
       }
     })();
     const jsm = await nc.jetstreamManager({ checkAPI: false });
+    options.logger.info({ server: nc.getServer() }, "connected to NATS");
     return new NatsBus(nc, nc.jetstream(), jsm, options);
   }
 
@@ -90,11 +92,17 @@ export class NatsBus implements EventBus {
 
   async publish(subject: string, data: Uint8Array, msgId: string): Promise<void> {
     await this.ensureStream();
-    await this.js.publish(subject, data, {
-      msgID: msgId,
-      expect: { streamName: this.options.stream },
-      timeout: this.options.publishTimeoutMs ?? 3000,
-    });
+    try {
+      await this.js.publish(subject, data, {
+        msgID: msgId,
+        expect: { streamName: this.options.stream },
+        timeout: this.options.publishTimeoutMs ?? 3000,
+      });
+    } catch (err) {
+      // The stream may be gone (deleted, storage lost): make sure of it again next time.
+      this.streamReady = undefined;
+      throw err;
+    }
   }
 
   async consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer> {
@@ -121,13 +129,19 @@ export class NatsBus implements EventBus {
             await this.jsm.consumers.add(this.options.stream, config);
           }
           const consumer = await this.js.consumers.get(this.options.stream, options.durable);
-          messages = await consumer.consume({ max_messages: 64 });
+          // Few messages in hand at a time: each one's ack_wait runs from its delivery, and
+          // handlers work one by one. A deleted stream or consumer ends the loop: rebuilt above.
+          messages = await consumer.consume({ max_messages: 4, abort_on_missing_resource: true });
+          if (stopped) {
+            messages.stop();
+            break;
+          }
           for await (const m of messages) {
             try {
               await handler({
                 subject: m.subject,
                 data: m.data,
-                msgId: m.headers?.get("Nats-Msg-Id") ?? `${m.info.stream}:${m.seq}`,
+                msgId: m.headers?.get("Nats-Msg-Id") || `${m.info.stream}:${m.seq}`,
                 deliveryCount: m.info.deliveryCount,
               });
               m.ack();
@@ -135,7 +149,9 @@ export class NatsBus implements EventBus {
               log.warn({ err, subject: m.subject, deliveryCount: m.info.deliveryCount }, "handler failed; redelivering later");
               m.nak(options.retryDelayMs ?? 5000);
             }
+            if (stopped) break;
           }
+          this.streamReady = undefined; // the iterator ended: stream or consumer may be gone
         } catch (err) {
           if (stopped) break;
           log.warn({ err }, "consumer interrupted; retrying");
