@@ -4,6 +4,7 @@
 // service still listens on its own loopback RPC port and talks to the others
 // over RPC, exactly as the separate processes of docker-compose.yml do.
 import { randomBytes } from "node:crypto";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -22,6 +23,8 @@ import { createRpcClient } from "../services/shared/rpc-client.js";
 import { startRpcServer, type RunningServer } from "../services/shared/rpc-server.js";
 import type { ServiceApp, ServiceAppDeps } from "../services/shared/service-app.js";
 import { onShutdown } from "../services/shared/service-main.js";
+import type { EventBus } from "../services/shared/event-bus/event-bus.js";
+import type { FastifyInstance } from "fastify";
 import { createWebhookApp } from "../services/webhook/webhook-app.js";
 
 const SERVICES = [
@@ -55,21 +58,30 @@ async function main(): Promise<void> {
   const embeddedDb = !config.DATABASE_URL;
   const dataDir = path.resolve(config.DATA_DIR);
   await mkdir(dataDir, { recursive: true });
-  const freshDataDir = embeddedDb && !existsSync(path.join(dataDir, "pglite"));
+  // The demo is made once per embedded data folder; the marker is written when it exists.
+  const freshDataDir = embeddedDb && !existsSync(path.join(dataDir, DEMO_FILE));
   if (!config.INTERNAL_RPC_TOKEN) config = { ...config, INTERNAL_RPC_TOKEN: await internalToken(dataDir) };
 
-  const bus = await openBus(config, "bizcard", logger);
   const databases: EmbeddedPostgres[] = [];
   const apps: ServiceApp[] = [];
   const servers: RunningServer[] = [];
+  let bus: EventBus | undefined;
+  let gateway: FastifyInstance | undefined;
   const stop = async () => {
+    await gateway?.close();
     await Promise.allSettled(servers.map((s) => s.close()));
     for (const app of [...apps].reverse()) await app.close().catch((err) => logger.error({ err }, "close failed"));
-    await bus.close();
+    await bus?.close();
     for (const db of databases) await db.close();
   };
+  // Signals are handled from the first moment: a stop during start closes what is open so far.
+  onShutdown(logger, async () => {
+    await stop();
+    process.stdout.write("bizcard platform stopped\n");
+  });
 
   try {
+    bus = await openBus(config, "bizcard", logger);
     // PGlite instances start in parallel: a fresh one runs initdb, which takes seconds.
     const embedded = embeddedDb
       ? await Promise.all(SERVICES.map((svc) => startEmbeddedPostgres(dataDir, svc.name)))
@@ -81,7 +93,7 @@ async function main(): Promise<void> {
         config,
         databaseUrl: embedded[i]?.url ?? config.DATABASE_URL!,
         databasePoolMax: embedded[i] ? EMBEDDED_POOL_MAX : config.DATABASE_POOL_MAX,
-        bus,
+        bus: bus!,
         logger: log,
       };
       const app = await svc.create(deps);
@@ -102,7 +114,7 @@ async function main(): Promise<void> {
 
     // Demo data first: once /readyz answers 200, everything printed here is true.
     const demo = freshDataDir ? await createDemo(config, dataDir) : undefined;
-    const gateway = await buildGateway({
+    gateway = await buildGateway({
       clients: createServiceClients(config),
       serviceUrls: serviceUrls(config),
       logger: createLogger("gateway", config.LOG_LEVEL),
@@ -114,12 +126,6 @@ async function main(): Promise<void> {
     if (demo) process.stdout.write(demo);
     else if (existsSync(path.join(dataDir, DEMO_FILE))) process.stdout.write(`  demo credentials: ${path.join(dataDir, DEMO_FILE)}\n`);
     process.stdout.write("\n");
-
-    onShutdown(logger, async () => {
-      await gateway.close();
-      await stop();
-      process.stdout.write("bizcard platform stopped\n");
-    });
   } catch (err) {
     logger.fatal({ err }, "start failed");
     await stop().catch(() => {});
@@ -133,11 +139,15 @@ async function createDemo(config: Config, dataDir: string): Promise<string> {
   const organisations = createRpcClient(OrganisationService, { baseUrl: config.organisationRpcUrl, ...rpc });
   const auth = createRpcClient(AuthService, { baseUrl: config.authRpcUrl, ...rpc });
   const password = randomBytes(9).toString("base64url");
-  const { organisation, owner } = await organisations.createOrganisation({
-    name: "Demo Organisation",
-    ownerEmail: "demo@example.com",
-    ownerPassword: password,
-  });
+  const created = await organisations
+    .createOrganisation({ name: "Demo Organisation", ownerEmail: "demo@example.com", ownerPassword: password })
+    .catch((err) => {
+      // Its credentials file was removed, not the data: keep what exists.
+      if (ConnectError.from(err).code === Code.AlreadyExists) return undefined;
+      throw err;
+    });
+  if (!created) return "  demo data: exists already (demo@example.com); its credentials file was removed\n";
+  const { organisation, owner } = created;
   const { client, clientSecret } = await auth.createClient({
     name: "Demo App",
     redirectUris: ["http://127.0.0.1:9876/callback"],

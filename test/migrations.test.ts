@@ -84,6 +84,21 @@ describe("migrations from an empty database", () => {
     });
   }
 
+  it("replicas that start together on an empty database all come up, and migrate once", async () => {
+    const fresh = await createTestDatabase();
+    try {
+      const svc = SERVICES[1]!;
+      const replica = () =>
+        openServiceDatabase({ databaseUrl: fresh.url, databasePoolMax: fresh.poolMax, logger, config: { MIGRATE_ON_START: true } }, svc);
+      const orms = await Promise.all([replica(), replica(), replica()]);
+      const executed = await orms[0]!.getMigrator().getExecutedMigrations();
+      expect(executed.map((m) => m.name)).toEqual(svc.migrations.map((m) => m.name));
+      await Promise.all(orms.map((o) => o.close()));
+    } finally {
+      await fresh.drop();
+    }
+  });
+
   it("no service's tables land in public", async () => {
     expect(await tablesOf("public")).toEqual([]);
   });

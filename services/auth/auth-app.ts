@@ -20,7 +20,7 @@ export async function createAuthApp(deps: ServiceAppDeps): Promise<ServiceApp> {
   return {
     name: "auth",
     routes: (router) => router.service(AuthService, service),
-    readiness: () => runChecks({ database: () => pingDatabase(orm), bus: () => bus.ping() }),
+    readiness: () => runChecks({ database: () => pingDatabase(orm) }, { bus: () => bus.ping() }),
     start: async () => {},
     close: () => orm.close(),
   };

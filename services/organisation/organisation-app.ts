@@ -31,7 +31,7 @@ export async function createOrganisationApp(deps: ServiceAppDeps): Promise<Servi
     relay,
     orm,
     routes: (router) => router.service(OrganisationService, service),
-    readiness: () => runChecks({ database: () => pingDatabase(orm), bus: () => bus.ping() }),
+    readiness: () => runChecks({ database: () => pingDatabase(orm) }, { bus: () => bus.ping() }),
     start: async () => relay.start(),
     close: async () => {
       await relay.stop();

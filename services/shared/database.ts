@@ -57,11 +57,28 @@ export async function openServiceDatabase(
 ): Promise<MikroORM> {
   const orm = await openDatabase({ clientUrl: deps.databaseUrl, poolMax: deps.databasePoolMax, logger: deps.logger, ...options });
   if (deps.config.MIGRATE_ON_START) {
-    const applied = await migrate(orm).catch(async (err) => {
+    const applied = await migrateWithRetry(orm, deps.logger).catch(async (err) => {
       await orm.close();
       throw err;
     });
     if (applied.length) deps.logger.info({ applied, schema: options.schema }, "migrations applied");
   }
   return orm;
+}
+
+/**
+ * Replicas starting together race for the same migrations: each runs them in
+ * one transaction, one commits and the others fail (the table exists). A
+ * retry then finds nothing pending.
+ */
+async function migrateWithRetry(orm: MikroORM, logger: Logger, attempts = 4): Promise<string[]> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await migrate(orm);
+    } catch (err) {
+      if (attempt >= attempts) throw err;
+      logger.warn({ err, attempt }, "migrations failed; trying again (another replica may be migrating)");
+      await new Promise((r) => setTimeout(r, 250 * attempt + Math.random() * 250));
+    }
+  }
 }

@@ -122,11 +122,27 @@ async function healthRoutes(req: NodeServerRequest, res: NodeServerResponse, rea
   send(404, { error: "not_found", error_description: "no such route" });
 }
 
-/** Runs every check; resolves to {name: "ok"} or throws naming each failure. */
-export async function runChecks(checks: Record<string, () => Promise<unknown>>): Promise<Record<string, string>> {
-  const names = Object.keys(checks);
-  const results = await Promise.allSettled(names.map((n) => checks[n]!()));
-  const failed = names.filter((_, i) => results[i]!.status === "rejected");
+/** A check that has not answered by then counts as failed (a caller's /readyz must not hang). */
+const CHECK_TIMEOUT_MS = 1500;
+
+/**
+ * Runs every check. A failed `required` check makes the service unready (the
+ * error names it); an `informational` one is only reported, e.g. the bus for a
+ * service whose outbox rides out a broker outage.
+ */
+export async function runChecks(
+  required: Record<string, () => Promise<unknown>>,
+  informational: Record<string, () => Promise<unknown>> = {},
+): Promise<Record<string, string>> {
+  const all = { ...required, ...informational };
+  const names = Object.keys(all);
+  const withTimeout = (check: () => Promise<unknown>) =>
+    Promise.race([
+      check(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error("check timed out")), CHECK_TIMEOUT_MS).unref()),
+    ]);
+  const results = await Promise.allSettled(names.map((n) => withTimeout(all[n]!)));
+  const failed = names.filter((n, i) => results[i]!.status === "rejected" && n in required);
   if (failed.length > 0) throw new Error(`unavailable: ${failed.join(", ")}`);
-  return Object.fromEntries(names.map((n) => [n, "ok"]));
+  return Object.fromEntries(names.map((n, i) => [n, results[i]!.status === "fulfilled" ? "ok" : "unavailable"]));
 }

@@ -22,8 +22,15 @@ export async function serviceMain(options: ServiceMainOptions): Promise<void> {
     exitOnConfigError(err);
   }
   const logger = createLogger(options.name, config.LOG_LEVEL);
+  // Signals are handled from the first moment: a stop during start (waiting for
+  // NATS, migrating) closes what is open so far and exits 0.
+  const closers: (() => Promise<void>)[] = [];
+  onShutdown(logger, async () => {
+    for (const close of closers.reverse()) await close();
+  });
   try {
     const bus = await openBus(config, options.name, logger);
+    closers.push(() => bus.close());
     const app = await options.create({
       config,
       databaseUrl: config.DATABASE_URL!,
@@ -31,6 +38,7 @@ export async function serviceMain(options: ServiceMainOptions): Promise<void> {
       bus,
       logger,
     });
+    closers.push(() => app.close());
     const server = await startRpcServer({
       name: options.name,
       host: config.RPC_HOST,
@@ -40,12 +48,8 @@ export async function serviceMain(options: ServiceMainOptions): Promise<void> {
       internalToken: config.INTERNAL_RPC_TOKEN,
       readiness: app.readiness,
     });
+    closers.push(() => server.close());
     await app.start();
-    onShutdown(logger, async () => {
-      await server.close();
-      await app.close();
-      await bus.close();
-    });
   } catch (err) {
     logger.fatal({ err }, `${options.name} failed to start`);
     process.exit(1);

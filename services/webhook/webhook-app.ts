@@ -22,7 +22,7 @@ export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookApp
   return {
     name: "webhook",
     routes: (router) => router.service(WebhookService, service),
-    readiness: () => runChecks({ database: () => pingDatabase(orm), bus: () => bus.ping() }),
+    readiness: () => runChecks({ database: () => pingDatabase(orm) }, { bus: () => bus.ping() }),
     start: async () => {},
     close: async () => {
       await orm.close();
