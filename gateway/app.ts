@@ -26,8 +26,24 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     loggerInstance: options.logger as unknown as FastifyBaseLogger,
     disableRequestLogging: true,
     bodyLimit: BODY_LIMIT_BYTES,
-    trustProxy: options.trustProxy ?? false,
-    return503OnClosing: true,
+    trustProxy: options.trustProxy ? options.trustProxy : false,
+    // While closing, requests on open connections are still served (the drain).
+    return503OnClosing: false,
+    // Malformed HTTP that never reaches a route still gets the one error shape.
+    clientErrorHandler: (err, socket) => {
+      if (!socket.writable) return socket.destroy();
+      const code = (err as NodeJS.ErrnoException).code;
+      const [status, text, description] =
+        code === "HPE_HEADER_OVERFLOW"
+          ? [431, "Request Header Fields Too Large", "the request headers are too large"]
+          : code === "ERR_HTTP_REQUEST_TIMEOUT"
+            ? [408, "Request Timeout", "the request took too long to arrive"]
+            : [400, "Bad Request", "the request is not valid HTTP"];
+      const body = JSON.stringify({ error: "invalid_request", error_description: description });
+      socket.end(
+        `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    },
     // Every request runs inside its request id, which RPC clients pass on.
     serverFactory: (handler) =>
       http.createServer((req, res) => {

@@ -21,7 +21,7 @@ const CONNECT_TO_HTTP: Record<Code, { status: number; error: string }> = {
   [Code.Canceled]: { status: 503, error: "temporarily_unavailable" },
   [Code.Unknown]: { status: 500, error: "server_error" },
   [Code.InvalidArgument]: { status: 400, error: "invalid_request" },
-  [Code.DeadlineExceeded]: { status: 504, error: "temporarily_unavailable" },
+  [Code.DeadlineExceeded]: { status: 503, error: "temporarily_unavailable" },
   [Code.NotFound]: { status: 404, error: "not_found" },
   [Code.AlreadyExists]: { status: 409, error: "conflict" },
   [Code.PermissionDenied]: { status: 403, error: "forbidden" },

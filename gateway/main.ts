@@ -12,6 +12,11 @@ try {
   exitOnConfigError(err);
 }
 const logger = createLogger("gateway", config.LOG_LEVEL);
-const app = await buildGateway({ clients: createServiceClients(config), serviceUrls: serviceUrls(config), logger });
+const app = await buildGateway({
+  clients: createServiceClients(config),
+  serviceUrls: serviceUrls(config),
+  logger,
+  trustProxy: config.GATEWAY_TRUST_PROXY_HOPS,
+});
 await app.listen({ host: config.GATEWAY_HOST, port: config.GATEWAY_PORT });
 onShutdown(logger, () => app.close());

@@ -33,6 +33,9 @@ export function oauthErrorFrom(err: unknown): HttpError | undefined {
   if (!(err instanceof ConnectError)) return undefined;
   const [detail] = err.findDetails(OAuthErrorSchema);
   if (detail) {
+    if (detail.retryAfterSeconds > 0) {
+      return new OAuthError(detail.error, detail.errorDescription, 429, { "retry-after": String(detail.retryAfterSeconds) });
+    }
     return detail.error === "invalid_client"
       ? invalidClient(detail.errorDescription)
       : new OAuthError(detail.error, detail.errorDescription);

@@ -3,7 +3,7 @@
 // request id, and every check POST /oauth/token makes before it hands a grant
 // to the auth service. Every error has the one body shape, never HTML, never
 // a stack trace.
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildGateway } from "../gateway/app.js";
@@ -87,6 +87,31 @@ beforeAll(async () => {
     logger,
   });
   misconfiguredBase = await listen(misconfigured);
+});
+
+describe("malformed HTTP", () => {
+  const raw = (request: string) =>
+    new Promise<string>((resolve) => {
+      const url = new URL(base);
+      const socket = net.connect(Number(url.port), url.hostname, () => socket.write(request));
+      let data = "";
+      socket.on("data", (d) => (data += d));
+      socket.on("close", () => resolve(data));
+      socket.on("error", () => resolve(data));
+    });
+
+  it("answers in the one error shape even before any route is reached", async () => {
+    const garbage = await raw("GARBAGE\r\n\r\n");
+    expect(garbage).toMatch(/^HTTP\/1\.1 400 /);
+    expect(garbage).toContain("Content-Type: application/json");
+    expect(JSON.parse(garbage.slice(garbage.indexOf("\r\n\r\n") + 4))).toEqual({
+      error: "invalid_request",
+      error_description: "the request is not valid HTTP",
+    });
+    const huge = await raw(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`);
+    expect(huge).toMatch(/^HTTP\/1\.1 431 /);
+    expect(JSON.parse(huge.slice(huge.indexOf("\r\n\r\n") + 4)).error).toBe("invalid_request");
+  });
 });
 
 describe("a gateway whose internal credential is refused", () => {

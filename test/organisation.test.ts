@@ -156,6 +156,11 @@ describe("contacts", () => {
     expect(third.contacts.map((c) => c.firstName)).toEqual(["P0"]);
     expect(third.nextPageToken).toBe("");
     expect((await rpcError(client.listContacts({ organisationId: organisation!.id, pageSize: 101 }))).code).toBe(Code.InvalidArgument);
+    for (const forged of [["garbage", "x"], [new Date().toISOString(), "not-a-uuid"], [1, 2]].map((p) => Buffer.from(JSON.stringify(p)).toString("base64url"))) {
+      const err = await rpcError(client.listContacts({ organisationId: organisation!.id, pageToken: forged }));
+      expect(err.code).toBe(Code.InvalidArgument);
+      expect(err.rawMessage).toBe("page_token: not a token this service issued");
+    }
   });
 });
 

@@ -4,7 +4,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { DeliveryAttemptSchema, DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
-import { decodeCursor, encodeCursor, invalid, pageSize } from "../shared/validation.js";
+import { decodeTimeIdCursor, encodeTimeIdCursor, invalid, pageSize } from "../shared/validation.js";
 import { DeliveryAttemptEntity, type DeliveryAttempt } from "./attempts/delivery-attempt.entity.js";
 
 export const DELIVERY_SCHEMA = "delivery";
@@ -27,10 +27,8 @@ export function createDeliveryService(deps: { orm: MikroORM }): ServiceImpl<type
     async listDeliveryAttempts(req) {
       if (req.subscriptionId <= 0n) throw invalid("subscription_id", "expected a positive integer");
       const limit = pageSize(req.pageSize);
-      const cursor = decodeCursor(req.pageToken, 2) as [string, string] | undefined;
-      const after = cursor
-        ? { $or: [{ attemptedAt: { $lt: new Date(cursor[0]) } }, { attemptedAt: new Date(cursor[0]), id: { $lt: cursor[1] } }] }
-        : {};
+      const cursor = decodeTimeIdCursor(req.pageToken);
+      const after = cursor ? { $or: [{ attemptedAt: { $lt: cursor[0] } }, { attemptedAt: cursor[0], id: { $lt: cursor[1] } }] } : {};
       const rows = await deps.orm.em
         .fork()
         .find(
@@ -42,7 +40,7 @@ export function createDeliveryService(deps: { orm: MikroORM }): ServiceImpl<type
       const last = page.at(-1);
       return {
         attempts: page.map(toMessage),
-        nextPageToken: rows.length > limit && last ? encodeCursor([last.attemptedAt.toISOString(), last.id]) : "",
+        nextPageToken: rows.length > limit && last ? encodeTimeIdCursor(last.attemptedAt, last.id) : "",
       };
     },
   };

@@ -14,7 +14,7 @@ import {
   type Member as MemberMessage,
   type Organisation as OrganisationMessage,
 } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
-import { decodeCursor, encodeCursor, invalid, notFound, pageSize, requireUuid, isUuid } from "../shared/validation.js";
+import { decodeTimeIdCursor, encodeTimeIdCursor, invalid, notFound, pageSize, requireUuid, isUuid } from "../shared/validation.js";
 import { ContactEntity, type Contact } from "./contacts/contact.entity.js";
 import { readContactFields } from "./contacts/contact-fields.js";
 import { enqueueContactEvent } from "./contacts/contact-events.js";
@@ -182,10 +182,8 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
     async listContacts(req) {
       const organisationId = requireUuid("organisation_id", req.organisationId);
       const limit = pageSize(req.pageSize);
-      const cursor = decodeCursor(req.pageToken, 2) as [string, string] | undefined;
-      const after = cursor
-        ? { $or: [{ createdAt: { $lt: new Date(cursor[0]) } }, { createdAt: new Date(cursor[0]), id: { $lt: cursor[1] } }] }
-        : {};
+      const cursor = decodeTimeIdCursor(req.pageToken);
+      const after = cursor ? { $or: [{ createdAt: { $lt: cursor[0] } }, { createdAt: cursor[0], id: { $lt: cursor[1] } }] } : {};
       const rows = await orm.em
         .fork()
         .find(ContactEntity, { organisationId, ...after }, { orderBy: { createdAt: "desc", id: "desc" }, limit: limit + 1 });
@@ -193,7 +191,7 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
       const last = page.at(-1);
       return {
         contacts: page.map(toContactMessage),
-        nextPageToken: rows.length > limit && last ? encodeCursor([last.createdAt.toISOString(), last.id]) : "",
+        nextPageToken: rows.length > limit && last ? encodeTimeIdCursor(last.createdAt, last.id) : "",
       };
     },
   };

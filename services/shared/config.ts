@@ -84,6 +84,8 @@ const shape = {
   DELIVERY_RPC_URL: optionalUrl(["http:", "https:"]),
   GATEWAY_HOST: z.string().min(1).default("127.0.0.1"),
   GATEWAY_PORT: port(8080),
+  /** How many proxies in front of the gateway to trust for X-Forwarded-For (the client address rate limits use). */
+  GATEWAY_TRUST_PROXY_HOPS: int(0, 0, 10),
   /** The issuer and the base of every absolute URL the gateway writes. */
   PUBLIC_URL: optionalUrl(["http:", "https:"]),
   /** Embedded start: where PGlite keeps its data. */

@@ -44,3 +44,19 @@ export function decodeCursor(token: string, arity: number): (string | number)[] 
 export function notFound(what: string): ConnectError {
   return new ConnectError(`${what} not found`, Code.NotFound);
 }
+
+/** A (time, uuid) keyset cursor, checked: anything this service did not issue is INVALID_ARGUMENT. */
+export function decodeTimeIdCursor(token: string): [Date, string] | undefined {
+  const parts = decodeCursor(token, 2);
+  if (!parts) return undefined;
+  const [time, id] = parts;
+  const date = typeof time === "string" ? new Date(time) : new Date(NaN);
+  if (Number.isNaN(date.getTime()) || typeof id !== "string" || !UUID.test(id)) {
+    throw invalid("page_token", "not a token this service issued");
+  }
+  return [date, id];
+}
+
+export function encodeTimeIdCursor(time: Date, id: string): string {
+  return encodeCursor([time.toISOString(), id]);
+}

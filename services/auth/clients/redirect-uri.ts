@@ -9,6 +9,9 @@ const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]"]);
  * loopback http for native apps (RFC 8252 §7.3).
  */
 export function checkRedirectUri(value: string, options: { allowInsecure: boolean }): string {
+  // URL parsing would quietly drop spaces, tabs and newlines; the stored value
+  // must be exactly what an authorization request can match.
+  if (/[\s\u0000-\u001f\u007f]/.test(value)) throw invalid("redirect_uri", "must not contain spaces or control characters");
   let url: URL;
   try {
     url = new URL(value);
