@@ -1,11 +1,14 @@
 // npm run bench: the gateway's own cost, as ratios against a bare node:http
 // server measured in the same run (absolute numbers drift between machines).
-// Each server is its own process; autocannon runs here. 10 connections, 5 s
-// per case (BENCH_SECONDS to change).
+// Each server is its own process; autocannon runs here, on the same two
+// cores. 10 connections; the cases take turns for BENCH_ROUNDS rounds of
+// BENCH_SECONDS each, and the median round counts (one run is noisy here).
 import autocannon from "autocannon";
 import { freePort, httpReady, spawnProcess, spawnTs } from "../test/support/processes.js";
 
-const seconds = Number(process.env.BENCH_SECONDS ?? 5);
+const seconds = Number(process.env.BENCH_SECONDS ?? 3);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 interface Case {
   name: string;
@@ -50,10 +53,17 @@ try {
     },
     { name: "gateway unknown route (404 JSON)", url: `http://127.0.0.1:${gatewayPort}/nope`, expectStatus: 404 },
   ];
-  const rows = [];
-  for (const c of cases) rows.push({ ...c, ...(await measure(c)) });
+  const samples = cases.map(() => ({ rps: [] as number[], p99: [] as number[] }));
+  for (let round = 0; round < rounds; round++) {
+    for (const [i, c] of cases.entries()) {
+      const m = await measure(c);
+      samples[i]!.rps.push(m.rps);
+      samples[i]!.p99.push(m.p99);
+    }
+  }
+  const rows = cases.map((c, i) => ({ ...c, rps: median(samples[i]!.rps), p99: median(samples[i]!.p99) }));
   const base = rows[0]!.rps;
-  console.log(`\n${seconds} s per case, 10 connections, one run (compare ratios, not absolute numbers)\n`);
+  console.log(`\nmedian of ${rounds} rounds, ${seconds} s per case, 10 connections (compare ratios, not absolute numbers)\n`);
   console.log(`${"case".padEnd(72)} ${"req/s".padStart(9)} ${"p99 ms".padStart(7)} ${"vs bare".padStart(8)}`);
   for (const r of rows) {
     console.log(`${r.name.padEnd(72)} ${Math.round(r.rps).toString().padStart(9)} ${String(r.p99).padStart(7)} ${(r.rps / base).toFixed(2).padStart(8)}`);

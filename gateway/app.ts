@@ -1,10 +1,10 @@
 // The REST gateway: the documented paths and form-encoded OAuth requests,
 // mapped onto the RPC services. Built here, served by main.ts.
-import http from "node:http";
+import { randomUUID } from "node:crypto";
 import formbody from "@fastify/formbody";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "../services/shared/logger.js";
-import { acceptRequestId, currentRequestId, runWithRequestId, REQUEST_ID_HEADER } from "../services/shared/request-context.js";
+import { acceptRequestId, REQUEST_ID_HEADER } from "../services/shared/request-context.js";
 import type { ServiceClients } from "./clients.js";
 import { HttpError, errorHandler, sendError } from "./errors.js";
 import { healthRoutes } from "./routes/health.js";
@@ -44,13 +44,9 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
         `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
       );
     },
-    // Every request runs inside its request id, which RPC clients pass on.
-    serverFactory: (handler) =>
-      http.createServer((req, res) => {
-        const id = acceptRequestId(req.headers[REQUEST_ID_HEADER] as string | undefined);
-        runWithRequestId(id, () => handler(req, res));
-      }),
-    genReqId: () => currentRequestId() ?? "unknown",
+    // The caller's request id when it is sane, else a new one; routes pass it to
+    // every RPC they make (rpcOptions), so it reaches the services' log lines.
+    genReqId: (req) => acceptRequestId(req.headers[REQUEST_ID_HEADER] as string | undefined) ?? randomUUID(),
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
   });
 

@@ -5,6 +5,7 @@ import { DeliveryService } from "../gen/bizcard/delivery/v1/delivery_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import type { Config } from "../services/shared/config.js";
+import { REQUEST_ID_HEADER } from "../services/shared/request-context.js";
 import { createRpcClient } from "../services/shared/rpc-client.js";
 
 export interface ServiceClients {
@@ -32,4 +33,12 @@ export function createServiceClients(config: Config): ServiceClients {
     webhook: createRpcClient(WebhookService, options(urls.webhook)),
     delivery: createRpcClient(DeliveryService, options(urls.delivery)),
   };
+}
+
+/**
+ * Options for an RPC made while serving a request: its request id travels in
+ * a header (explicitly: no AsyncLocalStorage on the gateway's hot path).
+ */
+export function rpcOptions(request: { id: string }): { headers: Record<string, string> } {
+  return { headers: { [REQUEST_ID_HEADER]: request.id } };
 }

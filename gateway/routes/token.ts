@@ -4,6 +4,7 @@
 import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import type { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
+import { rpcOptions } from "../clients.js";
 import { NO_STORE, OAuthError, invalidClient, oauthErrorHandler } from "../oauth-errors.js";
 import { presentedClient, readParams } from "../oauth-params.js";
 
@@ -19,7 +20,7 @@ export function tokenRoutes(app: FastifyInstance, auth: Client<typeof AuthServic
     }
     const client = presentedClient(request.headers.authorization, params);
     if (!client) throw invalidClient("client authentication is required (client_id and client_secret, or Basic)");
-    const token = await auth.exchangeToken({
+    const exchange = {
       grantType,
       client: { clientId: client.clientId, clientSecret: client.clientSecret, method: client.method },
       code: params.code ?? "",
@@ -28,7 +29,8 @@ export function tokenRoutes(app: FastifyInstance, auth: Client<typeof AuthServic
       refreshToken: params.refresh_token ?? "",
       scope: params.scope ?? "",
       remoteAddress: request.ip,
-    });
+    };
+    const token = await auth.exchangeToken(exchange, rpcOptions(request));
     return reply.headers(NO_STORE).send({
       access_token: token.accessToken,
       token_type: token.tokenType,

@@ -14,8 +14,9 @@ export interface RpcClientOptions {
 
 export function createRpcClient<T extends DescService>(service: T, options: RpcClientOptions): Client<T> {
   const propagate: Interceptor = (next) => (req) => {
+    // An id the caller set explicitly wins; otherwise the one of the request being served.
     const requestId = currentRequestId();
-    if (requestId) req.header.set(REQUEST_ID_HEADER, requestId);
+    if (requestId && !req.header.has(REQUEST_ID_HEADER)) req.header.set(REQUEST_ID_HEADER, requestId);
     if (options.internalToken) req.header.set(INTERNAL_AUTH_HEADER, `Bearer ${options.internalToken}`);
     return next(req);
   };
