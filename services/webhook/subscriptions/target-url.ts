@@ -177,8 +177,28 @@ export const isPublicIp = (address: string): boolean => classifyIp(address) === 
 /** Every address a hostname resolves to. */
 export type Resolver = (hostname: string) => Promise<string[]>;
 
-export const systemResolver: Resolver = async (hostname) =>
-  (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
+/**
+ * getaddrinfo runs on libuv's small thread pool (shared with scrypt and file
+ * I/O) and cannot be cancelled: at most this many lookups run at once, so
+ * slow-resolving names sent by a client cannot starve logins.
+ */
+const MAX_CONCURRENT_LOOKUPS = 2;
+let lookupsRunning = 0;
+const lookupQueue: (() => void)[] = [];
+
+async function limitedLookup<T>(fn: () => Promise<T>): Promise<T> {
+  if (lookupsRunning >= MAX_CONCURRENT_LOOKUPS) await new Promise<void>((r) => lookupQueue.push(r));
+  lookupsRunning++;
+  try {
+    return await fn();
+  } finally {
+    lookupsRunning--;
+    lookupQueue.shift()?.();
+  }
+}
+
+export const systemResolver: Resolver = (hostname) =>
+  limitedLookup(async () => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address));
 
 export interface TargetUrlOptions {
   /** Let private, loopback, link-local… destinations through (development, tests). */
