@@ -6,7 +6,7 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT, freePort, httpReady, spawnProcess, type Spawned } from "./support/processes.js";
+import { ROOT, httpReady, platformPorts, spawnProcess, type Spawned } from "./support/processes.js";
 
 let dataDir: string;
 let env: Record<string, string>;
@@ -29,17 +29,12 @@ function cli(args: string[]): Promise<{ code: number | null; stdout: string; std
 
 beforeAll(async () => {
   dataDir = await mkdtemp(path.join(tmpdir(), "bizcard-start-"));
-  const ports = await Promise.all([1, 2, 3, 4, 5].map(() => freePort()));
   env = {
     DATABASE_URL: "",
     NATS_URL: "",
     INTERNAL_RPC_TOKEN: "",
     DATA_DIR: dataDir,
-    GATEWAY_PORT: String(ports[0]),
-    AUTH_RPC_PORT: String(ports[1]),
-    ORGANISATION_RPC_PORT: String(ports[2]),
-    WEBHOOK_RPC_PORT: String(ports[3]),
-    DELIVERY_RPC_PORT: String(ports[4]),
+    ...(await platformPorts()),
     LOG_LEVEL: "warn",
   };
 });

@@ -9,7 +9,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { backendMode, createTestDatabase, TEST_NATS_URL, uniqueName, type TestDatabase } from "./support/backends.js";
-import { NatsServer, freePort, httpReady, spawnProcess, waitFor, type Spawned } from "./support/processes.js";
+import { NatsServer, httpReady, platformPorts, spawnProcess, waitFor, type Spawned } from "./support/processes.js";
 import { deleteStream, readStream } from "./support/stream.js";
 
 let db: TestDatabase;
@@ -26,7 +26,6 @@ beforeAll(async () => {
     privateNats = await NatsServer.start();
     natsUrl = privateNats.url;
   }
-  const ports = await Promise.all([1, 2, 3, 4, 5].map(() => freePort()));
   Object.assign(env, {
     DATABASE_URL: db.url,
     DATABASE_POOL_MAX: String(db.poolMax),
@@ -35,11 +34,7 @@ beforeAll(async () => {
     NATS_SUBJECT_PREFIX: uniqueName("t"),
     INTERNAL_RPC_TOKEN: "s".repeat(40),
     DATA_DIR: await mkdtemp(path.join(tmpdir(), "bizcard-real-")),
-    GATEWAY_PORT: String(ports[0]),
-    AUTH_RPC_PORT: String(ports[1]),
-    ORGANISATION_RPC_PORT: String(ports[2]),
-    WEBHOOK_RPC_PORT: String(ports[3]),
-    DELIVERY_RPC_PORT: String(ports[4]),
+    ...(await platformPorts()),
     LOG_LEVEL: "warn",
   });
 });
