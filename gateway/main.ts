@@ -1,16 +1,11 @@
 // The gateway as its own process.
-import { exitOnConfigError, loadConfig, type Config } from "../services/shared/config.js";
+import { loadConfigOrExit } from "../services/shared/config.js";
 import { createLogger } from "../services/shared/logger.js";
 import { onShutdown } from "../services/shared/service-main.js";
 import { buildGateway } from "./app.js";
 import { createServiceClients, serviceUrls } from "./clients.js";
 
-let config: Config;
-try {
-  config = loadConfig();
-} catch (err) {
-  exitOnConfigError(err);
-}
+const config = loadConfigOrExit();
 const logger = createLogger("gateway", config.LOG_LEVEL);
 const app = await buildGateway({
   clients: createServiceClients(config),

@@ -15,7 +15,7 @@ import { createServiceClients, serviceUrls } from "../gateway/clients.js";
 import { createAuthApp } from "../services/auth/auth-app.js";
 import { createDeliveryApp } from "../services/delivery/delivery-app.js";
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import { exitOnConfigError, loadConfig, type Config } from "../services/shared/config.js";
+import { loadConfigOrExit, type Config } from "../services/shared/config.js";
 import { EMBEDDED_POOL_MAX, startEmbeddedPostgres, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
 import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
@@ -48,12 +48,7 @@ async function internalToken(dataDir: string): Promise<string> {
 }
 
 async function main(): Promise<void> {
-  let config: Config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    exitOnConfigError(err);
-  }
+  let config = loadConfigOrExit();
   const logger = createLogger("bizcard", config.LOG_LEVEL);
   const embeddedDb = !config.DATABASE_URL;
   const dataDir = path.resolve(config.DATA_DIR);

@@ -157,3 +157,17 @@ export function exitOnConfigError(err: unknown): never {
   }
   throw err;
 }
+
+/**
+ * The configuration of a process that is starting, with its extra checks:
+ * on any problem, one line naming the variable and exit 1.
+ */
+export function loadConfigOrExit(checks: ((config: Config) => void)[] = []): Config {
+  try {
+    const config = loadConfig();
+    for (const check of checks) check(config);
+    return config;
+  } catch (err) {
+    exitOnConfigError(err);
+  }
+}

@@ -1,6 +1,6 @@
 // The body of every services/<name>/main.ts: read the configuration, open the
 // real backends, listen, and drain on SIGTERM/SIGINT.
-import { exitOnConfigError, loadConfig, requireBackends, requireInternalTokenBeyondLoopback, type Config } from "./config.js";
+import { loadConfigOrExit, requireBackends, requireInternalTokenBeyondLoopback, type Config } from "./config.js";
 import { openBus } from "./event-bus/open-bus.js";
 import { createLogger, type Logger } from "./logger.js";
 import { startRpcServer } from "./rpc-server.js";
@@ -13,14 +13,10 @@ export interface ServiceMainOptions {
 }
 
 export async function serviceMain(options: ServiceMainOptions): Promise<void> {
-  let config: Config;
-  try {
-    config = loadConfig();
-    requireBackends(config, { database: true, nats: true });
-    requireInternalTokenBeyondLoopback(config);
-  } catch (err) {
-    exitOnConfigError(err);
-  }
+  const config = loadConfigOrExit([
+    (c) => requireBackends(c, { database: true, nats: true }),
+    requireInternalTokenBeyondLoopback,
+  ]);
   const logger = createLogger(options.name, config.LOG_LEVEL);
   // Signals are handled from the first moment: a stop during start (waiting for
   // NATS, migrating) closes what is open so far and exits 0.
