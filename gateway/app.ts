@@ -17,8 +17,8 @@ export interface GatewayOptions {
   /** Service name -> RPC base URL, for /readyz. */
   serviceUrls: Record<string, string>;
   logger: Logger;
-  /** Trust X-Forwarded-For from this many proxies (0: none). */
-  trustProxy?: number;
+  /** Proxies (addresses or CIDR ranges) whose X-Forwarded-For is believed; none by default. */
+  trustedProxies?: string[];
 }
 
 export async function buildGateway(options: GatewayOptions): Promise<FastifyInstance> {
@@ -26,7 +26,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     loggerInstance: options.logger as unknown as FastifyBaseLogger,
     disableRequestLogging: true,
     bodyLimit: BODY_LIMIT_BYTES,
-    trustProxy: options.trustProxy ? options.trustProxy : false,
+    trustProxy: options.trustedProxies?.length ? options.trustedProxies : false,
     // While closing, requests on open connections are still served (the drain).
     return503OnClosing: false,
     // Malformed HTTP that never reaches a route still gets the one error shape.
@@ -62,7 +62,13 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   // One log line per request.
   app.addHook("onResponse", async (request, reply) => {
     request.log.info(
-      { method: request.method, url: request.url.split("?")[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      {
+        method: request.method,
+        url: request.url.split("?")[0],
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+        client: request.ip,
+      },
       "request",
     );
   });

@@ -11,7 +11,7 @@ const app = await buildGateway({
   clients: createServiceClients(config),
   serviceUrls: serviceUrls(config),
   logger,
-  trustProxy: config.GATEWAY_TRUST_PROXY_HOPS,
+  trustedProxies: config.GATEWAY_TRUSTED_PROXIES,
 });
 await app.listen({ host: config.GATEWAY_HOST, port: config.GATEWAY_PORT });
 onShutdown(logger, () => app.close());

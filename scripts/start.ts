@@ -113,7 +113,7 @@ async function main(): Promise<void> {
       clients: createServiceClients(config),
       serviceUrls: serviceUrls(config),
       logger: createLogger("gateway", config.LOG_LEVEL),
-      trustProxy: config.GATEWAY_TRUST_PROXY_HOPS,
+      trustedProxies: config.GATEWAY_TRUSTED_PROXIES,
     });
     await gateway.listen({ host: config.GATEWAY_HOST, port: config.GATEWAY_PORT });
 

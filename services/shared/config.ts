@@ -1,6 +1,7 @@
 // Configuration comes from environment variables, read and validated once at
 // start. A bad or missing value stops the process with one line that names
 // the variable (see `exitOnConfigError`). The README has the table.
+import { isIP } from "node:net";
 import { z } from "zod";
 
 export class ConfigError extends Error {
@@ -84,8 +85,16 @@ const shape = {
   DELIVERY_RPC_URL: optionalUrl(["http:", "https:"]),
   GATEWAY_HOST: z.string().min(1).default("127.0.0.1"),
   GATEWAY_PORT: port(8080),
-  /** How many proxies in front of the gateway to trust for X-Forwarded-For (the client address rate limits use). */
-  GATEWAY_TRUST_PROXY_HOPS: int(0, 0, 10),
+  /**
+   * The proxies in front of the gateway whose X-Forwarded-For is believed (the
+   * client address that logs and rate limits use): addresses or CIDR ranges.
+   * Addresses, not a hop count: a count trusts whoever connects directly.
+   */
+  GATEWAY_TRUSTED_PROXIES: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? "").split(",").map((s) => s.trim()).filter(Boolean))
+    .pipe(z.array(z.string().refine(isAddressOrCidr, "expected IP addresses or CIDR ranges, comma-separated"))),
   /** The issuer and the base of every absolute URL the gateway writes. */
   PUBLIC_URL: optionalUrl(["http:", "https:"]),
   /** Embedded start: where PGlite keeps its data. */
@@ -98,6 +107,15 @@ const shape = {
   /** How long a dead relay's lease blocks the next one (one relay publishes at a time). */
   OUTBOX_LEASE_MS: int(15_000, 500, 300_000),
 };
+
+/** 10.0.0.1, ::1, 10.0.0.0/8, fd00::/8 */
+function isAddressOrCidr(value: string): boolean {
+  const [address, prefix, ...rest] = value.split("/");
+  const family = isIP(address ?? "");
+  if (family === 0 || rest.length > 0) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
+}
 
 export type Config = z.output<z.ZodObject<typeof shape>> & {
   authRpcUrl: string;
