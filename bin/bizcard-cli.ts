@@ -1,30 +1,24 @@
-// bizcard: administration over RPC (CONTRACT.md, "The bizcard command").
-//   bizcard org create --name NAME --email EMAIL --password PASSWORD
-//   bizcard client create --name NAME --redirect-uri URI [--redirect-uri URI…] [--public] [--owner-org ID] [--scope "a b"]
-//   bizcard contact create --org ID --first-name F --last-name L [--email E] [--company C] …
-//   bizcard contact update --id ID [--email E] [--company C] …
-// --json prints one JSON object and nothing else. A bad flag: usage, exit 2.
-// An RPC failure: one line on stderr, exit 1.
+// bizcard: administration over RPC.
+//   bizcard org create --name NAME --email EMAIL --password PASSWORD [--json]
+//   bizcard client create --name NAME --redirect-uri URI [--redirect-uri URI…] [--public] [--scope "A B"] [--json]
+//   bizcard client create --name NAME --owner-org ID [--redirect-uri URI…] [--scope "A B"] [--json]
+//   bizcard contact create --org ID (--first-name F | --last-name L) [FIELD…] [--json]
+//   bizcard contact update --org ID --id ID FIELD [FIELD…] [--json]
+//   bizcard --help
+// Flags outside [brackets] are required. The organisation is always named
+// explicitly (--org): the organisation service refuses contact calls without it.
+// --help prints the usage on stdout and exits 0. A bad command or flag prints
+// the usage on stderr and exits 2; an RPC failure prints one line on stderr and
+// exits 1. With --json, the output is one JSON object and nothing else, errors
+// included: {"error", "error_description"} on stdout, with the same exit status.
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService, type ContactFields } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { contactJson } from "../services/shared/contact-json.js";
 import { createRpcClient } from "../services/shared/rpc-client.js";
-
-const USAGE = `usage:
-  bizcard org create --name NAME --email EMAIL --password PASSWORD [--json]
-  bizcard client create --name NAME --redirect-uri URI [--redirect-uri URI…] [--public] [--owner-org ID] [--scope "a b"] [--json]
-  bizcard contact create --org ID (--first-name F | --last-name L) [contact fields] [--json]
-  bizcard contact update --id ID [--org ID] [contact fields] [--json]
-contact fields: --first-name --last-name --email --phone --company --job-title --website --address --notes
-
-environment: ORGANISATION_RPC_URL, AUTH_RPC_URL (default http://127.0.0.1:7102, :7101),
-  INTERNAL_RPC_TOKEN (default: read from DATA_DIR/internal-rpc-token, as npm start writes it)`;
-
-class UsageError extends Error {}
 
 const CONTACT_FLAGS = {
   "first-name": "firstName",
@@ -37,31 +31,91 @@ const CONTACT_FLAGS = {
   address: "address",
   notes: "notes",
 } as const;
+type ContactFlag = keyof typeof CONTACT_FLAGS;
+const CONTACT_FLAG_NAMES = Object.keys(CONTACT_FLAGS) as ContactFlag[];
 
 const str = { type: "string" } as const;
-const COMMANDS: Record<string, { options: ParseArgsConfig["options"]; required: string[] }> = {
-  "org create": { options: { name: str, email: str, password: str }, required: ["name", "email", "password"] },
-  "client create": {
-    options: {
-      name: str,
-      "redirect-uri": { type: "string", multiple: true },
-      public: { type: "boolean" },
-      "owner-org": str,
-      scope: str,
-    },
-    required: ["name"],
+const contactOptions = Object.fromEntries(CONTACT_FLAG_NAMES.map((k) => [k, str]));
+
+interface CommandSpec {
+  /** The usage lines of the command: flags outside [brackets] are required. */
+  usage: string[];
+  options: NonNullable<ParseArgsConfig["options"]>;
+  /** Each of these flags must be given. */
+  required: string[];
+  /** At least one flag of each group must be given. */
+  oneOf: { flags: string[]; missing: string }[];
+}
+
+const COMMANDS: Record<string, CommandSpec> = {
+  "org create": {
+    usage: ["bizcard org create --name NAME --email EMAIL --password PASSWORD [--json]"],
+    options: { name: str, email: str, password: str },
+    required: ["name", "email", "password"],
+    oneOf: [],
   },
-  "contact create": { options: { org: str, ...Object.fromEntries(Object.keys(CONTACT_FLAGS).map((k) => [k, str])) }, required: ["org"] },
+  "client create": {
+    usage: [
+      `bizcard client create --name NAME --redirect-uri URI [--redirect-uri URI…] [--public] [--scope "A B"] [--json]`,
+      `bizcard client create --name NAME --owner-org ID [--redirect-uri URI…] [--scope "A B"] [--json]`,
+    ],
+    options: { name: str, "redirect-uri": { type: "string", multiple: true }, public: { type: "boolean" }, "owner-org": str, scope: str },
+    required: ["name"],
+    oneOf: [{ flags: ["redirect-uri", "owner-org"], missing: "missing --redirect-uri (or --owner-org for a client an organisation owns)" }],
+  },
+  "contact create": {
+    usage: ["bizcard contact create --org ID (--first-name F | --last-name L) [FIELD…] [--json]"],
+    options: { org: str, ...contactOptions },
+    required: ["org"],
+    oneOf: [{ flags: ["first-name", "last-name"], missing: "missing --first-name or --last-name" }],
+  },
   "contact update": {
-    options: { id: str, org: str, ...Object.fromEntries(Object.keys(CONTACT_FLAGS).map((k) => [k, str])) },
-    required: ["id"],
+    usage: ["bizcard contact update --org ID --id ID FIELD [FIELD…] [--json]"],
+    options: { org: str, id: str, ...contactOptions },
+    required: ["org", "id"],
+    oneOf: [{ flags: CONTACT_FLAG_NAMES, missing: "missing a FIELD to change" }],
   },
 };
 
+const USAGE = `usage:
+${Object.values(COMMANDS)
+  .flatMap((c) => c.usage)
+  .map((l) => `  ${l}`)
+  .join("\n")}
+  bizcard --help
+
+Flags outside [brackets] are required; (A | B) needs at least one of them.
+FIELD: --first-name F  --last-name L  --email E  --phone P  --company C  --job-title T
+       --website URL  --address A  --notes N     (an empty value clears the field)
+--json: print one JSON object and nothing else; an error is {"error", "error_description"}.
+exit status: 0 done, 1 the service refused or could not be reached, 2 bad command or flag.
+
+environment: ORGANISATION_RPC_URL, AUTH_RPC_URL (default http://127.0.0.1:7102, :7101),
+  INTERNAL_RPC_TOKEN (default: read from DATA_DIR/internal-rpc-token, as npm start writes it)`;
+
+/** A bad command line; `usage` is the part of the usage that applies. */
+class UsageError extends Error {
+  constructor(
+    message: string,
+    readonly usage = USAGE,
+  ) {
+    super(message);
+  }
+}
+
+/** The usage lines of one group ("org", "client", "contact"), or undefined for an unknown one. */
+function groupUsage(group: string): string | undefined {
+  const lines = Object.entries(COMMANDS)
+    .filter(([name]) => name.split(" ")[0] === group)
+    .flatMap(([, c]) => c.usage);
+  return lines.length ? `usage:\n${lines.map((l) => `  ${l}`).join("\n")}\n(bizcard --help for every command)` : undefined;
+}
+
+/** Servers accept any credential of the comma-separated list; clients send the first. */
 function internalToken(): string | undefined {
-  if (process.env.INTERNAL_RPC_TOKEN) return process.env.INTERNAL_RPC_TOKEN;
   const file = path.resolve(process.env.DATA_DIR ?? "./data", "internal-rpc-token");
-  return existsSync(file) ? readFileSync(file, "utf8").trim() : undefined;
+  const list = process.env.INTERNAL_RPC_TOKEN || (existsSync(file) ? readFileSync(file, "utf8") : "");
+  return list.split(",")[0]?.trim() || undefined;
 }
 
 function clients() {
@@ -83,23 +137,36 @@ function contactFields(values: Record<string, unknown>): Partial<ContactFields> 
   return fields;
 }
 
-async function run(argv: string[]): Promise<{ json: unknown; text: string }> {
-  const command = argv.slice(0, 2).join(" ");
+/** The command and its flag values, checked against its spec; a UsageError otherwise. */
+function parse(argv: string[]): { command: string; values: Record<string, unknown> } {
+  const [group = "", action] = argv;
+  if (!group) throw new UsageError("no command");
+  const command = `${group} ${action ?? ""}`.trim();
   const spec = COMMANDS[command];
-  if (!spec) throw new UsageError(argv.length ? `unknown command: ${command}` : "no command");
+  if (!spec) {
+    const usage = groupUsage(group);
+    if (!usage) throw new UsageError(`unknown command: ${group}`);
+    const actions = Object.keys(COMMANDS).filter((c) => c.startsWith(`${group} `));
+    const which = actions.map((c) => c.split(" ")[1]).join(", ");
+    throw new UsageError(action && !action.startsWith("-") ? `unknown command: ${command} (${group}: ${which})` : `${group}: which command? (${which})`, usage);
+  }
+  const usage = `usage:\n${spec.usage.map((l) => `  ${l}`).join("\n")}\n(bizcard --help for every command)`;
   let values: Record<string, unknown>;
   try {
-    ({ values } = parseArgs({
-      args: argv.slice(2),
-      options: { ...spec.options, json: { type: "boolean" } },
-      strict: true,
-      allowPositionals: false,
-    }));
+    ({ values } = parseArgs({ args: argv.slice(2), options: { ...spec.options, json: { type: "boolean" } }, strict: true, allowPositionals: false }));
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    throw new UsageError((err as Error).message, usage);
   }
   const missing = spec.required.filter((k) => values[k] === undefined);
-  if (missing.length) throw new UsageError(`missing --${missing.join(", --")}`);
+  if (missing.length) throw new UsageError(`missing --${missing.join(", --")}`, usage);
+  for (const group of spec.oneOf) {
+    if (!group.flags.some((k) => values[k] !== undefined)) throw new UsageError(group.missing, usage);
+  }
+  return { command, values };
+}
+
+async function run(argv: string[]): Promise<{ json: unknown; text: string }> {
+  const { command, values } = parse(argv);
   const { organisations, auth } = clients();
 
   switch (command) {
@@ -140,10 +207,11 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string }> {
     case "contact create":
     case "contact update": {
       const fields = contactFields(values);
+      const organisationId = values.org as string;
       const res =
         command === "contact create"
-          ? await organisations.createContact({ organisationId: values.org as string, fields })
-          : await organisations.updateContact({ id: values.id as string, organisationId: (values.org as string) ?? "", fields });
+          ? await organisations.createContact({ organisationId, fields })
+          : await organisations.updateContact({ organisationId, id: values.id as string, fields });
       const json = contactJson(res.contact!);
       const name = [json.first_name, json.last_name].filter(Boolean).join(" ");
       return { json, text: `contact ${json.id} ${name}${json.email ? ` <${json.email}>` : ""}` };
@@ -152,22 +220,29 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string }> {
   throw new UsageError(`unknown command: ${command}`);
 }
 
-try {
-  const argv = process.argv.slice(2);
-  const result = await run(argv);
-  process.stdout.write(argv.includes("--json") ? `${JSON.stringify(result.json)}\n` : `${result.text}\n`);
-} catch (err) {
-  if (err instanceof UsageError) {
-    process.stderr.write(`bizcard: ${err.message}\n${USAGE}\n`);
-    process.exit(2);
-  }
-  const e = ConnectError.from(err);
-  process.stderr.write(`bizcard: ${e.rawMessage || e.message} (${codeName(e)})\n`);
-  process.exit(1);
+/** snake_case name of a Connect code: "not_found", "invalid_argument", … */
+function codeName(code: Code): string {
+  return (Code[code] ?? "unknown").replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase();
 }
 
-function codeName(e: ConnectError): string {
-  return ["canceled", "unknown", "invalid_argument", "deadline_exceeded", "not_found", "already_exists", "permission_denied",
-    "resource_exhausted", "failed_precondition", "aborted", "out_of_range", "unimplemented", "internal", "unavailable",
-    "data_loss", "unauthenticated"][e.code - 1] ?? "error";
+function fail(json: boolean, status: 1 | 2, error: string, description: string, text: string): never {
+  if (json) process.stdout.write(`${JSON.stringify({ error, error_description: description })}\n`);
+  else process.stderr.write(text);
+  process.exit(status);
+}
+
+const argv = process.argv.slice(2);
+const json = argv.includes("--json");
+if (argv.includes("--help") || argv.includes("-h") || argv[0] === "help") {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(0);
+}
+try {
+  const result = await run(argv);
+  process.stdout.write(json ? `${JSON.stringify(result.json)}\n` : `${result.text}\n`);
+} catch (err) {
+  if (err instanceof UsageError) fail(json, 2, "invalid_usage", err.message, `bizcard: ${err.message}\n${err.usage}\n`);
+  const e = ConnectError.from(err);
+  const message = e.rawMessage || e.message;
+  fail(json, 1, codeName(e.code), message, `bizcard: ${message} (${codeName(e.code)})\n`);
 }

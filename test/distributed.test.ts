@@ -275,7 +275,7 @@ describe("the platform as separate processes", () => {
     expect(contact.created_at).toMatch(RFC3339);
     expect(contact.updated_at).toMatch(RFC3339);
 
-    const updated = (await bizcard(["contact", "update", "--id", contact.id!, "--job-title", "Analyst", "--company", "", "--json"])) as Record<string, string>;
+    const updated = (await bizcard(["contact", "update", "--org", orgId, "--id", contact.id!, "--job-title", "Analyst", "--company", "", "--json"])) as Record<string, string>;
     expect(updated).toMatchObject({ id: contact.id, first_name: "Ada", email: "ada@example.com", job_title: "Analyst", company: "", created_at: contact.created_at });
     expect(Date.parse(updated.updated_at!)).toBeGreaterThanOrEqual(Date.parse(contact.created_at!));
 

@@ -105,7 +105,7 @@ describe("contacts", () => {
       fields: { firstName: "Ada", lastName: "Lovelace", email: "ada@example.com", company: "Engines" },
     });
     expect(contact?.firstName).toBe("Ada");
-    const updated = await client.updateContact({ id: contact!.id, fields: { jobTitle: "Analyst", company: "" } });
+    const updated = await client.updateContact({ id: contact!.id, organisationId: orgId, fields: { jobTitle: "Analyst", company: "" } });
     expect(updated.contact?.jobTitle).toBe("Analyst");
     expect(updated.contact?.company).toBe("");
     expect(updated.contact?.email).toBe("ada@example.com");

@@ -87,7 +87,7 @@ describe("outbox relay", () => {
 
     await nats.stop();
     const b = await client.createContact({ organisationId: organisation!.id, fields: { firstName: "During" } });
-    await client.updateContact({ id: b.contact!.id, fields: { lastName: "Outage" } });
+    await client.updateContact({ id: b.contact!.id, organisationId: organisation!.id, fields: { lastName: "Outage" } });
     expect(await svc.app.relay.backlog()).toBe(2);
     await new Promise((r) => setTimeout(r, 1500)); // the relay tries and fails meanwhile
     await nats.restart();
@@ -185,9 +185,9 @@ describe("outbox relay", () => {
     // The broker goes away; the next changes commit but cannot be published. Then the process is killed.
     await nats.stop();
     const during = await client.createContact({ organisationId: organisation!.id, fields: { firstName: "Committed" } });
-    await client.updateContact({ id: during.contact!.id, fields: { email: "committed@kill.test" } });
+    await client.updateContact({ id: during.contact!.id, organisationId: organisation!.id, fields: { email: "committed@kill.test" } });
     expect(await proc.kill("SIGKILL")).toBe(null);
-    const refused = await client.getContact({ id: during.contact!.id }).catch((e) => e);
+    const refused = await client.getContact({ id: during.contact!.id, organisationId: organisation!.id }).catch((e) => e);
     expect(ConnectError.from(refused).code).toBe(Code.Unavailable);
 
     await nats.restart();

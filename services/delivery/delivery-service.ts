@@ -1,9 +1,12 @@
-// DeliveryService: the delivery log, per subscription, newest first.
+// DeliveryService: the delivery log of one owner's subscription, newest
+// first. The owner (organisation, client application) is required and is part
+// of the query: another owner's attempts are never listed.
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { DeliveryAttemptSchema, DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
+import { readOwner } from "../shared/owner.js";
 import { decodeTimeIdCursor, encodeTimeIdCursor, invalid, pageSize } from "../shared/validation.js";
 import { DeliveryAttemptEntity, type DeliveryAttempt } from "./attempts/delivery-attempt.entity.js";
 
@@ -25,6 +28,7 @@ const toMessage = (a: DeliveryAttempt) =>
 export function createDeliveryService(deps: { orm: MikroORM }): ServiceImpl<typeof DeliveryService> {
   return {
     async listDeliveryAttempts(req) {
+      const owner = readOwner(req.owner);
       if (req.subscriptionId <= 0n) throw invalid("subscription_id", "expected a positive integer");
       const limit = pageSize(req.pageSize);
       const cursor = decodeTimeIdCursor(req.pageToken);
@@ -33,7 +37,7 @@ export function createDeliveryService(deps: { orm: MikroORM }): ServiceImpl<type
         .fork()
         .find(
           DeliveryAttemptEntity,
-          { subscriptionId: Number(req.subscriptionId), ...after },
+          { ...owner, subscriptionId: Number(req.subscriptionId), ...after },
           { orderBy: { attemptedAt: "desc", id: "desc" }, limit: limit + 1 },
         );
       const page = rows.slice(0, limit);

@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
-import { UniqueConstraintViolationException, type MikroORM } from "@mikro-orm/postgresql";
+import { LockMode, UniqueConstraintViolationException, type EntityManager, type MikroORM } from "@mikro-orm/postgresql";
 import { EventType } from "../../gen/bizcard/events/v1/events_pb.js";
 import {
   MemberSchema,
@@ -77,10 +77,16 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
   const { orm } = deps;
   const events = { schema: ORGANISATION_SCHEMA, subjectPrefix: deps.subjectPrefix };
 
-  async function findContact(id: string, organisationId: string): Promise<Contact> {
-    if (!isUuid(id)) throw notFound("contact");
-    const contact = await orm.em.fork().findOne(ContactEntity, { id: id.toLowerCase() });
-    if (!contact || (organisationId && contact.organisationId !== organisationId.toLowerCase())) throw notFound("contact");
+  /**
+   * Tenancy: a contact is always looked up by its id AND its organisation, in
+   * the query itself. The organisation is required (INVALID_ARGUMENT when empty
+   * or not a UUID); another organisation's contact is NOT_FOUND, like a missing one.
+   */
+  async function findContact(em: EntityManager, req: { id: string; organisationId: string }, lock?: LockMode): Promise<Contact> {
+    const organisationId = requireUuid("organisation_id", req.organisationId);
+    if (!isUuid(req.id)) throw notFound("contact");
+    const contact = await em.findOne(ContactEntity, { id: req.id.toLowerCase(), organisationId }, lock ? { lockMode: lock } : {});
+    if (!contact) throw notFound("contact");
     return contact;
   }
 
@@ -153,16 +159,12 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
     },
 
     async updateContact(req) {
-      if (!isUuid(req.id)) throw notFound("contact");
-      if (req.organisationId && !isUuid(req.organisationId)) throw notFound("contact");
+      requireUuid("organisation_id", req.organisationId);
       const fields = readContactFields(req.fields);
       if (Object.keys(fields).length === 0) throw invalid("fields", "set at least one field to change");
       const message = await orm.em.fork().transactional(async (em) => {
         // Row lock: concurrent updates of one contact emit events in commit order.
-        const contact = await em.findOne(ContactEntity, { id: req.id.toLowerCase() }, { lockMode: 4 /* PESSIMISTIC_WRITE */ });
-        if (!contact || (req.organisationId && contact.organisationId !== req.organisationId.toLowerCase())) {
-          throw notFound("contact");
-        }
+        const contact = await findContact(em, req, LockMode.PESSIMISTIC_WRITE);
         em.assign(contact, fields);
         if (!contact.firstName && !contact.lastName) throw invalid("first_name", "first_name or last_name is required");
         contact.updatedAt = new Date();
@@ -176,7 +178,7 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
     },
 
     async getContact(req) {
-      return { contact: toContactMessage(await findContact(req.id, req.organisationId)) };
+      return { contact: toContactMessage(await findContact(orm.em.fork(), req)) };
     },
 
     async listContacts(req) {

@@ -11,10 +11,10 @@ import {
   SubscriberSchema,
   SubscriptionSchema,
   WebhookService,
-  type Owner,
   type Subscriber as SubscriberMessage,
   type Subscription as SubscriptionMessage,
 } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
+import { readOwner, type Pair } from "../shared/owner.js";
 import { decodeCursor, encodeCursor, invalid, notFound, pageSize, requireUuid } from "../shared/validation.js";
 import { eventTypeName, eventTypeOf } from "./subscriptions/event-types.js";
 import { SubscriptionEntity, type Subscription } from "./subscriptions/subscription.entity.js";
@@ -24,28 +24,12 @@ export const WEBHOOK_SCHEMA = "webhook";
 
 const INT64_MAX = 2n ** 63n - 1n;
 
-/** Client ids are issued by the auth service; anything longer is not one. */
-const CLIENT_ID_MAX_LENGTH = 255;
-
 export interface WebhookServiceDeps {
   orm: MikroORM;
   /** Development and tests: http and private/loopback/link-local destinations are accepted. */
   allowInsecureTargets: boolean;
   /** How target hostnames are resolved; the system resolver when unset. */
   resolve?: Resolver;
-}
-
-interface Pair {
-  organisationId: string;
-  clientId: string;
-}
-
-function readOwner(owner: Owner | undefined): Pair {
-  if (!owner) throw invalid("owner", "required");
-  const organisationId = requireUuid("owner.organisation_id", owner.organisationId);
-  if (!owner.clientId) throw invalid("owner.client_id", "required");
-  if (owner.clientId.length > CLIENT_ID_MAX_LENGTH) throw invalid("owner.client_id", `at most ${CLIENT_ID_MAX_LENGTH} characters`);
-  return { organisationId, clientId: owner.clientId };
 }
 
 function readId(id: bigint): bigint {

@@ -1,11 +1,14 @@
 import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
 
-/** One POST of one event to one subscription's target_url. */
+/** One POST of one event to one subscription's target_url, stored with the subscription's owner. */
 export const DeliveryAttemptEntity = defineEntity({
   name: "DeliveryAttempt",
   tableName: "delivery_attempt",
   properties: {
     id: p.uuid().primary(),
+    // The owner (bizcard.webhook.v1.Owner) of the subscription: the log is listed per owner.
+    organisationId: p.uuid(),
+    clientId: p.text(),
     eventId: p.uuid(),
     subscriptionId: p.bigint("number"),
     attempt: p.integer(),
@@ -15,6 +18,13 @@ export const DeliveryAttemptEntity = defineEntity({
     durationMs: p.integer().default(0),
     attemptedAt: p.datetime(3),
   },
+  indexes: [
+    // This owner's subscription's attempts, newest first (scanned backwards).
+    {
+      name: "delivery_attempt_owner_subscription_index",
+      properties: ["organisationId", "clientId", "subscriptionId", "attemptedAt", "id"],
+    },
+  ],
 });
 
 export type DeliveryAttempt = InferEntity<typeof DeliveryAttemptEntity>;

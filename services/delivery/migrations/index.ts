@@ -1,5 +1,9 @@
 // Committed migrations, in order. Never edit one that has shipped: add the next.
 import type { MigrationObject } from "@mikro-orm/core";
+import { DeliveryAttemptOwner } from "./2026-11-22-attempt-owner.js";
 import { InitialDeliverySchema } from "./2026-11-22-initial.js";
 
-export const deliveryMigrations: MigrationObject[] = [{ name: "2026-11-22-initial", class: InitialDeliverySchema }];
+export const deliveryMigrations: MigrationObject[] = [
+  { name: "2026-11-22-initial", class: InitialDeliverySchema },
+  { name: "2026-11-22-attempt-owner", class: DeliveryAttemptOwner },
+];

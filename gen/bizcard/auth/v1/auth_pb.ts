@@ -322,7 +322,8 @@ export type DecideConsentRequest = Message<"bizcard.auth.v1.DecideConsentRequest
   decision: ConsentDecision;
 
   /**
-   * The logged-in member, as the gateway's session knows them.
+   * The logged-in member, as the gateway's session knows them. Both required:
+   * the grant is the organisation's, and the member must be one of its.
    *
    * @generated from field: string member_id = 9;
    */
@@ -704,6 +705,8 @@ export const GrantSchema: GenMessage<Grant> = /*@__PURE__*/
  */
 export type ListGrantsRequest = Message<"bizcard.auth.v1.ListGrantsRequest"> & {
   /**
+   * Required; only this organisation's grants are listed.
+   *
    * @generated from field: string organisation_id = 1;
    */
   organisationId: string;
@@ -738,6 +741,8 @@ export const ListGrantsResponseSchema: GenMessage<ListGrantsResponse> = /*@__PUR
  */
 export type RevokeGrantRequest = Message<"bizcard.auth.v1.RevokeGrantRequest"> & {
   /**
+   * Required; another organisation's grant is NOT_FOUND.
+   *
    * @generated from field: string organisation_id = 1;
    */
   organisationId: string;

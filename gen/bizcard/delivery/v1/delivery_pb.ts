@@ -4,6 +4,8 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Owner } from "../../webhook/v1/webhook_pb.js";
+import { file_bizcard_webhook_v1_webhook } from "../../webhook/v1/webhook_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file bizcard/delivery/v1/delivery.proto.
  */
 export const file_bizcard_delivery_v1_delivery: GenFile = /*@__PURE__*/
-  fileDesc("CiJiaXpjYXJkL2RlbGl2ZXJ5L3YxL2RlbGl2ZXJ5LnByb3RvEhNiaXpjYXJkLmRlbGl2ZXJ5LnYxItkBCg9EZWxpdmVyeUF0dGVtcHQSCgoCaWQYASABKAkSEAoIZXZlbnRfaWQYAiABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAMgASgDEg8KB2F0dGVtcHQYBCABKAUSFwoPcmVzcG9uc2Vfc3RhdHVzGAUgASgFEg8KB291dGNvbWUYBiABKAkSDQoFZXJyb3IYByABKAkSEwoLZHVyYXRpb25fbXMYCCABKAUSMAoMYXR0ZW1wdF90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJdChtMaXN0RGVsaXZlcnlBdHRlbXB0c1JlcXVlc3QSFwoPc3Vic2NyaXB0aW9uX2lkGAEgASgDEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIm8KHExpc3REZWxpdmVyeUF0dGVtcHRzUmVzcG9uc2USNgoIYXR0ZW1wdHMYASADKAsyJC5iaXpjYXJkLmRlbGl2ZXJ5LnYxLkRlbGl2ZXJ5QXR0ZW1wdBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkyjgEKD0RlbGl2ZXJ5U2VydmljZRJ7ChRMaXN0RGVsaXZlcnlBdHRlbXB0cxIwLmJpemNhcmQuZGVsaXZlcnkudjEuTGlzdERlbGl2ZXJ5QXR0ZW1wdHNSZXF1ZXN0GjEuYml6Y2FyZC5kZWxpdmVyeS52MS5MaXN0RGVsaXZlcnlBdHRlbXB0c1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("CiJiaXpjYXJkL2RlbGl2ZXJ5L3YxL2RlbGl2ZXJ5LnByb3RvEhNiaXpjYXJkLmRlbGl2ZXJ5LnYxItkBCg9EZWxpdmVyeUF0dGVtcHQSCgoCaWQYASABKAkSEAoIZXZlbnRfaWQYAiABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAMgASgDEg8KB2F0dGVtcHQYBCABKAUSFwoPcmVzcG9uc2Vfc3RhdHVzGAUgASgFEg8KB291dGNvbWUYBiABKAkSDQoFZXJyb3IYByABKAkSEwoLZHVyYXRpb25fbXMYCCABKAUSMAoMYXR0ZW1wdF90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKHAQobTGlzdERlbGl2ZXJ5QXR0ZW1wdHNSZXF1ZXN0EigKBW93bmVyGAQgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEhcKD3N1YnNjcmlwdGlvbl9pZBgBIAEoAxIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJvChxMaXN0RGVsaXZlcnlBdHRlbXB0c1Jlc3BvbnNlEjYKCGF0dGVtcHRzGAEgAygLMiQuYml6Y2FyZC5kZWxpdmVyeS52MS5EZWxpdmVyeUF0dGVtcHQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJMo4BCg9EZWxpdmVyeVNlcnZpY2USewoUTGlzdERlbGl2ZXJ5QXR0ZW1wdHMSMC5iaXpjYXJkLmRlbGl2ZXJ5LnYxLkxpc3REZWxpdmVyeUF0dGVtcHRzUmVxdWVzdBoxLmJpemNhcmQuZGVsaXZlcnkudjEuTGlzdERlbGl2ZXJ5QXR0ZW1wdHNSZXNwb25zZWIGcHJvdG8z", [file_bizcard_webhook_v1_webhook, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message bizcard.delivery.v1.DeliveryAttempt
@@ -80,16 +82,30 @@ export const DeliveryAttemptSchema: GenMessage<DeliveryAttempt> = /*@__PURE__*/
  */
 export type ListDeliveryAttemptsRequest = Message<"bizcard.delivery.v1.ListDeliveryAttemptsRequest"> & {
   /**
+   * Required: whose subscription it is (INVALID_ARGUMENT when missing or
+   * incomplete).
+   *
+   * @generated from field: bizcard.webhook.v1.Owner owner = 4;
+   */
+  owner?: Owner | undefined;
+
+  /**
+   * Required: a subscription id of that owner.
+   *
    * @generated from field: int64 subscription_id = 1;
    */
   subscriptionId: bigint;
 
   /**
+   * 1 to 100; 0 means 50.
+   *
    * @generated from field: int32 page_size = 2;
    */
   pageSize: number;
 
   /**
+   * The next_page_token of a previous answer.
+   *
    * @generated from field: string page_token = 3;
    */
   pageToken: string;
@@ -128,11 +144,16 @@ export const ListDeliveryAttemptsResponseSchema: GenMessage<ListDeliveryAttempts
  * DeliveryService consumes contact events from JetStream and POSTs them,
  * signed, to subscribers. Its RPC surface is the delivery log.
  *
+ * Every attempt is stored with the owner of its subscription, the pair
+ * (organisation, client application) of bizcard.webhook.v1.Owner, and is read
+ * only by that owner.
+ *
  * @generated from service bizcard.delivery.v1.DeliveryService
  */
 export const DeliveryService: GenService<{
   /**
-   * The attempts made for one subscription, newest first.
+   * The attempts made for one of the owner's subscriptions, newest first.
+   * Attempts of another owner's subscription are never listed.
    *
    * @generated from rpc bizcard.delivery.v1.DeliveryService.ListDeliveryAttempts
    */

@@ -241,6 +241,8 @@ export const GetOrganisationResponseSchema: GenMessage<GetOrganisationResponse> 
  */
 export type CreateMemberRequest = Message<"bizcard.organisation.v1.CreateMemberRequest"> & {
   /**
+   * Required.
+   *
    * @generated from field: string organisation_id = 1;
    */
   organisationId: string;
@@ -390,6 +392,8 @@ export const ContactFieldsSchema: GenMessage<ContactFields> = /*@__PURE__*/
  */
 export type CreateContactRequest = Message<"bizcard.organisation.v1.CreateContactRequest"> & {
   /**
+   * Required.
+   *
    * @generated from field: string organisation_id = 1;
    */
   organisationId: string;
@@ -443,7 +447,8 @@ export type UpdateContactRequest = Message<"bizcard.organisation.v1.UpdateContac
   fields?: ContactFields | undefined;
 
   /**
-   * When set, the contact must belong to this organisation (else NOT_FOUND).
+   * Required: the organisation the contact belongs to (another
+   * organisation's contact is NOT_FOUND).
    *
    * @generated from field: string organisation_id = 3;
    */
@@ -484,7 +489,8 @@ export type GetContactRequest = Message<"bizcard.organisation.v1.GetContactReque
   id: string;
 
   /**
-   * When set, the contact must belong to this organisation (else NOT_FOUND).
+   * Required: the organisation the contact belongs to (another
+   * organisation's contact is NOT_FOUND).
    *
    * @generated from field: string organisation_id = 2;
    */
@@ -520,6 +526,8 @@ export const GetContactResponseSchema: GenMessage<GetContactResponse> = /*@__PUR
  */
 export type ListContactsRequest = Message<"bizcard.organisation.v1.ListContactsRequest"> & {
   /**
+   * Required.
+   *
    * @generated from field: string organisation_id = 1;
    */
   organisationId: string;
@@ -573,6 +581,11 @@ export const ListContactsResponseSchema: GenMessage<ListContactsResponse> = /*@_
  * consent pages) and their contacts. Every contact change is written together
  * with its event in one transaction (transactional outbox) and relayed to
  * NATS JetStream as a bizcard.events.v1.ContactEvent.
+ *
+ * Tenancy: every call that reads or changes an organisation's data names the
+ * organisation (organisation_id, required). An empty or malformed
+ * organisation_id is INVALID_ARGUMENT; a row of another organisation is
+ * NOT_FOUND, exactly as a row that does not exist.
  *
  * @generated from service bizcard.organisation.v1.OrganisationService
  */
@@ -629,7 +642,8 @@ export const OrganisationService: GenService<{
     output: typeof CreateContactResponseSchema;
   },
   /**
-   * Updates the fields that are set and emits contact.updated.
+   * Updates the fields that are set and emits contact.updated. NOT_FOUND when
+   * the contact is not one of organisation_id's.
    *
    * @generated from rpc bizcard.organisation.v1.OrganisationService.UpdateContact
    */
@@ -639,7 +653,7 @@ export const OrganisationService: GenService<{
     output: typeof UpdateContactResponseSchema;
   },
   /**
-   * Reads one contact.
+   * Reads one contact. NOT_FOUND when it is not one of organisation_id's.
    *
    * @generated from rpc bizcard.organisation.v1.OrganisationService.GetContact
    */

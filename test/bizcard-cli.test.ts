@@ -1,0 +1,135 @@
+// The real `bizcard` command (bin/bizcard.js) as a user runs it: usage and
+// --help, the exit status, --json errors as one JSON object, and the
+// organisation passed explicitly. It talks to a real organisation service.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
+import { createOrganisationApp } from "../services/organisation/organisation-app.js";
+import type { EventBus } from "../services/shared/event-bus/event-bus.js";
+import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { freePort, spawnProcess } from "./support/processes.js";
+import { openTestBus, startService, type StartedService } from "./support/services.js";
+
+const TOKEN = "c".repeat(40);
+const config = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
+let db: TestDatabase;
+let bus: EventBus;
+let svc: StartedService<Awaited<ReturnType<typeof createOrganisationApp>>>;
+let orgId: string;
+let otherOrgId: string;
+let contactId: string;
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs bin/bizcard.js to its exit, against the test's organisation service unless `env` says otherwise. */
+async function bizcard(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
+  const p = spawnProcess(process.execPath, ["bin/bizcard.js", ...args], {
+    ORGANISATION_RPC_URL: svc.server.url,
+    AUTH_RPC_URL: undefined,
+    ORGANISATION_RPC_PORT: undefined,
+    AUTH_RPC_PORT: undefined,
+    DATA_DIR: undefined,
+    INTERNAL_RPC_TOKEN: TOKEN,
+    ...env,
+  });
+  let stdout = "";
+  let stderr = "";
+  p.child.stdout!.on("data", (d) => (stdout += d));
+  p.child.stderr!.on("data", (d) => (stderr += d));
+  const code = await p.exited;
+  return { code, stdout, stderr };
+}
+
+/** The single JSON object a --json run printed, and nothing else anywhere. */
+function onlyJson(run: Run): unknown {
+  const lines = run.stdout.split("\n").filter(Boolean);
+  expect(lines, `stdout: ${run.stdout}\nstderr: ${run.stderr}`).toHaveLength(1);
+  expect(run.stderr, "--json prints nothing else").toBe("");
+  return JSON.parse(lines[0]!);
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  bus = await openTestBus(config);
+  svc = await startService(createOrganisationApp, { config, db, bus });
+  const client = svc.client(OrganisationService);
+  const a = await client.createOrganisation({ name: "CLI A", ownerEmail: "a@cli.test", ownerPassword: "password-a" });
+  const b = await client.createOrganisation({ name: "CLI B", ownerEmail: "b@cli.test", ownerPassword: "password-b" });
+  orgId = a.organisation!.id;
+  otherOrgId = b.organisation!.id;
+  contactId = (await client.createContact({ organisationId: orgId, fields: { firstName: "Ada" } })).contact!.id;
+}, 120_000);
+
+afterAll(async () => {
+  await svc?.stop();
+  await bus?.close();
+  await db?.drop();
+});
+
+describe("bizcard usage", { timeout: 60_000 }, () => {
+  it("--help prints the usage on stdout and exits 0, with the required flags outside brackets", async () => {
+    const run = await bizcard(["--help"]);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toBe("");
+    expect(run.stdout).toMatch(/^usage:\n/);
+    const lines = run.stdout.split("\n").map((l) => l.trim());
+    expect(lines).toContain("bizcard org create --name NAME --email EMAIL --password PASSWORD [--json]");
+    expect(lines).toContain("bizcard contact create --org ID (--first-name F | --last-name L) [FIELD…] [--json]");
+    expect(lines).toContain("bizcard contact update --org ID --id ID FIELD [FIELD…] [--json]");
+    expect(run.stdout).toContain("Flags outside [brackets] are required");
+    // The same from inside a command.
+    const inside = await bizcard(["contact", "update", "--help"]);
+    expect(inside.code).toBe(0);
+    expect(inside.stdout).toBe(run.stdout);
+  });
+
+  it("`bizcard org` prints the usage of org on stderr and exits 2", async () => {
+    const run = await bizcard(["org"]);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toContain("bizcard: org: which command? (create)\nusage:\n");
+    expect(run.stderr).toContain("bizcard org create --name NAME --email EMAIL --password PASSWORD [--json]");
+  });
+
+  it("`contact update` requires --org: a usage error, exit 2, before any call", async () => {
+    const run = await bizcard(["contact", "update", "--id", contactId, "--notes", "x"]);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toMatch(/^bizcard: missing --org\nusage:\n {2}bizcard contact update --org ID --id ID/);
+  });
+});
+
+describe("bizcard --json errors", { timeout: 60_000 }, () => {
+  it("a usage error is one JSON object, exit 2", async () => {
+    const run = await bizcard(["contact", "update", "--id", contactId, "--notes", "x", "--json"]);
+    expect(run.code).toBe(2);
+    expect(onlyJson(run)).toEqual({ error: "invalid_usage", error_description: "missing --org" });
+    const unknown = await bizcard(["org", "--json"]);
+    expect(unknown.code).toBe(2);
+    expect(onlyJson(unknown)).toEqual({ error: "invalid_usage", error_description: "org: which command? (create)" });
+  });
+
+  it("an RPC failure is one JSON object, exit 1; without --json one line on stderr", async () => {
+    const args = ["contact", "update", "--org", otherOrgId, "--id", contactId, "--notes", "hijacked"];
+    const run = await bizcard([...args, "--json"]);
+    expect(run.code).toBe(1);
+    expect(onlyJson(run)).toEqual({ error: "not_found", error_description: "contact not found" });
+    const text = await bizcard(args);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toBe("");
+    expect(text.stderr).toBe("bizcard: contact not found (not_found)\n");
+
+    const down = await bizcard([...args, "--json"], { ORGANISATION_RPC_URL: `http://127.0.0.1:${await freePort()}` });
+    expect(down.code).toBe(1);
+    expect(onlyJson(down)).toMatchObject({ error: "unavailable", error_description: expect.any(String) });
+  });
+
+  it("the organisation's own contact is updated with --org", async () => {
+    const run = await bizcard(["contact", "update", "--org", orgId, "--id", contactId, "--notes", "by the CLI", "--json"]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(onlyJson(run)).toMatchObject({ id: contactId, first_name: "Ada", notes: "by the CLI" });
+  });
+});
