@@ -59,7 +59,8 @@ const COMMANDS: Record<string, { options: ParseArgsConfig["options"]; required: 
 };
 
 function internalToken(): string | undefined {
-  if (process.env.INTERNAL_RPC_TOKEN) return process.env.INTERNAL_RPC_TOKEN;
+  // A list (during a rotation) sends its first credential, as the services do.
+  if (process.env.INTERNAL_RPC_TOKEN?.trim()) return process.env.INTERNAL_RPC_TOKEN.split(",")[0]!.trim();
   const file = path.resolve(process.env.DATA_DIR ?? "./data", "internal-rpc-token");
   return existsSync(file) ? readFileSync(file, "utf8").trim() : undefined;
 }
