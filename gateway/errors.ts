@@ -24,6 +24,7 @@ const CONNECT_TO_HTTP: Record<Code, { status: number; error: string }> = {
   [Code.DeadlineExceeded]: { status: 503, error: "temporarily_unavailable" },
   [Code.NotFound]: { status: 404, error: "not_found" },
   [Code.AlreadyExists]: { status: 409, error: "conflict" },
+  // A member's wrong email or password, a caller not allowed to act: the client's answer.
   [Code.PermissionDenied]: { status: 403, error: "forbidden" },
   [Code.ResourceExhausted]: { status: 429, error: "rate_limited" },
   [Code.FailedPrecondition]: { status: 409, error: "conflict" },
@@ -33,8 +34,10 @@ const CONNECT_TO_HTTP: Record<Code, { status: number; error: string }> = {
   [Code.Internal]: { status: 500, error: "server_error" },
   [Code.Unavailable]: { status: 503, error: "temporarily_unavailable" },
   [Code.DataLoss]: { status: 500, error: "server_error" },
-  // A service refusing the gateway's internal credential is a server misconfiguration,
-  // never the client's fault; routes that authenticate a client handle UNAUTHENTICATED themselves.
+  // UNAUTHENTICATED means one thing only: a service refused the gateway's internal
+  // credential. That is a server misconfiguration, never the client's fault, and its
+  // details are not shown. A client's own failures (invalid_client, invalid_token) come
+  // as an OAuthError detail, which gateway/oauth-errors.ts turns into 400/401.
   [Code.Unauthenticated]: { status: 500, error: "server_error" },
 };
 

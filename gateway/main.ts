@@ -1,11 +1,11 @@
 // The gateway as its own process.
-import { loadConfigOrExit } from "../services/shared/config.js";
+import { loadConfigOrExit, requireInternalToken } from "../services/shared/config.js";
 import { createLogger } from "../services/shared/logger.js";
 import { onShutdown } from "../services/shared/service-main.js";
 import { buildGateway } from "./app.js";
 import { createServiceClients, serviceUrls } from "./clients.js";
 
-const config = loadConfigOrExit();
+const config = loadConfigOrExit([requireInternalToken]);
 const logger = createLogger("gateway", config.LOG_LEVEL);
 const app = await buildGateway({
   clients: createServiceClients(config),

@@ -27,6 +27,17 @@ export function invalidClient(description: string): OAuthError {
   return new OAuthError("invalid_client", description, 401, { "www-authenticate": 'Basic realm="bizcard", charset="UTF-8"' });
 }
 
+/**
+ * RFC 6750 §3.1 invalid_token: "The access token provided is expired, revoked,
+ * malformed, or invalid for other reasons. The resource SHOULD respond with
+ * the HTTP 401 (Unauthorized) status code." §3: "If the protected resource
+ * request [...] contains an invalid access token, the resource server [...]
+ * MUST include the HTTP "WWW-Authenticate" response header field".
+ */
+export function invalidToken(description: string): OAuthError {
+  return new OAuthError("invalid_token", description, 401, { "www-authenticate": 'Bearer realm="bizcard", error="invalid_token"' });
+}
+
 /** An OAuth error from the auth service's details, or the generic mapping. */
 export function oauthErrorFrom(err: unknown): HttpError | undefined {
   if (err instanceof HttpError) return err;
@@ -36,9 +47,9 @@ export function oauthErrorFrom(err: unknown): HttpError | undefined {
     if (detail.retryAfterSeconds > 0) {
       return new OAuthError(detail.error, detail.errorDescription, 429, { "retry-after": String(detail.retryAfterSeconds) });
     }
-    return detail.error === "invalid_client"
-      ? invalidClient(detail.errorDescription)
-      : new OAuthError(detail.error, detail.errorDescription);
+    if (detail.error === "invalid_client") return invalidClient(detail.errorDescription);
+    if (detail.error === "invalid_token") return invalidToken(detail.errorDescription);
+    return new OAuthError(detail.error, detail.errorDescription);
   }
   return fromConnectError(err);
 }

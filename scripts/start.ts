@@ -15,7 +15,7 @@ import { createServiceClients, serviceUrls } from "../gateway/clients.js";
 import { createAuthApp } from "../services/auth/auth-app.js";
 import { createDeliveryApp } from "../services/delivery/delivery-app.js";
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import { loadConfigOrExit, type Config } from "../services/shared/config.js";
+import { loadConfigOrExit, withInternalTokens, type Config } from "../services/shared/config.js";
 import { EMBEDDED_POOL_MAX, startEmbeddedPostgres, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
 import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
@@ -55,7 +55,7 @@ async function main(): Promise<void> {
   await mkdir(dataDir, { recursive: true });
   // The demo is made once per embedded data folder; the marker is written when it exists.
   const freshDataDir = embeddedDb && !existsSync(path.join(dataDir, DEMO_FILE));
-  if (!config.INTERNAL_RPC_TOKEN) config = { ...config, INTERNAL_RPC_TOKEN: await internalToken(dataDir) };
+  if (config.INTERNAL_RPC_TOKEN.length === 0) config = withInternalTokens(config, [await internalToken(dataDir)]);
 
   const databases: EmbeddedPostgres[] = [];
   const apps: ServiceApp[] = [];
@@ -100,7 +100,7 @@ async function main(): Promise<void> {
           port: svc.port(config),
           routes: app.routes,
           logger: log,
-          internalToken: config.INTERNAL_RPC_TOKEN,
+          internalTokens: config.INTERNAL_RPC_TOKEN,
           readiness: app.readiness,
         }),
       );
@@ -131,7 +131,7 @@ async function main(): Promise<void> {
 
 /** A fresh data folder gets a demo organisation, member and OAuth client, printed once and kept in DEMO_FILE. */
 async function createDemo(config: Config, dataDir: string): Promise<string> {
-  const rpc = { timeoutMs: config.RPC_TIMEOUT_MS, internalToken: config.INTERNAL_RPC_TOKEN };
+  const rpc = { timeoutMs: config.RPC_TIMEOUT_MS, internalToken: config.internalToken };
   const organisations = createRpcClient(OrganisationService, { baseUrl: config.organisationRpcUrl, ...rpc });
   const auth = createRpcClient(AuthService, { baseUrl: config.authRpcUrl, ...rpc });
   const password = randomBytes(9).toString("base64url");

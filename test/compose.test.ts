@@ -300,7 +300,7 @@ describe("docker-compose.yml", () => {
       // zod keeps the keys it knows and drops the rest: an unknown (misspelt) variable disappears.
       const known = Object.keys(config);
       for (const key of Object.keys(env)) expect(known, `${name}: ${key} is not a config variable`).toContain(key);
-      expect(config.INTERNAL_RPC_TOKEN).toBe(TOKEN);
+      expect(config.INTERNAL_RPC_TOKEN).toEqual([TOKEN]);
       expect(config.authRpcUrl).toBe("http://auth:7101");
       expect(config.organisationRpcUrl).toBe("http://organisation:7102");
       expect(config.webhookRpcUrl).toBe("http://webhook:7103");

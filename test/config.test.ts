@@ -3,7 +3,7 @@
 // one line on stderr naming the variable and exit code 1. A gateway that
 // started drains on SIGTERM and exits 0.
 import { afterAll, describe, expect, it } from "vitest";
-import { ConfigError, loadConfig, requireBackends, requireInternalTokenBeyondLoopback } from "../services/shared/config.js";
+import { ConfigError, loadConfig, requireBackends, requireInternalToken } from "../services/shared/config.js";
 import { freePort, httpReady, spawnTs, type Spawned } from "./support/processes.js";
 
 /** Every variable the configuration reads, unset: a child sees only what a test gives it. */
@@ -63,7 +63,8 @@ describe("loadConfig", () => {
     expect(c.LOG_LEVEL).toBe("info");
     expect(c.DATABASE_URL).toBeUndefined();
     expect(c.NATS_URL).toBeUndefined();
-    expect(c.INTERNAL_RPC_TOKEN).toBeUndefined();
+    expect(c.INTERNAL_RPC_TOKEN).toEqual([]);
+    expect(c.internalToken).toBeUndefined();
     expect(c.MIGRATE_ON_START).toBe(true);
     expect(c.WEBHOOK_ALLOW_INSECURE_TARGETS).toBe(false);
     expect(c.OAUTH_ALLOW_INSECURE_REDIRECTS).toBe(false);
@@ -93,7 +94,8 @@ describe("loadConfig", () => {
     expect(c.GATEWAY_PORT).toBe(9090);
     expect(c.DATABASE_URL).toBe("postgresql://u:p@db:5432/bizcard");
     expect(c.NATS_URL).toBe("nats://a:4222, nats://b:4222");
-    expect(c.INTERNAL_RPC_TOKEN).toBe("x".repeat(32));
+    expect(c.INTERNAL_RPC_TOKEN).toEqual(["x".repeat(32)]);
+    expect(c.internalToken).toBe("x".repeat(32));
     expect(c.MIGRATE_ON_START).toBe(false);
     expect(c.WEBHOOK_ALLOW_INSECURE_TARGETS).toBe(true);
     expect(c.authRpcUrl).toBe("http://127.0.0.1:7201");
@@ -114,6 +116,9 @@ describe("loadConfig", () => {
     ["DATABASE_URL", "mysql://x"],
     ["DATABASE_URL", "not a url"],
     ["INTERNAL_RPC_TOKEN", "short"],
+    ["INTERNAL_RPC_TOKEN", `${"n".repeat(32)},short`],
+    ["INTERNAL_RPC_TOKEN", `${"n".repeat(32)},,${"o".repeat(32)}`],
+    ["INTERNAL_RPC_TOKEN", `${"n".repeat(32)},`],
     ["MIGRATE_ON_START", "maybe"],
     ["WEBHOOK_ALLOW_INSECURE_TARGETS", "TRUE!"],
     ["LOG_LEVEL", "verbose"],
@@ -139,17 +144,34 @@ describe("loadConfig", () => {
     }
   });
 
-  it("refuses RPC ports beyond loopback without the internal credential", () => {
-    expect(() => requireInternalTokenBeyondLoopback(loadConfig({ RPC_HOST: "0.0.0.0" }))).toThrow(/^INTERNAL_RPC_TOKEN: required when RPC_HOST/);
-    expect(() => requireInternalTokenBeyondLoopback(loadConfig({ RPC_HOST: "0.0.0.0", INTERNAL_RPC_TOKEN: "x".repeat(32) }))).not.toThrow();
-    for (const host of ["127.0.0.1", "127.0.0.2", "::1", "localhost"]) {
-      expect(() => requireInternalTokenBeyondLoopback(loadConfig({ RPC_HOST: host }))).not.toThrow();
+  it("reads INTERNAL_RPC_TOKEN as a comma-separated list: every entry accepted, the first one sent", () => {
+    const [next, old] = ["n".repeat(32), "o".repeat(40)];
+    const c = loadConfig({ INTERNAL_RPC_TOKEN: ` ${next} , ${old} ` });
+    expect(c.INTERNAL_RPC_TOKEN).toEqual([next, old]);
+    expect(c.internalToken).toBe(next);
+    expect(loadConfig({ INTERNAL_RPC_TOKEN: "  " }).INTERNAL_RPC_TOKEN).toEqual([]);
+  });
+
+  it("requires the internal credential on every RPC_HOST, loopback included", () => {
+    for (const host of ["0.0.0.0", "127.0.0.1", "::1", "localhost"]) {
+      let caught: unknown;
+      try {
+        requireInternalToken(loadConfig({ RPC_HOST: host }));
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught, host).toBeInstanceOf(ConfigError);
+      expect((caught as ConfigError).message).toMatch(/^INTERNAL_RPC_TOKEN: required.*\(unset\)$/);
+      expect(() => requireInternalToken(loadConfig({ RPC_HOST: host, INTERNAL_RPC_TOKEN: "x".repeat(32) }))).not.toThrow();
     }
   });
 
   it("does not repeat a secret it refuses", () => {
     const err = configError({ INTERNAL_RPC_TOKEN: "hunter2-secret" });
     expect(err.message).not.toContain("hunter2-secret");
+    const inList = configError({ INTERNAL_RPC_TOKEN: `${"k".repeat(32)},hunter2-secret` });
+    expect(inList.message).not.toContain("hunter2-secret");
+    expect(inList.message).not.toContain("k".repeat(32));
     expect(err.message).toMatch(/32/);
   });
 
@@ -218,6 +240,36 @@ describe("a process with a bad configuration", () => {
     expect(output).not.toMatch(/listening/i);
   });
 
+  it.each(["127.0.0.1", "0.0.0.0"])(
+    "organisation on RPC_HOST=%s without INTERNAL_RPC_TOKEN exits 1 with one line naming it, before it listens",
+    async (host) => {
+      const { code, stderr, output } = await runUntilExited("services/organisation/main.ts", {
+        DATABASE_URL: "postgres://postgres@127.0.0.1:5432/postgres",
+        NATS_URL: "nats://127.0.0.1:4222",
+        RPC_HOST: host,
+        ORGANISATION_RPC_PORT: String(await freePort()),
+      });
+      expect(code).toBe(1);
+      expectOneLineNaming(stderr, "INTERNAL_RPC_TOKEN");
+      expect(output).not.toMatch(/listening/i);
+    },
+  );
+
+  it("gateway without INTERNAL_RPC_TOKEN exits 1 with one line naming it", async () => {
+    const { code, stderr, output } = await runUntilExited("gateway/main.ts", { GATEWAY_PORT: String(await freePort()) });
+    expect(code).toBe(1);
+    expectOneLineNaming(stderr, "INTERNAL_RPC_TOKEN");
+    expect(output).not.toMatch(/listening/i);
+  });
+
+  it("gateway with a credential list holding a short entry exits 1 naming INTERNAL_RPC_TOKEN, without echoing it", async () => {
+    const { code, stderr } = await runUntilExited("gateway/main.ts", { INTERNAL_RPC_TOKEN: `${"v".repeat(40)},tooshort-secret` });
+    expect(code).toBe(1);
+    expectOneLineNaming(stderr, "INTERNAL_RPC_TOKEN");
+    expect(stderr).not.toContain("tooshort-secret");
+    expect(stderr).not.toContain("v".repeat(40));
+  });
+
   it("gateway with GATEWAY_PORT=abc exits 1 with one line naming GATEWAY_PORT", async () => {
     const { code, stderr, output } = await runUntilExited("gateway/main.ts", { GATEWAY_PORT: "abc" });
     expect(code).toBe(1);
@@ -234,7 +286,7 @@ describe("a gateway process", () => {
 
   it("starts on the GATEWAY_PORT it is given, answers /healthz, and exits 0 on SIGTERM", async () => {
     const port = await freePort();
-    gateway = spawnTs("gateway/main.ts", { ...CLEAN_ENV, GATEWAY_PORT: String(port), LOG_LEVEL: "info" });
+    gateway = spawnTs("gateway/main.ts", { ...CLEAN_ENV, GATEWAY_PORT: String(port), INTERNAL_RPC_TOKEN: "x".repeat(32), LOG_LEVEL: "info" });
     await httpReady(`http://127.0.0.1:${port}/healthz`, 30_000, gateway);
     const res = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(res.status).toBe(200);

@@ -76,8 +76,10 @@ describe("organisations and members", () => {
     expect(ok.member?.id).toBe(owner?.id);
     const wrong = await rpcError(client.verifyMemberCredentials({ email: "cred@x.test", password: "s3cret-pasS" }));
     const unknown = await rpcError(client.verifyMemberCredentials({ email: "nobody@x.test", password: "s3cret-pass" }));
-    expect(wrong.code).toBe(Code.Unauthenticated);
-    expect(unknown.code).toBe(Code.Unauthenticated);
+    // PERMISSION_DENIED, not UNAUTHENTICATED: that code is kept for a refused internal credential.
+    expect(Code[wrong.code]).toBe(Code[Code.PermissionDenied]);
+    expect(Code[unknown.code]).toBe(Code[Code.PermissionDenied]);
+    expect(wrong.rawMessage).toBe("email or password is wrong");
     expect(wrong.rawMessage).toBe(unknown.rawMessage);
   });
 

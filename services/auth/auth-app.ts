@@ -14,7 +14,7 @@ export async function createAuthApp(deps: ServiceAppDeps): Promise<ServiceApp> {
   const organisations = createRpcClient(OrganisationService, {
     baseUrl: config.organisationRpcUrl,
     timeoutMs: config.RPC_TIMEOUT_MS,
-    internalToken: config.INTERNAL_RPC_TOKEN,
+    internalToken: config.internalToken,
   });
   const service = createAuthService({ orm, organisations, allowInsecureRedirects: config.OAUTH_ALLOW_INSECURE_REDIRECTS });
   return {

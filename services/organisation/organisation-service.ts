@@ -133,11 +133,13 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
     },
 
     // Same work and the same answer for an unknown email and a wrong password.
+    // PERMISSION_DENIED, never UNAUTHENTICATED: that code means only that the
+    // caller's internal credential was refused (a misconfiguration, 500 at the gateway).
     async verifyMemberCredentials(req) {
       const email = req.email.trim().toLowerCase();
       const member = email ? await orm.em.fork().findOne(MemberEntity, { email }) : null;
       const ok = await verifyPassword(req.password, member?.passwordHash ?? (await dummyHash()));
-      if (!member || !ok) throw new ConnectError("email or password is wrong", Code.Unauthenticated);
+      if (!member || !ok) throw new ConnectError("email or password is wrong", Code.PermissionDenied);
       return { member: toMemberMessage(member) };
     },
 

@@ -67,12 +67,23 @@ const shape = {
   NATS_STREAM_REPLICAS: int(1, 1, 5),
   /** How long JetStream remembers a Nats-Msg-Id to drop a re-published event. */
   NATS_DUPLICATE_WINDOW_SECONDS: int(900, 10, 86_400),
-  /** Shared secret that every internal RPC call must carry. Unset: RPC ports accept any caller (loopback only). */
+  /**
+   * The internal credentials, comma-separated: a service accepts any of them
+   * and sends the first, so one can be rotated without downtime (add the new
+   * one second, then first everywhere, then drop the old one). Parsed to the
+   * list; blank counts as unset (only `npm start` may start without one: it
+   * generates one). Never echoed in an error.
+   */
   INTERNAL_RPC_TOKEN: z
     .string()
     .optional()
-    .transform((v) => (v === "" ? undefined : v))
-    .pipe(z.string().min(32, "must be at least 32 characters").optional()),
+    .transform((v) => (v?.trim() ? v.split(",").map((t) => t.trim()) : []))
+    .pipe(
+      z
+        .array(z.string())
+        .refine((list) => list.every((t) => t.length > 0), "expected credentials separated by commas, none empty")
+        .refine((list) => list.every((t) => t.length >= 32), "each credential must be at least 32 characters"),
+    ),
   RPC_HOST: z.string().min(1).default("127.0.0.1"),
   RPC_TIMEOUT_MS: int(5000, 100, 120_000),
   AUTH_RPC_PORT: port(7101),
@@ -118,6 +129,8 @@ function isAddressOrCidr(value: string): boolean {
 }
 
 export type Config = z.output<z.ZodObject<typeof shape>> & {
+  /** The internal credential this process sends: the first of INTERNAL_RPC_TOKEN (undefined when unset). */
+  internalToken: string | undefined;
   authRpcUrl: string;
   organisationRpcUrl: string;
   webhookRpcUrl: string;
@@ -137,6 +150,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const local = (p: number) => `http://127.0.0.1:${p}`;
   return {
     ...c,
+    internalToken: c.INTERNAL_RPC_TOKEN[0],
     authRpcUrl: c.AUTH_RPC_URL ?? local(c.AUTH_RPC_PORT),
     organisationRpcUrl: c.ORGANISATION_RPC_URL ?? local(c.ORGANISATION_RPC_PORT),
     webhookRpcUrl: c.WEBHOOK_RPC_URL ?? local(c.WEBHOOK_RPC_PORT),
@@ -155,16 +169,20 @@ export function requireBackends(config: Config, needs: { database?: boolean; nat
   }
 }
 
-const LOOPBACK_HOSTS = /^(127(\.\d{1,3}){3}|::1|\[::1\]|localhost)$/i;
-
 /**
- * RPC ports are not public: beyond loopback, every call must carry the
- * internal credential, so a service refuses to listen there without one.
+ * Every service and the gateway carry the internal credential, on any
+ * RPC_HOST: loopback is no boundary (a DNS-rebinding page in a local browser
+ * reaches 127.0.0.1), so an RPC port never accepts an anonymous caller.
  */
-export function requireInternalTokenBeyondLoopback(config: Config): void {
-  if (!LOOPBACK_HOSTS.test(config.RPC_HOST) && !config.INTERNAL_RPC_TOKEN) {
-    throw new ConfigError("INTERNAL_RPC_TOKEN", `required when RPC_HOST (${config.RPC_HOST}) is not a loopback address (unset)`);
+export function requireInternalToken(config: Config): void {
+  if (config.INTERNAL_RPC_TOKEN.length === 0) {
+    throw new ConfigError("INTERNAL_RPC_TOKEN", "required: the credential every internal RPC carries, at least 32 characters (unset)");
   }
+}
+
+/** The configuration with these internal credentials (the embedded start's generated one). */
+export function withInternalTokens(config: Config, tokens: string[]): Config {
+  return { ...config, INTERNAL_RPC_TOKEN: tokens, internalToken: tokens[0] };
 }
 
 /** One line naming the variable, then exit 1. Anything else is rethrown. */

@@ -23,8 +23,11 @@ export interface RpcServerOptions {
   port: number;
   routes: (router: ConnectRouter) => void;
   logger: Logger;
-  /** When set, every RPC must carry `Authorization: Bearer <token>`. */
-  internalToken?: string;
+  /**
+   * The accepted internal credentials (at least one): every RPC must carry
+   * `Authorization: Bearer <one of them>`. There is no anonymous mode.
+   */
+  internalTokens: readonly string[];
   /** Named checks for GET /readyz: each resolves to "ok" or throws. */
   readiness?: ReadinessCheck;
 }
@@ -37,12 +40,23 @@ export interface RunningServer {
 
 const digest = (s: string) => createHash("sha256").update(s).digest();
 
-/** Refuses calls without the internal credential (constant-time compare). */
-export function internalAuthInterceptor(token: string): Interceptor {
-  const expected = digest(`Bearer ${token}`);
+/**
+ * Refuses, with UNAUTHENTICATED, every call that does not carry one of the
+ * internal credentials. The comparison is constant-time: the presented value
+ * is hashed once and compared with the digest of every accepted credential,
+ * all of them each time, so neither the timing nor an early exit tells which
+ * one (if any) matched.
+ */
+export function internalAuthInterceptor(tokens: readonly string[]): Interceptor {
+  if (tokens.length === 0 || tokens.some((t) => t.length === 0)) {
+    throw new Error("internalAuthInterceptor: at least one non-empty internal credential is required");
+  }
+  const accepted = tokens.map((t) => digest(`Bearer ${t}`));
   return (next) => async (req) => {
-    const given = req.header.get(INTERNAL_AUTH_HEADER) ?? "";
-    if (!timingSafeEqual(digest(given), expected)) {
+    const given = digest(req.header.get(INTERNAL_AUTH_HEADER) ?? "");
+    let matched = false;
+    for (const expected of accepted) matched = timingSafeEqual(given, expected) || matched;
+    if (!matched) {
       throw new ConnectError("internal credential missing or wrong", Code.Unauthenticated);
     }
     return next(req);
@@ -74,8 +88,7 @@ export function contextInterceptor(logger: Logger): Interceptor {
 }
 
 export async function startRpcServer(options: RpcServerOptions): Promise<RunningServer> {
-  const interceptors = [contextInterceptor(options.logger)];
-  if (options.internalToken) interceptors.push(internalAuthInterceptor(options.internalToken));
+  const interceptors = [contextInterceptor(options.logger), internalAuthInterceptor(options.internalTokens)];
   const handler = connectNodeAdapter({
     routes: options.routes,
     interceptors,

@@ -1,6 +1,6 @@
 // The body of every services/<name>/main.ts: read the configuration, open the
 // real backends, listen, and drain on SIGTERM/SIGINT.
-import { loadConfigOrExit, requireBackends, requireInternalTokenBeyondLoopback, type Config } from "./config.js";
+import { loadConfigOrExit, requireBackends, requireInternalToken, type Config } from "./config.js";
 import { openBus } from "./event-bus/open-bus.js";
 import { createLogger, type Logger } from "./logger.js";
 import { startRpcServer } from "./rpc-server.js";
@@ -15,7 +15,7 @@ export interface ServiceMainOptions {
 export async function serviceMain(options: ServiceMainOptions): Promise<void> {
   const config = loadConfigOrExit([
     (c) => requireBackends(c, { database: true, nats: true }),
-    requireInternalTokenBeyondLoopback,
+    requireInternalToken,
   ]);
   const logger = createLogger(options.name, config.LOG_LEVEL);
   // Signals are handled from the first moment: a stop during start (waiting for
@@ -41,7 +41,7 @@ export async function serviceMain(options: ServiceMainOptions): Promise<void> {
       port: options.port(config),
       routes: app.routes,
       logger,
-      internalToken: config.INTERNAL_RPC_TOKEN,
+      internalTokens: config.INTERNAL_RPC_TOKEN,
       readiness: app.readiness,
     });
     closers.push(() => server.close());

@@ -55,10 +55,11 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   };
 }
 
-/** A Config for tests: a unique stream and subject prefix, NATS only when it is real. */
+/** A Config for tests: a unique stream and subject prefix, a random internal credential, NATS only when it is real. */
 export function testConfig(overrides: Record<string, string> = {}): Config {
   const env: Record<string, string> = {
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+    INTERNAL_RPC_TOKEN: randomBytes(32).toString("base64url"),
     NATS_STREAM: uniqueName("T_"),
     NATS_SUBJECT_PREFIX: uniqueName("t"),
     OUTBOX_POLL_MS: "100",

@@ -36,14 +36,14 @@ export async function startService<A extends ServiceApp>(
     port: 0,
     routes: app.routes,
     logger,
-    internalToken: options.config.INTERNAL_RPC_TOKEN,
+    internalTokens: options.config.INTERNAL_RPC_TOKEN,
     readiness: app.readiness,
   });
   await app.start();
   return {
     app,
     server,
-    client: (service, token = options.config.INTERNAL_RPC_TOKEN) =>
+    client: (service, token = options.config.internalToken) =>
       createRpcClient(service, { baseUrl: server.url, timeoutMs: 10_000, internalToken: token }),
     stop: async () => {
       await server.close();

@@ -806,7 +806,9 @@ export const ConsentDecisionSchema: GenEnum<ConsentDecision> = /*@__PURE__*/
  * check the gateway runs on every resource request.
  *
  * OAuth failures are ConnectErrors whose details hold an OAuthError, so the
- * gateway can write the RFC 6749 error body without guessing.
+ * gateway can write the RFC 6749 error body without guessing. UNAUTHENTICATED
+ * is never one of them: on every service it means only that the caller's
+ * internal credential was refused.
  *
  * @generated from service bizcard.auth.v1.AuthService
  */
@@ -884,8 +886,9 @@ export const AuthService: GenService<{
     output: typeof RevokeTokenResponseSchema;
   },
   /**
-   * Resolves a bearer access token for the gateway. UNAUTHENTICATED when it
-   * is unknown, expired or revoked.
+   * Resolves a bearer access token for the gateway. Fails with an OAuthError
+   * detail invalid_token when it is unknown, expired or revoked (the gateway
+   * answers 401 with WWW-Authenticate: Bearer error="invalid_token").
    *
    * @generated from rpc bizcard.auth.v1.AuthService.AuthenticateAccessToken
    */

@@ -621,8 +621,9 @@ export const OrganisationService: GenService<{
     output: typeof CreateMemberResponseSchema;
   },
   /**
-   * Checks a member's email and password. UNAUTHENTICATED for an unknown
-   * email and for a wrong password alike, in the same time.
+   * Checks a member's email and password. PERMISSION_DENIED ("email or
+   * password is wrong") for an unknown email and for a wrong password alike,
+   * in the same time.
    *
    * @generated from rpc bizcard.organisation.v1.OrganisationService.VerifyMemberCredentials
    */
