@@ -14,7 +14,9 @@ import {
   type Member as MemberMessage,
   type Organisation as OrganisationMessage,
 } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
-import { decodeTimeIdCursor, encodeTimeIdCursor, invalid, notFound, pageSize, requireUuid, isUuid } from "../shared/validation.js";
+import { isEmailAddress } from "../shared/email.js";
+import { readPage, timeIdKeyset } from "../shared/pagination.js";
+import { invalid, notFound, requireUuid, isUuid } from "../shared/validation.js";
 import { ContactEntity, type Contact } from "./contacts/contact.entity.js";
 import { readContactFields } from "./contacts/contact-fields.js";
 import { enqueueContactEvent } from "./contacts/contact-events.js";
@@ -32,12 +34,10 @@ export interface OrganisationServiceDeps {
   onEventCommitted: () => void;
 }
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-
 function readEmail(value: string): string {
   const email = value.trim().toLowerCase();
   if (!email) throw invalid("email", "required");
-  if (email.length > 320 || !EMAIL.test(email)) throw invalid("email", "expected an email address");
+  if (!isEmailAddress(email)) throw invalid("email", "expected an email address");
   return email;
 }
 
@@ -181,18 +181,10 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
 
     async listContacts(req) {
       const organisationId = requireUuid("organisation_id", req.organisationId);
-      const limit = pageSize(req.pageSize);
-      const cursor = decodeTimeIdCursor(req.pageToken);
-      const after = cursor ? { $or: [{ createdAt: { $lt: cursor[0] } }, { createdAt: cursor[0], id: { $lt: cursor[1] } }] } : {};
-      const rows = await orm.em
-        .fork()
-        .find(ContactEntity, { organisationId, ...after }, { orderBy: { createdAt: "desc", id: "desc" }, limit: limit + 1 });
-      const page = rows.slice(0, limit);
-      const last = page.at(-1);
-      return {
-        contacts: page.map(toContactMessage),
-        nextPageToken: rows.length > limit && last ? encodeTimeIdCursor(last.createdAt, last.id) : "",
-      };
+      const page = await readPage(timeIdKeyset<Contact>("createdAt"), req, (after, options) =>
+        orm.em.fork().find(ContactEntity, { organisationId, ...after }, options),
+      );
+      return { contacts: page.rows.map(toContactMessage), nextPageToken: page.nextPageToken };
     },
   };
 }
