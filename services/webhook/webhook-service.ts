@@ -15,7 +15,7 @@ import {
   type Subscriber as SubscriberMessage,
   type Subscription as SubscriptionMessage,
 } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
-import { eventTypeName, eventTypeOf } from "../shared/event-types.js";
+import { eventTypeName, eventTypeOf, type EventTypeName } from "../shared/event-types.js";
 import { int64IdKeyset, readPage } from "../shared/pagination.js";
 import { invalid, notFound, requireUuid } from "../shared/validation.js";
 import { SubscriptionEntity, type Subscription } from "./subscriptions/subscription.entity.js";
@@ -83,7 +83,7 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
   const targetUrl = (value: string) =>
     checkTargetUrl(value, { allowHttp: deps.allowInsecureTargets, allowPrivate: deps.allowInsecureTargets, resolve: deps.resolve });
 
-  const findSame = (em: EntityManager, pair: Pair, url: string, eventType: string) =>
+  const findSame = (em: EntityManager, pair: Pair, url: string, eventType: EventTypeName) =>
     em.findOne(SubscriptionEntity, { ...pair, targetUrl: url, eventType });
 
   async function findOwned(em: EntityManager, pair: Pair, id: bigint): Promise<Subscription> {

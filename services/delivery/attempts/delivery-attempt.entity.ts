@@ -15,6 +15,10 @@ export const DeliveryAttemptEntity = defineEntity({
     durationMs: p.integer().default(0),
     attemptedAt: p.datetime(3),
   },
+  // ListDeliveryAttempts: one subscription's, newest first. The migration
+  // makes the last two columns "desc"; MikroORM's schema diff does not compare
+  // index directions (a btree serves either direction anyway).
+  indexes: [{ name: "delivery_attempt_subscription_index", properties: ["subscriptionId", "attemptedAt", "id"] }],
 });
 
 export type DeliveryAttempt = InferEntity<typeof DeliveryAttemptEntity>;
