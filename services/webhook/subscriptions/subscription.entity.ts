@@ -1,7 +1,6 @@
 import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
 import { EVENT_TYPE_NAMES } from "../../shared/event-types.js";
-
-export const TARGET_URL_MAX_LENGTH = 2048;
+import { TARGET_URL_MAX_LENGTH } from "./target-url.js";
 
 /** One REST Hooks subscription of the pair (organisation, client application). */
 export const SubscriptionEntity = defineEntity({
