@@ -23,6 +23,7 @@ import { enqueueContactEvent } from "./contacts/contact-events.js";
 import { toContactMessage } from "./contacts/contact-message.js";
 import { MemberEntity, type Member } from "./members/member.entity.js";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, dummyHash, hashPassword, verifyPassword } from "./members/password.js";
+import { upgradePasswordHash } from "./members/password-upgrade.js";
 import { OrganisationEntity, type Organisation } from "./organisations/organisation.entity.js";
 
 export const ORGANISATION_SCHEMA = "organisation";
@@ -132,6 +133,7 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
       const member = email ? await orm.em.fork().findOne(MemberEntity, { email }) : null;
       const ok = await verifyPassword(req.password, member?.passwordHash ?? (await dummyHash()));
       if (!member || !ok) throw new ConnectError("email or password is wrong", Code.Unauthenticated);
+      await upgradePasswordHash(orm, member, req.password);
       return { member: toMemberMessage(member) };
     },
 
