@@ -99,6 +99,27 @@ describe("hashes", () => {
   });
 });
 
+describe("memory", () => {
+  it("at most two derivations run at once: six concurrent hashes never hold three times 128 MiB", async () => {
+    // Each N=2^17, r=8 derivation holds 128 MiB on one of libuv's four pool
+    // threads while it runs; without the limit four would run together.
+    const base = process.memoryUsage().rss;
+    let peak = base;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, process.memoryUsage().rss);
+    }, 2);
+    try {
+      await Promise.all(Array.from({ length: 6 }, (_, i) => hashPassword(`password-${i}`)));
+    } finally {
+      clearInterval(sampler);
+    }
+    const MiB = 2 ** 20;
+    // Seen at all: the sampling does catch a derivation's memory.
+    expect(peak - base).toBeGreaterThan(100 * MiB);
+    expect(peak - base).toBeLessThan(3 * 128 * MiB);
+  });
+});
+
 describe("VerifyMemberCredentials upgrades an older hash", () => {
   it("a member stored with N=2^15 logs in, and afterwards has an N=2^17 hash that still verifies; a wrong password upgrades nothing", async () => {
     const email = "legacy@passwords.test";
