@@ -12,6 +12,10 @@
 //     services/shared/outbox.ts, no entity;
 //   mikro_orm_migrations: the migrator's own table (MikroORM leaves it out of
 //     every diff by itself).
+//
+// What MikroORM does not compare: the direction of index columns (it reads
+// each column with pg_get_indexdef and drops ASC/DESC). The migrations' "desc"
+// indexes are declared in the entities with their columns in order.
 import { MikroORM } from "@mikro-orm/postgresql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AUTH_SCHEMA } from "../services/auth/auth-service.js";
