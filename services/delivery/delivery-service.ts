@@ -7,7 +7,8 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { DeliveryAttemptSchema, DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
 import { readOwner } from "../shared/owner.js";
-import { decodeTimeIdCursor, encodeTimeIdCursor, invalid, pageSize } from "../shared/validation.js";
+import { readPage, timeIdKeyset } from "../shared/pagination.js";
+import { invalid } from "../shared/validation.js";
 import { DeliveryAttemptEntity, type DeliveryAttempt } from "./attempts/delivery-attempt.entity.js";
 
 export const DELIVERY_SCHEMA = "delivery";
@@ -30,22 +31,10 @@ export function createDeliveryService(deps: { orm: MikroORM }): ServiceImpl<type
     async listDeliveryAttempts(req) {
       const owner = readOwner(req.owner);
       if (req.subscriptionId <= 0n) throw invalid("subscription_id", "expected a positive integer");
-      const limit = pageSize(req.pageSize);
-      const cursor = decodeTimeIdCursor(req.pageToken);
-      const after = cursor ? { $or: [{ attemptedAt: { $lt: cursor[0] } }, { attemptedAt: cursor[0], id: { $lt: cursor[1] } }] } : {};
-      const rows = await deps.orm.em
-        .fork()
-        .find(
-          DeliveryAttemptEntity,
-          { ...owner, subscriptionId: Number(req.subscriptionId), ...after },
-          { orderBy: { attemptedAt: "desc", id: "desc" }, limit: limit + 1 },
-        );
-      const page = rows.slice(0, limit);
-      const last = page.at(-1);
-      return {
-        attempts: page.map(toMessage),
-        nextPageToken: rows.length > limit && last ? encodeTimeIdCursor(last.attemptedAt, last.id) : "",
-      };
+      const page = await readPage(timeIdKeyset<DeliveryAttempt>("attemptedAt"), req, (after, options) =>
+        deps.orm.em.fork().find(DeliveryAttemptEntity, { ...owner, subscriptionId: Number(req.subscriptionId), ...after }, options),
+      );
+      return { attempts: page.rows.map(toMessage), nextPageToken: page.nextPageToken };
     },
   };
 }

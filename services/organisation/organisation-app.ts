@@ -6,13 +6,22 @@ import { runChecks } from "../shared/rpc-server.js";
 import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
 import { ContactEntity } from "./contacts/contact.entity.js";
 import { MemberEntity } from "./members/member.entity.js";
+import { prepareDummyHash } from "./members/password.js";
 import { organisationMigrations } from "./migrations/index.js";
 import { ORGANISATION_SCHEMA, createOrganisationService } from "./organisation-service.js";
 import { OrganisationEntity } from "./organisations/organisation.entity.js";
 
 export async function createOrganisationApp(deps: ServiceAppDeps): Promise<ServiceApp & { relay: OutboxRelay; orm: MikroORM }> {
   const { config, bus, logger } = deps;
+  // The dummy password hash (what an unknown email is checked against) is made
+  // while the database opens: no login pays for it.
+  const dummyHashReady = prepareDummyHash();
+  dummyHashReady.catch(() => {}); // awaited below, after the database
   const orm = await openServiceDatabase(deps, { schema: ORGANISATION_SCHEMA, entities: [OrganisationEntity, MemberEntity, ContactEntity], migrations: organisationMigrations });
+  await dummyHashReady.catch(async (err) => {
+    await orm.close();
+    throw err;
+  });
   const relay = new OutboxRelay({
     orm,
     schema: ORGANISATION_SCHEMA,

@@ -14,13 +14,16 @@ import {
   type Member as MemberMessage,
   type Organisation as OrganisationMessage,
 } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
-import { decodeTimeIdCursor, encodeTimeIdCursor, invalid, notFound, pageSize, requireUuid, isUuid } from "../shared/validation.js";
+import { isEmailAddress } from "../shared/email.js";
+import { readPage, timeIdKeyset } from "../shared/pagination.js";
+import { invalid, notFound, requireUuid, isUuid } from "../shared/validation.js";
 import { ContactEntity, type Contact } from "./contacts/contact.entity.js";
 import { readContactFields } from "./contacts/contact-fields.js";
 import { enqueueContactEvent } from "./contacts/contact-events.js";
 import { toContactMessage } from "./contacts/contact-message.js";
 import { MemberEntity, type Member } from "./members/member.entity.js";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, dummyHash, hashPassword, verifyPassword } from "./members/password.js";
+import { upgradePasswordHash } from "./members/password-upgrade.js";
 import { OrganisationEntity, type Organisation } from "./organisations/organisation.entity.js";
 
 export const ORGANISATION_SCHEMA = "organisation";
@@ -32,12 +35,10 @@ export interface OrganisationServiceDeps {
   onEventCommitted: () => void;
 }
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-
 function readEmail(value: string): string {
   const email = value.trim().toLowerCase();
   if (!email) throw invalid("email", "required");
-  if (email.length > 320 || !EMAIL.test(email)) throw invalid("email", "expected an email address");
+  if (!isEmailAddress(email)) throw invalid("email", "expected an email address");
   return email;
 }
 
@@ -140,6 +141,7 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
       const member = email ? await orm.em.fork().findOne(MemberEntity, { email }) : null;
       const ok = await verifyPassword(req.password, member?.passwordHash ?? (await dummyHash()));
       if (!member || !ok) throw new ConnectError("email or password is wrong", Code.PermissionDenied);
+      await upgradePasswordHash(orm, member, req.password);
       return { member: toMemberMessage(member) };
     },
 
@@ -185,18 +187,10 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
 
     async listContacts(req) {
       const organisationId = requireUuid("organisation_id", req.organisationId);
-      const limit = pageSize(req.pageSize);
-      const cursor = decodeTimeIdCursor(req.pageToken);
-      const after = cursor ? { $or: [{ createdAt: { $lt: cursor[0] } }, { createdAt: cursor[0], id: { $lt: cursor[1] } }] } : {};
-      const rows = await orm.em
-        .fork()
-        .find(ContactEntity, { organisationId, ...after }, { orderBy: { createdAt: "desc", id: "desc" }, limit: limit + 1 });
-      const page = rows.slice(0, limit);
-      const last = page.at(-1);
-      return {
-        contacts: page.map(toContactMessage),
-        nextPageToken: rows.length > limit && last ? encodeTimeIdCursor(last.createdAt, last.id) : "",
-      };
+      const page = await readPage(timeIdKeyset<Contact>("createdAt"), req, (after, options) =>
+        orm.em.fork().find(ContactEntity, { organisationId, ...after }, options),
+      );
+      return { contacts: page.rows.map(toContactMessage), nextPageToken: page.nextPageToken };
     },
   };
 }

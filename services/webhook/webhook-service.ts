@@ -14,15 +14,15 @@ import {
   type Subscriber as SubscriberMessage,
   type Subscription as SubscriptionMessage,
 } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
+import { eventTypeName, eventTypeOf, type EventTypeName } from "../shared/event-types.js";
 import { readOwner, type Pair } from "../shared/owner.js";
-import { decodeCursor, encodeCursor, invalid, notFound, pageSize, requireUuid } from "../shared/validation.js";
-import { eventTypeName, eventTypeOf } from "./subscriptions/event-types.js";
+import { int64IdKeyset, readPage } from "../shared/pagination.js";
+import { invalid, notFound, requireUuid } from "../shared/validation.js";
 import { SubscriptionEntity, type Subscription } from "./subscriptions/subscription.entity.js";
 import { checkTargetUrl, type Resolver } from "./subscriptions/target-url.js";
 
 export const WEBHOOK_SCHEMA = "webhook";
 
-const INT64_MAX = 2n ** 63n - 1n;
 
 export interface WebhookServiceDeps {
   orm: MikroORM;
@@ -68,7 +68,7 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
   const targetUrl = (value: string) =>
     checkTargetUrl(value, { allowHttp: deps.allowInsecureTargets, allowPrivate: deps.allowInsecureTargets, resolve: deps.resolve });
 
-  const findSame = (em: EntityManager, pair: Pair, url: string, eventType: string) =>
+  const findSame = (em: EntityManager, pair: Pair, url: string, eventType: EventTypeName) =>
     em.findOne(SubscriptionEntity, { ...pair, targetUrl: url, eventType });
 
   async function findOwned(em: EntityManager, pair: Pair, id: bigint): Promise<Subscription> {
@@ -115,23 +115,10 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
 
     async listSubscriptions(req) {
       const pair = readOwner(req.owner);
-      const limit = pageSize(req.pageSize);
-      const cursor = decodeCursor(req.pageToken, 1);
-      let before: bigint | undefined;
-      if (cursor) {
-        const [last] = cursor;
-        before = typeof last === "string" && /^[1-9][0-9]{0,18}$/.test(last) ? BigInt(last) : 0n;
-        if (before <= 0n || before > INT64_MAX) throw invalid("page_token", "not a token this service issued");
-      }
-      const rows = await orm.em
-        .fork()
-        .find(SubscriptionEntity, { ...pair, ...(before ? { id: { $lt: before } } : {}) }, { orderBy: { id: "desc" }, limit: limit + 1 });
-      const page = rows.slice(0, limit);
-      const last = page.at(-1);
-      return {
-        subscriptions: page.map(toSubscriptionMessage),
-        nextPageToken: rows.length > limit && last ? encodeCursor([last.id.toString()]) : "",
-      };
+      const page = await readPage(int64IdKeyset<Subscription>(), req, (after, options) =>
+        orm.em.fork().find(SubscriptionEntity, { ...pair, ...after }, options),
+      );
+      return { subscriptions: page.rows.map(toSubscriptionMessage), nextPageToken: page.nextPageToken };
     },
 
     async updateSubscription(req) {

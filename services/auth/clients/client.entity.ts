@@ -15,6 +15,8 @@ export const ClientEntity = defineEntity({
     secretHash: p.text().nullable(),
     createdAt: p.datetime(3).onCreate(() => new Date()),
   },
+  // A confidential client has a secret, a public one none.
+  checks: [{ name: "client_secret_check", expression: `"public" = ("secret_hash" is null)` }],
 });
 
 export type Client = InferEntity<typeof ClientEntity>;

@@ -18,8 +18,10 @@ export const DeliveryAttemptEntity = defineEntity({
     durationMs: p.integer().default(0),
     attemptedAt: p.datetime(3),
   },
+  // ListDeliveryAttempts: one owner's subscription's attempts, newest first.
+  // The migration makes the last two columns "desc"; MikroORM's schema diff
+  // does not compare index directions (a btree serves either direction anyway).
   indexes: [
-    // This owner's subscription's attempts, newest first (scanned backwards).
     {
       name: "delivery_attempt_owner_subscription_index",
       properties: ["organisationId", "clientId", "subscriptionId", "attemptedAt", "id"],

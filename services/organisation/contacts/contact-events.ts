@@ -7,12 +7,8 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import { ContactEventSchema, EventType } from "../../../gen/bizcard/events/v1/events_pb.js";
 import type { Contact as ContactMessage } from "../../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { subjectFor } from "../../shared/event-bus/event-bus.js";
+import { nameOfEventType } from "../../shared/event-types.js";
 import { enqueueEvent } from "../../shared/outbox.js";
-
-export const EVENT_NAMES: Record<EventType.CONTACT_CREATED | EventType.CONTACT_UPDATED, string> = {
-  [EventType.CONTACT_CREATED]: "contact.created",
-  [EventType.CONTACT_UPDATED]: "contact.updated",
-};
 
 export async function enqueueContactEvent(
   em: EntityManager,
@@ -29,7 +25,7 @@ export async function enqueueContactEvent(
   });
   await enqueueEvent(em, options.schema, {
     id: event.eventId,
-    subject: subjectFor(options.subjectPrefix, EVENT_NAMES[type]),
+    subject: subjectFor(options.subjectPrefix, nameOfEventType(type)),
     payload: toBinary(ContactEventSchema, event),
   });
   return event.eventId;

@@ -2,6 +2,7 @@
 // clears the field. Errors name the field (snake_case, as on the wire).
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { ContactFields } from "../../../gen/bizcard/organisation/v1/organisation_pb.js";
+import { EMAIL_MAX_LENGTH, isEmailAddress } from "../../shared/email.js";
 import { CONTACT_FIELDS, type ContactField } from "./contact.entity.js";
 
 interface Rule {
@@ -11,7 +12,6 @@ interface Rule {
   expected?: string;
 }
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const PHONE = /^[0-9+()\-./ x]*$/i;
 
 function isWebUrl(v: string): boolean {
@@ -26,7 +26,7 @@ function isWebUrl(v: string): boolean {
 const RULES: Record<ContactField, Rule> = {
   firstName: { max: 200 },
   lastName: { max: 200 },
-  email: { max: 320, check: (v) => EMAIL.test(v), expected: "an email address" },
+  email: { max: EMAIL_MAX_LENGTH, check: isEmailAddress, expected: "an email address" },
   phone: { max: 50, check: (v) => PHONE.test(v), expected: "digits, spaces and + ( ) - . /" },
   company: { max: 200 },
   jobTitle: { max: 200 },

@@ -1,11 +1,21 @@
 import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+import { OrganisationEntity } from "../organisations/organisation.entity.js";
 
 export const ContactEntity = defineEntity({
   name: "Contact",
   tableName: "contact",
   properties: {
     id: p.uuid().primary(),
-    organisationId: p.uuid().index(),
+    /** The organisation's id (a foreign key, deleted with it). */
+    organisationId: () =>
+      p
+        .manyToOne(OrganisationEntity)
+        .mapToPk()
+        .fieldName("organisation_id")
+        .foreignKeyName("contact_organisation_id_fkey")
+        .deleteRule("cascade")
+        .updateRule("no action")
+        .index("contact_organisation_id_index"),
     firstName: p.text().default(""),
     lastName: p.text().default(""),
     email: p.text().default(""),
@@ -18,6 +28,10 @@ export const ContactEntity = defineEntity({
     createdAt: p.datetime(3).onCreate(() => new Date()),
     updatedAt: p.datetime(3).onCreate(() => new Date()).onUpdate(() => new Date()),
   },
+  // ListContacts: one organisation's, newest first. The migration makes the
+  // last two columns "desc"; MikroORM's schema diff does not compare index
+  // directions (a btree serves either direction anyway).
+  indexes: [{ name: "contact_organisation_newest_index", properties: ["organisationId", "createdAt", "id"] }],
 });
 
 export type Contact = InferEntity<typeof ContactEntity>;

@@ -1,43 +1,132 @@
 // Member passwords: scrypt (memory-hard) from node:crypto, a random salt per
 // password, parameters stored with the hash so they can be raised later.
-import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from "node:crypto";
+//
+// OWASP Password Storage Cheat Sheet: "If Argon2id is not available, use
+// scrypt with a minimum CPU/memory cost parameter of (2^17), a minimum block
+// size of 8 (1024 bytes), and a parallelization parameter of 1."
+// A hash made with weaker parameters still verifies; needsRehash says so, and
+// a successful login stores a new hash (password-upgrade.ts).
+import { randomBytes, scrypt, timingSafeEqual } from "node:crypto";
 
-const N = 2 ** 15;
-const r = 8;
-const p = 1;
+export interface ScryptCost {
+  N: number;
+  r: number;
+  p: number;
+}
+
+/** What every new hash uses. */
+export const SCRYPT_COST: Readonly<ScryptCost> = { N: 2 ** 17, r: 8, p: 1 };
+
 const KEY_LENGTH = 32;
+const SALT_LENGTH = 16;
 
-function derive(password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {
-  return new Promise((resolve, reject) =>
-    scrypt(password.normalize("NFKC"), salt, KEY_LENGTH, { ...options, maxmem: 256 * 1024 * 1024 }, (err, key) =>
-      err ? reject(err) : resolve(key),
-    ),
+/**
+ * What a stored hash may ask for. A hash outside these bounds never matches,
+ * so a corrupt row cannot make a login allocate gigabytes.
+ */
+const MAX_N = 2 ** 20;
+const MAX_R = 32;
+const MAX_P = 16;
+
+/**
+ * Memory one derivation needs, as OpenSSL's EVP_PBE_scrypt counts it: the
+ * B buffer (128 * r * p bytes) and V plus the working space (128 * r * (N + 2)).
+ * For N = 2^17, r = 8, p = 1: 134,220,800 bytes, just over 128 MiB, more than
+ * node's default maxmem of 32 MiB, so maxmem is set to exactly this.
+ */
+export function scryptMemory({ N, r, p }: ScryptCost): number {
+  return 128 * r * (N + p + 2);
+}
+
+/**
+ * Derivations that run at once. Each holds ~128 MiB on one of libuv's four
+ * pool threads (shared with DNS lookups and file I/O): two bound the memory
+ * at ~256 MiB and keep pool threads free; on two cores more would not finish
+ * sooner anyway.
+ */
+const MAX_CONCURRENT_DERIVATIONS = 2;
+let running = 0;
+const waiting: (() => void)[] = [];
+
+async function limited<T>(fn: () => Promise<T>): Promise<T> {
+  if (running >= MAX_CONCURRENT_DERIVATIONS) await new Promise<void>((resolve) => waiting.push(resolve));
+  running++;
+  try {
+    return await fn();
+  } finally {
+    running--;
+    waiting.shift()?.();
+  }
+}
+
+function derive(password: string, salt: Buffer, cost: ScryptCost, keyLength: number): Promise<Buffer> {
+  return limited(
+    () =>
+      new Promise<Buffer>((resolve, reject) =>
+        scrypt(password.normalize("NFKC"), salt, keyLength, { ...cost, maxmem: scryptMemory(cost) }, (err, key) =>
+          err ? reject(err) : resolve(key),
+        ),
+      ),
   );
 }
 
-export async function hashPassword(password: string): Promise<string> {
-  const salt = randomBytes(16);
-  const key = await derive(password, salt, { N, r, p });
-  return `scrypt$${N}$${r}$${p}$${salt.toString("base64")}$${key.toString("base64")}`;
+/** scrypt$N$r$p$salt$hash (salt and hash in base64). */
+export async function hashPassword(password: string, cost: ScryptCost = SCRYPT_COST): Promise<string> {
+  const salt = randomBytes(SALT_LENGTH);
+  const key = await derive(password, salt, cost, KEY_LENGTH);
+  return `scrypt$${cost.N}$${cost.r}$${cost.p}$${salt.toString("base64")}$${key.toString("base64")}`;
+}
+
+interface Parsed {
+  cost: ScryptCost;
+  salt: Buffer;
+  key: Buffer;
+}
+
+const isPowerOfTwo = (n: number) => Number.isInteger(n) && n > 1 && (n & (n - 1)) === 0;
+const inRange = (n: number, max: number) => Number.isInteger(n) && n >= 1 && n <= max;
+
+function parse(encoded: string): Parsed | undefined {
+  const [scheme, n, r, p, salt, key, ...rest] = encoded.split("$");
+  if (scheme !== "scrypt" || !salt || !key || rest.length) return undefined;
+  const cost = { N: Number(n), r: Number(r), p: Number(p) };
+  if (!isPowerOfTwo(cost.N) || cost.N > MAX_N || !inRange(cost.r, MAX_R) || !inRange(cost.p, MAX_P)) return undefined;
+  const parsed = { cost, salt: Buffer.from(salt, "base64"), key: Buffer.from(key, "base64") };
+  if (parsed.salt.length === 0 || parsed.key.length < 16 || parsed.key.length > 64) return undefined;
+  return parsed;
 }
 
 /** Constant time in the key comparison; a malformed hash never matches. */
 export async function verifyPassword(password: string, encoded: string): Promise<boolean> {
-  const [scheme, n, rr, pp, salt, key] = encoded.split("$");
-  if (scheme !== "scrypt" || !salt || !key) return false;
-  const expected = Buffer.from(key, "base64");
-  const actual = await derive(password, Buffer.from(salt, "base64"), { N: Number(n), r: Number(rr), p: Number(pp) });
-  return actual.length === expected.length && timingSafeEqual(actual, expected);
+  const parsed = parse(encoded);
+  if (!parsed) return false;
+  const actual = await derive(password, parsed.salt, parsed.cost, parsed.key.length);
+  return timingSafeEqual(actual, parsed.key);
+}
+
+/** True when a (verified) hash was made with weaker parameters than SCRYPT_COST. */
+export function needsRehash(encoded: string): boolean {
+  const parsed = parse(encoded);
+  if (!parsed) return false;
+  const { N, r, p } = parsed.cost;
+  return N < SCRYPT_COST.N || r < SCRYPT_COST.r || p < SCRYPT_COST.p || parsed.key.length < KEY_LENGTH;
 }
 
 /**
- * A hash of a random password, made once: an unknown email is checked against
- * it so that it costs the same time as a known one (no user enumeration).
+ * A hash of a random password: an unknown email is checked against it so
+ * that it costs the same time as a known one (no user enumeration). The
+ * organisation app makes it at start (prepareDummyHash), so no login pays
+ * for it; made here on first use otherwise.
  */
 let dummy: Promise<string> | undefined;
 export function dummyHash(): Promise<string> {
   dummy ??= hashPassword(randomBytes(16).toString("hex"));
   return dummy;
+}
+
+/** Makes the dummy hash now; the organisation app awaits it while it starts. */
+export async function prepareDummyHash(): Promise<void> {
+  await dummyHash();
 }
 
 export const PASSWORD_MIN_LENGTH = 8;

@@ -1,4 +1,6 @@
 import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+import { EVENT_TYPE_NAMES } from "../../shared/event-types.js";
+import { TARGET_URL_MAX_LENGTH } from "./target-url.js";
 
 /** One REST Hooks subscription of the pair (organisation, client application). */
 export const SubscriptionEntity = defineEntity({
@@ -6,13 +8,13 @@ export const SubscriptionEntity = defineEntity({
   tableName: "subscription",
   properties: {
     /** bigint identity; int64 on the wire. */
-    id: p.bigint("bigint").primary().autoincrement(),
+    id: p.bigint("bigint").primary().autoincrement().generated("by default as identity"),
     organisationId: p.uuid(),
     clientId: p.text(),
     /** Normalised by checkTargetUrl. */
     targetUrl: p.text(),
-    /** "contact.created" | "contact.updated", see event-types.ts. */
-    eventType: p.text(),
+    /** An event type name (shared/event-types.ts); a text column with the check "subscription_event_type_check". */
+    eventType: p.enum([...EVENT_TYPE_NAMES]),
     /** "whsec_" + base64 of 32 random bytes (Standard Webhooks signing secret). */
     secret: p.text().hidden(),
     createdAt: p.datetime(3).onCreate(() => new Date()),
@@ -21,7 +23,15 @@ export const SubscriptionEntity = defineEntity({
   uniques: [
     { name: "subscription_pair_target_event_unique", properties: ["organisationId", "clientId", "targetUrl", "eventType"] },
   ],
-  indexes: [{ name: "subscription_organisation_event_index", properties: ["organisationId", "eventType"] }],
+  indexes: [
+    // ListSubscribers: one organisation's subscribers of one event type, every client.
+    { name: "subscription_organisation_event_index", properties: ["organisationId", "eventType"] },
+    // ListSubscriptions: one pair's, newest first (the migration makes "id" desc; the diff does not compare directions).
+    { name: "subscription_pair_newest_index", properties: ["organisationId", "clientId", "id"] },
+  ],
+  checks: [
+    { name: "subscription_target_url_length_check", expression: `char_length("target_url") <= ${TARGET_URL_MAX_LENGTH}` },
+  ],
 });
 
 export type Subscription = InferEntity<typeof SubscriptionEntity>;
