@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
-import { UniqueConstraintViolationException, type MikroORM } from "@mikro-orm/postgresql";
+import { LockMode, UniqueConstraintViolationException, type MikroORM } from "@mikro-orm/postgresql";
 import { EventType } from "../../gen/bizcard/events/v1/events_pb.js";
 import {
   MemberSchema,
@@ -158,8 +158,11 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
       const fields = readContactFields(req.fields);
       if (Object.keys(fields).length === 0) throw invalid("fields", "set at least one field to change");
       const message = await orm.em.fork().transactional(async (em) => {
-        // Row lock: concurrent updates of one contact emit events in commit order.
-        const contact = await em.findOne(ContactEntity, { id: req.id.toLowerCase() }, { lockMode: 4 /* PESSIMISTIC_WRITE */ });
+        // Row lock (select … for update): concurrent updates of one contact wait for
+        // each other, so each applies on top of the last and emits its event in commit
+        // order. (The literal 4 that stood here is PESSIMISTIC_PARTIAL_WRITE, "for
+        // update skip locked": a concurrent update found no row and answered NotFound.)
+        const contact = await em.findOne(ContactEntity, { id: req.id.toLowerCase() }, { lockMode: LockMode.PESSIMISTIC_WRITE });
         if (!contact || (req.organisationId && contact.organisationId !== req.organisationId.toLowerCase())) {
           throw notFound("contact");
         }
