@@ -137,8 +137,11 @@ describe("outbox relay", () => {
       leaseMs: 1000,
       publishTimeoutMs: 300,
     });
-    const batch = relay.publishBatch();
-    await waitFor(() => (mine().length > 0 ? true : undefined), 20_000, "the relay publishing");
+    const batch = waitFor(async () => {
+      const b = await relay.publishBatch();
+      return b.leader ? b : undefined;
+    }, 30_000, "the lease");
+    await waitFor(() => (mine().length > 0 ? true : undefined), 30_000, "the relay publishing");
 
     // Another session locks the lease row: the relay's next renewal waits on it.
     const blocker = new pg.Client({ connectionString: db.url });
@@ -356,6 +359,7 @@ describe("outbox relay", () => {
     // After the restart, a relay publishes the row again once the dead one's lease
     // has run out; JetStream drops the duplicate.
     const restarted = new OutboxRelay({ orm, schema: ORGANISATION_SCHEMA, bus, logger, pollMs: 100 });
+    cleanups.push(() => restarted.stop()); // hands the lease back for the next test
     expect(await restarted.publishBatch()).toEqual({ leader: false, published: 0 });
     const second = await waitFor(async () => {
       const batch = await restarted.publishBatch();
