@@ -36,6 +36,8 @@ const CLEAN_ENV: Record<string, undefined> = Object.fromEntries(
     "WEBHOOK_ALLOW_INSECURE_TARGETS",
     "OAUTH_ALLOW_INSECURE_REDIRECTS",
     "OUTBOX_POLL_MS",
+    "OUTBOX_LEASE_MS",
+    "OUTBOX_PUBLISH_TIMEOUT_MS",
   ].map((k) => [k, undefined]),
 );
 
@@ -298,5 +300,48 @@ describe("a gateway process", () => {
     // It drained rather than died: the shutdown is logged, and the port is closed.
     expect(gateway.output()).toMatch(/"msg":"stopped"/);
     await expect(fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(2000) })).rejects.toThrow();
+  });
+});
+
+describe("the outbox relay's timings", () => {
+  it("default to a 15 s lease, a 1 s poll and a 3 s publish timeout", () => {
+    const c = loadConfig({});
+    expect([c.OUTBOX_LEASE_MS, c.OUTBOX_POLL_MS, c.OUTBOX_PUBLISH_TIMEOUT_MS]).toEqual([15_000, 1000, 3000]);
+    const fast = loadConfig({ OUTBOX_LEASE_MS: "1000", OUTBOX_POLL_MS: "100", OUTBOX_PUBLISH_TIMEOUT_MS: "300" });
+    expect([fast.OUTBOX_LEASE_MS, fast.OUTBOX_POLL_MS, fast.OUTBOX_PUBLISH_TIMEOUT_MS]).toEqual([1000, 100, 300]);
+  });
+
+  it.each([
+    [{ OUTBOX_LEASE_MS: "5000" }, /3 × .*publish timeout \(3000 ms\).*9000 ms or more/],
+    [{ OUTBOX_LEASE_MS: "1000", OUTBOX_PUBLISH_TIMEOUT_MS: "400", OUTBOX_POLL_MS: "100" }, /1200 ms or more/],
+    [{ OUTBOX_LEASE_MS: "20000", OUTBOX_POLL_MS: "10000" }, /poll interval \(10000 ms\).*30000 ms or more/],
+  ])("refuse a lease that does not outlast 3 polls and 3 publishes (%o), naming OUTBOX_LEASE_MS on one line", (env, why) => {
+    const err = configError(env);
+    expect(err.variable).toBe("OUTBOX_LEASE_MS");
+    expect(err.message.startsWith(`OUTBOX_LEASE_MS: ${env.OUTBOX_LEASE_MS} must be at least`)).toBe(true);
+    expect(err.message).toMatch(why);
+    expect(err.message).not.toContain("\n");
+  });
+
+  it("refuse a publish timeout that is not a number of milliseconds from 100 to 60000", () => {
+    for (const bad of ["50", "60001", "3s"]) {
+      expect(configError({ OUTBOX_PUBLISH_TIMEOUT_MS: bad }).variable).toBe("OUTBOX_PUBLISH_TIMEOUT_MS");
+    }
+  });
+
+  it("stop the organisation process with one line naming OUTBOX_LEASE_MS, exit 1", async () => {
+    const p = spawnTs("services/organisation/main.ts", {
+      ...CLEAN_ENV,
+      DATABASE_URL: "postgres://127.0.0.1:1/none",
+      NATS_URL: "nats://127.0.0.1:1",
+      OUTBOX_LEASE_MS: "2000",
+    });
+    let stderr = "";
+    p.child.stderr!.on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => p.child.kill("SIGKILL"), 30_000);
+    const code = await p.exited;
+    clearTimeout(timer);
+    expect(code, p.output()).toBe(1);
+    expect(stderr).toMatch(/^configuration error: OUTBOX_LEASE_MS: 2000 must be at least [^\n]+\n$/);
   });
 });

@@ -29,6 +29,7 @@ export async function createOrganisationApp(deps: ServiceAppDeps): Promise<Servi
     logger,
     pollMs: config.OUTBOX_POLL_MS,
     leaseMs: config.OUTBOX_LEASE_MS,
+    publishTimeoutMs: config.OUTBOX_PUBLISH_TIMEOUT_MS,
   });
   const service = createOrganisationService({
     orm,

@@ -167,7 +167,11 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
       const fields = readContactFields(req.fields);
       if (Object.keys(fields).length === 0) throw invalid("fields", "set at least one field to change");
       const message = await orm.em.fork().transactional(async (em) => {
-        // Row lock: concurrent updates of one contact emit events in commit order.
+        // Row lock (select … for update): concurrent updates of one contact wait for
+        // each other, so each applies on top of the last and emits its event in commit
+        // order. (LockMode.PESSIMISTIC_WRITE, not the literal 4: that is
+        // PESSIMISTIC_PARTIAL_WRITE, "for update skip locked", which made a concurrent
+        // update find no row and answer NotFound.)
         const contact = await findContact(em, req, LockMode.PESSIMISTIC_WRITE);
         em.assign(contact, fields);
         if (!contact.firstName && !contact.lastName) throw invalid("first_name", "first_name or last_name is required");

@@ -3,6 +3,7 @@
 // the variable (see `exitOnConfigError`). The README has the table.
 import { isIP } from "node:net";
 import { z } from "zod";
+import { leaseTimingProblem } from "./outbox.js";
 
 export class ConfigError extends Error {
   constructor(readonly variable: string, message: string) {
@@ -115,8 +116,13 @@ const shape = {
   /** Allow http redirect URIs on hosts other than loopback (development only). */
   OAUTH_ALLOW_INSECURE_REDIRECTS: bool(false),
   OUTBOX_POLL_MS: int(1000, 10, 60_000),
-  /** How long a dead relay's lease blocks the next one (one relay publishes at a time). */
+  /**
+   * How long a dead relay's lease blocks the next one (one relay publishes at a time).
+   * At least 3 × the larger of OUTBOX_POLL_MS and OUTBOX_PUBLISH_TIMEOUT_MS (checkOutboxTimings).
+   */
   OUTBOX_LEASE_MS: int(15_000, 500, 300_000),
+  /** How long the relay waits for the broker to store one event; a publish starts only while the lease outlasts it. */
+  OUTBOX_PUBLISH_TIMEOUT_MS: int(3000, 100, 60_000),
 };
 
 /** 10.0.0.1, ::1, 10.0.0.0/8, fd00::/8 */
@@ -147,6 +153,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(variable, value === undefined ? `${issue.message} (unset)` : issue.message);
   }
   const c = parsed.data;
+  checkOutboxTimings(c);
   const local = (p: number) => `http://127.0.0.1:${p}`;
   return {
     ...c,
@@ -157,6 +164,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     deliveryRpcUrl: c.DELIVERY_RPC_URL ?? local(c.DELIVERY_RPC_PORT),
     publicUrl: (c.PUBLIC_URL ?? `http://localhost:${c.GATEWAY_PORT}`).replace(/\/+$/, ""),
   };
+}
+
+/** The outbox lease must outlast several polls and publishes (see services/shared/outbox.ts). */
+function checkOutboxTimings(c: { OUTBOX_LEASE_MS: number; OUTBOX_POLL_MS: number; OUTBOX_PUBLISH_TIMEOUT_MS: number }): void {
+  const problem = leaseTimingProblem({ leaseMs: c.OUTBOX_LEASE_MS, pollMs: c.OUTBOX_POLL_MS, publishTimeoutMs: c.OUTBOX_PUBLISH_TIMEOUT_MS });
+  if (problem) throw new ConfigError("OUTBOX_LEASE_MS", `${c.OUTBOX_LEASE_MS} ${problem}`);
 }
 
 /** Standalone processes need the real backends: never a home-made substitute in production. */

@@ -25,6 +25,7 @@ export interface NatsBusOptions {
   /** Connection name shown by the server. */
   name: string;
   logger: Logger;
+  /** The whole of one publish, making sure of the stream included (OUTBOX_PUBLISH_TIMEOUT_MS). */
   publishTimeoutMs?: number;
 }
 
@@ -91,12 +92,18 @@ export class NatsBus implements EventBus {
   }
 
   async publish(subject: string, data: Uint8Array, msgId: string): Promise<void> {
+    // The outbox relay starts a publish only while its lease outlasts this
+    // timeout: the message must not leave after it, stream check included.
+    const timeoutMs = this.options.publishTimeoutMs ?? 3000;
+    const deadline = performance.now() + timeoutMs;
     await this.ensureStream();
+    const left = Math.floor(deadline - performance.now());
+    if (left <= 0) throw new Error(`publish not sent: the stream took more than ${timeoutMs} ms to answer`);
     try {
       await this.js.publish(subject, data, {
         msgID: msgId,
         expect: { streamName: this.options.stream },
-        timeout: this.options.publishTimeoutMs ?? 3000,
+        timeout: left,
       });
     } catch (err) {
       // The stream may be gone (deleted, storage lost): make sure of it again next time.

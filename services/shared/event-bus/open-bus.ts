@@ -13,6 +13,7 @@ export async function openBus(config: Config, name: string, logger: Logger): Pro
     prefix: config.NATS_SUBJECT_PREFIX,
     replicas: config.NATS_STREAM_REPLICAS,
     duplicateWindowSeconds: config.NATS_DUPLICATE_WINDOW_SECONDS,
+    publishTimeoutMs: config.OUTBOX_PUBLISH_TIMEOUT_MS,
     name,
     logger,
   });
