@@ -97,6 +97,12 @@ const shape = {
   OUTBOX_POLL_MS: int(1000, 10, 60_000),
   /** How long a dead relay's lease blocks the next one (one relay publishes at a time). */
   OUTBOX_LEASE_MS: int(15_000, 500, 300_000),
+  /** Gateway: a request's head and body must have arrived within this long (else 408); stalled bodies end here. */
+  GATEWAY_REQUEST_TIMEOUT_MS: int(10_000, 100, 600_000),
+  /** Gateway: a request's head must have arrived within this long (else 408); never more than the request timeout. */
+  GATEWAY_HEADERS_TIMEOUT_MS: int(5_000, 100, 600_000),
+  /** Gateway: an idle keep-alive connection is closed after this long (above common load balancers' 60 s). */
+  GATEWAY_KEEP_ALIVE_TIMEOUT_MS: int(72_000, 100, 600_000),
 };
 
 export type Config = z.output<z.ZodObject<typeof shape>> & {
