@@ -17,7 +17,7 @@ import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
-import { freePort } from "./support/processes.js";
+import { freePort, waitFor } from "./support/processes.js";
 import { openTestBus, startService, type StartedService } from "./support/services.js";
 
 const TOKEN = "g".repeat(40);
@@ -177,6 +177,34 @@ describe("timeouts and the drain", () => {
     const a = await rawExchange(quickBase, "POST /oauth/token HTTP/1.1\r\nHost: x\r\nContent-Len");
     expectRawError(a, 408, "request_timeout");
     expect(a!.closed).toBe(true);
+  });
+
+  it("close() serves a request already received, closing its connection after the answer", async () => {
+    // An auth service that takes the call and never answers: the request waits in its handler.
+    const calls: net.Socket[] = [];
+    const hold = net.createServer((socket) => calls.push(socket));
+    await new Promise<void>((resolve) => hold.listen(0, "127.0.0.1", () => resolve()));
+    const holdUrl = `http://127.0.0.1:${(hold.address() as AddressInfo).port}`;
+    const config = configWith({ AUTH_RPC_URL: holdUrl, RPC_TIMEOUT_MS: "1500" });
+    const busy = await buildGateway({ clients: createServiceClients(config), serviceUrls: {}, logger });
+    const busyBase = await listen(busy);
+    try {
+      const answer = call(
+        "/oauth/token",
+        { method: "POST", headers: { "content-type": FORM }, body: form({ grant_type: "client_credentials", client_id: "c", client_secret: "s" }) },
+        busyBase,
+      );
+      await waitFor(() => (calls.length > 0 ? true : undefined), 30_000, "the gateway's call to the auth service");
+      const closed = busy.close();
+      const a = await answer;
+      // The auth service never answered: the deadline made it 503, and the answer was still written.
+      expectError(a, 503, "temporarily_unavailable");
+      expect(a.headers.get("connection")).toBe("close");
+      await closed;
+    } finally {
+      for (const socket of calls) socket.destroy();
+      hold.close();
+    }
   });
 
   it("close() does not wait for a stalled body: the client gets 503 in the one shape, and close() returns", async () => {
