@@ -1,7 +1,6 @@
 // The two body types the API reads, application/json and
 // application/x-www-form-urlencoded, parsed strictly: UTF-8 only, and no
 // parameter twice. Anything else is 415 (fastify's own answer, in our shape).
-import { parse as parseJsonTree } from "@humanwhocodes/momoa";
 import type { FastifyInstance } from "fastify";
 import { HttpError } from "./errors.js";
 
@@ -28,21 +27,40 @@ function decodeUtf8(body: Buffer): string {
  * RFC 8259 §4: "The names within an object SHOULD be unique"; RFC 6749 §3.1:
  * "Request and response parameters MUST NOT be included more than once." A
  * repeated name is refused at any depth (JSON.parse would keep the last one).
+ * Runs on text JSON.parse accepted, so a string after "{" or "," inside an
+ * object is a name; one pass, cheaper than the parse itself (a JSON AST
+ * library was 25-40 times slower on a 40 KB body).
  */
 function firstRepeatedName(text: string): string | undefined {
-  const pending = [parseJsonTree(text, { mode: "json", ranges: false, tokens: false }).body];
-  for (let node = pending.pop(); node; node = pending.pop()) {
-    if (node.type === "Object") {
-      const names = new Set<string>();
-      for (const member of node.members) {
-        // In JSON mode every name is a String node (identifiers are JSON5's).
-        const name = member.name.type === "String" ? member.name.value : member.name.name;
+  // One set of names per open object; undefined for an open array.
+  const open: (Set<string> | undefined)[] = [];
+  let expectingName = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      let end = i + 1;
+      for (let d = text.charCodeAt(end); d !== 0x22; d = text.charCodeAt(end)) end += d === 0x5c /* \ */ ? 2 : 1;
+      if (expectingName) {
+        const raw = text.slice(i + 1, end);
+        // "a\u0062" and "ab" are the same name.
+        const name: string = raw.includes("\\") ? JSON.parse(text.slice(i, end + 1)) : raw;
+        const names = open[open.length - 1]!;
         if (names.has(name)) return name;
         names.add(name);
-        pending.push(member.value);
+        expectingName = false;
       }
-    } else if (node.type === "Array") {
-      for (const element of node.elements) pending.push(element.value);
+      i = end;
+    } else if (c === 0x7b /* { */) {
+      open.push(new Set());
+      expectingName = true;
+    } else if (c === 0x5b /* [ */) {
+      open.push(undefined);
+      expectingName = false;
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      open.pop();
+      expectingName = false;
+    } else if (c === 0x2c /* , */) {
+      expectingName = open[open.length - 1] !== undefined;
     }
   }
   return undefined;

@@ -744,8 +744,10 @@ describe("POST /oauth/token: strict parameters", () => {
       ['{"grant_type":"client_credentials","client_id":"c","client_secret":"s","client_secret":"t"}', "client_secret"],
       // The same name, spelt with an escape: still the same name.
       ['{"grant_type":"client_credentials","grant\\u005ftype":"client_credentials"}', "grant_type"],
-      // At any depth.
+      // At any depth, after empty objects and arrays, and past strings holding quotes and backslashes.
       ['{"grant_type":"client_credentials","x":[{"a":1,"a":2}]}', "a"],
+      ['{"x":{},"y":[],"grant_type":"a\\"\\\\","grant_type":"b"}', "grant_type"],
+      ['{"client_id":"[{\\"","x":[["client_id"]],"client_id":"c"}', "client_id"],
     ] as const) {
       const a = await token(body, JSON_TYPE);
       expectError(a, 400, "invalid_request", new RegExp(`\\b${name}\\b.*more than once`));
