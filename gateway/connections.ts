@@ -102,8 +102,9 @@ export class Connections {
 
   /**
    * On close: requests already received are served, each answer closing its
-   * connection; idle connections, heads still arriving and bodies that stopped
-   * arriving are not waited for (those bodies get 503: send again elsewhere).
+   * connection; idle connections, heads still arriving and bodies still
+   * arriving (stalled or slow) are not waited for: such a body gets 503 with
+   * Retry-After, since nothing of it was acted on and it is safe to send again.
    */
   private drain(): void {
     for (const socket of this.sockets) {
