@@ -1,16 +1,39 @@
 // The REST gateway: the documented paths and form-encoded OAuth requests,
 // mapped onto the RPC services. Built here, served by main.ts.
 import { randomUUID } from "node:crypto";
-import formbody from "@fastify/formbody";
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import type { Server } from "node:http";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyHttpOptions, type FastifyInstance } from "fastify";
+import type { Config } from "../services/shared/config.js";
 import type { Logger } from "../services/shared/logger.js";
 import { acceptRequestId, REQUEST_ID_HEADER } from "../services/shared/request-context.js";
+import { registerBodyParsers } from "./body-parsers.js";
 import type { ServiceClients } from "./clients.js";
-import { HttpError, errorHandler, sendError } from "./errors.js";
+import { Connections } from "./connections.js";
+import { HttpError, errorHandler, sendError, toHttpError } from "./errors.js";
+import { RouteTable, requestGuards } from "./request-guards.js";
 import { healthRoutes } from "./routes/health.js";
 import { tokenRoutes } from "./routes/token.js";
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
+
+export interface GatewayTimeouts {
+  /** The whole request (head and body) must arrive within this long, else 408. */
+  requestMs: number;
+  /** The head must arrive within this long, else 408 (capped at requestMs). */
+  headersMs: number;
+  /** An idle keep-alive connection is closed after this long. */
+  keepAliveMs: number;
+}
+
+export const DEFAULT_TIMEOUTS: GatewayTimeouts = { requestMs: 10_000, headersMs: 5_000, keepAliveMs: 72_000 };
+
+export function gatewayTimeouts(config: Config): GatewayTimeouts {
+  return {
+    requestMs: config.GATEWAY_REQUEST_TIMEOUT_MS,
+    headersMs: config.GATEWAY_HEADERS_TIMEOUT_MS,
+    keepAliveMs: config.GATEWAY_KEEP_ALIVE_TIMEOUT_MS,
+  };
+}
 
 export interface GatewayOptions {
   clients: ServiceClients;
@@ -19,45 +42,58 @@ export interface GatewayOptions {
   logger: Logger;
   /** Proxies (addresses or CIDR ranges) whose X-Forwarded-For is believed; none by default. */
   trustedProxies?: string[];
+  timeouts?: Partial<GatewayTimeouts>;
 }
 
 export async function buildGateway(options: GatewayOptions): Promise<FastifyInstance> {
-  const app = Fastify({
+  const timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
+  const connections = new Connections(options.logger);
+  const fastifyOptions: FastifyHttpOptions<Server, FastifyBaseLogger> = {
     loggerInstance: options.logger as unknown as FastifyBaseLogger,
-    disableRequestLogging: true,
+    // One log line per request (onResponse below), keyed requestId like the services' lines.
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: "requestId" }),
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: options.trustedProxies?.length ? options.trustedProxies : false,
-    // While closing, requests on open connections are still served (the drain).
+    // While closing, requests already received are still served (the drain, see connections.ts).
     return503OnClosing: false,
+    requestTimeout: timeouts.requestMs,
+    keepAliveTimeout: timeouts.keepAliveMs,
+    http: {
+      requestTimeout: timeouts.requestMs,
+      headersTimeout: Math.min(timeouts.headersMs, timeouts.requestMs),
+      // How often node checks the two timeouts above (its default is 30 s).
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(timeouts.requestMs / 4))),
+      // A missing Host is answered in the one shape (request-guards.ts), not by node's empty 400.
+      requireHostHeader: false,
+    },
     // Malformed HTTP that never reaches a route still gets the one error shape.
-    clientErrorHandler: (err, socket) => {
-      if (!socket.writable) return socket.destroy();
-      const code = (err as NodeJS.ErrnoException).code;
-      const [status, text, description] =
-        code === "HPE_HEADER_OVERFLOW"
-          ? [431, "Request Header Fields Too Large", "the request headers are too large"]
-          : code === "ERR_HTTP_REQUEST_TIMEOUT"
-            ? [408, "Request Timeout", "the request took too long to arrive"]
-            : [400, "Bad Request", "the request is not valid HTTP"];
-      const body = JSON.stringify({ error: "invalid_request", error_description: description });
-      socket.end(
-        `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-      );
+    clientErrorHandler: connections.onClientError,
+    // A path fastify cannot decode (GET /%zz) or route.
+    frameworkErrors: (err, request, reply) => {
+      reply.header(REQUEST_ID_HEADER, request.id).header("x-content-type-options", "nosniff");
+      if ((err as { code?: string }).code === "FST_ERR_BAD_URL") {
+        return sendError(reply, new HttpError(400, "invalid_request", "the path is not validly percent-encoded"));
+      }
+      return errorHandler(toHttpError(err) ?? err, request, reply);
     },
     // The caller's request id when it is sane, else a new one; routes pass it to
     // every RPC they make (rpcOptions), so it reaches the services' log lines.
     genReqId: (req) => acceptRequestId(req.headers[REQUEST_ID_HEADER] as string | undefined) ?? randomUUID(),
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
-  });
+  };
+  const app = Fastify(fastifyOptions);
+  connections.attach(app);
+  // RFC 9110 §10.1.1: an Expect other than 100-continue goes through the routing
+  // like any request, where request-guards.ts answers 417 in the one shape.
+  app.server.on("checkExpectation", app.routing);
 
-  // Only the two body types the API speaks: anything else is 415.
-  app.removeContentTypeParser("text/plain");
-  await app.register(formbody, { bodyLimit: BODY_LIMIT_BYTES });
+  registerBodyParsers(app, BODY_LIMIT_BYTES);
 
-  app.addHook("onRequest", async (request, reply) => {
+  app.addHook("onRequest", (request, reply, done) => {
     reply.header(REQUEST_ID_HEADER, request.id);
     // Every answer is JSON (or, later, HTML pages that set their own policy): never sniffed.
     reply.header("x-content-type-options", "nosniff");
+    done();
   });
   // One log line per request.
   app.addHook("onResponse", async (request, reply) => {
@@ -73,21 +109,10 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     );
   });
 
-  // 404 for an unknown path, 405 (with Allow) for a known path and another method.
-  const routes: { pattern: RegExp; method: string }[] = [];
-  app.addHook("onRoute", (route) => {
-    const methods = Array.isArray(route.method) ? route.method : [route.method];
-    const pattern = new RegExp(`^${route.url.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/:[^/]+/g, "[^/]+")}$`);
-    for (const method of methods) routes.push({ pattern, method: method.toUpperCase() });
-  });
-  app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split("?")[0]!;
-    const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))];
-    if (allowed.length > 0) {
-      return sendError(reply, new HttpError(405, "method_not_allowed", `use ${allowed.join(", ")} on ${path}`, { allow: allowed.join(", ") }));
-    }
-    return sendError(reply, new HttpError(404, "not_found", `no route ${request.method} ${path}`));
-  });
+  const routes = new RouteTable();
+  routes.attach(app);
+  requestGuards(app, routes);
+  app.setNotFoundHandler((request, reply) => sendError(reply, routes.notFound(request)));
   app.setErrorHandler(errorHandler);
 
   healthRoutes(app, { services: options.serviceUrls });

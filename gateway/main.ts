@@ -2,7 +2,8 @@
 import { loadConfigOrExit, requireInternalToken } from "../services/shared/config.js";
 import { createLogger } from "../services/shared/logger.js";
 import { onShutdown } from "../services/shared/service-main.js";
-import { buildGateway } from "./app.js";
+import { exitIfPortInUse, listenOn } from "../services/shared/port-in-use.js";
+import { buildGateway, gatewayTimeouts } from "./app.js";
 import { createServiceClients, serviceUrls } from "./clients.js";
 
 const config = loadConfigOrExit([requireInternalToken]);
@@ -12,6 +13,11 @@ const app = await buildGateway({
   serviceUrls: serviceUrls(config),
   logger,
   trustedProxies: config.GATEWAY_TRUSTED_PROXIES,
+  timeouts: gatewayTimeouts(config),
 });
-await app.listen({ host: config.GATEWAY_HOST, port: config.GATEWAY_PORT });
+const listen = { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT };
+await listenOn(listen, () => app.listen({ host: listen.host, port: listen.port })).catch((err) => {
+  exitIfPortInUse("gateway", err);
+  throw err;
+});
 onShutdown(logger, () => app.close());

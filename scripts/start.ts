@@ -3,6 +3,8 @@
 // in-process bus); with them set, on real PostgreSQL and NATS JetStream. Each
 // service still listens on its own loopback RPC port and talks to the others
 // over RPC, exactly as the separate processes of docker-compose.yml do.
+// package.json runs it with `exec`, so that the signal npm forwards (`kill <npm
+// pid>`) reaches node itself rather than a shell that would leave node running.
 import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { existsSync } from "node:fs";
@@ -10,7 +12,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { buildGateway } from "../gateway/app.js";
+import { buildGateway, gatewayTimeouts } from "../gateway/app.js";
 import { createServiceClients, serviceUrls } from "../gateway/clients.js";
 import { createAuthApp } from "../services/auth/auth-app.js";
 import { createDeliveryApp } from "../services/delivery/delivery-app.js";
@@ -22,6 +24,7 @@ import { createLogger } from "../services/shared/logger.js";
 import { createRpcClient } from "../services/shared/rpc-client.js";
 import { startRpcServer, type RunningServer } from "../services/shared/rpc-server.js";
 import type { ServiceApp, ServiceAppDeps } from "../services/shared/service-app.js";
+import { PortInUseError, checkPortsFree, exitIfPortInUse, listenOn } from "../services/shared/port-in-use.js";
 import { onShutdown } from "../services/shared/service-main.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import type { FastifyInstance } from "fastify";
@@ -29,10 +32,10 @@ import { createWebhookApp } from "../services/webhook/webhook-app.js";
 
 const SERVICES = [
   // Consumers first, publishers last: a relay never publishes before its consumers listen.
-  { name: "delivery", create: createDeliveryApp, port: (c: Config) => c.DELIVERY_RPC_PORT },
-  { name: "webhook", create: createWebhookApp, port: (c: Config) => c.WEBHOOK_RPC_PORT },
-  { name: "auth", create: createAuthApp, port: (c: Config) => c.AUTH_RPC_PORT },
-  { name: "organisation", create: createOrganisationApp, port: (c: Config) => c.ORGANISATION_RPC_PORT },
+  { name: "delivery", create: createDeliveryApp, port: (c: Config) => c.DELIVERY_RPC_PORT, portVariable: "DELIVERY_RPC_PORT" },
+  { name: "webhook", create: createWebhookApp, port: (c: Config) => c.WEBHOOK_RPC_PORT, portVariable: "WEBHOOK_RPC_PORT" },
+  { name: "auth", create: createAuthApp, port: (c: Config) => c.AUTH_RPC_PORT, portVariable: "AUTH_RPC_PORT" },
+  { name: "organisation", create: createOrganisationApp, port: (c: Config) => c.ORGANISATION_RPC_PORT, portVariable: "ORGANISATION_RPC_PORT" },
 ] as const;
 
 export const INTERNAL_TOKEN_FILE = "internal-rpc-token";
@@ -76,6 +79,11 @@ async function main(): Promise<void> {
   });
 
   try {
+    // A port another process holds is found before anything slow starts.
+    await checkPortsFree([
+      ...SERVICES.map((svc) => ({ variable: svc.portVariable, host: config.RPC_HOST, port: svc.port(config) })),
+      { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT },
+    ]);
     bus = await openBus(config, "bizcard", logger);
     // PGlite instances start in parallel: a fresh one runs initdb, which takes seconds.
     const embedded = embeddedDb
@@ -94,15 +102,17 @@ async function main(): Promise<void> {
       const app = await svc.create(deps);
       apps.push(app);
       servers.push(
-        await startRpcServer({
-          name: svc.name,
-          host: config.RPC_HOST,
-          port: svc.port(config),
-          routes: app.routes,
-          logger: log,
-          internalTokens: config.INTERNAL_RPC_TOKEN,
-          readiness: app.readiness,
-        }),
+        await listenOn({ variable: svc.portVariable, host: config.RPC_HOST, port: svc.port(config) }, () =>
+          startRpcServer({
+            name: svc.name,
+            host: config.RPC_HOST,
+            port: svc.port(config),
+            routes: app.routes,
+            logger: log,
+            internalTokens: config.INTERNAL_RPC_TOKEN,
+            readiness: app.readiness,
+          }),
+        ),
       );
     }
     for (const app of apps) await app.start();
@@ -114,8 +124,10 @@ async function main(): Promise<void> {
       serviceUrls: serviceUrls(config),
       logger: createLogger("gateway", config.LOG_LEVEL),
       trustedProxies: config.GATEWAY_TRUSTED_PROXIES,
+      timeouts: gatewayTimeouts(config),
     });
-    await gateway.listen({ host: config.GATEWAY_HOST, port: config.GATEWAY_PORT });
+    const gatewayListen = { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT };
+    await listenOn(gatewayListen, () => gateway!.listen({ host: gatewayListen.host, port: gatewayListen.port }));
 
     const backends = `${embeddedDb ? `PGlite in ${dataDir}` : "PostgreSQL"}, ${bus.kind === "nats" ? "NATS JetStream" : "in-process bus"}`;
     process.stdout.write(`\nbizcard platform ready (${backends})\n  gateway: http://${config.GATEWAY_HOST}:${config.GATEWAY_PORT}\n`);
@@ -123,8 +135,9 @@ async function main(): Promise<void> {
     else if (existsSync(path.join(dataDir, DEMO_FILE))) process.stdout.write(`  demo credentials: ${path.join(dataDir, DEMO_FILE)}\n`);
     process.stdout.write("\n");
   } catch (err) {
-    logger.fatal({ err }, "start failed");
+    if (!(err instanceof PortInUseError)) logger.fatal({ err }, "start failed");
     await stop().catch(() => {});
+    exitIfPortInUse("bizcard", err);
     process.exit(1);
   }
 }

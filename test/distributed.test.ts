@@ -357,7 +357,7 @@ describe("the platform as separate processes", () => {
         .split("\n")
         .filter((l) => l.startsWith("{"))
         .map((l) => JSON.parse(l) as Record<string, unknown>);
-    const gatewayLine = await waitFor(() => lines(procs.gateway).find((l) => l.reqId === requestId && l.msg === "request"), 10_000);
+    const gatewayLine = await waitFor(() => lines(procs.gateway).find((l) => l.requestId === requestId && l.msg === "request"), 10_000);
     expect(gatewayLine).toMatchObject({ method: "POST", url: "/oauth/token", status: res.status });
     const authLines = await waitFor(() => {
       const found = lines(procs.auth).filter((l) => l.requestId === requestId);

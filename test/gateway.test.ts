@@ -4,7 +4,9 @@
 // to the auth service. Every error has the one body shape, never HTML, never
 // a stack trace.
 import net, { type AddressInfo } from "node:net";
+import { Writable } from "node:stream";
 import type { FastifyInstance } from "fastify";
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildGateway } from "../gateway/app.js";
 import { createServiceClients } from "../gateway/clients.js";
@@ -15,7 +17,7 @@ import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
-import { freePort } from "./support/processes.js";
+import { freePort, waitFor } from "./support/processes.js";
 import { openTestBus, startService, type StartedService } from "./support/services.js";
 
 const TOKEN = "g".repeat(40);
@@ -108,9 +110,118 @@ describe("malformed HTTP", () => {
       error: "invalid_request",
       error_description: "the request is not valid HTTP",
     });
+    expect(parseRaw(garbage).headers["x-request-id"]).toMatch(UUID);
     const huge = await raw(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`);
     expect(huge).toMatch(/^HTTP\/1\.1 431 /);
     expect(JSON.parse(huge.slice(huge.indexOf("\r\n\r\n") + 4)).error).toBe("invalid_request");
+    expectRawError(parseRaw(huge), 431, "invalid_request");
+  });
+
+  it("a path that is not valid percent-encoding is 400 in the one shape", async () => {
+    for (const path of ["/%zz", "/oauth/%E0%A4%A", "/nope/%"]) {
+      expectError(await call(path, { headers: { "x-request-id": "bad-path" } }), 400, "invalid_request", /percent-encoded/);
+    }
+  });
+
+  it("an HTTP/1.1 request without Host, or with two, is 400 in the one shape (RFC 9112 §3.2)", async () => {
+    const none = await rawExchange(base, "GET /healthz HTTP/1.1\r\nX-Request-Id: no-host\r\n\r\n");
+    expectRawError(none, 400, "invalid_request", "no-host");
+    expect(none!.body).toEqual({ error: "invalid_request", error_description: expect.stringMatching(/Host/) });
+    const two = await rawExchange(base, "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n");
+    expectRawError(two, 400, "invalid_request");
+    // HTTP/1.0 has no Host requirement.
+    expect((await rawExchange(base, "GET /healthz HTTP/1.0\r\n\r\n"))?.status).toBe(200);
+  });
+
+  it("an Expect other than 100-continue is 417 in the one shape (RFC 9110 §10.1.1)", async () => {
+    for (const path of ["/oauth/token", "/nope"]) {
+      const a = await rawExchange(
+        base,
+        `POST ${path} HTTP/1.1\r\nHost: x\r\nX-Request-Id: expect-1\r\nExpect: 999-nope\r\nContent-Type: ${FORM}\r\nContent-Length: 12\r\n\r\n`,
+      );
+      expectRawError(a, 417, "expectation_failed", "expect-1");
+    }
+    // 100-continue itself is met: the client is told to go on, then answered.
+    const ok = await rawExchange(
+      base,
+      `POST /oauth/token HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: ${FORM}\r\nContent-Length: 12\r\n\r\n`,
+      { after100: "grant_type=x" },
+    );
+    expectRawError(ok, 400, "unsupported_grant_type");
+  });
+});
+
+describe("timeouts and the drain", () => {
+  const logger = createLogger("gateway-test", baseConfig.LOG_LEVEL);
+  let quick: FastifyInstance;
+  let quickBase: string;
+
+  beforeAll(async () => {
+    quick = await buildGateway({ clients: createServiceClients(baseConfig), serviceUrls: {}, logger, timeouts: { requestMs: 1000 } });
+    quickBase = await listen(quick);
+  });
+  afterAll(async () => {
+    await quick?.close();
+  });
+
+  const STALLED = `POST /oauth/token HTTP/1.1\r\nHost: x\r\nX-Request-Id: stalled-1\r\nContent-Length: 100\r\nContent-Type: ${FORM}\r\n\r\ngrant_type=x`;
+
+  it("a body that stops arriving is answered 408 in the one shape, with its request id, and the connection closed", async () => {
+    const a = await rawExchange(quickBase, STALLED);
+    expectRawError(a, 408, "request_timeout", "stalled-1");
+    expect(a!.headers.connection).toBe("close");
+    expect(a!.closed).toBe(true);
+  });
+
+  it("a head that stops arriving is answered 408 in the one shape", async () => {
+    const a = await rawExchange(quickBase, "POST /oauth/token HTTP/1.1\r\nHost: x\r\nContent-Len");
+    expectRawError(a, 408, "request_timeout");
+    expect(a!.closed).toBe(true);
+  });
+
+  it("close() serves a request already received, closing its connection after the answer", async () => {
+    // An auth service that takes the call and never answers: the request waits in its handler.
+    const calls: net.Socket[] = [];
+    const hold = net.createServer((socket) => calls.push(socket));
+    await new Promise<void>((resolve) => hold.listen(0, "127.0.0.1", () => resolve()));
+    const holdUrl = `http://127.0.0.1:${(hold.address() as AddressInfo).port}`;
+    const config = configWith({ AUTH_RPC_URL: holdUrl, RPC_TIMEOUT_MS: "1500" });
+    const busy = await buildGateway({ clients: createServiceClients(config), serviceUrls: {}, logger });
+    const busyBase = await listen(busy);
+    try {
+      const answer = call(
+        "/oauth/token",
+        { method: "POST", headers: { "content-type": FORM }, body: form({ grant_type: "client_credentials", client_id: "c", client_secret: "s" }) },
+        busyBase,
+      );
+      await waitFor(() => (calls.length > 0 ? true : undefined), 30_000, "the gateway's call to the auth service");
+      const closed = busy.close();
+      const a = await answer;
+      // The auth service never answered: the deadline made it 503, and the answer was still written.
+      expectError(a, 503, "temporarily_unavailable");
+      expect(a.headers.get("connection")).toBe("close");
+      await closed;
+    } finally {
+      for (const socket of calls) socket.destroy();
+      hold.close();
+    }
+  });
+
+  it("close() does not wait for a stalled body: the client gets 503 in the one shape, and close() returns", async () => {
+    const slow = await buildGateway({ clients: createServiceClients(baseConfig), serviceUrls: {}, logger, timeouts: { requestMs: 600_000 } });
+    const slowBase = await listen(slow);
+    const received = new Promise((resolve) => slow.server.once("request", resolve));
+    const answer = rawExchange(slowBase, STALLED);
+    await received;
+    // An idle keep-alive connection is not waited for either.
+    const idle = net.connect(Number(new URL(slowBase).port), "127.0.0.1");
+    await new Promise((resolve) => idle.once("connect", resolve));
+    const idleClosed = new Promise((resolve) => idle.once("close", resolve));
+    await slow.close();
+    const a = await answer;
+    expectRawError(a, 503, "temporarily_unavailable", "stalled-1");
+    expect(Number(a!.headers["retry-after"])).toBeGreaterThan(0);
+    await idleClosed;
   });
 });
 
@@ -154,6 +265,73 @@ async function call(path: string, init: RequestInit = {}, at = base): Promise<An
     body = undefined;
   }
   return { status: res.status, headers: res.headers, text, body };
+}
+
+interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  text: string;
+  body: unknown;
+  /** The server closed the connection after this answer. */
+  closed: boolean;
+}
+
+function parseRaw(data: string, closed = true): RawAnswer {
+  const end = data.indexOf("\r\n\r\n");
+  const [statusLine, ...lines] = data.slice(0, end).split("\r\n");
+  const headers: Record<string, string> = {};
+  for (const line of lines) headers[line.slice(0, line.indexOf(":")).toLowerCase()] = line.slice(line.indexOf(":") + 1).trim();
+  const text = data.slice(end + 4);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  return { status: Number(statusLine!.split(" ")[1]), headers, text, body, closed };
+}
+
+/**
+ * One exchange over a raw socket, for what fetch cannot send: the first final
+ * answer (after an optional 100 Continue), once complete or once the server
+ * closes; undefined when the server closed without a word.
+ */
+function rawExchange(at: string, request: string | Buffer, options: { after100?: string } = {}): Promise<RawAnswer | undefined> {
+  return new Promise((resolve) => {
+    const url = new URL(at);
+    const socket = net.connect(Number(url.port), url.hostname, () => socket.write(request));
+    let data = "";
+    const done = (closed: boolean) => {
+      socket.destroy();
+      resolve(data.includes("\r\n\r\n") ? parseRaw(data, closed) : undefined);
+    };
+    socket.on("data", (d) => {
+      data += d;
+      if (/^HTTP\/1\.1 100 /.test(data) && data.includes("\r\n\r\n")) {
+        data = data.slice(data.indexOf("\r\n\r\n") + 4);
+        if (options.after100 !== undefined) socket.write(options.after100);
+      }
+      const end = data.indexOf("\r\n\r\n");
+      const length = end < 0 ? undefined : /\r\ncontent-length: *(\d+)/i.exec(data.slice(0, end + 2))?.[1];
+      if (length !== undefined && Buffer.byteLength(data.slice(end + 4)) >= Number(length)) {
+        // Complete: did the server also close? Give it the chance to say so.
+        socket.once("end", () => done(true));
+        setImmediate(() => socket.readableEnded || socket.destroyed || /\r\nconnection: *close/i.test(data) ? undefined : done(false));
+      }
+    });
+    socket.on("close", () => done(true));
+    socket.on("error", () => done(true));
+  });
+}
+
+/** A raw answer in the one error shape, with a request id (the given one when the client sent it). */
+function expectRawError(a: RawAnswer | undefined, status: number, error: string, requestId?: string): void {
+  expect(a, "an answer").toBeDefined();
+  expect(a!.status, a!.text).toBe(status);
+  expect(a!.headers["content-type"]).toMatch(/^application\/json/);
+  expect(a!.headers["x-content-type-options"]).toBe("nosniff");
+  expect(a!.body).toEqual({ error, error_description: expect.any(String) });
+  expect(a!.headers["x-request-id"]).toMatch(requestId === undefined ? UUID : new RegExp(`^${requestId}$`));
 }
 
 /** Nothing a client reads ever carries HTML or a stack frame. */
@@ -525,5 +703,102 @@ describe("POST /oauth/token: parameters", () => {
     const bad = await token(form({ grant_type: "client_credentials" }), FORM, { authorization: basic("c%zz", "s") });
     expectError(bad, 401, "invalid_client");
     expect(bad.headers.get("www-authenticate")).toMatch(/^Basic /);
+  });
+});
+
+describe("bodies the gateway does not read", () => {
+  it("a body sent to an unknown route is 404 (405 on a known path), whatever the body", async () => {
+    const bodies: [string, RequestInit][] = [
+      ["malformed JSON", { method: "POST", headers: { "content-type": JSON_TYPE }, body: "{{{" }],
+      ["over 64 KiB", { method: "POST", headers: { "content-type": FORM }, body: `a=${"x".repeat(70 * 1024)}` }],
+      ["another media type", { method: "PUT", headers: { "content-type": "application/xml" }, body: "<a/>" }],
+      ["gzip", { method: "POST", headers: { "content-type": JSON_TYPE, "content-encoding": "gzip" }, body: "{}" }],
+      ["not UTF-8", { method: "POST", headers: { "content-type": FORM }, body: Buffer.from([0x61, 0x3d, 0xff]) }],
+    ];
+    for (const [what, init] of bodies) {
+      expectError(await call("/nope", init), 404, "not_found", undefined);
+      const known = await call("/healthz", init);
+      expect(known.status, what).toBe(405);
+      expectError(known, 405, "method_not_allowed");
+    }
+  });
+
+  it("a Content-Encoding other than identity is 415 with Accept-Encoding: identity (RFC 9110 §15.5.16)", async () => {
+    for (const coding of ["gzip", "br", "deflate", "identity, gzip"]) {
+      for (const enc of encodings) {
+        const a = await enc.send({ grant_type: "client_credentials" }, { "content-encoding": coding });
+        expectError(a, 415, "unsupported_media_type", /Content-Encoding/);
+        expect(a.headers.get("accept-encoding")).toBe("identity");
+        expectNoStore(a);
+      }
+    }
+    // identity is no coding at all.
+    expectError(await token(form({ grant_type: "nope" }), FORM, { "content-encoding": "identity" }), 400, "unsupported_grant_type");
+  });
+});
+
+describe("POST /oauth/token: strict parameters", () => {
+  it("a JSON name repeated is 400 invalid_request naming it, like a repeated form field", async () => {
+    for (const [body, name] of [
+      ['{"grant_type":"client_credentials","grant_type":"refresh_token"}', "grant_type"],
+      ['{"grant_type":"client_credentials","client_id":"c","client_secret":"s","client_secret":"t"}', "client_secret"],
+      // The same name, spelt with an escape: still the same name.
+      ['{"grant_type":"client_credentials","grant\\u005ftype":"client_credentials"}', "grant_type"],
+      // At any depth, after empty objects and arrays, and past strings holding quotes and backslashes.
+      ['{"grant_type":"client_credentials","x":[{"a":1,"a":2}]}', "a"],
+      ['{"x":{},"y":[],"grant_type":"a\\"\\\\","grant_type":"b"}', "grant_type"],
+      ['{"client_id":"[{\\"","x":[["client_id"]],"client_id":"c"}', "client_id"],
+    ] as const) {
+      const a = await token(body, JSON_TYPE);
+      expectError(a, 400, "invalid_request", new RegExp(`\\b${name}\\b.*more than once`));
+      expectNoStore(a);
+    }
+    // The same names in different objects are not repeats (the parameter checks come next).
+    expectError(await token('{"grant_type":"nope","x":{"grant_type":1}}', JSON_TYPE), 400, "invalid_request", /parameter x must be a string/);
+  });
+
+  it("a body that is not UTF-8 is 400 invalid_request that says so", async () => {
+    const notUtf8 = [
+      [FORM, Buffer.concat([Buffer.from("grant_type=client_credentials&client_id="), Buffer.from([0xc3, 0x28])])],
+      [JSON_TYPE, Buffer.concat([Buffer.from('{"grant_type":"client_credentials","client_id":"'), Buffer.from([0xff]), Buffer.from('"}')])],
+      // An overlong encoding of "/" and a lone surrogate half.
+      [JSON_TYPE, Buffer.concat([Buffer.from('{"grant_type":"'), Buffer.from([0xc0, 0xaf]), Buffer.from('"}')])],
+      [FORM, Buffer.concat([Buffer.from("grant_type="), Buffer.from([0xed, 0xa0, 0x80])])],
+    ] as const;
+    for (const [type, body] of notUtf8) {
+      const a = await call("/oauth/token", { method: "POST", headers: { "content-type": type }, body });
+      expectError(a, 400, "invalid_request", /UTF-8/);
+      expectNoStore(a);
+    }
+    // Percent-encoded bytes of a form must decode to UTF-8 too.
+    expectError(await token("grant_type=client_credentials&client_id=%FF", FORM), 400, "invalid_request", /UTF-8/);
+    expectError(await token("grant_type=client_credentials&client_id=%zz", FORM), 400, "invalid_request", /percent-encoding/);
+    // UTF-8 itself is read as such, raw or percent-encoded.
+    expectError(await token(form({ grant_type: "Grüße" }), FORM), 400, "unsupported_grant_type");
+    expectError(await token(JSON.stringify({ grant_type: "Grüße" }), JSON_TYPE), 400, "unsupported_grant_type");
+  });
+});
+
+describe("logs", () => {
+  it("the request id is logged under requestId, like the services' lines", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, next) {
+        for (const line of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(line));
+        next();
+      },
+    });
+    const gw = await buildGateway({ clients: createServiceClients(baseConfig), serviceUrls: {}, logger: pino({ level: "info" }, sink) });
+    try {
+      await gw.inject({ method: "GET", url: "/nope", headers: { "x-request-id": "log-me-1" } });
+      await gw.inject({ method: "POST", url: "/oauth/token", headers: { "x-request-id": "log-me-2", "content-type": JSON_TYPE }, payload: "{" });
+    } finally {
+      await gw.close();
+    }
+    for (const id of ["log-me-1", "log-me-2"]) {
+      const mine = lines.filter((l) => l.requestId === id);
+      expect(mine.length, JSON.stringify(lines)).toBeGreaterThan(0);
+    }
+    expect(lines.some((l) => "reqId" in l)).toBe(false);
   });
 });

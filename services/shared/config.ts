@@ -123,6 +123,12 @@ const shape = {
   OUTBOX_LEASE_MS: int(15_000, 500, 300_000),
   /** How long the relay waits for the broker to store one event; a publish starts only while the lease outlasts it. */
   OUTBOX_PUBLISH_TIMEOUT_MS: int(3000, 100, 60_000),
+  /** Gateway: a request's head and body must have arrived within this long (else 408); stalled bodies end here. */
+  GATEWAY_REQUEST_TIMEOUT_MS: int(10_000, 100, 600_000),
+  /** Gateway: a request's head must have arrived within this long (else 408); never more than the request timeout. */
+  GATEWAY_HEADERS_TIMEOUT_MS: int(5_000, 100, 600_000),
+  /** Gateway: an idle keep-alive connection is closed after this long (above common load balancers' 60 s). */
+  GATEWAY_KEEP_ALIVE_TIMEOUT_MS: int(72_000, 100, 600_000),
 };
 
 /** 10.0.0.1, ::1, 10.0.0.0/8, fd00::/8 */

@@ -2,6 +2,7 @@
 // real backends, listen, and drain on SIGTERM/SIGINT.
 import { loadConfigOrExit, requireBackends, requireInternalToken, type Config } from "./config.js";
 import { openBus } from "./event-bus/open-bus.js";
+import { exitIfPortInUse, listenOn } from "./port-in-use.js";
 import { createLogger, type Logger } from "./logger.js";
 import { startRpcServer } from "./rpc-server.js";
 import type { ServiceApp, ServiceAppDeps } from "./service-app.js";
@@ -35,18 +36,22 @@ export async function serviceMain(options: ServiceMainOptions): Promise<void> {
       logger,
     });
     closers.push(() => app.close());
-    const server = await startRpcServer({
-      name: options.name,
-      host: config.RPC_HOST,
-      port: options.port(config),
-      routes: app.routes,
-      logger,
-      internalTokens: config.INTERNAL_RPC_TOKEN,
-      readiness: app.readiness,
-    });
+    const listen = { variable: `${options.name.toUpperCase()}_RPC_PORT`, host: config.RPC_HOST, port: options.port(config) };
+    const server = await listenOn(listen, () =>
+      startRpcServer({
+        name: options.name,
+        host: listen.host,
+        port: listen.port,
+        routes: app.routes,
+        logger,
+        internalTokens: config.INTERNAL_RPC_TOKEN,
+        readiness: app.readiness,
+      }),
+    );
     closers.push(() => server.close());
     await app.start();
   } catch (err) {
+    exitIfPortInUse(options.name, err);
     logger.fatal({ err }, `${options.name} failed to start`);
     process.exit(1);
   }

@@ -1,0 +1,126 @@
+// The gateway's sockets: answers written before (or instead of) fastify's
+// request cycle, in the one error shape with an x-request-id, and the drain
+// on close that serves requests already received but does not wait for
+// clients that stopped sending.
+import { randomUUID } from "node:crypto";
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Logger } from "../services/shared/logger.js";
+import { REQUEST_ID_HEADER } from "../services/shared/request-context.js";
+
+interface InFlight {
+  request: FastifyRequest;
+  reply: FastifyReply;
+}
+
+/**
+ * Writes a whole answer on the socket and closes it: for the moments when no
+ * reply object can write one (the head could not be parsed, or the request's
+ * body never finished arriving).
+ */
+export function writeAnswerAndClose(
+  socket: Socket,
+  requestId: string,
+  status: number,
+  error: string,
+  description: string,
+  headers: Record<string, string> = {},
+): void {
+  const body = JSON.stringify({ error, error_description: description });
+  const lines = [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Error"}`,
+    "Content-Type: application/json; charset=utf-8",
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    `${REQUEST_ID_HEADER}: ${requestId}`,
+    "X-Content-Type-Options: nosniff",
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+    // The rest of what the client sends is never read: the connection ends here.
+    "Connection: close",
+  ];
+  socket.end(`${lines.join("\r\n")}\r\n\r\n${body}`, () => socket.destroy());
+}
+
+/** Node's clientError codes as answers (the request never reached a route). */
+function clientErrorAnswer(code: string | undefined): [number, string, string] {
+  switch (code) {
+    case "HPE_HEADER_OVERFLOW":
+      return [431, "invalid_request", "the request headers are too large"];
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      // RFC 9110 §15.5.9: "The 408 (Request Timeout) status code indicates that the
+      // server did not receive a complete request message within the time that it
+      // was prepared to wait."
+      return [408, "request_timeout", "the request did not arrive completely in time; send it again"];
+    default:
+      return [400, "invalid_request", "the request is not valid HTTP"];
+  }
+}
+
+export class Connections {
+  private readonly sockets = new Set<Socket>();
+  private readonly inFlight = new Map<Socket, InFlight>();
+
+  constructor(private readonly logger: Logger) {}
+
+  /** Tracks every socket and the request being served on it. Call before any other hook. */
+  attach(app: FastifyInstance): void {
+    app.server.on("connection", (socket: Socket) => {
+      this.sockets.add(socket);
+      socket.once("close", () => {
+        this.sockets.delete(socket);
+        this.inFlight.delete(socket);
+      });
+    });
+    app.addHook("onRequest", (request, reply, done) => {
+      this.inFlight.set(request.raw.socket, { request, reply });
+      done();
+    });
+    app.addHook("onResponse", (request, _reply, done) => {
+      if (this.inFlight.get(request.raw.socket)?.request === request) this.inFlight.delete(request.raw.socket);
+      done();
+    });
+    app.addHook("preClose", (done) => {
+      this.drain();
+      done();
+    });
+  }
+
+  /** fastify's clientErrorHandler: malformed heads, oversize heads, requests that took too long. */
+  readonly onClientError = (err: Error, socket: Socket): void => {
+    const code = (err as NodeJS.ErrnoException).code;
+    const current = this.inFlight.get(socket);
+    if (code === "ECONNRESET" || !socket.writable || current?.reply.raw.headersSent) {
+      socket.destroy();
+      return;
+    }
+    // A request whose body stalled already has an id (and the client may have sent it).
+    const requestId = current?.request.id ?? randomUUID();
+    const [status, error, description] = clientErrorAnswer(code);
+    this.logger.info({ requestId, status, reason: code }, "request refused on its connection");
+    writeAnswerAndClose(socket, requestId, status, error, description);
+  };
+
+  /**
+   * On close: requests already received are served, each answer closing its
+   * connection; idle connections, heads still arriving and bodies still
+   * arriving (stalled or slow) are not waited for: such a body gets 503 with
+   * Retry-After, since nothing of it was acted on and it is safe to send again.
+   */
+  private drain(): void {
+    for (const socket of this.sockets) {
+      const current = this.inFlight.get(socket);
+      if (!current) {
+        socket.destroy();
+      } else if (!current.request.raw.complete) {
+        if (current.reply.raw.headersSent) socket.destroy();
+        else {
+          writeAnswerAndClose(socket, current.request.id, 503, "temporarily_unavailable", "the server is shutting down; send the request again", {
+            "Retry-After": "1",
+          });
+        }
+      } else if (!current.reply.raw.headersSent) {
+        current.reply.header("connection", "close");
+      }
+    }
+  }
+}
