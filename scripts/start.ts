@@ -77,7 +77,8 @@ async function main(): Promise<void> {
 
   try {
     bus = await openBus(config, "bizcard", logger);
-    // PGlite instances start in parallel: a fresh one runs initdb, which takes seconds.
+    // PGlite instances start together; on a fresh folder, initdb runs one at a time
+    // in a worker thread (embedded-postgres.ts), which bounds the memory peak.
     const embedded = embeddedDb
       ? await Promise.all(SERVICES.map((svc) => startEmbeddedPostgres(dataDir, svc.name)))
       : [];
