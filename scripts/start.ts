@@ -16,7 +16,7 @@ import { createAuthApp } from "../services/auth/auth-app.js";
 import { createDeliveryApp } from "../services/delivery/delivery-app.js";
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import { loadConfigOrExit, type Config } from "../services/shared/config.js";
-import { EMBEDDED_POOL_MAX, startEmbeddedPostgres, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
+import { EMBEDDED_POOL_MAX, prepareEmbeddedPostgres, startEmbeddedPostgres, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
 import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import { createRpcClient } from "../services/shared/rpc-client.js";
@@ -77,8 +77,9 @@ async function main(): Promise<void> {
 
   try {
     bus = await openBus(config, "bizcard", logger);
-    // PGlite instances start together; on a fresh folder, initdb runs one at a time
-    // in a worker thread (embedded-postgres.ts), which bounds the memory peak.
+    // A fresh data folder: one initdb, in a worker thread, copied for each service
+    // (embedded-postgres.ts); then the PGlite instances start together.
+    if (embeddedDb) await prepareEmbeddedPostgres(dataDir, SERVICES.map((svc) => svc.name));
     const embedded = embeddedDb
       ? await Promise.all(SERVICES.map((svc) => startEmbeddedPostgres(dataDir, svc.name)))
       : [];

@@ -24,7 +24,7 @@ import { ContactEventSchema, EventType, type ContactEvent } from "../gen/bizcard
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { loadConfig } from "../services/shared/config.js";
-import { EMBEDDED_POOL_MAX, startEmbeddedPostgres, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
+import { EMBEDDED_POOL_MAX, prepareEmbeddedPostgres, startEmbeddedPostgres, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
 import { createRpcClient } from "../services/shared/rpc-client.js";
 import { TEST_NATS_URL, backendMode, createTestDatabase, uniqueName, type TestDatabase } from "./support/backends.js";
 import { unpublishedOutboxRows } from "./support/outbox.js";
@@ -135,6 +135,7 @@ beforeAll(async () => {
     // PGlite is single-session: one instance per service, a pool of one.
     embeddedDir = await mkdtemp(path.join(tmpdir(), "bizcard-distributed-"));
     const dir = embeddedDir;
+    await prepareEmbeddedPostgres(dir, SERVICES);
     const dbs = await Promise.all(SERVICES.map((name) => startEmbeddedPostgres(dir, name)));
     embedded.push(...dbs);
     SERVICES.forEach((name, i) => (databaseUrls[name] = dbs[i]!.url));
