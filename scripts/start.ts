@@ -18,7 +18,7 @@ import { createAuthApp } from "../services/auth/auth-app.js";
 import { createDeliveryApp } from "../services/delivery/delivery-app.js";
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import { loadConfigOrExit, withInternalTokens, type Config } from "../services/shared/config.js";
-import { EMBEDDED_POOL_MAX, startEmbeddedPostgres, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
+import { EMBEDDED_POOL_MAX, prepareEmbeddedPostgres, startEmbeddedPostgres, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
 import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import { createRpcClient } from "../services/shared/rpc-client.js";
@@ -85,7 +85,9 @@ async function main(): Promise<void> {
       { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT },
     ]);
     bus = await openBus(config, "bizcard", logger);
-    // PGlite instances start in parallel: a fresh one runs initdb, which takes seconds.
+    // A fresh data folder: one initdb, in a worker thread, copied for each service
+    // (embedded-postgres.ts); then the PGlite instances start together.
+    if (embeddedDb) await prepareEmbeddedPostgres(dataDir, SERVICES.map((svc) => svc.name));
     const embedded = embeddedDb
       ? await Promise.all(SERVICES.map((svc) => startEmbeddedPostgres(dataDir, svc.name)))
       : [];

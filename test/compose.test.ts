@@ -281,13 +281,16 @@ describe("docker-compose.yml", () => {
     expect(nats.ports).toBeUndefined();
   });
 
-  it("builds every platform container from the Dockerfile and runs the right main.ts", () => {
+  it("builds every platform container from the Dockerfile and runs the compiled main.js of the right main.ts", () => {
+    const build = JSON.parse(readFileSync(path.join(ROOT, "tsconfig.build.json"), "utf8")) as { include: string[] };
     for (const name of PLATFORM) {
       const svc = services[name]!;
       expect(svc.build, name).toEqual({ context: ".", dockerfile: "Dockerfile" });
-      const main = name === "gateway" ? "gateway/main.ts" : `services/${name}/main.ts`;
-      expect(svc.command, name).toEqual(["node", "--import", "tsx", main]);
-      expect(existsSync(path.join(ROOT, main)), main).toBe(true);
+      const main = name === "gateway" ? "gateway/main" : `services/${name}/main`;
+      // tsc (outDir dist, rootDir .) compiles <main>.ts to dist/<main>.js; plain node runs it.
+      expect(svc.command, name).toEqual(["node", `dist/${main}.js`]);
+      expect(existsSync(path.join(ROOT, `${main}.ts`)), main).toBe(true);
+      expect(build.include, `tsconfig.build.json compiles ${main}.ts`).toContain(main.split("/")[0]);
     }
     // One image for all five: compose builds it once.
     expect(new Set(PLATFORM.map((n) => services[n]!.image)).size).toBe(1);
@@ -360,34 +363,59 @@ describe("Dockerfile", () => {
     .split("\n");
   const of = (op: string) => instructions.filter((l) => l.toUpperCase().startsWith(`${op} `)).map((l) => l.slice(op.length + 1).trim());
 
-  it("builds on node 22, installs production dependencies only and runs as node", () => {
-    expect(of("FROM")).toEqual(["node:22-bookworm-slim"]);
-    expect(of("RUN").join(" ")).toMatch(/npm ci --omit=dev/);
-    expect(of("ENV").join(" ")).toMatch(/NODE_ENV=production/);
-    expect(of("USER")).toEqual(["node"]);
+  // The stages: instructions from each FROM to the next.
+  const stages: string[][] = [];
+  for (const l of instructions) {
+    if (/^FROM /i.test(l)) stages.push([]);
+    stages.at(-1)?.push(l);
+  }
+  const inStage = (stage: string[], op: string) => stage.filter((l) => l.toUpperCase().startsWith(`${op} `)).map((l) => l.slice(op.length + 1).trim());
+  const runtime = stages.at(-1)!;
+
+  it("compiles in a build stage and runs compiled JavaScript on production dependencies only, as node", () => {
+    expect(of("FROM")).toEqual(["node:22-bookworm-slim AS build", "node:22-bookworm-slim"]);
+    const [build] = stages;
+    // Build stage: every dependency (the compiler is a dev one), then tsc into dist/.
+    const buildRuns = inStage(build!, "RUN");
+    expect(buildRuns).toContain("npm ci");
+    expect(buildRuns).toContain("npm run build");
+    expect(JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")).scripts.build).toBe("tsc -p tsconfig.build.json");
+    // Runtime stage: production dependencies, dist/ from the build stage, no TypeScript loader.
+    expect(inStage(runtime, "RUN").join(" ")).toMatch(/^npm ci --omit=dev\b/);
+    expect(inStage(runtime, "ENV").join(" ")).toMatch(/NODE_ENV=production/);
+    expect(inStage(runtime, "USER")).toEqual(["node"]);
     expect(of("HEALTHCHECK")).toEqual([]);
-    expect(JSON.parse(of("CMD")[0]!)).toEqual(["node", "--import", "tsx", "gateway/main.ts"]);
-    // package-lock.json is copied before `npm ci`, the source after it.
-    const copyLock = instructions.findIndex((l) => /^COPY .*package-lock\.json/.test(l));
-    const npmCi = instructions.findIndex((l) => /^RUN npm ci/.test(l));
-    expect(copyLock).toBeGreaterThan(-1);
-    expect(copyLock).toBeLessThan(npmCi);
+    expect(JSON.parse(of("CMD")[0]!)).toEqual(["node", "dist/gateway/main.js"]);
+    expect(runtime.join("\n")).not.toMatch(/tsx|--import|\.ts\b/);
+    // package-lock.json is copied before `npm ci`, the code after it, in both stages.
+    for (const stage of stages) {
+      const copyLock = stage.findIndex((l) => /^COPY .*package-lock\.json/.test(l));
+      const npmCi = stage.findIndex((l) => /^RUN npm ci/.test(l));
+      expect(copyLock).toBeGreaterThan(-1);
+      expect(copyLock).toBeLessThan(npmCi);
+      expect(stage.findIndex((l) => /^COPY .*(dist|services)/.test(l))).toBeGreaterThan(npmCi);
+    }
   });
 
-  it("copies every folder the commands run from, and .dockerignore keeps out what must not go in", () => {
-    const copied = of("COPY").map((c) => c.split(/\s+/).slice(0, -1)).flat();
-    for (const needed of ["gen", "services", "gateway", "bin", "scripts", "tsconfig.json", "package.json", "package-lock.json"]) {
+  it("compiles every folder the commands run from, ships only dist/ and the bizcard launcher, and .dockerignore keeps out what must not go in", () => {
+    const [build] = stages;
+    const copied = inStage(build!, "COPY").map((c) => c.split(/\s+/).slice(0, -1)).flat();
+    for (const needed of ["gen", "services", "gateway", "bin", "scripts", "tsconfig.json", "tsconfig.build.json", "package.json", "package-lock.json"]) {
       expect(copied, needed).toContain(needed);
     }
+    expect(inStage(runtime, "COPY")).toEqual(["package.json package-lock.json ./", "--from=build /app/dist ./dist", "bin/bizcard.js ./bin/bizcard.js"]);
     const ignored = dockerignore.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
-    for (const entry of ["node_modules", ".git", "data", ".env"]) expect(ignored).toContain(entry);
-    for (const needed of ["gen", "services", "gateway", "bin", "scripts", "package.json", "package-lock.json", "tsconfig.json"]) {
+    for (const entry of ["node_modules", ".git", "data", "dist", ".env"]) expect(ignored).toContain(entry);
+    for (const needed of ["gen", "services", "gateway", "bin", "scripts", "package.json", "package-lock.json", "tsconfig.json", "tsconfig.build.json"]) {
       expect(ignored, `.dockerignore must not exclude ${needed}`).not.toContain(needed);
     }
   });
 
   it("has every package the copied code imports among the production dependencies", () => {
-    expect(pkg.dependencies.tsx, "tsx runs the TypeScript at run time").toBeDefined();
+    expect(pkg.dependencies.tsx, "tsx is a development tool: the image runs compiled JavaScript").toBeUndefined();
+    expect(pkg.devDependencies.tsx, "npm start and the tests run TypeScript through tsx").toBeDefined();
+    // bin/bizcard.js loads tsx only where there is no dist/ (a checkout), never in the image.
+    const devOnly: Record<string, string[]> = { "bin/bizcard.js": ["tsx"] };
     const files: string[] = [];
     const walk = (dir: string) => {
       for (const entry of readdirSync(dir)) {
@@ -402,11 +430,12 @@ describe("Dockerfile", () => {
     const missing = new Set<string>();
     for (const file of files) {
       const src = readFileSync(file, "utf8");
-      // Runtime imports only: `import type` vanishes when tsx strips the types.
+      // Runtime imports only: `import type` vanishes when tsc compiles.
       for (const m of src.matchAll(/^\s*(?:import(?!\s+type\s)(?:[^;]*?\sfrom)?|export(?!\s+type\s)[^;]*?\sfrom)\s*["']([^"'.][^"']*)["']|(?:import|require)\(\s*["']([^"'.][^"']*)["']\s*\)/gm)) {
         const spec = (m[1] ?? m[2])!;
         if (spec.startsWith("node:") || builtins.has(spec.split("/")[0]!)) continue;
         const name = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0]!;
+        if (devOnly[path.relative(ROOT, file)]?.includes(name)) continue;
         if (!pkg.dependencies[name]) missing.add(`${name} (${path.relative(ROOT, file)})`);
       }
     }

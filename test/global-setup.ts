@@ -1,5 +1,9 @@
-// Decides once per run which backends the suites use, and says so.
+// Decides once per run which backends the suites use, and says so; and makes
+// sure a run leaves no temporary folders behind.
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import net from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { ADMIN_DATABASE_URL, TEST_NATS_URL } from "./support/backends.js";
 
 function reachable(url: string, defaultPort: number): Promise<boolean> {
@@ -18,7 +22,29 @@ function reachable(url: string, defaultPort: number): Promise<boolean> {
   });
 }
 
-export default async function setup(): Promise<void> {
+/**
+ * Every temporary folder of this run (the tests', and their child processes')
+ * is made under one folder of its own: os.tmpdir() reads TMPDIR, which the
+ * test workers and their children inherit. At the end, any bizcard-* folder
+ * still in it is a test that did not remove what it made (PGlite data with
+ * the internal credential, nats-server stores): the run fails, naming them,
+ * and the folder is removed either way. Runs of other checkouts at the same
+ * time have folders of their own.
+ */
+function isolateTempDir(): () => void {
+  const runDir = mkdtempSync(path.join(tmpdir(), "bizcard-test-run-"));
+  process.env.TMPDIR = runDir;
+  return () => {
+    const left = readdirSync(runDir).filter((e) => e.startsWith("bizcard-"));
+    rmSync(runDir, { recursive: true, force: true });
+    if (left.length > 0) {
+      throw new Error(`the tests left ${left.length} temporary folder(s) behind (removed now): ${left.sort().join(", ")}`);
+    }
+  };
+}
+
+export default async function setup(): Promise<() => void> {
+  const teardown = isolateTempDir();
   const postgres = await reachable(ADMIN_DATABASE_URL, 5432);
   const nats = await reachable(TEST_NATS_URL, 4222);
   process.env.BIZCARD_TEST_POSTGRES = postgres ? "real" : "embedded";
@@ -28,4 +54,5 @@ export default async function setup(): Promise<void> {
   process.stdout.write(
     `\n[backends] ${say("PostgreSQL", postgres, new URL(ADMIN_DATABASE_URL).host, "PGlite")}; ${say("NATS", nats, new URL(TEST_NATS_URL).host, "in-process bus")}\n\n`,
   );
+  return teardown;
 }

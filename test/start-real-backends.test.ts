@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { backendMode, createTestDatabase, TEST_NATS_URL, uniqueName, type TestDatabase } from "./support/backends.js";
 import { NatsServer, httpReady, platformPorts, spawnProcess, waitFor, type Spawned } from "./support/processes.js";
+import { unpublishedOutboxRows } from "./support/outbox.js";
 import { deleteStream, readStream } from "./support/stream.js";
 
 let db: TestDatabase;
@@ -43,7 +44,7 @@ afterAll(async () => {
   if (platform && platform.child.exitCode === null) process.kill(-platform.child.pid!, "SIGTERM");
   await platform?.exited;
   await deleteStream(natsUrl, stream).catch(() => undefined);
-  await privateNats?.stop();
+  await privateNats?.close();
   await db?.drop();
   rmSync(env.DATA_DIR!, { recursive: true, force: true });
 });
@@ -71,7 +72,8 @@ describe("npm start on PostgreSQL and NATS JetStream", () => {
       const all = await readStream(natsUrl, stream).catch(() => []);
       return all.length > 0 ? all : undefined;
     }, 20_000, "the event on the stream");
-    await new Promise((r) => setTimeout(r, 1000));
+    // Nothing more arrives: the organisation service has nothing left to publish.
+    await waitFor(async () => ((await unpublishedOutboxRows(db.url)) === 0 ? true : undefined), 20_000, "an empty outbox");
     const again = await readStream(natsUrl, stream);
     expect(again).toHaveLength(1);
     expect(stored[0]!.event.type).toBe(EventType.CONTACT_CREATED);

@@ -12,6 +12,7 @@ import type { ServiceApp } from "../services/shared/service-app.js";
 import { checkTargetUrl, classifyIp, isPublicIp, type Resolver } from "../services/webhook/subscriptions/target-url.js";
 import { createWebhookApp } from "../services/webhook/webhook-app.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { waitFor } from "./support/processes.js";
 import { rpcError } from "./support/rpc.js";
 import { openTestBus, startService, type StartedService } from "./support/services.js";
 
@@ -172,7 +173,9 @@ describe("read, update, delete", () => {
       targetUrl: "https://hooks.receiver.test/one",
       eventType: EventType.CONTACT_CREATED,
     });
-    await new Promise((r) => setTimeout(r, 20));
+    // The clock has moved past the stored update time (millisecond precision), so the update can be later.
+    const created = timestampDate(s!.updateTime!).getTime();
+    await waitFor(() => (Date.now() > created ? true : undefined), 5_000, "the clock to pass update_time");
     const moved = (await client.updateSubscription({ owner, id: s!.id, targetUrl: "https://other.receiver.test/two" })).subscription!;
     expect(moved.id).toBe(s!.id);
     expect(moved.targetUrl).toBe("https://other.receiver.test/two");
@@ -221,7 +224,8 @@ describe("read, update, delete", () => {
   it("deletes, after which the subscription is gone", async () => {
     const owner = newPair();
     const s = (await client.createSubscription({ owner, targetUrl: "https://hooks.receiver.test/d", eventType: EventType.CONTACT_CREATED })).subscription!;
-    expect(await client.deleteSubscription({ owner, id: s.id })).toBeDefined();
+    expect((await listAll(owner)).map((x) => x.id)).toEqual([s.id]);
+    await client.deleteSubscription({ owner, id: s.id }); // rejects on any error
     expect((await rpcError(client.getSubscription({ owner, id: s.id }))).code).toBe(Code.NotFound);
     expect((await rpcError(client.deleteSubscription({ owner, id: s.id }))).code).toBe(Code.NotFound);
     expect(await listAll(owner)).toHaveLength(0);

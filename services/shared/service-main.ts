@@ -57,12 +57,21 @@ export async function serviceMain(options: ServiceMainOptions): Promise<void> {
   }
 }
 
-/** SIGTERM/SIGINT: drain once, exit 0; a second signal or a stuck drain exits 1. */
+/** A signal this soon after the first is the same stop, delivered twice. */
+const REPEATED_SIGNAL_MS = 1_000;
+
+/** SIGTERM/SIGINT: drain once, exit 0; a later second signal or a stuck drain exits 1. */
 export function onShutdown(logger: Logger, drain: () => Promise<void>, timeoutMs = 25_000): void {
-  let draining = false;
+  let drainingSince: number | undefined;
   const handler = (signal: NodeJS.Signals) => {
-    if (draining) process.exit(1);
-    draining = true;
+    if (drainingSince !== undefined) {
+      // One stop often arrives twice: Ctrl-C (or a kill of the process group)
+      // reaches node directly and again as npm forwards it. Only a signal sent
+      // after that, by someone who means it, cuts the drain short.
+      if (Date.now() - drainingSince < REPEATED_SIGNAL_MS) return;
+      process.exit(1);
+    }
+    drainingSince = Date.now();
     logger.info({ signal }, "draining");
     setTimeout(() => {
       logger.error("drain timed out");

@@ -4,7 +4,7 @@
 // the embedded backends (PGlite, in-process bus). test/global-setup.ts
 // decides once and says so.
 import { randomBytes } from "node:crypto";
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -33,8 +33,23 @@ export interface TestDatabase {
 export async function createTestDatabase(): Promise<TestDatabase> {
   if (!backendMode().postgres) {
     const dir = await mkdtemp(path.join(tmpdir(), "bizcard-pglite-"));
-    const embedded = await startEmbeddedPostgres(dir, "test");
-    return { url: embedded.url, poolMax: EMBEDDED_POOL_MAX, drop: () => embedded.close() };
+    try {
+      const embedded = await startEmbeddedPostgres(dir, "test");
+      return {
+        url: embedded.url,
+        poolMax: EMBEDDED_POOL_MAX,
+        drop: async () => {
+          try {
+            await embedded.close();
+          } finally {
+            await rm(dir, { recursive: true, force: true });
+          }
+        },
+      };
+    } catch (err) {
+      await rm(dir, { recursive: true, force: true });
+      throw err;
+    }
   }
   const name = uniqueName("bizcard_test_");
   const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL });

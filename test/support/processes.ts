@@ -3,7 +3,7 @@
 // nats-server on a free port (never the shared one).
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -87,6 +87,19 @@ export async function httpReady(url: string, ms = 60_000, spawned?: Spawned): Pr
   );
 }
 
+// Every private nats-server of this test file. Its JetStream store must outlive
+// stop() (a restart finds its streams again), so it is removed once the file's
+// tests are done: by close(), or by this afterAll, registered on the file's
+// suite when a test file imports this module (never outside vitest: the
+// benchmark imports it too). Also when a test failed before its own cleanup.
+const natsServers = new Set<NatsServer>();
+if (process.env.VITEST) {
+  const { afterAll } = await import("vitest");
+  afterAll(async () => {
+    for (const server of [...natsServers]) await server.close();
+  });
+}
+
 /** A private nats-server with JetStream, on a free port, that a test may stop and start again. */
 export class NatsServer {
   private proc: Spawned | undefined;
@@ -97,8 +110,21 @@ export class NatsServer {
 
   static async start(): Promise<NatsServer> {
     const server = new NatsServer(await freePort(), await mkdtemp(path.join(tmpdir(), "bizcard-nats-")));
-    await server.restart();
+    natsServers.add(server);
+    try {
+      await server.restart();
+    } catch (err) {
+      await server.close();
+      throw err;
+    }
     return server;
+  }
+
+  /** Stops it for good and removes its JetStream store. */
+  async close(): Promise<void> {
+    natsServers.delete(this);
+    await this.stop();
+    await rm(this.storeDir, { recursive: true, force: true });
   }
 
   get url(): string {
