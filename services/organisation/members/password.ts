@@ -7,6 +7,7 @@
 // A hash made with weaker parameters still verifies; needsRehash says so, and
 // a successful login stores a new hash (password-upgrade.ts).
 import { randomBytes, scrypt, timingSafeEqual } from "node:crypto";
+import pLimit from "p-limit";
 
 export interface ScryptCost {
   N: number;
@@ -44,20 +45,7 @@ export function scryptMemory({ N, r, p }: ScryptCost): number {
  * at ~256 MiB and keep pool threads free; on two cores more would not finish
  * sooner anyway.
  */
-const MAX_CONCURRENT_DERIVATIONS = 2;
-let running = 0;
-const waiting: (() => void)[] = [];
-
-async function limited<T>(fn: () => Promise<T>): Promise<T> {
-  if (running >= MAX_CONCURRENT_DERIVATIONS) await new Promise<void>((resolve) => waiting.push(resolve));
-  running++;
-  try {
-    return await fn();
-  } finally {
-    running--;
-    waiting.shift()?.();
-  }
-}
+const limited = pLimit(2);
 
 function derive(password: string, salt: Buffer, cost: ScryptCost, keyLength: number): Promise<Buffer> {
   return limited(

@@ -21,6 +21,7 @@
 import { lookup } from "node:dns/promises";
 import { isIP, isIPv4, isIPv6 } from "node:net";
 import { invalid } from "../../shared/validation.js";
+import pLimit from "p-limit";
 
 export const TARGET_URL_MAX_LENGTH = 2048;
 
@@ -182,20 +183,7 @@ export type Resolver = (hostname: string) => Promise<string[]>;
  * I/O) and cannot be cancelled: at most this many lookups run at once, so
  * slow-resolving names sent by a client cannot starve logins.
  */
-const MAX_CONCURRENT_LOOKUPS = 2;
-let lookupsRunning = 0;
-const lookupQueue: (() => void)[] = [];
-
-async function limitedLookup<T>(fn: () => Promise<T>): Promise<T> {
-  if (lookupsRunning >= MAX_CONCURRENT_LOOKUPS) await new Promise<void>((r) => lookupQueue.push(r));
-  lookupsRunning++;
-  try {
-    return await fn();
-  } finally {
-    lookupsRunning--;
-    lookupQueue.shift()?.();
-  }
-}
+const limitedLookup = pLimit(2);
 
 export const systemResolver: Resolver = (hostname) =>
   limitedLookup(async () => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address));
