@@ -49,28 +49,46 @@ export function internalAuthInterceptor(token: string): Interceptor {
   };
 }
 
-/** Request id, one log line per call, and unexpected errors turned into INTERNAL with the cause logged. */
+/** Codes that mean the server failed (not the caller): logged at error, with the cause. */
+const SERVER_FAULTS = new Set([Code.Internal, Code.Unknown, Code.DataLoss]);
+
+/**
+ * Request id, one log line per call, and unexpected errors turned into INTERNAL
+ * with the cause logged. A call that succeeds is logged at debug (at info, the
+ * line cost more than the read it described); an expected failure (a caller's
+ * mistake, NotFound, Unimplemented, …) is one info line with its code and
+ * message and no stack; only a server fault is logged at error with its cause.
+ */
 export function contextInterceptor(logger: Logger): Interceptor {
   return (next) => (req) =>
     runWithRequestId(req.header.get(REQUEST_ID_HEADER), async () => {
       const started = performance.now();
-      const procedure = `${req.service.typeName}/${req.method.name}`;
-      const requestId = currentRequestId();
       try {
         const res = await next(req);
-        logger.info({ requestId, procedure, code: "ok", ms: Math.round(performance.now() - started) }, "rpc");
+        if (logger.isLevelEnabled("debug")) logger.debug(line(req, "ok", started), "rpc");
         return res;
       } catch (err) {
-        const ms = Math.round(performance.now() - started);
-        if (err instanceof ConnectError) {
-          const level = err.code === Code.Internal || err.code === Code.Unknown ? "error" : "info";
-          logger[level]({ requestId, procedure, code: Code[err.code], ms, err: err.cause ?? undefined }, "rpc");
-          throw err;
+        if (!(err instanceof ConnectError)) {
+          logger.error({ ...line(req, "Internal", started), err }, "rpc");
+          throw new ConnectError("internal error", Code.Internal);
         }
-        logger.error({ requestId, procedure, code: "Internal", ms, err }, "rpc");
-        throw new ConnectError("internal error", Code.Internal);
+        if (SERVER_FAULTS.has(err.code)) {
+          logger.error({ ...line(req, Code[err.code], started), err: err.cause ?? err }, "rpc");
+        } else {
+          logger.info({ ...line(req, Code[err.code], started), message: err.rawMessage }, "rpc");
+        }
+        throw err;
       }
     });
+}
+
+function line(req: { service: { typeName: string }; method: { name: string } }, code: string | undefined, started: number) {
+  return {
+    requestId: currentRequestId(),
+    procedure: `${req.service.typeName}/${req.method.name}`,
+    code,
+    ms: Math.round(performance.now() - started),
+  };
 }
 
 export async function startRpcServer(options: RpcServerOptions): Promise<RunningServer> {
@@ -82,7 +100,8 @@ export async function startRpcServer(options: RpcServerOptions): Promise<Running
     readMaxBytes: 4 * 1024 * 1024,
     fallback: (req, res) => void healthRoutes(req, res, options.readiness),
   });
-  const server = http.createServer({ keepAliveTimeout: 65_000 }, handler);
+  // Nagle off: an answer goes out as soon as it is written (Node's default, said here on purpose).
+  const server = http.createServer({ keepAliveTimeout: 65_000, noDelay: true }, handler);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, () => resolve());
