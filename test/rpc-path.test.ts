@@ -12,7 +12,7 @@ import { GetOrganisationResponseSchema, OrganisationSchema, OrganisationService 
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { createLogger } from "../services/shared/logger.js";
-import { createRpcClient } from "../services/shared/rpc-client.js";
+import { createRpcClient, serveInProcess } from "../services/shared/rpc-client.js";
 import { startRpcServer, type RunningServer } from "../services/shared/rpc-server.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
 import { rpcError } from "./support/rpc.js";
@@ -250,5 +250,46 @@ describe("one log line per call", () => {
     expect(faultLine!.err.stack).toContain("database went away");
     expect(bugLine).toMatchObject({ level: 50, code: "Internal", err: { type: "TypeError", message: "unexpected bug" } });
     expect(bugLine!.err.stack).toContain("TypeError: unexpected bug");
+  });
+});
+
+describe("services of one process", () => {
+  it("call each other in memory, through the same credential check and request id, once offered", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const l of chunk.toString("utf8").split("\n")) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
+        done();
+      },
+    });
+    const server = await startRpcServer({
+      name: "in-process",
+      host: "127.0.0.1",
+      port: 0,
+      logger: createLogger("in-process", "debug", sink),
+      internalToken: TOKEN,
+      routes: (router) =>
+        router.service(OrganisationService, {
+          getOrganisation: (req) => ({ organisation: { id: req.id, name: "In memory" } }),
+        }),
+    });
+    const client = createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 5000, internalToken: TOKEN });
+    const intruder = createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 5000, internalToken: "x".repeat(40) });
+    expect((await client.getOrganisation({ id: ORG_ID })).organisation?.name).toBe("In memory");
+    const undo = serveInProcess(server.url, server.inProcess);
+    // The port closes: what still answers is the in-memory path.
+    await server.close();
+    try {
+      lines.length = 0;
+      const res = await client.getOrganisation({ id: ORG_ID }, { headers: { "x-request-id": "mem-1" } });
+      expect(res.organisation?.name).toBe("In memory");
+      expect(lines.filter((l) => l.msg === "rpc")).toMatchObject([{ code: "ok", requestId: "mem-1" }]);
+      expect((await rpcError(intruder.getOrganisation({ id: ORG_ID }))).code).toBe(Code.Unauthenticated);
+      expect((await rpcError(client.listContacts({ organisationId: ORG_ID }))).code).toBe(Code.Unimplemented);
+    } finally {
+      undo();
+    }
+    // Withdrawn, the client goes over HTTP again, where nothing listens any more.
+    expect((await rpcError(client.getOrganisation({ id: ORG_ID }))).code).toBe(Code.Unavailable);
   });
 });

@@ -117,7 +117,12 @@ function toWebHeaders(nodeHeaders: http.IncomingHttpHeaders | NodeJS.Dict<string
   return headers;
 }
 
-/** Node's network errors as Connect codes, as connect-node maps them. */
+/**
+ * Node's network errors as Connect codes, as connect-node maps them, except a
+ * connection the server reset or closed (a kept-alive connection of a server
+ * that stopped or restarted): Unavailable, the transient code, not Aborted
+ * (which the gateway answers as 409 conflict).
+ */
 function connectErrorFromNodeReason(reason: unknown): ConnectError {
   const codes = new Set<string>();
   // The error and its causes (a short chain; a cycle ends the walk).
@@ -126,10 +131,10 @@ function connectErrorFromNodeReason(reason: unknown): ConnectError {
     if (typeof code === "string") codes.add(code);
   }
   const has = (...names: string[]) => names.some((n) => codes.has(n));
-  const code = has("ERR_STREAM_WRITE_AFTER_END", "ERR_STREAM_DESTROYED", "ECONNRESET")
-    ? Code.Aborted
-    : has("ETIMEDOUT", "ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED")
-      ? Code.Unavailable
+  const code = has("ECONNRESET", "EPIPE", "ETIMEDOUT", "ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED")
+    ? Code.Unavailable
+    : has("ERR_STREAM_WRITE_AFTER_END", "ERR_STREAM_DESTROYED")
+      ? Code.Aborted
       : Code.Internal;
   const ce = ConnectError.from(reason, code);
   if (ce !== reason) ce.cause = reason;

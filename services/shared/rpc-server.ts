@@ -4,8 +4,9 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { timingSafeEqual, createHash } from "node:crypto";
-import { Code, ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createConnectRouter, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { createUniversalHandlerClient, type UniversalClientFn } from "@connectrpc/connect/protocol";
 
 type NodeHandler = NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>;
 type NodeServerRequest = Parameters<NodeHandler>[0];
@@ -32,6 +33,11 @@ export interface RpcServerOptions {
 export interface RunningServer {
   url: string;
   port: number;
+  /**
+   * The same routes and interceptors, called in memory: what a client in this
+   * process may use instead of loopback HTTP (rpc-client.ts serveInProcess).
+   */
+  inProcess: UniversalClientFn;
   close(): Promise<void>;
 }
 
@@ -94,12 +100,14 @@ function line(req: { service: { typeName: string }; method: { name: string } }, 
 export async function startRpcServer(options: RpcServerOptions): Promise<RunningServer> {
   const interceptors = [contextInterceptor(options.logger)];
   if (options.internalToken) interceptors.push(internalAuthInterceptor(options.internalToken));
+  const routerOptions = { interceptors, readMaxBytes: 4 * 1024 * 1024 };
   const handler = connectNodeAdapter({
     routes: options.routes,
-    interceptors,
-    readMaxBytes: 4 * 1024 * 1024,
+    ...routerOptions,
     fallback: (req, res) => void healthRoutes(req, res, options.readiness),
   });
+  const router = createConnectRouter(routerOptions);
+  options.routes(router);
   // Nagle off: an answer goes out as soon as it is written (Node's default, said here on purpose).
   const server = http.createServer({ keepAliveTimeout: 65_000, noDelay: true }, handler);
   await new Promise<void>((resolve, reject) => {
@@ -112,6 +120,7 @@ export async function startRpcServer(options: RpcServerOptions): Promise<Running
   return {
     url: `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`,
     port,
+    inProcess: createUniversalHandlerClient(router.handlers),
     close: () =>
       new Promise<void>((resolve) => {
         // Stop accepting, let in-flight requests finish, then drop idle keep-alives.
