@@ -41,7 +41,7 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
     if (authorization) req.header.set(INTERNAL_AUTH_HEADER, authorization);
     return next(req);
   };
-  const http = createHttp1Client().request;
+  const http = createHttp1Client();
   const origin = new URL(options.baseUrl).origin;
   // connect-node's createConnectTransport with its defaults, over the one-write HTTP/1.1 client
   // (or in memory, when the server runs in this process and was offered with serveInProcess).

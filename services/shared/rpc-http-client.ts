@@ -14,20 +14,19 @@ import https from "node:https";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { getAbortSignalReason, type UniversalClientFn, type UniversalClientResponse } from "@connectrpc/connect/protocol";
 
-export interface Http1Client {
-  request: UniversalClientFn;
-  /** Closes the idle connections (open calls finish first). */
-  close(): void;
-}
-
-/** An idle kept-alive connection is closed after this long (or the server's Keep-Alive hint, when shorter). */
+/**
+ * An idle kept-alive connection is closed after this long (or the server's
+ * Keep-Alive hint, when shorter): before the server's own idle timeout (65 s),
+ * so that the client, not the server, ends an idle connection. Idle
+ * connections do not keep a process alive (Node unrefs them).
+ */
 const IDLE_TIMEOUT_MS = 30_000;
 
-export function createHttp1Client(): Http1Client {
+export function createHttp1Client(): UniversalClientFn {
   const agentOptions: http.AgentOptions = { keepAlive: true, noDelay: true, scheduling: "lifo", timeout: IDLE_TIMEOUT_MS };
   const agents = { "http:": new http.Agent(agentOptions), "https:": new https.Agent(agentOptions) };
 
-  const request: UniversalClientFn = async (req) => {
+  return async (req) => {
     const url = new URL(req.url);
     const secure = url.protocol === "https:";
     const body = req.body ? await readAll(req.body) : undefined;
@@ -70,14 +69,6 @@ export function createHttp1Client(): Http1Client {
       // Headers and body in one write (Node joins them when the request ends at once).
       nodeRequest.end(body);
     });
-  };
-
-  return {
-    request,
-    close: () => {
-      agents["http:"].destroy();
-      agents["https:"].destroy();
-    },
   };
 }
 
