@@ -1,10 +1,11 @@
 // `npm start`: the whole platform in one process. With DATABASE_URL and
 // NATS_URL unset it runs on the embedded default (PGlite under DATA_DIR, an
 // in-process bus); with them set, on real PostgreSQL and NATS JetStream. Each
-// service still listens on its own loopback RPC port and talks to the others
-// over RPC, exactly as the separate processes of docker-compose.yml do.
-// package.json runs it with `exec`, so that the signal npm forwards (`kill <npm
-// pid>`) reaches node itself rather than a shell that would leave node running.
+// service still listens on its own loopback RPC port (the CLI and tools use it)
+// and talks to the others over the same Connect RPCs, which stay in memory
+// within this process. package.json runs it with `exec`, so that the signal npm
+// forwards (`kill <npm pid>`) reaches node itself rather than a shell that
+// would leave node running.
 import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { existsSync } from "node:fs";
@@ -21,7 +22,7 @@ import { loadConfigOrExit, withInternalTokens, type Config } from "../services/s
 import { EMBEDDED_POOL_MAX, prepareEmbeddedPostgres, startEmbeddedPostgres, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
 import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
-import { createRpcClient } from "../services/shared/rpc-client.js";
+import { createRpcClient, serveInProcess } from "../services/shared/rpc-client.js";
 import { startRpcServer, type RunningServer } from "../services/shared/rpc-server.js";
 import type { ServiceApp, ServiceAppDeps } from "../services/shared/service-app.js";
 import { PortInUseError, checkPortsFree, exitIfPortInUse, listenOn } from "../services/shared/port-in-use.js";
@@ -116,6 +117,8 @@ async function main(): Promise<void> {
           }),
         ),
       );
+      // Calls between the services of this process stay in memory (rpc-client.ts serveInProcess).
+      serveInProcess(servers.at(-1)!.url, servers.at(-1)!.inProcess);
     }
     for (const app of apps) await app.start();
 

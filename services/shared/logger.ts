@@ -1,11 +1,12 @@
 // Structured JSON logs (pino): one line per request, each with the request id.
 import { DriverException } from "@mikro-orm/core";
-import { pino, stdSerializers, type Logger } from "pino";
+import { pino, stdSerializers, type DestinationStream, type Logger, type LoggerOptions } from "pino";
 
 export type { Logger };
 
-export function createLogger(name: string, level: string = process.env.LOG_LEVEL ?? "info"): Logger {
-  return pino({
+/** `destination`: where the lines go (default stdout); tests pass a stream to read them. */
+export function createLogger(name: string, level: string = process.env.LOG_LEVEL ?? "info", destination?: DestinationStream): Logger {
+  const options: LoggerOptions = {
     level,
     base: { service: name },
     timestamp: pino.stdTimeFunctions.isoTime,
@@ -14,7 +15,8 @@ export function createLogger(name: string, level: string = process.env.LOG_LEVEL
       paths: ["password", "*.password", "client_secret", "*.client_secret", "authorization", "*.authorization"],
       censor: "[redacted]",
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }
 
 /**

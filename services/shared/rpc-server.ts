@@ -4,8 +4,9 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { timingSafeEqual, createHash } from "node:crypto";
-import { Code, ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createConnectRouter, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { createUniversalHandlerClient, type UniversalClientFn } from "@connectrpc/connect/protocol";
 
 type NodeHandler = NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>;
 type NodeServerRequest = Parameters<NodeHandler>[0];
@@ -35,6 +36,11 @@ export interface RpcServerOptions {
 export interface RunningServer {
   url: string;
   port: number;
+  /**
+   * The same routes and interceptors, called in memory: what a client in this
+   * process may use instead of loopback HTTP (rpc-client.ts serveInProcess).
+   */
+  inProcess: UniversalClientFn;
   close(): Promise<void>;
 }
 
@@ -63,39 +69,60 @@ export function internalAuthInterceptor(tokens: readonly string[]): Interceptor 
   };
 }
 
-/** Request id, one log line per call, and unexpected errors turned into INTERNAL with the cause logged. */
+/** Codes that mean the server failed (not the caller): logged at error, with the cause. */
+const SERVER_FAULTS = new Set([Code.Internal, Code.Unknown, Code.DataLoss]);
+
+/**
+ * Request id, one log line per call, and unexpected errors turned into INTERNAL
+ * with the cause logged. A call that succeeds is logged at debug (at info, the
+ * line cost more than the read it described); an expected failure (a caller's
+ * mistake, NotFound, Unimplemented, …) is one info line with its code and
+ * message and no stack; only a server fault is logged at error with its cause.
+ */
 export function contextInterceptor(logger: Logger): Interceptor {
   return (next) => (req) =>
     runWithRequestId(req.header.get(REQUEST_ID_HEADER), async () => {
       const started = performance.now();
-      const procedure = `${req.service.typeName}/${req.method.name}`;
-      const requestId = currentRequestId();
       try {
         const res = await next(req);
-        logger.info({ requestId, procedure, code: "ok", ms: Math.round(performance.now() - started) }, "rpc");
+        if (logger.isLevelEnabled("debug")) logger.debug(line(req, "ok", started), "rpc");
         return res;
       } catch (err) {
-        const ms = Math.round(performance.now() - started);
-        if (err instanceof ConnectError) {
-          const level = err.code === Code.Internal || err.code === Code.Unknown ? "error" : "info";
-          logger[level]({ requestId, procedure, code: Code[err.code], ms, err: err.cause ?? undefined }, "rpc");
-          throw err;
+        if (!(err instanceof ConnectError)) {
+          logger.error({ ...line(req, "Internal", started), err }, "rpc");
+          throw new ConnectError("internal error", Code.Internal);
         }
-        logger.error({ requestId, procedure, code: "Internal", ms, err }, "rpc");
-        throw new ConnectError("internal error", Code.Internal);
+        if (SERVER_FAULTS.has(err.code)) {
+          logger.error({ ...line(req, Code[err.code], started), err: err.cause ?? err }, "rpc");
+        } else {
+          logger.info({ ...line(req, Code[err.code], started), message: err.rawMessage }, "rpc");
+        }
+        throw err;
       }
     });
 }
 
+function line(req: { service: { typeName: string }; method: { name: string } }, code: string | undefined, started: number) {
+  return {
+    requestId: currentRequestId(),
+    procedure: `${req.service.typeName}/${req.method.name}`,
+    code,
+    ms: Math.round(performance.now() - started),
+  };
+}
+
 export async function startRpcServer(options: RpcServerOptions): Promise<RunningServer> {
   const interceptors = [contextInterceptor(options.logger), internalAuthInterceptor(options.internalTokens)];
+  const routerOptions = { interceptors, readMaxBytes: 4 * 1024 * 1024 };
   const handler = connectNodeAdapter({
     routes: options.routes,
-    interceptors,
-    readMaxBytes: 4 * 1024 * 1024,
+    ...routerOptions,
     fallback: (req, res) => void healthRoutes(req, res, options.readiness),
   });
-  const server = http.createServer({ keepAliveTimeout: 65_000 }, handler);
+  const router = createConnectRouter(routerOptions);
+  options.routes(router);
+  // Nagle off: an answer goes out as soon as it is written (Node's default, said here on purpose).
+  const server = http.createServer({ keepAliveTimeout: 65_000, noDelay: true }, handler);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, () => resolve());
@@ -106,6 +133,7 @@ export async function startRpcServer(options: RpcServerOptions): Promise<Running
   return {
     url: `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`,
     port,
+    inProcess: createUniversalHandlerClient(router.handlers),
     close: () =>
       new Promise<void>((resolve) => {
         // Stop accepting, let in-flight requests finish, then drop idle keep-alives.

@@ -1,0 +1,295 @@
+// The RPC path between services: what the project's client puts on the wire
+// (connections reused, each call in one piece), what a read answers, and
+// what the server logs per call. Behaviour only, never timing.
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { Writable } from "node:stream";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { timestampFromDate, timestampMs } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GetOrganisationResponseSchema, OrganisationSchema, OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
+import { createOrganisationApp } from "../services/organisation/organisation-app.js";
+import type { EventBus } from "../services/shared/event-bus/event-bus.js";
+import { createLogger } from "../services/shared/logger.js";
+import { createRpcClient, serveInProcess } from "../services/shared/rpc-client.js";
+import { startRpcServer, type RunningServer } from "../services/shared/rpc-server.js";
+import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { rpcError } from "./support/rpc.js";
+import { openTestBus, startService, type StartedService } from "./support/services.js";
+
+const TOKEN = "r".repeat(40);
+const ORG_ID = "7c4f5d0e-1111-4222-8333-444455556666";
+
+/** A plain node:http server answering GetOrganisation as a Connect server would, recording what arrives. */
+async function recordingServer(options: { answer?: boolean } = {}) {
+  const connections: number[] = [];
+  const requests: { headers: http.IncomingHttpHeaders; body: Buffer; connection: number }[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      requests.push({ headers: req.headers, body: Buffer.concat(chunks), connection: (req.socket as unknown as { n: number }).n });
+      if (options.answer === false) return; // holds the call open
+      const message = create(GetOrganisationResponseSchema, { organisation: { id: ORG_ID, name: "Recorded" } });
+      res.writeHead(200, { "content-type": "application/proto" });
+      res.end(toBinary(GetOrganisationResponseSchema, message));
+    });
+  });
+  server.on("connection", (socket) => {
+    const n = connections.length + 1;
+    connections.push(n);
+    (socket as unknown as { n: number }).n = n;
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    connections,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe("the RPC client on the wire", () => {
+  it("sends sequential calls over one kept-alive connection", async () => {
+    const server = await recordingServer();
+    try {
+      const client = createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 5000, internalToken: TOKEN });
+      for (let i = 0; i < 20; i++) {
+        const res = await client.getOrganisation({ id: ORG_ID });
+        expect(res.organisation?.name).toBe("Recorded");
+      }
+      expect(server.requests).toHaveLength(20);
+      expect(server.connections).toHaveLength(1);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("reuses its connections for later bursts of concurrent calls", async () => {
+    const server = await recordingServer();
+    try {
+      const client = createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 5000, internalToken: TOKEN });
+      for (let burst = 0; burst < 3; burst++) {
+        await Promise.all(Array.from({ length: 10 }, () => client.getOrganisation({ id: ORG_ID })));
+      }
+      expect(server.requests).toHaveLength(30);
+      expect(server.connections.length).toBeLessThanOrEqual(10);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("sends a unary request whole, with its length, not chunked", async () => {
+    // Chunked, the body went out in two more writes after the headers (three TCP segments per call).
+    const server = await recordingServer();
+    try {
+      const client = createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 5000, internalToken: TOKEN });
+      await client.getOrganisation({ id: ORG_ID }, { headers: { "x-request-id": "req-1" } });
+      const [req] = server.requests;
+      expect(req!.headers["transfer-encoding"]).toBeUndefined();
+      expect(Number(req!.headers["content-length"])).toBe(req!.body.length);
+      expect(req!.body.length).toBeGreaterThan(ORG_ID.length);
+      expect(req!.headers["authorization"]).toBe(`Bearer ${TOKEN}`);
+      expect(req!.headers["x-request-id"]).toBe("req-1");
+      expect(req!.headers["connect-timeout-ms"]).toBe("5000");
+      expect(req!.headers["content-type"]).toBe("application/proto");
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("gives up at the deadline when the server does not answer", async () => {
+    const server = await recordingServer({ answer: false });
+    try {
+      const client = createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 200, internalToken: TOKEN });
+      const err = await rpcError(client.getOrganisation({ id: ORG_ID }));
+      expect(err.code).toBe(Code.DeadlineExceeded);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("reports a server that is not there as Unavailable", async () => {
+    const server = await recordingServer();
+    await server.close();
+    const client = createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 2000, internalToken: TOKEN });
+    const err = await rpcError(client.getOrganisation({ id: ORG_ID }));
+    expect(err.code).toBe(Code.Unavailable);
+  });
+});
+
+describe("GetOrganisation, the hot read", () => {
+  const config = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
+  let db: TestDatabase;
+  let bus: EventBus;
+  let svc: StartedService<Awaited<ReturnType<typeof createOrganisationApp>>>;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    bus = await openTestBus(config);
+    svc = await startService(createOrganisationApp, { config, db, bus });
+  });
+
+  afterAll(async () => {
+    await svc?.stop();
+    await bus?.close();
+    await db?.drop();
+  });
+
+  it("answers the organisation as it was created, whatever the id's case", async () => {
+    const client = svc.client(OrganisationService);
+    const { organisation } = await client.createOrganisation({ name: "Read Back", ownerEmail: "owner@read.test", ownerPassword: "password-r" });
+    const got = await client.getOrganisation({ id: organisation!.id.toUpperCase() });
+    expect(got.organisation?.id).toBe(organisation!.id);
+    expect(got.organisation?.name).toBe("Read Back");
+    expect(timestampMs(got.organisation!.createTime!)).toBe(timestampMs(organisation!.createTime!));
+  });
+
+  it("answers NotFound for an unknown or malformed id", async () => {
+    const client = svc.client(OrganisationService);
+    expect((await rpcError(client.getOrganisation({ id: "00000000-0000-4000-8000-000000000000" }))).code).toBe(Code.NotFound);
+    expect((await rpcError(client.getOrganisation({ id: "nope" }))).code).toBe(Code.NotFound);
+  });
+});
+
+describe("one log line per call", () => {
+  let lines: Record<string, unknown>[] = [];
+  let server: RunningServer;
+  let level = "info";
+
+  const start = async (logLevel: string) => {
+    await server?.close();
+    level = logLevel;
+    lines = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const l of chunk.toString("utf8").split("\n")) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
+        done();
+      },
+    });
+    server = await startRpcServer({
+      name: "log-test",
+      host: "127.0.0.1",
+      port: 0,
+      logger: createLogger("log-test", level, sink),
+      internalTokens: [TOKEN],
+      routes: (router) =>
+        router.service(OrganisationService, {
+          async getOrganisation(req) {
+            if (req.id === "found") return { organisation: create(OrganisationSchema, { id: ORG_ID, name: "Logged", createTime: timestampFromDate(new Date()) }) };
+            if (req.id === "invalid") throw new ConnectError("id: expected a UUID", Code.InvalidArgument, undefined, undefined, new Error("detail that stays inside"));
+            if (req.id === "missing") throw new ConnectError("organisation not found", Code.NotFound);
+            if (req.id === "fault") throw new ConnectError("could not read", Code.Internal, undefined, undefined, new Error("database went away"));
+            throw new TypeError("unexpected bug");
+          },
+        }),
+    });
+  };
+  const client = () => createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 5000, internalToken: TOKEN });
+  const rpcLines = () => lines.filter((l) => l.msg === "rpc");
+
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it("writes nothing for a call that succeeds at info, one line at debug", async () => {
+    await start("info");
+    await client().getOrganisation({ id: "found" });
+    await client().getOrganisation({ id: "found" });
+    expect(rpcLines()).toEqual([]);
+    await start("debug");
+    await client().getOrganisation({ id: "found" }, { headers: { "x-request-id": "ok-1" } });
+    expect(rpcLines()).toHaveLength(1);
+    expect(rpcLines()[0]).toMatchObject({ level: 20, code: "ok", requestId: "ok-1", procedure: "bizcard.organisation.v1.OrganisationService/GetOrganisation" });
+  });
+
+  it("logs an expected failure as one info line with its code and message, without the cause or a stack", async () => {
+    await start("info");
+    const cases = [
+      ["invalid", Code.InvalidArgument, "InvalidArgument", "id: expected a UUID"],
+      ["missing", Code.NotFound, "NotFound", "organisation not found"],
+    ] as const;
+    for (const [id, code, name, message] of cases) {
+      lines = [];
+      const err = await rpcError(client().getOrganisation({ id }, { headers: { "x-request-id": `req-${id}` } }));
+      expect(err.code).toBe(code);
+      expect(rpcLines()).toHaveLength(1);
+      const line = rpcLines()[0]!;
+      expect(line).toMatchObject({ level: 30, code: name, message, requestId: `req-${id}` });
+      expect(line).not.toHaveProperty("err");
+      expect(JSON.stringify(line)).not.toMatch(/stack|detail that stays inside|\n\s+at /);
+    }
+  });
+
+  it("logs Unimplemented as one info line without a stack", async () => {
+    await start("info");
+    const err = await rpcError(client().listContacts({ organisationId: ORG_ID }));
+    expect(err.code).toBe(Code.Unimplemented);
+    expect(rpcLines()).toHaveLength(1);
+    expect(rpcLines()[0]).toMatchObject({ level: 30, code: "Unimplemented" });
+    expect(rpcLines()[0]).not.toHaveProperty("err");
+  });
+
+  it("logs a server fault at error with its cause, and answers Internal without it", async () => {
+    await start("info");
+    const fault = await rpcError(client().getOrganisation({ id: "fault" }));
+    expect(fault.code).toBe(Code.Internal);
+    expect(fault.rawMessage).not.toContain("database went away");
+    const bug = await rpcError(client().getOrganisation({ id: "bug" }));
+    expect(bug.code).toBe(Code.Internal);
+    expect(bug.rawMessage).toBe("internal error");
+    expect(rpcLines()).toHaveLength(2);
+    const [faultLine, bugLine] = rpcLines() as { level: number; code: string; err: { message: string; stack: string } }[];
+    expect(faultLine).toMatchObject({ level: 50, code: "Internal", err: { message: "database went away" } });
+    expect(faultLine!.err.stack).toContain("database went away");
+    expect(bugLine).toMatchObject({ level: 50, code: "Internal", err: { type: "TypeError", message: "unexpected bug" } });
+    expect(bugLine!.err.stack).toContain("TypeError: unexpected bug");
+  });
+});
+
+describe("services of one process", () => {
+  it("call each other in memory, through the same credential check and request id, once offered", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const l of chunk.toString("utf8").split("\n")) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
+        done();
+      },
+    });
+    const server = await startRpcServer({
+      name: "in-process",
+      host: "127.0.0.1",
+      port: 0,
+      logger: createLogger("in-process", "debug", sink),
+      internalTokens: [TOKEN],
+      routes: (router) =>
+        router.service(OrganisationService, {
+          getOrganisation: (req) => ({ organisation: { id: req.id, name: "In memory" } }),
+        }),
+    });
+    const client = createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 5000, internalToken: TOKEN });
+    const intruder = createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 5000, internalToken: "x".repeat(40) });
+    expect((await client.getOrganisation({ id: ORG_ID })).organisation?.name).toBe("In memory");
+    const undo = serveInProcess(server.url, server.inProcess);
+    // The port closes: what still answers is the in-memory path.
+    await server.close();
+    try {
+      lines.length = 0;
+      const res = await client.getOrganisation({ id: ORG_ID }, { headers: { "x-request-id": "mem-1" } });
+      expect(res.organisation?.name).toBe("In memory");
+      expect(lines.filter((l) => l.msg === "rpc")).toMatchObject([{ code: "ok", requestId: "mem-1" }]);
+      expect((await rpcError(intruder.getOrganisation({ id: ORG_ID }))).code).toBe(Code.Unauthenticated);
+      expect((await rpcError(client.listContacts({ organisationId: ORG_ID }))).code).toBe(Code.Unimplemented);
+    } finally {
+      undo();
+    }
+    // Withdrawn, the client goes over HTTP again, where nothing listens any more.
+    expect((await rpcError(client.getOrganisation({ id: ORG_ID }))).code).toBe(Code.Unavailable);
+  });
+});
