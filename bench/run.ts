@@ -14,6 +14,7 @@
 //
 // The cases take turns for BENCH_ROUNDS rounds of BENCH_SECONDS each, and the
 // median round counts (one run is noisy here). BENCH_ONLY=http or rpc runs one group.
+import { randomBytes } from "node:crypto";
 import autocannon from "autocannon";
 import pg from "pg";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
@@ -85,7 +86,7 @@ try {
 
   if (only !== "rpc") {
     const gatewayPort = await freePort();
-    const gateway = spawnTs("gateway/main.ts", { GATEWAY_PORT: String(gatewayPort), LOG_LEVEL: "warn" });
+    const gateway = spawnTs("gateway/main.ts", { GATEWAY_PORT: String(gatewayPort), LOG_LEVEL: "warn", INTERNAL_RPC_TOKEN: randomBytes(32).toString("base64url") });
     processes.push(gateway);
     await httpReady(`http://127.0.0.1:${gatewayPort}/healthz`, 60_000, gateway);
     const g = `http://127.0.0.1:${gatewayPort}`;
