@@ -66,8 +66,11 @@ async function main(): Promise<void> {
   const servers: RunningServer[] = [];
   let bus: EventBus | undefined;
   let gateway: FastifyInstance | undefined;
+  const undoInProcess: (() => void)[] = [];
   const stop = async () => {
     await gateway?.close();
+    // No more in-memory calls into services that are closing.
+    for (const undo of undoInProcess) undo();
     await Promise.allSettled(servers.map((s) => s.close()));
     for (const app of [...apps].reverse()) await app.close().catch((err) => logger.error({ err }, "close failed"));
     await bus?.close();
@@ -117,8 +120,9 @@ async function main(): Promise<void> {
           }),
         ),
       );
-      // Calls between the services of this process stay in memory (rpc-client.ts serveInProcess).
-      serveInProcess(servers.at(-1)!.url, servers.at(-1)!.inProcess);
+      // Calls between the services of this process stay in memory (rpc-client.ts serveInProcess),
+      // under the URL the clients use to reach this service.
+      undoInProcess.push(serveInProcess(serviceUrls(config)[svc.name], servers.at(-1)!.inProcess));
     }
     for (const app of apps) await app.start();
 

@@ -4,7 +4,15 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { dummyHash, hashPassword, needsRehash, SCRYPT_COST, verifyPassword } from "../services/organisation/members/password.js";
+import {
+  MAX_WAITING_DERIVATIONS,
+  PasswordQueueFullError,
+  dummyHash,
+  hashPassword,
+  needsRehash,
+  SCRYPT_COST,
+  verifyPassword,
+} from "../services/organisation/members/password.js";
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
@@ -91,11 +99,36 @@ describe("hashes", () => {
       `scrypt$${2 ** 24}$8$1$${salt}$${key}`, // 2 GiB: refused, not attempted
       `scrypt$131072$0$1$${salt}$${key}`,
       `scrypt$131072$8$99$${salt}$${key}`,
+      `scrypt$${2 ** 20}$32$16$${salt}$${key}`, // each bound on its own, together ~4 GiB: refused
+      `scrypt$${2 ** 19}$8$1$${salt}$${key}`, // 512 MiB, four times today's: refused
       `${good}$extra`,
     ]) {
       expect(await verifyPassword("pw-pw-pw-pw", bad), bad).toBe(false);
       expect(needsRehash(bad)).toBe(false);
     }
+  });
+});
+
+describe("the queue of derivations", () => {
+  const cheap = { N: 2 ** 10, r: 8, p: 1 };
+
+  it("is bounded: past MAX_WAITING_DERIVATIONS waiting, a hash is refused at once, not queued", async () => {
+    // Two run at once; MAX_WAITING_DERIVATIONS more wait; the four after them are refused.
+    const total = 2 + MAX_WAITING_DERIVATIONS + 4;
+    const results = await Promise.allSettled(Array.from({ length: total }, (_, i) => hashPassword(`pw-${i}-pw-pw`, cheap)));
+    const refused = results.filter((r) => r.status === "rejected");
+    expect(refused).toHaveLength(4);
+    for (const r of refused) expect((r as PromiseRejectedResult).reason).toBeInstanceOf(PasswordQueueFullError);
+    expect(results.slice(-4).every((r) => r.status === "rejected"), "the last four are the refused ones").toBe(true);
+  });
+
+  it("skips the work of a caller that gave up while it waited", async () => {
+    const gaveUp = new AbortController();
+    const ahead = [hashPassword("pw-a-pw-pw", cheap), hashPassword("pw-b-pw-pw", cheap)];
+    const waiting = expect(hashPassword("pw-c-pw-pw", cheap, gaveUp.signal)).rejects.toThrow("deadline passed");
+    gaveUp.abort(new Error("deadline passed"));
+    await Promise.all(ahead);
+    await waiting;
   });
 });
 

@@ -22,7 +22,7 @@ const TOKEN = "r".repeat(40);
 const ORG_ID = "7c4f5d0e-1111-4222-8333-444455556666";
 
 /** A plain node:http server answering GetOrganisation as a Connect server would, recording what arrives. */
-async function recordingServer(options: { answer?: boolean } = {}) {
+async function recordingServer(options: { answer?: boolean; proxyErrorFirst?: boolean } = {}) {
   const connections: number[] = [];
   const requests: { headers: http.IncomingHttpHeaders; body: Buffer; connection: number }[] = [];
   const server = http.createServer((req, res) => {
@@ -31,6 +31,12 @@ async function recordingServer(options: { answer?: boolean } = {}) {
     req.on("end", () => {
       requests.push({ headers: req.headers, body: Buffer.concat(chunks), connection: (req.socket as unknown as { n: number }).n });
       if (options.answer === false) return; // holds the call open
+      if (options.proxyErrorFirst && requests.length === 1) {
+        // What a proxy in between answers: not Connect's JSON, a body connect never reads.
+        res.writeHead(502, { "content-type": "text/html" });
+        res.end(`<html><body>${"bad gateway ".repeat(2000)}</body></html>`);
+        return;
+      }
       const message = create(GetOrganisationResponseSchema, { organisation: { id: ORG_ID, name: "Recorded" } });
       res.writeHead(200, { "content-type": "application/proto" });
       res.end(toBinary(GetOrganisationResponseSchema, message));
@@ -66,6 +72,20 @@ describe("the RPC client on the wire", () => {
       }
       expect(server.requests).toHaveLength(20);
       expect(server.connections).toHaveLength(1);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("drains an error answer connect does not read (a proxy's HTML), so the connection is reused", async () => {
+    const server = await recordingServer({ proxyErrorFirst: true });
+    try {
+      const client = createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 2000, internalToken: TOKEN });
+      const err = await rpcError(client.getOrganisation({ id: ORG_ID }));
+      expect(err.code).toBe(Code.Unavailable);
+      const res = await client.getOrganisation({ id: ORG_ID });
+      expect(res.organisation?.name).toBe("Recorded");
+      expect(server.requests.map((r) => r.connection)).toEqual([1, 1]);
     } finally {
       await server.close();
     }
@@ -186,6 +206,7 @@ describe("one log line per call", () => {
             if (req.id === "invalid") throw new ConnectError("id: expected a UUID", Code.InvalidArgument, undefined, undefined, new Error("detail that stays inside"));
             if (req.id === "missing") throw new ConnectError("organisation not found", Code.NotFound);
             if (req.id === "fault") throw new ConnectError("could not read", Code.Internal, undefined, undefined, new Error("database went away"));
+            if (req.id === "outage") throw new ConnectError("organisation service unavailable", Code.Unavailable, undefined, undefined, new Error("connect ECONNREFUSED 127.0.0.1:7102"));
             throw new TypeError("unexpected bug");
           },
         }),
@@ -234,6 +255,19 @@ describe("one log line per call", () => {
     expect(rpcLines()).toHaveLength(1);
     expect(rpcLines()[0]).toMatchObject({ level: 30, code: "Unimplemented" });
     expect(rpcLines()[0]).not.toHaveProperty("err");
+  });
+
+  it("logs an outage downstream (Unavailable) at warn with its cause, so an operator sees why", async () => {
+    await start("info");
+    const err = await rpcError(client().getOrganisation({ id: "outage" }, { headers: { "x-request-id": "req-outage" } }));
+    expect(err.code).toBe(Code.Unavailable);
+    expect(rpcLines()).toHaveLength(1);
+    expect(rpcLines()[0]).toMatchObject({
+      level: 40,
+      code: "Unavailable",
+      requestId: "req-outage",
+      err: { message: "connect ECONNREFUSED 127.0.0.1:7102" },
+    });
   });
 
   it("logs a server fault at error with its cause, and answers Internal without it", async () => {

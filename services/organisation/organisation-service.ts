@@ -22,7 +22,15 @@ import { readContactFields } from "./contacts/contact-fields.js";
 import { enqueueContactEvent } from "./contacts/contact-events.js";
 import { toContactMessage } from "./contacts/contact-message.js";
 import { MemberEntity, type Member } from "./members/member.entity.js";
-import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, dummyHash, hashPassword, verifyPassword } from "./members/password.js";
+import {
+  PASSWORD_MAX_LENGTH,
+  PASSWORD_MIN_LENGTH,
+  PasswordQueueFullError,
+  dummyHash,
+  hashPassword,
+  needsRehash,
+  verifyPassword,
+} from "./members/password.js";
 import { upgradePasswordHash } from "./members/password-upgrade.js";
 import { OrganisationEntity, type Organisation } from "./organisations/organisation.entity.js";
 
@@ -74,6 +82,18 @@ function emailTaken(err: unknown): never {
   throw err;
 }
 
+/** Password hashing that cannot get a turn soon enough is refused, not queued (password.ts). */
+async function passwordWork<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    if (err instanceof PasswordQueueFullError) {
+      throw new ConnectError("too many password checks at once; try again shortly", Code.ResourceExhausted);
+    }
+    throw err;
+  }
+}
+
 export function createOrganisationService(deps: OrganisationServiceDeps): ServiceImpl<typeof OrganisationService> {
   const { orm } = deps;
   const events = { schema: ORGANISATION_SCHEMA, subjectPrefix: deps.subjectPrefix };
@@ -92,10 +112,10 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
   }
 
   return {
-    async createOrganisation(req) {
+    async createOrganisation(req, ctx) {
       const name = readName(req.name);
       const email = readEmail(req.ownerEmail);
-      const passwordHash = await hashPassword(readPassword(req.ownerPassword));
+      const passwordHash = await passwordWork(hashPassword(readPassword(req.ownerPassword), undefined, ctx.signal));
       const [organisation, owner] = await orm.em
         .fork()
         .transactional(async (em) => {
@@ -129,10 +149,10 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
       return { organisation: toOrganisationMessage({ id: row.id, name: row.name, createdAt }) };
     },
 
-    async createMember(req) {
+    async createMember(req, ctx) {
       const organisationId = requireUuid("organisation_id", req.organisationId);
       const email = readEmail(req.email);
-      const passwordHash = await hashPassword(readPassword(req.password));
+      const passwordHash = await passwordWork(hashPassword(readPassword(req.password), undefined, ctx.signal));
       const em = orm.em.fork();
       if (!(await em.findOne(OrganisationEntity, { id: organisationId }))) throw notFound("organisation");
       const member = em.create(MemberEntity, { id: randomUUID(), organisationId, email, passwordHash, createdAt: new Date() });
@@ -143,11 +163,16 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
     // Same work and the same answer for an unknown email and a wrong password.
     // PERMISSION_DENIED, never UNAUTHENTICATED: that code means only that the
     // caller's internal credential was refused (a misconfiguration, 500 at the gateway).
-    async verifyMemberCredentials(req) {
+    async verifyMemberCredentials(req, ctx) {
       const email = req.email.trim().toLowerCase();
       const member = email ? await orm.em.fork().findOne(MemberEntity, { email }) : null;
-      const ok = await verifyPassword(req.password, member?.passwordHash ?? (await dummyHash()));
-      if (!member || !ok) throw new ConnectError("email or password is wrong", Code.PermissionDenied);
+      const ok = await passwordWork(verifyPassword(req.password, member?.passwordHash ?? (await dummyHash()), ctx.signal));
+      if (!member || !ok) {
+        // A member whose hash is older (cheaper) than today's answers a wrong password
+        // sooner than an unknown email would: spend the difference, so timing tells nothing.
+        if (member && needsRehash(member.passwordHash)) await passwordWork(verifyPassword(req.password, await dummyHash(), ctx.signal));
+        throw new ConnectError("email or password is wrong", Code.PermissionDenied);
+      }
       await upgradePasswordHash(orm, member, req.password);
       return { member: toMemberMessage(member) };
     },

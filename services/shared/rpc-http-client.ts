@@ -58,6 +58,11 @@ export function createHttp1Client(): UniversalClientFn {
       };
       nodeRequest.on("error", (err) => reject(call.error(err)));
       nodeRequest.on("response", (res) => {
+        // However the response ends (read, dropped, or never read), the call lets go of its signal.
+        res.once("close", call.done);
+        // An error answer that is not Connect's JSON (a proxy's 502 page): connect throws without
+        // reading it, so drain it here and the kept-alive connection is free again.
+        if (res.statusCode !== 200 && !String(res.headers["content-type"] ?? "").startsWith("application/json")) res.resume();
         const trailer = new Headers();
         resolve({
           status: res.statusCode ?? 0,

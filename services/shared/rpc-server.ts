@@ -71,13 +71,16 @@ export function internalAuthInterceptor(tokens: readonly string[]): Interceptor 
 
 /** Codes that mean the server failed (not the caller): logged at error, with the cause. */
 const SERVER_FAULTS = new Set([Code.Internal, Code.Unknown, Code.DataLoss]);
+/** Codes of a backend or a downstream service being slow or away: logged at warn, with the cause. */
+const OUTAGES = new Set([Code.Unavailable, Code.DeadlineExceeded, Code.Canceled]);
 
 /**
  * Request id, one log line per call, and unexpected errors turned into INTERNAL
  * with the cause logged. A call that succeeds is logged at debug (at info, the
  * line cost more than the read it described); an expected failure (a caller's
  * mistake, NotFound, Unimplemented, …) is one info line with its code and
- * message and no stack; only a server fault is logged at error with its cause.
+ * message and no stack; an outage (Unavailable, DeadlineExceeded, Canceled) is
+ * a warn line with its cause; a server fault is logged at error with its cause.
  */
 export function contextInterceptor(logger: Logger): Interceptor {
   return (next) => (req) =>
@@ -94,6 +97,8 @@ export function contextInterceptor(logger: Logger): Interceptor {
         }
         if (SERVER_FAULTS.has(err.code)) {
           logger.error({ ...line(req, Code[err.code], started), err: err.cause ?? err }, "rpc");
+        } else if (OUTAGES.has(err.code)) {
+          logger.warn({ ...line(req, Code[err.code], started), message: err.rawMessage, err: err.cause ?? err }, "rpc");
         } else {
           logger.info({ ...line(req, Code[err.code], started), message: err.rawMessage }, "rpc");
         }

@@ -22,8 +22,9 @@ const KEY_LENGTH = 32;
 const SALT_LENGTH = 16;
 
 /**
- * What a stored hash may ask for. A hash outside these bounds never matches,
- * so a corrupt row cannot make a login allocate gigabytes.
+ * What a stored hash may ask for. A hash outside these bounds, or one whose
+ * derivation would need more than twice today's memory, never matches, so a
+ * corrupt row cannot make a login allocate gigabytes.
  */
 const MAX_N = 2 ** 20;
 const MAX_R = 32;
@@ -47,21 +48,38 @@ export function scryptMemory({ N, r, p }: ScryptCost): number {
  */
 const limited = pLimit(2);
 
-function derive(password: string, salt: Buffer, cost: ScryptCost, keyLength: number): Promise<Buffer> {
-  return limited(
-    () =>
-      new Promise<Buffer>((resolve, reject) =>
-        scrypt(password.normalize("NFKC"), salt, keyLength, { ...cost, maxmem: scryptMemory(cost) }, (err, key) =>
-          err ? reject(err) : resolve(key),
-        ),
+/**
+ * Derivations that may wait for a turn. At ~0.5 s each, more than this would
+ * wait past any caller's deadline: a flood of logins is refused at once
+ * (ResourceExhausted, 429) instead of queueing work nobody waits for.
+ */
+export const MAX_WAITING_DERIVATIONS = 16;
+
+/** Too many password checks at once; the caller may try again shortly. */
+export class PasswordQueueFullError extends Error {
+  constructor() {
+    super("too many password checks at once");
+    this.name = "PasswordQueueFullError";
+  }
+}
+
+function derive(password: string, salt: Buffer, cost: ScryptCost, keyLength: number, signal?: AbortSignal): Promise<Buffer> {
+  if (limited.pendingCount >= MAX_WAITING_DERIVATIONS) return Promise.reject(new PasswordQueueFullError());
+  return limited(() => {
+    // A caller that gave up (deadline, disconnect) while this waited: skip the work.
+    signal?.throwIfAborted();
+    return new Promise<Buffer>((resolve, reject) =>
+      scrypt(password.normalize("NFKC"), salt, keyLength, { ...cost, maxmem: scryptMemory(cost) }, (err, key) =>
+        err ? reject(err) : resolve(key),
       ),
-  );
+    );
+  });
 }
 
 /** scrypt$N$r$p$salt$hash (salt and hash in base64). */
-export async function hashPassword(password: string, cost: ScryptCost = SCRYPT_COST): Promise<string> {
+export async function hashPassword(password: string, cost: ScryptCost = SCRYPT_COST, signal?: AbortSignal): Promise<string> {
   const salt = randomBytes(SALT_LENGTH);
-  const key = await derive(password, salt, cost, KEY_LENGTH);
+  const key = await derive(password, salt, cost, KEY_LENGTH, signal);
   return `scrypt$${cost.N}$${cost.r}$${cost.p}$${salt.toString("base64")}$${key.toString("base64")}`;
 }
 
@@ -79,16 +97,17 @@ function parse(encoded: string): Parsed | undefined {
   if (scheme !== "scrypt" || !salt || !key || rest.length) return undefined;
   const cost = { N: Number(n), r: Number(r), p: Number(p) };
   if (!isPowerOfTwo(cost.N) || cost.N > MAX_N || !inRange(cost.r, MAX_R) || !inRange(cost.p, MAX_P)) return undefined;
+  if (scryptMemory(cost) > 2 * scryptMemory(SCRYPT_COST)) return undefined;
   const parsed = { cost, salt: Buffer.from(salt, "base64"), key: Buffer.from(key, "base64") };
   if (parsed.salt.length === 0 || parsed.key.length < 16 || parsed.key.length > 64) return undefined;
   return parsed;
 }
 
 /** Constant time in the key comparison; a malformed hash never matches. */
-export async function verifyPassword(password: string, encoded: string): Promise<boolean> {
+export async function verifyPassword(password: string, encoded: string, signal?: AbortSignal): Promise<boolean> {
   const parsed = parse(encoded);
   if (!parsed) return false;
-  const actual = await derive(password, parsed.salt, parsed.cost, parsed.key.length);
+  const actual = await derive(password, parsed.salt, parsed.cost, parsed.key.length, signal);
   return timingSafeEqual(actual, parsed.key);
 }
 
