@@ -21,7 +21,7 @@ const received: ContactEvent[] = [];
 const config = testConfig();
 
 beforeAll(async () => {
-  db = await createTestDatabase();
+  db = await createTestDatabase({ sessions: "many" }); // row and advisory locks need concurrent sessions
   bus = await openTestBus(config);
   await bus.consume({ durable: "concurrency-test", subject: "contact.>" }, async (m) => {
     received.push(fromBinary(ContactEventSchema, m.data));

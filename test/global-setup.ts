@@ -1,6 +1,6 @@
 // Decides once per run which backends the suites use, and says so; and makes
 // sure a run leaves no temporary folders behind.
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -33,6 +33,9 @@ function reachable(url: string, defaultPort: number): Promise<boolean> {
  */
 function isolateTempDir(): () => void {
   const runDir = mkdtempSync(path.join(tmpdir(), "bizcard-test-run-"));
+  // Traversable, not listable: a private PostgreSQL server (support/postgres-server.ts) runs as
+  // the postgres user and must reach its data folder inside.
+  chmodSync(runDir, 0o711);
   process.env.TMPDIR = runDir;
   return () => {
     const left = readdirSync(runDir).filter((e) => e.startsWith("bizcard-"));

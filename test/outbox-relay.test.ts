@@ -29,7 +29,7 @@ const cleanups: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
   nats = await NatsServer.start();
-  db = await createTestDatabase();
+  db = await createTestDatabase({ sessions: "many" }); // row and advisory locks need concurrent sessions
 });
 
 afterEach(async () => {
@@ -301,6 +301,10 @@ describe("outbox relay", () => {
   it("publishes what was committed while NATS was down once it is back, each event once", async () => {
     const config = testConfig({ NATS_URL: nats.url });
     const bus = await openTestBus(config);
+    // The real bus, counting the publishes the broker refused.
+    let refused = 0;
+    const publish = bus.publish.bind(bus);
+    bus.publish = (...args) => publish(...args).catch((err) => (refused++, Promise.reject(err)));
     const svc = await startService(createOrganisationApp, { config, db, bus });
     cleanups.push(() => bus.close(), () => svc.stop());
     const client = svc.client(OrganisationService);
@@ -312,7 +316,8 @@ describe("outbox relay", () => {
     const b = await client.createContact({ organisationId: organisation!.id, fields: { firstName: "During" } });
     await client.updateContact({ id: b.contact!.id, organisationId: organisation!.id, fields: { lastName: "Outage" } });
     expect(await svc.app.relay.backlog()).toBe(2);
-    await new Promise((r) => setTimeout(r, 1500)); // the relay tries and fails meanwhile
+    // The relay tries during the outage, and fails.
+    await waitFor(() => (refused > 0 ? true : undefined), 30_000, "a publish refused while NATS is down");
     await nats.restart();
 
     await waitFor(async () => ((await svc.app.relay.backlog()) === 0 ? true : undefined), 45_000, "backlog drained");

@@ -1,7 +1,9 @@
 // `npm start` with DATABASE_URL and NATS_URL set: the same command runs on
 // PostgreSQL and NATS JetStream, and a contact change appears once on the
-// stream. (On a machine without them: an embedded PGlite and a private
-// nats-server stand in, reached by URL all the same.)
+// stream. (On a machine without them: a private PostgreSQL server, started
+// from the machine's binaries, and a private nats-server stand in, reached by
+// URL all the same. Not PGlite: the test reads the outbox over a session of its
+// own beside the platform's pool, and PGlite serves one session.)
 import { rmSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -21,7 +23,7 @@ const stream = uniqueName("T_");
 const env: Record<string, string> = {};
 
 beforeAll(async () => {
-  db = await createTestDatabase();
+  db = await createTestDatabase({ sessions: "many" });
   if (backendMode().nats) natsUrl = TEST_NATS_URL;
   else {
     privateNats = await NatsServer.start();
@@ -46,7 +48,7 @@ afterAll(async () => {
   await deleteStream(natsUrl, stream).catch(() => undefined);
   await privateNats?.close();
   await db?.drop();
-  rmSync(env.DATA_DIR!, { recursive: true, force: true });
+  if (env.DATA_DIR) rmSync(env.DATA_DIR, { recursive: true, force: true });
 });
 
 function cli(args: string[]): Promise<{ code: number | null; out: string }> {

@@ -29,8 +29,20 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A fresh, empty database: on the real PostgreSQL, else an embedded PGlite. */
-export async function createTestDatabase(): Promise<TestDatabase> {
+/**
+ * A fresh, empty database: on the real PostgreSQL, else an embedded PGlite.
+ * `sessions: "many"`: the test needs several sessions at once (locks, a
+ * transaction held open while another commits), which single-session PGlite
+ * cannot give; without the shared PostgreSQL it gets a private server started
+ * from this machine's PostgreSQL binaries.
+ */
+export async function createTestDatabase(options: { sessions?: "one" | "many" } = {}): Promise<TestDatabase> {
+  if (!backendMode().postgres && options.sessions === "many") {
+    // Imported here: global setup imports this module, and processes.ts registers hooks.
+    const { PostgresServer } = await import("./postgres-server.js");
+    const server = await PostgresServer.start();
+    return { url: server.url, poolMax: 5, drop: () => server.stop() };
+  }
   if (!backendMode().postgres) {
     const dir = await mkdtemp(path.join(tmpdir(), "bizcard-pglite-"));
     try {

@@ -37,8 +37,14 @@ export interface Spawned {
 }
 
 /** Children start in their own process group (detached), so a test can signal a whole tree. */
-export function spawnProcess(command: string, args: string[], env: Record<string, string | undefined>, cwd = ROOT): Spawned {
-  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+export function spawnProcess(
+  command: string,
+  args: string[],
+  env: Record<string, string | undefined>,
+  cwd = ROOT,
+  user?: { uid: number; gid: number },
+): Spawned {
+  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], detached: true, ...user });
   let out = "";
   child.stdout!.on("data", (d) => (out += d));
   child.stderr!.on("data", (d) => (out += d));

@@ -1,0 +1,86 @@
+// A private PostgreSQL server on a free port, from this machine's binaries:
+// for test files that need several database sessions at once (row locks,
+// advisory locks, a transaction held open while another commits) when the
+// shared PostgreSQL cannot be reached. PGlite, the embedded fallback, is a
+// single-session database and cannot show those. Its data lives in a
+// temporary folder that stop() removes.
+import { execFileSync } from "node:child_process";
+import { chownSync, existsSync, readdirSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { freePort, spawnProcess, waitFor, type Spawned } from "./processes.js";
+
+/** The newest installed server's bin folder (Debian layout), or PG_BIN_DIR. */
+function binDir(): string {
+  if (process.env.PG_BIN_DIR) return process.env.PG_BIN_DIR;
+  const root = "/usr/lib/postgresql";
+  const versions = existsSync(root) ? readdirSync(root).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a)) : [];
+  if (!versions.length) {
+    throw new Error("no PostgreSQL server binaries (/usr/lib/postgresql/<version>/bin, or PG_BIN_DIR): this test needs several database sessions, which PGlite cannot give");
+  }
+  return path.join(root, versions[0]!, "bin");
+}
+
+/** PostgreSQL refuses to run as root: as root, the server runs as the postgres user. */
+function runAs(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const uid = Number(execFileSync("id", ["-u", "postgres"]).toString().trim());
+  const gid = Number(execFileSync("id", ["-g", "postgres"]).toString().trim());
+  return { uid, gid };
+}
+
+export class PostgresServer {
+  private constructor(
+    readonly port: number,
+    private readonly dir: string,
+    private readonly proc: Spawned,
+  ) {}
+
+  get url(): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
+  }
+
+  static async start(): Promise<PostgresServer> {
+    const bin = binDir();
+    const user = runAs();
+    const dir = await mkdtemp(path.join(tmpdir(), "bizcard-postgres-"));
+    try {
+      if (user) chownSync(dir, user.uid, user.gid);
+      const data = path.join(dir, "data");
+      execFileSync(path.join(bin, "initdb"), ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"], {
+        stdio: "ignore",
+        ...user,
+      });
+      const port = await freePort();
+      const proc = spawnProcess(
+        path.join(bin, "postgres"),
+        ["-D", data, "-p", String(port), "-k", dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"],
+        {},
+        dir,
+        user,
+      );
+      await waitFor(
+        () =>
+          new Promise<boolean | undefined>((resolve) => {
+            if (proc.child.exitCode !== null) throw new Error(`postgres exited:\n${proc.output()}`);
+            const s = net.connect(port, "127.0.0.1");
+            s.once("connect", () => (s.destroy(), resolve(true)));
+            s.once("error", () => resolve(undefined));
+          }),
+        20_000,
+        "private postgres",
+      );
+      return new PostgresServer(port, dir, proc);
+    } catch (err) {
+      await rm(dir, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.proc.kill("SIGINT"); // fast shutdown
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
