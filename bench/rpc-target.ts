@@ -2,9 +2,9 @@
 // machine's PostgreSQL and NATS JetStream (a unique stream), with one
 // organisation in it: what the RPC rows of the benchmark call.
 import { randomBytes } from "node:crypto";
-import pg from "pg";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { createRpcClient } from "../services/shared/rpc-client.js";
+import { createDatabaseOn } from "../test/support/backends.js";
 import { deleteStream } from "../test/support/stream.js";
 import { freePort, httpReady, spawnProcess, type Spawned } from "../test/support/processes.js";
 
@@ -23,18 +23,12 @@ export interface RpcTarget {
 /** `nodeArgs` go before the script (e.g. --cpu-prof); `cwd`: another checkout's service (a before/after comparison). */
 export async function startRpcTarget(nodeArgs: string[] = [], env: Record<string, string> = {}, cwd?: string): Promise<RpcTarget> {
   const suffix = `${Date.now().toString(36)}${randomBytes(3).toString("hex")}`;
-  const dbName = `bizcard_bench_${suffix}`;
   const stream = `BENCH_${suffix}`;
-  const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
-  await admin.connect();
-  await admin.query(`create database "${dbName}"`);
-  await admin.end();
-  const dbUrl = new URL(ADMIN_DATABASE_URL);
-  dbUrl.pathname = `/${dbName}`;
+  const db = await createDatabaseOn(ADMIN_DATABASE_URL, `bizcard_bench_${suffix}`);
   const port = await freePort();
   const token = randomBytes(32).toString("base64url");
   const service = spawnProcess(process.execPath, [...nodeArgs, "--import", "tsx", "services/organisation/main.ts"], {
-    DATABASE_URL: dbUrl.toString(),
+    DATABASE_URL: db.url,
     NATS_URL,
     NATS_STREAM: stream,
     NATS_SUBJECT_PREFIX: `bench${suffix}`,
@@ -47,16 +41,13 @@ export async function startRpcTarget(nodeArgs: string[] = [], env: Record<string
   const close = async () => {
     await service.kill();
     await deleteStream(NATS_URL, stream).catch(() => undefined);
-    const c = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
-    await c.connect();
-    await c.query(`drop database if exists "${dbName}" with (force)`);
-    await c.end();
+    await db.drop();
   };
   try {
     await httpReady(`${url}/readyz`, 60_000, service);
     const client = createRpcClient(OrganisationService, { baseUrl: url, timeoutMs: 5000, internalToken: token });
     const { organisation } = await client.createOrganisation({ name: "Bench Cards", ownerEmail: "owner@bench.test", ownerPassword: "bench-password" });
-    return { url, token, databaseUrl: dbUrl.toString(), organisationId: organisation!.id, service, close };
+    return { url, token, databaseUrl: db.url, organisationId: organisation!.id, service, close };
   } catch (err) {
     await close();
     throw err;

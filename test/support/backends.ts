@@ -29,6 +29,23 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+/** A new database `name` on the PostgreSQL server of `adminUrl`; drop() removes it, sessions and all. */
+export async function createDatabaseOn(adminUrl: string, name: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const run = async (sql: string) => {
+    const c = new pg.Client({ connectionString: adminUrl });
+    await c.connect();
+    try {
+      await c.query(sql);
+    } finally {
+      await c.end();
+    }
+  };
+  await run(`create database "${name}"`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => run(`drop database if exists "${name}" with (force)`) };
+}
+
 /**
  * A fresh, empty database: on the real PostgreSQL, else an embedded PGlite.
  * `sessions: "many"`: the test needs several sessions at once (locks, a
@@ -63,23 +80,7 @@ export async function createTestDatabase(options: { sessions?: "one" | "many" } 
       throw err;
     }
   }
-  const name = uniqueName("bizcard_test_");
-  const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
-  await admin.connect();
-  await admin.query(`create database "${name}"`);
-  await admin.end();
-  const url = new URL(ADMIN_DATABASE_URL);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    poolMax: 5,
-    drop: async () => {
-      const c = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
-      await c.connect();
-      await c.query(`drop database if exists "${name}" with (force)`);
-      await c.end();
-    },
-  };
+  return { ...(await createDatabaseOn(ADMIN_DATABASE_URL, uniqueName("bizcard_test_"))), poolMax: 5 };
 }
 
 /** A Config for tests: a unique stream and subject prefix, a random internal credential, NATS only when it is real. */
