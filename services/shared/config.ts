@@ -123,6 +123,26 @@ const shape = {
   OUTBOX_LEASE_MS: int(15_000, 500, 300_000),
   /** How long the relay waits for the broker to store one event; a publish starts only while the lease outlasts it. */
   OUTBOX_PUBLISH_TIMEOUT_MS: int(3000, 100, 60_000),
+  /** OAuth: access token lifetime (expires_in). */
+  ACCESS_TOKEN_TTL_SECONDS: int(3600, 60, 86_400),
+  /** OAuth: a refresh token's lifetime; each rotation issues a new one with a fresh lifetime. */
+  REFRESH_TOKEN_TTL_SECONDS: int(180 * 86_400, 3600, 730 * 86_400),
+  /** OAuth: how long an authorization code can be exchanged (single use). */
+  AUTHORIZATION_CODE_TTL_SECONDS: int(60, 10, 600),
+  /** OAuth: the same refresh token presented again within this long returns the same new pair (a lost answer's retry). */
+  REFRESH_RETRY_WINDOW_SECONDS: int(30, 0, 300),
+  /** Login and consent: how long an authorization request waits for the member. */
+  INTERACTION_TTL_SECONDS: int(600, 60, 3600),
+  /** A member's login session on the pages (absolute lifetime). */
+  SESSION_TTL_SECONDS: int(8 * 3600, 300, 30 * 86_400),
+  /** Failed logins per minute for one email from one address, before 429. */
+  RATE_LIMIT_LOGIN_FAILURES: int(10, 1, 100_000),
+  /** Failed client authentications per minute for one client_id from one address, before 429. */
+  RATE_LIMIT_CLIENT_AUTH_FAILURES: int(10, 1, 100_000),
+  /** Failed logins and client authentications per minute from one address, whatever the email or client, before 429. */
+  RATE_LIMIT_ADDRESS_FAILURES: int(100, 1, 1_000_000),
+  /** Gateway: how long a bearer check is cached; revocations (on the bus) drop entries at once. 0 turns the cache off. */
+  BEARER_CACHE_MS: int(30_000, 0, 600_000),
   /** Gateway: a request's head and body must have arrived within this long (else 408); stalled bodies end here. */
   GATEWAY_REQUEST_TIMEOUT_MS: int(10_000, 100, 600_000),
   /** Gateway: a request's head must have arrived within this long (else 408); never more than the request timeout. */

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file bizcard/auth/v1/auth.proto.
  */
 export const file_bizcard_auth_v1_auth: GenFile = /*@__PURE__*/
-  fileDesc("ChpiaXpjYXJkL2F1dGgvdjEvYXV0aC5wcm90bxIPYml6Y2FyZC5hdXRoLnYxIm0KCk9BdXRoRXJyb3ISDQoFZXJyb3IYASABKAkSGQoRZXJyb3JfZGVzY3JpcHRpb24YAiABKAkSGAoQcmVkaXJlY3RfYWxsb3dlZBgDIAEoCBIbChNyZXRyeV9hZnRlcl9zZWNvbmRzGAQgASgFIrABCgZDbGllbnQSEQoJY2xpZW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSFQoNcmVkaXJlY3RfdXJpcxgDIAMoCRIOCgZzY29wZXMYBCADKAkSDgoGcHVibGljGAUgASgIEh0KFW93bmVyX29yZ2FuaXNhdGlvbl9pZBgGIAEoCRIvCgtjcmVhdGVfdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAieQoTQ3JlYXRlQ2xpZW50UmVxdWVzdBIMCgRuYW1lGAEgASgJEhUKDXJlZGlyZWN0X3VyaXMYAiADKAkSDgoGc2NvcGVzGAMgAygJEg4KBnB1YmxpYxgEIAEoCBIdChVvd25lcl9vcmdhbmlzYXRpb25faWQYBSABKAkiVgoUQ3JlYXRlQ2xpZW50UmVzcG9uc2USJwoGY2xpZW50GAEgASgLMhcuYml6Y2FyZC5hdXRoLnYxLkNsaWVudBIVCg1jbGllbnRfc2VjcmV0GAIgASgJIiUKEEdldENsaWVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJIjwKEUdldENsaWVudFJlc3BvbnNlEicKBmNsaWVudBgBIAEoCzIXLmJpemNhcmQuYXV0aC52MS5DbGllbnQiugEKI1ZhbGlkYXRlQXV0aG9yaXphdGlvblJlcXVlc3RSZXF1ZXN0EhUKDXJlc3BvbnNlX3R5cGUYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEhQKDHJlZGlyZWN0X3VyaRgDIAEoCRINCgVzY29wZRgEIAEoCRINCgVzdGF0ZRgFIAEoCRIWCg5jb2RlX2NoYWxsZW5nZRgGIAEoCRIdChVjb2RlX2NoYWxsZW5nZV9tZXRob2QYByABKAkiXwokVmFsaWRhdGVBdXRob3JpemF0aW9uUmVxdWVzdFJlc3BvbnNlEicKBmNsaWVudBgBIAEoCzIXLmJpemNhcmQuYXV0aC52MS5DbGllbnQSDgoGc2NvcGVzGAIgAygJIosCChREZWNpZGVDb25zZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSFAoMcmVkaXJlY3RfdXJpGAIgASgJEg0KBXNjb3BlGAMgASgJEg0KBXN0YXRlGAQgASgJEhUKDXJlc3BvbnNlX3R5cGUYBSABKAkSFgoOY29kZV9jaGFsbGVuZ2UYBiABKAkSHQoVY29kZV9jaGFsbGVuZ2VfbWV0aG9kGAcgASgJEjIKCGRlY2lzaW9uGAggASgOMiAuYml6Y2FyZC5hdXRoLnYxLkNvbnNlbnREZWNpc2lvbhIRCgltZW1iZXJfaWQYCSABKAkSFwoPb3JnYW5pc2F0aW9uX2lkGAogASgJIiwKFURlY2lkZUNvbnNlbnRSZXNwb25zZRITCgtyZWRpcmVjdF90bxgBIAEoCSJNChFDbGllbnRDcmVkZW50aWFscxIRCgljbGllbnRfaWQYASABKAkSFQoNY2xpZW50X3NlY3JldBgCIAEoCRIOCgZtZXRob2QYAyABKAki1wEKFEV4Y2hhbmdlVG9rZW5SZXF1ZXN0EhIKCmdyYW50X3R5cGUYASABKAkSMgoGY2xpZW50GAIgASgLMiIuYml6Y2FyZC5hdXRoLnYxLkNsaWVudENyZWRlbnRpYWxzEgwKBGNvZGUYAyABKAkSFAoMcmVkaXJlY3RfdXJpGAQgASgJEhUKDWNvZGVfdmVyaWZpZXIYBSABKAkSFQoNcmVmcmVzaF90b2tlbhgGIAEoCRINCgVzY29wZRgHIAEoCRIWCg5yZW1vdGVfYWRkcmVzcxgIIAEoCSJ7ChVFeGNoYW5nZVRva2VuUmVzcG9uc2USFAoMYWNjZXNzX3Rva2VuGAEgASgJEhIKCnRva2VuX3R5cGUYAiABKAkSEgoKZXhwaXJlc19pbhgDIAEoAxIVCg1yZWZyZXNoX3Rva2VuGAQgASgJEg0KBXNjb3BlGAUgASgJIowBChZJbnRyb3NwZWN0VG9rZW5SZXF1ZXN0EjIKBmNsaWVudBgBIAEoCzIiLmJpemNhcmQuYXV0aC52MS5DbGllbnRDcmVkZW50aWFscxINCgV0b2tlbhgCIAEoCRIXCg90b2tlbl90eXBlX2hpbnQYAyABKAkSFgoOcmVtb3RlX2FkZHJlc3MYBCABKAkikwEKF0ludHJvc3BlY3RUb2tlblJlc3BvbnNlEg4KBmFjdGl2ZRgBIAEoCBINCgVzY29wZRgCIAEoCRIRCgljbGllbnRfaWQYAyABKAkSEgoKdG9rZW5fdHlwZRgEIAEoCRILCgNleHAYBSABKAMSCwoDaWF0GAYgASgDEgsKA3N1YhgHIAEoCRILCgNpc3MYCCABKAkiiAEKElJldm9rZVRva2VuUmVxdWVzdBIyCgZjbGllbnQYASABKAsyIi5iaXpjYXJkLmF1dGgudjEuQ2xpZW50Q3JlZGVudGlhbHMSDQoFdG9rZW4YAiABKAkSFwoPdG9rZW5fdHlwZV9oaW50GAMgASgJEhYKDnJlbW90ZV9hZGRyZXNzGAQgASgJIhUKE1Jldm9rZVRva2VuUmVzcG9uc2UiNgoeQXV0aGVudGljYXRlQWNjZXNzVG9rZW5SZXF1ZXN0EhQKDGFjY2Vzc190b2tlbhgBIAEoCSKhAQofQXV0aGVudGljYXRlQWNjZXNzVG9rZW5SZXNwb25zZRIXCg9vcmdhbmlzYXRpb25faWQYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEg4KBnNjb3BlcxgDIAMoCRIRCgltZW1iZXJfaWQYBCABKAkSLwoLZXhwaXJlX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wInQKBUdyYW50EhcKD29yZ2FuaXNhdGlvbl9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSDgoGc2NvcGVzGAMgAygJEi8KC2NyZWF0ZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIsChFMaXN0R3JhbnRzUmVxdWVzdBIXCg9vcmdhbmlzYXRpb25faWQYASABKAkiPAoSTGlzdEdyYW50c1Jlc3BvbnNlEiYKBmdyYW50cxgBIAMoCzIWLmJpemNhcmQuYXV0aC52MS5HcmFudCJAChJSZXZva2VHcmFudFJlcXVlc3QSFwoPb3JnYW5pc2F0aW9uX2lkGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCSIVChNSZXZva2VHcmFudFJlc3BvbnNlKmoKD0NvbnNlbnREZWNpc2lvbhIgChxDT05TRU5UX0RFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASGgoWQ09OU0VOVF9ERUNJU0lPTl9BTExPVxABEhkKFUNPTlNFTlRfREVDSVNJT05fREVOWRACMvsHCgtBdXRoU2VydmljZRJbCgxDcmVhdGVDbGllbnQSJC5iaXpjYXJkLmF1dGgudjEuQ3JlYXRlQ2xpZW50UmVxdWVzdBolLmJpemNhcmQuYXV0aC52MS5DcmVhdGVDbGllbnRSZXNwb25zZRJSCglHZXRDbGllbnQSIS5iaXpjYXJkLmF1dGgudjEuR2V0Q2xpZW50UmVxdWVzdBoiLmJpemNhcmQuYXV0aC52MS5HZXRDbGllbnRSZXNwb25zZRKLAQocVmFsaWRhdGVBdXRob3JpemF0aW9uUmVxdWVzdBI0LmJpemNhcmQuYXV0aC52MS5WYWxpZGF0ZUF1dGhvcml6YXRpb25SZXF1ZXN0UmVxdWVzdBo1LmJpemNhcmQuYXV0aC52MS5WYWxpZGF0ZUF1dGhvcml6YXRpb25SZXF1ZXN0UmVzcG9uc2USXgoNRGVjaWRlQ29uc2VudBIlLmJpemNhcmQuYXV0aC52MS5EZWNpZGVDb25zZW50UmVxdWVzdBomLmJpemNhcmQuYXV0aC52MS5EZWNpZGVDb25zZW50UmVzcG9uc2USXgoNRXhjaGFuZ2VUb2tlbhIlLmJpemNhcmQuYXV0aC52MS5FeGNoYW5nZVRva2VuUmVxdWVzdBomLmJpemNhcmQuYXV0aC52MS5FeGNoYW5nZVRva2VuUmVzcG9uc2USZAoPSW50cm9zcGVjdFRva2VuEicuYml6Y2FyZC5hdXRoLnYxLkludHJvc3BlY3RUb2tlblJlcXVlc3QaKC5iaXpjYXJkLmF1dGgudjEuSW50cm9zcGVjdFRva2VuUmVzcG9uc2USWAoLUmV2b2tlVG9rZW4SIy5iaXpjYXJkLmF1dGgudjEuUmV2b2tlVG9rZW5SZXF1ZXN0GiQuYml6Y2FyZC5hdXRoLnYxLlJldm9rZVRva2VuUmVzcG9uc2USfAoXQXV0aGVudGljYXRlQWNjZXNzVG9rZW4SLy5iaXpjYXJkLmF1dGgudjEuQXV0aGVudGljYXRlQWNjZXNzVG9rZW5SZXF1ZXN0GjAuYml6Y2FyZC5hdXRoLnYxLkF1dGhlbnRpY2F0ZUFjY2Vzc1Rva2VuUmVzcG9uc2USVQoKTGlzdEdyYW50cxIiLmJpemNhcmQuYXV0aC52MS5MaXN0R3JhbnRzUmVxdWVzdBojLmJpemNhcmQuYXV0aC52MS5MaXN0R3JhbnRzUmVzcG9uc2USWAoLUmV2b2tlR3JhbnQSIy5iaXpjYXJkLmF1dGgudjEuUmV2b2tlR3JhbnRSZXF1ZXN0GiQuYml6Y2FyZC5hdXRoLnYxLlJldm9rZUdyYW50UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("ChpiaXpjYXJkL2F1dGgvdjEvYXV0aC5wcm90bxIPYml6Y2FyZC5hdXRoLnYxIm0KCk9BdXRoRXJyb3ISDQoFZXJyb3IYASABKAkSGQoRZXJyb3JfZGVzY3JpcHRpb24YAiABKAkSGAoQcmVkaXJlY3RfYWxsb3dlZBgDIAEoCBIbChNyZXRyeV9hZnRlcl9zZWNvbmRzGAQgASgFIsUBCgZDbGllbnQSEQoJY2xpZW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSFQoNcmVkaXJlY3RfdXJpcxgDIAMoCRIOCgZzY29wZXMYBCADKAkSDgoGcHVibGljGAUgASgIEh0KFW93bmVyX29yZ2FuaXNhdGlvbl9pZBgGIAEoCRIvCgtjcmVhdGVfdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLZ3JhbnRfdHlwZXMYCCADKAkijgEKE0NyZWF0ZUNsaWVudFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIVCg1yZWRpcmVjdF91cmlzGAIgAygJEg4KBnNjb3BlcxgDIAMoCRIOCgZwdWJsaWMYBCABKAgSHQoVb3duZXJfb3JnYW5pc2F0aW9uX2lkGAUgASgJEhMKC2dyYW50X3R5cGVzGAYgAygJIlYKFENyZWF0ZUNsaWVudFJlc3BvbnNlEicKBmNsaWVudBgBIAEoCzIXLmJpemNhcmQuYXV0aC52MS5DbGllbnQSFQoNY2xpZW50X3NlY3JldBgCIAEoCSIlChBHZXRDbGllbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSI8ChFHZXRDbGllbnRSZXNwb25zZRInCgZjbGllbnQYASABKAsyFy5iaXpjYXJkLmF1dGgudjEuQ2xpZW50IsUBChdBdXRob3JpemF0aW9uUGFyYW1ldGVycxIVCg1yZXNwb25zZV90eXBlGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIUCgxyZWRpcmVjdF91cmkYAyABKAkSDQoFc2NvcGUYBCABKAkSDQoFc3RhdGUYBSABKAkSFgoOY29kZV9jaGFsbGVuZ2UYBiABKAkSHQoVY29kZV9jaGFsbGVuZ2VfbWV0aG9kGAcgASgJEhUKDXJlc3BvbnNlX21vZGUYCCABKAkiigEKGVN0YXJ0QXV0aG9yaXphdGlvblJlcXVlc3QSPAoKcGFyYW1ldGVycxgBIAEoCzIoLmJpemNhcmQuYXV0aC52MS5BdXRob3JpemF0aW9uUGFyYW1ldGVycxIbChNyZXBlYXRlZF9wYXJhbWV0ZXJzGAIgAygJEhIKCnNlc3Npb25faWQYAyABKAkiSQoaU3RhcnRBdXRob3JpemF0aW9uUmVzcG9uc2USFgoOaW50ZXJhY3Rpb25faWQYASABKAkSEwoLcmVkaXJlY3RfdG8YAiABKAkiGgoYU3RhcnRBY2NvdW50TG9naW5SZXF1ZXN0IjMKGVN0YXJ0QWNjb3VudExvZ2luUmVzcG9uc2USFgoOaW50ZXJhY3Rpb25faWQYASABKAkixwIKC0ludGVyYWN0aW9uEgoKAmlkGAEgASgJEi4KBGtpbmQYAiABKA4yIC5iaXpjYXJkLmF1dGgudjEuSW50ZXJhY3Rpb25LaW5kEhIKCmNzcmZfdG9rZW4YAyABKAkSLwoLZXhwaXJlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKBmNsaWVudBgFIAEoCzIXLmJpemNhcmQuYXV0aC52MS5DbGllbnQSDgoGc2NvcGVzGAYgAygJEjwKCnBhcmFtZXRlcnMYByABKAsyKC5iaXpjYXJkLmF1dGgudjEuQXV0aG9yaXphdGlvblBhcmFtZXRlcnMSEQoJbG9nZ2VkX2luGAggASgIEhQKDG1lbWJlcl9lbWFpbBgJIAEoCRIXCg9vcmdhbmlzYXRpb25faWQYCiABKAkiQwoVR2V0SW50ZXJhY3Rpb25SZXF1ZXN0EhYKDmludGVyYWN0aW9uX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkiSwoWR2V0SW50ZXJhY3Rpb25SZXNwb25zZRIxCgtpbnRlcmFjdGlvbhgBIAEoCzIcLmJpemNhcmQuYXV0aC52MS5JbnRlcmFjdGlvbiJzCgxMb2dpblJlcXVlc3QSFgoOaW50ZXJhY3Rpb25faWQYASABKAkSEgoKY3NyZl90b2tlbhgCIAEoCRINCgVlbWFpbBgDIAEoCRIQCghwYXNzd29yZBgEIAEoCRIWCg5yZW1vdGVfYWRkcmVzcxgFIAEoCSKHAQoNTG9naW5SZXNwb25zZRISCgpzZXNzaW9uX2lkGAEgASgJEi8KC2V4cGlyZV90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCgtpbnRlcmFjdGlvbhgDIAEoCzIcLmJpemNhcmQuYXV0aC52MS5JbnRlcmFjdGlvbiLIAQoURGVjaWRlQ29uc2VudFJlcXVlc3QSFgoOaW50ZXJhY3Rpb25faWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRISCgpjc3JmX3Rva2VuGAMgASgJEjIKCGRlY2lzaW9uGAQgASgOMiAuYml6Y2FyZC5hdXRoLnYxLkNvbnNlbnREZWNpc2lvbhI8CgpwYXJhbWV0ZXJzGAUgASgLMiguYml6Y2FyZC5hdXRoLnYxLkF1dGhvcml6YXRpb25QYXJhbWV0ZXJzIiwKFURlY2lkZUNvbnNlbnRSZXNwb25zZRITCgtyZWRpcmVjdF90bxgBIAEoCSKQAQoHU2Vzc2lvbhIRCgltZW1iZXJfaWQYASABKAkSFwoPb3JnYW5pc2F0aW9uX2lkGAIgASgJEhQKDG1lbWJlcl9lbWFpbBgDIAEoCRISCgpjc3JmX3Rva2VuGAQgASgJEi8KC2V4cGlyZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCInChFHZXRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIj8KEkdldFNlc3Npb25SZXNwb25zZRIpCgdzZXNzaW9uGAEgASgLMhguYml6Y2FyZC5hdXRoLnYxLlNlc3Npb24iNwoNTG9nb3V0UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhIKCmNzcmZfdG9rZW4YAiABKAkiEAoOTG9nb3V0UmVzcG9uc2UiLQoXTGlzdEFwcGxpY2F0aW9uc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSJtChhMaXN0QXBwbGljYXRpb25zUmVzcG9uc2USKQoHc2Vzc2lvbhgBIAEoCzIYLmJpemNhcmQuYXV0aC52MS5TZXNzaW9uEiYKBmdyYW50cxgCIAMoCzIWLmJpemNhcmQuYXV0aC52MS5HcmFudCJVChhSZXZva2VBcHBsaWNhdGlvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRISCgpjc3JmX3Rva2VuGAIgASgJEhEKCWNsaWVudF9pZBgDIAEoCSIbChlSZXZva2VBcHBsaWNhdGlvblJlc3BvbnNlIk0KEUNsaWVudENyZWRlbnRpYWxzEhEKCWNsaWVudF9pZBgBIAEoCRIVCg1jbGllbnRfc2VjcmV0GAIgASgJEg4KBm1ldGhvZBgDIAEoCSLXAQoURXhjaGFuZ2VUb2tlblJlcXVlc3QSEgoKZ3JhbnRfdHlwZRgBIAEoCRIyCgZjbGllbnQYAiABKAsyIi5iaXpjYXJkLmF1dGgudjEuQ2xpZW50Q3JlZGVudGlhbHMSDAoEY29kZRgDIAEoCRIUCgxyZWRpcmVjdF91cmkYBCABKAkSFQoNY29kZV92ZXJpZmllchgFIAEoCRIVCg1yZWZyZXNoX3Rva2VuGAYgASgJEg0KBXNjb3BlGAcgASgJEhYKDnJlbW90ZV9hZGRyZXNzGAggASgJInsKFUV4Y2hhbmdlVG9rZW5SZXNwb25zZRIUCgxhY2Nlc3NfdG9rZW4YASABKAkSEgoKdG9rZW5fdHlwZRgCIAEoCRISCgpleHBpcmVzX2luGAMgASgDEhUKDXJlZnJlc2hfdG9rZW4YBCABKAkSDQoFc2NvcGUYBSABKAkijAEKFkludHJvc3BlY3RUb2tlblJlcXVlc3QSMgoGY2xpZW50GAEgASgLMiIuYml6Y2FyZC5hdXRoLnYxLkNsaWVudENyZWRlbnRpYWxzEg0KBXRva2VuGAIgASgJEhcKD3Rva2VuX3R5cGVfaGludBgDIAEoCRIWCg5yZW1vdGVfYWRkcmVzcxgEIAEoCSKTAQoXSW50cm9zcGVjdFRva2VuUmVzcG9uc2USDgoGYWN0aXZlGAEgASgIEg0KBXNjb3BlGAIgASgJEhEKCWNsaWVudF9pZBgDIAEoCRISCgp0b2tlbl90eXBlGAQgASgJEgsKA2V4cBgFIAEoAxILCgNpYXQYBiABKAMSCwoDc3ViGAcgASgJEgsKA2lzcxgIIAEoCSKIAQoSUmV2b2tlVG9rZW5SZXF1ZXN0EjIKBmNsaWVudBgBIAEoCzIiLmJpemNhcmQuYXV0aC52MS5DbGllbnRDcmVkZW50aWFscxINCgV0b2tlbhgCIAEoCRIXCg90b2tlbl90eXBlX2hpbnQYAyABKAkSFgoOcmVtb3RlX2FkZHJlc3MYBCABKAkiFQoTUmV2b2tlVG9rZW5SZXNwb25zZSI2Ch5BdXRoZW50aWNhdGVBY2Nlc3NUb2tlblJlcXVlc3QSFAoMYWNjZXNzX3Rva2VuGAEgASgJIqEBCh9BdXRoZW50aWNhdGVBY2Nlc3NUb2tlblJlc3BvbnNlEhcKD29yZ2FuaXNhdGlvbl9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSDgoGc2NvcGVzGAMgAygJEhEKCW1lbWJlcl9pZBgEIAEoCRIvCgtleHBpcmVfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiugEKBUdyYW50EhcKD29yZ2FuaXNhdGlvbl9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSDgoGc2NvcGVzGAMgAygJEi8KC2NyZWF0ZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLY2xpZW50X25hbWUYBiABKAkiLAoRTGlzdEdyYW50c1JlcXVlc3QSFwoPb3JnYW5pc2F0aW9uX2lkGAEgASgJIjwKEkxpc3RHcmFudHNSZXNwb25zZRImCgZncmFudHMYASADKAsyFi5iaXpjYXJkLmF1dGgudjEuR3JhbnQiQAoSUmV2b2tlR3JhbnRSZXF1ZXN0EhcKD29yZ2FuaXNhdGlvbl9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkiFQoTUmV2b2tlR3JhbnRSZXNwb25zZSpxCg9JbnRlcmFjdGlvbktpbmQSIAocSU5URVJBQ1RJT05fS0lORF9VTlNQRUNJRklFRBAAEh4KGklOVEVSQUNUSU9OX0tJTkRfQVVUSE9SSVpFEAESHAoYSU5URVJBQ1RJT05fS0lORF9BQ0NPVU5UEAIqagoPQ29uc2VudERlY2lzaW9uEiAKHENPTlNFTlRfREVDSVNJT05fVU5TUEVDSUZJRUQQABIaChZDT05TRU5UX0RFQ0lTSU9OX0FMTE9XEAESGQoVQ09OU0VOVF9ERUNJU0lPTl9ERU5ZEAIy6gwKC0F1dGhTZXJ2aWNlElsKDENyZWF0ZUNsaWVudBIkLmJpemNhcmQuYXV0aC52MS5DcmVhdGVDbGllbnRSZXF1ZXN0GiUuYml6Y2FyZC5hdXRoLnYxLkNyZWF0ZUNsaWVudFJlc3BvbnNlElIKCUdldENsaWVudBIhLmJpemNhcmQuYXV0aC52MS5HZXRDbGllbnRSZXF1ZXN0GiIuYml6Y2FyZC5hdXRoLnYxLkdldENsaWVudFJlc3BvbnNlEm0KElN0YXJ0QXV0aG9yaXphdGlvbhIqLmJpemNhcmQuYXV0aC52MS5TdGFydEF1dGhvcml6YXRpb25SZXF1ZXN0GisuYml6Y2FyZC5hdXRoLnYxLlN0YXJ0QXV0aG9yaXphdGlvblJlc3BvbnNlEmoKEVN0YXJ0QWNjb3VudExvZ2luEikuYml6Y2FyZC5hdXRoLnYxLlN0YXJ0QWNjb3VudExvZ2luUmVxdWVzdBoqLmJpemNhcmQuYXV0aC52MS5TdGFydEFjY291bnRMb2dpblJlc3BvbnNlEmEKDkdldEludGVyYWN0aW9uEiYuYml6Y2FyZC5hdXRoLnYxLkdldEludGVyYWN0aW9uUmVxdWVzdBonLmJpemNhcmQuYXV0aC52MS5HZXRJbnRlcmFjdGlvblJlc3BvbnNlEkYKBUxvZ2luEh0uYml6Y2FyZC5hdXRoLnYxLkxvZ2luUmVxdWVzdBoeLmJpemNhcmQuYXV0aC52MS5Mb2dpblJlc3BvbnNlEl4KDURlY2lkZUNvbnNlbnQSJS5iaXpjYXJkLmF1dGgudjEuRGVjaWRlQ29uc2VudFJlcXVlc3QaJi5iaXpjYXJkLmF1dGgudjEuRGVjaWRlQ29uc2VudFJlc3BvbnNlElUKCkdldFNlc3Npb24SIi5iaXpjYXJkLmF1dGgudjEuR2V0U2Vzc2lvblJlcXVlc3QaIy5iaXpjYXJkLmF1dGgudjEuR2V0U2Vzc2lvblJlc3BvbnNlEkkKBkxvZ291dBIeLmJpemNhcmQuYXV0aC52MS5Mb2dvdXRSZXF1ZXN0Gh8uYml6Y2FyZC5hdXRoLnYxLkxvZ291dFJlc3BvbnNlEmcKEExpc3RBcHBsaWNhdGlvbnMSKC5iaXpjYXJkLmF1dGgudjEuTGlzdEFwcGxpY2F0aW9uc1JlcXVlc3QaKS5iaXpjYXJkLmF1dGgudjEuTGlzdEFwcGxpY2F0aW9uc1Jlc3BvbnNlEmoKEVJldm9rZUFwcGxpY2F0aW9uEikuYml6Y2FyZC5hdXRoLnYxLlJldm9rZUFwcGxpY2F0aW9uUmVxdWVzdBoqLmJpemNhcmQuYXV0aC52MS5SZXZva2VBcHBsaWNhdGlvblJlc3BvbnNlEl4KDUV4Y2hhbmdlVG9rZW4SJS5iaXpjYXJkLmF1dGgudjEuRXhjaGFuZ2VUb2tlblJlcXVlc3QaJi5iaXpjYXJkLmF1dGgudjEuRXhjaGFuZ2VUb2tlblJlc3BvbnNlEmQKD0ludHJvc3BlY3RUb2tlbhInLmJpemNhcmQuYXV0aC52MS5JbnRyb3NwZWN0VG9rZW5SZXF1ZXN0GiguYml6Y2FyZC5hdXRoLnYxLkludHJvc3BlY3RUb2tlblJlc3BvbnNlElgKC1Jldm9rZVRva2VuEiMuYml6Y2FyZC5hdXRoLnYxLlJldm9rZVRva2VuUmVxdWVzdBokLmJpemNhcmQuYXV0aC52MS5SZXZva2VUb2tlblJlc3BvbnNlEnwKF0F1dGhlbnRpY2F0ZUFjY2Vzc1Rva2VuEi8uYml6Y2FyZC5hdXRoLnYxLkF1dGhlbnRpY2F0ZUFjY2Vzc1Rva2VuUmVxdWVzdBowLmJpemNhcmQuYXV0aC52MS5BdXRoZW50aWNhdGVBY2Nlc3NUb2tlblJlc3BvbnNlElUKCkxpc3RHcmFudHMSIi5iaXpjYXJkLmF1dGgudjEuTGlzdEdyYW50c1JlcXVlc3QaIy5iaXpjYXJkLmF1dGgudjEuTGlzdEdyYW50c1Jlc3BvbnNlElgKC1Jldm9rZUdyYW50EiMuYml6Y2FyZC5hdXRoLnYxLlJldm9rZUdyYW50UmVxdWVzdBokLmJpemNhcmQuYXV0aC52MS5SZXZva2VHcmFudFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * The error of RFC 6749 §5.2 / §4.1.2.1, carried in ConnectError details.
@@ -100,6 +100,13 @@ export type Client = Message<"bizcard.auth.v1.Client"> & {
    * @generated from field: google.protobuf.Timestamp create_time = 7;
    */
   createTime?: Timestamp | undefined;
+
+  /**
+   * "authorization_code", "refresh_token", "client_credentials".
+   *
+   * @generated from field: repeated string grant_types = 8;
+   */
+  grantTypes: string[];
 };
 
 /**
@@ -139,6 +146,14 @@ export type CreateClientRequest = Message<"bizcard.auth.v1.CreateClientRequest">
    * @generated from field: string owner_organisation_id = 5;
    */
   ownerOrganisationId: string;
+
+  /**
+   * Empty means the defaults: authorization_code and refresh_token, plus
+   * client_credentials for a client an organisation owns.
+   *
+   * @generated from field: repeated string grant_types = 6;
+   */
+  grantTypes: string[];
 };
 
 /**
@@ -207,9 +222,11 @@ export const GetClientResponseSchema: GenMessage<GetClientResponse> = /*@__PURE_
   messageDesc(file_bizcard_auth_v1_auth, 5);
 
 /**
- * @generated from message bizcard.auth.v1.ValidateAuthorizationRequestRequest
+ * The parameters of an authorization request (RFC 6749 §4.1.1, RFC 7636 §4.3).
+ *
+ * @generated from message bizcard.auth.v1.AuthorizationParameters
  */
-export type ValidateAuthorizationRequestRequest = Message<"bizcard.auth.v1.ValidateAuthorizationRequestRequest"> & {
+export type AuthorizationParameters = Message<"bizcard.auth.v1.AuthorizationParameters"> & {
   /**
    * @generated from field: string response_type = 1;
    */
@@ -244,90 +261,165 @@ export type ValidateAuthorizationRequestRequest = Message<"bizcard.auth.v1.Valid
    * @generated from field: string code_challenge_method = 7;
    */
   codeChallengeMethod: string;
+
+  /**
+   * Only "query" (the default for code) is supported.
+   *
+   * @generated from field: string response_mode = 8;
+   */
+  responseMode: string;
 };
 
 /**
- * Describes the message bizcard.auth.v1.ValidateAuthorizationRequestRequest.
- * Use `create(ValidateAuthorizationRequestRequestSchema)` to create a new message.
+ * Describes the message bizcard.auth.v1.AuthorizationParameters.
+ * Use `create(AuthorizationParametersSchema)` to create a new message.
  */
-export const ValidateAuthorizationRequestRequestSchema: GenMessage<ValidateAuthorizationRequestRequest> = /*@__PURE__*/
+export const AuthorizationParametersSchema: GenMessage<AuthorizationParameters> = /*@__PURE__*/
   messageDesc(file_bizcard_auth_v1_auth, 6);
 
 /**
- * @generated from message bizcard.auth.v1.ValidateAuthorizationRequestResponse
+ * @generated from message bizcard.auth.v1.StartAuthorizationRequest
  */
-export type ValidateAuthorizationRequestResponse = Message<"bizcard.auth.v1.ValidateAuthorizationRequestResponse"> & {
+export type StartAuthorizationRequest = Message<"bizcard.auth.v1.StartAuthorizationRequest"> & {
   /**
-   * @generated from field: bizcard.auth.v1.Client client = 1;
+   * @generated from field: bizcard.auth.v1.AuthorizationParameters parameters = 1;
+   */
+  parameters?: AuthorizationParameters | undefined;
+
+  /**
+   * Names of parameters the query held more than once (RFC 6749 §3.1:
+   * invalid_request).
+   *
+   * @generated from field: repeated string repeated_parameters = 2;
+   */
+  repeatedParameters: string[];
+
+  /**
+   * The session cookie's value, if any.
+   *
+   * @generated from field: string session_id = 3;
+   */
+  sessionId: string;
+};
+
+/**
+ * Describes the message bizcard.auth.v1.StartAuthorizationRequest.
+ * Use `create(StartAuthorizationRequestSchema)` to create a new message.
+ */
+export const StartAuthorizationRequestSchema: GenMessage<StartAuthorizationRequest> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 7);
+
+/**
+ * @generated from message bizcard.auth.v1.StartAuthorizationResponse
+ */
+export type StartAuthorizationResponse = Message<"bizcard.auth.v1.StartAuthorizationResponse"> & {
+  /**
+   * Exactly one is set: the interaction to show (login or consent), or where
+   * to send the browser with the error.
+   *
+   * @generated from field: string interaction_id = 1;
+   */
+  interactionId: string;
+
+  /**
+   * @generated from field: string redirect_to = 2;
+   */
+  redirectTo: string;
+};
+
+/**
+ * Describes the message bizcard.auth.v1.StartAuthorizationResponse.
+ * Use `create(StartAuthorizationResponseSchema)` to create a new message.
+ */
+export const StartAuthorizationResponseSchema: GenMessage<StartAuthorizationResponse> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 8);
+
+/**
+ * @generated from message bizcard.auth.v1.StartAccountLoginRequest
+ */
+export type StartAccountLoginRequest = Message<"bizcard.auth.v1.StartAccountLoginRequest"> & {
+};
+
+/**
+ * Describes the message bizcard.auth.v1.StartAccountLoginRequest.
+ * Use `create(StartAccountLoginRequestSchema)` to create a new message.
+ */
+export const StartAccountLoginRequestSchema: GenMessage<StartAccountLoginRequest> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 9);
+
+/**
+ * @generated from message bizcard.auth.v1.StartAccountLoginResponse
+ */
+export type StartAccountLoginResponse = Message<"bizcard.auth.v1.StartAccountLoginResponse"> & {
+  /**
+   * @generated from field: string interaction_id = 1;
+   */
+  interactionId: string;
+};
+
+/**
+ * Describes the message bizcard.auth.v1.StartAccountLoginResponse.
+ * Use `create(StartAccountLoginResponseSchema)` to create a new message.
+ */
+export const StartAccountLoginResponseSchema: GenMessage<StartAccountLoginResponse> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 10);
+
+/**
+ * @generated from message bizcard.auth.v1.Interaction
+ */
+export type Interaction = Message<"bizcard.auth.v1.Interaction"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: bizcard.auth.v1.InteractionKind kind = 2;
+   */
+  kind: InteractionKind;
+
+  /**
+   * What the interaction's forms carry.
+   *
+   * @generated from field: string csrf_token = 3;
+   */
+  csrfToken: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expire_time = 4;
+   */
+  expireTime?: Timestamp | undefined;
+
+  /**
+   * AUTHORIZE only: the application and the validated request. scopes are
+   * the requested scopes in the server's order (or the client's when the
+   * request named none).
+   *
+   * @generated from field: bizcard.auth.v1.Client client = 5;
    */
   client?: Client | undefined;
 
   /**
-   * The scopes the consent page asks for, in the server's order.
-   *
-   * @generated from field: repeated string scopes = 2;
+   * @generated from field: repeated string scopes = 6;
    */
   scopes: string[];
-};
 
-/**
- * Describes the message bizcard.auth.v1.ValidateAuthorizationRequestResponse.
- * Use `create(ValidateAuthorizationRequestResponseSchema)` to create a new message.
- */
-export const ValidateAuthorizationRequestResponseSchema: GenMessage<ValidateAuthorizationRequestResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 7);
-
-/**
- * @generated from message bizcard.auth.v1.DecideConsentRequest
- */
-export type DecideConsentRequest = Message<"bizcard.auth.v1.DecideConsentRequest"> & {
   /**
-   * @generated from field: string client_id = 1;
+   * @generated from field: bizcard.auth.v1.AuthorizationParameters parameters = 7;
    */
-  clientId: string;
+  parameters?: AuthorizationParameters | undefined;
 
   /**
-   * @generated from field: string redirect_uri = 2;
-   */
-  redirectUri: string;
-
-  /**
-   * @generated from field: string scope = 3;
-   */
-  scope: string;
-
-  /**
-   * @generated from field: string state = 4;
-   */
-  state: string;
-
-  /**
-   * @generated from field: string response_type = 5;
-   */
-  responseType: string;
-
-  /**
-   * @generated from field: string code_challenge = 6;
-   */
-  codeChallenge: string;
-
-  /**
-   * @generated from field: string code_challenge_method = 7;
-   */
-  codeChallengeMethod: string;
-
-  /**
-   * @generated from field: bizcard.auth.v1.ConsentDecision decision = 8;
-   */
-  decision: ConsentDecision;
-
-  /**
-   * The logged-in member, as the gateway's session knows them. Both required:
-   * the grant is the organisation's, and the member must be one of its.
+   * Set once a member is logged in for this interaction.
    *
-   * @generated from field: string member_id = 9;
+   * @generated from field: bool logged_in = 8;
    */
-  memberId: string;
+  loggedIn: boolean;
+
+  /**
+   * @generated from field: string member_email = 9;
+   */
+  memberEmail: string;
 
   /**
    * @generated from field: string organisation_id = 10;
@@ -336,11 +428,159 @@ export type DecideConsentRequest = Message<"bizcard.auth.v1.DecideConsentRequest
 };
 
 /**
+ * Describes the message bizcard.auth.v1.Interaction.
+ * Use `create(InteractionSchema)` to create a new message.
+ */
+export const InteractionSchema: GenMessage<Interaction> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 11);
+
+/**
+ * @generated from message bizcard.auth.v1.GetInteractionRequest
+ */
+export type GetInteractionRequest = Message<"bizcard.auth.v1.GetInteractionRequest"> & {
+  /**
+   * @generated from field: string interaction_id = 1;
+   */
+  interactionId: string;
+
+  /**
+   * @generated from field: string session_id = 2;
+   */
+  sessionId: string;
+};
+
+/**
+ * Describes the message bizcard.auth.v1.GetInteractionRequest.
+ * Use `create(GetInteractionRequestSchema)` to create a new message.
+ */
+export const GetInteractionRequestSchema: GenMessage<GetInteractionRequest> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 12);
+
+/**
+ * @generated from message bizcard.auth.v1.GetInteractionResponse
+ */
+export type GetInteractionResponse = Message<"bizcard.auth.v1.GetInteractionResponse"> & {
+  /**
+   * @generated from field: bizcard.auth.v1.Interaction interaction = 1;
+   */
+  interaction?: Interaction | undefined;
+};
+
+/**
+ * Describes the message bizcard.auth.v1.GetInteractionResponse.
+ * Use `create(GetInteractionResponseSchema)` to create a new message.
+ */
+export const GetInteractionResponseSchema: GenMessage<GetInteractionResponse> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 13);
+
+/**
+ * @generated from message bizcard.auth.v1.LoginRequest
+ */
+export type LoginRequest = Message<"bizcard.auth.v1.LoginRequest"> & {
+  /**
+   * @generated from field: string interaction_id = 1;
+   */
+  interactionId: string;
+
+  /**
+   * @generated from field: string csrf_token = 2;
+   */
+  csrfToken: string;
+
+  /**
+   * @generated from field: string email = 3;
+   */
+  email: string;
+
+  /**
+   * @generated from field: string password = 4;
+   */
+  password: string;
+
+  /**
+   * The browser's address, for the brute-force limits.
+   *
+   * @generated from field: string remote_address = 5;
+   */
+  remoteAddress: string;
+};
+
+/**
+ * Describes the message bizcard.auth.v1.LoginRequest.
+ * Use `create(LoginRequestSchema)` to create a new message.
+ */
+export const LoginRequestSchema: GenMessage<LoginRequest> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 14);
+
+/**
+ * @generated from message bizcard.auth.v1.LoginResponse
+ */
+export type LoginResponse = Message<"bizcard.auth.v1.LoginResponse"> & {
+  /**
+   * The new session's secret: the gateway's cookie value. Only its hash is stored.
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expire_time = 2;
+   */
+  expireTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: bizcard.auth.v1.Interaction interaction = 3;
+   */
+  interaction?: Interaction | undefined;
+};
+
+/**
+ * Describes the message bizcard.auth.v1.LoginResponse.
+ * Use `create(LoginResponseSchema)` to create a new message.
+ */
+export const LoginResponseSchema: GenMessage<LoginResponse> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 15);
+
+/**
+ * @generated from message bizcard.auth.v1.DecideConsentRequest
+ */
+export type DecideConsentRequest = Message<"bizcard.auth.v1.DecideConsentRequest"> & {
+  /**
+   * Empty for a JSON body posted without the consent page (see DecideConsent).
+   *
+   * @generated from field: string interaction_id = 1;
+   */
+  interactionId: string;
+
+  /**
+   * @generated from field: string session_id = 2;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: string csrf_token = 3;
+   */
+  csrfToken: string;
+
+  /**
+   * @generated from field: bizcard.auth.v1.ConsentDecision decision = 4;
+   */
+  decision: ConsentDecision;
+
+  /**
+   * The seed's fields plus the PKCE fields carried from the request.
+   *
+   * @generated from field: bizcard.auth.v1.AuthorizationParameters parameters = 5;
+   */
+  parameters?: AuthorizationParameters | undefined;
+};
+
+/**
  * Describes the message bizcard.auth.v1.DecideConsentRequest.
  * Use `create(DecideConsentRequestSchema)` to create a new message.
  */
 export const DecideConsentRequestSchema: GenMessage<DecideConsentRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 8);
+  messageDesc(file_bizcard_auth_v1_auth, 16);
 
 /**
  * @generated from message bizcard.auth.v1.DecideConsentResponse
@@ -359,7 +599,194 @@ export type DecideConsentResponse = Message<"bizcard.auth.v1.DecideConsentRespon
  * Use `create(DecideConsentResponseSchema)` to create a new message.
  */
 export const DecideConsentResponseSchema: GenMessage<DecideConsentResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 9);
+  messageDesc(file_bizcard_auth_v1_auth, 17);
+
+/**
+ * @generated from message bizcard.auth.v1.Session
+ */
+export type Session = Message<"bizcard.auth.v1.Session"> & {
+  /**
+   * @generated from field: string member_id = 1;
+   */
+  memberId: string;
+
+  /**
+   * @generated from field: string organisation_id = 2;
+   */
+  organisationId: string;
+
+  /**
+   * @generated from field: string member_email = 3;
+   */
+  memberEmail: string;
+
+  /**
+   * The token the session's forms carry (connected applications, logout).
+   *
+   * @generated from field: string csrf_token = 4;
+   */
+  csrfToken: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expire_time = 5;
+   */
+  expireTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message bizcard.auth.v1.Session.
+ * Use `create(SessionSchema)` to create a new message.
+ */
+export const SessionSchema: GenMessage<Session> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 18);
+
+/**
+ * @generated from message bizcard.auth.v1.GetSessionRequest
+ */
+export type GetSessionRequest = Message<"bizcard.auth.v1.GetSessionRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+};
+
+/**
+ * Describes the message bizcard.auth.v1.GetSessionRequest.
+ * Use `create(GetSessionRequestSchema)` to create a new message.
+ */
+export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 19);
+
+/**
+ * @generated from message bizcard.auth.v1.GetSessionResponse
+ */
+export type GetSessionResponse = Message<"bizcard.auth.v1.GetSessionResponse"> & {
+  /**
+   * @generated from field: bizcard.auth.v1.Session session = 1;
+   */
+  session?: Session | undefined;
+};
+
+/**
+ * Describes the message bizcard.auth.v1.GetSessionResponse.
+ * Use `create(GetSessionResponseSchema)` to create a new message.
+ */
+export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 20);
+
+/**
+ * @generated from message bizcard.auth.v1.LogoutRequest
+ */
+export type LogoutRequest = Message<"bizcard.auth.v1.LogoutRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: string csrf_token = 2;
+   */
+  csrfToken: string;
+};
+
+/**
+ * Describes the message bizcard.auth.v1.LogoutRequest.
+ * Use `create(LogoutRequestSchema)` to create a new message.
+ */
+export const LogoutRequestSchema: GenMessage<LogoutRequest> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 21);
+
+/**
+ * @generated from message bizcard.auth.v1.LogoutResponse
+ */
+export type LogoutResponse = Message<"bizcard.auth.v1.LogoutResponse"> & {
+};
+
+/**
+ * Describes the message bizcard.auth.v1.LogoutResponse.
+ * Use `create(LogoutResponseSchema)` to create a new message.
+ */
+export const LogoutResponseSchema: GenMessage<LogoutResponse> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 22);
+
+/**
+ * @generated from message bizcard.auth.v1.ListApplicationsRequest
+ */
+export type ListApplicationsRequest = Message<"bizcard.auth.v1.ListApplicationsRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+};
+
+/**
+ * Describes the message bizcard.auth.v1.ListApplicationsRequest.
+ * Use `create(ListApplicationsRequestSchema)` to create a new message.
+ */
+export const ListApplicationsRequestSchema: GenMessage<ListApplicationsRequest> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 23);
+
+/**
+ * @generated from message bizcard.auth.v1.ListApplicationsResponse
+ */
+export type ListApplicationsResponse = Message<"bizcard.auth.v1.ListApplicationsResponse"> & {
+  /**
+   * @generated from field: bizcard.auth.v1.Session session = 1;
+   */
+  session?: Session | undefined;
+
+  /**
+   * @generated from field: repeated bizcard.auth.v1.Grant grants = 2;
+   */
+  grants: Grant[];
+};
+
+/**
+ * Describes the message bizcard.auth.v1.ListApplicationsResponse.
+ * Use `create(ListApplicationsResponseSchema)` to create a new message.
+ */
+export const ListApplicationsResponseSchema: GenMessage<ListApplicationsResponse> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 24);
+
+/**
+ * @generated from message bizcard.auth.v1.RevokeApplicationRequest
+ */
+export type RevokeApplicationRequest = Message<"bizcard.auth.v1.RevokeApplicationRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: string csrf_token = 2;
+   */
+  csrfToken: string;
+
+  /**
+   * @generated from field: string client_id = 3;
+   */
+  clientId: string;
+};
+
+/**
+ * Describes the message bizcard.auth.v1.RevokeApplicationRequest.
+ * Use `create(RevokeApplicationRequestSchema)` to create a new message.
+ */
+export const RevokeApplicationRequestSchema: GenMessage<RevokeApplicationRequest> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 25);
+
+/**
+ * @generated from message bizcard.auth.v1.RevokeApplicationResponse
+ */
+export type RevokeApplicationResponse = Message<"bizcard.auth.v1.RevokeApplicationResponse"> & {
+};
+
+/**
+ * Describes the message bizcard.auth.v1.RevokeApplicationResponse.
+ * Use `create(RevokeApplicationResponseSchema)` to create a new message.
+ */
+export const RevokeApplicationResponseSchema: GenMessage<RevokeApplicationResponse> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 26);
 
 /**
  * @generated from message bizcard.auth.v1.ClientCredentials
@@ -388,7 +815,7 @@ export type ClientCredentials = Message<"bizcard.auth.v1.ClientCredentials"> & {
  * Use `create(ClientCredentialsSchema)` to create a new message.
  */
 export const ClientCredentialsSchema: GenMessage<ClientCredentials> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 10);
+  messageDesc(file_bizcard_auth_v1_auth, 27);
 
 /**
  * @generated from message bizcard.auth.v1.ExchangeTokenRequest
@@ -442,7 +869,7 @@ export type ExchangeTokenRequest = Message<"bizcard.auth.v1.ExchangeTokenRequest
  * Use `create(ExchangeTokenRequestSchema)` to create a new message.
  */
 export const ExchangeTokenRequestSchema: GenMessage<ExchangeTokenRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 11);
+  messageDesc(file_bizcard_auth_v1_auth, 28);
 
 /**
  * @generated from message bizcard.auth.v1.ExchangeTokenResponse
@@ -479,7 +906,7 @@ export type ExchangeTokenResponse = Message<"bizcard.auth.v1.ExchangeTokenRespon
  * Use `create(ExchangeTokenResponseSchema)` to create a new message.
  */
 export const ExchangeTokenResponseSchema: GenMessage<ExchangeTokenResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 12);
+  messageDesc(file_bizcard_auth_v1_auth, 29);
 
 /**
  * @generated from message bizcard.auth.v1.IntrospectTokenRequest
@@ -511,7 +938,7 @@ export type IntrospectTokenRequest = Message<"bizcard.auth.v1.IntrospectTokenReq
  * Use `create(IntrospectTokenRequestSchema)` to create a new message.
  */
 export const IntrospectTokenRequestSchema: GenMessage<IntrospectTokenRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 13);
+  messageDesc(file_bizcard_auth_v1_auth, 30);
 
 /**
  * @generated from message bizcard.auth.v1.IntrospectTokenResponse
@@ -565,7 +992,7 @@ export type IntrospectTokenResponse = Message<"bizcard.auth.v1.IntrospectTokenRe
  * Use `create(IntrospectTokenResponseSchema)` to create a new message.
  */
 export const IntrospectTokenResponseSchema: GenMessage<IntrospectTokenResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 14);
+  messageDesc(file_bizcard_auth_v1_auth, 31);
 
 /**
  * @generated from message bizcard.auth.v1.RevokeTokenRequest
@@ -597,7 +1024,7 @@ export type RevokeTokenRequest = Message<"bizcard.auth.v1.RevokeTokenRequest"> &
  * Use `create(RevokeTokenRequestSchema)` to create a new message.
  */
 export const RevokeTokenRequestSchema: GenMessage<RevokeTokenRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 15);
+  messageDesc(file_bizcard_auth_v1_auth, 32);
 
 /**
  * @generated from message bizcard.auth.v1.RevokeTokenResponse
@@ -610,7 +1037,7 @@ export type RevokeTokenResponse = Message<"bizcard.auth.v1.RevokeTokenResponse">
  * Use `create(RevokeTokenResponseSchema)` to create a new message.
  */
 export const RevokeTokenResponseSchema: GenMessage<RevokeTokenResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 16);
+  messageDesc(file_bizcard_auth_v1_auth, 33);
 
 /**
  * @generated from message bizcard.auth.v1.AuthenticateAccessTokenRequest
@@ -627,7 +1054,7 @@ export type AuthenticateAccessTokenRequest = Message<"bizcard.auth.v1.Authentica
  * Use `create(AuthenticateAccessTokenRequestSchema)` to create a new message.
  */
 export const AuthenticateAccessTokenRequestSchema: GenMessage<AuthenticateAccessTokenRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 17);
+  messageDesc(file_bizcard_auth_v1_auth, 34);
 
 /**
  * @generated from message bizcard.auth.v1.AuthenticateAccessTokenResponse
@@ -666,7 +1093,7 @@ export type AuthenticateAccessTokenResponse = Message<"bizcard.auth.v1.Authentic
  * Use `create(AuthenticateAccessTokenResponseSchema)` to create a new message.
  */
 export const AuthenticateAccessTokenResponseSchema: GenMessage<AuthenticateAccessTokenResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 18);
+  messageDesc(file_bizcard_auth_v1_auth, 35);
 
 /**
  * @generated from message bizcard.auth.v1.Grant
@@ -688,9 +1115,23 @@ export type Grant = Message<"bizcard.auth.v1.Grant"> & {
   scopes: string[];
 
   /**
+   * When access was first granted, and last widened or renewed by consent.
+   *
    * @generated from field: google.protobuf.Timestamp create_time = 4;
    */
   createTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp update_time = 5;
+   */
+  updateTime?: Timestamp | undefined;
+
+  /**
+   * The application's name, for pages and the CLI.
+   *
+   * @generated from field: string client_name = 6;
+   */
+  clientName: string;
 };
 
 /**
@@ -698,7 +1139,7 @@ export type Grant = Message<"bizcard.auth.v1.Grant"> & {
  * Use `create(GrantSchema)` to create a new message.
  */
 export const GrantSchema: GenMessage<Grant> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 19);
+  messageDesc(file_bizcard_auth_v1_auth, 36);
 
 /**
  * @generated from message bizcard.auth.v1.ListGrantsRequest
@@ -717,13 +1158,15 @@ export type ListGrantsRequest = Message<"bizcard.auth.v1.ListGrantsRequest"> & {
  * Use `create(ListGrantsRequestSchema)` to create a new message.
  */
 export const ListGrantsRequestSchema: GenMessage<ListGrantsRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 20);
+  messageDesc(file_bizcard_auth_v1_auth, 37);
 
 /**
  * @generated from message bizcard.auth.v1.ListGrantsResponse
  */
 export type ListGrantsResponse = Message<"bizcard.auth.v1.ListGrantsResponse"> & {
   /**
+   * Newest first.
+   *
    * @generated from field: repeated bizcard.auth.v1.Grant grants = 1;
    */
   grants: Grant[];
@@ -734,7 +1177,7 @@ export type ListGrantsResponse = Message<"bizcard.auth.v1.ListGrantsResponse"> &
  * Use `create(ListGrantsResponseSchema)` to create a new message.
  */
 export const ListGrantsResponseSchema: GenMessage<ListGrantsResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 21);
+  messageDesc(file_bizcard_auth_v1_auth, 38);
 
 /**
  * @generated from message bizcard.auth.v1.RevokeGrantRequest
@@ -758,7 +1201,7 @@ export type RevokeGrantRequest = Message<"bizcard.auth.v1.RevokeGrantRequest"> &
  * Use `create(RevokeGrantRequestSchema)` to create a new message.
  */
 export const RevokeGrantRequestSchema: GenMessage<RevokeGrantRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 22);
+  messageDesc(file_bizcard_auth_v1_auth, 39);
 
 /**
  * @generated from message bizcard.auth.v1.RevokeGrantResponse
@@ -771,7 +1214,37 @@ export type RevokeGrantResponse = Message<"bizcard.auth.v1.RevokeGrantResponse">
  * Use `create(RevokeGrantResponseSchema)` to create a new message.
  */
 export const RevokeGrantResponseSchema: GenMessage<RevokeGrantResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 23);
+  messageDesc(file_bizcard_auth_v1_auth, 40);
+
+/**
+ * @generated from enum bizcard.auth.v1.InteractionKind
+ */
+export enum InteractionKind {
+  /**
+   * @generated from enum value: INTERACTION_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Login (if needed), then consent to an application's authorization request.
+   *
+   * @generated from enum value: INTERACTION_KIND_AUTHORIZE = 1;
+   */
+  AUTHORIZE = 1,
+
+  /**
+   * Login, then the connected-applications page.
+   *
+   * @generated from enum value: INTERACTION_KIND_ACCOUNT = 2;
+   */
+  ACCOUNT = 2,
+}
+
+/**
+ * Describes the enum bizcard.auth.v1.InteractionKind.
+ */
+export const InteractionKindSchema: GenEnum<InteractionKind> = /*@__PURE__*/
+  enumDesc(file_bizcard_auth_v1_auth, 0);
 
 /**
  * @generated from enum bizcard.auth.v1.ConsentDecision
@@ -797,18 +1270,38 @@ export enum ConsentDecision {
  * Describes the enum bizcard.auth.v1.ConsentDecision.
  */
 export const ConsentDecisionSchema: GenEnum<ConsentDecision> = /*@__PURE__*/
-  enumDesc(file_bizcard_auth_v1_auth, 0);
+  enumDesc(file_bizcard_auth_v1_auth, 1);
 
 /**
  * AuthService is the OAuth 2.0 authorization server behind the gateway:
- * client registry, authorization requests and consent, the token endpoint's
- * grants, introspection (RFC 7662), revocation (RFC 7009), and the bearer
- * check the gateway runs on every resource request.
+ * the client registry; the browser flow (authorization request, login,
+ * consent), whose state lives here as an *interaction* and a server-side
+ * member *session*, so that any gateway replica serves any request and logout
+ * is real; the token endpoint's grants; introspection (RFC 7662); revocation
+ * (RFC 7009); the bearer check; and the organisation's connected applications.
  *
- * OAuth failures are ConnectErrors whose details hold an OAuthError, so the
- * gateway can write the RFC 6749 error body without guessing. UNAUTHENTICATED
- * is never one of them: on every service it means only that the caller's
- * internal credential was refused.
+ * The gateway holds only opaque values: the session cookie's value
+ * (session_id) and the CSRF token it renders into forms. It passes both here,
+ * where they are checked.
+ *
+ * ERRORS. OAuth failures are ConnectErrors whose details hold an OAuthError,
+ * so the gateway can write the RFC 6749 body (or the right page) without
+ * guessing. UNAUTHENTICATED is never one of them: on every service it means
+ * only that the caller's internal credential was refused. The codes:
+ *   INVALID_ARGUMENT    bad request; OAuthError.error is the RFC 6749 code
+ *                       (invalid_request, invalid_grant, invalid_scope, ...).
+ *   PERMISSION_DENIED   OAuthError.error is one of
+ *                         "invalid_client"      (token/introspect/revoke: 401)
+ *                         "unauthorized_client" (grant type not allowed: 400)
+ *                         "invalid_credentials" (login: email or password wrong)
+ *                         "invalid_csrf_token"  (a form's CSRF token is wrong)
+ *                         "login_required"      (no valid session)
+ *                         "invalid_token"       (AuthenticateAccessToken)
+ *   RESOURCE_EXHAUSTED  rate limited: OAuthError.retry_after_seconds > 0 and
+ *                       OAuthError.error is the error the request would have
+ *                       had ("invalid_client", "invalid_credentials").
+ *   NOT_FOUND           an interaction that is unknown or expired, a client,
+ *                       a grant of another organisation.
  *
  * @generated from service bizcard.auth.v1.AuthService
  */
@@ -834,19 +1327,66 @@ export const AuthService: GenService<{
     output: typeof GetClientResponseSchema;
   },
   /**
-   * Checks an authorization request (RFC 6749 §4.1.1). Errors carry an
-   * OAuthError: an unknown client or a redirect_uri that is not registered
-   * has redirect_allowed = false (an error page); others redirect_allowed = true.
+   * GET /oauth/authorize. Validates the authorization request (RFC 6749
+   * §4.1.1, RFC 7636, RFC 9700) and stores it as an interaction. An unknown
+   * client or a redirect_uri that is not registered fails with
+   * INVALID_ARGUMENT and OAuthError.redirect_allowed = false: the gateway shows
+   * an error page and never redirects. Any other problem is not an error: the
+   * response's redirect_to carries error, error_description, state and iss
+   * (RFC 6749 §4.1.2.1, RFC 9207).
    *
-   * @generated from rpc bizcard.auth.v1.AuthService.ValidateAuthorizationRequest
+   * @generated from rpc bizcard.auth.v1.AuthService.StartAuthorization
    */
-  validateAuthorizationRequest: {
+  startAuthorization: {
     methodKind: "unary";
-    input: typeof ValidateAuthorizationRequestRequestSchema;
-    output: typeof ValidateAuthorizationRequestResponseSchema;
+    input: typeof StartAuthorizationRequestSchema;
+    output: typeof StartAuthorizationResponseSchema;
   },
   /**
-   * Records the member's decision and returns where to send the browser.
+   * GET /account/login: an interaction with no authorization request, whose
+   * login leads to the connected-applications page.
+   *
+   * @generated from rpc bizcard.auth.v1.AuthService.StartAccountLogin
+   */
+  startAccountLogin: {
+    methodKind: "unary";
+    input: typeof StartAccountLoginRequestSchema;
+    output: typeof StartAccountLoginResponseSchema;
+  },
+  /**
+   * Reads an interaction for the page that shows it. When session_id names a
+   * live session of a member, the interaction is that member's from now on
+   * (logged_in). NOT_FOUND when it is unknown, used or expired.
+   *
+   * @generated from rpc bizcard.auth.v1.AuthService.GetInteraction
+   */
+  getInteraction: {
+    methodKind: "unary";
+    input: typeof GetInteractionRequestSchema;
+    output: typeof GetInteractionResponseSchema;
+  },
+  /**
+   * The login form: checks the interaction's CSRF token and the member's
+   * credentials (rate limited per email and address, and per address), then
+   * opens a session bound to the interaction. PERMISSION_DENIED
+   * invalid_credentials for a wrong email or password, whichever it was.
+   *
+   * @generated from rpc bizcard.auth.v1.AuthService.Login
+   */
+  login: {
+    methodKind: "unary";
+    input: typeof LoginRequestSchema;
+    output: typeof LoginResponseSchema;
+  },
+  /**
+   * POST /oauth/authorize/consent. With interaction_id: the CSRF token must be
+   * the interaction's, the session the interaction's member's, and the seed's
+   * fields equal to what the interaction was validated as. Without it (a JSON
+   * body from a client with a valid session): the fields are validated as a
+   * new authorization request, and no CSRF token is needed (the gateway accepts
+   * that only for application/json). Allow records the grant (organisation,
+   * client, scopes) and issues a code; deny does not. Either way the answer is
+   * where to send the browser.
    *
    * @generated from rpc bizcard.auth.v1.AuthService.DecideConsent
    */
@@ -854,6 +1394,47 @@ export const AuthService: GenService<{
     methodKind: "unary";
     input: typeof DecideConsentRequestSchema;
     output: typeof DecideConsentResponseSchema;
+  },
+  /**
+   * The session behind a cookie. NOT_FOUND when it is unknown or expired.
+   *
+   * @generated from rpc bizcard.auth.v1.AuthService.GetSession
+   */
+  getSession: {
+    methodKind: "unary";
+    input: typeof GetSessionRequestSchema;
+    output: typeof GetSessionResponseSchema;
+  },
+  /**
+   * Ends a session (CSRF-checked). Ending an unknown session succeeds.
+   *
+   * @generated from rpc bizcard.auth.v1.AuthService.Logout
+   */
+  logout: {
+    methodKind: "unary";
+    input: typeof LogoutRequestSchema;
+    output: typeof LogoutResponseSchema;
+  },
+  /**
+   * The session's organisation's connected applications, newest grant first.
+   *
+   * @generated from rpc bizcard.auth.v1.AuthService.ListApplications
+   */
+  listApplications: {
+    methodKind: "unary";
+    input: typeof ListApplicationsRequestSchema;
+    output: typeof ListApplicationsResponseSchema;
+  },
+  /**
+   * Withdraws one application's access for the session's organisation
+   * (CSRF-checked), with the cascade of RevokeGrant.
+   *
+   * @generated from rpc bizcard.auth.v1.AuthService.RevokeApplication
+   */
+  revokeApplication: {
+    methodKind: "unary";
+    input: typeof RevokeApplicationRequestSchema;
+    output: typeof RevokeApplicationResponseSchema;
   },
   /**
    * The token endpoint: authorization_code, refresh_token, client_credentials.
@@ -876,7 +1457,7 @@ export const AuthService: GenService<{
     output: typeof IntrospectTokenResponseSchema;
   },
   /**
-   * RFC 7009 revocation.
+   * RFC 7009 revocation. Publishes bizcard.token.revoked.
    *
    * @generated from rpc bizcard.auth.v1.AuthService.RevokeToken
    */
@@ -886,9 +1467,10 @@ export const AuthService: GenService<{
     output: typeof RevokeTokenResponseSchema;
   },
   /**
-   * Resolves a bearer access token for the gateway. Fails with an OAuthError
-   * detail invalid_token when it is unknown, expired or revoked (the gateway
-   * answers 401 with WWW-Authenticate: Bearer error="invalid_token").
+   * Resolves a bearer access token for the gateway: one indexed read. Fails
+   * with PERMISSION_DENIED and OAuthError invalid_token when it is unknown,
+   * expired or revoked (the gateway answers 401 with WWW-Authenticate:
+   * Bearer error="invalid_token").
    *
    * @generated from rpc bizcard.auth.v1.AuthService.AuthenticateAccessToken
    */
@@ -908,8 +1490,9 @@ export const AuthService: GenService<{
     output: typeof ListGrantsResponseSchema;
   },
   /**
-   * Withdraws an application's access for an organisation: every token of
-   * the pair is revoked and bizcard.grant.revoked is published.
+   * Withdraws an application's access for an organisation: the grant and
+   * every token of the pair are revoked and bizcard.grant.revoked is published
+   * (through the outbox). Refresh-token reuse and code replay do the same.
    *
    * @generated from rpc bizcard.auth.v1.AuthService.RevokeGrant
    */

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file bizcard/events/v1/events.proto.
  */
 export const file_bizcard_events_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Ch5iaXpjYXJkL2V2ZW50cy92MS9ldmVudHMucHJvdG8SEWJpemNhcmQuZXZlbnRzLnYxIsgBCgxDb250YWN0RXZlbnQSEAoIZXZlbnRfaWQYASABKAkSKgoEdHlwZRgCIAEoDjIcLmJpemNhcmQuZXZlbnRzLnYxLkV2ZW50VHlwZRIXCg9vcmdhbmlzYXRpb25faWQYAyABKAkSLgoKb2NjdXJfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoHY29udGFjdBgFIAEoCzIgLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLkNvbnRhY3QifAoMR3JhbnRSZXZva2VkEhAKCGV2ZW50X2lkGAEgASgJEhcKD29yZ2FuaXNhdGlvbl9pZBgCIAEoCRIRCgljbGllbnRfaWQYAyABKAkSLgoKb2NjdXJfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqZwoJRXZlbnRUeXBlEhoKFkVWRU5UX1RZUEVfVU5TUEVDSUZJRUQQABIeChpFVkVOVF9UWVBFX0NPTlRBQ1RfQ1JFQVRFRBABEh4KGkVWRU5UX1RZUEVfQ09OVEFDVF9VUERBVEVEEAJiBnByb3RvMw", [file_bizcard_organisation_v1_organisation, file_google_protobuf_timestamp]);
+  fileDesc("Ch5iaXpjYXJkL2V2ZW50cy92MS9ldmVudHMucHJvdG8SEWJpemNhcmQuZXZlbnRzLnYxIsgBCgxDb250YWN0RXZlbnQSEAoIZXZlbnRfaWQYASABKAkSKgoEdHlwZRgCIAEoDjIcLmJpemNhcmQuZXZlbnRzLnYxLkV2ZW50VHlwZRIXCg9vcmdhbmlzYXRpb25faWQYAyABKAkSLgoKb2NjdXJfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoHY29udGFjdBgFIAEoCzIgLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLkNvbnRhY3QijAEKDEdyYW50UmV2b2tlZBIQCghldmVudF9pZBgBIAEoCRIXCg9vcmdhbmlzYXRpb25faWQYAiABKAkSEQoJY2xpZW50X2lkGAMgASgJEi4KCm9jY3VyX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnJlYXNvbhgFIAEoCSKZAQoMVG9rZW5SZXZva2VkEhAKCGV2ZW50X2lkGAEgASgJEhcKD29yZ2FuaXNhdGlvbl9pZBgCIAEoCRIRCgljbGllbnRfaWQYAyABKAkSGwoTYWNjZXNzX3Rva2VuX2hhc2hlcxgEIAMoCRIuCgpvY2N1cl90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCpnCglFdmVudFR5cGUSGgoWRVZFTlRfVFlQRV9VTlNQRUNJRklFRBAAEh4KGkVWRU5UX1RZUEVfQ09OVEFDVF9DUkVBVEVEEAESHgoaRVZFTlRfVFlQRV9DT05UQUNUX1VQREFURUQQAmIGcHJvdG8z", [file_bizcard_organisation_v1_organisation, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message bizcard.events.v1.ContactEvent
@@ -58,7 +58,9 @@ export const ContactEventSchema: GenMessage<ContactEvent> = /*@__PURE__*/
   messageDesc(file_bizcard_events_v1_events, 0);
 
 /**
- * An organisation withdrew an application's access.
+ * An application's access for an organisation ended: every token of the pair
+ * is revoked. Gateways drop cached bearer checks of the pair; the webhook
+ * service deletes the pair's subscriptions.
  *
  * @generated from message bizcard.events.v1.GrantRevoked
  */
@@ -82,6 +84,14 @@ export type GrantRevoked = Message<"bizcard.events.v1.GrantRevoked"> & {
    * @generated from field: google.protobuf.Timestamp occur_time = 4;
    */
   occurTime?: Timestamp | undefined;
+
+  /**
+   * "withdrawn" (the organisation or an operator), "refresh_token_reuse",
+   * "authorization_code_replay".
+   *
+   * @generated from field: string reason = 5;
+   */
+  reason: string;
 };
 
 /**
@@ -90,6 +100,49 @@ export type GrantRevoked = Message<"bizcard.events.v1.GrantRevoked"> & {
  */
 export const GrantRevokedSchema: GenMessage<GrantRevoked> = /*@__PURE__*/
   messageDesc(file_bizcard_events_v1_events, 1);
+
+/**
+ * Some access tokens were revoked (RFC 7009) while the grant stays. Gateways
+ * drop their cached bearer checks.
+ *
+ * @generated from message bizcard.events.v1.TokenRevoked
+ */
+export type TokenRevoked = Message<"bizcard.events.v1.TokenRevoked"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: string organisation_id = 2;
+   */
+  organisationId: string;
+
+  /**
+   * @generated from field: string client_id = 3;
+   */
+  clientId: string;
+
+  /**
+   * SHA-256 of each revoked access token, base64url without padding (the
+   * hash the auth service stores, services/shared/token-hash.ts).
+   *
+   * @generated from field: repeated string access_token_hashes = 4;
+   */
+  accessTokenHashes: string[];
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occur_time = 5;
+   */
+  occurTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message bizcard.events.v1.TokenRevoked.
+ * Use `create(TokenRevokedSchema)` to create a new message.
+ */
+export const TokenRevokedSchema: GenMessage<TokenRevoked> = /*@__PURE__*/
+  messageDesc(file_bizcard_events_v1_events, 2);
 
 /**
  * The event types a webhook subscription can ask for.

@@ -1,0 +1,10 @@
+// The one hash of bearer values (access and refresh tokens, codes, session
+// ids): SHA-256, base64url without padding. The values are 256-bit random,
+// so a fast hash is safe to store (nothing to guess) and cheap to check. The
+// auth service stores these; the gateway keys its bearer cache by them, and
+// bizcard.token.revoked names revoked tokens by them.
+import { createHash } from "node:crypto";
+
+export function tokenHash(value: string): string {
+  return createHash("sha256").update(value, "utf8").digest("base64url");
+}
