@@ -1,3 +1,6 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { GrantStore } from "./grants/grant-store.js";
+import type { FailureLimits } from "./rate-limit/failure-limits.js";
 import { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { openServiceDatabase, pingDatabase } from "../shared/database.js";
@@ -16,7 +19,20 @@ export async function createAuthApp(deps: ServiceAppDeps): Promise<ServiceApp> {
     timeoutMs: config.RPC_TIMEOUT_MS,
     internalToken: config.internalToken,
   });
-  const service = createAuthService({ orm, organisations, allowInsecureRedirects: config.OAUTH_ALLOW_INSECURE_REDIRECTS });
+  // Wiring in progress (OAuth server): grants/grants.ts and
+  // rate-limit/postgres-failure-limits.ts replace these two.
+  const notYet = () => Promise.reject(new ConnectError("not implemented yet", Code.Unimplemented));
+  const grants: GrantStore = { issueAuthorizationCode: notYet, listGrants: notYet, revokeGrant: notYet };
+  const limits: FailureLimits = { check: notYet, fail: notYet };
+  const service = createAuthService({
+    orm,
+    organisations,
+    allowInsecureRedirects: config.OAUTH_ALLOW_INSECURE_REDIRECTS,
+    config,
+    issuer: config.publicUrl,
+    grants,
+    limits,
+  });
   return {
     name: "auth",
     routes: (router) => router.service(AuthService, service),

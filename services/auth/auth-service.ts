@@ -1,7 +1,6 @@
-// AuthService. This first step holds the client registry; the authorization
-// request, consent, the token endpoint's grants, introspection, revocation
-// and the bearer check are later issues' work and answer UNIMPLEMENTED until
-// then (connect-es does that for every method left out of the object).
+// AuthService: the client registry (here), the browser flow
+// (interactions/interaction-handlers.ts) and the token side
+// (tokens/token-handlers.ts), put together into one implementation.
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Client as RpcClient, type ServiceImpl } from "@connectrpc/connect";
@@ -13,6 +12,11 @@ import { ClientEntity, type Client } from "./clients/client.entity.js";
 import { hashSecret, newClientId, newClientSecret } from "./clients/client-secret.js";
 import { checkRedirectUri } from "./clients/redirect-uri.js";
 import { ALL_SCOPES, isScope } from "./scopes.js";
+import type { Config } from "../shared/config.js";
+import type { GrantStore } from "./grants/grant-store.js";
+import type { FailureLimits } from "./rate-limit/failure-limits.js";
+import { createInteractionHandlers } from "./interactions/interaction-handlers.js";
+import { createTokenHandlers } from "./tokens/token-handlers.js";
 
 export const AUTH_SCHEMA = "auth";
 
@@ -20,6 +24,11 @@ export interface AuthServiceDeps {
   orm: MikroORM;
   organisations: RpcClient<typeof OrganisationService>;
   allowInsecureRedirects: boolean;
+  config: Config;
+  /** RFC 9207 / RFC 8414 issuer: config.publicUrl. */
+  issuer: string;
+  grants: GrantStore;
+  limits: FailureLimits;
 }
 
 export const toClientMessage = (c: Client): ClientMessage =>
@@ -34,6 +43,10 @@ export const toClientMessage = (c: Client): ClientMessage =>
   });
 
 export function createAuthService(deps: AuthServiceDeps): Partial<ServiceImpl<typeof AuthService>> {
+  return { ...createClientHandlers(deps), ...createTokenHandlers(deps), ...createInteractionHandlers(deps) };
+}
+
+function createClientHandlers(deps: AuthServiceDeps): Pick<ServiceImpl<typeof AuthService>, "createClient" | "getClient"> {
   const { orm } = deps;
   return {
     async createClient(req) {
