@@ -60,6 +60,11 @@ function recordingBus(inner: EventBus) {
       await inner.publish(subject, data, msgId);
     },
     consume: (options, handler) => inner.consume(options, handler),
+    subscribe: (subject, handler) => inner.subscribe(subject, handler),
+    get connected() {
+      return inner.connected;
+    },
+    onConnectionChange: (listener) => inner.onConnectionChange(listener),
     ping: () => inner.ping(),
     close: () => inner.close(),
   };
@@ -278,6 +283,9 @@ describe("outbox relay", () => {
       kind: inner.kind,
       publish: (subject, data, msgId) => inner.publish(subject, data, msgId).catch((err) => (refused.push(msgId), Promise.reject(err))),
       consume: (options, handler) => inner.consume(options, handler),
+      subscribe: (subject, handler) => inner.subscribe(subject, handler),
+      connected: true,
+      onConnectionChange: (listener) => inner.onConnectionChange(listener),
       ping: () => inner.ping(),
       close: () => inner.close(),
     };

@@ -26,6 +26,12 @@ export interface ConsumerOptions {
 
 export type MessageHandler = (message: BusMessage) => Promise<void>;
 
+/**
+ * A handler of a non-durable subscription: its failure is logged, never
+ * retried (the message is not kept for it).
+ */
+export type SubscriptionHandler = (message: BusMessage) => void | Promise<void>;
+
 export interface Consumer {
   stop(): Promise<void>;
 }
@@ -35,6 +41,19 @@ export interface EventBus {
   /** Resolves once the broker has stored the message (JetStream ack). */
   publish(subject: string, data: Uint8Array, msgId: string): Promise<void>;
   consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer>;
+  /**
+   * Non-durable, every process: each subscriber of every process gets each
+   * message published on `<prefix>.<subject>` (wildcards allowed) from now on,
+   * while connected; nothing is kept for it, nothing redelivered (a NATS core
+   * subscription, which JetStream-published messages reach as well). For
+   * caches that must hear of changes: they drop what they hold when
+   * `connected` goes false, since messages sent meanwhile are lost to them.
+   */
+  subscribe(subject: string, handler: SubscriptionHandler): Promise<Consumer>;
+  /** True while the broker connection is up (always, in process). */
+  readonly connected: boolean;
+  /** Calls `listener` on every change of `connected`; returns the way to stop listening. */
+  onConnectionChange(listener: (connected: boolean) => void): () => void;
   /** Throws when the broker is unreachable. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -14,7 +14,14 @@ import {
   type NatsConnection,
 } from "nats";
 import type { Logger } from "../logger.js";
-import { subjectFor, type Consumer, type ConsumerOptions, type EventBus, type MessageHandler } from "./event-bus.js";
+import {
+  subjectFor,
+  type Consumer,
+  type ConsumerOptions,
+  type EventBus,
+  type MessageHandler,
+  type SubscriptionHandler,
+} from "./event-bus.js";
 
 export interface NatsBusOptions {
   servers: string;
@@ -35,6 +42,8 @@ export class NatsBus implements EventBus {
   readonly kind = "nats" as const;
   private streamReady: Promise<void> | undefined;
   private readonly consumers = new Set<Consumer>();
+  private readonly connectionListeners = new Set<(connected: boolean) => void>();
+  private up = true;
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -53,16 +62,70 @@ export class NatsBus implements EventBus {
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
     });
-    void (async () => {
-      for await (const status of nc.status()) {
-        if (status.type === "disconnect" || status.type === "reconnect" || status.type === "error") {
-          options.logger.warn({ nats: status.type, data: String(status.data) }, "nats connection");
-        }
-      }
-    })();
     const jsm = await nc.jetstreamManager({ checkAPI: false });
     options.logger.info({ server: nc.getServer() }, "connected to NATS");
-    return new NatsBus(nc, nc.jetstream(), jsm, options);
+    const bus = new NatsBus(nc, nc.jetstream(), jsm, options);
+    void bus.watchStatus();
+    void nc.closed().then(() => bus.setConnected(false));
+    return bus;
+  }
+
+  private async watchStatus(): Promise<void> {
+    for await (const status of this.nc.status()) {
+      if (status.type === "disconnect" || status.type === "reconnect" || status.type === "error") {
+        this.options.logger.warn({ nats: status.type, data: String(status.data) }, "nats connection");
+      }
+      // The client resubscribes before it reports the reconnection.
+      if (status.type === "disconnect") this.setConnected(false);
+      else if (status.type === "reconnect") this.setConnected(true);
+    }
+  }
+
+  private setConnected(up: boolean): void {
+    if (this.up === up) return;
+    this.up = up;
+    for (const listener of this.connectionListeners) {
+      try {
+        listener(up);
+      } catch (err) {
+        this.options.logger.error({ err }, "connection listener failed");
+      }
+    }
+  }
+
+  get connected(): boolean {
+    return this.up && !this.nc.isClosed();
+  }
+
+  onConnectionChange(listener: (connected: boolean) => void): () => void {
+    this.connectionListeners.add(listener);
+    return () => void this.connectionListeners.delete(listener);
+  }
+
+  async subscribe(subject: string, handler: SubscriptionHandler): Promise<Consumer> {
+    const log = this.options.logger.child({ subscription: subject });
+    const sub = this.nc.subscribe(subjectFor(this.options.prefix, subject), {
+      callback: (err, m) => {
+        if (err) return log.warn({ err }, "subscription error");
+        const message = { subject: m.subject, data: m.data, msgId: m.headers?.get("Nats-Msg-Id") ?? "", deliveryCount: 1 };
+        try {
+          const done = handler(message);
+          if (done) done.catch((e: unknown) => log.warn({ err: e, subject: m.subject }, "subscriber failed; not redelivered"));
+        } catch (e) {
+          log.warn({ err: e, subject: m.subject }, "subscriber failed; not redelivered");
+        }
+      },
+    });
+    // The server has the subscription once this round trip is done.
+    await this.nc.flush();
+    const consumer: Consumer = {
+      stop: async () => {
+        if (!this.nc.isClosed()) sub.unsubscribe();
+        this.consumers.delete(consumer);
+      },
+    };
+    this.consumers.add(consumer);
+    return consumer;
   }
 
   /** Creates the stream, or brings its subjects and window up to date. */

@@ -6,7 +6,7 @@ import { NatsBus } from "./nats-bus.js";
 
 /** NATS JetStream when NATS_URL is set; otherwise the in-process bus of the embedded start. */
 export async function openBus(config: Config, name: string, logger: Logger): Promise<EventBus> {
-  if (!config.NATS_URL) return new InProcessBus(config.NATS_SUBJECT_PREFIX);
+  if (!config.NATS_URL) return new InProcessBus(config.NATS_SUBJECT_PREFIX, logger);
   return NatsBus.connect({
     servers: config.NATS_URL,
     stream: config.NATS_STREAM,
