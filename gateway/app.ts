@@ -4,14 +4,21 @@ import { randomUUID } from "node:crypto";
 import type { Server } from "node:http";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyHttpOptions, type FastifyInstance } from "fastify";
 import type { Config } from "../services/shared/config.js";
+import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import type { Logger } from "../services/shared/logger.js";
 import { acceptRequestId, REQUEST_ID_HEADER } from "../services/shared/request-context.js";
+import { createBearer } from "./bearer.js";
+import { BearerCache } from "./bearer-cache.js";
 import { registerBodyParsers } from "./body-parsers.js";
 import type { ServiceClients } from "./clients.js";
 import { Connections } from "./connections.js";
 import { HttpError, errorHandler, sendError, toHttpError } from "./errors.js";
 import { RouteTable, requestGuards } from "./request-guards.js";
 import { healthRoutes } from "./routes/health.js";
+import { introspectRoutes } from "./routes/introspect.js";
+import { meRoutes } from "./routes/me.js";
+import { metadataRoutes } from "./routes/metadata.js";
+import { revokeRoutes } from "./routes/revoke.js";
 import { tokenRoutes } from "./routes/token.js";
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -43,7 +50,19 @@ export interface GatewayOptions {
   /** Proxies (addresses or CIDR ranges) whose X-Forwarded-For is believed; none by default. */
   trustedProxies?: string[];
   timeouts?: Partial<GatewayTimeouts>;
+  /**
+   * The bus revocations arrive on (bizcard.grant.revoked, .token.revoked):
+   * bearer checks are cached only with one. Optional only for tests that need
+   * no cache and for a gateway started without NATS_URL.
+   */
+  bus?: EventBus;
+  /** The authorization server's issuer (config.publicUrl): RFC 8414 metadata, introspection's iss. */
+  issuer?: string;
+  /** BEARER_CACHE_MS: how long a bearer check is kept at most (default 30 s; 0 turns the cache off). */
+  bearerCacheMs?: number;
 }
+
+export const DEFAULT_ISSUER = "http://localhost:8080";
 
 export async function buildGateway(options: GatewayOptions): Promise<FastifyInstance> {
   const timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
@@ -115,7 +134,22 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   app.setNotFoundHandler((request, reply) => sendError(reply, routes.notFound(request)));
   app.setErrorHandler(errorHandler);
 
+  const issuer = (options.issuer ?? DEFAULT_ISSUER).replace(/\/+$/, "");
+  const auth = options.clients.auth;
+  const bearerCache = await BearerCache.open({
+    authenticate: (accessToken) => auth.authenticateAccessToken({ accessToken }),
+    bus: options.bus,
+    ttlMs: options.bearerCacheMs ?? 30_000,
+    logger: options.logger,
+  });
+  app.addHook("onClose", () => bearerCache.close());
+  const bearer = createBearer(bearerCache);
+
   healthRoutes(app, { services: options.serviceUrls });
-  tokenRoutes(app, options.clients.auth);
+  metadataRoutes(app, issuer);
+  tokenRoutes(app, auth);
+  revokeRoutes(app, auth);
+  introspectRoutes(app, auth, issuer);
+  meRoutes(app, bearer, options.clients.organisation);
   return app;
 }

@@ -1,5 +1,8 @@
-// The gateway as its own process.
+// The gateway as its own process. With NATS_URL it listens on the bus for
+// revocations and caches bearer checks (bearer-cache.ts); without it, every
+// bearer check is one RPC to the auth service.
 import { loadConfigOrExit, requireInternalToken } from "../services/shared/config.js";
+import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import { onShutdown } from "../services/shared/service-main.js";
 import { exitIfPortInUse, listenOn } from "../services/shared/port-in-use.js";
@@ -8,16 +11,25 @@ import { createServiceClients, serviceUrls } from "./clients.js";
 
 const config = loadConfigOrExit([requireInternalToken]);
 const logger = createLogger("gateway", config.LOG_LEVEL);
+// The in-process bus would hear nothing in a process of its own: no bus, no bearer cache.
+const bus = config.NATS_URL ? await openBus(config, "gateway", logger) : undefined;
+if (!bus) logger.info("NATS_URL is unset: bearer checks are not cached (each one is an RPC to the auth service)");
 const app = await buildGateway({
   clients: createServiceClients(config),
   serviceUrls: serviceUrls(config),
   logger,
   trustedProxies: config.GATEWAY_TRUSTED_PROXIES,
   timeouts: gatewayTimeouts(config),
+  bus,
+  issuer: config.publicUrl,
+  bearerCacheMs: config.BEARER_CACHE_MS,
 });
 const listen = { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT };
 await listenOn(listen, () => app.listen({ host: listen.host, port: listen.port })).catch((err) => {
   exitIfPortInUse("gateway", err);
   throw err;
 });
-onShutdown(logger, () => app.close());
+onShutdown(logger, async () => {
+  await app.close();
+  await bus?.close();
+});

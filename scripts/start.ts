@@ -134,6 +134,10 @@ async function main(): Promise<void> {
       logger: createLogger("gateway", config.LOG_LEVEL),
       trustedProxies: config.GATEWAY_TRUSTED_PROXIES,
       timeouts: gatewayTimeouts(config),
+      // Revocations reach the gateway's bearer cache on the same bus as the services'.
+      bus,
+      issuer: config.publicUrl,
+      bearerCacheMs: config.BEARER_CACHE_MS,
     });
     const gatewayListen = { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT };
     await listenOn(gatewayListen, () => gateway!.listen({ host: gatewayListen.host, port: gatewayListen.port }));

@@ -1,0 +1,168 @@
+// Bearer token checks for the resource routes (RFC 6750): the access token in
+// the Authorization header only, resolved through the bearer cache
+// (bearer-cache.ts), and the scope each route declares:
+//
+//   app.get("/oauth/me", { preHandler: bearer.requireScope("organisation:read") }, handler)
+//
+// The handler finds the token's principal in request.bearer.
+//
+// Decisions where RFC 6750 leaves a choice:
+// - A token in the query (access_token=) or in a form body is refused with
+//   400 invalid_request (§3.1: "includes an unsupported parameter [...] uses
+//   more than one method for including an access token"), even next to a
+//   valid header: URIs end up in logs and histories (§5.3), so the refusal is
+//   loud rather than a 401 that reads like a bad token.
+// - No token (or another scheme than Bearer): 401 with
+//   `WWW-Authenticate: Bearer realm="bizcard"` and no error attribute (§3.1);
+//   the body still has the one error shape, with error "invalid_token".
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from "fastify";
+import { OAuthErrorSchema } from "../gen/bizcard/auth/v1/auth_pb.js";
+import type { BearerCache, BearerPrincipal } from "./bearer-cache.js";
+import { HttpError } from "./errors.js";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** Set by requireScope: the access token's principal. */
+    bearer?: BearerPrincipal;
+  }
+}
+
+export const REALM = "bizcard";
+
+/**
+ * RFC 6750 §3: "The "error_description" attribute [...] values MUST NOT
+ * include characters outside the set %x20-21 / %x23-5B / %x5D-7E."
+ */
+function quoted(value: string): string {
+  return value.replace(/[^\x20\x21\x23-\x5b\x5d-\x7e]/g, " ");
+}
+
+function challenge(attributes: Record<string, string> = {}): string {
+  const parts = [`realm="${REALM}"`, ...Object.entries(attributes).map(([k, v]) => `${k}="${quoted(v)}"`)];
+  return `Bearer ${parts.join(", ")}`;
+}
+
+function bearerError(status: number, error: string, description: string, attributes: Record<string, string> = {}): HttpError {
+  return new HttpError(status, error, description, {
+    "www-authenticate": challenge({ error, error_description: description, ...attributes }),
+    "cache-control": "no-store",
+  });
+}
+
+/**
+ * RFC 6750 §3: "If the protected resource request does not include
+ * authentication credentials [...] the resource server SHOULD NOT include an
+ * error code or other error information." ... "WWW-Authenticate: Bearer realm="example""
+ */
+export function missingToken(): HttpError {
+  return new HttpError(401, "invalid_token", "this resource needs an access token: send Authorization: Bearer <token>", {
+    "www-authenticate": challenge(),
+    "cache-control": "no-store",
+  });
+}
+
+/**
+ * RFC 6750 §3.1 invalid_token: "The access token provided is expired,
+ * revoked, malformed, or invalid for other reasons. The resource SHOULD
+ * respond with the HTTP 401 (Unauthorized) status code."
+ */
+export function invalidToken(description: string): HttpError {
+  return bearerError(401, "invalid_token", description);
+}
+
+/**
+ * RFC 6750 §3.1 invalid_request: "The request is missing a required
+ * parameter, includes an unsupported parameter or parameter value, repeats the
+ * same parameter, uses more than one method for including an access token, or
+ * is otherwise malformed. The resource server SHOULD respond with the HTTP 400
+ * (Bad Request) status code."
+ */
+export function invalidBearerRequest(description: string): HttpError {
+  return bearerError(400, "invalid_request", description);
+}
+
+/**
+ * RFC 6750 §3.1 insufficient_scope: "The request requires higher privileges
+ * than provided by the access token. The resource server SHOULD respond with
+ * the HTTP 403 (Forbidden) status code and MAY include the "scope" attribute
+ * with the scope necessary to access the protected resource."
+ */
+export function insufficientScope(scope: string): HttpError {
+  return bearerError(403, "insufficient_scope", `this resource needs the scope ${scope}`, { scope });
+}
+
+/**
+ * RFC 6750 §2.1: credentials = "Bearer" 1*SP b64token, where
+ * b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
+ * The scheme is case-insensitive (RFC 9110 §11.1).
+ */
+const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+const MAX_TOKEN_LENGTH = 512;
+
+function hasParameter(value: unknown, name: string): boolean {
+  return typeof value === "object" && value !== null && !Array.isArray(value) && Object.hasOwn(value, name);
+}
+
+/** The access token of the request, or the error to answer with. */
+export function presentedToken(request: FastifyRequest): string {
+  // RFC 6750 §2.3 (URI query parameter) and §2.2 (form body) are methods this server does not support.
+  if (hasParameter(request.query, "access_token")) {
+    throw invalidBearerRequest("send the access token in the Authorization header (Bearer), never in the URL");
+  }
+  if (hasParameter(request.body, "access_token") && request.headers["content-type"]?.startsWith("application/x-www-form-urlencoded")) {
+    throw invalidBearerRequest("send the access token in the Authorization header (Bearer), not in the body");
+  }
+  const header = request.headers.authorization;
+  if (header === undefined || !/^bearer(\s|$)/i.test(header)) throw missingToken();
+  const match = BEARER.exec(header);
+  if (!match || match[1]!.length > MAX_TOKEN_LENGTH) throw invalidToken("the access token is malformed");
+  return match[1]!;
+}
+
+/** The auth service's invalid_token as ours; anything else goes to the common error handler. */
+function fromAuthService(err: unknown): unknown {
+  if (err instanceof ConnectError && err.code === Code.PermissionDenied) {
+    const [detail] = err.findDetails(OAuthErrorSchema);
+    if (detail?.error === "invalid_token") return invalidToken(detail.errorDescription || "the access token is not valid");
+  }
+  return err;
+}
+
+export interface Bearer {
+  /** A preHandler: a valid access token with `scope`, else the RFC 6750 answer. */
+  requireScope(scope: string): preHandlerAsyncHookHandler;
+  /** The organisation of a principal (cached with it). */
+  organisation(principal: BearerPrincipal, load: (id: string) => Promise<{ id: string; name: string }>): Promise<{ id: string; name: string }>;
+}
+
+export function createBearer(cache: BearerCache): Bearer {
+  return {
+    requireScope(scope) {
+      return async function requireScope(request: FastifyRequest, _reply: FastifyReply) {
+        const token = presentedToken(request);
+        let principal: BearerPrincipal;
+        try {
+          principal = await cache.lookup(token);
+        } catch (err) {
+          throw fromAuthService(err);
+        }
+        // An entry may outlive its token by less than a clock tick; never the expiry itself.
+        if (principal.expiresAt <= Date.now()) throw invalidToken("the access token has expired");
+        if (!principal.scopes.includes(scope)) throw insufficientScope(scope);
+        request.bearer = principal;
+      };
+    },
+    organisation(principal, load) {
+      if (!principal.organisation) {
+        const loading = load(principal.organisationId);
+        principal.organisation = loading;
+        // A failure is not kept: the next request tries again.
+        loading.catch(() => {
+          if (principal.organisation === loading) principal.organisation = undefined;
+        });
+      }
+      return principal.organisation;
+    },
+  };
+}
