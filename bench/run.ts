@@ -12,8 +12,16 @@
 //   process, reached in memory as `npm start` does (serveInProcess). One call
 //   at a time, and 10 in flight.
 //
+// - OAuth rows (issue 6): the token endpoint (client_credentials, form-encoded,
+//   through the gateway of the platform as `npm start` runs it, on this
+//   machine's PostgreSQL and NATS: tokens durable) against the peer,
+//   oidc-provider with its in-memory adapter (bench/peer/, installed into the
+//   temporary directory on first use); and GET /oauth/me with a bearer token
+//   against bare node:http. autocannon, 10 connections.
+//
 // The cases take turns for BENCH_ROUNDS rounds of BENCH_SECONDS each, and the
-// median round counts (one run is noisy here). BENCH_ONLY=http or rpc runs one group.
+// median round counts (one run is noisy here). BENCH_ONLY=http, rpc or oauth
+// runs one group (and the bare row).
 import { randomBytes } from "node:crypto";
 import autocannon from "autocannon";
 import pg from "pg";
@@ -27,11 +35,13 @@ import { startRpcServer, type RunningServer } from "../services/shared/rpc-serve
 import type { ServiceApp } from "../services/shared/service-app.js";
 import { freePort, httpReady, spawnProcess, spawnTs, type Spawned } from "../test/support/processes.js";
 import { closedLoop } from "./closed-loop.js";
+import { startPeer, startPlatform, type PeerTarget, type PlatformTarget } from "./oauth-target.js";
 import { startRpcTarget, type RpcTarget } from "./rpc-target.js";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 3);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const only = process.env.BENCH_ONLY;
+const wants = (group: Case["group"]) => !only || only === group;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 interface Sample {
@@ -41,7 +51,7 @@ interface Sample {
 }
 
 interface Case {
-  group: "http" | "rpc";
+  group: "http" | "rpc" | "oauth";
   name: string;
   run: () => Promise<Sample>;
 }
@@ -49,9 +59,10 @@ interface Case {
 function httpCase(
   name: string,
   c: { url: string; method?: "GET" | "POST"; headers?: Record<string, string>; body?: string; expectStatus: number },
+  group: Case["group"] = "http",
 ): Case {
   return {
-    group: "http",
+    group,
     name,
     run: async () => {
       const result = await autocannon({ url: c.url, method: c.method ?? "GET", headers: c.headers, body: c.body, connections: 10, duration: seconds });
@@ -77,6 +88,8 @@ const processes: Spawned[] = [];
 let target: RpcTarget | undefined;
 let pool: pg.Pool | undefined;
 let local: { app: ServiceApp; server: RunningServer; close: () => Promise<void> } | undefined;
+let platform: PlatformTarget | undefined;
+let peer: PeerTarget | undefined;
 try {
   const barePort = await freePort();
   const bare = spawnProcess(process.execPath, ["bench/bare-server.mjs"], { PORT: String(barePort) });
@@ -84,7 +97,7 @@ try {
   await httpReady(`http://127.0.0.1:${barePort}/`);
   const cases: Case[] = [httpCase("bare node:http, small JSON", { url: `http://127.0.0.1:${barePort}/`, expectStatus: 200 })];
 
-  if (only !== "rpc") {
+  if (wants("http")) {
     const gatewayPort = await freePort();
     const gateway = spawnTs("gateway/main.ts", { GATEWAY_PORT: String(gatewayPort), LOG_LEVEL: "warn", INTERNAL_RPC_TOKEN: randomBytes(32).toString("base64url") });
     processes.push(gateway);
@@ -103,7 +116,42 @@ try {
     );
   }
 
-  if (only !== "http") {
+  if (wants("oauth")) {
+    peer = await startPeer();
+    platform = await startPlatform();
+    const form = { "content-type": "application/x-www-form-urlencoded" };
+    cases.push(
+      httpCase(
+        "peer: oidc-provider POST /token, client_credentials (in memory)",
+        {
+          url: `${peer.url}/token`,
+          method: "POST",
+          headers: form,
+          body: "grant_type=client_credentials&client_id=svc&client_secret=svc-secret-0123456789&scope=api%3Aread",
+          expectStatus: 200,
+        },
+        "oauth",
+      ),
+      httpCase(
+        "gateway POST /oauth/token, client_credentials (PostgreSQL)",
+        {
+          url: `${platform.gateway}/oauth/token`,
+          method: "POST",
+          headers: form,
+          body: new URLSearchParams({ grant_type: "client_credentials", client_id: platform.clientId, client_secret: platform.clientSecret, scope: "organisation:read" }).toString(),
+          expectStatus: 200,
+        },
+        "oauth",
+      ),
+      httpCase(
+        "gateway GET /oauth/me, Bearer token",
+        { url: `${platform.gateway}/oauth/me`, headers: { authorization: `Bearer ${platform.accessToken}` }, expectStatus: 200 },
+        "oauth",
+      ),
+    );
+  }
+
+  if (wants("rpc")) {
     // The service logs at info, as `npm start` runs it.
     target = await startRpcTarget();
     const { organisationId } = target;
@@ -156,8 +204,25 @@ try {
       console.log(`${r.name.padEnd(72)} ${num(r.rps).padStart(9)} ${num(r.latency, r === rows[0] ? 0 : digits).padStart(9)} ${(r.rps / base).toFixed(3).padStart(8)}`);
     }
   };
-  if (only !== "rpc") table("http", "HTTP, 10 connections (autocannon)", "p99 ms", 0);
-  if (only !== "http") {
+  if (wants("http")) table("http", "HTTP, 10 connections (autocannon)", "p99 ms", 0);
+  if (wants("oauth")) {
+    const peerRow = rows.find((r) => r.name.startsWith("peer: "))!;
+    const tokenRow = rows.find((r) => r.name.startsWith("gateway POST /oauth/token"))!;
+    const meRow = rows.find((r) => r.name.startsWith("gateway GET /oauth/me"))!;
+    console.log(`\n${"OAuth, 10 connections (autocannon)".padEnd(72)} ${"calls/s".padStart(9)} ${"p99 ms".padStart(9)} ${"vs bare".padStart(8)} ${"vs peer".padStart(8)}`);
+    for (const r of [rows[0]!, ...rows.filter((r) => r.group === "oauth")]) {
+      console.log(
+        `${r.name.padEnd(72)} ${num(r.rps).padStart(9)} ${num(r.latency).padStart(9)} ${(r.rps / base).toFixed(3).padStart(8)} ${(r.rps / peerRow.rps).toFixed(3).padStart(8)}`,
+      );
+    }
+    // The floors issue 6 set: the token endpoint >= 0.5x the peer, GET /oauth/me >= 0.15x bare.
+    const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
+    console.log(
+      `\nfloors, OAuth: token endpoint ${(tokenRow.rps / peerRow.rps).toFixed(3)}x the peer (>= 0.5: ${verdict(tokenRow.rps / peerRow.rps >= 0.5)}); ` +
+        `GET /oauth/me ${(meRow.rps / base).toFixed(3)}x bare (>= 0.15: ${verdict(meRow.rps / base >= 0.15)})`,
+    );
+  }
+  if (wants("rpc")) {
     table("rpc", "RPC path (bare row: autocannon, its p99)", "median ms", 2);
     // The floors issue 5 set for the RPC path: median <= 1.5 ms one at a time, >= 0.06x bare with 10 in flight.
     const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
@@ -177,5 +242,7 @@ try {
   await pool?.end();
   await local?.close();
   await target?.close();
+  await platform?.close();
+  await peer?.close();
   for (const p of processes) await p.kill();
 }

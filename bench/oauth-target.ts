@@ -1,0 +1,107 @@
+// What the OAuth rows of the benchmark call:
+// - the platform as `npm start` runs it (scripts/start.ts, one process) on
+//   this machine's PostgreSQL (a fresh database, dropped after) and NATS
+//   JetStream (a unique stream, deleted after), with one organisation and one
+//   client it owns (client_credentials): tokens are durable in PostgreSQL, and
+//   bearer checks are cached as in production (revocations on NATS);
+// - the peer, oidc-provider (bench/peer/), installed into a folder under the
+//   system's temporary directory on first use.
+import { createHash, randomBytes } from "node:crypto";
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { copyFile, mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
+import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
+import { createRpcClient } from "../services/shared/rpc-client.js";
+import { createDatabaseOn } from "../test/support/backends.js";
+import { freePort, httpReady, platformPorts, ROOT, spawnProcess, spawnTs, type Spawned } from "../test/support/processes.js";
+import { deleteStream } from "../test/support/stream.js";
+import { ADMIN_DATABASE_URL, NATS_URL } from "./rpc-target.js";
+
+export interface PlatformTarget {
+  gateway: string;
+  clientId: string;
+  clientSecret: string;
+  /** A client_credentials token with organisation:read. */
+  accessToken: string;
+  close(): Promise<void>;
+}
+
+export async function startPlatform(): Promise<PlatformTarget> {
+  const suffix = `${Date.now().toString(36)}${randomBytes(3).toString("hex")}`;
+  const stream = `BENCH_${suffix}`;
+  const db = await createDatabaseOn(ADMIN_DATABASE_URL, `bizcard_bench_${suffix}`);
+  const dataDir = await mkdtemp(path.join(tmpdir(), "bizcard-bench-"));
+  const ports = await platformPorts();
+  const token = randomBytes(32).toString("base64url");
+  let platform: Spawned | undefined;
+  const close = async () => {
+    await platform?.kill();
+    await deleteStream(NATS_URL, stream).catch(() => undefined);
+    await db.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  try {
+    platform = spawnTs("scripts/start.ts", {
+      ...ports,
+      DATABASE_URL: db.url,
+      NATS_URL,
+      NATS_STREAM: stream,
+      NATS_SUBJECT_PREFIX: `bench${suffix}`,
+      INTERNAL_RPC_TOKEN: token,
+      DATA_DIR: dataDir,
+      // As the gateway rows: no line per request.
+      LOG_LEVEL: "warn",
+    });
+    const gateway = `http://127.0.0.1:${ports.GATEWAY_PORT}`;
+    await httpReady(`${gateway}/readyz`, 120_000, platform);
+    const rpc = (port: string) => ({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 10_000, internalToken: token });
+    const organisations = createRpcClient(OrganisationService, rpc(ports.ORGANISATION_RPC_PORT!));
+    const auth = createRpcClient(AuthService, rpc(ports.AUTH_RPC_PORT!));
+    const { organisation } = await organisations.createOrganisation({ name: "Bench Cards", ownerEmail: "owner@bench.test", ownerPassword: "bench-password" });
+    const { client, clientSecret } = await auth.createClient({ name: "Bench Sync", ownerOrganisationId: organisation!.id });
+    const res = await fetch(`${gateway}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "client_credentials", client_id: client!.clientId, client_secret: clientSecret, scope: "organisation:read" }),
+    });
+    const body = (await res.json()) as { access_token?: string };
+    if (res.status !== 200 || !body.access_token) throw new Error(`the token endpoint answered ${res.status} ${JSON.stringify(body)}`);
+    return { gateway, clientId: client!.clientId, clientSecret, accessToken: body.access_token, close };
+  } catch (err) {
+    if (platform) process.stderr.write(platform.output());
+    await close();
+    throw err;
+  }
+}
+
+export interface PeerTarget {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** oidc-provider from bench/peer (or BENCH_PEER_DIR), installed once into the temporary directory. */
+export async function startPeer(): Promise<PeerTarget> {
+  const source = process.env.BENCH_PEER_DIR ?? path.join(ROOT, "bench/peer");
+  const manifest = await readFile(path.join(source, "package.json"));
+  const dir = path.join(tmpdir(), `bizcard-bench-peer-${createHash("sha256").update(manifest).digest("hex").slice(0, 12)}`);
+  await mkdir(dir, { recursive: true });
+  for (const file of ["package.json", "server.mjs"]) await copyFile(path.join(source, file), path.join(dir, file));
+  if (!existsSync(path.join(dir, "node_modules/oidc-provider/package.json"))) {
+    console.log(`installing the peer (oidc-provider) into ${dir}`);
+    const npm = spawnSync("npm", ["install", "--no-audit", "--no-fund", "--no-package-lock"], { cwd: dir, stdio: "inherit" });
+    if (npm.status !== 0) throw new Error(`npm install of the peer failed in ${dir}`);
+  }
+  const port = await freePort();
+  const peer = spawnProcess(process.execPath, ["server.mjs"], { PORT: String(port) }, dir);
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await httpReady(`${url}/.well-known/openid-configuration`, 60_000, peer);
+  } catch (err) {
+    await peer.kill();
+    throw err;
+  }
+  return { url, close: async () => void (await peer.kill()) };
+}
