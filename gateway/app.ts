@@ -56,8 +56,11 @@ export interface GatewayOptions {
    * no cache and for a gateway started without NATS_URL.
    */
   bus?: EventBus;
-  /** The authorization server's issuer (config.publicUrl): RFC 8414 metadata, introspection's iss. */
-  issuer?: string;
+  /**
+   * The gateway's public URL (config.publicUrl), which is the authorization
+   * server's issuer: RFC 8414 metadata, introspection's iss.
+   */
+  publicUrl?: string;
   /** BEARER_CACHE_MS: how long a bearer check is kept at most (default 30 s; 0 turns the cache off). */
   bearerCacheMs?: number;
 }
@@ -134,7 +137,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   app.setNotFoundHandler((request, reply) => sendError(reply, routes.notFound(request)));
   app.setErrorHandler(errorHandler);
 
-  const issuer = (options.issuer ?? DEFAULT_ISSUER).replace(/\/+$/, "");
+  const issuer = (options.publicUrl ?? DEFAULT_ISSUER).replace(/\/+$/, "");
   const auth = options.clients.auth;
   const bearerCache = await BearerCache.open({
     authenticate: (accessToken) => auth.authenticateAccessToken({ accessToken }),

@@ -21,7 +21,7 @@ const app = await buildGateway({
   trustedProxies: config.GATEWAY_TRUSTED_PROXIES,
   timeouts: gatewayTimeouts(config),
   bus,
-  issuer: config.publicUrl,
+  publicUrl: config.publicUrl,
   bearerCacheMs: config.BEARER_CACHE_MS,
 });
 const listen = { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT };

@@ -136,7 +136,7 @@ async function main(): Promise<void> {
       timeouts: gatewayTimeouts(config),
       // Revocations reach the gateway's bearer cache on the same bus as the services'.
       bus,
-      issuer: config.publicUrl,
+      publicUrl: config.publicUrl,
       bearerCacheMs: config.BEARER_CACHE_MS,
     });
     const gatewayListen = { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT };

@@ -55,7 +55,7 @@ async function startGateway(name: string): Promise<string> {
     serviceUrls: { auth: auth.server.url, organisation: organisation.server.url },
     logger,
     bus: gatewayBus,
-    issuer: config.publicUrl,
+    publicUrl: config.publicUrl,
     bearerCacheMs: config.BEARER_CACHE_MS,
   });
   await gateway.listen({ port, host: "127.0.0.1" });
