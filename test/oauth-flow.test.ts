@@ -1,0 +1,205 @@
+// The whole authorization-code flow driven by a strict client library
+// (oauth4webapi), over real HTTP against the gateway in front of the real
+// services (PostgreSQL, NATS): discovery (the library validates the RFC 8414
+// document), PKCE S256, the login and consent pages as a browser submits
+// them (CSRF token read from the page, session cookie kept), the code
+// exchange with iss checked (RFC 9207), GET /oauth/me, refresh (rotation),
+// introspection and revocation.
+import type { AddressInfo } from "node:net";
+import type { FastifyInstance } from "fastify";
+import * as oauth from "oauth4webapi";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
+import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
+import { buildGateway } from "../gateway/app.js";
+import { createServiceClients } from "../gateway/clients.js";
+import { createAuthApp } from "../services/auth/auth-app.js";
+import { createOrganisationApp } from "../services/organisation/organisation-app.js";
+import type { Config } from "../services/shared/config.js";
+import type { EventBus } from "../services/shared/event-bus/event-bus.js";
+import { createLogger } from "../services/shared/logger.js";
+import type { ServiceApp } from "../services/shared/service-app.js";
+import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { freePort, waitFor } from "./support/processes.js";
+import { openTestBus, startService, type StartedService } from "./support/services.js";
+
+const TOKEN = "f".repeat(40);
+const EMAIL = "owner@flow.test";
+const PASSWORD = "correct horse battery";
+const REDIRECT_URI = "http://127.0.0.1:8765/callback";
+const insecure = { [oauth.allowInsecureRequests]: true } as const;
+
+let db: TestDatabase;
+let bus: EventBus;
+let organisation: StartedService<ServiceApp>;
+let auth: StartedService<ServiceApp>;
+let gateway: FastifyInstance;
+let issuer: string;
+let orgId: string;
+let client: { id: string; secret: string };
+
+const baseConfig = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
+const configWith = (overrides: Record<string, string>): Config =>
+  testConfig({ INTERNAL_RPC_TOKEN: TOKEN, NATS_STREAM: baseConfig.NATS_STREAM, NATS_SUBJECT_PREFIX: baseConfig.NATS_SUBJECT_PREFIX, ...overrides });
+
+beforeAll(async () => {
+  const port = await freePort();
+  issuer = `http://127.0.0.1:${port}`;
+  db = await createTestDatabase();
+  bus = await openTestBus(baseConfig);
+  organisation = await startService(createOrganisationApp, { config: baseConfig, db, bus });
+  const config = configWith({ ORGANISATION_RPC_URL: organisation.server.url, PUBLIC_URL: issuer });
+  auth = await startService(createAuthApp, { config, db, bus });
+  const gatewayConfig = configWith({ ORGANISATION_RPC_URL: organisation.server.url, AUTH_RPC_URL: auth.server.url, PUBLIC_URL: issuer });
+  gateway = await buildGateway({
+    clients: createServiceClients(gatewayConfig),
+    serviceUrls: { auth: auth.server.url, organisation: organisation.server.url },
+    logger: createLogger("gateway", gatewayConfig.LOG_LEVEL),
+    bus,
+    publicUrl: gatewayConfig.publicUrl,
+    bearerCacheMs: gatewayConfig.BEARER_CACHE_MS,
+  });
+  await gateway.listen({ port, host: "127.0.0.1" });
+  expect(`http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`).toBe(issuer);
+  const created = await organisation.client(OrganisationService).createOrganisation({ name: "Flow Cards", ownerEmail: EMAIL, ownerPassword: PASSWORD });
+  orgId = created.organisation!.id;
+  const registered = await auth.client(AuthService).createClient({ name: "Strict Zap", redirectUris: [REDIRECT_URI] });
+  client = { id: registered.client!.clientId, secret: registered.clientSecret };
+}, 60_000);
+
+afterAll(async () => {
+  await gateway?.close();
+  await auth?.stop();
+  await organisation?.stop();
+  await bus?.close();
+  await db?.drop();
+});
+
+/** The HTML escapes eta writes, undone (attribute values). */
+const unescape = (s: string) =>
+  s.replace(/&(amp|lt|gt|quot|#39|#x27);/g, (_, e: string) => ({ amp: "&", lt: "<", gt: ">", quot: '"', "#39": "'", "#x27": "'" })[e]!);
+
+/** Every hidden input of a page's form, as a browser would submit it. */
+function hiddenFields(html: string): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) fields[unescape(m[1]!)] = unescape(m[2]!);
+  return fields;
+}
+
+/** A minimal browser: follows nothing by itself, keeps the session cookie. */
+function browser() {
+  let cookie = "";
+  const go = async (url: string, init: RequestInit = {}) => {
+    const res = await fetch(new URL(url, issuer), {
+      ...init,
+      redirect: "manual",
+      headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) },
+    });
+    const set = res.headers.get("set-cookie");
+    if (set) cookie = set.split(";")[0]!;
+    return res;
+  };
+  const submit = (url: string, fields: Record<string, string>) =>
+    go(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() });
+  return { go, submit, cookie: () => cookie };
+}
+
+describe("the authorization-code flow with oauth4webapi", () => {
+  it("discovery, PKCE, login, consent, code, /oauth/me, refresh, introspection, revocation", async () => {
+    // Discovery: the library checks the document (issuer identical, endpoints, ...).
+    const as = await oauth.processDiscoveryResponse(new URL(issuer), await oauth.discoveryRequest(new URL(issuer), { algorithm: "oauth2", ...insecure }));
+    expect(as.code_challenge_methods_supported).toEqual(["S256"]);
+    expect(as.authorization_response_iss_parameter_supported).toBe(true);
+    const c: oauth.Client = { client_id: client.id };
+    const clientAuth = oauth.ClientSecretBasic(client.secret);
+
+    // The authorization request with PKCE and state.
+    const verifier = oauth.generateRandomCodeVerifier();
+    const state = oauth.generateRandomState();
+    const authorize = new URL(as.authorization_endpoint!);
+    authorize.search = new URLSearchParams({
+      response_type: "code",
+      client_id: client.id,
+      redirect_uri: REDIRECT_URI,
+      scope: "organisation:read webhooks:read",
+      state,
+      code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: "S256",
+    }).toString();
+
+    // The browser: the request, the login page and its form, the consent page and its form.
+    const b = browser();
+    const start = await b.go(authorize.href);
+    expect(start.status).toBe(303);
+    const interaction = start.headers.get("location")!;
+    expect(interaction).toMatch(/^\/oauth\/interaction\/[^/]+$/);
+    const loginPage = await b.go(interaction);
+    expect(loginPage.status).toBe(200);
+    const loginHtml = await loginPage.text();
+    const loginAction = unescape(/<form[^>]* action="([^"]+)"/.exec(loginHtml)![1]!);
+    const loggedIn = await b.submit(loginAction, { ...hiddenFields(loginHtml), email: EMAIL, password: PASSWORD });
+    expect(loggedIn.status).toBe(303);
+    expect(b.cookie()).toMatch(/^bizcard_session=/);
+    const consentPage = await b.go(loggedIn.headers.get("location")!);
+    expect(consentPage.status).toBe(200);
+    const consentHtml = await consentPage.text();
+    expect(consentHtml).toContain("Strict Zap");
+    const consentAction = unescape(/<form[^>]* action="([^"]+)"/.exec(consentHtml)![1]!);
+    const decided = await b.submit(consentAction, { ...hiddenFields(consentHtml), decision: "allow" });
+    expect(decided.status).toBe(303);
+    const callback = new URL(decided.headers.get("location")!);
+    expect(`${callback.origin}${callback.pathname}`).toBe(REDIRECT_URI);
+
+    // The callback: state and iss checked by the library (RFC 9207).
+    const params = oauth.validateAuthResponse(as, c, callback, state);
+    const tokens = await oauth.processAuthorizationCodeResponse(
+      as,
+      c,
+      await oauth.authorizationCodeGrantRequest(as, c, clientAuth, params, REDIRECT_URI, verifier, insecure),
+    );
+    expect(tokens.token_type).toBe("bearer");
+    expect(tokens.access_token).toMatch(/^bca_/);
+    expect(tokens.refresh_token).toMatch(/^bcr_/);
+    expect(tokens.scope).toBe("organisation:read webhooks:read");
+    expect(tokens.expires_in).toBeGreaterThan(3000);
+
+    // The resource.
+    const meUrl = new URL(`${issuer}/oauth/me`);
+    const me = await oauth.protectedResourceRequest(tokens.access_token, "GET", meUrl, undefined, undefined, insecure);
+    expect(me.status).toBe(200);
+    expect(await me.json()).toEqual({ id: orgId, name: "Flow Cards" });
+
+    // Refresh: a new pair; the new access token works.
+    const refreshed = await oauth.processRefreshTokenResponse(as, c, await oauth.refreshTokenGrantRequest(as, c, clientAuth, tokens.refresh_token!, insecure));
+    expect(refreshed.refresh_token).toMatch(/^bcr_/);
+    expect(refreshed.refresh_token).not.toBe(tokens.refresh_token);
+    expect(refreshed.access_token).not.toBe(tokens.access_token);
+    expect((await oauth.protectedResourceRequest(refreshed.access_token, "GET", meUrl, undefined, undefined, insecure)).status).toBe(200);
+
+    // Introspection (RFC 7662), validated by the library.
+    const introspected = await oauth.processIntrospectionResponse(as, c, await oauth.introspectionRequest(as, c, clientAuth, refreshed.access_token, insecure));
+    expect(introspected).toMatchObject({ active: true, client_id: client.id, sub: orgId });
+
+    // Revocation (RFC 7009) of the access token: it stops working, here and at once.
+    await oauth.processRevocationResponse(await oauth.revocationRequest(as, c, clientAuth, refreshed.access_token, insecure));
+    // The library reads the refusal's challenge: Bearer, error="invalid_token".
+    const refusal = await waitFor(
+      () =>
+        oauth.protectedResourceRequest(refreshed.access_token, "GET", meUrl, undefined, undefined, insecure).then(
+          () => undefined,
+          (err: unknown) => (err instanceof oauth.WWWAuthenticateChallengeError ? err : undefined),
+        ),
+      1000,
+      "the revoked token to be refused",
+    );
+    expect(refusal.status).toBe(401);
+    expect(refusal.cause[0]).toMatchObject({ scheme: "bearer", parameters: { error: "invalid_token", realm: "bizcard" } });
+    const after = await oauth.processIntrospectionResponse(as, c, await oauth.introspectionRequest(as, c, clientAuth, refreshed.access_token, insecure));
+    expect(after.active).toBe(false);
+
+    // And of the refresh token: it can no longer be used.
+    await oauth.processRevocationResponse(await oauth.revocationRequest(as, c, clientAuth, refreshed.refresh_token!, insecure));
+    const reused = await oauth.refreshTokenGrantRequest(as, c, clientAuth, refreshed.refresh_token!, insecure);
+    await expect(oauth.processRefreshTokenResponse(as, c, reused)).rejects.toMatchObject({ error: "invalid_grant" });
+  });
+});
