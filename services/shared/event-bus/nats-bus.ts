@@ -61,6 +61,11 @@ export class NatsBus implements EventBus {
       waitOnFirstConnect: true,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
+      // A connection that went silent (no RST: a partition, a frozen server) is
+      // noticed within about 20 s rather than the client's default 4 minutes;
+      // caches fed by subscribe() stop trusting themselves from then on.
+      pingInterval: 10_000,
+      maxPingOut: 2,
     });
     const jsm = await nc.jetstreamManager({ checkAPI: false });
     options.logger.info({ server: nc.getServer() }, "connected to NATS");
