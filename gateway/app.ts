@@ -146,6 +146,8 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     logger: options.logger,
   });
   app.addHook("onClose", () => bearerCache.close());
+  // Declared up front, so every request object keeps one shape (set by requireScope).
+  app.decorateRequest("bearer", undefined);
   const bearer = createBearer(bearerCache);
 
   healthRoutes(app, { services: options.serviceUrls });
