@@ -144,8 +144,10 @@ describe("two gateways sharing NATS", () => {
     await cacheA.lookup(token);
     await cacheA.lookup(token);
     expect(auth.count(token)).toBe(4);
-    // And the subscription is live again: a revocation still reaches it.
-    await publisher.publish(`${prefix}.token.revoked`, tokenRevoked(token), randomUUID());
+    // And the subscription is live again: a revocation still reaches it (once
+    // JetStream, restarting with the server, takes the publish again).
+    const revocation = { data: tokenRevoked(token), id: randomUUID() };
+    await waitFor(() => publisher.publish(`${prefix}.token.revoked`, revocation.data, revocation.id).then(() => true), 30_000, "a publish after the restart");
     await waitFor(async () => {
       await cacheA.lookup(token);
       return auth.count(token) >= 5 ? true : undefined;
