@@ -13,6 +13,10 @@ import { HttpError, errorHandler, sendError, toHttpError } from "./errors.js";
 import { RouteTable, requestGuards } from "./request-guards.js";
 import { healthRoutes } from "./routes/health.js";
 import { tokenRoutes } from "./routes/token.js";
+import { accountRoutes } from "./routes/account.js";
+import { authorizeRoutes } from "./routes/authorize.js";
+import { pageAssetRoutes } from "./pages/assets.js";
+import { createSessionCookie } from "./session-cookie.js";
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -43,6 +47,8 @@ export interface GatewayOptions {
   /** Proxies (addresses or CIDR ranges) whose X-Forwarded-For is believed; none by default. */
   trustedProxies?: string[];
   timeouts?: Partial<GatewayTimeouts>;
+  /** The gateway's public URL (config.publicUrl): https makes the session cookie __Host- and Secure. */
+  publicUrl?: string;
 }
 
 export async function buildGateway(options: GatewayOptions): Promise<FastifyInstance> {
@@ -117,5 +123,9 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
 
   healthRoutes(app, { services: options.serviceUrls });
   tokenRoutes(app, options.clients.auth);
+  const sessionCookie = createSessionCookie(options.publicUrl ?? "http://localhost");
+  authorizeRoutes(app, options.clients.auth, sessionCookie);
+  accountRoutes(app, options.clients.auth, sessionCookie);
+  pageAssetRoutes(app);
   return app;
 }

@@ -14,6 +14,7 @@ const app = await buildGateway({
   logger,
   trustedProxies: config.GATEWAY_TRUSTED_PROXIES,
   timeouts: gatewayTimeouts(config),
+  publicUrl: config.publicUrl,
 });
 const listen = { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT };
 await listenOn(listen, () => app.listen({ host: listen.host, port: listen.port })).catch((err) => {

@@ -134,6 +134,7 @@ async function main(): Promise<void> {
       logger: createLogger("gateway", config.LOG_LEVEL),
       trustedProxies: config.GATEWAY_TRUSTED_PROXIES,
       timeouts: gatewayTimeouts(config),
+      publicUrl: config.publicUrl,
     });
     const gatewayListen = { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT };
     await listenOn(gatewayListen, () => gateway!.listen({ host: gatewayListen.host, port: gatewayListen.port }));
