@@ -74,7 +74,7 @@ it("login, consent, the code at the client's redirect URI, then the connected ap
   // The login page: labelled fields, a visible heading, the stylesheet applied.
   await expect.poll(() => page.getByRole("heading", { name: "Sign in" }).isVisible()).toBe(true);
   expect(await page.getByText("Acme CRM").isVisible()).toBe(true);
-  const background = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  const background = await page.evaluate<string>("getComputedStyle(document.body).backgroundColor");
   expect(background).not.toBe("rgba(0, 0, 0, 0)");
   await page.screenshot({ path: path.join(SHOTS, "login.png"), fullPage: true });
 
