@@ -7,6 +7,7 @@ export const layout = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title><%= it.title %> · bizcard</title>
+<link rel="icon" href="/assets/icon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/assets/pages.css">
 </head>
 <body>

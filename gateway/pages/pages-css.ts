@@ -47,14 +47,17 @@ input:focus-visible { border-color: var(--accent); }
 .scopes > li { padding: .65rem .8rem; border: 1px solid var(--line); border-radius: 8px; display: flex; flex-wrap: wrap; justify-content: space-between; gap: .25rem .75rem; }
 .scope-name { font-size: .8rem; color: var(--muted); background: var(--ground); padding: .1rem .4rem; border-radius: 4px; align-self: center; }
 .scopes-compact { gap: .2rem; }
-.scopes-compact > li { padding: 0; border: 0; display: list-item; list-style: disc inside; }
+.scopes-compact { padding-left: 1.1rem; list-style: disc; display: block; }
+.scopes-compact > li { padding: 0 0 .2rem; border: 0; display: list-item; }
 .note { color: var(--muted); font-size: .95rem; margin: 1.25rem 0; overflow-wrap: anywhere; }
 .actions { display: grid; grid-template-columns: 1fr 1fr; gap: .75rem; margin-top: 1.5rem; }
+.heading-row form { margin-bottom: .75rem; }
 .heading-row { display: flex; align-items: baseline; justify-content: space-between; gap: 1rem; flex-wrap: wrap; }
 .apps { width: 100%; border-collapse: collapse; margin-top: .5rem; }
 .apps th, .apps td { text-align: left; vertical-align: top; padding: .75rem .5rem; border-top: 1px solid var(--line); }
 .apps thead th { border-top: 0; font-size: .85rem; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; }
 .apps td:last-child { text-align: right; }
+.apps time { white-space: nowrap; }
 .empty, .detail { color: var(--muted); }
 .detail { font-size: .95rem; padding: .75rem 1rem; background: var(--ground); border-radius: 8px; overflow-wrap: anywhere; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; padding: 0; margin: -1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; border: 0; }
