@@ -24,7 +24,14 @@ const arrivals: URL[] = [];
 beforeAll(async () => {
   await mkdir(SHOTS, { recursive: true });
   callback = createServer((req, res) => {
-    arrivals.push(new URL(req.url!, callbackBase));
+    const arrived = new URL(req.url!, callbackBase);
+    if (arrived.pathname === "/frame") {
+      // Another origin trying to frame a page of the gateway (clickjacking).
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+      return res.end(`<!doctype html><title>framing</title><iframe src="${new URL(arrived.searchParams.get("src")!, platform.base).href}"></iframe>`);
+    }
+    if (arrived.pathname === "/favicon.ico") return res.writeHead(204).end();
+    arrivals.push(arrived);
     res.writeHead(200, { "content-type": "text/plain; charset=utf-8" }).end("the client received the answer");
   });
   await new Promise<void>((resolve) => callback.listen(0, "127.0.0.1", resolve));
@@ -74,8 +81,8 @@ it("login, consent, the code at the client's redirect URI, then the connected ap
   // The login page: labelled fields, a visible heading, the stylesheet applied.
   await expect.poll(() => page.getByRole("heading", { name: "Sign in" }).isVisible()).toBe(true);
   expect(await page.getByText("Acme CRM").isVisible()).toBe(true);
-  const background = await page.evaluate<string>("getComputedStyle(document.body).backgroundColor");
-  expect(background).not.toBe("rgba(0, 0, 0, 0)");
+  // The stylesheet loaded under the page's CSP (style-src 'self').
+  expect(await page.evaluate<string>("getComputedStyle(document.querySelector('.button-primary')).backgroundColor")).toBe("rgb(47, 91, 234)");
   await page.screenshot({ path: path.join(SHOTS, "login.png"), fullPage: true });
 
   // A wrong password first: the same page, one generic message.
@@ -131,9 +138,16 @@ it("login, consent, the code at the client's redirect URI, then the connected ap
   await context.close();
 });
 
-it("an unknown client is an error page in the browser, and the page cannot be framed", async () => {
+it("an unknown client is an error page in the browser, and no page can be framed", async () => {
   const context = await browser.newContext();
   const page = await context.newPage();
+  await page.goto(`${callbackBase}/frame?src=${encodeURIComponent("/account/login")}`);
+  await expect.poll(() => page.frames().length).toBe(2);
+  const framed = page.frames()[1]!;
+  // frame-ancestors 'none': Chromium shows its own error in place of the page.
+  await expect.poll(async () => framed.url()).toMatch(/^chrome-error:/);
+  expect(await framed.locator("form").count()).toBe(0);
+
   const res = await page.goto(new URL("/oauth/authorize?response_type=code&client_id=nobody&redirect_uri=https%3A%2F%2Fevil.example%2F", platform.base).href);
   expect(res?.status()).toBe(400);
   expect(new URL(page.url()).origin).toBe(platform.base);
