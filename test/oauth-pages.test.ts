@@ -220,6 +220,19 @@ describe("the login page", () => {
     expect(await unknown.text()).toContain("The email or password is not right.");
   });
 
+  it("past the failed-login limit for one email and address, the page is 429 with Retry-After", async () => {
+    const interaction = await startAuthorization(good.clientId);
+    const html = await (await get(interaction)).text();
+    const attempt = () => postForm(`${interaction}/login`, { csrf_token: hidden(html, "csrf_token"), email: "limited@pages.test", password: "guess" });
+    // RATE_LIMIT_LOGIN_FAILURES: 10 a minute by default.
+    for (let i = 0; i < 10; i++) expect((await attempt()).status).toBe(200);
+    const limited = await attempt();
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+    expectPageHeaders(limited);
+    expect(await limited.text()).toContain("Too many attempts");
+  });
+
   it("a login sets an HttpOnly, SameSite=Lax session cookie for the session's life, and goes back to the interaction", async () => {
     const interaction = await startAuthorization(good.clientId);
     const html = await (await get(interaction)).text();
@@ -368,6 +381,13 @@ describe("connected applications", () => {
     expect(res.headers.get("location")).toBe("/account/applications");
     return sessionCookie(res);
   }
+
+  it("the account login with a live session goes straight to the applications", async () => {
+    const cookie = await accountLogin();
+    const again = await get("/account/login", cookie);
+    expect(again.status).toBe(303);
+    expect(again.headers.get("location")).toBe("/account/applications");
+  });
 
   it("without a session sends the browser to the login", async () => {
     const res = await get("/account/applications");

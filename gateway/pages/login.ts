@@ -15,11 +15,11 @@ export const login = `<% layout("@layout", { title: "Sign in" }) %>
 <input type="hidden" name="csrf_token" value="<%= it.csrfToken %>">
 <div class="field">
 <label for="email">Email</label>
-<input id="email" name="email" type="email" autocomplete="username" required autofocus value="<%= it.email %>"<% if (it.message) { %> aria-describedby="login-error"<% } %>>
+<input id="email" name="email" type="email" autocomplete="username" required<% if (!it.message) { %> autofocus<% } %> value="<%= it.email %>"<% if (it.message) { %> aria-describedby="login-error"<% } %>>
 </div>
 <div class="field">
 <label for="password">Password</label>
-<input id="password" name="password" type="password" autocomplete="current-password" required>
+<input id="password" name="password" type="password" autocomplete="current-password" required<% if (it.message) { %> autofocus<% } %>>
 </div>
 <button type="submit" class="button button-primary">Sign in</button>
 </form>
