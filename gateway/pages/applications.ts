@@ -8,7 +8,7 @@ export const applications = `<% layout("@layout", { title: "Connected applicatio
 <button type="submit" class="button button-small">Sign out</button>
 </form>
 </div>
-<p class="lead">Signed in as <strong><%= it.memberEmail %></strong>. These applications can access your organisation's data.</p>
+<p class="lead">Signed in as <strong class="who"><%= it.memberEmail %></strong>. These applications can access your organisation's data.</p>
 <% if (it.notice) { %>
 <p class="notice" role="status"><%= it.notice %></p>
 <% } %>

@@ -3,7 +3,7 @@
 // interaction's fields back with its CSRF token.
 export const consent = `<% layout("@layout", { title: "Allow access?" }) %>
 <h1 id="page-title"><span class="app-name"><%= it.clientName %></span> wants to access your bizcard organisation</h1>
-<p class="lead">Signed in as <strong><%= it.memberEmail %></strong></p>
+<p class="lead">Signed in as <strong class="who"><%= it.memberEmail %></strong></p>
 <h2 class="section-title">This will allow <span class="app-name"><%= it.clientName %></span> to:</h2>
 <ul class="scopes">
 <% for (const scope of it.scopes) { %>

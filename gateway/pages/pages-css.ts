@@ -27,6 +27,7 @@ h1 { font-size: 1.5rem; line-height: 1.25; margin: 0 0 .5rem; overflow-wrap: any
 .lead { margin: 0 0 1.25rem; color: var(--muted); overflow-wrap: anywhere; }
 .lead strong, .note strong { color: var(--ink); }
 .app-name { overflow-wrap: anywhere; }
+.who { display: inline-block; max-width: 100%; overflow-wrap: anywhere; }
 .stack { display: grid; gap: 1rem; }
 .field { display: grid; gap: .35rem; }
 label { font-weight: 600; font-size: .95rem; }
