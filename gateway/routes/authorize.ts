@@ -105,7 +105,9 @@ function sendConsentPage(reply: FastifyReply, interaction: Interaction): Fastify
 
 const isJson = (request: FastifyRequest) => /^application\/json\s*(;|$)/i.test(request.headers["content-type"] ?? "");
 
-const loginRequired = (err: unknown) => oauthDetail(err)?.error === "login_required";
+/** No session, or not the interaction member's: from the auth service, or no cookie at all. */
+const loginRequired = (err: unknown) =>
+  oauthDetail(err)?.error === "login_required" || (err instanceof HttpError && err.error === "login_required");
 
 /** The consent POST answers JSON errors to a JSON body and pages to the form. */
 function consentErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
@@ -115,7 +117,7 @@ function consentErrorHandler(err: unknown, request: FastifyRequest, reply: Fasti
       .status(401)
       .headers(NO_STORE)
       .type("application/json; charset=utf-8")
-      .send({ error: "login_required", error_description: oauthDetail(err)?.errorDescription || "a valid session cookie is required" });
+      .send({ error: "login_required", error_description: oauthDetail(err)?.errorDescription || "sign in first: a valid session cookie is required" });
   }
   return oauthErrorHandler(err, request, reply);
 }
@@ -220,12 +222,7 @@ export function authorizeRoutes(app: FastifyInstance, auth: Client<typeof AuthSe
       return seeOther(reply, res.redirectTo);
     } catch (err) {
       // The form's member is no longer logged in: the interaction shows the login again.
-      if (!json && (loginRequired(err) || (err instanceof OAuthError && err.error === "login_required"))) {
-        return seeOther(reply, interactionPath(interactionId));
-      }
-      if (json && err instanceof OAuthError && err.error === "login_required") {
-        return reply.status(401).headers(NO_STORE).type("application/json; charset=utf-8").send({ error: err.error, error_description: err.description });
-      }
+      if (!json && loginRequired(err)) return seeOther(reply, interactionPath(interactionId));
       throw err;
     }
   });
