@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
+import type { GrantStore } from "./grants/grant-store.js";
 import type { FailureLimits } from "./rate-limit/failure-limits.js";
 import { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
@@ -20,7 +21,15 @@ import { RefreshTokenEntity } from "./tokens/refresh-token.entity.js";
 /** Every table of the auth schema but the outbox's (written with SQL by services/shared/outbox.ts). */
 export const AUTH_ENTITIES = [ClientEntity, GrantEntity, AuthorizationCodeEntity, AccessTokenEntity, RefreshTokenEntity];
 
-export async function createAuthApp(deps: ServiceAppDeps): Promise<ServiceApp & { relay: OutboxRelay; orm: MikroORM }> {
+export interface AuthAppOptions {
+  /** The brute-force limits; the PostgreSQL ones when unset (tests may inject others). */
+  limits?: FailureLimits;
+}
+
+export async function createAuthApp(
+  deps: ServiceAppDeps,
+  options: AuthAppOptions = {},
+): Promise<ServiceApp & { relay: OutboxRelay; orm: MikroORM; grants: GrantStore }> {
   const { config, logger, bus } = deps;
   const orm = await openServiceDatabase(deps, { schema: AUTH_SCHEMA, entities: AUTH_ENTITIES, migrations: authMigrations });
   const relay = new OutboxRelay({
@@ -47,7 +56,7 @@ export async function createAuthApp(deps: ServiceAppDeps): Promise<ServiceApp & 
   });
   // Wiring in progress (OAuth server): rate-limit/postgres-failure-limits.ts replaces this.
   const notYet = () => Promise.reject(new ConnectError("not implemented yet", Code.Unimplemented));
-  const limits: FailureLimits = { check: notYet, fail: notYet };
+  const limits: FailureLimits = options.limits ?? { check: notYet, fail: notYet };
   const service = createAuthService({
     orm,
     organisations,
@@ -62,6 +71,7 @@ export async function createAuthApp(deps: ServiceAppDeps): Promise<ServiceApp & 
     name: "auth",
     relay,
     orm,
+    grants,
     routes: (router) => router.service(AuthService, service),
     readiness: () => runChecks({ database: () => pingDatabase(orm) }, { bus: () => bus.ping() }),
     start: async () => relay.start(),
