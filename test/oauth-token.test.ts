@@ -20,6 +20,7 @@ import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { createAuthApp } from "../services/auth/auth-app.js";
 import type { GrantStore } from "../services/auth/grants/grant-store.js";
 import type { FailureLimits } from "../services/auth/rate-limit/failure-limits.js";
+import { openAnswer, sealAnswer } from "../services/auth/tokens/retry-answer.js";
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { createLogger } from "../services/shared/logger.js";
@@ -302,6 +303,16 @@ describe("authorization_code", () => {
     expectOAuthError(await token(params), 400, "invalid_grant", /unknown/);
   });
 
+  it("of two concurrent exchanges of one code, exactly one succeeds", async () => {
+    const res = await rpc().createClient({ name: "Racer", redirectUris: [REDIRECT] });
+    const racer = { id: res.client!.clientId, secret: res.clientSecret };
+    const code = await codeFor(racer);
+    const params = { grant_type: "authorization_code", code, redirect_uri: REDIRECT, ...post(racer) };
+    const answers = await Promise.all([token(params), token(params)]);
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 400]);
+    expect(answers.find((a) => a.status === 400)?.body.error).toBe("invalid_grant");
+  });
+
   it("refuses a code presented by another client, without revoking anything", async () => {
     const code = await codeFor(confidential);
     const a = await token({ grant_type: "authorization_code", code, redirect_uri: REDIRECT, ...post(other) });
@@ -405,6 +416,26 @@ describe("refresh_token", () => {
       .fork()
       .execute(`select "retry_answer" from "auth"."refresh_token" where "hash" = ?`, [tokenHash(first.refresh_token)]);
     expect(row.retry_answer.toString("latin1")).not.toContain(a.body.access_token as string);
+  });
+
+  it("two concurrent refreshes with one token both get the same new pair", async () => {
+    const first = await exchangeCode(confidential);
+    const params = { grant_type: "refresh_token", refresh_token: first.refresh_token, ...post(confidential) };
+    const [a, b] = await Promise.all([token(params), token(params)]);
+    expectTokens(a, { refresh: true });
+    expectTokens(b, { refresh: true });
+    expect(b.body.refresh_token).toBe(a.body.refresh_token);
+    expect(b.body.access_token).toBe(a.body.access_token);
+  });
+
+  it("the kept answer opens only with the refresh token it was sealed under", () => {
+    const issued = { accessToken: "bca_a", refreshToken: "bcr_b", expiresAt: 1, scopes: ["organisation:read"] };
+    const sealed = sealAnswer("bcr_presented", issued);
+    expect(openAnswer("bcr_presented", sealed)).toEqual(issued);
+    expect(openAnswer("bcr_other", sealed)).toBeUndefined();
+    const tampered = Buffer.from(sealed);
+    tampered[tampered.length - 1] ^= 1;
+    expect(openAnswer("bcr_presented", tampered)).toBeUndefined();
   });
 
   it("a rotated token presented after the window revokes the grant (reuse detection)", async () => {

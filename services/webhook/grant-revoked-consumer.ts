@@ -15,9 +15,16 @@ export const GRANT_REVOKED_CONSUMER = "webhook-grant-revoked";
 
 export function consumeGrantRevoked(deps: { bus: EventBus; orm: MikroORM; logger: Logger }): Promise<Consumer> {
   return deps.bus.consume({ durable: GRANT_REVOKED_CONSUMER, subject: "grant.revoked" }, async (message) => {
-    const event = fromBinary(GrantRevokedSchema, message.data);
+    let event;
+    try {
+      event = fromBinary(GrantRevokedSchema, message.data);
+    } catch (err) {
+      // Redelivering cannot make it readable: dropped, loudly.
+      deps.logger.error({ err, msgId: message.msgId }, "grant.revoked that does not decode; skipped");
+      return;
+    }
     if (!isUuid(event.organisationId) || !event.clientId) {
-      deps.logger.warn({ eventId: event.eventId }, "grant.revoked without a valid pair; skipped");
+      deps.logger.error({ eventId: event.eventId }, "grant.revoked without a valid pair; skipped");
       return;
     }
     const deleted = await deps.orm.em
