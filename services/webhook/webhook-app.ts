@@ -12,6 +12,11 @@ import { WEBHOOK_SCHEMA, createWebhookService } from "./webhook-service.js";
 export interface WebhookAppOptions {
   /** How target_url hostnames are resolved; the system resolver when unset (tests inject one). */
   resolve?: Resolver;
+  /**
+   * Consume grant.revoked (default true). A test that runs two webhook apps on
+   * one in-process bus turns it off for one: that bus takes one consumer per durable name.
+   */
+  consumeGrantRevoked?: boolean;
 }
 
 export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookAppOptions = {}): Promise<ServiceApp> {
@@ -27,7 +32,7 @@ export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookApp
     routes: (router) => router.service(WebhookService, service),
     readiness: () => runChecks({ database: () => pingDatabase(orm) }, { bus: () => bus.ping() }),
     start: async () => {
-      grantRevoked = await consumeGrantRevoked({ bus, orm, logger });
+      if (options.consumeGrantRevoked !== false) grantRevoked = await consumeGrantRevoked({ bus, orm, logger });
     },
     close: async () => {
       await grantRevoked?.stop();
