@@ -20,6 +20,7 @@ import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { createAuthApp } from "../services/auth/auth-app.js";
 import type { GrantStore } from "../services/auth/grants/grant-store.js";
 import type { FailureLimits } from "../services/auth/rate-limit/failure-limits.js";
+import { deleteExpired } from "../services/auth/tokens/expired-sweep.js";
 import { openAnswer, sealAnswer } from "../services/auth/tokens/retry-answer.js";
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
@@ -521,14 +522,23 @@ describe("introspection (RFC 7662) and revocation (RFC 7009) over RPC", () => {
     expect(await bearer(a.body.access_token as string)).toBe("invalid_token");
   });
 
-  it("the bearer check refuses unknown and expired tokens", async () => {
+  it("the bearer check refuses unknown and expired tokens; the sweep deletes expired ones only", async () => {
     expect(await bearer("bca_unknown")).toBe("invalid_token");
     expect(await bearer("")).toBe("invalid_token");
     const a = await token({ grant_type: "client_credentials", ...post(owned) });
-    await auth.app.orm.em
-      .fork()
-      .execute(`update "auth"."access_token" set "expires_at" = now() - interval '1 second' where "hash" = ?`, [tokenHash(a.body.access_token as string)]);
+    const live = await token({ grant_type: "client_credentials", ...post(owned) });
+    const em = auth.app.orm.em.fork();
+    await em.execute(`update "auth"."access_token" set "expires_at" = now() - interval '1 second' where "hash" = ?`, [
+      tokenHash(a.body.access_token as string),
+    ]);
     expect(await bearer(a.body.access_token as string)).toBe("invalid_token");
+    expect(await deleteExpired(auth.app.orm, "auth")).toBeGreaterThanOrEqual(1);
+    const rows: { hash: string }[] = await em.execute(`select "hash" from "auth"."access_token" where "hash" in (?, ?)`, [
+      tokenHash(a.body.access_token as string),
+      tokenHash(live.body.access_token as string),
+    ]);
+    expect(rows.map((r) => r.hash)).toEqual([tokenHash(live.body.access_token as string)]);
+    expect(await bearer(live.body.access_token as string)).toBe(orgA);
   });
 });
 

@@ -16,6 +16,7 @@ import { AuthorizationCodeEntity } from "./grants/authorization-code.entity.js";
 import { GrantEntity } from "./grants/grant.entity.js";
 import { createGrantStore } from "./grants/grants.js";
 import { AccessTokenEntity } from "./tokens/access-token.entity.js";
+import { startExpiredSweep } from "./tokens/expired-sweep.js";
 import { RefreshTokenEntity } from "./tokens/refresh-token.entity.js";
 
 /** Every table of the auth schema but the outbox's (written with SQL by services/shared/outbox.ts). */
@@ -42,6 +43,7 @@ export async function createAuthApp(
     publishTimeoutMs: config.OUTBOX_PUBLISH_TIMEOUT_MS,
   });
   const onEventCommitted = () => relay.wake();
+  let stopSweep = () => {};
   const organisations = createRpcClient(OrganisationService, {
     baseUrl: config.organisationRpcUrl,
     timeoutMs: config.RPC_TIMEOUT_MS,
@@ -74,8 +76,12 @@ export async function createAuthApp(
     grants,
     routes: (router) => router.service(AuthService, service),
     readiness: () => runChecks({ database: () => pingDatabase(orm) }, { bus: () => bus.ping() }),
-    start: async () => relay.start(),
+    start: async () => {
+      relay.start();
+      stopSweep = startExpiredSweep({ orm, schema: AUTH_SCHEMA, logger });
+    },
     close: async () => {
+      stopSweep();
       await relay.stop();
       await orm.close();
     },
