@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net";
 import { fromBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
+import * as oauth from "oauth4webapi";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildGateway } from "../gateway/app.js";
 import { createServiceClients } from "../gateway/clients.js";
@@ -465,6 +466,53 @@ describe("client_credentials", () => {
     const narrowed = await token({ grant_type: "client_credentials", scope: "contacts:read" }, { basic: owned });
     expectTokens(narrowed, { refresh: false, scope: "contacts:read" });
     expectOAuthError(await token({ grant_type: "client_credentials", scope: "webhooks:write", ...post(owned) }), 400, "invalid_scope");
+  });
+});
+
+describe("a strict client library (oauth4webapi) accepts the answers", () => {
+  const insecure = { [oauth.allowInsecureRequests]: true };
+  const as = () => ({ issuer: "http://localhost:8080", token_endpoint: `${url}/oauth/token`, authorization_response_iss_parameter_supported: true });
+
+  it("authorization_code with PKCE and client_secret_basic, then refresh with client_secret_post", async () => {
+    const verifier = oauth.generateRandomCodeVerifier();
+    const challenge = await oauth.calculatePKCECodeChallenge(verifier);
+    const code = await codeFor(confidential, { challenge });
+    const client = { client_id: confidential.id };
+    const callback = oauth.validateAuthResponse(as(), client, new URL(`${REDIRECT}?code=${code}&state=s1&iss=${encodeURIComponent(as().issuer)}`), "s1");
+    const response = await oauth.authorizationCodeGrantRequest(as(), client, oauth.ClientSecretBasic(confidential.secret), callback, REDIRECT, verifier, insecure);
+    const tokens = await oauth.processAuthorizationCodeResponse(as(), client, response);
+    expect(tokens).toMatchObject({ token_type: "bearer", expires_in: 3600, scope: ALL });
+    expect(tokens.refresh_token).toMatch(/^bcr_/);
+    const refreshed = await oauth.processRefreshTokenResponse(
+      as(),
+      client,
+      await oauth.refreshTokenGrantRequest(as(), client, oauth.ClientSecretPost(confidential.secret), tokens.refresh_token!, insecure),
+    );
+    expect(refreshed.access_token).not.toBe(tokens.access_token);
+    expect(refreshed.refresh_token).not.toBe(tokens.refresh_token);
+  });
+
+  it("a public client with PKCE (None), and client_credentials", async () => {
+    const verifier = oauth.generateRandomCodeVerifier();
+    const code = await codeFor(publicClient, { challenge: await oauth.calculatePKCECodeChallenge(verifier), redirectUri: PUBLIC_REDIRECT });
+    const client = { client_id: publicClient.id };
+    const callback = oauth.validateAuthResponse(as(), client, new URL(`${PUBLIC_REDIRECT}?code=${code}&iss=${encodeURIComponent(as().issuer)}`), oauth.expectNoState);
+    const res = await oauth.authorizationCodeGrantRequest(as(), client, oauth.None(), callback, PUBLIC_REDIRECT, verifier, insecure);
+    expect((await oauth.processAuthorizationCodeResponse(as(), client, res)).access_token).toMatch(/^bca_/);
+
+    const cc = await oauth.processClientCredentialsResponse(
+      as(),
+      { client_id: owned.id },
+      await oauth.clientCredentialsGrantRequest(as(), { client_id: owned.id }, oauth.ClientSecretBasic(owned.secret), { scope: "contacts:read" }, insecure),
+    );
+    expect(cc).toMatchObject({ token_type: "bearer", scope: "contacts:read" });
+    expect(cc.refresh_token).toBeUndefined();
+  });
+
+  it("errors reach the library as RFC 6749 errors", async () => {
+    const client = { client_id: confidential.id };
+    const res = await oauth.refreshTokenGrantRequest(as(), client, oauth.ClientSecretPost(confidential.secret), "bcr_unknown", insecure);
+    await expect(oauth.processRefreshTokenResponse(as(), client, res)).rejects.toMatchObject({ error: "invalid_grant", status: 400 });
   });
 });
 
