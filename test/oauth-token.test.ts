@@ -20,6 +20,7 @@ import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation
 import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { createAuthApp } from "../services/auth/auth-app.js";
 import type { GrantStore } from "../services/auth/grants/grant-store.js";
+import { rateLimited } from "../services/auth/oauth-errors.js";
 import type { FailureLimits } from "../services/auth/rate-limit/failure-limits.js";
 import { deleteExpired } from "../services/auth/tokens/expired-sweep.js";
 import { openAnswer, sealAnswer } from "../services/auth/tokens/retry-answer.js";
@@ -52,7 +53,9 @@ const configWith = (overrides: Record<string, string>) =>
 /** The seam a2 fills with PostgreSQL counters; here a plain count, so that these tests do not depend on it. */
 const failures: string[] = [];
 const limits: FailureLimits = {
-  check: async () => undefined,
+  check: async (kind, subject) => {
+    if (kind === "client" && subject === "bc_limited") throw rateLimited("invalid_client", 7);
+  },
   fail: async (kind, subject) => {
     failures.push(`${kind}:${subject}`);
   },
@@ -285,6 +288,13 @@ describe("authorization_code", () => {
     expect(failures.slice(before)).toEqual([`client:${confidential.id}`, `client:${confidential.id}`, "client:bc_nobody", `client:${confidential.id}`]);
     // The code was never looked at: it still works.
     expectTokens(await token({ grant_type: "authorization_code", code, redirect_uri: REDIRECT, ...post(confidential) }), { refresh: true });
+  });
+
+  it("asks the failure limits first: a limited client is 429 with Retry-After before its secret is checked", async () => {
+    const a = await token({ grant_type: "client_credentials", client_id: "bc_limited", client_secret: "x" });
+    expect(a.status).toBe(429);
+    expect(a.headers.get("retry-after")).toBe("7");
+    expect(a.body.error).toBe("invalid_client");
   });
 
   it("a replayed code fails with invalid_grant and revokes the grant and the tokens it issued", async () => {
