@@ -20,7 +20,10 @@ import { MikroORM } from "@mikro-orm/postgresql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AUTH_SCHEMA } from "../services/auth/auth-service.js";
 import { ClientEntity } from "../services/auth/clients/client.entity.js";
+import { InteractionEntity } from "../services/auth/interactions/interaction.entity.js";
+import { SessionEntity } from "../services/auth/interactions/session.entity.js";
 import { authMigrations } from "../services/auth/migrations/index.js";
+import { RateLimitEntity } from "../services/auth/rate-limit/rate-limit.entity.js";
 import { DeliveryAttemptEntity } from "../services/delivery/attempts/delivery-attempt.entity.js";
 import { DELIVERY_SCHEMA } from "../services/delivery/delivery-service.js";
 import { deliveryMigrations } from "../services/delivery/migrations/index.js";
@@ -42,7 +45,7 @@ const TABLES_WITHOUT_ENTITY: Record<string, string[]> = {
 };
 
 const SERVICES = [
-  { schema: AUTH_SCHEMA, entities: [ClientEntity], migrations: authMigrations },
+  { schema: AUTH_SCHEMA, entities: [ClientEntity, InteractionEntity, SessionEntity, RateLimitEntity], migrations: authMigrations },
   { schema: ORGANISATION_SCHEMA, entities: [OrganisationEntity, MemberEntity, ContactEntity], migrations: organisationMigrations },
   { schema: WEBHOOK_SCHEMA, entities: [SubscriptionEntity], migrations: webhookMigrations },
   { schema: DELIVERY_SCHEMA, entities: [DeliveryAttemptEntity], migrations: deliveryMigrations },
