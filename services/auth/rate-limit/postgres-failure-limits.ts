@@ -1,0 +1,75 @@
+// FailureLimits on rate-limiter-flexible's RateLimiterPostgres, counting in
+// the auth schema's "rate_limit" table (made by the 2026-11-23 migration, in
+// the library's shape), so that the limits hold across every replica of the
+// auth service. The limiter borrows connections from the service's own
+// MikroORM (knex) pool: on the embedded start, PGlite serves one connection,
+// and a second pool would wait for it forever.
+//
+// Fixed windows of one minute: past RATE_LIMIT_LOGIN_FAILURES failed logins
+// for one email from one address, RATE_LIMIT_CLIENT_AUTH_FAILURES failed
+// client authentications for one client from one address, or
+// RATE_LIMIT_ADDRESS_FAILURES failures of either kind from one address, the
+// next attempt is refused (RESOURCE_EXHAUSTED, Retry-After) until the window
+// ends. Only failures count; a refused attempt is not checked at all, so it
+// counts nothing.
+import { createHash } from "node:crypto";
+import type { MikroORM } from "@mikro-orm/postgresql";
+import { RateLimiterPostgres, type RateLimiterRes } from "rate-limiter-flexible";
+import { rateLimited } from "../oauth-errors.js";
+import type { FailureKind, FailureLimits } from "./failure-limits.js";
+
+export const RATE_LIMIT_TABLE = "rate_limit";
+const WINDOW_SECONDS = 60;
+
+export interface FailureLimitSettings {
+  RATE_LIMIT_LOGIN_FAILURES: number;
+  RATE_LIMIT_CLIENT_AUTH_FAILURES: number;
+  RATE_LIMIT_ADDRESS_FAILURES: number;
+}
+
+/** Keys are hashed: an email may be 320 characters, the library's key column 255. */
+const keyOf = (...parts: string[]) => createHash("sha256").update(parts.join("\u0000"), "utf8").digest("base64url");
+
+export function createPostgresFailureLimits(orm: MikroORM, schema: string, settings: FailureLimitSettings): FailureLimits {
+  const knex = orm.em.getConnection().getKnex();
+  const limiter = (keyPrefix: string, points: number) =>
+    new RateLimiterPostgres({
+      storeClient: knex,
+      storeType: "knex",
+      schemaName: schema,
+      tableName: RATE_LIMIT_TABLE,
+      tableCreated: true,
+      keyPrefix,
+      points,
+      duration: WINDOW_SECONDS,
+      // Expired rows are overwritten on the next failure; the library also
+      // deletes rows expired an hour ago every five minutes (timer unref'd).
+      clearExpiredByTimeout: true,
+    });
+  const subjects: Record<FailureKind, RateLimiterPostgres> = {
+    login: limiter("login", settings.RATE_LIMIT_LOGIN_FAILURES),
+    client: limiter("client", settings.RATE_LIMIT_CLIENT_AUTH_FAILURES),
+  };
+  const addresses = limiter("address", settings.RATE_LIMIT_ADDRESS_FAILURES);
+  const errorOf = (kind: FailureKind) => (kind === "login" ? "invalid_credentials" : "invalid_client");
+
+  // An empty address (a caller that did not pass one) has no address bucket:
+  // one shared by every such caller would lock them all out together.
+  const buckets = (kind: FailureKind, subject: string, address: string): [RateLimiterPostgres, string][] => [
+    [subjects[kind], keyOf(subject, address)],
+    ...(address ? [[addresses, keyOf(address)] as [RateLimiterPostgres, string]] : []),
+  ];
+
+  return {
+    async check(kind, subject, address) {
+      const found = await Promise.all(buckets(kind, subject, address).map(async ([l, key]) => [l, await l.get(key)] as const));
+      const over = found
+        .filter((f): f is readonly [RateLimiterPostgres, RateLimiterRes] => f[1] !== null && f[1].consumedPoints >= f[0].points)
+        .map(([, res]) => res.msBeforeNext);
+      if (over.length) throw rateLimited(errorOf(kind), Math.max(...over) / 1000);
+    },
+    async fail(kind, subject, address) {
+      await Promise.all(buckets(kind, subject, address).map(([l, key]) => l.penalty(key, 1)));
+    },
+  };
+}
