@@ -21,7 +21,7 @@ import { WEBHOOK_SCHEMA } from "../services/webhook/webhook-service.js";
 import { createTestDatabase, type TestDatabase } from "./support/backends.js";
 
 const SERVICES = [
-  { schema: AUTH_SCHEMA, entities: [ClientEntity], migrations: authMigrations, tables: ["client"] },
+  { schema: AUTH_SCHEMA, entities: [ClientEntity], migrations: authMigrations, tables: ["client", "interaction", "rate_limit", "session"] },
   {
     schema: ORGANISATION_SCHEMA,
     entities: [OrganisationEntity, MemberEntity, ContactEntity],
