@@ -83,7 +83,8 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
 
     getInteraction: oauthHandler(async (req) => {
       const row = await interactions.find(req.interactionId, req.sessionId);
-      if (!row) throw notFound("interaction");
+      // An authorization request whose client has since been deleted is over too.
+      if (!row || (row.kind === "authorize" && !row.client)) throw notFound("interaction");
       return { interaction: toInteractionMessage(row) };
     }),
 

@@ -18,6 +18,28 @@ import { RateLimiterPostgres, type RateLimiterRes } from "rate-limiter-flexible"
 import { rateLimited } from "../oauth-errors.js";
 import type { FailureKind, FailureLimits } from "./failure-limits.js";
 
+/**
+ * The library's queries on a connection of the service's pool, as unnamed
+ * statements. The library names its prepared statements; on the embedded
+ * start PGlite serves every connection from one backend session, where a
+ * statement prepared by an earlier connection (the pool's, replaced after its
+ * idle timeout, or a second instance's) still exists, and preparing it again
+ * fails ("prepared statement ... already exists").
+ */
+function unnamedStatements(orm: MikroORM) {
+  const knex = orm.em.getConnection().getKnex();
+  return {
+    async query(q: { text: string; values?: unknown[] }) {
+      const conn = (await knex.client.acquireConnection()) as { query(q: { text: string; values?: unknown[] }): Promise<unknown> };
+      try {
+        return await conn.query({ text: q.text, values: q.values });
+      } finally {
+        await knex.client.releaseConnection(conn);
+      }
+    },
+  };
+}
+
 export const RATE_LIMIT_TABLE = "rate_limit";
 const WINDOW_SECONDS = 60;
 
@@ -31,26 +53,28 @@ export interface FailureLimitSettings {
 const keyOf = (...parts: string[]) => createHash("sha256").update(parts.join("\u0000"), "utf8").digest("base64url");
 
 export function createPostgresFailureLimits(orm: MikroORM, schema: string, settings: FailureLimitSettings): FailureLimits {
-  const knex = orm.em.getConnection().getKnex();
-  const limiter = (keyPrefix: string, points: number) =>
+  const store = unnamedStatements(orm);
+  const limiter = (keyPrefix: string, points: number, clearExpiredByTimeout = false) =>
     new RateLimiterPostgres({
-      storeClient: knex,
-      storeType: "knex",
+      storeClient: store,
+      // Not one of the library's named types: it then calls store.query itself.
+      storeType: "unnamed-statements",
       schemaName: schema,
       tableName: RATE_LIMIT_TABLE,
       tableCreated: true,
       keyPrefix,
       points,
       duration: WINDOW_SECONDS,
-      // Expired rows are overwritten on the next failure; the library also
-      // deletes rows expired an hour ago every five minutes (timer unref'd).
-      clearExpiredByTimeout: true,
+      // Expired rows are overwritten on the next failure; one of the three
+      // limiters (they share the table) also has the library delete rows
+      // expired an hour ago, every five minutes (an unref'd timer).
+      clearExpiredByTimeout,
     });
   const subjects: Record<FailureKind, RateLimiterPostgres> = {
     login: limiter("login", settings.RATE_LIMIT_LOGIN_FAILURES),
     client: limiter("client", settings.RATE_LIMIT_CLIENT_AUTH_FAILURES),
   };
-  const addresses = limiter("address", settings.RATE_LIMIT_ADDRESS_FAILURES);
+  const addresses = limiter("address", settings.RATE_LIMIT_ADDRESS_FAILURES, true);
   const errorOf = (kind: FailureKind) => (kind === "login" ? "invalid_credentials" : "invalid_client");
 
   // An empty address (a caller that did not pass one) has no address bucket:
