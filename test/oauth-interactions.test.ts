@@ -286,6 +286,8 @@ describe("interactions", () => {
         codeChallengeMethod: "S256",
       },
     });
+    expect(interaction?.client?.redirectUris).toEqual(["https://app.example/cb?tenant=1"]);
+    expect(Math.abs(Number(interaction!.client!.createTime!.seconds) * 1000 - Date.now())).toBeLessThan(120_000);
     expect(interaction?.csrfToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const ttl = Number(interaction!.expireTime!.seconds) * 1000 - Date.now();
     expect(ttl).toBeGreaterThan(590_000);

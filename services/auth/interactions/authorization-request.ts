@@ -1,9 +1,7 @@
 // The authorization request (RFC 6749 §4.1.1, RFC 7636 §4.3, RFC 9700): its
 // validation, and the error redirects of RFC 6749 §4.1.2.1 with RFC 9207's iss.
-import { create } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { ClientSchema, type AuthorizationParameters, type Client as ClientMessage } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import { type AuthorizationParameters, type Client as ClientMessage } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import { toClientMessage } from "../auth-service.js";
 import { ClientEntity } from "../clients/client.entity.js";
 import {
@@ -35,20 +33,6 @@ export async function findClient(orm: MikroORM, clientId: string): Promise<Clien
   if (!clientId) return null;
   const client = await orm.em.fork().findOne(ClientEntity, { id: clientId });
   return client ? toClientMessage(client) : null;
-}
-
-/** A client as a joined row (to_jsonb of auth.client) describes it. */
-export function clientFromRow(row: Record<string, unknown>): ClientMessage {
-  return create(ClientSchema, {
-    clientId: String(row.id),
-    name: String(row.name),
-    redirectUris: (row.redirect_uris as string[]) ?? [],
-    scopes: (row.scopes as string[]) ?? [],
-    public: Boolean(row.public),
-    ownerOrganisationId: (row.owner_organisation_id as string | null) ?? "",
-    createTime: timestampFromDate(new Date(String(row.created_at))),
-    grantTypes: (row.grant_types as string[] | undefined) ?? [],
-  });
 }
 
 /**

@@ -5,7 +5,9 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { Client as ClientMessage } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import { tokenHash } from "../../shared/token-hash.js";
-import { clientFromRow, type ValidatedRequest } from "./authorization-request.js";
+import { toClientMessage } from "../auth-service.js";
+import { ClientEntity } from "../clients/client.entity.js";
+import type { ValidatedRequest } from "./authorization-request.js";
 import type { StoredParameters } from "./interaction.entity.js";
 import { randomToken } from "./secrets.js";
 
@@ -50,7 +52,9 @@ export function createInteractionStore(orm: MikroORM, schema: string, ttlSeconds
     id: String(r.id),
     kind: r.kind as InteractionKindName,
     csrfToken: String(r.csrf_token),
-    client: r.client ? clientFromRow(r.client as Record<string, unknown>) : null,
+    // The joined row (to_jsonb of auth.client, column names) mapped as the
+    // client registry maps its entity: whatever columns the client has.
+    client: r.client ? toClientMessage(orm.em.fork().map(ClientEntity, r.client as Record<string, unknown>)) : null,
     parameters: (r.parameters as StoredParameters | null) ?? null,
     scopes: (r.scopes as string[]) ?? [],
     memberId: (r.member_id as string | null) ?? null,
