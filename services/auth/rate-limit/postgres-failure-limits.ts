@@ -10,8 +10,13 @@
 // client authentications for one client from one address, or
 // RATE_LIMIT_ADDRESS_FAILURES failures of either kind from one address, the
 // next attempt is refused (RESOURCE_EXHAUSTED, Retry-After) until the window
-// ends. Only failures count; a refused attempt is not checked at all, so it
-// counts nothing.
+// ends. Only failures count: a refused attempt never looked at a credential,
+// and counts nothing. Known limit: attempts in flight together are all
+// checked before any of them fails, so a burst may pass the limit by its own
+// size (once; the window then refuses everything).
+//
+// Callers: check and fail outside any transaction. On the embedded start the
+// pool has one connection; a transaction holding it would wait forever here.
 import { createHash } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { RateLimiterPostgres, type RateLimiterRes } from "rate-limiter-flexible";
