@@ -25,7 +25,7 @@ const SERVICES = [
     schema: AUTH_SCHEMA,
     entities: AUTH_ENTITIES,
     migrations: authMigrations,
-    tables: ["access_token", "authorization_code", "client", "grant", "outbox", "outbox_lease", "refresh_token"],
+    tables: ["access_token", "authorization_code", "client", "grant", "interaction", "outbox", "outbox_lease", "rate_limit", "refresh_token", "session"],
   },
   {
     schema: ORGANISATION_SCHEMA,

@@ -1,7 +1,6 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import type { FailureLimits } from "./rate-limit/failure-limits.js";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { GrantStore } from "./grants/grant-store.js";
-import type { FailureLimits } from "./rate-limit/failure-limits.js";
 import { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { openServiceDatabase, pingDatabase } from "../shared/database.js";
@@ -10,6 +9,8 @@ import { runChecks } from "../shared/rpc-server.js";
 import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
 import { AUTH_SCHEMA, createAuthService } from "./auth-service.js";
 import { ClientEntity } from "./clients/client.entity.js";
+import { InteractionEntity } from "./interactions/interaction.entity.js";
+import { SessionEntity } from "./interactions/session.entity.js";
 import { authMigrations } from "./migrations/index.js";
 import { OutboxRelay } from "../shared/outbox.js";
 import { AuthorizationCodeEntity } from "./grants/authorization-code.entity.js";
@@ -18,9 +19,20 @@ import { createGrantStore } from "./grants/grants.js";
 import { AccessTokenEntity } from "./tokens/access-token.entity.js";
 import { startExpiredSweep } from "./tokens/expired-sweep.js";
 import { RefreshTokenEntity } from "./tokens/refresh-token.entity.js";
+import { createPostgresFailureLimits } from "./rate-limit/postgres-failure-limits.js";
+import { RateLimitEntity } from "./rate-limit/rate-limit.entity.js";
 
 /** Every table of the auth schema but the outbox's (written with SQL by services/shared/outbox.ts). */
-export const AUTH_ENTITIES = [ClientEntity, GrantEntity, AuthorizationCodeEntity, AccessTokenEntity, RefreshTokenEntity];
+export const AUTH_ENTITIES = [
+  ClientEntity,
+  GrantEntity,
+  AuthorizationCodeEntity,
+  AccessTokenEntity,
+  RefreshTokenEntity,
+  InteractionEntity,
+  SessionEntity,
+  RateLimitEntity,
+];
 
 export interface AuthAppOptions {
   /** The brute-force limits; the PostgreSQL ones when unset (tests may inject others). */
@@ -56,9 +68,7 @@ export async function createAuthApp(
     codeTtlSeconds: config.AUTHORIZATION_CODE_TTL_SECONDS,
     onEventCommitted,
   });
-  // Wiring in progress (OAuth server): rate-limit/postgres-failure-limits.ts replaces this.
-  const notYet = () => Promise.reject(new ConnectError("not implemented yet", Code.Unimplemented));
-  const limits: FailureLimits = options.limits ?? { check: notYet, fail: notYet };
+  const limits: FailureLimits = options.limits ?? createPostgresFailureLimits(orm, AUTH_SCHEMA, config);
   const service = createAuthService({
     orm,
     organisations,
