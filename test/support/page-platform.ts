@@ -36,16 +36,30 @@ export async function startPagePlatform(prefix: string): Promise<PagePlatform> {
   const bus: EventBus = await openTestBus(base0);
   const shared = { INTERNAL_RPC_TOKEN: token, NATS_STREAM: base0.NATS_STREAM, NATS_SUBJECT_PREFIX: base0.NATS_SUBJECT_PREFIX };
   const organisation = await startService(createOrganisationApp, { config: base0, db, bus });
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const config = testConfig({ ...shared, PUBLIC_URL: base, ORGANISATION_RPC_URL: organisation.server.url });
-  const auth = await startService(createAuthApp, { config, db, bus });
-  const gatewayConfig = testConfig({ ...shared, PUBLIC_URL: base, ORGANISATION_RPC_URL: organisation.server.url, AUTH_RPC_URL: auth.server.url });
-  const logger = createLogger("page-test", gatewayConfig.LOG_LEVEL);
+  const logger = createLogger("page-test", base0.LOG_LEVEL);
   const gateways: FastifyInstance[] = [];
-  const gateway = await buildGateway({ clients: createServiceClients(gatewayConfig), serviceUrls: {}, logger, publicUrl: base });
-  gateways.push(gateway);
-  await gateway.listen({ port, host: "127.0.0.1" });
+  // The gateway must listen where PUBLIC_URL (the issuer) says, known before
+  // the auth service starts: a free port, and another one should a parallel
+  // test take it in between.
+  let started: { base: string; auth: StartedService<ServiceApp>; gatewayConfig: ReturnType<typeof testConfig> } | undefined;
+  for (let attempt = 0; !started; attempt++) {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const config = testConfig({ ...shared, PUBLIC_URL: base, ORGANISATION_RPC_URL: organisation.server.url });
+    const auth = await startService(createAuthApp, { config, db, bus });
+    const gatewayConfig = testConfig({ ...shared, PUBLIC_URL: base, ORGANISATION_RPC_URL: organisation.server.url, AUTH_RPC_URL: auth.server.url });
+    const gateway = await buildGateway({ clients: createServiceClients(gatewayConfig), serviceUrls: {}, logger, publicUrl: base });
+    try {
+      await gateway.listen({ port, host: "127.0.0.1" });
+      gateways.push(gateway);
+      started = { base, auth, gatewayConfig };
+    } catch (err) {
+      await gateway.close();
+      await auth.stop();
+      if ((err as { code?: string }).code !== "EADDRINUSE" || attempt >= 4) throw err;
+    }
+  }
+  const { base, auth, gatewayConfig } = started;
 
   const member = { email: `${prefix}-owner@pages.test`, password: "correct horse battery" };
   const created = await organisation.client(OrganisationService).createOrganisation({
