@@ -1,12 +1,20 @@
 // Clients between services: Connect over HTTP/1.1 with a deadline on every
 // call, the internal credential, and the caller's request id.
-import type { DescService } from "@bufbuild/protobuf";
-import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import http from "node:http";
+import { create, fromBinary, isMessage, toBinary, type DescMessage, type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient, type Client, type Interceptor, type Transport, type UnaryResponse } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { validateReadWriteMaxBytes, type UniversalClientFn } from "@connectrpc/connect/protocol";
-import { createTransport } from "@connectrpc/connect/protocol-connect";
-import { REQUEST_ID_HEADER, currentRequestId } from "./request-context.js";
-import { createHttp1Client } from "./rpc-http-client.js";
+import {
+  codeFromHttpStatus,
+  contentTypeUnaryProto,
+  createTransport,
+  errorFromJsonBytes,
+  parseContentType,
+  protocolVersion,
+} from "@connectrpc/connect/protocol-connect";
+import { REQUEST_ID_HEADER, currentRequestId, needRequestContext } from "./request-context.js";
+import { createHttp1Client, createUnaryHttp1Client, type UnaryHttpResponse } from "./rpc-http-client.js";
 import { INTERNAL_AUTH_HEADER } from "./rpc-server.js";
 
 export interface RpcClientOptions {
@@ -32,7 +40,11 @@ export function serveInProcess(baseUrl: string, server: UniversalClientFn): () =
   };
 }
 
+const USER_AGENT = "connect-es/2.1.1";
+
 export function createRpcClient<T extends DescService>(service: T, options: RpcClientOptions): Client<T> {
+  // A process that calls other services carries the id of the request it serves into those calls.
+  needRequestContext();
   const authorization = options.internalToken ? `Bearer ${options.internalToken}` : undefined;
   const propagate: Interceptor = (next) => (req) => {
     // An id the caller set explicitly wins; otherwise the one of the request being served.
@@ -41,13 +53,13 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
     if (authorization) req.header.set(INTERNAL_AUTH_HEADER, authorization);
     return next(req);
   };
-  const http = createHttp1Client();
+  const http1 = createHttp1Client();
   const origin = new URL(options.baseUrl).origin;
   // connect-node's createConnectTransport with its defaults, over the one-write HTTP/1.1 client
   // (or in memory, when the server runs in this process and was offered with serveInProcess).
-  const transport = createTransport({
+  const connectTransport = createTransport({
     baseUrl: options.baseUrl,
-    httpClient: (req) => (inProcessServers.get(origin) ?? http)(req),
+    httpClient: (req) => (inProcessServers.get(origin) ?? http1)(req),
     useBinaryFormat: true,
     defaultTimeoutMs: options.timeoutMs,
     interceptors: [propagate],
@@ -55,5 +67,97 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
     sendCompression: null,
     ...validateReadWriteMaxBytes(undefined, undefined, undefined),
   });
+  const send = createUnaryHttp1Client();
+  const base = options.baseUrl.replace(/\/+$/, "");
+  const urls = new Map<string, URL>();
+
+  // Unary calls over HTTP take the lean path: the same Connect protocol, headers and deadline as
+  // connect's transport above, without its per-call async iterables, abort controllers and Web
+  // Headers (together most of the client's CPU per call). Streaming calls, and calls to a server
+  // of this process, go through connect's transport.
+  const transport: Transport = {
+    async unary(method, signal, timeoutMs, header, message, contextValues) {
+      if (inProcessServers.has(origin)) return connectTransport.unary(method, signal, timeoutMs, header, message, contextValues);
+      const timeout = timeoutMs === undefined ? options.timeoutMs : timeoutMs <= 0 ? undefined : timeoutMs;
+      const headers: http.OutgoingHttpHeaders = {};
+      if (header) new Headers(header).forEach((value, key) => (headers[key] = value));
+      if (timeout !== undefined) headers["connect-timeout-ms"] = String(timeout);
+      headers["content-type"] = contentTypeUnaryProto;
+      headers["connect-protocol-version"] = protocolVersion;
+      headers["user-agent"] ??= USER_AGENT;
+      if (headers[REQUEST_ID_HEADER] === undefined) {
+        const requestId = currentRequestId();
+        if (requestId) headers[REQUEST_ID_HEADER] = requestId;
+      }
+      if (authorization) headers[INTERNAL_AUTH_HEADER] = authorization;
+      let url = urls.get(method.name);
+      if (!url) urls.set(method.name, (url = new URL(`${base}/${method.parent.typeName}/${method.name}`)));
+      const input = isMessage(message, method.input) ? message : create(method.input, message);
+      const res = await send({ url, headers, body: toBinary(method.input, input), timeoutMs: timeout, signal });
+      return unaryResponse(method, res);
+    },
+    stream: (...args) => connectTransport.stream(...args),
+  };
   return createClient(service, transport);
+}
+
+/** An answer as connect's transport reads it (validateResponse, trailerDemux, errorFromJsonBytes). */
+async function unaryResponse<I extends DescMessage, O extends DescMessage>(
+  method: DescMethodUnary<I, O>,
+  res: UnaryHttpResponse,
+): Promise<UnaryResponse<I, O>> {
+  const contentType = res.headers["content-type"];
+  let body: Uint8Array = res.body;
+  const encoding = res.headers["content-encoding"];
+  if (encoding !== undefined && encoding.toLowerCase() !== "identity") {
+    const compression = [compressionGzip, compressionBrotli].find((c) => c.name === encoding);
+    if (!compression) throw new ConnectError(`unsupported response encoding "${encoding}"`, Code.Internal, webHeaders(res.headers));
+    body = await compression.decompress(body, 0xffffffff);
+  }
+  if (res.status !== 200) {
+    const metadata = webHeaders(res.headers);
+    const fromStatus = new ConnectError(`HTTP ${res.status}`, codeFromHttpStatus(res.status), metadata);
+    const parsed = parseContentType(contentType ?? null);
+    if (parsed && !parsed.binary) throw errorFromJsonBytes(body, metadata, fromStatus);
+    throw fromStatus;
+  }
+  if (contentType !== contentTypeUnaryProto) {
+    const parsed = parseContentType(contentType ?? null);
+    if (!parsed?.binary || parsed.stream) {
+      throw new ConnectError(`unsupported content type ${contentType}`, parsed === undefined ? Code.Unknown : Code.Internal, webHeaders(res.headers));
+    }
+  }
+  const output = fromBinary(method.output, body);
+  // Header and trailer (Connect sends a unary call's trailers as trailer-* headers) are made only when read.
+  let demuxed: [Headers, Headers] | undefined;
+  const demux = () => (demuxed ??= trailerDemux(res.headers));
+  return {
+    stream: false,
+    service: method.parent,
+    method,
+    message: output,
+    get header() {
+      return demux()[0];
+    },
+    get trailer() {
+      return demux()[1];
+    },
+  } as UnaryResponse<I, O>;
+}
+
+function webHeaders(nodeHeaders: http.IncomingHttpHeaders): Headers {
+  const [header, trailer] = trailerDemux(nodeHeaders);
+  trailer.forEach((value, key) => header.append(key, value));
+  return header;
+}
+
+function trailerDemux(nodeHeaders: http.IncomingHttpHeaders): [Headers, Headers] {
+  const header = new Headers();
+  const trailer = new Headers();
+  for (const [key, value] of Object.entries(nodeHeaders)) {
+    if (value === undefined) continue;
+    const [target, name] = key.startsWith("trailer-") ? [trailer, key.slice(8)] : [header, key];
+    for (const v of Array.isArray(value) ? value : [value]) target.append(name, v);
+  }
+  return [header, trailer];
 }
