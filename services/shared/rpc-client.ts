@@ -4,7 +4,7 @@ import http from "node:http";
 import { create, fromBinary, isMessage, toBinary, type DescMessage, type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client, type Interceptor, type Transport, type UnaryResponse } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
-import { validateReadWriteMaxBytes, type UniversalClientFn } from "@connectrpc/connect/protocol";
+import { getAbortSignalReason, validateReadWriteMaxBytes, type UniversalClientFn } from "@connectrpc/connect/protocol";
 import {
   codeFromHttpStatus,
   contentTypeUnaryProto,
@@ -14,8 +14,8 @@ import {
   protocolVersion,
 } from "@connectrpc/connect/protocol-connect";
 import { REQUEST_ID_HEADER, currentRequestId, needRequestContext } from "./request-context.js";
-import { createHttp1Client, createUnaryHttp1Client, type UnaryHttpResponse } from "./rpc-http-client.js";
-import { INTERNAL_AUTH_HEADER } from "./rpc-server.js";
+import { createHttp1Client, createUnaryHttp1Client } from "./rpc-http-client.js";
+import { INTERNAL_AUTH_HEADER, inProcessUnary } from "./rpc-server.js";
 
 export interface RpcClientOptions {
   baseUrl: string;
@@ -71,13 +71,16 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
   const base = options.baseUrl.replace(/\/+$/, "");
   const urls = new Map<string, URL>();
 
-  // Unary calls over HTTP take the lean path: the same Connect protocol, headers and deadline as
-  // connect's transport above, without its per-call async iterables, abort controllers and Web
-  // Headers (together most of the client's CPU per call). Streaming calls, and calls to a server
-  // of this process, go through connect's transport.
+  // Unary calls take the lean path: the same Connect protocol, headers and deadline as connect's
+  // transport above, without its per-call async iterables, abort controllers and Web Headers
+  // (together most of the client's CPU per call). A call to a server of this process goes to
+  // that server's lean path in memory (rpc-server.ts inProcessUnary), in the same encoding and
+  // through the same interceptors. Streaming calls go through connect's transport.
   const transport: Transport = {
     async unary(method, signal, timeoutMs, header, message, contextValues) {
-      if (inProcessServers.has(origin)) return connectTransport.unary(method, signal, timeoutMs, header, message, contextValues);
+      const local = inProcessServers.get(origin);
+      const lean = local && inProcessUnary(local);
+      if (local && !lean) return connectTransport.unary(method, signal, timeoutMs, header, message, contextValues);
       const timeout = timeoutMs === undefined ? options.timeoutMs : timeoutMs <= 0 ? undefined : timeoutMs;
       const headers: http.OutgoingHttpHeaders = {};
       if (header) new Headers(header).forEach((value, key) => (headers[key] = value));
@@ -93,8 +96,13 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
       let url = urls.get(method.name);
       if (!url) urls.set(method.name, (url = new URL(`${base}/${method.parent.typeName}/${method.name}`)));
       const input = isMessage(message, method.input) ? message : create(method.input, message);
-      const res = await send({ url, headers, body: toBinary(method.input, input), timeoutMs: timeout, signal });
-      return unaryResponse(method, res);
+      const body = toBinary(method.input, input);
+      if (lean) {
+        const answer = lean(url.pathname, headers as http.IncomingHttpHeaders, body, signal);
+        if (answer) return unaryResponse(method, await withDeadline(answer, timeout, signal));
+        return connectTransport.unary(method, signal, timeoutMs, header, message, contextValues);
+      }
+      return unaryResponse(method, await send({ url, headers, body, timeoutMs: timeout, signal }));
     },
     stream: (...args) => connectTransport.stream(...args),
   };
@@ -104,11 +112,11 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
 /** An answer as connect's transport reads it (validateResponse, trailerDemux, errorFromJsonBytes). */
 async function unaryResponse<I extends DescMessage, O extends DescMessage>(
   method: DescMethodUnary<I, O>,
-  res: UnaryHttpResponse,
+  res: Answer,
 ): Promise<UnaryResponse<I, O>> {
-  const contentType = res.headers["content-type"];
+  const contentType = header(res.headers, "content-type");
   let body: Uint8Array = res.body;
-  const encoding = res.headers["content-encoding"];
+  const encoding = header(res.headers, "content-encoding");
   if (encoding !== undefined && encoding.toLowerCase() !== "identity") {
     const compression = [compressionGzip, compressionBrotli].find((c) => c.name === encoding);
     if (!compression) throw new ConnectError(`unsupported response encoding "${encoding}"`, Code.Internal, webHeaders(res.headers));
@@ -145,19 +153,59 @@ async function unaryResponse<I extends DescMessage, O extends DescMessage>(
   } as UnaryResponse<I, O>;
 }
 
-function webHeaders(nodeHeaders: http.IncomingHttpHeaders): Headers {
+/** An answer over HTTP, or from a server of this process (whose header values may be numbers). */
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders | http.OutgoingHttpHeaders;
+  body: Uint8Array;
+}
+
+function header(headers: Answer["headers"], name: string): string | undefined {
+  const value = headers[name];
+  return value === undefined ? undefined : String(value);
+}
+
+/** A call to a server of this process, bounded by the same deadline and cancellation as one over HTTP. */
+function withDeadline<T>(answer: Promise<T>, timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<T> {
+  if (timeoutMs === undefined && !signal) return answer;
+  return new Promise<T>((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined;
+    const finish = () => {
+      if (timer !== undefined) clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    };
+    const onAbort = () => {
+      finish();
+      reject(ConnectError.from(getAbortSignalReason(signal!)));
+    };
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    if (timeoutMs !== undefined) {
+      timer = setTimeout(() => {
+        finish();
+        reject(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+      }, timeoutMs);
+    }
+    answer.then(
+      (value) => (finish(), resolve(value)),
+      (err: unknown) => (finish(), reject(err)),
+    );
+  });
+}
+
+function webHeaders(nodeHeaders: Answer["headers"]): Headers {
   const [header, trailer] = trailerDemux(nodeHeaders);
   trailer.forEach((value, key) => header.append(key, value));
   return header;
 }
 
-function trailerDemux(nodeHeaders: http.IncomingHttpHeaders): [Headers, Headers] {
+function trailerDemux(nodeHeaders: Answer["headers"]): [Headers, Headers] {
   const header = new Headers();
   const trailer = new Headers();
   for (const [key, value] of Object.entries(nodeHeaders)) {
     if (value === undefined) continue;
     const [target, name] = key.startsWith("trailer-") ? [trailer, key.slice(8)] : [header, key];
-    for (const v of Array.isArray(value) ? value : [value]) target.append(name, v);
+    for (const v of Array.isArray(value) ? value : [value]) target.append(name, String(v));
   }
   return [header, trailer];
 }

@@ -148,6 +148,7 @@ export async function startRpcServer(options: RpcServerOptions): Promise<Running
   };
   const router = createConnectRouter(routerOptions);
   options.routes(router);
+  const inProcess = createUniversalHandlerClient(router.handlers);
   // Nagle off: an answer goes out as soon as it is written (Node's default, said here on purpose).
   const server = http.createServer({ keepAliveTimeout: 65_000, noDelay: true }, handler);
   await new Promise<void>((resolve, reject) => {
@@ -157,10 +158,17 @@ export async function startRpcServer(options: RpcServerOptions): Promise<Running
   const port = (server.address() as AddressInfo).port;
   const host = options.host.includes(":") ? `[${options.host}]` : options.host;
   options.logger.info({ port, host: options.host }, `${options.name} RPC listening`);
+  const url = `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`;
+  leanInProcess.set(inProcess, (path, headers, body, signal) => {
+    const route = unary.get(path);
+    if (!route) return undefined;
+    const gone: OnCallerGone = (abort) => signal?.addEventListener("abort", abort, { once: true });
+    return invoke(route, headers, `${url}${path}`, body, interceptors, gone);
+  });
   return {
-    url: `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`,
+    url,
     port,
-    inProcess: createUniversalHandlerClient(router.handlers),
+    inProcess,
     close: () =>
       new Promise<void>((resolve) => {
         // Stop accepting, let in-flight requests finish, then drop idle keep-alives.
@@ -185,6 +193,25 @@ export async function startRpcServer(options: RpcServerOptions): Promise<Running
 // interceptors (credential, request id, log line) and the same implementations
 // as connect's router holds. Anything else (JSON, GET, compression, a bad
 // timeout or protocol version, a path no service has) goes to connect's handler.
+
+/**
+ * The lean unary path of a server of this process, reached in memory: the
+ * same invocation as over HTTP (Connect's binary encoding, the interceptors),
+ * without the socket. Undefined for a path it does not serve that way.
+ */
+export type InProcessUnary = (
+  path: string,
+  headers: http.IncomingHttpHeaders,
+  body: Uint8Array,
+  signal: AbortSignal | undefined,
+) => Promise<UnaryAnswer> | undefined;
+
+const leanInProcess = new WeakMap<UniversalClientFn, InProcessUnary>();
+
+/** The lean path behind a RunningServer's `inProcess` (rpc-client.ts uses it for unary calls). */
+export function inProcessUnary(server: UniversalClientFn): InProcessUnary | undefined {
+  return leanInProcess.get(server);
+}
 
 interface UnaryRoute {
   service: DescService;
@@ -231,11 +258,26 @@ function isPlainUnary(req: NodeServerRequest): boolean {
   );
 }
 
+/** A unary call's answer, as it goes on the wire. */
+export interface UnaryAnswer {
+  status: number;
+  headers: http.OutgoingHttpHeaders;
+  body: Uint8Array;
+}
+
+/** Registers `abort` to run when the caller goes away before the answer. */
+type OnCallerGone = (abort: () => void) => void;
+
 function serveUnary(route: UnaryRoute, req: NodeServerRequest, res: NodeServerResponse, interceptors: Interceptor[], readMaxBytes: number): void {
+  const write = (answer: UnaryAnswer) => {
+    if (res.headersSent || res.destroyed) return;
+    res.writeHead(answer.status, answer.headers);
+    res.end(answer.body);
+  };
   const declared = Number(req.headers["content-length"] ?? 0);
   if (declared > readMaxBytes) {
     req.resume();
-    return answerError(res, undefined, new ConnectError(`message size ${declared} is larger than configured readMaxBytes ${readMaxBytes}`, Code.ResourceExhausted));
+    return write(errorAnswer(new ConnectError(`message size ${declared} is larger than configured readMaxBytes ${readMaxBytes}`, Code.ResourceExhausted)));
   }
   const chunks: Buffer[] = [];
   let size = 0;
@@ -245,19 +287,32 @@ function serveUnary(route: UnaryRoute, req: NodeServerRequest, res: NodeServerRe
   });
   req.on("end", () => {
     if (size > readMaxBytes) {
-      return answerError(res, undefined, new ConnectError(`message size is larger than configured readMaxBytes ${readMaxBytes}`, Code.ResourceExhausted));
+      return write(errorAnswer(new ConnectError(`message size is larger than configured readMaxBytes ${readMaxBytes}`, Code.ResourceExhausted)));
     }
-    void invoke(route, req, res, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), interceptors);
+    const gone: OnCallerGone = (abort) =>
+      res.once("close", () => {
+        if (!res.writableFinished) abort();
+      });
+    const url = `http://${req.headers.host ?? "localhost"}${req.url}`;
+    void invoke(route, req.headers, url, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), interceptors, gone).then(write);
   });
 }
 
-async function invoke(route: UnaryRoute, req: NodeServerRequest, res: NodeServerResponse, body: Uint8Array, interceptors: Interceptor[]): Promise<void> {
+/** Serves one unary call; never rejects (a failure is its error answer). */
+async function invoke(
+  route: UnaryRoute,
+  requestHeaders: http.IncomingHttpHeaders,
+  url: string,
+  body: Uint8Array,
+  interceptors: Interceptor[],
+  gone: OnCallerGone,
+): Promise<UnaryAnswer> {
   const { service, method } = route;
-  const timeoutMs = req.headers["connect-timeout-ms"] === undefined ? undefined : Number(req.headers["connect-timeout-ms"]);
-  const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
-  const call = new CallSignal(res, deadline);
+  const timeoutHeader = requestHeaders["connect-timeout-ms"];
+  const deadline = typeof timeoutHeader === "string" ? Date.now() + Number(timeoutHeader) : undefined;
+  const call = new CallSignal(gone, deadline);
   const header = new Headers();
-  for (const [key, value] of Object.entries(req.headers)) {
+  for (const [key, value] of Object.entries(requestHeaders)) {
     if (value === undefined) continue;
     if (Array.isArray(value)) for (const v of value) header.append(key, v);
     else header.set(key, value);
@@ -322,7 +377,7 @@ async function invoke(route: UnaryRoute, req: NodeServerRequest, res: NodeServer
       service,
       method,
       requestMethod: "POST",
-      url: `http://${req.headers.host ?? "localhost"}${req.url}`,
+      url,
       header,
       contextValues: createContextValues(),
       message: input,
@@ -339,15 +394,14 @@ async function invoke(route: UnaryRoute, req: NodeServerRequest, res: NodeServer
     const headers = outgoing(responseHeader, responseTrailer);
     headers["content-type"] = contentTypeUnaryProto;
     headers["content-length"] = bytes.byteLength;
-    res.writeHead(200, headers);
-    res.end(bytes);
+    return { status: 200, headers, body: bytes };
   } catch (e) {
     call.end(e);
-    answerError(res, responseHeader, e, responseTrailer);
+    return errorAnswer(e, responseHeader, responseTrailer);
   }
 }
 
-function answerError(res: NodeServerResponse, responseHeader: Headers | undefined, e: unknown, responseTrailer?: Headers): void {
+function errorAnswer(e: unknown, responseHeader?: Headers, responseTrailer?: Headers): UnaryAnswer {
   const error = e instanceof ConnectError ? e : new ConnectError("internal error", Code.Internal, undefined, undefined, e);
   const header = responseHeader ?? new Headers();
   error.metadata.forEach((value, key) => header.set(key, value));
@@ -355,9 +409,7 @@ function answerError(res: NodeServerResponse, responseHeader: Headers | undefine
   const headers = outgoing(header, responseTrailer);
   headers["content-type"] = contentTypeUnaryJson;
   headers["content-length"] = body.byteLength;
-  if (res.headersSent || res.destroyed) return;
-  res.writeHead(codeToHttpStatus(error.code), headers);
-  res.end(body);
+  return { status: codeToHttpStatus(error.code), headers, body };
 }
 
 /** Response headers, and trailers as Connect sends a unary call's: trailer-* headers. */
@@ -379,7 +431,7 @@ class CallSignal {
   private ended = false;
 
   constructor(
-    private readonly res: NodeServerResponse,
+    private readonly gone: OnCallerGone,
     private readonly deadline: number | undefined,
   ) {}
 
@@ -396,8 +448,8 @@ class CallSignal {
       if (left <= 0) expire();
       else this.timer = setTimeout(expire, left);
     }
-    this.res.once("close", () => {
-      if (!this.res.writableFinished) controller.abort(new ConnectError("operation canceled", Code.Canceled));
+    this.gone(() => {
+      if (!this.ended) controller.abort(new ConnectError("operation canceled", Code.Canceled));
     });
     return controller.signal;
   }
