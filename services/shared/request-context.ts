@@ -1,14 +1,13 @@
 // The request id travels with a request across RPC calls: the gateway (or the
 // first RPC server) assigns it, interceptors copy it into the next call.
 //
-// The id of the request being served is kept in an AsyncLocalStorage only in a
-// process that calls other services (one that made an RPC client: see
-// needRequestContext), because that is the only reader of currentRequestId.
-// On Node 20 the first AsyncLocalStorage.run() turns on promise hooks for the
-// whole process, and from then on every promise (pg's, knex's, connect's) pays
-// for them: about 0.1-0.2 ms of CPU per call on this project's machines. A
-// service that calls nobody (organisation) never turns them on; its log lines
-// take the id from the call itself (rpc-server.ts).
+// The id of the request being served is kept in an AsyncLocalStorage for the
+// calls its handler makes (rpc-client.ts reads it). Measured on this project's
+// machine (GetOrganisation, service in its own process, CPU per call on both
+// sides, several rounds): keeping it only in processes that call other
+// services saved nothing measurable, because MikroORM's own AsyncLocalStorage
+// (TransactionContext, em.transactional) turns Node 20's promise hooks on for
+// the whole process at a service's first transaction anyway.
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 
@@ -19,12 +18,6 @@ interface RequestContext {
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();
-let kept = false;
-
-/** Called by createRpcClient: from now on, served requests keep their id for the calls they make. */
-export function needRequestContext(): void {
-  kept = true;
-}
 
 /** The id a request goes by: the caller's when acceptable, else a new one. */
 export function requestIdFrom(value: string | undefined | null): string {
@@ -36,12 +29,12 @@ export function requestIdFrom(value: string | undefined | null): string {
  * requestIdFrom): calls to other services made inside carry it.
  */
 export function runWithRequestId<T>(requestId: string, fn: () => T): T {
-  return kept ? storage.run({ requestId }, fn) : fn();
+  return storage.run({ requestId }, fn);
 }
 
-/** The id of the request being served, in a process that calls other services (else undefined). */
+/** The id of the request being served (undefined outside one). */
 export function currentRequestId(): string | undefined {
-  return kept ? storage.getStore()?.requestId : undefined;
+  return storage.getStore()?.requestId;
 }
 
 /** An incoming id is kept only when it is short and printable; otherwise a new one is made. */

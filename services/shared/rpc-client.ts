@@ -13,7 +13,7 @@ import {
   parseContentType,
   protocolVersion,
 } from "@connectrpc/connect/protocol-connect";
-import { REQUEST_ID_HEADER, currentRequestId, needRequestContext } from "./request-context.js";
+import { REQUEST_ID_HEADER, currentRequestId } from "./request-context.js";
 import { createHttp1Client, createUnaryHttp1Client } from "./rpc-http-client.js";
 import { INTERNAL_AUTH_HEADER, inProcessUnary } from "./rpc-server.js";
 
@@ -43,8 +43,6 @@ export function serveInProcess(baseUrl: string, server: UniversalClientFn): () =
 const USER_AGENT = "connect-es/2.1.1";
 
 export function createRpcClient<T extends DescService>(service: T, options: RpcClientOptions): Client<T> {
-  // A process that calls other services carries the id of the request it serves into those calls.
-  needRequestContext();
   const authorization = options.internalToken ? `Bearer ${options.internalToken}` : undefined;
   const propagate: Interceptor = (next) => (req) => {
     // An id the caller set explicitly wins; otherwise the one of the request being served.
