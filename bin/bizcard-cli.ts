@@ -1,7 +1,7 @@
 // bizcard: administration over RPC.
 //   bizcard org create --name NAME --email EMAIL --password PASSWORD [--json]
-//   bizcard client create --name NAME --redirect-uri URI [--redirect-uri URI…] [--public] [--scope "A B"] [--json]
-//   bizcard client create --name NAME --owner-org ID [--redirect-uri URI…] [--scope "A B"] [--json]
+//   bizcard client create --name NAME --redirect-uri URI [--redirect-uri URI…] [--public] [--scope "A B"] [--grant-type G…] [--json]
+//   bizcard client create --name NAME --owner-org ID [--redirect-uri URI…] [--scope "A B"] [--grant-type G…] [--json]
 //   bizcard contact create --org ID (--first-name F | --last-name L) [FIELD…] [--json]
 //   bizcard contact update --org ID --id ID FIELD [FIELD…] [--json]
 //   bizcard --help
@@ -56,10 +56,17 @@ const COMMANDS: Record<string, CommandSpec> = {
   },
   "client create": {
     usage: [
-      `bizcard client create --name NAME --redirect-uri URI [--redirect-uri URI…] [--public] [--scope "A B"] [--json]`,
-      `bizcard client create --name NAME --owner-org ID [--redirect-uri URI…] [--scope "A B"] [--json]`,
+      `bizcard client create --name NAME --redirect-uri URI [--redirect-uri URI…] [--public] [--scope "A B"] [--grant-type G…] [--json]`,
+      `bizcard client create --name NAME --owner-org ID [--redirect-uri URI…] [--scope "A B"] [--grant-type G…] [--json]`,
     ],
-    options: { name: str, "redirect-uri": { type: "string", multiple: true }, public: { type: "boolean" }, "owner-org": str, scope: str },
+    options: {
+      name: str,
+      "redirect-uri": { type: "string", multiple: true },
+      public: { type: "boolean" },
+      "owner-org": str,
+      scope: str,
+      "grant-type": { type: "string", multiple: true },
+    },
     required: ["name"],
     oneOf: [{ flags: ["redirect-uri", "owner-org"], missing: "missing --redirect-uri (or --owner-org for a client an organisation owns)" }],
   },
@@ -190,6 +197,7 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string }> {
         public: Boolean(values.public),
         ownerOrganisationId: (values["owner-org"] as string | undefined) ?? "",
         scopes: scope,
+        grantTypes: (values["grant-type"] as string[] | undefined) ?? [],
       });
       const c = res.client!;
       const json = {
@@ -201,7 +209,12 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string }> {
       };
       const lines = [`client_id     ${json.client_id}`];
       if (res.clientSecret) lines.push(`client_secret ${res.clientSecret}   (shown once)`);
-      lines.push(`name          ${c.name}`, `redirect_uris ${c.redirectUris.join(" ")}`, `scopes        ${c.scopes.join(" ")}`);
+      lines.push(
+        `name          ${c.name}`,
+        `redirect_uris ${c.redirectUris.join(" ")}`,
+        `scopes        ${c.scopes.join(" ")}`,
+        `grant_types   ${c.grantTypes.join(" ")}`,
+      );
       return { json, text: lines.join("\n") };
     }
     case "contact create":

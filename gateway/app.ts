@@ -20,6 +20,10 @@ import { meRoutes } from "./routes/me.js";
 import { metadataRoutes } from "./routes/metadata.js";
 import { revokeRoutes } from "./routes/revoke.js";
 import { tokenRoutes } from "./routes/token.js";
+import { accountRoutes } from "./routes/account.js";
+import { authorizeRoutes } from "./routes/authorize.js";
+import { pageAssetRoutes } from "./pages/assets.js";
+import { createSessionCookie } from "./session-cookie.js";
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -58,7 +62,8 @@ export interface GatewayOptions {
   bus?: EventBus;
   /**
    * The gateway's public URL (config.publicUrl), which is the authorization
-   * server's issuer: RFC 8414 metadata, introspection's iss.
+   * server's issuer: RFC 8414 metadata, introspection's iss; https makes the
+   * session cookie __Host- and Secure.
    */
   publicUrl?: string;
   /** BEARER_CACHE_MS: how long a bearer check is kept at most (default 30 s; 0 turns the cache off). */
@@ -156,5 +161,9 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   revokeRoutes(app, auth);
   introspectRoutes(app, auth, issuer);
   meRoutes(app, bearer, options.clients.organisation);
+  const sessionCookie = createSessionCookie(options.publicUrl ?? "http://localhost");
+  authorizeRoutes(app, auth, sessionCookie);
+  accountRoutes(app, auth, sessionCookie);
+  pageAssetRoutes(app);
   return app;
 }

@@ -652,15 +652,17 @@ describe("POST /oauth/token: parameters", () => {
         expect(a.headers.get("www-authenticate")).toMatch(/^Basic /);
       });
 
-      it("with well-formed parameters reaches the auth service, whose grants are not available yet (501)", async () => {
+      it("with well-formed parameters reaches the auth service, which refuses an unknown client (401 invalid_client)", async () => {
+        // The auth service's own description: the gateway passed the request on.
         const post = await enc.send({ grant_type: "client_credentials", client_id: "c", client_secret: "s" });
-        expectError(post, 501, "not_implemented");
+        expectError(post, 401, "invalid_client", /client authentication failed/);
         expectNoStore(post);
+        expect(post.headers.get("www-authenticate")).toMatch(/^Basic realm="[^"]+"/);
         const viaBasic = await enc.send({ grant_type: "refresh_token", refresh_token: "r" }, { authorization: basic("c", "s") });
-        expectError(viaBasic, 501, "not_implemented");
+        expectError(viaBasic, 401, "invalid_client", /client authentication failed/);
         expectNoStore(viaBasic);
         const publicClient = await enc.send({ grant_type: "authorization_code", client_id: "c", code: "x", redirect_uri: "https://a.test/cb" });
-        expectError(publicClient, 501, "not_implemented");
+        expectError(publicClient, 401, "invalid_client", /client authentication failed/);
         expectNoStore(publicClient);
       });
     });
@@ -699,7 +701,7 @@ describe("POST /oauth/token: parameters", () => {
   it("Basic credentials are form-urlencoded before base64 (RFC 6749 §2.3.1)", async () => {
     // "c%3Aid" decodes to "c:id", so a body client_id of "c:id" is the same client: no mismatch, on to the service.
     const a = await token(form({ grant_type: "client_credentials", client_id: "c:id" }), FORM, { authorization: basic("c%3Aid", "s%20t") });
-    expectError(a, 501, "not_implemented");
+    expectError(a, 401, "invalid_client", /client authentication failed/);
     const bad = await token(form({ grant_type: "client_credentials" }), FORM, { authorization: basic("c%zz", "s") });
     expectError(bad, 401, "invalid_client");
     expect(bad.headers.get("www-authenticate")).toMatch(/^Basic /);

@@ -149,11 +149,11 @@ describe("through the gateway", () => {
       body: "grant_type=client_credentials&client_id=c&client_secret=s",
     });
 
-  it("a credential the auth service accepts reaches it: 501 not_implemented, mid-rotation too", async () => {
+  it("a credential the auth service accepts reaches it (its own invalid_client for an unknown client), mid-rotation too", async () => {
     for (const tokens of [`${NEW},${OLD}`, OLD, `${OLD},${OTHER}`]) {
       const res = await clientCredentials(await gatewayWith(tokens));
-      expect(res.status, tokens).toBe(501);
-      expect(((await res.json()) as { error: string }).error).toBe("not_implemented");
+      expect(res.status, tokens).toBe(401);
+      expect(await res.json()).toEqual({ error: "invalid_client", error_description: "client authentication failed" });
     }
   });
 

@@ -3,7 +3,7 @@
 // MIGRATE_ON_START=false leaves the database untouched.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AUTH_SCHEMA } from "../services/auth/auth-service.js";
-import { ClientEntity } from "../services/auth/clients/client.entity.js";
+import { AUTH_ENTITIES } from "../services/auth/auth-app.js";
 import { authMigrations } from "../services/auth/migrations/index.js";
 import { DeliveryAttemptEntity } from "../services/delivery/attempts/delivery-attempt.entity.js";
 import { DELIVERY_SCHEMA } from "../services/delivery/delivery-service.js";
@@ -21,7 +21,12 @@ import { WEBHOOK_SCHEMA } from "../services/webhook/webhook-service.js";
 import { createTestDatabase, type TestDatabase } from "./support/backends.js";
 
 const SERVICES = [
-  { schema: AUTH_SCHEMA, entities: [ClientEntity], migrations: authMigrations, tables: ["client"] },
+  {
+    schema: AUTH_SCHEMA,
+    entities: AUTH_ENTITIES,
+    migrations: authMigrations,
+    tables: ["access_token", "authorization_code", "client", "grant", "interaction", "outbox", "outbox_lease", "rate_limit", "refresh_token", "session"],
+  },
   {
     schema: ORGANISATION_SCHEMA,
     entities: [OrganisationEntity, MemberEntity, ContactEntity],

@@ -327,3 +327,105 @@ describe("services of one process", () => {
     expect((await rpcError(client.getOrganisation({ id: ORG_ID }))).code).toBe(Code.Unavailable);
   });
 });
+
+describe("the server's unary path", () => {
+  const servers: RunningServer[] = [];
+  afterAll(async () => {
+    for (const s of servers) await s.close();
+  });
+  const logSink = (lines: Record<string, unknown>[]) =>
+    new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const l of chunk.toString("utf8").split("\n")) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
+        done();
+      },
+    });
+
+  it("carries the request id of the call being served into the calls its handler makes", async () => {
+    const downstreamLines: Record<string, unknown>[] = [];
+    const downstream = await startRpcServer({
+      name: "downstream",
+      host: "127.0.0.1",
+      port: 0,
+      logger: createLogger("downstream", "debug", logSink(downstreamLines)),
+      internalTokens: [TOKEN],
+      routes: (router) => router.service(OrganisationService, { getOrganisation: (req) => ({ organisation: { id: req.id, name: "Downstream" } }) }),
+    });
+    servers.push(downstream);
+    const next = createRpcClient(OrganisationService, { baseUrl: downstream.url, timeoutMs: 5000, internalToken: TOKEN });
+    const upstream = await startRpcServer({
+      name: "upstream",
+      host: "127.0.0.1",
+      port: 0,
+      logger: createLogger("upstream", "info", logSink([])),
+      internalTokens: [TOKEN],
+      routes: (router) =>
+        router.service(OrganisationService, {
+          async getOrganisation(req) {
+            // Two calls, one after an await: the id is still the served request's.
+            await next.getOrganisation({ id: req.id });
+            await new Promise((r) => setTimeout(r, 5));
+            return next.getOrganisation({ id: req.id });
+          },
+        }),
+    });
+    servers.push(upstream);
+    const client = createRpcClient(OrganisationService, { baseUrl: upstream.url, timeoutMs: 5000, internalToken: TOKEN });
+    await Promise.all(["chain-1", "chain-2"].map((id) => client.getOrganisation({ id: ORG_ID }, { headers: { "x-request-id": id } })));
+    const ids = downstreamLines.filter((l) => l.msg === "rpc").map((l) => l.requestId);
+    expect(ids.sort()).toEqual(["chain-1", "chain-1", "chain-2", "chain-2"]);
+  });
+
+  it("sends a handler's response headers and trailers, and gives the handler the caller's deadline", async () => {
+    const server = await startRpcServer({
+      name: "headers",
+      host: "127.0.0.1",
+      port: 0,
+      logger: createLogger("headers", "info", logSink([])),
+      internalTokens: [TOKEN],
+      routes: (router) =>
+        router.service(OrganisationService, {
+          async getOrganisation(req, ctx) {
+            ctx.responseHeader.set("x-answered-by", "headers");
+            ctx.responseTrailer.set("x-rows", "1");
+            if (req.id === "slow") {
+              await new Promise((_, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason as Error)));
+            }
+            return { organisation: { id: req.id, name: `deadline ${ctx.timeoutMs()! > 0 && ctx.timeoutMs()! <= 5000}` } };
+          },
+        }),
+    });
+    servers.push(server);
+    const client = createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 5000, internalToken: TOKEN });
+    let header: Headers | undefined;
+    let trailer: Headers | undefined;
+    const res = await client.getOrganisation({ id: ORG_ID }, { onHeader: (h) => (header = h), onTrailer: (t) => (trailer = t) });
+    expect(res.organisation?.name).toBe("deadline true");
+    expect(header?.get("x-answered-by")).toBe("headers");
+    expect(trailer?.get("x-rows")).toBe("1");
+    // The handler's signal fires at the caller's deadline; the caller sees DeadlineExceeded.
+    const slow = await rpcError(client.getOrganisation({ id: "slow" }, { timeoutMs: 150 }));
+    expect(slow.code).toBe(Code.DeadlineExceeded);
+  });
+
+  it("still answers what it does not serve itself through connect (JSON, a wrong content type, an unknown path)", async () => {
+    const server = await startRpcServer({
+      name: "json",
+      host: "127.0.0.1",
+      port: 0,
+      logger: createLogger("json", "info", logSink([])),
+      internalTokens: [TOKEN],
+      routes: (router) => router.service(OrganisationService, { getOrganisation: (req) => ({ organisation: { id: req.id, name: "As JSON" } }) }),
+    });
+    servers.push(server);
+    const post = (path: string, contentType: string, body: string) =>
+      fetch(`${server.url}${path}`, { method: "POST", headers: { "content-type": contentType, authorization: `Bearer ${TOKEN}` }, body });
+    const json = await post("/bizcard.organisation.v1.OrganisationService/GetOrganisation", "application/json", JSON.stringify({ id: ORG_ID }));
+    expect(json.status).toBe(200);
+    expect(await json.json()).toMatchObject({ organisation: { id: ORG_ID, name: "As JSON" } });
+    const text = await post("/bizcard.organisation.v1.OrganisationService/GetOrganisation", "text/plain", "x");
+    expect(text.status).toBe(415);
+    const unknown = await post("/nope.Service/Nothing", "application/proto", "");
+    expect(unknown.status).toBe(404);
+  });
+});

@@ -52,7 +52,8 @@ let devClient: ReturnType<typeof dev.client<typeof WebhookService>>;
 beforeAll(async () => {
   db = await createTestDatabase();
   bus = await openTestBus(strictConfig);
-  strict = await startService((deps) => createWebhookApp(deps, { resolve }), { config: strictConfig, db, bus });
+  // One grant.revoked consumer is enough (the in-process bus, when NATS is absent, takes one per name).
+  strict = await startService((deps) => createWebhookApp(deps, { resolve, consumeGrantRevoked: false }), { config: strictConfig, db, bus });
   dev = await startService((deps) => createWebhookApp(deps, { resolve }), { config: devConfig, db, bus });
   client = strict.client(WebhookService);
   devClient = dev.client(WebhookService);

@@ -1,6 +1,6 @@
-import { Code, ConnectError } from "@connectrpc/connect";
-import type { GrantStore } from "./grants/grant-store.js";
 import type { FailureLimits } from "./rate-limit/failure-limits.js";
+import type { MikroORM } from "@mikro-orm/postgresql";
+import type { GrantStore } from "./grants/grant-store.js";
 import { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { openServiceDatabase, pingDatabase } from "../shared/database.js";
@@ -9,21 +9,66 @@ import { runChecks } from "../shared/rpc-server.js";
 import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
 import { AUTH_SCHEMA, createAuthService } from "./auth-service.js";
 import { ClientEntity } from "./clients/client.entity.js";
+import { InteractionEntity } from "./interactions/interaction.entity.js";
+import { SessionEntity } from "./interactions/session.entity.js";
 import { authMigrations } from "./migrations/index.js";
+import { OutboxRelay } from "../shared/outbox.js";
+import { AuthorizationCodeEntity } from "./grants/authorization-code.entity.js";
+import { GrantEntity } from "./grants/grant.entity.js";
+import { createGrantStore } from "./grants/grants.js";
+import { AccessTokenEntity } from "./tokens/access-token.entity.js";
+import { startExpiredSweep } from "./tokens/expired-sweep.js";
+import { RefreshTokenEntity } from "./tokens/refresh-token.entity.js";
+import { createPostgresFailureLimits } from "./rate-limit/postgres-failure-limits.js";
+import { RateLimitEntity } from "./rate-limit/rate-limit.entity.js";
 
-export async function createAuthApp(deps: ServiceAppDeps): Promise<ServiceApp> {
+/** Every table of the auth schema but the outbox's (written with SQL by services/shared/outbox.ts). */
+export const AUTH_ENTITIES = [
+  ClientEntity,
+  GrantEntity,
+  AuthorizationCodeEntity,
+  AccessTokenEntity,
+  RefreshTokenEntity,
+  InteractionEntity,
+  SessionEntity,
+  RateLimitEntity,
+];
+
+export interface AuthAppOptions {
+  /** The brute-force limits; the PostgreSQL ones when unset (tests may inject others). */
+  limits?: FailureLimits;
+}
+
+export async function createAuthApp(
+  deps: ServiceAppDeps,
+  options: AuthAppOptions = {},
+): Promise<ServiceApp & { relay: OutboxRelay; orm: MikroORM; grants: GrantStore }> {
   const { config, logger, bus } = deps;
-  const orm = await openServiceDatabase(deps, { schema: AUTH_SCHEMA, entities: [ClientEntity], migrations: authMigrations });
+  const orm = await openServiceDatabase(deps, { schema: AUTH_SCHEMA, entities: AUTH_ENTITIES, migrations: authMigrations });
+  const relay = new OutboxRelay({
+    orm,
+    schema: AUTH_SCHEMA,
+    bus,
+    logger,
+    pollMs: config.OUTBOX_POLL_MS,
+    leaseMs: config.OUTBOX_LEASE_MS,
+    publishTimeoutMs: config.OUTBOX_PUBLISH_TIMEOUT_MS,
+  });
+  const onEventCommitted = () => relay.wake();
+  let stopSweep = () => {};
   const organisations = createRpcClient(OrganisationService, {
     baseUrl: config.organisationRpcUrl,
     timeoutMs: config.RPC_TIMEOUT_MS,
     internalToken: config.internalToken,
   });
-  // Wiring in progress (OAuth server): grants/grants.ts and
-  // rate-limit/postgres-failure-limits.ts replace these two.
-  const notYet = () => Promise.reject(new ConnectError("not implemented yet", Code.Unimplemented));
-  const grants: GrantStore = { issueAuthorizationCode: notYet, listGrants: notYet, revokeGrant: notYet };
-  const limits: FailureLimits = { check: notYet, fail: notYet };
+  const grants = createGrantStore({
+    orm,
+    schema: AUTH_SCHEMA,
+    subjectPrefix: config.NATS_SUBJECT_PREFIX,
+    codeTtlSeconds: config.AUTHORIZATION_CODE_TTL_SECONDS,
+    onEventCommitted,
+  });
+  const limits: FailureLimits = options.limits ?? createPostgresFailureLimits(orm, AUTH_SCHEMA, config);
   const service = createAuthService({
     orm,
     organisations,
@@ -32,12 +77,23 @@ export async function createAuthApp(deps: ServiceAppDeps): Promise<ServiceApp> {
     issuer: config.publicUrl,
     grants,
     limits,
+    onEventCommitted,
   });
   return {
     name: "auth",
+    relay,
+    orm,
+    grants,
     routes: (router) => router.service(AuthService, service),
     readiness: () => runChecks({ database: () => pingDatabase(orm) }, { bus: () => bus.ping() }),
-    start: async () => {},
-    close: () => orm.close(),
+    start: async () => {
+      relay.start();
+      stopSweep = startExpiredSweep({ orm, schema: AUTH_SCHEMA, logger });
+    },
+    close: async () => {
+      stopSweep();
+      await relay.stop();
+      await orm.close();
+    },
   };
 }

@@ -10,6 +10,7 @@ import type { OrganisationService } from "../../gen/bizcard/organisation/v1/orga
 import { invalid, notFound, requireUuid } from "../shared/validation.js";
 import { ClientEntity, type Client } from "./clients/client.entity.js";
 import { hashSecret, newClientId, newClientSecret } from "./clients/client-secret.js";
+import { checkGrantTypes } from "./clients/grant-types.js";
 import { checkRedirectUri } from "./clients/redirect-uri.js";
 import { ALL_SCOPES, isScope } from "./scopes.js";
 import type { Config } from "../shared/config.js";
@@ -29,6 +30,8 @@ export interface AuthServiceDeps {
   issuer: string;
   grants: GrantStore;
   limits: FailureLimits;
+  /** After a commit that wrote an event to the outbox: wake the relay. */
+  onEventCommitted?: () => void;
 }
 
 export const toClientMessage = (c: Client): ClientMessage =>
@@ -40,6 +43,7 @@ export const toClientMessage = (c: Client): ClientMessage =>
     public: c.public,
     ownerOrganisationId: c.ownerOrganisationId ?? "",
     createTime: timestampFromDate(c.createdAt),
+    grantTypes: c.grantTypes,
   });
 
 export function createAuthService(deps: AuthServiceDeps): Partial<ServiceImpl<typeof AuthService>> {
@@ -74,6 +78,7 @@ function createClientHandlers(deps: AuthServiceDeps): Pick<ServiceImpl<typeof Au
           throw err;
         }
       }
+      const grantTypes = checkGrantTypes(req.grantTypes, { public: req.public, ownerOrganisationId, redirectUris });
       const secret = req.public ? "" : newClientSecret();
       const em = orm.em.fork();
       const client = em.create(ClientEntity, {
@@ -84,6 +89,7 @@ function createClientHandlers(deps: AuthServiceDeps): Pick<ServiceImpl<typeof Au
         public: req.public,
         ownerOrganisationId,
         secretHash: secret ? hashSecret(secret) : null,
+        grantTypes,
         createdAt: new Date(),
       });
       await em.flush();

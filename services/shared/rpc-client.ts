@@ -1,13 +1,21 @@
 // Clients between services: Connect over HTTP/1.1 with a deadline on every
 // call, the internal credential, and the caller's request id.
-import type { DescService } from "@bufbuild/protobuf";
-import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import http from "node:http";
+import { create, fromBinary, isMessage, toBinary, type DescMessage, type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient, type Client, type Interceptor, type Transport, type UnaryResponse } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
-import { validateReadWriteMaxBytes, type UniversalClientFn } from "@connectrpc/connect/protocol";
-import { createTransport } from "@connectrpc/connect/protocol-connect";
+import { getAbortSignalReason, validateReadWriteMaxBytes, type UniversalClientFn } from "@connectrpc/connect/protocol";
+import {
+  codeFromHttpStatus,
+  contentTypeUnaryProto,
+  createTransport,
+  errorFromJsonBytes,
+  parseContentType,
+  protocolVersion,
+} from "@connectrpc/connect/protocol-connect";
 import { REQUEST_ID_HEADER, currentRequestId } from "./request-context.js";
-import { createHttp1Client } from "./rpc-http-client.js";
-import { INTERNAL_AUTH_HEADER } from "./rpc-server.js";
+import { createHttp1Client, createUnaryHttp1Client } from "./rpc-http-client.js";
+import { INTERNAL_AUTH_HEADER, inProcessUnary } from "./rpc-server.js";
 
 export interface RpcClientOptions {
   baseUrl: string;
@@ -32,6 +40,8 @@ export function serveInProcess(baseUrl: string, server: UniversalClientFn): () =
   };
 }
 
+const USER_AGENT = "connect-es/2.1.1";
+
 export function createRpcClient<T extends DescService>(service: T, options: RpcClientOptions): Client<T> {
   const authorization = options.internalToken ? `Bearer ${options.internalToken}` : undefined;
   const propagate: Interceptor = (next) => (req) => {
@@ -41,13 +51,13 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
     if (authorization) req.header.set(INTERNAL_AUTH_HEADER, authorization);
     return next(req);
   };
-  const http = createHttp1Client();
+  const http1 = createHttp1Client();
   const origin = new URL(options.baseUrl).origin;
   // connect-node's createConnectTransport with its defaults, over the one-write HTTP/1.1 client
   // (or in memory, when the server runs in this process and was offered with serveInProcess).
-  const transport = createTransport({
+  const connectTransport = createTransport({
     baseUrl: options.baseUrl,
-    httpClient: (req) => (inProcessServers.get(origin) ?? http)(req),
+    httpClient: (req) => (inProcessServers.get(origin) ?? http1)(req),
     useBinaryFormat: true,
     defaultTimeoutMs: options.timeoutMs,
     interceptors: [propagate],
@@ -55,5 +65,145 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
     sendCompression: null,
     ...validateReadWriteMaxBytes(undefined, undefined, undefined),
   });
+  const send = createUnaryHttp1Client();
+  const base = options.baseUrl.replace(/\/+$/, "");
+  const urls = new Map<string, URL>();
+
+  // Unary calls take the lean path: the same Connect protocol, headers and deadline as connect's
+  // transport above, without its per-call async iterables, abort controllers and Web Headers
+  // (together most of the client's CPU per call). A call to a server of this process goes to
+  // that server's lean path in memory (rpc-server.ts inProcessUnary), in the same encoding and
+  // through the same interceptors. Streaming calls go through connect's transport.
+  const transport: Transport = {
+    async unary(method, signal, timeoutMs, header, message, contextValues) {
+      const local = inProcessServers.get(origin);
+      const lean = local && inProcessUnary(local);
+      if (local && !lean) return connectTransport.unary(method, signal, timeoutMs, header, message, contextValues);
+      const timeout = timeoutMs === undefined ? options.timeoutMs : timeoutMs <= 0 ? undefined : timeoutMs;
+      const headers: http.OutgoingHttpHeaders = {};
+      if (header) new Headers(header).forEach((value, key) => (headers[key] = value));
+      if (timeout !== undefined) headers["connect-timeout-ms"] = String(timeout);
+      headers["content-type"] = contentTypeUnaryProto;
+      headers["connect-protocol-version"] = protocolVersion;
+      headers["user-agent"] ??= USER_AGENT;
+      if (headers[REQUEST_ID_HEADER] === undefined) {
+        const requestId = currentRequestId();
+        if (requestId) headers[REQUEST_ID_HEADER] = requestId;
+      }
+      if (authorization) headers[INTERNAL_AUTH_HEADER] = authorization;
+      let url = urls.get(method.name);
+      if (!url) urls.set(method.name, (url = new URL(`${base}/${method.parent.typeName}/${method.name}`)));
+      const input = isMessage(message, method.input) ? message : create(method.input, message);
+      const body = toBinary(method.input, input);
+      if (lean) {
+        const answer = lean(url.pathname, headers as http.IncomingHttpHeaders, body, signal);
+        if (answer) return unaryResponse(method, await withDeadline(answer, timeout, signal));
+        return connectTransport.unary(method, signal, timeoutMs, header, message, contextValues);
+      }
+      return unaryResponse(method, await send({ url, headers, body, timeoutMs: timeout, signal }));
+    },
+    stream: (...args) => connectTransport.stream(...args),
+  };
   return createClient(service, transport);
+}
+
+/** An answer as connect's transport reads it (validateResponse, trailerDemux, errorFromJsonBytes). */
+async function unaryResponse<I extends DescMessage, O extends DescMessage>(
+  method: DescMethodUnary<I, O>,
+  res: Answer,
+): Promise<UnaryResponse<I, O>> {
+  const contentType = header(res.headers, "content-type");
+  let body: Uint8Array = res.body;
+  const encoding = header(res.headers, "content-encoding");
+  if (encoding !== undefined && encoding.toLowerCase() !== "identity") {
+    const compression = [compressionGzip, compressionBrotli].find((c) => c.name === encoding);
+    if (!compression) throw new ConnectError(`unsupported response encoding "${encoding}"`, Code.Internal, webHeaders(res.headers));
+    body = await compression.decompress(body, 0xffffffff);
+  }
+  if (res.status !== 200) {
+    const metadata = webHeaders(res.headers);
+    const fromStatus = new ConnectError(`HTTP ${res.status}`, codeFromHttpStatus(res.status), metadata);
+    const parsed = parseContentType(contentType ?? null);
+    if (parsed && !parsed.binary) throw errorFromJsonBytes(body, metadata, fromStatus);
+    throw fromStatus;
+  }
+  if (contentType !== contentTypeUnaryProto) {
+    const parsed = parseContentType(contentType ?? null);
+    if (!parsed?.binary || parsed.stream) {
+      throw new ConnectError(`unsupported content type ${contentType}`, parsed === undefined ? Code.Unknown : Code.Internal, webHeaders(res.headers));
+    }
+  }
+  const output = fromBinary(method.output, body);
+  // Header and trailer (Connect sends a unary call's trailers as trailer-* headers) are made only when read.
+  let demuxed: [Headers, Headers] | undefined;
+  const demux = () => (demuxed ??= trailerDemux(res.headers));
+  return {
+    stream: false,
+    service: method.parent,
+    method,
+    message: output,
+    get header() {
+      return demux()[0];
+    },
+    get trailer() {
+      return demux()[1];
+    },
+  } as UnaryResponse<I, O>;
+}
+
+/** An answer over HTTP, or from a server of this process (whose header values may be numbers). */
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders | http.OutgoingHttpHeaders;
+  body: Uint8Array;
+}
+
+function header(headers: Answer["headers"], name: string): string | undefined {
+  const value = headers[name];
+  return value === undefined ? undefined : String(value);
+}
+
+/** A call to a server of this process, bounded by the same deadline and cancellation as one over HTTP. */
+function withDeadline<T>(answer: Promise<T>, timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<T> {
+  if (timeoutMs === undefined && !signal) return answer;
+  return new Promise<T>((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined;
+    const finish = () => {
+      if (timer !== undefined) clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    };
+    const onAbort = () => {
+      finish();
+      reject(ConnectError.from(getAbortSignalReason(signal!)));
+    };
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    if (timeoutMs !== undefined) {
+      timer = setTimeout(() => {
+        finish();
+        reject(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+      }, timeoutMs);
+    }
+    answer.then(
+      (value) => (finish(), resolve(value)),
+      (err: unknown) => (finish(), reject(err)),
+    );
+  });
+}
+
+function webHeaders(nodeHeaders: Answer["headers"]): Headers {
+  const [header, trailer] = trailerDemux(nodeHeaders);
+  trailer.forEach((value, key) => header.append(key, value));
+  return header;
+}
+
+function trailerDemux(nodeHeaders: Answer["headers"]): [Headers, Headers] {
+  const header = new Headers();
+  const trailer = new Headers();
+  for (const [key, value] of Object.entries(nodeHeaders)) {
+    if (value === undefined) continue;
+    const [target, name] = key.startsWith("trailer-") ? [trailer, key.slice(8)] : [header, key];
+    for (const v of Array.isArray(value) ? value : [value]) target.append(name, String(v));
+  }
+  return [header, trailer];
 }

@@ -77,6 +77,94 @@ export function createHttp1Client(): UniversalClientFn {
   };
 }
 
+/** One unary call as it goes on the wire: the body whole, the headers as node:http takes them. */
+export interface UnaryHttpRequest {
+  url: URL;
+  headers: http.OutgoingHttpHeaders;
+  body: Uint8Array;
+  /** The deadline: the call fails with DeadlineExceeded when it has not been answered by then. */
+  timeoutMs: number | undefined;
+  /** The caller's cancellation. */
+  signal: AbortSignal | undefined;
+}
+
+export interface UnaryHttpResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  /** The whole body (an error page too, so that the kept-alive connection is free again). */
+  body: Buffer;
+}
+
+/**
+ * The lean unary path under createRpcClient: one write (headers and body, with
+ * a Content-Length), the answer read whole, and a deadline that is one timer
+ * per call. Unlike connect's transport, no AbortController is made per call
+ * and none is aborted when the call ends: on this machine an
+ * `AbortController.abort()` cost 15 µs or more (it builds a DOMException with
+ * its stack), and connect's unary path makes two controllers, a deadline timer
+ * and an abort per call on each side.
+ */
+export function createUnaryHttp1Client(): (req: UnaryHttpRequest) => Promise<UnaryHttpResponse> {
+  const agentOptions: http.AgentOptions = { keepAlive: true, noDelay: true, scheduling: "lifo", timeout: IDLE_TIMEOUT_MS };
+  const agents = { "http:": new http.Agent(agentOptions), "https:": new https.Agent(agentOptions) };
+  return (req) =>
+    new Promise<UnaryHttpResponse>((resolve, reject) => {
+      const { url, signal } = req;
+      if (signal?.aborted) return reject(ConnectError.from(getAbortSignalReason(signal)));
+      const secure = url.protocol === "https:";
+      const headers = req.headers;
+      headers["content-length"] = req.body.byteLength;
+      const nodeRequest = (secure ? https : http).request({
+        agent: secure ? agents["https:"] : agents["http:"],
+        protocol: url.protocol,
+        hostname: url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        method: "POST",
+        headers,
+      });
+      let settled = false;
+      let timer: NodeJS.Timeout | undefined;
+      const finish = (err: unknown, answer?: UnaryHttpResponse) => {
+        if (settled) return;
+        settled = true;
+        if (timer !== undefined) clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        if (answer) resolve(answer);
+        else reject(err);
+      };
+      // The request is destroyed with the reason; "error" then settles the call with it.
+      const fail = (err: ConnectError) => {
+        finish(err);
+        nodeRequest.destroy(err);
+      };
+      const onAbort = () => fail(ConnectError.from(signal ? getAbortSignalReason(signal) : undefined));
+      signal?.addEventListener("abort", onAbort, { once: true });
+      if (req.timeoutMs !== undefined) {
+        timer = setTimeout(() => fail(new ConnectError("the operation timed out", Code.DeadlineExceeded)), req.timeoutMs);
+      }
+      nodeRequest.on("error", (err) => finish(connectErrorFromNodeReason(err)));
+      nodeRequest.on("response", (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("error", (err) => finish(connectErrorFromNodeReason(err)));
+        res.on("end", () =>
+          finish(undefined, {
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks),
+          }),
+        );
+        // A connection that ends before the answer did: the call failed.
+        res.on("close", () => {
+          if (!res.complete) finish(new ConnectError("connection closed before the answer ended", Code.Unavailable));
+        });
+      });
+      // Headers and body in one write (Node joins them when the request ends at once).
+      nodeRequest.end(req.body);
+    });
+}
+
 interface CallEnd {
   /** Detaches from the call's signal. */
   done(): void;

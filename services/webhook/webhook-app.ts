@@ -2,6 +2,8 @@ import { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { openServiceDatabase, pingDatabase } from "../shared/database.js";
 import { runChecks } from "../shared/rpc-server.js";
 import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
+import type { Consumer } from "../shared/event-bus/event-bus.js";
+import { consumeGrantRevoked } from "./grant-revoked-consumer.js";
 import { webhookMigrations } from "./migrations/index.js";
 import { SubscriptionEntity } from "./subscriptions/subscription.entity.js";
 import type { Resolver } from "./subscriptions/target-url.js";
@@ -10,6 +12,11 @@ import { WEBHOOK_SCHEMA, createWebhookService } from "./webhook-service.js";
 export interface WebhookAppOptions {
   /** How target_url hostnames are resolved; the system resolver when unset (tests inject one). */
   resolve?: Resolver;
+  /**
+   * Consume grant.revoked (default true). A test that runs two webhook apps on
+   * one in-process bus turns it off for one: that bus takes one consumer per durable name.
+   */
+  consumeGrantRevoked?: boolean;
 }
 
 export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookAppOptions = {}): Promise<ServiceApp> {
@@ -19,12 +26,16 @@ export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookApp
   const allowInsecureTargets = config.WEBHOOK_ALLOW_INSECURE_TARGETS;
   if (allowInsecureTargets) logger.warn("WEBHOOK_ALLOW_INSECURE_TARGETS is on: http and private target URLs are accepted");
   const service = createWebhookService({ orm, allowInsecureTargets, resolve: options.resolve });
+  let grantRevoked: Consumer | undefined;
   return {
     name: "webhook",
     routes: (router) => router.service(WebhookService, service),
     readiness: () => runChecks({ database: () => pingDatabase(orm) }, { bus: () => bus.ping() }),
-    start: async () => {},
+    start: async () => {
+      if (options.consumeGrantRevoked !== false) grantRevoked = await consumeGrantRevoked({ bus, orm, logger });
+    },
     close: async () => {
+      await grantRevoked?.stop();
       await orm.close();
     },
   };

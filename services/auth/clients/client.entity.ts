@@ -13,6 +13,8 @@ export const ClientEntity = defineEntity({
     ownerOrganisationId: p.uuid().nullable(),
     /** SHA-256 of the secret (a 256-bit random value); null for public clients. */
     secretHash: p.text().nullable(),
+    /** The grant types the client may use (clients/grant-types.ts), in GRANT_TYPES order. */
+    grantTypes: p.json<string[]>(),
     createdAt: p.datetime(3).onCreate(() => new Date()),
   },
   // A confidential client has a secret, a public one none.

@@ -1,8 +1,28 @@
 // The browser flow of AuthService: authorization requests as interactions,
 // login into server-side sessions, consent, and the connected applications.
-import type { ServiceImpl } from "@connectrpc/connect";
-import type { AuthService } from "../../../gen/bizcard/auth/v1/auth_pb.js";
-import type { AuthServiceDeps } from "../auth-service.js";
+// The gateway holds only the session cookie's value and the CSRF tokens; both
+// are checked here.
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import {
+  AuthorizationParametersSchema,
+  ConsentDecision,
+  InteractionKind,
+  InteractionSchema,
+  SessionSchema,
+  type AuthService,
+  type AuthorizationParameters,
+  type Interaction,
+  type Session,
+} from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import { notFound } from "../../shared/validation.js";
+import { AUTH_SCHEMA, type AuthServiceDeps } from "../auth-service.js";
+import { AccessDenied, InvalidCredentials, InvalidCsrfToken, InvalidRequest, LoginRequired, oauthHandler, onPageOnly } from "../oauth-errors.js";
+import { errorRedirect, validateAuthorizationRequest, withQuery, type ValidatedRequest } from "./authorization-request.js";
+import { createInteractionStore, type InteractionRow } from "./interaction-store.js";
+import { tokensEqual } from "./secrets.js";
+import { createSessionStore, type SessionRow } from "./session-store.js";
 
 export type InteractionHandlers = Partial<
   Pick<
@@ -19,6 +39,217 @@ export type InteractionHandlers = Partial<
   >
 >;
 
-export function createInteractionHandlers(_deps: AuthServiceDeps): InteractionHandlers {
-  return {};
+const SWEEP_EVERY_MS = 60_000;
+
+export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHandlers {
+  const { orm, config, issuer } = deps;
+  const schema = AUTH_SCHEMA;
+  const interactions = createInteractionStore(orm, schema, config.INTERACTION_TTL_SECONDS);
+  const sessions = createSessionStore(orm, schema, config.SESSION_TTL_SECONDS);
+
+  // Expired interactions and sessions are never read (every read checks the
+  // expiry); a writer deletes them at most once a minute per process.
+  let lastSweep = 0;
+  const sweep = async () => {
+    const now = new Date();
+    if (now.getTime() - lastSweep < SWEEP_EVERY_MS) return;
+    lastSweep = now.getTime();
+    // Not the request's business: a failed sweep is retried by the next one.
+    await Promise.all([interactions.deleteExpired(now), sessions.deleteExpired(now)]).catch(() => undefined);
+  };
+
+  const requireCsrf = (presented: string, expected: string) => {
+    if (!tokensEqual(presented, expected)) throw new InvalidCsrfToken("the form's CSRF token is not valid; reload the page");
+  };
+  const requireSession = async (secret: string): Promise<SessionRow> => {
+    const session = await sessions.find(secret);
+    if (!session) throw new LoginRequired("no valid session; log in");
+    return session;
+  };
+
+  return {
+    startAuthorization: oauthHandler(async (req) => {
+      const validation = await validateAuthorizationRequest(orm, issuer, req.parameters ?? create(AuthorizationParametersSchema), req.repeatedParameters);
+      if (validation.redirectTo !== undefined) return { redirectTo: validation.redirectTo, interactionId: "" };
+      await sweep();
+      const interactionId = await interactions.create("authorize", validation.request, req.sessionId);
+      return { interactionId, redirectTo: "" };
+    }),
+
+    startAccountLogin: oauthHandler(async () => {
+      await sweep();
+      return { interactionId: await interactions.create("account", null, "") };
+    }),
+
+    getInteraction: oauthHandler(async (req) => {
+      const row = await interactions.find(req.interactionId, req.sessionId);
+      // An authorization request whose client has since been deleted is over too.
+      if (!row || (row.kind === "authorize" && !row.client)) throw notFound("interaction");
+      return { interaction: toInteractionMessage(row) };
+    }),
+
+    login: oauthHandler(async (req) => {
+      const interaction = await interactions.find(req.interactionId);
+      if (!interaction) throw notFound("interaction");
+      requireCsrf(req.csrfToken, interaction.csrfToken);
+      // The organisation service's rule for a member's email (trimmed, lower case).
+      const email = req.email.trim().toLowerCase();
+      await deps.limits.check("login", email, req.remoteAddress);
+      let member;
+      try {
+        ({ member } = await deps.organisations.verifyMemberCredentials({ email, password: req.password, remoteAddress: req.remoteAddress }));
+      } catch (err) {
+        if (ConnectError.from(err).code !== Code.PermissionDenied) throw err;
+        await deps.limits.fail("login", email, req.remoteAddress);
+        // Whichever it was: the message never tells whether the email exists.
+        throw new InvalidCredentials("email or password is wrong");
+      }
+      if (!member) throw new Error("VerifyMemberCredentials answered without a member");
+      await sweep();
+      const { secret, session } = await sessions.open({ memberId: member.id, organisationId: member.organisationId, memberEmail: member.email });
+      const bound = await interactions.find(interaction.id, secret);
+      if (!bound) throw notFound("interaction");
+      return { sessionId: secret, expireTime: timestampFromDate(session.expiresAt), interaction: toInteractionMessage(bound) };
+    }),
+
+    decideConsent: oauthHandler(async (req) => {
+      const params = req.parameters ?? create(AuthorizationParametersSchema);
+      let request: ValidatedRequest;
+      let session: SessionRow;
+      if (req.interactionId) {
+        const interaction = await interactions.find(req.interactionId);
+        if (!interaction || interaction.kind !== "authorize" || !interaction.client || !interaction.parameters) throw notFound("interaction");
+        requireCsrf(req.csrfToken, interaction.csrfToken);
+        session = await requireSession(req.sessionId);
+        // The consent is the member's who logged in for this interaction (or
+        // whose session viewed it), never another browser's.
+        if (interaction.memberId !== session.memberId) throw new LoginRequired("this consent belongs to another login; log in again");
+        checkSameRequest(params, interaction);
+        request = { client: interaction.client, parameters: interaction.parameters, scopes: interaction.scopes };
+      } else {
+        // A JSON body posted by the client itself: a new authorization request
+        // with a session, and no CSRF token (the gateway allows this only for
+        // application/json, which a cross-site form cannot send).
+        const validation = await validateAuthorizationRequest(orm, issuer, params, []);
+        session = await requireSession(req.sessionId);
+        if (validation.redirectTo !== undefined) return { redirectTo: validation.redirectTo };
+        request = validation.request;
+      }
+      if (req.decision !== ConsentDecision.ALLOW && req.decision !== ConsentDecision.DENY) {
+        throw onPageOnly(new InvalidRequest("decision must be allow or deny"));
+      }
+      // Single use: a second post of the same consent finds nothing.
+      if (req.interactionId && !(await interactions.consume(req.interactionId))) throw notFound("interaction");
+      const { parameters } = request;
+      if (req.decision === ConsentDecision.DENY) {
+        // RFC 6749 §4.1.2.1 access_denied: "The resource owner or authorization server denied the request."
+        return { redirectTo: errorRedirect(parameters.redirectUri, new AccessDenied("the member denied access"), parameters.state, issuer) };
+      }
+      const code = await deps.grants.issueAuthorizationCode({
+        clientId: parameters.clientId,
+        organisationId: session.organisationId,
+        memberId: session.memberId,
+        // RFC 6749 §4.1.3: the token request repeats redirect_uri "if the
+        // redirect_uri parameter was included in the authorization request".
+        redirectUri: parameters.redirectUriSent ? parameters.redirectUri : "",
+        scopes: request.scopes,
+        codeChallenge: parameters.codeChallenge,
+      });
+      // RFC 6749 §4.1.2: code, and state "if the "state" parameter was present
+      // in the client authorization request"; RFC 9207 §2: iss.
+      return {
+        redirectTo: withQuery(parameters.redirectUri, { code, ...(parameters.state ? { state: parameters.state } : {}), iss: issuer }),
+      };
+    }),
+
+    getSession: oauthHandler(async (req) => {
+      const session = await sessions.find(req.sessionId);
+      if (!session) throw notFound("session");
+      return { session: toSessionMessage(session) };
+    }),
+
+    logout: oauthHandler(async (req) => {
+      const session = await sessions.find(req.sessionId);
+      if (!session) return {};
+      requireCsrf(req.csrfToken, session.csrfToken);
+      await sessions.end(req.sessionId);
+      return {};
+    }),
+
+    listApplications: oauthHandler(async (req) => {
+      const session = await requireSession(req.sessionId);
+      const grants = await deps.grants.listGrants(session.organisationId);
+      return { session: toSessionMessage(session), grants };
+    }),
+
+    revokeApplication: oauthHandler(async (req) => {
+      const session = await requireSession(req.sessionId);
+      requireCsrf(req.csrfToken, session.csrfToken);
+      if (!req.clientId || !(await deps.grants.revokeGrant(session.organisationId, req.clientId, "withdrawn"))) throw notFound("application");
+      return {};
+    }),
+  };
+}
+
+/**
+ * The consent names what it decides on; it must be the request the
+ * interaction was validated as (the gateway's form carries the interaction's
+ * parameters). Compared as a client would send them: redirect_uri and scope
+ * may be left out when the request left them out, scope in any order.
+ */
+function checkSameRequest(sent: AuthorizationParameters, interaction: InteractionRow): void {
+  const stored = interaction.parameters!;
+  const sameScope = (() => {
+    const names = sent.scope.split(" ").filter(Boolean);
+    if (!names.length) return !stored.scope;
+    return names.length === new Set(names).size && names.length === interaction.scopes.length && names.every((s) => interaction.scopes.includes(s));
+  })();
+  const mismatched = [
+    sent.clientId !== stored.clientId && "client_id",
+    sent.redirectUri !== stored.redirectUri && !(sent.redirectUri === "" && !stored.redirectUriSent) && "redirect_uri",
+    !sameScope && "scope",
+    sent.state !== stored.state && "state",
+    sent.responseType !== "" && sent.responseType !== "code" && "response_type",
+    sent.codeChallenge !== stored.codeChallenge && "code_challenge",
+    sent.codeChallengeMethod !== stored.codeChallengeMethod && "code_challenge_method",
+  ].filter((m): m is string => Boolean(m));
+  if (mismatched.length) {
+    throw onPageOnly(new InvalidRequest(`the consent does not match the authorization request: ${mismatched.join(", ")}`));
+  }
+}
+
+function toInteractionMessage(row: InteractionRow): Interaction {
+  const p = row.parameters;
+  return create(InteractionSchema, {
+    id: row.id,
+    kind: row.kind === "authorize" ? InteractionKind.AUTHORIZE : InteractionKind.ACCOUNT,
+    csrfToken: row.csrfToken,
+    expireTime: timestampFromDate(row.expiresAt),
+    client: row.client ?? undefined,
+    scopes: row.scopes,
+    parameters: p
+      ? create(AuthorizationParametersSchema, {
+          responseType: p.responseType,
+          clientId: p.clientId,
+          redirectUri: p.redirectUri,
+          scope: row.scopes.join(" "),
+          state: p.state,
+          codeChallenge: p.codeChallenge,
+          codeChallengeMethod: p.codeChallengeMethod,
+        })
+      : undefined,
+    loggedIn: row.loggedIn,
+    memberEmail: row.loggedIn ? (row.memberEmail ?? "") : "",
+    organisationId: row.loggedIn ? (row.organisationId ?? "") : "",
+  });
+}
+
+function toSessionMessage(s: SessionRow): Session {
+  return create(SessionSchema, {
+    memberId: s.memberId,
+    organisationId: s.organisationId,
+    memberEmail: s.memberEmail,
+    csrfToken: s.csrfToken,
+    expireTime: timestampFromDate(s.expiresAt),
+  });
 }

@@ -1,5 +1,11 @@
 // Committed migrations, in order. Never edit one that has shipped: add the next.
 import type { MigrationObject } from "@mikro-orm/core";
 import { InitialAuthSchema } from "./2026-11-22-initial.js";
+import { TokensAuthSchema } from "./2026-11-23-tokens.js";
+import { InteractionsSchema } from "./2026-11-23-interactions.js";
 
-export const authMigrations: MigrationObject[] = [{ name: "2026-11-22-initial", class: InitialAuthSchema }];
+export const authMigrations: MigrationObject[] = [
+  { name: "2026-11-22-initial", class: InitialAuthSchema },
+  { name: "2026-11-23-tokens", class: TokensAuthSchema },
+  { name: "2026-11-23-interactions", class: InteractionsSchema },
+];

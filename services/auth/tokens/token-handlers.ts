@@ -1,13 +1,156 @@
 // The token side of AuthService: ExchangeToken (grants/), IntrospectToken,
 // RevokeToken, AuthenticateAccessToken, ListGrants, RevokeGrant.
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { AuthService } from "../../../gen/bizcard/auth/v1/auth_pb.js";
-import type { AuthServiceDeps } from "../auth-service.js";
+import {
+  AuthenticateAccessTokenResponseSchema,
+  IntrospectTokenResponseSchema,
+  type AuthService,
+} from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import { tokenHash } from "../../shared/token-hash.js";
+import { invalid, notFound, requireUuid } from "../../shared/validation.js";
+import { AUTH_SCHEMA, type AuthServiceDeps } from "../auth-service.js";
+import { enqueueTokenRevoked } from "../grants/grant-events.js";
+import { InvalidClient, InvalidToken, oauthHandler } from "../oauth-errors.js";
+import { authenticateClient } from "./client-authentication.js";
+import { createTokenEndpoint } from "./token-endpoint.js";
+import { TOKEN_PREFIX } from "./token-values.js";
 
 export type TokenHandlers = Partial<
   Pick<ServiceImpl<typeof AuthService>, "exchangeToken" | "introspectToken" | "revokeToken" | "authenticateAccessToken" | "listGrants" | "revokeGrant">
 >;
 
-export function createTokenHandlers(_deps: AuthServiceDeps): TokenHandlers {
-  return {};
+export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
+  const { orm, config } = deps;
+  const schema = AUTH_SCHEMA;
+  const t = (table: string) => `"${schema}"."${table}"`;
+  const tables = { schema, accessTtlSeconds: config.ACCESS_TOKEN_TTL_SECONDS, refreshTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS };
+  const clientAuth = { orm, schema, limits: deps.limits };
+  const exchange = createTokenEndpoint({
+    ...clientAuth,
+    tables,
+    grants: deps.grants,
+    refreshRetryWindowSeconds: config.REFRESH_RETRY_WINDOW_SECONDS,
+  });
+  const events = { schema, subjectPrefix: config.NATS_SUBJECT_PREFIX };
+
+  return {
+    exchangeToken: oauthHandler(async (req) => exchange(req)),
+
+    // RFC 7662 §2.1: "the endpoint MUST also require some form of
+    // authorization to access this endpoint"; here: confidential clients,
+    // which see only their own tokens as active (§4: "the authorization
+    // server MAY respond with an active:false" to a client not allowed to know).
+    introspectToken: oauthHandler(async (req) => {
+      const client = await authenticateClient(clientAuth, req.client, req.remoteAddress);
+      if (client.public) throw new InvalidClient("introspection is for confidential clients");
+      const inactive = create(IntrospectTokenResponseSchema, { active: false });
+      const hash = tokenHash(req.token);
+      let row: { client_id: string; organisation_id: string; scopes: string[]; created_at: Date; expires_at: Date } | undefined;
+      let tokenType = "";
+      if (req.token.startsWith(TOKEN_PREFIX.access)) {
+        [row] = await orm.em.fork().execute(
+          `select "client_id", "organisation_id", "scopes", "created_at", "expires_at" from ${t("access_token")}
+            where "hash" = ? and "expires_at" > now()`,
+          [hash],
+        );
+        tokenType = "Bearer";
+      } else if (req.token.startsWith(TOKEN_PREFIX.refresh)) {
+        [row] = await orm.em.fork().execute(
+          `select g."client_id", g."organisation_id", r."scopes", r."created_at", r."expires_at"
+             from ${t("refresh_token")} r join ${t("grant")} g on g."id" = r."grant_id"
+            where r."hash" = ? and r."rotated_at" is null and r."expires_at" > now()`,
+          [hash],
+        );
+      }
+      if (!row || row.client_id !== client.id) return inactive;
+      const seconds = (d: Date) => BigInt(Math.floor(new Date(d).getTime() / 1000));
+      return create(IntrospectTokenResponseSchema, {
+        active: true,
+        scope: row.scopes.join(" "),
+        clientId: row.client_id,
+        tokenType,
+        exp: seconds(row.expires_at),
+        iat: seconds(row.created_at),
+        sub: row.organisation_id,
+        iss: deps.issuer,
+      });
+    }),
+
+    // RFC 7009 §2.1: "The client also includes its authentication credentials"
+    // and "The authorization server first validates the client credentials [...]
+    // and then verifies whether the token was issued to the client making the
+    // revocation request." §2.2: "invalid tokens do not cause an error response".
+    revokeToken: oauthHandler(async (req) => {
+      const client = await authenticateClient(clientAuth, req.client, req.remoteAddress);
+      const hash = tokenHash(req.token);
+      const revoked = await orm.em.fork().transactional(async (em) => {
+        let pair: { organisation_id: string } | undefined;
+        let accessHashes: string[] = [];
+        if (req.token.startsWith(TOKEN_PREFIX.access)) {
+          [pair] = await em.execute(`delete from ${t("access_token")} where "hash" = ? and "client_id" = ? returning "organisation_id"`, [
+            hash,
+            client.id,
+          ]);
+          accessHashes = [hash];
+        } else if (req.token.startsWith(TOKEN_PREFIX.refresh)) {
+          // RFC 7009 §2.1: "If the token passed to the request is a refresh
+          // token [...] the authorization server SHOULD also invalidate all
+          // access tokens based on the same authorization grant": its family.
+          const [family]: { family: string; organisation_id: string }[] = await em.execute(
+            `select r."family", g."organisation_id" from ${t("refresh_token")} r join ${t("grant")} g on g."id" = r."grant_id"
+              where r."hash" = ? and g."client_id" = ?`,
+            [hash, client.id],
+          );
+          if (family) {
+            pair = family;
+            await em.execute(`delete from ${t("refresh_token")} where "family" = ?`, [family.family]);
+            const rows: { hash: string }[] = await em.execute(`delete from ${t("access_token")} where "family" = ? returning "hash"`, [
+              family.family,
+            ]);
+            accessHashes = rows.map((r) => r.hash);
+          }
+        }
+        if (!pair) return false;
+        await enqueueTokenRevoked(em, events, { organisationId: pair.organisation_id, clientId: client.id }, accessHashes);
+        return true;
+      });
+      if (revoked) deps.onEventCommitted?.();
+      return {};
+    }),
+
+    // One indexed statement, no unit of work: the gateway's bearer check.
+    authenticateAccessToken: oauthHandler(async (req) => {
+      const [row]: { client_id: string; organisation_id: string; member_id: string | null; scopes: string[]; expires_at: Date }[] =
+        req.accessToken
+          ? await orm.em
+              .getConnection()
+              .execute(
+                `select "client_id", "organisation_id", "member_id", "scopes", "expires_at" from ${t("access_token")}
+                  where "hash" = ? and "expires_at" > now()`,
+                [tokenHash(req.accessToken)],
+              )
+          : [];
+      if (!row) throw new InvalidToken("the access token is unknown, expired or revoked");
+      return create(AuthenticateAccessTokenResponseSchema, {
+        organisationId: row.organisation_id,
+        clientId: row.client_id,
+        scopes: row.scopes,
+        memberId: row.member_id ?? "",
+        expireTime: timestampFromDate(new Date(row.expires_at)),
+      });
+    }),
+
+    async listGrants(req) {
+      return { grants: await deps.grants.listGrants(requireUuid("organisation_id", req.organisationId)) };
+    },
+
+    async revokeGrant(req) {
+      const organisationId = requireUuid("organisation_id", req.organisationId);
+      if (!req.clientId) throw invalid("client_id", "required");
+      if (!(await deps.grants.revokeGrant(organisationId, req.clientId, "withdrawn"))) throw notFound("grant");
+      return {};
+    },
+  };
 }

@@ -1,0 +1,103 @@
+// The member's account pages: login (an interaction of kind ACCOUNT), the
+// organisation's connected applications with a Revoke button each, and
+// logout. The session behind the cookie, and the CSRF token its forms carry,
+// are the auth service's.
+import type { Client } from "@connectrpc/connect";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { FastifyInstance, FastifyReply } from "fastify";
+import type { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
+import { rpcOptions } from "../clients.js";
+import { readParams } from "../oauth-params.js";
+import { oauthDetail, pageErrorHandler, seeOther, sendPage } from "../pages/page-reply.js";
+import { pages } from "../pages/pages.js";
+import type { SessionCookie } from "../session-cookie.js";
+import { interactionPath, scopeTexts } from "./authorize.js";
+
+const NOTICES: Record<string, string> = {
+  revoked: "Access withdrawn. The application can no longer use its tokens.",
+  gone: "That application had no access any more.",
+};
+
+const DATE = new Intl.DateTimeFormat("en-GB", { dateStyle: "medium", timeStyle: "short", timeZone: "UTC" });
+
+/** No session, or one that ended: the member must sign in again. */
+const sessionEnded = (err: unknown) =>
+  oauthDetail(err)?.error === "login_required" || (err instanceof ConnectError && err.code === Code.NotFound);
+
+export function accountRoutes(app: FastifyInstance, auth: Client<typeof AuthService>, cookie: SessionCookie): void {
+  const toLogin = (reply: FastifyReply) => seeOther(reply, "/account/login");
+
+  app.get("/account/login", { errorHandler: pageErrorHandler }, async (request, reply) => {
+    const sessionId = cookie.read(request);
+    if (sessionId) {
+      const live = await auth.getSession({ sessionId }, rpcOptions(request)).then(
+        () => true,
+        (err) => {
+          if (sessionEnded(err)) return false;
+          throw err;
+        },
+      );
+      if (live) return seeOther(reply, "/account/applications");
+    }
+    const { interactionId } = await auth.startAccountLogin({}, rpcOptions(request));
+    return seeOther(reply, interactionPath(interactionId));
+  });
+
+  app.get("/account/applications", { errorHandler: pageErrorHandler }, async (request, reply) => {
+    const sessionId = cookie.read(request);
+    if (!sessionId) return toLogin(reply);
+    let res;
+    try {
+      res = await auth.listApplications({ sessionId }, rpcOptions(request));
+    } catch (err) {
+      if (!sessionEnded(err)) throw err;
+      cookie.clear(reply);
+      return toLogin(reply);
+    }
+    const notice = (request.query as Record<string, unknown> | undefined)?.notice;
+    const html = pages.applications({
+      csrfToken: res.session?.csrfToken ?? "",
+      memberEmail: res.session?.memberEmail ?? "",
+      notice: typeof notice === "string" && Object.hasOwn(NOTICES, notice) ? NOTICES[notice] : undefined,
+      applications: res.grants.map((grant) => {
+        const granted = grant.createTime ? timestampDate(grant.createTime) : undefined;
+        return {
+          clientId: grant.clientId,
+          name: grant.clientName || grant.clientId,
+          scopes: scopeTexts(grant.scopes),
+          granted: granted ? `${DATE.format(granted)} UTC` : "",
+          grantedIso: granted ? granted.toISOString() : "",
+        };
+      }),
+    });
+    return sendPage(reply, 200, html);
+  });
+
+  app.post("/account/applications/revoke", { errorHandler: pageErrorHandler }, async (request, reply) => {
+    const params = readParams(request.body);
+    const sessionId = cookie.read(request);
+    if (!sessionId) return toLogin(reply);
+    try {
+      await auth.revokeApplication(
+        { sessionId, csrfToken: params.csrf_token ?? "", clientId: params.client_id ?? "" },
+        rpcOptions(request),
+      );
+    } catch (err) {
+      if (oauthDetail(err)?.error === "login_required") return toLogin(reply);
+      // Already withdrawn (a second click, another tab): say so on the list.
+      if (err instanceof ConnectError && err.code === Code.NotFound) return seeOther(reply, "/account/applications?notice=gone");
+      throw err;
+    }
+    return seeOther(reply, "/account/applications?notice=revoked");
+  });
+
+  app.post("/account/logout", { errorHandler: pageErrorHandler }, async (request, reply) => {
+    const params = readParams(request.body);
+    const sessionId = cookie.read(request);
+    // The session ends at the auth service (CSRF-checked there), then here.
+    if (sessionId) await auth.logout({ sessionId, csrfToken: params.csrf_token ?? "" }, rpcOptions(request));
+    cookie.clear(reply);
+    return toLogin(reply);
+  });
+}

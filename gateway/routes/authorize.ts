@@ -1,0 +1,229 @@
+// The browser side of the authorization endpoint (RFC 6749 §4.1): GET
+// /oauth/authorize hands the request to the auth service, which validates it
+// into an interaction; the interaction's page is the login form or the
+// consent form; the consent POST (from that form, or as JSON from a client
+// with a session) ends in a 303 to the client's redirect URI. Every rule is
+// the auth service's: the gateway reads parameters, keeps the session cookie
+// and renders pages.
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import {
+  ConsentDecision,
+  InteractionKind,
+  type AuthService,
+  type AuthorizationParameters,
+  type Interaction,
+} from "../../gen/bizcard/auth/v1/auth_pb.js";
+import { SCOPES, isScope } from "../../services/auth/scopes.js";
+import { rpcOptions } from "../clients.js";
+import { HttpError } from "../errors.js";
+import { NO_STORE, OAuthError, oauthErrorHandler } from "../oauth-errors.js";
+import { readParams, type Params } from "../oauth-params.js";
+import { EXPIRED_PAGE, oauthDetail, pageErrorHandler, seeOther, sendMessage, sendPage } from "../pages/page-reply.js";
+import { pages, type ScopeText } from "../pages/pages.js";
+import type { SessionCookie } from "../session-cookie.js";
+
+/** The authorization request's parameters, by their names on the wire. */
+const PARAMETERS = {
+  response_type: "responseType",
+  client_id: "clientId",
+  redirect_uri: "redirectUri",
+  scope: "scope",
+  state: "state",
+  code_challenge: "codeChallenge",
+  code_challenge_method: "codeChallengeMethod",
+  response_mode: "responseMode",
+} as const satisfies Record<string, keyof AuthorizationParameters>;
+
+type Wire = keyof typeof PARAMETERS;
+type Fields = { [K in (typeof PARAMETERS)[Wire]]: string };
+
+function parametersFrom(read: (name: Wire) => string | undefined): Fields {
+  const out = {} as Fields;
+  for (const [wire, field] of Object.entries(PARAMETERS) as [Wire, keyof Fields][]) out[field] = read(wire) ?? "";
+  return out;
+}
+
+export const interactionPath = (id: string) => `/oauth/interaction/${encodeURIComponent(id)}`;
+
+export function scopeTexts(scopes: readonly string[]): ScopeText[] {
+  return scopes.map((name) => ({ name, description: isScope(name) ? SCOPES[name] : name }));
+}
+
+/**
+ * The CSP source a form may be redirected to after the consent POST: the
+ * redirect URI's origin, or its scheme for a native app's private-use scheme
+ * (RFC 8252 §7.1). Nothing for a URI that is neither.
+ */
+function redirectTarget(uri: string): string[] {
+  try {
+    const url = new URL(uri);
+    if (url.protocol === "http:" || url.protocol === "https:") return [url.origin];
+    return /^[a-z][a-z0-9+.-]*:$/i.test(url.protocol) ? [url.protocol] : [];
+  } catch {
+    return [];
+  }
+}
+
+function redirectHost(uri: string): string {
+  try {
+    const url = new URL(uri);
+    return url.host || url.protocol.replace(/:$/, "");
+  } catch {
+    return uri;
+  }
+}
+
+/** The login page of an interaction (also after a failed attempt). */
+export function loginPage(interaction: Interaction, extra: { email?: string; message?: string } = {}): string {
+  return pages.login({
+    action: `${interactionPath(interaction.id)}/login`,
+    csrfToken: interaction.csrfToken,
+    clientName: interaction.kind === InteractionKind.AUTHORIZE ? interaction.client?.name : undefined,
+    ...extra,
+  });
+}
+
+function sendConsentPage(reply: FastifyReply, interaction: Interaction): FastifyReply {
+  const p = interaction.parameters;
+  const fields = (Object.entries(PARAMETERS) as [Wire, keyof Fields][])
+    .map(([wire, field]): [string, string] => [wire, p?.[field] ?? ""])
+    .filter(([, value]) => value !== "");
+  const redirectUri = p?.redirectUri ?? "";
+  const html = pages.consent({
+    interactionId: interaction.id,
+    csrfToken: interaction.csrfToken,
+    clientName: interaction.client?.name ?? interaction.parameters?.clientId ?? "",
+    memberEmail: interaction.memberEmail,
+    scopes: scopeTexts(interaction.scopes),
+    redirectHost: redirectHost(redirectUri),
+    fields,
+  });
+  return sendPage(reply, 200, html, redirectTarget(redirectUri));
+}
+
+const isJson = (request: FastifyRequest) => /^application\/json\s*(;|$)/i.test(request.headers["content-type"] ?? "");
+
+/** No session, or not the interaction member's: from the auth service, or no cookie at all. */
+const loginRequired = (err: unknown) =>
+  oauthDetail(err)?.error === "login_required" || (err instanceof HttpError && err.error === "login_required");
+
+/** The consent POST answers JSON errors to a JSON body and pages to the form. */
+function consentErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (!isJson(request)) return pageErrorHandler(err, request, reply);
+  if (loginRequired(err)) {
+    return reply
+      .status(401)
+      .headers(NO_STORE)
+      .type("application/json; charset=utf-8")
+      .send({ error: "login_required", error_description: oauthDetail(err)?.errorDescription || "sign in first: a valid session cookie is required" });
+  }
+  return oauthErrorHandler(err, request, reply);
+}
+
+export function authorizeRoutes(app: FastifyInstance, auth: Client<typeof AuthService>, cookie: SessionCookie): void {
+  // RFC 6749 §4.1.1: the authorization request, in the query.
+  app.get("/oauth/authorize", { errorHandler: pageErrorHandler }, async (request, reply) => {
+    const query = (request.query ?? {}) as Record<string, string | string[] | undefined>;
+    // RFC 6749 §3.1: "Request and response parameters MUST NOT be included
+    // more than once." The auth service decides what that answers.
+    const repeatedParameters = Object.keys(query).filter((name) => Array.isArray(query[name]));
+    const first = (name: string) => {
+      const value = query[name];
+      return Array.isArray(value) ? value[0] : value;
+    };
+    try {
+      const res = await auth.startAuthorization(
+        { parameters: parametersFrom(first), repeatedParameters, sessionId: cookie.read(request) ?? "" },
+        rpcOptions(request),
+      );
+      return seeOther(reply, res.redirectTo || interactionPath(res.interactionId));
+    } catch (err) {
+      const detail = oauthDetail(err);
+      // RFC 6749 §4.1.2.1: "If the request fails due to a missing, invalid, or
+      // mismatching redirection URI, or if the client identifier is missing or
+      // invalid, the authorization server SHOULD inform the resource owner of
+      // the error and MUST NOT automatically redirect the user-agent to the
+      // invalid redirection URI."
+      if (detail && !detail.redirectAllowed && err instanceof ConnectError && err.code !== Code.ResourceExhausted) {
+        return sendMessage(reply, 400, {
+          title: "This sign-in link is not valid",
+          text: "The application that sent you here made a request this server cannot accept, so you were not sent back to it. Tell the application's makers.",
+          detail: detail.errorDescription || undefined,
+        });
+      }
+      throw err;
+    }
+  });
+
+  // The interaction's page: login when no member is logged in, else consent.
+  app.get<{ Params: { id: string } }>("/oauth/interaction/:id", { errorHandler: pageErrorHandler }, async (request, reply) => {
+    const { interaction } = await auth.getInteraction(
+      { interactionId: request.params.id, sessionId: cookie.read(request) ?? "" },
+      rpcOptions(request),
+    );
+    if (!interaction) return sendMessage(reply, 404, EXPIRED_PAGE);
+    if (!interaction.loggedIn) return sendPage(reply, 200, loginPage(interaction));
+    if (interaction.kind === InteractionKind.ACCOUNT) return seeOther(reply, "/account/applications");
+    return sendConsentPage(reply, interaction);
+  });
+
+  app.post<{ Params: { id: string } }>("/oauth/interaction/:id/login", { errorHandler: pageErrorHandler }, async (request, reply) => {
+    const params = readParams(request.body);
+    const interactionId = request.params.id;
+    try {
+      const res = await auth.login(
+        {
+          interactionId,
+          csrfToken: params.csrf_token ?? "",
+          email: params.email ?? "",
+          password: params.password ?? "",
+          remoteAddress: request.ip,
+        },
+        rpcOptions(request),
+      );
+      cookie.set(reply, res.sessionId, res.expireTime ? timestampDate(res.expireTime) : new Date(Date.now() + 3600_000));
+      const account = res.interaction?.kind === InteractionKind.ACCOUNT;
+      return seeOther(reply, account ? "/account/applications" : interactionPath(interactionId));
+    } catch (err) {
+      const detail = oauthDetail(err);
+      if (detail?.error !== "invalid_credentials" || detail.retryAfterSeconds > 0) throw err;
+      // The form again, with one message for a wrong email and a wrong password
+      // alike. Status 200: the page is the answer, and a 401 would need a
+      // WWW-Authenticate scheme (RFC 9110 §15.5.2) that form login has not.
+      const { interaction } = await auth.getInteraction({ interactionId, sessionId: "" }, rpcOptions(request));
+      if (!interaction) return sendMessage(reply, 404, EXPIRED_PAGE);
+      return sendPage(reply, 200, loginPage(interaction, { email: params.email, message: "The email or password is not right." }));
+    }
+  });
+
+  // The consent decision: the page's form, or JSON from a client with a session.
+  app.post("/oauth/authorize/consent", { errorHandler: consentErrorHandler }, async (request, reply) => {
+    const json = isJson(request);
+    const params: Params = readParams(request.body);
+    const decision =
+      params.decision === "allow" ? ConsentDecision.ALLOW : params.decision === "deny" ? ConsentDecision.DENY : undefined;
+    if (decision === undefined) throw new OAuthError("invalid_request", "decision must be allow or deny");
+    const interactionId = params.interaction_id ?? "";
+    // The form always names its interaction; only a JSON body may go without
+    // one (and without a CSRF token: a browser cannot send a cross-site JSON
+    // body without a CORS preflight this gateway never allows, and the
+    // SameSite=Lax cookie stays home on cross-site POSTs anyway).
+    if (!json && !interactionId) throw new HttpError(400, "invalid_request", "the form does not name its sign-in request (interaction_id)");
+    const sessionId = cookie.read(request);
+    try {
+      if (!sessionId) throw new OAuthError("login_required", "sign in first: the session cookie is missing");
+      const res = await auth.decideConsent(
+        { interactionId, sessionId, csrfToken: params.csrf_token ?? "", decision, parameters: parametersFrom((name) => params[name]) },
+        rpcOptions(request),
+      );
+      if (json) return reply.status(303).headers(NO_STORE).header("location", res.redirectTo).send();
+      return seeOther(reply, res.redirectTo);
+    } catch (err) {
+      // The form's member is no longer logged in: the interaction shows the login again.
+      if (!json && loginRequired(err)) return seeOther(reply, interactionPath(interactionId));
+      throw err;
+    }
+  });
+}

@@ -1,0 +1,51 @@
+// The member's session cookie: an opaque secret the auth service issued
+// (only its hash is stored there). `__Host-bizcard_session` with Secure when
+// the gateway is served over https, `bizcard_session` otherwise; always
+// HttpOnly, SameSite=Lax, Path=/, and it lives as long as the session.
+import { parseCookie, stringifySetCookie } from "cookie";
+import type { FastifyReply, FastifyRequest } from "fastify";
+
+export interface SessionCookie {
+  readonly name: string;
+  readonly secure: boolean;
+  /** The session id the request presents, if any. */
+  read(request: FastifyRequest): string | undefined;
+  /** Sets the cookie until the session expires. */
+  set(reply: FastifyReply, sessionId: string, expires: Date): void;
+  /** Removes the cookie. */
+  clear(reply: FastifyReply): void;
+}
+
+/** A session secret is URL-safe text: anything else is not one of ours. */
+const SESSION_VALUE = /^[A-Za-z0-9._~-]{1,200}$/;
+
+export function createSessionCookie(publicUrl: string): SessionCookie {
+  // RFC 6265bis §4.1.3.2: a cookie whose name starts with "__Host-" is only
+  // accepted when it is "Secure", from a secure origin, has no Domain and
+  // Path=/ — so no other host or path can plant or shadow it.
+  const secure = new URL(publicUrl).protocol === "https:";
+  const name = secure ? "__Host-bizcard_session" : "bizcard_session";
+  const attributes = { httpOnly: true, secure, sameSite: "lax", path: "/" } as const;
+  const append = (reply: FastifyReply, value: string) => {
+    const previous = reply.getHeader("set-cookie");
+    const list = previous === undefined ? [] : Array.isArray(previous) ? previous : [String(previous)];
+    reply.header("set-cookie", [...list, value]);
+  };
+  return {
+    name,
+    secure,
+    read(request) {
+      const header = request.headers.cookie;
+      if (!header) return undefined;
+      const value = parseCookie(header)[name];
+      return value && SESSION_VALUE.test(value) ? value : undefined;
+    },
+    set(reply, sessionId, expires) {
+      const maxAge = Math.max(0, Math.floor((expires.getTime() - Date.now()) / 1000));
+      append(reply, stringifySetCookie(name, sessionId, { ...attributes, maxAge }));
+    },
+    clear(reply) {
+      append(reply, stringifySetCookie(name, "", { ...attributes, maxAge: 0, expires: new Date(0) }));
+    },
+  };
+}

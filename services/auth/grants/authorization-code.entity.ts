@@ -1,0 +1,34 @@
+import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+import { GrantEntity } from "./grant.entity.js";
+
+/** A single-use authorization code (RFC 6749 §4.1.2), stored by its hash. */
+export const AuthorizationCodeEntity = defineEntity({
+  name: "AuthorizationCode",
+  tableName: "authorization_code",
+  properties: {
+    /** tokenHash() of the code. */
+    hash: p.text().primary(),
+    grantId: () =>
+      p
+        .manyToOne(GrantEntity)
+        .mapToPk()
+        .fieldName("grant_id")
+        .foreignKeyName("authorization_code_grant_id_fkey")
+        .deleteRule("cascade")
+        .updateRule("no action")
+        .index("authorization_code_grant_id_index"),
+    clientId: p.text(),
+    organisationId: p.uuid(),
+    memberId: p.uuid(),
+    redirectUri: p.text(),
+    scopes: p.json<string[]>(),
+    /** RFC 7636 S256 challenge; "" when the confidential client sent none. */
+    codeChallenge: p.text(),
+    expiresAt: p.datetime(3),
+    usedAt: p.datetime(3).nullable(),
+    /** The token family its exchange issued (revoked with the grant on a replay). */
+    family: p.uuid().nullable(),
+  },
+});
+
+export type AuthorizationCode = InferEntity<typeof AuthorizationCodeEntity>;

@@ -1,0 +1,31 @@
+// grant_type=client_credentials (RFC 6749 §4.4): a confidential client owned
+// by an organisation acts for that organisation. No refresh token.
+import { UnauthorizedClient } from "../oauth-errors.js";
+import { issueTokens, tokenAnswer } from "../tokens/issue-tokens.js";
+import { narrowScope } from "../tokens/scope-parameter.js";
+import type { GrantModule } from "./grant-module.js";
+
+export const clientCredentialsGrant: GrantModule = {
+  grantType: "client_credentials",
+  parameters: [{ name: "scope", field: "scope", required: false }],
+  async handle({ deps, client, request }) {
+    // RFC 6749 §4.4: "The client credentials grant type MUST only be used by
+    // confidential clients." CONTRACT: "only for confidential clients owned by
+    // an organisation; the token acts for that organisation".
+    if (client.public || !client.ownerOrganisationId) {
+      throw new UnauthorizedClient("client_credentials is only for confidential clients owned by an organisation");
+    }
+    const organisationId = client.ownerOrganisationId;
+    const scopes = narrowScope(request.scope, client.scopes);
+    // RFC 6749 §4.4.3: "A refresh token SHOULD NOT be included."
+    const issued = await issueTokens(deps.orm.em.fork(), deps.tables, {
+      clientId: client.id,
+      organisationId,
+      memberId: null,
+      grantId: null,
+      family: null,
+      scopes,
+    });
+    return tokenAnswer(issued);
+  },
+};

@@ -1,0 +1,48 @@
+// grant.revoked and token.revoked, written to the auth schema's outbox as the
+// last statement of the transaction that revoked (services/shared/outbox.ts).
+import { randomUUID } from "node:crypto";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { GrantRevokedSchema, TokenRevokedSchema } from "../../../gen/bizcard/events/v1/events_pb.js";
+import { subjectFor } from "../../shared/event-bus/event-bus.js";
+import { enqueueEvent } from "../../shared/outbox.js";
+import type { GrantRevocationReason } from "./grant-store.js";
+
+export interface EventOptions {
+  schema: string;
+  subjectPrefix: string;
+}
+
+export async function enqueueGrantRevoked(
+  em: EntityManager,
+  options: EventOptions,
+  pair: { organisationId: string; clientId: string },
+  reason: GrantRevocationReason,
+): Promise<void> {
+  const event = create(GrantRevokedSchema, { eventId: randomUUID(), ...pair, occurTime: timestampFromDate(new Date()), reason });
+  await enqueueEvent(em, options.schema, {
+    id: event.eventId,
+    subject: subjectFor(options.subjectPrefix, "grant.revoked"),
+    payload: toBinary(GrantRevokedSchema, event),
+  });
+}
+
+export async function enqueueTokenRevoked(
+  em: EntityManager,
+  options: EventOptions,
+  pair: { organisationId: string; clientId: string },
+  accessTokenHashes: string[],
+): Promise<void> {
+  const event = create(TokenRevokedSchema, {
+    eventId: randomUUID(),
+    ...pair,
+    accessTokenHashes,
+    occurTime: timestampFromDate(new Date()),
+  });
+  await enqueueEvent(em, options.schema, {
+    id: event.eventId,
+    subject: subjectFor(options.subjectPrefix, "token.revoked"),
+    payload: toBinary(TokenRevokedSchema, event),
+  });
+}

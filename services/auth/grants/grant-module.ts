@@ -1,0 +1,37 @@
+// What a grant module exports (one per grant type, under grants/): its
+// grant_type, the parameters it reads, and its handler. The token endpoint
+// (tokens/token-endpoint.ts) checks the required parameters and
+// authenticates the client before the handler runs.
+import type { MikroORM } from "@mikro-orm/postgresql";
+import type { ExchangeTokenRequest, ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import type { AuthenticatedClient } from "../tokens/client-authentication.js";
+import type { TokenTables } from "../tokens/issue-tokens.js";
+import type { GrantType } from "../clients/grant-types.js";
+import type { GrantStore } from "./grant-store.js";
+
+/** A token request parameter: its name on the wire and its field in ExchangeTokenRequest. */
+export interface GrantParameter {
+  name: string;
+  field: "code" | "redirectUri" | "codeVerifier" | "refreshToken" | "scope";
+  required: boolean;
+}
+
+export interface GrantDeps {
+  orm: MikroORM;
+  tables: TokenTables;
+  grants: GrantStore;
+  /** REFRESH_RETRY_WINDOW_SECONDS. */
+  refreshRetryWindowSeconds: number;
+}
+
+export interface GrantContext {
+  deps: GrantDeps;
+  client: AuthenticatedClient;
+  request: ExchangeTokenRequest;
+}
+
+export interface GrantModule {
+  grantType: GrantType;
+  parameters: readonly GrantParameter[];
+  handle(context: GrantContext): Promise<ExchangeTokenResponse>;
+}

@@ -1,0 +1,172 @@
+// The authorization request (RFC 6749 §4.1.1, RFC 7636 §4.3, RFC 9700): its
+// validation, and the error redirects of RFC 6749 §4.1.2.1 with RFC 9207's iss.
+import type { MikroORM } from "@mikro-orm/postgresql";
+import { type AuthorizationParameters, type Client as ClientMessage } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import { toClientMessage } from "../auth-service.js";
+import { ClientEntity } from "../clients/client.entity.js";
+import {
+  InvalidRequest,
+  InvalidScope,
+  OAuthFailure,
+  onPageOnly,
+  UnauthorizedClient,
+  UnsupportedResponseType,
+} from "../oauth-errors.js";
+import { ALL_SCOPES, isScope } from "../scopes.js";
+import type { StoredParameters } from "./interaction.entity.js";
+
+export interface ValidatedRequest {
+  client: ClientMessage;
+  parameters: StoredParameters;
+  /** The requested scopes in the server's order (the client's when the request named none). */
+  scopes: string[];
+}
+
+/** A request that is valid, or where the browser goes with the error (RFC 6749 §4.1.2.1). */
+export type Validation = { request: ValidatedRequest; redirectTo?: undefined } | { request?: undefined; redirectTo: string };
+
+// RFC 7636 §4.2: code-challenge = 43*128unreserved; unreserved = ALPHA / DIGIT / "-" / "." / "_" / "~"
+const CODE_CHALLENGE = /^[A-Za-z0-9\-._~]{43,128}$/;
+
+/** The client of a request, as its registration says (null when there is none). */
+export async function findClient(orm: MikroORM, clientId: string): Promise<ClientMessage | null> {
+  if (!clientId) return null;
+  const client = await orm.em.fork().findOne(ClientEntity, { id: clientId });
+  return client ? toClientMessage(client) : null;
+}
+
+/**
+ * Validates an authorization request. Throws (page only, never a redirect)
+ * for an unknown client or a redirect_uri that is not registered; returns the
+ * error redirect for anything else that is wrong.
+ */
+export async function validateAuthorizationRequest(
+  orm: MikroORM,
+  issuer: string,
+  params: AuthorizationParameters,
+  repeated: readonly string[],
+): Promise<Validation> {
+  // RFC 6749 §3.1: "Request and response parameters MUST NOT be included more
+  // than once." With client_id or redirect_uri twice, there is no telling where
+  // an error could safely go.
+  for (const name of ["client_id", "redirect_uri"]) {
+    if (repeated.includes(name)) throw onPageOnly(new InvalidRequest(`${name} was given more than once`));
+  }
+  // RFC 6749 §4.1.2.1: "If the request fails due to a missing, invalid, or
+  // mismatching redirection URI, or if the client identifier is missing or
+  // invalid, the authorization server SHOULD inform the resource owner of the
+  // error and MUST NOT automatically redirect the user-agent to the invalid
+  // redirection URI."
+  if (!params.clientId) throw onPageOnly(new InvalidRequest("client_id is required"));
+  const client = await findClient(orm, params.clientId);
+  if (!client) throw onPageOnly(new InvalidRequest("unknown client_id"));
+  const redirectUri = resolveRedirectUri(client, params.redirectUri);
+
+  const fail = (failure: OAuthFailure): Validation => ({ redirectTo: errorRedirect(redirectUri, failure, params.state, issuer) });
+  try {
+    return { request: checkRequest(client, redirectUri, params, repeated) };
+  } catch (err) {
+    if (err instanceof OAuthFailure && err.redirectAllowed) return fail(err);
+    throw err;
+  }
+}
+
+/**
+ * RFC 9700 §2.1: "When comparing client redirect URIs against pre-registered
+ * URIs, authorization servers MUST utilize exact string matching." RFC 6749
+ * §3.1.2.3: "If multiple redirection URIs have been registered [...] the
+ * client MUST include a redirection URI with the authorization request"; with
+ * one registered, the request may leave it out.
+ */
+function resolveRedirectUri(client: ClientMessage, sent: string): string {
+  if (sent) {
+    if (!client.redirectUris.includes(sent)) throw onPageOnly(new InvalidRequest("redirect_uri is not one the client registered"));
+    return sent;
+  }
+  if (client.redirectUris.length === 1) return client.redirectUris[0]!;
+  throw onPageOnly(new InvalidRequest("redirect_uri is required"));
+}
+
+function checkRequest(client: ClientMessage, redirectUri: string, params: AuthorizationParameters, repeated: readonly string[]): ValidatedRequest {
+  if (repeated.length) throw new InvalidRequest(`${clean(repeated.join(", "))} given more than once`);
+  // OAuth 2.0 Multiple Response Type Encoding Practices §2.1: code's default
+  // response mode is query, the only one offered.
+  if (params.responseMode && params.responseMode !== "query") throw new InvalidRequest("response_mode must be query");
+  // RFC 6749 §4.1.1: response_type REQUIRED. Value MUST be set to "code".
+  if (!params.responseType) throw new InvalidRequest("response_type is required");
+  if (params.responseType !== "code") throw new UnsupportedResponseType("response_type must be code");
+  // RFC 6749 §4.1.2.1 unauthorized_client: "The client is not authorized to
+  // request an authorization code using this method."
+  if (client.grantTypes.length && !client.grantTypes.includes("authorization_code")) {
+    throw new UnauthorizedClient("the client may not use the authorization_code grant");
+  }
+  checkPkce(client, params);
+  const scopes = checkScope(client, params.scope);
+  return {
+    client,
+    scopes,
+    parameters: {
+      responseType: params.responseType,
+      clientId: client.clientId,
+      redirectUri,
+      redirectUriSent: Boolean(params.redirectUri),
+      scope: params.scope,
+      state: params.state,
+      codeChallenge: params.codeChallenge,
+      codeChallengeMethod: params.codeChallengeMethod,
+    },
+  };
+}
+
+function checkPkce(client: ClientMessage, params: AuthorizationParameters): void {
+  if (!params.codeChallenge) {
+    if (params.codeChallengeMethod) throw new InvalidRequest("code_challenge_method without code_challenge");
+    // RFC 9700 §2.1.1: "public clients MUST use PKCE".
+    if (client.public) throw new InvalidRequest("code_challenge is required (PKCE, S256) for public clients");
+    return;
+  }
+  // RFC 7636 §4.3: code_challenge_method "Defaults to "plain" if not present
+  // in the request." RFC 9700 §2.1.1: "plain" MUST NOT be used; S256 only.
+  if (params.codeChallengeMethod !== "S256") throw new InvalidRequest("code_challenge_method must be S256");
+  if (!CODE_CHALLENGE.test(params.codeChallenge)) throw new InvalidRequest("code_challenge must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~");
+}
+
+/**
+ * RFC 6749 §3.3: "The value of the scope parameter is expressed as a list of
+ * space-delimited, case-sensitive strings." "If the client omits the scope
+ * parameter [...] the authorization server MUST either process the request
+ * using a pre-defined default value or fail": the default is the client's scopes.
+ */
+export function checkScope(client: ClientMessage, scope: string): string[] {
+  const requested = scope.split(" ").filter(Boolean);
+  if (!requested.length) return ALL_SCOPES.filter((s) => client.scopes.includes(s));
+  const refused = requested.filter((s) => !isScope(s) || !client.scopes.includes(s));
+  if (refused.length) throw new InvalidScope(`scope not allowed for this client: ${clean(refused.join(" "))}`);
+  return ALL_SCOPES.filter((s) => requested.includes(s));
+}
+
+/** RFC 6749 §4.1.2.1: the error on the redirect URI, with state when sent, and RFC 9207 iss. */
+export function errorRedirect(redirectUri: string, failure: OAuthFailure, state: string, issuer: string): string {
+  return withQuery(redirectUri, {
+    error: failure.error,
+    error_description: clean(failure.description),
+    ...(state ? { state } : {}),
+    iss: issuer,
+  });
+}
+
+/**
+ * RFC 6749 §3.1.2: the redirection URI "MAY include an
+ * "application/x-www-form-urlencoded" formatted [...] query component, which
+ * MUST be retained when adding additional query parameters." The registered
+ * string is kept as is (registration forbids fragments), and the parameters appended.
+ */
+export function withQuery(uri: string, params: Record<string, string>): string {
+  const query = new URLSearchParams(params).toString();
+  if (!uri.includes("?")) return `${uri}?${query}`;
+  return uri.endsWith("?") || uri.endsWith("&") ? `${uri}${query}` : `${uri}&${query}`;
+}
+
+// RFC 6749 §4.1.2.1: error_description "MUST NOT include characters outside
+// the set %x20-21 / %x23-5B / %x5D-7E."
+const clean = (text: string) => text.replace(/[^\x20-\x21\x23-\x5b\x5d-\x7e]/g, "?").slice(0, 200);

@@ -1,0 +1,104 @@
+// FailureLimits on rate-limiter-flexible's RateLimiterPostgres, counting in
+// the auth schema's "rate_limit" table (made by the 2026-11-23 migration, in
+// the library's shape), so that the limits hold across every replica of the
+// auth service. The limiter borrows connections from the service's own
+// MikroORM (knex) pool: on the embedded start, PGlite serves one connection,
+// and a second pool would wait for it forever.
+//
+// Fixed windows of one minute: past RATE_LIMIT_LOGIN_FAILURES failed logins
+// for one email from one address, RATE_LIMIT_CLIENT_AUTH_FAILURES failed
+// client authentications for one client from one address, or
+// RATE_LIMIT_ADDRESS_FAILURES failures of either kind from one address, the
+// next attempt is refused (RESOURCE_EXHAUSTED, Retry-After) until the window
+// ends. Only failures count: a refused attempt never looked at a credential,
+// and counts nothing. Known limit: attempts in flight together are all
+// checked before any of them fails, so a burst may pass the limit by its own
+// size (once; the window then refuses everything).
+//
+// Callers: check and fail outside any transaction. On the embedded start the
+// pool has one connection; a transaction holding it would wait forever here.
+import { createHash } from "node:crypto";
+import type { MikroORM } from "@mikro-orm/postgresql";
+import { RateLimiterPostgres, type RateLimiterRes } from "rate-limiter-flexible";
+import { rateLimited } from "../oauth-errors.js";
+import type { FailureKind, FailureLimits } from "./failure-limits.js";
+
+/**
+ * The library's queries on a connection of the service's pool, as unnamed
+ * statements. The library names its prepared statements; on the embedded
+ * start PGlite serves every connection from one backend session, where a
+ * statement prepared by an earlier connection (the pool's, replaced after its
+ * idle timeout, or a second instance's) still exists, and preparing it again
+ * fails ("prepared statement ... already exists").
+ */
+function unnamedStatements(orm: MikroORM) {
+  const knex = orm.em.getConnection().getKnex();
+  return {
+    async query(q: { text: string; values?: unknown[] }) {
+      const conn = (await knex.client.acquireConnection()) as { query(q: { text: string; values?: unknown[] }): Promise<unknown> };
+      try {
+        return await conn.query({ text: q.text, values: q.values });
+      } finally {
+        await knex.client.releaseConnection(conn);
+      }
+    },
+  };
+}
+
+export const RATE_LIMIT_TABLE = "rate_limit";
+const WINDOW_SECONDS = 60;
+
+export interface FailureLimitSettings {
+  RATE_LIMIT_LOGIN_FAILURES: number;
+  RATE_LIMIT_CLIENT_AUTH_FAILURES: number;
+  RATE_LIMIT_ADDRESS_FAILURES: number;
+}
+
+/** Keys are hashed: an email may be 320 characters, the library's key column 255. */
+const keyOf = (...parts: string[]) => createHash("sha256").update(parts.join("\u0000"), "utf8").digest("base64url");
+
+export function createPostgresFailureLimits(orm: MikroORM, schema: string, settings: FailureLimitSettings): FailureLimits {
+  const store = unnamedStatements(orm);
+  const limiter = (keyPrefix: string, points: number, clearExpiredByTimeout = false) =>
+    new RateLimiterPostgres({
+      storeClient: store,
+      // Not one of the library's named types: it then calls store.query itself.
+      storeType: "unnamed-statements",
+      schemaName: schema,
+      tableName: RATE_LIMIT_TABLE,
+      tableCreated: true,
+      keyPrefix,
+      points,
+      duration: WINDOW_SECONDS,
+      // Expired rows are overwritten on the next failure; one of the three
+      // limiters (they share the table) also has the library delete rows
+      // expired an hour ago, every five minutes (an unref'd timer).
+      clearExpiredByTimeout,
+    });
+  const subjects: Record<FailureKind, RateLimiterPostgres> = {
+    login: limiter("login", settings.RATE_LIMIT_LOGIN_FAILURES),
+    client: limiter("client", settings.RATE_LIMIT_CLIENT_AUTH_FAILURES),
+  };
+  const addresses = limiter("address", settings.RATE_LIMIT_ADDRESS_FAILURES, true);
+  const errorOf = (kind: FailureKind) => (kind === "login" ? "invalid_credentials" : "invalid_client");
+
+  // An empty address (a caller that did not pass one) has no address bucket:
+  // one shared by every such caller would lock them all out together.
+  const buckets = (kind: FailureKind, subject: string, address: string): [RateLimiterPostgres, string][] => [
+    [subjects[kind], keyOf(subject, address)],
+    ...(address ? [[addresses, keyOf(address)] as [RateLimiterPostgres, string]] : []),
+  ];
+
+  return {
+    async check(kind, subject, address) {
+      const found = await Promise.all(buckets(kind, subject, address).map(async ([l, key]) => [l, await l.get(key)] as const));
+      const over = found
+        .filter((f): f is readonly [RateLimiterPostgres, RateLimiterRes] => f[1] !== null && f[1].consumedPoints >= f[0].points)
+        .map(([, res]) => res.msBeforeNext);
+      if (over.length) throw rateLimited(errorOf(kind), Math.max(...over) / 1000);
+    },
+    async fail(kind, subject, address) {
+      await Promise.all(buckets(kind, subject, address).map(([l, key]) => l.penalty(key, 1)));
+    },
+  };
+}

@@ -1,0 +1,36 @@
+import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+import { GrantEntity } from "../grants/grant.entity.js";
+
+/** An opaque access token (bca_…), stored by its hash; read by one indexed statement per bearer check. */
+export const AccessTokenEntity = defineEntity({
+  name: "AccessToken",
+  tableName: "access_token",
+  properties: {
+    hash: p.text().primary(),
+    clientId: p.text(),
+    /** The organisation the token acts for. */
+    organisationId: p.uuid(),
+    /** Null for client_credentials. */
+    memberId: p.uuid().nullable(),
+    /** Null for client_credentials (no grant). */
+    grantId: () =>
+      p
+        .manyToOne(GrantEntity)
+        .mapToPk()
+        .fieldName("grant_id")
+        .nullable()
+        .foreignKeyName("access_token_grant_id_fkey")
+        .deleteRule("cascade")
+        .updateRule("no action")
+        .index("access_token_grant_id_index"),
+    /** The refresh-token family it was issued with (revoked with that family); null without one. */
+    family: p.uuid().nullable().index("access_token_family_index"),
+    scopes: p.json<string[]>(),
+    createdAt: p.datetime(3),
+    expiresAt: p.datetime(3),
+  },
+  // Withdrawing a grant also ends the pair's client_credentials tokens.
+  indexes: [{ name: "access_token_pair_index", properties: ["organisationId", "clientId"] }],
+});
+
+export type AccessToken = InferEntity<typeof AccessTokenEntity>;

@@ -1,0 +1,74 @@
+// Client authentication at the token, introspection and revocation endpoints
+// (RFC 6749 §2.3, §3.2.1), limited against brute force per client and address.
+import type { ClientCredentials } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import { secretMatches } from "../clients/client-secret.js";
+import { InvalidClient, InvalidRequest } from "../oauth-errors.js";
+import type { FailureLimits } from "../rate-limit/failure-limits.js";
+import type { MikroORM } from "@mikro-orm/postgresql";
+
+export interface AuthenticatedClient {
+  id: string;
+  public: boolean;
+  ownerOrganisationId: string | null;
+  scopes: string[];
+  grantTypes: string[];
+}
+
+export interface ClientAuthenticationDeps {
+  orm: MikroORM;
+  schema: string;
+  limits: FailureLimits;
+}
+
+const METHODS = new Set(["client_secret_basic", "client_secret_post", "none"]);
+
+/**
+ * RFC 6749 §3.2.1: "Confidential clients or other clients issued client
+ * credentials MUST authenticate with the authorization server [...] A client
+ * MAY use the "client_id" request parameter to identify itself when sending
+ * requests to the token endpoint." Public clients send only client_id
+ * (method "none"); a confidential client must send its secret (Basic or in
+ * the body; the gateway refuses both at once, RFC 6749 §2.3).
+ */
+export async function authenticateClient(
+  deps: ClientAuthenticationDeps,
+  credentials: ClientCredentials | undefined,
+  remoteAddress: string,
+): Promise<AuthenticatedClient> {
+  if (!credentials?.clientId) throw new InvalidClient("client authentication is required (client_id)");
+  if (!METHODS.has(credentials.method)) throw new InvalidRequest(`unknown client authentication method ${credentials.method}`);
+  const { clientId, clientSecret } = credentials;
+  await deps.limits.check("client", clientId, remoteAddress);
+  const refuse = async (description: string): Promise<never> => {
+    await deps.limits.fail("client", clientId, remoteAddress);
+    throw new InvalidClient(description);
+  };
+  const [row]: {
+    id: string;
+    public: boolean;
+    owner_organisation_id: string | null;
+    scopes: string[];
+    grant_types: string[];
+    secret_hash: string | null;
+  }[] = await deps.orm.em
+    .fork()
+    .execute(
+      `select "id", "public", "owner_organisation_id", "scopes", "grant_types", "secret_hash" from "${deps.schema}"."client" where "id" = ?`,
+      [clientId],
+    );
+  if (!row) return refuse("client authentication failed");
+  if (row.public) {
+    if (clientSecret !== "") return refuse("client authentication failed: a public client has no secret");
+  } else if (credentials.method === "none") {
+    return refuse("client authentication is required: send the client secret (Basic or client_secret)");
+  } else if (!secretMatches(clientSecret, row.secret_hash)) {
+    return refuse("client authentication failed");
+  }
+  return {
+    id: row.id,
+    public: row.public,
+    ownerOrganisationId: row.owner_organisation_id,
+    scopes: row.scopes,
+    grantTypes: row.grant_types,
+  };
+}

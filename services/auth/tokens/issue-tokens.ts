@@ -1,0 +1,79 @@
+// Writing new access and refresh tokens (inside the caller's transaction),
+// and the answer of the token endpoint (RFC 6749 §5.1).
+import { create } from "@bufbuild/protobuf";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { ExchangeTokenResponseSchema, type ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import { tokenHash } from "../../shared/token-hash.js";
+import { newTokenValue } from "./token-values.js";
+
+export interface TokenTables {
+  schema: string;
+  accessTtlSeconds: number;
+  refreshTtlSeconds: number;
+}
+
+export interface TokensToIssue {
+  clientId: string;
+  organisationId: string;
+  memberId: string | null;
+  grantId: string | null;
+  /** The refresh-token family; null for client_credentials (no refresh token). */
+  family: string | null;
+  /** The access token's scopes. */
+  scopes: string[];
+  /** With a refresh token carrying these (the family's originally granted) scopes. */
+  refresh?: { scopes: string[] };
+}
+
+export interface IssuedTokens {
+  accessToken: string;
+  refreshToken: string;
+  /** When the access token expires (the answer's expires_in counts down to it). */
+  expiresAt: number;
+  scopes: string[];
+}
+
+export async function issueTokens(em: EntityManager, tables: TokenTables, t: TokensToIssue): Promise<IssuedTokens> {
+  const accessToken = newTokenValue("access");
+  const now = Date.now();
+  const expiresAt = now + tables.accessTtlSeconds * 1000;
+  await em.execute(
+    `insert into "${tables.schema}"."access_token"
+       ("hash", "client_id", "organisation_id", "member_id", "grant_id", "family", "scopes", "created_at", "expires_at")
+     values (?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?)`,
+    [tokenHash(accessToken), t.clientId, t.organisationId, t.memberId, t.grantId, t.family, JSON.stringify(t.scopes), new Date(now), new Date(expiresAt)],
+  );
+  let refreshToken = "";
+  if (t.refresh && t.grantId && t.family && t.memberId) {
+    refreshToken = newTokenValue("refresh");
+    await em.execute(
+      `insert into "${tables.schema}"."refresh_token" ("hash", "grant_id", "family", "member_id", "scopes", "created_at", "expires_at")
+       values (?, ?, ?, ?, ?::jsonb, ?, ?)`,
+      [
+        tokenHash(refreshToken),
+        t.grantId,
+        t.family,
+        t.memberId,
+        JSON.stringify(t.refresh.scopes),
+        new Date(now),
+        new Date(now + tables.refreshTtlSeconds * 1000),
+      ],
+    );
+  }
+  return { accessToken, refreshToken, expiresAt, scopes: t.scopes };
+}
+
+/**
+ * RFC 6749 §5.1: access_token, token_type, expires_in, refresh_token (when
+ * issued) and scope ("OPTIONAL, if identical to the scope requested by the
+ * client; otherwise, REQUIRED": always sent, space-separated).
+ */
+export function tokenAnswer(issued: IssuedTokens, now = Date.now()): ExchangeTokenResponse {
+  return create(ExchangeTokenResponseSchema, {
+    accessToken: issued.accessToken,
+    tokenType: "Bearer",
+    expiresIn: BigInt(Math.max(0, Math.round((issued.expiresAt - now) / 1000))),
+    refreshToken: issued.refreshToken,
+    scope: issued.scopes.join(" "),
+  });
+}

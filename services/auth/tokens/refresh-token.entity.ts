@@ -1,0 +1,33 @@
+import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+import { GrantEntity } from "../grants/grant.entity.js";
+
+/** A rotating refresh token (bcr_…), stored by its hash. */
+export const RefreshTokenEntity = defineEntity({
+  name: "RefreshToken",
+  tableName: "refresh_token",
+  properties: {
+    hash: p.text().primary(),
+    grantId: () =>
+      p
+        .manyToOne(GrantEntity)
+        .mapToPk()
+        .fieldName("grant_id")
+        .foreignKeyName("refresh_token_grant_id_fkey")
+        .deleteRule("cascade")
+        .updateRule("no action")
+        .index("refresh_token_grant_id_index"),
+    /** One chain of rotations from one code: revoked together (RFC 7009). */
+    family: p.uuid().index("refresh_token_family_index"),
+    memberId: p.uuid(),
+    /** The scopes originally granted to the family (a refresh may only narrow them). */
+    scopes: p.json<string[]>(),
+    createdAt: p.datetime(3),
+    expiresAt: p.datetime(3),
+    /** When it was exchanged for its successor; null while current. */
+    rotatedAt: p.datetime(3).nullable(),
+    /** The answer of that exchange, AES-256-GCM under a key derived from this token (retry window). */
+    retryAnswer: p.blob().nullable(),
+  },
+});
+
+export type RefreshToken = InferEntity<typeof RefreshTokenEntity>;

@@ -1,0 +1,46 @@
+// The token endpoint (RFC 6749 §3.2) as a short pipeline of named steps:
+// parse the request, authenticate the client, run the grant, answer.
+// node-oidc-provider's lib/actions/token.js has the same shape.
+import type { ExchangeTokenRequest, ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import { authorizationCodeGrant } from "../grants/authorization-code.js";
+import { clientCredentialsGrant } from "../grants/client-credentials.js";
+import type { GrantDeps, GrantModule } from "../grants/grant-module.js";
+import { refreshTokenGrant } from "../grants/refresh-token.js";
+import { InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from "../oauth-errors.js";
+import { authenticateClient, type AuthenticatedClient, type ClientAuthenticationDeps } from "./client-authentication.js";
+
+export const GRANT_MODULES: readonly GrantModule[] = [authorizationCodeGrant, refreshTokenGrant, clientCredentialsGrant];
+
+const byType = new Map(GRANT_MODULES.map((g) => [g.grantType as string, g]));
+
+export type TokenEndpointDeps = GrantDeps & ClientAuthenticationDeps;
+
+export function createTokenEndpoint(deps: TokenEndpointDeps): (request: ExchangeTokenRequest) => Promise<ExchangeTokenResponse> {
+  return async (request) => {
+    const grant = parse(request);
+    const client = await authenticateClient(deps, request.client, request.remoteAddress);
+    allowGrantType(client, grant);
+    return grant.handle({ deps, client, request });
+  };
+}
+
+/**
+ * RFC 6749 §5.2: unsupported_grant_type "The authorization grant type is not
+ * supported by the authorization server"; invalid_request "The request is
+ * missing a required parameter".
+ */
+function parse(request: ExchangeTokenRequest): GrantModule {
+  if (!request.grantType) throw new InvalidRequest("grant_type is required");
+  const grant = byType.get(request.grantType);
+  if (!grant) throw new UnsupportedGrantType(`grant_type must be one of ${GRANT_MODULES.map((g) => g.grantType).join(", ")}`);
+  const missing = grant.parameters.filter((p) => p.required && !request[p.field]).map((p) => p.name);
+  if (missing.length) throw new InvalidRequest(`${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} required for ${grant.grantType}`);
+  return grant;
+}
+
+/** RFC 6749 §5.2 unauthorized_client: "The authenticated client is not authorized to use this authorization grant type." */
+function allowGrantType(client: AuthenticatedClient, grant: GrantModule): void {
+  if (!client.grantTypes.includes(grant.grantType)) {
+    throw new UnauthorizedClient(`this client may not use ${grant.grantType}`);
+  }
+}

@@ -1,0 +1,38 @@
+// CONTRACT: "Revoking an application's access for an organisation deletes
+// that pair's subscriptions." The auth service publishes grant.revoked
+// (withdrawn, refresh-token reuse, code replay) through its outbox; this
+// durable consumer deletes the pair's subscriptions. At least once: deleting
+// twice deletes nothing more.
+import { fromBinary } from "@bufbuild/protobuf";
+import type { MikroORM } from "@mikro-orm/postgresql";
+import { GrantRevokedSchema } from "../../gen/bizcard/events/v1/events_pb.js";
+import type { Consumer, EventBus } from "../shared/event-bus/event-bus.js";
+import type { Logger } from "../shared/logger.js";
+import { isUuid } from "../shared/validation.js";
+import { SubscriptionEntity } from "./subscriptions/subscription.entity.js";
+
+export const GRANT_REVOKED_CONSUMER = "webhook-grant-revoked";
+
+export function consumeGrantRevoked(deps: { bus: EventBus; orm: MikroORM; logger: Logger }): Promise<Consumer> {
+  return deps.bus.consume({ durable: GRANT_REVOKED_CONSUMER, subject: "grant.revoked" }, async (message) => {
+    let event;
+    try {
+      event = fromBinary(GrantRevokedSchema, message.data);
+    } catch (err) {
+      // Redelivering cannot make it readable: dropped, loudly.
+      deps.logger.error({ err, msgId: message.msgId }, "grant.revoked that does not decode; skipped");
+      return;
+    }
+    if (!isUuid(event.organisationId) || !event.clientId) {
+      deps.logger.error({ eventId: event.eventId }, "grant.revoked without a valid pair; skipped");
+      return;
+    }
+    const deleted = await deps.orm.em
+      .fork()
+      .nativeDelete(SubscriptionEntity, { organisationId: event.organisationId.toLowerCase(), clientId: event.clientId });
+    deps.logger.info(
+      { eventId: event.eventId, organisationId: event.organisationId, clientId: event.clientId, reason: event.reason, deleted },
+      "grant revoked: the pair's subscriptions deleted",
+    );
+  });
+}
