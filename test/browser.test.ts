@@ -38,7 +38,7 @@ beforeAll(async () => {
   callbackBase = `http://127.0.0.1:${(callback.address() as AddressInfo).port}`;
   platform = await startPagePlatform("browser");
   browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
+    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
 });
