@@ -50,14 +50,19 @@ const configWith = (overrides: Record<string, string>) =>
     ...overrides,
   });
 
-/** The seam a2 fills with PostgreSQL counters; here a plain count, so that these tests do not depend on it. */
+/**
+ * The seam a2 fills with PostgreSQL counters; here a plain list of the points
+ * kept (taken before the credential is looked at, given back when it was right),
+ * so that these tests do not depend on it.
+ */
 const failures: string[] = [];
 const limits: FailureLimits = {
-  check: async (kind, subject) => {
+  consume: async (kind, subject) => {
     if (kind === "client" && subject === "bc_limited") throw rateLimited("invalid_client", 7);
-  },
-  fail: async (kind, subject) => {
     failures.push(`${kind}:${subject}`);
+  },
+  refund: async (kind, subject) => {
+    failures.splice(failures.lastIndexOf(`${kind}:${subject}`), 1);
   },
 };
 

@@ -31,6 +31,15 @@ export const refreshTokenGrant: GrantModule = {
     const presented = request.refreshToken;
     const hash = tokenHash(presented);
     const issued = await deps.orm.em.fork().transactional(async (em) => {
+      // The grant first (grant-lock.ts): a revocation of the grant or of this
+      // family running now either ends before this (nothing left to rotate)
+      // or waits for this commit and then deletes what it issued.
+      const locked: unknown[] = await em.execute(
+        `select 1 from "${schema}"."grant" g join "${schema}"."refresh_token" r on r."grant_id" = g."id"
+          where r."hash" = ? for key share of g`,
+        [hash],
+      );
+      if (locked.length === 0) return undefined;
       // Rotation, atomically: the row lock makes a concurrent refresh with the
       // same token wait for this commit, then see it rotated (and the answer).
       // RFC 6749 §6: "validate the refresh token" and "ensure that the refresh

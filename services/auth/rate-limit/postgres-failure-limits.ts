@@ -10,10 +10,12 @@
 // client authentications for one client from one address, or
 // RATE_LIMIT_ADDRESS_FAILURES failures of either kind from one address, the
 // next attempt is refused (RESOURCE_EXHAUSTED, Retry-After) until the window
-// ends. Only failures count: a refused attempt never looked at a credential,
-// and counts nothing. Known limit: attempts in flight together are all
-// checked before any of them fails, so a burst may pass the limit by its own
-// size (once; the window then refuses everything).
+// ends. Every attempt takes its point first (the library's consume, one
+// atomic upsert) and a right credential gives it back (reward): attempts in
+// flight together cannot all pass a check made before any of them failed.
+// A refused attempt keeps its point (it changes nothing: the window is fixed).
+// Known limit: a reward landing after its window ended starts the next window
+// at -1 (one extra attempt there).
 //
 // Callers: check and fail outside any transaction. On the embedded start the
 // pool has one connection; a transaction holding it would wait forever here.
@@ -89,16 +91,26 @@ export function createPostgresFailureLimits(orm: MikroORM, schema: string, setti
     ...(address ? [[addresses, keyOf(address)] as [RateLimiterPostgres, string]] : []),
   ];
 
+  /** Takes a point from every bucket; the longest wait of those now past their limit, or 0. */
+  const take = async (kind: FailureKind, subject: string, address: string): Promise<number> => {
+    const settled = await Promise.allSettled(buckets(kind, subject, address).map(([l, key]) => l.consume(key, 1)));
+    let waitMs = 0;
+    for (const s of settled) {
+      if (s.status === "fulfilled") continue;
+      // The library rejects with a RateLimiterRes when over, with an Error when the store failed.
+      if (s.reason instanceof Error) throw s.reason;
+      waitMs = Math.max(waitMs, (s.reason as RateLimiterRes).msBeforeNext, 1);
+    }
+    return waitMs;
+  };
+
   return {
-    async check(kind, subject, address) {
-      const found = await Promise.all(buckets(kind, subject, address).map(async ([l, key]) => [l, await l.get(key)] as const));
-      const over = found
-        .filter((f): f is readonly [RateLimiterPostgres, RateLimiterRes] => f[1] !== null && f[1].consumedPoints >= f[0].points)
-        .map(([, res]) => res.msBeforeNext);
-      if (over.length) throw rateLimited(errorOf(kind), Math.max(...over) / 1000);
+    async consume(kind, subject, address) {
+      const waitMs = await take(kind, subject, address);
+      if (waitMs > 0) throw rateLimited(errorOf(kind), waitMs / 1000);
     },
-    async fail(kind, subject, address) {
-      await Promise.all(buckets(kind, subject, address).map(([l, key]) => l.penalty(key, 1)));
+    async refund(kind, subject, address) {
+      await Promise.all(buckets(kind, subject, address).map(([l, key]) => l.reward(key, 1)));
     },
   };
 }

@@ -20,6 +20,28 @@ export interface ClientAuthenticationDeps {
   limits: FailureLimits;
 }
 
+interface ClientRow {
+  id: string;
+  public: boolean;
+  owner_organisation_id: string | null;
+  scopes: string[];
+  grant_types: string[];
+  secret_hash: string | null;
+}
+
+/** Why the credentials are refused, or undefined when they are right. */
+function refusal(row: ClientRow | undefined, credentials: ClientCredentials): string | undefined {
+  if (!row) return "client authentication failed";
+  if (row.public) {
+    if (credentials.clientSecret !== "") return "client authentication failed: a public client has no secret";
+  } else if (credentials.method === "none") {
+    return "client authentication is required: send the client secret (Basic or client_secret)";
+  } else if (!secretMatches(credentials.clientSecret, row.secret_hash)) {
+    return "client authentication failed";
+  }
+  return undefined;
+}
+
 const METHODS = new Set(["client_secret_basic", "client_secret_post", "none"]);
 
 /**
@@ -37,33 +59,26 @@ export async function authenticateClient(
 ): Promise<AuthenticatedClient> {
   if (!credentials?.clientId) throw new InvalidClient("client authentication is required (client_id)");
   if (!METHODS.has(credentials.method)) throw new InvalidRequest(`unknown client authentication method ${credentials.method}`);
-  const { clientId, clientSecret } = credentials;
-  await deps.limits.check("client", clientId, remoteAddress);
-  const refuse = async (description: string): Promise<never> => {
-    await deps.limits.fail("client", clientId, remoteAddress);
-    throw new InvalidClient(description);
-  };
-  const [row]: {
-    id: string;
-    public: boolean;
-    owner_organisation_id: string | null;
-    scopes: string[];
-    grant_types: string[];
-    secret_hash: string | null;
-  }[] = await deps.orm.em
-    .fork()
-    .execute(
-      `select "id", "public", "owner_organisation_id", "scopes", "grant_types", "secret_hash" from "${deps.schema}"."client" where "id" = ?`,
-      [clientId],
-    );
-  if (!row) return refuse("client authentication failed");
-  if (row.public) {
-    if (clientSecret !== "") return refuse("client authentication failed: a public client has no secret");
-  } else if (credentials.method === "none") {
-    return refuse("client authentication is required: send the client secret (Basic or client_secret)");
-  } else if (!secretMatches(clientSecret, row.secret_hash)) {
-    return refuse("client authentication failed");
+  const { clientId } = credentials;
+  // Counted before the secret is looked at, given back when it was right
+  // (rate-limit/failure-limits.ts): a burst cannot outrun the limit.
+  await deps.limits.consume("client", clientId, remoteAddress);
+  let row: ClientRow | undefined;
+  let failure: string | undefined;
+  try {
+    [row] = await deps.orm.em
+      .fork()
+      .execute(
+        `select "id", "public", "owner_organisation_id", "scopes", "grant_types", "secret_hash" from "${deps.schema}"."client" where "id" = ?`,
+        [clientId],
+      );
+    failure = refusal(row, credentials);
+  } finally {
+    // Only a refused credential keeps its point; a right one, or a failure
+    // to look (the database), gives it back.
+    if (failure === undefined) await deps.limits.refund("client", clientId, remoteAddress);
   }
+  if (failure !== undefined || !row) throw new InvalidClient(failure ?? "client authentication failed");
   return {
     id: row.id,
     public: row.public,
