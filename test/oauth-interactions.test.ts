@@ -551,6 +551,9 @@ describe("FailureLimits on PostgreSQL", () => {
       await limits.consume("client", "bc_limited", "192.0.2.50");
       await limits.refund("client", "bc_limited", "192.0.2.50");
       for (let i = 0; i < 3; i++) await limits.consume("client", "bc_limited", "192.0.2.50");
+      // At the limit: a read refuses now (the next consume would too).
+      expect(oauthError(await rpcError(limits.check("client", "bc_limited", "192.0.2.50")))?.error).toBe("invalid_client");
+      await limits.check("client", "bc_limited", "192.0.2.51");
       const err = await rpcError(limits.consume("client", "bc_limited", "192.0.2.50"));
       expect(err.code).toBe(Code.ResourceExhausted);
       expect(oauthError(err)).toMatchObject({ error: "invalid_client" });

@@ -165,7 +165,7 @@ async function bearer(accessToken: string): Promise<string> {
 
 const count = <T>(items: T[], pick: (t: T) => boolean) => items.filter(pick).length;
 
-describe("failure limits take their point before the credential is looked at", () => {
+describe("failure limits count atomically: a parallel burst cannot outrun them", () => {
   it("of a burst of 25 parallel wrong client secrets at most 10 are judged (401); the rest, and then the right secret, are 429", async () => {
     const target = await register("Burst target");
     const burst = await Promise.all(
@@ -179,13 +179,16 @@ describe("failure limits take their point before the credential is looked at", (
     expect(Number(right.headers.get("retry-after"))).toBeGreaterThan(0);
   });
 
-  it("a right secret gives its point back: many successes in a row are never limited", async () => {
+  it("a right secret counts nothing (the hot path writes no counter): many successes in a row are never limited", async () => {
     const client = await register("Busy");
+    const counters = async () => (await auth.app.orm.em.fork().execute(`select count(*)::int as "n" from "auth"."rate_limit"`))[0].n as number;
+    const before = await counters();
     for (let i = 0; i < 15; i++) {
       // Invalid grant (400), but only after the client authenticated.
       const a = await token({ grant_type: "authorization_code", code: "bcc_unknown", redirect_uri: REDIRECT, ...post(client) });
       expect(a.status, JSON.stringify(a.body)).toBe(400);
     }
+    expect(await counters()).toBe(before);
   });
 
   it("of a burst of 20 parallel wrong passwords at most 10 are judged; the rest, and then the right password, are refused", async () => {

@@ -10,11 +10,11 @@
 // client authentications for one client from one address, or
 // RATE_LIMIT_ADDRESS_FAILURES failures of either kind from one address, the
 // next attempt is refused (RESOURCE_EXHAUSTED, Retry-After) until the window
-// ends. Every attempt takes its point first (the library's consume, one
-// atomic upsert) and a right credential gives it back (reward): attempts in
-// flight together cannot all pass a check made before any of them failed.
+// ends. consume() is the library's consume (one atomic upsert that returns
+// the new count), refund() its reward, check() its get (a read); see
+// failure-limits.ts for how logins and client authentication use them.
 // A refused attempt keeps its point (it changes nothing: the window is fixed).
-// Known limit: a reward landing after its window ended starts the next window
+// Known limit: a refund landing after its window ended starts the next window
 // at -1 (one extra attempt there).
 //
 // Callers: check and fail outside any transaction. On the embedded start the
@@ -108,6 +108,13 @@ export function createPostgresFailureLimits(orm: MikroORM, schema: string, setti
     async consume(kind, subject, address) {
       const waitMs = await take(kind, subject, address);
       if (waitMs > 0) throw rateLimited(errorOf(kind), waitMs / 1000);
+    },
+    async check(kind, subject, address) {
+      const found = await Promise.all(buckets(kind, subject, address).map(async ([l, key]) => [l, await l.get(key)] as const));
+      const over = found
+        .filter((f): f is readonly [RateLimiterPostgres, RateLimiterRes] => f[1] !== null && f[1].consumedPoints >= f[0].points)
+        .map(([, res]) => res.msBeforeNext);
+      if (over.length) throw rateLimited(errorOf(kind), Math.max(...over) / 1000);
     },
     async refund(kind, subject, address) {
       await Promise.all(buckets(kind, subject, address).map(([l, key]) => l.reward(key, 1)));

@@ -60,25 +60,29 @@ export async function authenticateClient(
   if (!credentials?.clientId) throw new InvalidClient("client authentication is required (client_id)");
   if (!METHODS.has(credentials.method)) throw new InvalidRequest(`unknown client authentication method ${credentials.method}`);
   const { clientId } = credentials;
-  // Counted before the secret is looked at, given back when it was right
-  // (rate-limit/failure-limits.ts): a burst cannot outrun the limit.
-  await deps.limits.consume("client", clientId, remoteAddress);
-  let row: ClientRow | undefined;
-  let failure: string | undefined;
-  try {
-    [row] = await deps.orm.em
+  // The secret first, then the limits (rate-limit/failure-limits.ts): a
+  // wrong one is counted atomically and answered 429 once past the limit; a
+  // right one is refused too while the limit is exceeded (read in parallel
+  // with the client's row: the hot path writes nothing).
+  const [rows, limited] = await Promise.all([
+    deps.orm.em
       .fork()
-      .execute(
+      .execute<ClientRow[]>(
         `select "id", "public", "owner_organisation_id", "scopes", "grant_types", "secret_hash" from "${deps.schema}"."client" where "id" = ?`,
         [clientId],
-      );
-    failure = refusal(row, credentials);
-  } finally {
-    // Only a refused credential keeps its point; a right one, or a failure
-    // to look (the database), gives it back.
-    if (failure === undefined) await deps.limits.refund("client", clientId, remoteAddress);
+      ),
+    deps.limits.check("client", clientId, remoteAddress).then(
+      () => undefined,
+      (err: unknown) => err,
+    ),
+  ]);
+  const row = rows[0];
+  const failure = refusal(row, credentials);
+  if (failure !== undefined || !row) {
+    await deps.limits.consume("client", clientId, remoteAddress);
+    throw new InvalidClient(failure ?? "client authentication failed");
   }
-  if (failure !== undefined || !row) throw new InvalidClient(failure ?? "client authentication failed");
+  if (limited !== undefined) throw limited;
   return {
     id: row.id,
     public: row.public,
