@@ -279,6 +279,53 @@ describe("consent", () => {
   });
 });
 
+describe("refresh tokens", () => {
+  it("within the window, a retried refresh gets the same pair only while that pair's refresh token is unused; after, it is reuse", async () => {
+    const client = await register("Retrier");
+    const first = await tokensFor(client);
+    const second = await token({ grant_type: "refresh_token", refresh_token: first.refresh_token, ...post(client) });
+    expect(second.status).toBe(200);
+    // The answer was lost: the same token again gets the same pair.
+    const retried = await token({ grant_type: "refresh_token", refresh_token: first.refresh_token, ...post(client) });
+    expect(retried.body).toEqual(expect.objectContaining({ access_token: second.body.access_token, refresh_token: second.body.refresh_token }));
+    const third = await token({ grant_type: "refresh_token", refresh_token: second.body.refresh_token!, ...post(client) });
+    expect(third.status).toBe(200);
+    // The first token again, though its successor was used: not a lost answer. Reuse: the grant ends.
+    const stale = await token({ grant_type: "refresh_token", refresh_token: first.refresh_token, ...post(client) });
+    expect(stale.status).toBe(400);
+    expect(stale.body.error).toBe("invalid_grant");
+    expect(stale.body).not.toHaveProperty("access_token");
+    expect(await bearer(third.body.access_token!)).toBe("invalid_token");
+    expect((await token({ grant_type: "refresh_token", refresh_token: third.body.refresh_token!, ...post(client) })).status).toBe(400);
+  });
+
+  it("RFC 7009: revoking an already rotated refresh token ends its whole family", async () => {
+    const client = await register("Revoker");
+    const first = await tokensFor(client);
+    const second = await token({ grant_type: "refresh_token", refresh_token: first.refresh_token, ...post(client) });
+    await rpc().revokeToken({ client: { clientId: client.id, clientSecret: client.secret, method: "client_secret_basic" }, token: first.refresh_token });
+    expect(await bearer(second.body.access_token!)).toBe("invalid_token");
+    expect((await token({ grant_type: "refresh_token", refresh_token: second.body.refresh_token!, ...post(client) })).status).toBe(400);
+  });
+});
+
+describe("interactions", () => {
+  it("an expired interaction can neither be shown, logged into nor consented to", async () => {
+    sessionId ??= await loginOnce();
+    const parameters = create(AuthorizationParametersSchema, { responseType: "code", clientId: app.id, redirectUri: REDIRECT, state: "st" });
+    const { interactionId } = await rpc().startAuthorization({ parameters, sessionId });
+    const { interaction } = await rpc().getInteraction({ interactionId, sessionId });
+    await auth.app.orm.em.fork().execute(`update "auth"."interaction" set "expires_at" = now() - interval '1 second' where "id" = ?`, [interactionId]);
+    expect((await rpcError(rpc().getInteraction({ interactionId }))).code).toBe(Code.NotFound);
+    const csrfToken = interaction!.csrfToken;
+    expect((await rpcError(rpc().login({ interactionId, csrfToken, email: "ada@security.test", password: PASSWORD, remoteAddress: "192.0.2.202" }))).code).toBe(
+      Code.NotFound,
+    );
+    const consent = rpc().decideConsent({ interactionId, sessionId, csrfToken, decision: ConsentDecision.ALLOW, parameters: interaction!.parameters });
+    expect((await rpcError(consent)).code).toBe(Code.NotFound);
+  });
+});
+
 describe("revocations racing the issue of tokens under the same grant", () => {
   // Each round fires the two at once; the outcome must be the same whichever wins.
   const ROUNDS = 20;

@@ -84,8 +84,11 @@ export const refreshTokenGrant: GrantModule = {
     if (old.in_window && old.retry_answer) {
       // CONTRACT: "the same refresh token presented again within a short
       // window (default 30 s) by the same client returns the same new pair".
+      // Only while that pair's refresh token is unused: a client that lost the
+      // answer never had it, so once it was rotated (or revoked) this is not a
+      // lost answer retried but the old token in other hands (reuse).
       const answer = openAnswer(presented, old.retry_answer);
-      if (answer) return tokenAnswer(answer);
+      if (answer && (await successorUnused(answer.refreshToken))) return tokenAnswer(answer);
     }
     // RFC 9700 §4.14.2: "If a refresh token is compromised and subsequently
     // used by both the attacker and the legitimate client, one of them will
@@ -95,5 +98,14 @@ export const refreshTokenGrant: GrantModule = {
     // revoke the active refresh token. This stops the attack".
     await deps.grants.revokeGrant(old.organisation_id, old.client_id, "refresh_token_reuse");
     throw new InvalidGrant("the refresh token was already used; the grant is revoked");
+
+    async function successorUnused(refreshToken: string): Promise<boolean> {
+      const rows: unknown[] = await deps.orm.em
+        .fork()
+        .execute(`select 1 from "${schema}"."refresh_token" where "hash" = ? and "rotated_at" is null and "expires_at" > now()`, [
+          tokenHash(refreshToken),
+        ]);
+      return rows.length === 1;
+    }
   },
 };
