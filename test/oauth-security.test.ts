@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildGateway } from "../gateway/app.js";
 import { createServiceClients } from "../gateway/clients.js";
@@ -24,7 +25,9 @@ import { createOrganisationApp } from "../services/organisation/organisation-app
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
+import { tokenHash as tokenHashOf } from "../services/shared/token-hash.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { waitFor } from "./support/processes.js";
 import { rpcError } from "./support/rpc.js";
 import { openTestBus, startService, type StartedService } from "./support/services.js";
 
@@ -326,67 +329,92 @@ describe("interactions", () => {
   });
 });
 
-describe("revocations racing the issue of tokens under the same grant", () => {
-  // Each round fires the two at once; the outcome must be the same whichever wins.
-  const ROUNDS = 20;
+/**
+ * Holds a row lock in a transaction of its own while `during` runs, so that
+ * the requests fired there queue up behind it in a known order; `waiting(n)`
+ * waits until n sessions of the test database wait for a lock. Then commits.
+ */
+async function holdingRow(lockSql: string, values: unknown[], during: (waiting: (n: number) => Promise<void>) => Promise<void>) {
+  const holder = new pg.Client({ connectionString: db.url });
+  const probe = new pg.Client({ connectionString: db.url });
+  await Promise.all([holder.connect(), probe.connect()]);
+  try {
+    await holder.query("begin");
+    expect((await holder.query(lockSql, values)).rowCount).toBe(1);
+    await during(async (n) => {
+      await waitFor(
+        async () => {
+          const { rows } = await probe.query(
+            `select count(*)::int as "n" from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+          );
+          return (rows[0] as { n: number }).n >= n;
+        },
+        10_000,
+        `${n} sessions waiting for a lock`,
+      );
+    });
+  } finally {
+    await holder.query("rollback").catch(() => undefined);
+    await Promise.all([holder.end(), probe.end()]);
+  }
+}
 
-  it("RevokeGrant during refreshes: never a server error, and nothing issued survives", async () => {
-    for (let round = 0; round < ROUNDS; round++) {
-      const first = await tokensFor(app);
-      const [refreshed, revoked] = await Promise.all([
-        token({ grant_type: "refresh_token", refresh_token: first.refresh_token, ...post(app) }),
-        rpc().revokeGrant({ organisationId: orgId, clientId: app.id }).then(
-          () => "ok",
-          (e) => ConnectError.from(e).message,
-        ),
-      ]);
-      expect(revoked).toBe("ok");
-      expect([200, 400], JSON.stringify(refreshed.body)).toContain(refreshed.status);
-      expect(await bearer(first.access_token)).toBe("invalid_token");
-      if (refreshed.status === 200) {
-        expect(await bearer(refreshed.body.access_token!)).toBe("invalid_token");
-        const again = await token({ grant_type: "refresh_token", refresh_token: refreshed.body.refresh_token!, ...post(app) });
-        expect(again.status).toBe(400);
-      }
-    }
+const settle = <T>(p: Promise<T>) => p.then((value) => ({ value }), (error: unknown) => ({ error: ConnectError.from(error).message }));
+
+describe("revocations racing the issue of tokens under the same grant (ordered by a held row lock)", () => {
+  const revokeGrant = () => settle(rpc().revokeGrant({ organisationId: orgId, clientId: app.id }));
+
+  it("RevokeGrant while a refresh is rotating: no deadlock (server error), and what the refresh issued is revoked too", async () => {
+    const first = await tokensFor(app);
+    let refreshed!: Promise<Answer>;
+    let revoked!: ReturnType<typeof revokeGrant>;
+    await holdingRow(`select 1 from "auth"."refresh_token" where "hash" = $1 for update`, [tokenHashOf(first.refresh_token)], async (waiting) => {
+      refreshed = token({ grant_type: "refresh_token", refresh_token: first.refresh_token, ...post(app) });
+      await waiting(1);
+      revoked = revokeGrant();
+      await waiting(2);
+    });
+    const [r, g] = await Promise.all([refreshed, revoked]);
+    expect(g).toEqual({ value: expect.anything() });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(await bearer(r.body.access_token!)).toBe("invalid_token");
+    expect((await token({ grant_type: "refresh_token", refresh_token: r.body.refresh_token!, ...post(app) })).status).toBe(400);
   });
 
-  it("RevokeGrant during a code exchange: never a server error, and nothing issued survives", async () => {
-    for (let round = 0; round < ROUNDS; round++) {
-      const { code, verifier } = await consentedCode(app);
-      const [exchanged, revoked] = await Promise.all([
-        token({ grant_type: "authorization_code", code, redirect_uri: REDIRECT, code_verifier: verifier, ...post(app) }),
-        rpc().revokeGrant({ organisationId: orgId, clientId: app.id }).then(
-          () => "ok",
-          (e) => ConnectError.from(e).message,
-        ),
-      ]);
-      expect(revoked).toBe("ok");
-      expect([200, 400], JSON.stringify(exchanged.body)).toContain(exchanged.status);
-      if (exchanged.status === 200) {
-        expect(await bearer(exchanged.body.access_token!)).toBe("invalid_token");
-        expect((await token({ grant_type: "refresh_token", refresh_token: exchanged.body.refresh_token!, ...post(app) })).status).toBe(400);
-      }
-    }
+  it("RevokeGrant while a code is being exchanged: no deadlock (server error), and what the exchange issued is revoked too", async () => {
+    const { code, verifier } = await consentedCode(app);
+    let exchanged!: Promise<Answer>;
+    let revoked!: ReturnType<typeof revokeGrant>;
+    await holdingRow(`select 1 from "auth"."authorization_code" where "hash" = $1 for update`, [tokenHashOf(code)], async (waiting) => {
+      exchanged = token({ grant_type: "authorization_code", code, redirect_uri: REDIRECT, code_verifier: verifier, ...post(app) });
+      await waiting(1);
+      revoked = revokeGrant();
+      await waiting(2);
+    });
+    const [x, g] = await Promise.all([exchanged, revoked]);
+    expect(g).toEqual({ value: expect.anything() });
+    expect(x.status, JSON.stringify(x.body)).toBe(200);
+    expect(await bearer(x.body.access_token!)).toBe("invalid_token");
+    expect((await token({ grant_type: "refresh_token", refresh_token: x.body.refresh_token!, ...post(app) })).status).toBe(400);
   });
 
-  it("RFC 7009 revocation of a refresh token during its rotation: the family's new tokens do not survive", async () => {
+  it("RFC 7009 revocation of a refresh token while it rotates: the family's new tokens are revoked too", async () => {
+    const first = await tokensFor(app);
     const creds = { clientId: app.id, clientSecret: app.secret, method: "client_secret_post" };
-    for (let round = 0; round < ROUNDS; round++) {
-      const first = await tokensFor(app);
-      const [refreshed] = await Promise.all([
-        token({ grant_type: "refresh_token", refresh_token: first.refresh_token, ...post(app) }),
-        rpc().revokeToken({ client: creds, token: first.refresh_token }),
-      ]);
-      expect([200, 400], JSON.stringify(refreshed.body)).toContain(refreshed.status);
-      expect(await bearer(first.access_token)).toBe("invalid_token");
-      if (refreshed.status === 200) {
-        expect(await bearer(refreshed.body.access_token!)).toBe("invalid_token");
-        const again = await token({ grant_type: "refresh_token", refresh_token: refreshed.body.refresh_token!, ...post(app) });
-        expect(again.status).toBe(400);
-      }
-    }
-    // The grant itself lives on (only families were revoked): a new code still works.
+    let refreshed!: Promise<Answer>;
+    let revoked!: ReturnType<typeof settle>;
+    await holdingRow(`select 1 from "auth"."refresh_token" where "hash" = $1 for update`, [tokenHashOf(first.refresh_token)], async (waiting) => {
+      refreshed = token({ grant_type: "refresh_token", refresh_token: first.refresh_token, ...post(app) });
+      await waiting(1);
+      revoked = settle(rpc().revokeToken({ client: creds, token: first.refresh_token }));
+      await waiting(2);
+    });
+    const [r, v] = await Promise.all([refreshed, revoked]);
+    expect(v).toEqual({ value: expect.anything() });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(await bearer(r.body.access_token!)).toBe("invalid_token");
+    expect((await token({ grant_type: "refresh_token", refresh_token: r.body.refresh_token!, ...post(app) })).status).toBe(400);
+    // The grant itself lives on (only the family was revoked): a new code still works.
     expect(await bearer((await tokensFor(app)).access_token)).toBe(orgId);
   });
 });
