@@ -8,6 +8,7 @@ import { issueTokens, tokenAnswer } from "../tokens/issue-tokens.js";
 import { openAnswer, sealAnswer } from "../tokens/retry-answer.js";
 import { narrowScope } from "../tokens/scope-parameter.js";
 import type { GrantModule } from "./grant-module.js";
+import { lockGrantOfRefreshToken } from "./grant-lock.js";
 
 interface RefreshRow {
   grant_id: string;
@@ -34,12 +35,7 @@ export const refreshTokenGrant: GrantModule = {
       // The grant first (grant-lock.ts): a revocation of the grant or of this
       // family running now either ends before this (nothing left to rotate)
       // or waits for this commit and then deletes what it issued.
-      const locked: unknown[] = await em.execute(
-        `select 1 from "${schema}"."grant" g join "${schema}"."refresh_token" r on r."grant_id" = g."id"
-          where r."hash" = ? for key share of g`,
-        [hash],
-      );
-      if (locked.length === 0) return undefined;
+      if (!(await lockGrantOfRefreshToken(em, schema, hash))) return undefined;
       // Rotation, atomically: the row lock makes a concurrent refresh with the
       // same token wait for this commit, then see it rotated (and the answer).
       // RFC 6749 §6: "validate the refresh token" and "ensure that the refresh
