@@ -157,7 +157,8 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
         organisationId: session.organisationId,
         memberId: session.memberId,
         // RFC 6749 §4.1.3: the token request repeats redirect_uri "if the
-        // redirect_uri parameter was included in the authorization request".
+        // redirect_uri parameter was included in the authorization request";
+        // when it was not, the token request may name none or the one used.
         redirectUri: parameters.redirectUri,
         redirectUriOmitted: !parameters.redirectUriSent,
         scopes: request.scopes,

@@ -17,7 +17,7 @@
 // Known limit: a refund landing after its window ended starts the next window
 // at -1 (one extra attempt there).
 //
-// Callers: check and fail outside any transaction. On the embedded start the
+// Callers: consume, refund and check outside any transaction. On the embedded start the
 // pool has one connection; a transaction holding it would wait forever here.
 import { createHash } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
