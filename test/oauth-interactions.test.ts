@@ -406,6 +406,7 @@ describe("consent", () => {
       organisationId: orgId,
       memberId: expect.any(String),
       redirectUri: "https://app.example/cb?tenant=1",
+      redirectUriOmitted: false,
       scopes: ["organisation:read", "webhooks:write"],
       codeChallenge: CHALLENGE,
     });
@@ -546,20 +547,21 @@ describe("FailureLimits on PostgreSQL", () => {
         RATE_LIMIT_CLIENT_AUTH_FAILURES: 3,
         RATE_LIMIT_ADDRESS_FAILURES: 5,
       });
-      for (let i = 0; i < 3; i++) {
-        await limits.check("client", "bc_limited", "192.0.2.50");
-        await limits.fail("client", "bc_limited", "192.0.2.50");
-      }
-      const err = await rpcError(limits.check("client", "bc_limited", "192.0.2.50"));
+      // Each attempt takes its point first; a right credential gives it back.
+      await limits.consume("client", "bc_limited", "192.0.2.50");
+      await limits.refund("client", "bc_limited", "192.0.2.50");
+      for (let i = 0; i < 3; i++) await limits.consume("client", "bc_limited", "192.0.2.50");
+      // At the limit: a read refuses now (the next consume would too).
+      expect(oauthError(await rpcError(limits.check("client", "bc_limited", "192.0.2.50")))?.error).toBe("invalid_client");
+      await limits.check("client", "bc_limited", "192.0.2.51");
+      const err = await rpcError(limits.consume("client", "bc_limited", "192.0.2.50"));
       expect(err.code).toBe(Code.ResourceExhausted);
       expect(oauthError(err)).toMatchObject({ error: "invalid_client" });
       expect(oauthError(err)?.retryAfterSeconds).toBeGreaterThan(0);
-      await limits.check("client", "bc_limited", "192.0.2.51");
-      // Two more failures from .50 (other subjects) reach the address's 5.
-      await limits.fail("login", "x@acme.test", "192.0.2.50");
-      await limits.check("client", "bc_other", "192.0.2.50");
-      await limits.fail("client", "bc_other", "192.0.2.50");
-      const byAddress = await rpcError(limits.check("login", "fresh@acme.test", "192.0.2.50"));
+      await limits.consume("client", "bc_limited", "192.0.2.51");
+      // The address has 5 points taken (.50's four attempts of bc_limited and one other).
+      await limits.consume("login", "x@acme.test", "192.0.2.50");
+      const byAddress = await rpcError(limits.consume("login", "fresh@acme.test", "192.0.2.50"));
       expect(oauthError(byAddress)).toMatchObject({ error: "invalid_credentials" });
     } finally {
       await orm.close();

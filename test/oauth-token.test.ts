@@ -50,14 +50,23 @@ const configWith = (overrides: Record<string, string>) =>
     ...overrides,
   });
 
-/** The seam a2 fills with PostgreSQL counters; here a plain count, so that these tests do not depend on it. */
+/**
+ * The seam a2 fills with PostgreSQL counters; here a plain list of the
+ * failures counted, and a set of clients over their limit, so that these
+ * tests do not depend on it.
+ */
 const failures: string[] = [];
+const limitedClients = new Set(["bc_limited"]);
 const limits: FailureLimits = {
   check: async (kind, subject) => {
-    if (kind === "client" && subject === "bc_limited") throw rateLimited("invalid_client", 7);
+    if (kind === "client" && limitedClients.has(subject)) throw rateLimited("invalid_client", 7);
   },
-  fail: async (kind, subject) => {
+  consume: async (kind, subject) => {
     failures.push(`${kind}:${subject}`);
+    if (kind === "client" && limitedClients.has(subject)) throw rateLimited("invalid_client", 7);
+  },
+  refund: async (kind, subject) => {
+    failures.splice(failures.lastIndexOf(`${kind}:${subject}`), 1);
   },
 };
 
@@ -290,11 +299,21 @@ describe("authorization_code", () => {
     expectTokens(await token({ grant_type: "authorization_code", code, redirect_uri: REDIRECT, ...post(confidential) }), { refresh: true });
   });
 
-  it("asks the failure limits first: a limited client is 429 with Retry-After before its secret is checked", async () => {
+  it("a client over its failure limit is 429 with Retry-After, whether its secret is right or wrong", async () => {
     const a = await token({ grant_type: "client_credentials", client_id: "bc_limited", client_secret: "x" });
     expect(a.status).toBe(429);
     expect(a.headers.get("retry-after")).toBe("7");
     expect(a.body.error).toBe("invalid_client");
+    limitedClients.add(owned.id);
+    try {
+      const right = await token({ grant_type: "client_credentials", ...post(owned) });
+      expect(right.status).toBe(429);
+      expect(right.body.error).toBe("invalid_client");
+      const wrong = await token({ grant_type: "client_credentials", client_id: owned.id, client_secret: "bcs_wrong" });
+      expect(wrong.status).toBe(429);
+    } finally {
+      limitedClients.delete(owned.id);
+    }
   });
 
   it("a replayed code fails with invalid_grant and revokes the grant and the tokens it issued", async () => {

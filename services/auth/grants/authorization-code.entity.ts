@@ -20,7 +20,10 @@ export const AuthorizationCodeEntity = defineEntity({
     clientId: p.text(),
     organisationId: p.uuid(),
     memberId: p.uuid(),
+    /** Where the code went (the request's redirect_uri, or the client's only one when it named none). */
     redirectUri: p.text(),
+    /** The authorization request named no redirect_uri: the token request need not either. */
+    redirectUriOmitted: p.boolean().default(false),
     scopes: p.json<string[]>(),
     /** RFC 7636 S256 challenge; "" when the confidential client sent none. */
     codeChallenge: p.text(),

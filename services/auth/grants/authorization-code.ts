@@ -4,6 +4,7 @@ import { tokenHash } from "../../shared/token-hash.js";
 import { InvalidGrant } from "../oauth-errors.js";
 import { issueTokens, tokenAnswer } from "../tokens/issue-tokens.js";
 import type { GrantModule } from "./grant-module.js";
+import { lockGrantForIssue } from "./grant-lock.js";
 
 /** RFC 7636 §4.1: code-verifier = 43*128unreserved; unreserved = ALPHA / DIGIT / "-" / "." / "_" / "~". */
 const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
@@ -14,6 +15,7 @@ interface CodeRow {
   organisation_id: string;
   member_id: string;
   redirect_uri: string;
+  redirect_uri_omitted: boolean;
   scopes: string[];
   code_challenge: string;
   used: boolean;
@@ -33,7 +35,7 @@ export const authorizationCodeGrant: GrantModule = {
     const { schema } = deps.tables;
     const hash = tokenHash(request.code);
     const [code]: CodeRow[] = await deps.orm.em.fork().execute(
-      `select "grant_id", "client_id", "organisation_id", "member_id", "redirect_uri", "scopes", "code_challenge",
+      `select "grant_id", "client_id", "organisation_id", "member_id", "redirect_uri", "redirect_uri_omitted", "scopes", "code_challenge",
               "used_at" is not null as "used", "expires_at" <= now() as "expired"
          from "${schema}"."authorization_code" where "hash" = ?`,
       [hash],
@@ -48,7 +50,10 @@ export const authorizationCodeGrant: GrantModule = {
     // RFC 6749 §4.1.3: "ensure that the "redirect_uri" parameter is present if
     // the "redirect_uri" parameter was included in the initial authorization
     // request [...] and if included ensure that their values are identical."
-    if (request.redirectUri !== code.redirect_uri) {
+    // A request that named none went to the client's only registered one: a
+    // token request may still send that one (as strict libraries do), never another.
+    const redirectOk = request.redirectUri === "" ? code.redirect_uri_omitted : request.redirectUri === code.redirect_uri;
+    if (!redirectOk) {
       throw new InvalidGrant("redirect_uri does not match the one of the authorization request");
     }
     checkPkce(code.code_challenge, request.codeVerifier, client.public);
@@ -58,6 +63,10 @@ export const authorizationCodeGrant: GrantModule = {
     if (code.used) return replayed(code);
     const family = randomUUID();
     const issued = await deps.orm.em.fork().transactional(async (em) => {
+      // The grant first (grant-lock.ts): a revocation running now either ends
+      // before this (the grant is gone: nothing is issued) or waits for this
+      // commit and then deletes what it issued. Never both waiting (deadlock).
+      if (!(await lockGrantForIssue(em, schema, code.grant_id))) return "revoked" as const;
       // The single use, atomically: of two concurrent exchanges one wins.
       const won: unknown[] = await em.execute(
         `update "${schema}"."authorization_code" set "used_at" = now(), "family" = ? where "hash" = ? and "used_at" is null returning "hash"`,
@@ -74,6 +83,7 @@ export const authorizationCodeGrant: GrantModule = {
         refresh: client.grantTypes.includes("refresh_token") ? { scopes: code.scopes } : undefined,
       });
     });
+    if (issued === "revoked") throw new InvalidGrant(UNKNOWN);
     if (!issued) return replayed(code);
     return tokenAnswer(issued);
 

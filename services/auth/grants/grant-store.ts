@@ -7,8 +7,14 @@ export interface CodeRequest {
   clientId: string;
   organisationId: string;
   memberId: string;
-  /** Exactly as the authorization request sent it (the token request must repeat it). */
+  /** The redirect_uri the code goes to: as the authorization request sent it, or the client's only one. */
   redirectUri: string;
+  /**
+   * The authorization request left redirect_uri out (the client's only one
+   * was used): the token request then may leave it out too, and if it sends
+   * one, that must be this one. Otherwise (the default) it must repeat it.
+   */
+  redirectUriOmitted?: boolean;
   /** The scopes consented to, in the server's order. */
   scopes: string[];
   /** RFC 7636 S256 challenge; "" when the (confidential) client sent none. */

@@ -8,6 +8,7 @@ import { issueTokens, tokenAnswer } from "../tokens/issue-tokens.js";
 import { openAnswer, sealAnswer } from "../tokens/retry-answer.js";
 import { narrowScope } from "../tokens/scope-parameter.js";
 import type { GrantModule } from "./grant-module.js";
+import { lockGrantOfRefreshToken } from "./grant-lock.js";
 
 interface RefreshRow {
   grant_id: string;
@@ -31,6 +32,10 @@ export const refreshTokenGrant: GrantModule = {
     const presented = request.refreshToken;
     const hash = tokenHash(presented);
     const issued = await deps.orm.em.fork().transactional(async (em) => {
+      // The grant first (grant-lock.ts): a revocation of the grant or of this
+      // family running now either ends before this (nothing left to rotate)
+      // or waits for this commit and then deletes what it issued.
+      if (!(await lockGrantOfRefreshToken(em, schema, hash))) return undefined;
       // Rotation, atomically: the row lock makes a concurrent refresh with the
       // same token wait for this commit, then see it rotated (and the answer).
       // RFC 6749 §6: "validate the refresh token" and "ensure that the refresh
@@ -75,8 +80,11 @@ export const refreshTokenGrant: GrantModule = {
     if (old.in_window && old.retry_answer) {
       // CONTRACT: "the same refresh token presented again within a short
       // window (default 30 s) by the same client returns the same new pair".
+      // Only while that pair's refresh token is unused: a client that lost the
+      // answer never had it, so once it was rotated (or revoked) this is not a
+      // lost answer retried but the old token in other hands (reuse).
       const answer = openAnswer(presented, old.retry_answer);
-      if (answer) return tokenAnswer(answer);
+      if (answer && (await successorUnused(answer.refreshToken))) return tokenAnswer(answer);
     }
     // RFC 9700 §4.14.2: "If a refresh token is compromised and subsequently
     // used by both the attacker and the legitimate client, one of them will
@@ -86,5 +94,14 @@ export const refreshTokenGrant: GrantModule = {
     // revoke the active refresh token. This stops the attack".
     await deps.grants.revokeGrant(old.organisation_id, old.client_id, "refresh_token_reuse");
     throw new InvalidGrant("the refresh token was already used; the grant is revoked");
+
+    async function successorUnused(refreshToken: string): Promise<boolean> {
+      const rows: unknown[] = await deps.orm.em
+        .fork()
+        .execute(`select 1 from "${schema}"."refresh_token" where "hash" = ? and "rotated_at" is null and "expires_at" > now()`, [
+          tokenHash(refreshToken),
+        ]);
+      return rows.length === 1;
+    }
   },
 };

@@ -94,15 +94,22 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
       requireCsrf(req.csrfToken, interaction.csrfToken);
       // The organisation service's rule for a member's email (trimmed, lower case).
       const email = req.email.trim().toLowerCase();
-      await deps.limits.check("login", email, req.remoteAddress);
+      // Counted before the password is looked at, given back when it was
+      // right (rate-limit/failure-limits.ts): a burst cannot outrun the limit.
+      await deps.limits.consume("login", email, req.remoteAddress);
       let member;
+      let refused = false;
       try {
         ({ member } = await deps.organisations.verifyMemberCredentials({ email, password: req.password, remoteAddress: req.remoteAddress }));
       } catch (err) {
         if (ConnectError.from(err).code !== Code.PermissionDenied) throw err;
-        await deps.limits.fail("login", email, req.remoteAddress);
+        refused = true;
         // Whichever it was: the message never tells whether the email exists.
         throw new InvalidCredentials("email or password is wrong");
+      } finally {
+        // Only a refused password keeps its point; a right one, or a failure
+        // to ask (the organisation service), gives it back.
+        if (!refused) await deps.limits.refund("login", email, req.remoteAddress);
       }
       if (!member) throw new Error("VerifyMemberCredentials answered without a member");
       await sweep();
@@ -150,8 +157,10 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
         organisationId: session.organisationId,
         memberId: session.memberId,
         // RFC 6749 §4.1.3: the token request repeats redirect_uri "if the
-        // redirect_uri parameter was included in the authorization request".
-        redirectUri: parameters.redirectUriSent ? parameters.redirectUri : "",
+        // redirect_uri parameter was included in the authorization request";
+        // when it was not, the token request may name none or the one used.
+        redirectUri: parameters.redirectUri,
+        redirectUriOmitted: !parameters.redirectUriSent,
         scopes: request.scopes,
         codeChallenge: parameters.codeChallenge,
       });

@@ -3,9 +3,11 @@ import type { MigrationObject } from "@mikro-orm/core";
 import { InitialAuthSchema } from "./2026-11-22-initial.js";
 import { TokensAuthSchema } from "./2026-11-23-tokens.js";
 import { InteractionsSchema } from "./2026-11-23-interactions.js";
+import { CodeRedirectUriSchema } from "./2026-11-24-code-redirect-uri.js";
 
 export const authMigrations: MigrationObject[] = [
   { name: "2026-11-22-initial", class: InitialAuthSchema },
   { name: "2026-11-23-tokens", class: TokensAuthSchema },
   { name: "2026-11-23-interactions", class: InteractionsSchema },
+  { name: "2026-11-24-code-redirect-uri", class: CodeRedirectUriSchema },
 ];

@@ -2,17 +2,36 @@
 // authentications (per client and address), and every failure per address.
 // They hold across replicas (the counters live in PostgreSQL). Implemented in
 // postgres-failure-limits.ts.
+//
+// Counting is atomic: consume() adds the point and learns the new count in
+// one step, so attempts in flight together cannot all pass one read of the
+// count (checking first and counting after a failure let a whole parallel
+// burst through). Two ways to use it:
+// - logins (a password is guessable): consume() before the password is
+//   looked at, refund() when it was right. Of a burst of any size at most the
+//   limit's number ever reach the password in one window.
+// - client authentication (a 256-bit secret is not guessable; the token
+//   endpoint is hot, and a write per success on one shared row would cap it):
+//   the secret first; a wrong one is consume()d, and answered 429 instead of
+//   401 once past the limit; a right one is check()ed (a read) and refused
+//   with 429 too while the window is over, so the limit never tells a right
+//   secret from a wrong one. A burst of wrong secrets gets at most the limit's
+//   number of 401s.
 
 export type FailureKind = "login" | "client";
 
 export interface FailureLimits {
   /**
-   * Before checking a credential: throws ConnectError RESOURCE_EXHAUSTED with
-   * an OAuthError detail { error: kind === "login" ? "invalid_credentials" :
-   * "invalid_client", retry_after_seconds > 0 } when the subject (an email or
-   * a client_id) from this address, or the address itself, is over its limit.
+   * Counts one failed (or, before the credential is looked at, one pending)
+   * attempt, atomically. Throws ConnectError RESOURCE_EXHAUSTED with an
+   * OAuthError detail { error: kind === "login" ? "invalid_credentials" :
+   * "invalid_client", retry_after_seconds > 0 } when this attempt takes the
+   * subject (an email or a client_id) from this address, or the address
+   * itself, past its limit.
    */
+  consume(kind: FailureKind, subject: string, address: string): Promise<void>;
+  /** Gives back a point consume() took before a credential that was right (or never judged). */
+  refund(kind: FailureKind, subject: string, address: string): Promise<void>;
+  /** A read: throws as consume() does when the subject or the address is already past its limit. */
   check(kind: FailureKind, subject: string, address: string): Promise<void>;
-  /** Counts one failed attempt (after the credential was refused). */
-  fail(kind: FailureKind, subject: string, address: string): Promise<void>;
 }

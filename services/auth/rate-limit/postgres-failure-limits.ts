@@ -10,12 +10,14 @@
 // client authentications for one client from one address, or
 // RATE_LIMIT_ADDRESS_FAILURES failures of either kind from one address, the
 // next attempt is refused (RESOURCE_EXHAUSTED, Retry-After) until the window
-// ends. Only failures count: a refused attempt never looked at a credential,
-// and counts nothing. Known limit: attempts in flight together are all
-// checked before any of them fails, so a burst may pass the limit by its own
-// size (once; the window then refuses everything).
+// ends. consume() is the library's consume (one atomic upsert that returns
+// the new count), refund() its reward, check() its get (a read); see
+// failure-limits.ts for how logins and client authentication use them.
+// A refused attempt keeps its point (it changes nothing: the window is fixed).
+// Known limit: a refund landing after its window ended starts the next window
+// at -1 (one extra attempt there).
 //
-// Callers: check and fail outside any transaction. On the embedded start the
+// Callers: consume, refund and check outside any transaction. On the embedded start the
 // pool has one connection; a transaction holding it would wait forever here.
 import { createHash } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
@@ -89,7 +91,24 @@ export function createPostgresFailureLimits(orm: MikroORM, schema: string, setti
     ...(address ? [[addresses, keyOf(address)] as [RateLimiterPostgres, string]] : []),
   ];
 
+  /** Takes a point from every bucket; the longest wait of those now past their limit, or 0. */
+  const take = async (kind: FailureKind, subject: string, address: string): Promise<number> => {
+    const settled = await Promise.allSettled(buckets(kind, subject, address).map(([l, key]) => l.consume(key, 1)));
+    let waitMs = 0;
+    for (const s of settled) {
+      if (s.status === "fulfilled") continue;
+      // The library rejects with a RateLimiterRes when over, with an Error when the store failed.
+      if (s.reason instanceof Error) throw s.reason;
+      waitMs = Math.max(waitMs, (s.reason as RateLimiterRes).msBeforeNext, 1);
+    }
+    return waitMs;
+  };
+
   return {
+    async consume(kind, subject, address) {
+      const waitMs = await take(kind, subject, address);
+      if (waitMs > 0) throw rateLimited(errorOf(kind), waitMs / 1000);
+    },
     async check(kind, subject, address) {
       const found = await Promise.all(buckets(kind, subject, address).map(async ([l, key]) => [l, await l.get(key)] as const));
       const over = found
@@ -97,8 +116,8 @@ export function createPostgresFailureLimits(orm: MikroORM, schema: string, setti
         .map(([, res]) => res.msBeforeNext);
       if (over.length) throw rateLimited(errorOf(kind), Math.max(...over) / 1000);
     },
-    async fail(kind, subject, address) {
-      await Promise.all(buckets(kind, subject, address).map(([l, key]) => l.penalty(key, 1)));
+    async refund(kind, subject, address) {
+      await Promise.all(buckets(kind, subject, address).map(([l, key]) => l.reward(key, 1)));
     },
   };
 }

@@ -20,6 +20,28 @@ export interface ClientAuthenticationDeps {
   limits: FailureLimits;
 }
 
+interface ClientRow {
+  id: string;
+  public: boolean;
+  owner_organisation_id: string | null;
+  scopes: string[];
+  grant_types: string[];
+  secret_hash: string | null;
+}
+
+/** Why the credentials are refused, or undefined when they are right. */
+function refusal(row: ClientRow | undefined, credentials: ClientCredentials): string | undefined {
+  if (!row) return "client authentication failed";
+  if (row.public) {
+    if (credentials.clientSecret !== "") return "client authentication failed: a public client has no secret";
+  } else if (credentials.method === "none") {
+    return "client authentication is required: send the client secret (Basic or client_secret)";
+  } else if (!secretMatches(credentials.clientSecret, row.secret_hash)) {
+    return "client authentication failed";
+  }
+  return undefined;
+}
+
 const METHODS = new Set(["client_secret_basic", "client_secret_post", "none"]);
 
 /**
@@ -37,33 +59,30 @@ export async function authenticateClient(
 ): Promise<AuthenticatedClient> {
   if (!credentials?.clientId) throw new InvalidClient("client authentication is required (client_id)");
   if (!METHODS.has(credentials.method)) throw new InvalidRequest(`unknown client authentication method ${credentials.method}`);
-  const { clientId, clientSecret } = credentials;
-  await deps.limits.check("client", clientId, remoteAddress);
-  const refuse = async (description: string): Promise<never> => {
-    await deps.limits.fail("client", clientId, remoteAddress);
-    throw new InvalidClient(description);
-  };
-  const [row]: {
-    id: string;
-    public: boolean;
-    owner_organisation_id: string | null;
-    scopes: string[];
-    grant_types: string[];
-    secret_hash: string | null;
-  }[] = await deps.orm.em
-    .fork()
-    .execute(
-      `select "id", "public", "owner_organisation_id", "scopes", "grant_types", "secret_hash" from "${deps.schema}"."client" where "id" = ?`,
-      [clientId],
-    );
-  if (!row) return refuse("client authentication failed");
-  if (row.public) {
-    if (clientSecret !== "") return refuse("client authentication failed: a public client has no secret");
-  } else if (credentials.method === "none") {
-    return refuse("client authentication is required: send the client secret (Basic or client_secret)");
-  } else if (!secretMatches(clientSecret, row.secret_hash)) {
-    return refuse("client authentication failed");
+  const { clientId } = credentials;
+  // The secret first, then the limits (rate-limit/failure-limits.ts): a
+  // wrong one is counted atomically and answered 429 once past the limit; a
+  // right one is refused too while the limit is exceeded (read in parallel
+  // with the client's row: the hot path writes nothing).
+  const [rows, limited] = await Promise.all([
+    deps.orm.em
+      .fork()
+      .execute<ClientRow[]>(
+        `select "id", "public", "owner_organisation_id", "scopes", "grant_types", "secret_hash" from "${deps.schema}"."client" where "id" = ?`,
+        [clientId],
+      ),
+    deps.limits.check("client", clientId, remoteAddress).then(
+      () => undefined,
+      (err: unknown) => err,
+    ),
+  ]);
+  const row = rows[0];
+  const failure = refusal(row, credentials);
+  if (failure !== undefined || !row) {
+    await deps.limits.consume("client", clientId, remoteAddress);
+    throw new InvalidClient(failure ?? "client authentication failed");
   }
+  if (limited !== undefined) throw limited;
   return {
     id: row.id,
     public: row.public,

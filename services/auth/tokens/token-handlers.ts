@@ -98,9 +98,12 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
           // RFC 7009 §2.1: "If the token passed to the request is a refresh
           // token [...] the authorization server SHOULD also invalidate all
           // access tokens based on the same authorization grant": its family.
+          // The grant's row lock first, in UPDATE mode (grants/grant-lock.ts):
+          // a rotation of this family in flight commits first, and the
+          // deletes below (each a fresh snapshot) see what it issued.
           const [family]: { family: string; organisation_id: string }[] = await em.execute(
             `select r."family", g."organisation_id" from ${t("refresh_token")} r join ${t("grant")} g on g."id" = r."grant_id"
-              where r."hash" = ? and g."client_id" = ?`,
+              where r."hash" = ? and g."client_id" = ? for update of g`,
             [hash, client.id],
           );
           if (family) {
