@@ -113,6 +113,17 @@ const shape = {
   DATA_DIR: z.string().min(1).default("./data"),
   /** Allow http and private/loopback webhook targets (development and tests only). */
   WEBHOOK_ALLOW_INSECURE_TARGETS: bool(false),
+  // Webhook subscriptions (the webhook service, issue 7).
+  /** The most subscriptions one (organisation, client application) pair may have; a create past it is a 400. */
+  WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR: int(100, 1, 100_000),
+  /** The longest a target_url's DNS lookup (A and AAAA, c-ares) may take when a subscription is saved; past it, 503. */
+  WEBHOOK_DNS_TIMEOUT_MS: int(3000, 100, 30_000),
+  /** DNS servers for those lookups ("ip" or "ip:port" or "[ipv6]:port", comma-separated); unset: the system's (resolv.conf). */
+  WEBHOOK_DNS_SERVERS: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? "").split(",").map((s) => s.trim()).filter(Boolean))
+    .pipe(z.array(z.string().refine(isDnsServer, "expected IP addresses with optional ports, comma-separated"))),
   /** Allow http redirect URIs on hosts other than loopback (development only). */
   OAUTH_ALLOW_INSECURE_REDIRECTS: bool(false),
   OUTBOX_POLL_MS: int(1000, 10, 60_000),
@@ -152,6 +163,14 @@ const shape = {
 };
 
 /** 10.0.0.1, ::1, 10.0.0.0/8, fd00::/8 */
+/** "1.2.3.4", "1.2.3.4:53", "::1", "[::1]:53" (what dns.Resolver.setServers takes). */
+function isDnsServer(value: string): boolean {
+  if (isIP(value)) return true;
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(value);
+  if (!m || Number(m[3]) < 1 || Number(m[3]) > 65535) return false;
+  return m[1] !== undefined ? isIP(m[1]) === 6 : isIP(m[2]!) === 4;
+}
+
 function isAddressOrCidr(value: string): boolean {
   const [address, prefix, ...rest] = value.split("/");
   const family = isIP(address ?? "");

@@ -5,12 +5,16 @@ import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
 import type { Consumer } from "../shared/event-bus/event-bus.js";
 import { consumeGrantRevoked } from "./grant-revoked-consumer.js";
 import { webhookMigrations } from "./migrations/index.js";
+import { caresResolver } from "./subscriptions/dns-resolver.js";
 import { SubscriptionEntity } from "./subscriptions/subscription.entity.js";
 import type { Resolver } from "./subscriptions/target-url.js";
 import { WEBHOOK_SCHEMA, createWebhookService } from "./webhook-service.js";
 
 export interface WebhookAppOptions {
-  /** How target_url hostnames are resolved; the system resolver when unset (tests inject one). */
+  /**
+   * How target_url hostnames are resolved when a subscription is saved; unset:
+   * c-ares (dns-resolver.ts) with WEBHOOK_DNS_TIMEOUT_MS and WEBHOOK_DNS_SERVERS.
+   */
   resolve?: Resolver;
   /**
    * Consume grant.revoked (default true). A test that runs two webhook apps on
@@ -25,7 +29,14 @@ export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookApp
   // One flag for http and private destinations: development and tests turn it on.
   const allowInsecureTargets = config.WEBHOOK_ALLOW_INSECURE_TARGETS;
   if (allowInsecureTargets) logger.warn("WEBHOOK_ALLOW_INSECURE_TARGETS is on: http and private target URLs are accepted");
-  const service = createWebhookService({ orm, allowInsecureTargets, resolve: options.resolve });
+  const resolveTimeoutMs = config.WEBHOOK_DNS_TIMEOUT_MS;
+  const service = createWebhookService({
+    orm,
+    allowInsecureTargets,
+    resolve: options.resolve ?? caresResolver({ timeoutMs: resolveTimeoutMs, servers: config.WEBHOOK_DNS_SERVERS }),
+    resolveTimeoutMs,
+    maxSubscriptionsPerPair: config.WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR,
+  });
   let grantRevoked: Consumer | undefined;
   return {
     name: "webhook",

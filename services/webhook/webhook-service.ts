@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
-import { UniqueConstraintViolationException, type EntityManager, type MikroORM } from "@mikro-orm/postgresql";
+import type { EntityManager, MikroORM } from "@mikro-orm/postgresql";
 import {
   SubscriberSchema,
   SubscriptionSchema,
@@ -19,7 +19,7 @@ import { readOwner, type Pair } from "../shared/owner.js";
 import { int64IdKeyset, readPage } from "../shared/pagination.js";
 import { invalid, notFound, requireUuid } from "../shared/validation.js";
 import { SubscriptionEntity, type Subscription } from "./subscriptions/subscription.entity.js";
-import { checkTargetUrl, type Resolver } from "./subscriptions/target-url.js";
+import { checkDestination, parseTargetUrl, type Resolver } from "./subscriptions/target-url.js";
 
 export const WEBHOOK_SCHEMA = "webhook";
 
@@ -28,8 +28,12 @@ export interface WebhookServiceDeps {
   orm: MikroORM;
   /** Development and tests: http and private/loopback/link-local destinations are accepted. */
   allowInsecureTargets: boolean;
-  /** How target hostnames are resolved; the system resolver when unset. */
-  resolve?: Resolver;
+  /** How target hostnames are resolved (webhook-app.ts: c-ares with its own timeout). */
+  resolve: Resolver;
+  /** The most a target lookup may take (WEBHOOK_DNS_TIMEOUT_MS); past it, UNAVAILABLE. */
+  resolveTimeoutMs: number;
+  /** The most subscriptions one pair may have (WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR). */
+  maxSubscriptionsPerPair: number;
 }
 
 function readId(id: bigint): bigint {
@@ -63,10 +67,28 @@ function duplicate(id?: bigint): ConnectError {
   );
 }
 
+function limitReached(max: number): ConnectError {
+  return new ConnectError(
+    `this application already has ${max} subscriptions in this organisation, the most allowed; delete one before creating another`,
+    Code.FailedPrecondition,
+  );
+}
+
+/**
+ * Serialises creates and updates of one pair (the cap is a count, and two
+ * concurrent creates must not both see room for one more): a transaction
+ * lock on the pair, released at commit.
+ */
+async function lockPair(em: EntityManager, pair: Pair): Promise<void> {
+  await em.execute(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, [`webhook.subscription:${pair.organisationId}:${pair.clientId}`]);
+}
+
 export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<typeof WebhookService> {
   const { orm } = deps;
-  const targetUrl = (value: string) =>
-    checkTargetUrl(value, { allowHttp: deps.allowInsecureTargets, allowPrivate: deps.allowInsecureTargets, resolve: deps.resolve });
+  const insecure = deps.allowInsecureTargets;
+  const parse = (value: string) => parseTargetUrl(value, { allowHttp: insecure, allowPrivate: insecure });
+  const destination = (parsed: ReturnType<typeof parse>) =>
+    checkDestination(parsed, { resolve: deps.resolve, resolveTimeoutMs: deps.resolveTimeoutMs });
 
   const findSame = (em: EntityManager, pair: Pair, url: string, eventType: EventTypeName) =>
     em.findOne(SubscriptionEntity, { ...pair, targetUrl: url, eventType });
@@ -81,30 +103,29 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
     async createSubscription(req) {
       const pair = readOwner(req.owner);
       const eventType = eventTypeName(req.eventType);
-      const url = await targetUrl(req.targetUrl);
+      const parsed = parse(req.targetUrl);
+      const url = parsed.href;
+      // The same create again (a retry whose answer was lost): the existing one, whatever DNS says today.
       const existing = await findSame(orm.em.fork(), pair, url, eventType);
       if (existing) return { subscription: toSubscriptionMessage(existing), secret: "", created: false };
-      const em = orm.em.fork();
-      const now = new Date();
+      // Outside the transaction: a slow name holds no lock and no connection.
+      await destination(parsed);
       const secret = newSigningSecret();
-      const subscription = em.create(SubscriptionEntity, {
-        ...pair,
-        targetUrl: url,
-        eventType,
-        secret,
-        createdAt: now,
-        updatedAt: now,
-      });
-      try {
+      const result = await orm.em.fork().transactional(async (em) => {
+        await lockPair(em, pair);
+        const same = await findSame(em, pair, url, eventType);
+        if (same) return { subscription: same, created: false };
+        if ((await em.count(SubscriptionEntity, pair)) >= deps.maxSubscriptionsPerPair) throw limitReached(deps.maxSubscriptionsPerPair);
+        const now = new Date();
+        const subscription = em.create(SubscriptionEntity, { ...pair, targetUrl: url, eventType, secret, createdAt: now, updatedAt: now });
         await em.flush();
-      } catch (err) {
-        // A concurrent create of the same subscription won: answer with it.
-        if (!(err instanceof UniqueConstraintViolationException)) throw err;
-        const winner = await findSame(orm.em.fork(), pair, url, eventType);
-        if (!winner) throw err;
-        return { subscription: toSubscriptionMessage(winner), secret: "", created: false };
-      }
-      return { subscription: toSubscriptionMessage(subscription), secret, created: true };
+        return { subscription, created: true };
+      });
+      return {
+        subscription: toSubscriptionMessage(result.subscription),
+        secret: result.created ? secret : "",
+        created: result.created,
+      };
     },
 
     async getSubscription(req) {
@@ -125,25 +146,27 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
       const pair = readOwner(req.owner);
       const id = readId(req.id);
       const eventType = req.eventType === undefined ? undefined : eventTypeName(req.eventType);
-      const url = req.targetUrl === undefined ? undefined : await targetUrl(req.targetUrl);
-      const em = orm.em.fork();
-      const subscription = await findOwned(em, pair, id);
-      const next = { targetUrl: url ?? subscription.targetUrl, eventType: eventType ?? subscription.eventType };
-      if (next.targetUrl === subscription.targetUrl && next.eventType === subscription.eventType) {
-        return { subscription: toSubscriptionMessage(subscription) };
+      const parsed = req.targetUrl === undefined ? undefined : parse(req.targetUrl);
+      const current = await findOwned(orm.em.fork(), pair, id);
+      const next = { targetUrl: parsed?.href ?? current.targetUrl, eventType: eventType ?? current.eventType };
+      // Nothing changes: the subscription as it is, update_time untouched.
+      if (next.targetUrl === current.targetUrl && next.eventType === current.eventType) {
+        return { subscription: toSubscriptionMessage(current) };
       }
-      const clash = await findSame(em, pair, next.targetUrl, next.eventType);
-      if (clash && clash.id !== subscription.id) throw duplicate(clash.id);
-      subscription.targetUrl = next.targetUrl;
-      subscription.eventType = next.eventType;
-      subscription.updatedAt = new Date();
-      try {
+      if (parsed && parsed.href !== current.targetUrl) await destination(parsed);
+      const updated = await orm.em.fork().transactional(async (em) => {
+        await lockPair(em, pair);
+        const subscription = await findOwned(em, pair, id);
+        const clash = await findSame(em, pair, next.targetUrl, next.eventType);
+        if (clash && clash.id !== subscription.id) throw duplicate(clash.id);
+        if (subscription.targetUrl === next.targetUrl && subscription.eventType === next.eventType) return subscription;
+        subscription.targetUrl = next.targetUrl;
+        subscription.eventType = next.eventType;
+        subscription.updatedAt = new Date();
         await em.flush();
-      } catch (err) {
-        if (err instanceof UniqueConstraintViolationException) throw duplicate();
-        throw err;
-      }
-      return { subscription: toSubscriptionMessage(subscription) };
+        return subscription;
+      });
+      return { subscription: toSubscriptionMessage(updated) };
     },
 
     async deleteSubscription(req) {

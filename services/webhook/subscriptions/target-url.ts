@@ -18,10 +18,27 @@
 // Development and tests turn on `allowPrivate` / `allowHttp`; then http and
 // private destinations pass and hostnames are not resolved at all (container
 // names and the like need not resolve where the API runs).
-import { lookup } from "node:dns/promises";
+//
+// Control characters (C0, DEL, C1) anywhere in the URL are refused: the WHATWG
+// parser would silently drop tabs and newlines ("exa\tmple.com" becomes
+// "example.com"), so what is stored would not be what was sent.
+//
+// Ports (decided, docs/interface.md): the scheme's default (443, or 80 for
+// http where http is allowed) or any port from 1024 to 65535. The other
+// well-known ports (22 SSH, 25 SMTP, 53 DNS, ...) are system services, never
+// webhook receivers; self-hosted receivers (n8n on 5678, 8443, 8080) live
+// above 1023. The rule holds in development too.
+//
+// DNS: a name that does not exist or has no address is the caller's mistake
+// (INVALID_ARGUMENT, "does not resolve"); DNS that fails or does not answer in
+// time is ours (UNAVAILABLE, with a TargetUnavailable detail the gateway
+// shows as a 503): the name may be fine, try again.
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { isIP, isIPv4, isIPv6 } from "node:net";
+import { TargetUnavailableSchema } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { invalid } from "../../shared/validation.js";
-import pLimit from "p-limit";
+import { NO_ADDRESS_CODES } from "./dns-resolver.js";
 
 export const TARGET_URL_MAX_LENGTH = 2048;
 
@@ -175,30 +192,27 @@ export function classifyIp(address: string): IpClass {
 
 export const isPublicIp = (address: string): boolean => classifyIp(address) === "public";
 
-/** Every address a hostname resolves to. */
+/** Every address a hostname resolves to (rejects with a node:dns error code when it cannot). */
 export type Resolver = (hostname: string) => Promise<string[]>;
-
-/**
- * getaddrinfo runs on libuv's small thread pool (shared with scrypt and file
- * I/O) and cannot be cancelled: at most this many lookups run at once, so
- * slow-resolving names sent by a client cannot starve logins.
- */
-const limitedLookup = pLimit(2);
-
-export const systemResolver: Resolver = (hostname) =>
-  limitedLookup(async () => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address));
 
 export interface TargetUrlOptions {
   /** Let private, loopback, link-local… destinations through (development, tests). */
   allowPrivate?: boolean;
   /** Let http:// through (development, tests). */
   allowHttp?: boolean;
-  /** Defaults to the system resolver (getaddrinfo, like the delivery's connect). */
+  /** How names are resolved (the webhook app passes a c-ares resolver, dns-resolver.ts); required unless allowPrivate. */
   resolve?: Resolver;
+  /** The most a lookup may take before the check is UNAVAILABLE (default 5 s). */
   resolveTimeoutMs?: number;
 }
 
 const FIELD = "target_url";
+
+/** Ports a target may use besides the scheme's default: the unprivileged range. */
+export const TARGET_PORT_MIN = 1024;
+
+/** C0 controls, DEL and C1 controls. */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 /** `localhost`, `*.localhost` (RFC 6761), with or without the trailing root dot. */
 export function isLocalhostName(hostname: string): boolean {
@@ -206,10 +220,16 @@ export function isLocalhostName(hostname: string): boolean {
   return h === "localhost" || h.endsWith(".localhost");
 }
 
+/** UNAVAILABLE for a lookup that failed; the detail is what the client is told. */
+export function targetUnavailable(host: string, cause: unknown): ConnectError {
+  const description = `target_url: the host ${host} could not be resolved right now (DNS did not answer); try again later`;
+  return new ConnectError(description, Code.Unavailable, undefined, [{ desc: TargetUnavailableSchema, value: create(TargetUnavailableSchema, { description }) }], cause);
+}
+
 async function resolveWithin(resolve: Resolver, hostname: string, ms: number): Promise<string[]> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error("timeout")), ms);
+    timer = setTimeout(() => reject(Object.assign(new Error(`DNS lookup of ${hostname} took over ${ms} ms`), { code: "ETIMEOUT" })), ms);
   });
   try {
     return await Promise.race([resolve(hostname), timeout]);
@@ -218,11 +238,22 @@ async function resolveWithin(resolve: Resolver, hostname: string, ms: number): P
   }
 }
 
+/** A target_url that passed every rule that needs no DNS. */
+export interface ParsedTargetUrl {
+  /** The normalised URL (WHATWG href): what is stored. */
+  href: string;
+  /** The hostname to resolve, or undefined when nothing is left to check (a literal IP, or private destinations allowed). */
+  resolveHost?: string;
+}
+
 /**
- * Checks a target_url; resolves to its normalised form (WHATWG href) or
- * throws INVALID_ARGUMENT "target_url: <reason>".
+ * The rules that need no DNS: syntax, scheme, user-info, fragment, control
+ * characters, port, length, and literal IP destinations. Throws
+ * INVALID_ARGUMENT "target_url: <reason>".
  */
-export async function checkTargetUrl(value: string, options: TargetUrlOptions = {}): Promise<string> {
+export function parseTargetUrl(value: string, options: Omit<TargetUrlOptions, "resolve" | "resolveTimeoutMs"> = {}): ParsedTargetUrl {
+  if (CONTROL.test(value)) throw invalid(FIELD, "must not contain control characters (tabs, newlines, ...)");
+  // Spaces around the URL are dropped (a paste); inside it, the URL parser refuses or encodes them.
   const raw = value.trim();
   if (!raw) throw invalid(FIELD, "required");
   if (raw.length > TARGET_URL_MAX_LENGTH) throw invalid(FIELD, `at most ${TARGET_URL_MAX_LENGTH} characters`);
@@ -240,23 +271,39 @@ export async function checkTargetUrl(value: string, options: TargetUrlOptions = 
   if (url.username || url.password) throw invalid(FIELD, "must not contain user-info (user:password@)");
   if (url.hash || raw.includes("#")) throw invalid(FIELD, "must not contain a fragment (#…): it is never sent to the server");
   if (!url.hostname) throw invalid(FIELD, "expected a host");
-  if (url.port === "0") throw invalid(FIELD, "port 0 is not a valid destination");
+  // url.port is "" for the scheme's default port (443, or 80 for http).
+  if (url.port !== "" && Number(url.port) < TARGET_PORT_MIN) {
+    throw invalid(FIELD, `port ${url.port} is not allowed; use the default port or one from ${TARGET_PORT_MIN} to 65535`);
+  }
   const href = url.href;
   if (href.length > TARGET_URL_MAX_LENGTH) throw invalid(FIELD, `at most ${TARGET_URL_MAX_LENGTH} characters (once normalised)`);
-  if (options.allowPrivate) return href;
+  if (options.allowPrivate) return { href };
 
   const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
   if (isIP(host)) {
     const kind = classifyIp(host);
     if (kind !== "public") throw invalid(FIELD, `points to a ${IP_CLASS_LABELS[kind]} address; only public destinations are allowed`);
-    return href;
+    return { href };
   }
   if (isLocalhostName(host)) throw invalid(FIELD, `${host} is a loopback name; only public destinations are allowed`);
+  return { href, resolveHost: host };
+}
+
+/**
+ * The DNS half: every address of the host must be public. INVALID_ARGUMENT
+ * when the name does not resolve or points somewhere private; UNAVAILABLE
+ * when DNS fails or does not answer within the timeout.
+ */
+export async function checkDestination(parsed: ParsedTargetUrl, options: Pick<TargetUrlOptions, "resolve" | "resolveTimeoutMs">): Promise<void> {
+  const host = parsed.resolveHost;
+  if (host === undefined) return;
+  if (!options.resolve) throw new Error("checkDestination needs a resolver");
   let addresses: string[];
   try {
-    addresses = await resolveWithin(options.resolve ?? systemResolver, host, options.resolveTimeoutMs ?? 5000);
-  } catch {
-    throw invalid(FIELD, `host ${host} does not resolve`);
+    addresses = await resolveWithin(options.resolve, host, options.resolveTimeoutMs ?? 5000);
+  } catch (err) {
+    if (NO_ADDRESS_CODES.has((err as { code?: string }).code ?? "")) throw invalid(FIELD, `host ${host} does not resolve`);
+    throw targetUnavailable(host, err);
   }
   if (addresses.length === 0) throw invalid(FIELD, `host ${host} does not resolve`);
   for (const address of addresses) {
@@ -265,5 +312,14 @@ export async function checkTargetUrl(value: string, options: TargetUrlOptions = 
       throw invalid(FIELD, `host ${host} resolves to a ${IP_CLASS_LABELS[kind]} address; only public destinations are allowed`);
     }
   }
-  return href;
+}
+
+/**
+ * Checks a target_url; resolves to its normalised form (WHATWG href) or
+ * throws INVALID_ARGUMENT "target_url: <reason>" (or UNAVAILABLE, see above).
+ */
+export async function checkTargetUrl(value: string, options: TargetUrlOptions = {}): Promise<string> {
+  const parsed = parseTargetUrl(value, options);
+  await checkDestination(parsed, options);
+  return parsed.href;
 }

@@ -1,0 +1,169 @@
+// REST Hooks subscriptions (CONTRACT "Webhook subscriptions"), scoped to the
+// pair (organisation, client application) of the access token:
+//
+//   GET    /oauth/webhooks/subscriptions?limit=&cursor=   webhooks:read
+//   POST   /oauth/webhooks/subscriptions                  webhooks:write + contacts:read
+//   GET    /oauth/webhooks/subscriptions/{id}             webhooks:read
+//   PUT    /oauth/webhooks/subscriptions/{id}             webhooks:write + contacts:read
+//   DELETE /oauth/webhooks/subscriptions/{id}             webhooks:write
+//
+// Every event type is a contact.* one, so creating or re-pointing a
+// subscription needs contacts:read too (CONTRACT Scopes: "required, with
+// webhooks:write, to subscribe to contact.*"); deleting one does not.
+//
+// The token is checked in onRequest, before the body is read: a client
+// without a valid token never has its body parsed. Bodies are JSON objects;
+// the read-only fields of the representation (id, secret, created_at,
+// updated_at) are ignored, so a client may send back what it read; any other
+// unknown field is a 400 (a misspelt "event_type" must not pass as "nothing to
+// change").
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
+import type { EventType } from "../../gen/bizcard/events/v1/events_pb.js";
+import { TargetUnavailableSchema, type Subscription, type WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
+import { EVENT_TYPE_NAMES, eventTypeOf, nameOfEventType, type KnownEventType } from "../../services/shared/event-types.js";
+import { insufficientScope, type Bearer } from "../bearer.js";
+import { rpcOptions } from "../clients.js";
+import { HttpError, errorHandler } from "../errors.js";
+import { badCursor, linkNext, readListQuery } from "../list-paging.js";
+
+export const SUBSCRIPTIONS_PATH = "/oauth/webhooks/subscriptions";
+const LIST_DEFAULT = 50;
+const LIST_MAX = 100;
+const INT64_MAX = 2n ** 63n - 1n;
+
+const NO_STORE = { "cache-control": "no-store" };
+
+export interface SubscriptionJson {
+  id: number;
+  target_url: string;
+  event_type: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export function subscriptionJson(s: Subscription): SubscriptionJson {
+  return {
+    id: Number(s.id),
+    target_url: s.targetUrl,
+    event_type: nameOfEventType(s.eventType as KnownEventType),
+    created_at: s.createTime ? timestampDate(s.createTime).toISOString() : "",
+    updated_at: s.updateTime ? timestampDate(s.updateTime).toISOString() : "",
+  };
+}
+
+const invalid = (description: string) => new HttpError(400, "invalid_request", description);
+
+/** `{id}`: a positive integer (an int64 identity), else 400. */
+function readId(request: FastifyRequest): bigint {
+  const text = (request.params as { id: string }).id;
+  const id = /^[1-9][0-9]{0,18}$/.test(text) ? BigInt(text) : 0n;
+  if (id <= 0n || id > INT64_MAX) throw invalid(`id: expected a positive integer, not ${JSON.stringify(text.slice(0, 40))}`);
+  return id;
+}
+
+const WRITABLE = ["target_url", "event_type"] as const;
+const READ_ONLY = new Set(["id", "secret", "created_at", "updated_at"]);
+
+interface SubscriptionFields {
+  target_url?: string;
+  event_type?: EventType;
+}
+
+/** The JSON body's fields, checked: 415 for another media type, 400 naming the field otherwise. */
+function readFields(request: FastifyRequest): SubscriptionFields {
+  // No body at all (a PUT changing nothing): no fields.
+  if (request.body === undefined && request.headers["content-type"] === undefined) return {};
+  const type = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+  if (type !== "application/json") throw new HttpError(415, "unsupported_media_type", "send the subscription as application/json");
+  const body = request.body;
+  if (typeof body !== "object" || body === null || Array.isArray(body)) throw invalid("the body must be a JSON object");
+  const fields: SubscriptionFields = {};
+  for (const [name, value] of Object.entries(body)) {
+    if (READ_ONLY.has(name)) continue;
+    if (!(WRITABLE as readonly string[]).includes(name)) {
+      throw invalid(`unknown field ${JSON.stringify(name.slice(0, 40))}; a subscription has target_url and event_type`);
+    }
+    if (typeof value !== "string") throw invalid(`${name}: expected a string`);
+    if (name === "target_url") fields.target_url = value;
+    else {
+      if (!(EVENT_TYPE_NAMES as readonly string[]).includes(value)) {
+        throw invalid(`event_type: expected ${EVENT_TYPE_NAMES.join(" or ")}`);
+      }
+      fields.event_type = eventTypeOf(value);
+    }
+  }
+  return fields;
+}
+
+/** The webhook service's answers in the client's terms; the rest goes to the common handler. */
+function subscriptionErrors(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (err instanceof ConnectError) {
+    // The pair's cap (WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR): a clear 400, not a conflict to retry.
+    if (err.code === Code.FailedPrecondition) return errorHandler(invalid(err.rawMessage), request, reply);
+    if (err.code === Code.InvalidArgument && err.rawMessage.startsWith("page_token:")) return errorHandler(badCursor(), request, reply);
+    const [unavailable] = err.code === Code.Unavailable ? err.findDetails(TargetUnavailableSchema) : [];
+    if (unavailable) {
+      return errorHandler(new HttpError(503, "temporarily_unavailable", unavailable.description, { "retry-after": "5" }), request, reply);
+    }
+  }
+  return errorHandler(err, request, reply);
+}
+
+export function subscriptionRoutes(app: FastifyInstance, bearer: Bearer, webhook: Client<typeof WebhookService>, publicUrl: string): void {
+  const read = bearer.requireScope("webhooks:read") as onRequestAsyncHookHandler;
+  const write = bearer.requireScope("webhooks:write") as onRequestAsyncHookHandler;
+  // After `write` (which sets request.bearer): every event type is contact.*.
+  const contacts: onRequestAsyncHookHandler = async (request) => {
+    if (!request.bearer!.scopes.includes("contacts:read")) throw insufficientScope("contacts:read");
+  };
+  const owner = (request: FastifyRequest) => ({ organisationId: request.bearer!.organisationId, clientId: request.bearer!.clientId });
+  const location = (id: bigint) => `${publicUrl}${SUBSCRIPTIONS_PATH}/${id}`;
+  const errorHandlerOption = { errorHandler: subscriptionErrors };
+
+  app.get(SUBSCRIPTIONS_PATH, { onRequest: read, ...errorHandlerOption }, async (request, reply) => {
+    const { limit, cursor } = readListQuery(request, LIST_DEFAULT, LIST_MAX);
+    const res = await webhook.listSubscriptions({ owner: owner(request), pageSize: limit, pageToken: cursor }, rpcOptions(request));
+    linkNext(reply, publicUrl, SUBSCRIPTIONS_PATH, limit, res.nextPageToken);
+    return reply.headers(NO_STORE).send(res.subscriptions.map(subscriptionJson));
+  });
+
+  app.post(SUBSCRIPTIONS_PATH, { onRequest: [write, contacts], ...errorHandlerOption }, async (request, reply) => {
+    const fields = readFields(request);
+    if (fields.target_url === undefined) throw invalid("target_url: required");
+    if (fields.event_type === undefined) throw invalid(`event_type: required (${EVENT_TYPE_NAMES.join(" or ")})`);
+    const res = await webhook.createSubscription(
+      { owner: owner(request), targetUrl: fields.target_url, eventType: fields.event_type },
+      rpcOptions(request),
+    );
+    const subscription = res.subscription!;
+    if (!res.created) return reply.headers(NO_STORE).send(subscriptionJson(subscription));
+    // The secret, once: it is never shown again.
+    return reply
+      .status(201)
+      .headers(NO_STORE)
+      .header("location", location(subscription.id))
+      .send({ ...subscriptionJson(subscription), secret: res.secret });
+  });
+
+  app.get(`${SUBSCRIPTIONS_PATH}/:id`, { onRequest: read, ...errorHandlerOption }, async (request, reply) => {
+    const res = await webhook.getSubscription({ owner: owner(request), id: readId(request) }, rpcOptions(request));
+    return reply.headers(NO_STORE).send(subscriptionJson(res.subscription!));
+  });
+
+  app.put(`${SUBSCRIPTIONS_PATH}/:id`, { onRequest: [write, contacts], ...errorHandlerOption }, async (request, reply) => {
+    const id = readId(request);
+    const fields = readFields(request);
+    const res = await webhook.updateSubscription(
+      { owner: owner(request), id, targetUrl: fields.target_url, eventType: fields.event_type },
+      rpcOptions(request),
+    );
+    return reply.headers(NO_STORE).send(subscriptionJson(res.subscription!));
+  });
+
+  app.delete(`${SUBSCRIPTIONS_PATH}/:id`, { onRequest: write, ...errorHandlerOption }, async (request, reply) => {
+    await webhook.deleteSubscription({ owner: owner(request), id: readId(request) }, rpcOptions(request));
+    return reply.status(204).headers(NO_STORE).send();
+  });
+}
