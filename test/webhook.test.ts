@@ -304,6 +304,19 @@ describe("target_url", () => {
     ["https://mapped.receiver.test/", /resolves to a IPv4-mapped IPv6 address/],
     ["https://rebind.receiver.test/", /resolves to a loopback address/],
     ["https://nowhere.receiver.test/", /host nowhere\.receiver\.test does not resolve/],
+    // Control characters are refused, never dropped (the URL parser would store exa\tmple as example).
+    ["https://hooks.rece\tiver.test/", /control characters/],
+    ["https://hooks.receiver.test/a\nb", /control characters/],
+    ["\thttps://hooks.receiver.test/", /control characters/],
+    ["https://hooks.receiver.test/\u0000", /control characters/],
+    ["https://hooks.receiver.test/\u007f", /control characters/],
+    ["https://hooks.receiver.test/\u0085", /control characters/],
+    // Ports: the default, or 1024 and above.
+    ["https://hooks.receiver.test:22/", /port 22 is not allowed/],
+    ["https://hooks.receiver.test:25/", /port 25 is not allowed/],
+    ["https://hooks.receiver.test:80/", /port 80 is not allowed/],
+    ["https://hooks.receiver.test:1023/", /port 1023 is not allowed/],
+    ["https://hooks.receiver.test:0/", /port 0 is not allowed/],
     ["https://empty.receiver.test/", /does not resolve/],
   ];
 
@@ -325,13 +338,15 @@ describe("target_url", () => {
       "https://v6.receiver.test/hooks",
       "https://8.8.8.8/hooks",
       "https://[2606:4700:4700::1111]:8443/hooks",
+      "https://hooks.receiver.test:1024/hooks",
+      "https://hooks.receiver.test:65535/hooks",
       max,
     ]) {
       const res = await client.createSubscription({ owner, targetUrl, eventType: EventType.CONTACT_UPDATED });
       expect(res.created, targetUrl).toBe(true);
       expect(res.subscription!.targetUrl).toBe(targetUrl);
     }
-    expect(await listAll(owner)).toHaveLength(4);
+    expect(await listAll(owner)).toHaveLength(6);
   });
 
   it("lets http and private destinations through when the deployment allows insecure targets", async () => {
@@ -367,9 +382,14 @@ describe("target_url", () => {
   it("normalises the URL it stores", async () => {
     expect(await checkTargetUrl("  HTTPS://Hooks.Receiver.TEST:443/a/../b?q=1  ", { resolve })).toBe("https://hooks.receiver.test/b?q=1");
     expect(await checkTargetUrl("https://hooks.receiver.test", { resolve })).toBe("https://hooks.receiver.test/");
-    await expect(checkTargetUrl("https://slow.receiver.test/", { resolve: () => new Promise(() => {}), resolveTimeoutMs: 50 })).rejects.toThrow(
-      /does not resolve/,
+    // DNS that never answers is not "does not resolve": UNAVAILABLE, try again.
+    const slow = await rpcError(checkTargetUrl("https://slow.receiver.test/", { resolve: () => new Promise(() => {}), resolveTimeoutMs: 50 }));
+    expect(slow.code).toBe(Code.Unavailable);
+    expect(slow.rawMessage).toBe("target_url: the host slow.receiver.test could not be resolved right now (DNS did not answer); try again later");
+    const servfail = await rpcError(
+      checkTargetUrl("https://broken.receiver.test/", { resolve: async () => Promise.reject(Object.assign(new Error("queryA ESERVFAIL"), { code: "ESERVFAIL" })) }),
     );
+    expect(servfail.code).toBe(Code.Unavailable);
   });
 });
 
