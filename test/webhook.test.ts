@@ -9,9 +9,12 @@ import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { WebhookService, type Owner } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
+import { ConfigError, loadConfig } from "../services/shared/config.js";
+import { caresResolver } from "../services/webhook/subscriptions/dns-resolver.js";
 import { checkTargetUrl, classifyIp, isPublicIp, type Resolver } from "../services/webhook/subscriptions/target-url.js";
 import { createWebhookApp } from "../services/webhook/webhook-app.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { TestDnsServer } from "./support/dns-server.js";
 import { waitFor } from "./support/processes.js";
 import { rpcError } from "./support/rpc.js";
 import { openTestBus, startService, type StartedService } from "./support/services.js";
@@ -549,5 +552,77 @@ describe("service", () => {
     const anonymous = strict.client(WebhookService, "");
     const err = await rpcError(anonymous.listSubscribers({ organisationId: randomUUID(), eventType: EventType.CONTACT_CREATED }));
     expect(err.code).toBe(Code.Unauthenticated);
+  });
+});
+
+describe("the c-ares resolver (against a DNS server of this test)", () => {
+  it("answers A and AAAA; tells a name without address (ENOTFOUND/ENODATA) from DNS that fails or stays silent", async () => {
+    const dns = await TestDnsServer.start({
+      "both.test": { A: ["93.184.215.14"], AAAA: ["2606:4700:4700::1111"] },
+      "v4.test": { A: ["93.184.215.15"] },
+      "none.test": {},
+      "silent.test": "drop",
+      "broken.test": "servfail",
+    });
+    try {
+      const resolve = caresResolver({ timeoutMs: 300, servers: [dns.address] });
+      expect((await resolve("both.test")).sort()).toEqual(["2606:4700:4700::1111", "93.184.215.14"]);
+      expect(await resolve("v4.test")).toEqual(["93.184.215.15"]);
+      const code = (p: Promise<unknown>) => p.then(() => "resolved", (e: { code?: string }) => e.code);
+      expect(await code(resolve("missing.test"))).toBe("ENOTFOUND");
+      expect(await code(resolve("none.test"))).toBe("ENODATA");
+      expect(await code(resolve("broken.test"))).toBe("ESERVFAIL");
+      expect(await code(resolve("silent.test"))).toBe("ETIMEOUT");
+      expect(dns.asked).toEqual(expect.arrayContaining(["both.test/A", "both.test/AAAA"]));
+
+      // Through the target check: no address is the caller's 400, silence and failure are UNAVAILABLE.
+      const check = (url: string) => rpcError(checkTargetUrl(url, { resolve, resolveTimeoutMs: 2000 }));
+      expect((await check("https://missing.test/")).rawMessage).toBe("target_url: host missing.test does not resolve");
+      expect((await check("https://none.test/")).rawMessage).toBe("target_url: host none.test does not resolve");
+      expect((await check("https://broken.test/")).code).toBe(Code.Unavailable);
+      expect((await check("https://silent.test/")).code).toBe(Code.Unavailable);
+      // Silence costs its own timeout only: many silent names at once do not delay a good one.
+      const silent = Array.from({ length: 20 }, (_, i) => code(resolve(`silent.test`)).then(() => i));
+      const started = Date.now();
+      expect(await checkTargetUrl("https://v4.test/hook", { resolve })).toBe("https://v4.test/hook");
+      expect(Date.now() - started).toBeLessThan(300);
+      await Promise.all(silent);
+    } finally {
+      await dns.close();
+    }
+  });
+});
+
+describe("configuration", () => {
+  it("has the documented defaults and reads the DNS servers", () => {
+    const c = loadConfig({});
+    expect(c.WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR).toBe(100);
+    expect(c.WEBHOOK_DNS_TIMEOUT_MS).toBe(3000);
+    expect(c.WEBHOOK_DNS_SERVERS).toEqual([]);
+    expect(loadConfig({ WEBHOOK_DNS_SERVERS: "1.1.1.1, 8.8.8.8:53,[2606:4700:4700::1111]:5353,::1" }).WEBHOOK_DNS_SERVERS).toEqual([
+      "1.1.1.1",
+      "8.8.8.8:53",
+      "[2606:4700:4700::1111]:5353",
+      "::1",
+    ]);
+  });
+
+  it.each([
+    ["WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR", "0"],
+    ["WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR", "lots"],
+    ["WEBHOOK_DNS_TIMEOUT_MS", "10"],
+    ["WEBHOOK_DNS_SERVERS", "dns.google"],
+    ["WEBHOOK_DNS_SERVERS", "1.1.1.1:0"],
+    ["WEBHOOK_DNS_SERVERS", "1.1.1.1:99999"],
+    ["WEBHOOK_DNS_SERVERS", "[1.1.1.1]:53"],
+  ])("refuses %s=%s naming the variable", (variable, value) => {
+    let caught: unknown;
+    try {
+      loadConfig({ [variable]: value });
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(ConfigError);
+    expect((caught as ConfigError).variable).toBe(variable);
   });
 });
