@@ -2,6 +2,13 @@
 // application). A subscription of another pair is NOT_FOUND, never
 // PERMISSION_DENIED: nothing leaks that it exists. Built from its
 // dependencies; main.ts (or the embedded start) serves it.
+//
+// Creates and updates check the target in two halves (target-url.ts): the
+// rules without DNS first, then, only for a URL not already stored for the
+// pair, the lookup, outside any transaction. The write itself runs under a
+// transaction lock on the pair, so the per-pair cap is a count nobody can
+// overshoot and a concurrent create of the same subscription finds the
+// winner's row.
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
@@ -59,10 +66,9 @@ export function toSubscriptionMessage(s: Subscription): SubscriptionMessage {
 const toSubscriberMessage = (s: Subscription): SubscriberMessage =>
   create(SubscriberSchema, { subscriptionId: s.id, clientId: s.clientId, targetUrl: s.targetUrl, secret: s.secret });
 
-function duplicate(id?: bigint): ConnectError {
-  const which = id === undefined ? "" : ` (id ${id})`;
+function duplicate(id: bigint): ConnectError {
   return new ConnectError(
-    `a subscription with this target_url and event_type already exists${which}`,
+    `a subscription with this target_url and event_type already exists (id ${id})`,
     Code.AlreadyExists,
   );
 }

@@ -497,6 +497,9 @@ export const WebhookService: GenService<{
     output: typeof UpdateSubscriptionResponseSchema;
   },
   /**
+   * Also what the delivery service calls, with the subscription's pair, when
+   * a target answers 410 Gone (REST Hooks); NOT_FOUND when already gone.
+   *
    * @generated from rpc bizcard.webhook.v1.WebhookService.DeleteSubscription
    */
   deleteSubscription: {
@@ -506,7 +509,8 @@ export const WebhookService: GenService<{
   },
   /**
    * For the delivery service: who subscribes to this event type in this
-   * organisation, with the signing secrets.
+   * organisation (every client), oldest first, each with its signing secret
+   * ("whsec_...", the key standardwebhooks signs with).
    *
    * @generated from rpc bizcard.webhook.v1.WebhookService.ListSubscribers
    */
