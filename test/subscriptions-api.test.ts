@@ -9,6 +9,7 @@ import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
+import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { buildGateway } from "../gateway/app.js";
@@ -202,6 +203,10 @@ describe("create", () => {
     expect(got.headers.get("cache-control")).toBe("no-store");
     const { secret: _secret, ...withoutSecret } = body;
     expect(await got.json()).toEqual(withoutSecret);
+
+    // The secret shown once is the one the delivery service signs with (ListSubscribers).
+    const { subscribers } = await webhook.client(WebhookService).listSubscribers({ organisationId: orgId, eventType: EventType.CONTACT_CREATED });
+    expect(subscribers.find((x) => Number(x.subscriptionId) === body.id)).toMatchObject({ clientId: app.id, targetUrl: body.target_url, secret: body.secret });
   });
 
   it("is idempotent: the same target_url and event_type again is 200 with the existing subscription and no secret", async () => {
