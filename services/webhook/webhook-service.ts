@@ -162,12 +162,14 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
       if (parsed && parsed.href !== current.targetUrl) await destination(parsed);
       const updated = await orm.em.fork().transactional(async (em) => {
         await lockPair(em, pair);
+        // Read again under the lock: a field this request leaves alone keeps what a concurrent update set.
         const subscription = await findOwned(em, pair, id);
-        const clash = await findSame(em, pair, next.targetUrl, next.eventType);
+        const target = { targetUrl: parsed?.href ?? subscription.targetUrl, eventType: eventType ?? subscription.eventType };
+        if (subscription.targetUrl === target.targetUrl && subscription.eventType === target.eventType) return subscription;
+        const clash = await findSame(em, pair, target.targetUrl, target.eventType);
         if (clash && clash.id !== subscription.id) throw duplicate(clash.id);
-        if (subscription.targetUrl === next.targetUrl && subscription.eventType === next.eventType) return subscription;
-        subscription.targetUrl = next.targetUrl;
-        subscription.eventType = next.eventType;
+        subscription.targetUrl = target.targetUrl;
+        subscription.eventType = target.eventType;
         subscription.updatedAt = new Date();
         await em.flush();
         return subscription;
