@@ -19,7 +19,7 @@ import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
 import { createWebhookApp } from "../services/webhook/webhook-app.js";
 import { TEST_NATS_URL, createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
-import { waitFor } from "./support/processes.js";
+import { spawnProcess, waitFor } from "./support/processes.js";
 import { startReceiver, type Answer, type Receiver } from "./support/receiver.js";
 import { rpcError } from "./support/rpc.js";
 import { openTestBus, startService, type StartedService } from "./support/services.js";
@@ -228,6 +228,35 @@ describe("retries", () => {
     const stranger = { organisationId: sub.organisationId, clientId: "someone-else" } as Owner;
     expect((await rpcError(log.retryDelivery({ owner: stranger, subscriptionId: sub.subscription.id, deliveryId: gaveUp!.id }))).code).toBe(Code.NotFound);
     expect((await log.listDeliveries({ owner: stranger, subscriptionId: sub.subscription.id })).deliveries).toEqual([]);
+
+    // The operator's view: `bizcard deliveries failed`.
+    const cli = spawnProcess(process.execPath, ["bin/bizcard.js", "deliveries", "failed", "--org", sub.organisationId, "--json"], {
+      DELIVERY_RPC_URL: delivery.server.url,
+      INTERNAL_RPC_TOKEN: TOKEN,
+      DATA_DIR: undefined,
+    });
+    let stdout = "";
+    cli.child.stdout!.on("data", (d) => (stdout += d));
+    expect(await cli.exited, cli.output()).toBe(0);
+    expect(JSON.parse(stdout)).toEqual({
+      deliveries: [
+        {
+          id: gaveUp!.id.toString(),
+          event_id: sub.route.requests[0]!.headers["webhook-id"],
+          event_type: "contact.created",
+          subscription_id: sub.subscription.id.toString(),
+          organisation_id: sub.organisationId,
+          client_id: sub.owner.clientId,
+          status: "gave_up",
+          attempts: 4,
+          response_status: 502,
+          error: "HTTP 502",
+          next_attempt_at: null,
+          created_at: expect.stringMatching(RFC3339),
+          updated_at: expect.stringMatching(RFC3339),
+        },
+      ],
+    });
 
     healthy = true;
     const retried = await log.retryDelivery({ owner: sub.owner, subscriptionId: sub.subscription.id, deliveryId: gaveUp!.id });
