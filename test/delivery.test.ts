@@ -304,7 +304,7 @@ describe("several workers, a lost consumer", () => {
     try {
       // A slow receiver keeps both workers busy at once.
       const sub = await subscribe("Pair", EventType.CONTACT_CREATED);
-      const slow = receiver.route(new URL(sub.route.url).pathname, () => ({ status: 200 }));
+      const slow = receiver.route(new URL(sub.route.url).pathname, () => ({ status: 200, delayMs: 30 }));
       const count = 40;
       for (let i = 0; i < count; i++) await createContact(sub.organisationId, `Worker${i}`);
       await waitFor(async () => {

@@ -11,7 +11,7 @@ export interface Received {
   at: number;
 }
 
-export type Answer = { status: number; headers?: Record<string, string> } | "hang";
+export type Answer = { status: number; headers?: Record<string, string>; delayMs?: number } | "hang";
 
 export interface Receiver {
   base: string;
@@ -35,7 +35,9 @@ export async function startReceiver(): Promise<Receiver> {
       route.requests.push(received);
       const answer = route.answer(route.requests.length);
       if (answer === "hang") return; // never answers: the sender's timeout ends it
-      res.writeHead(answer.status, answer.headers).end("thanks");
+      const send = () => res.writeHead(answer.status, answer.headers).end("thanks");
+      if (answer.delayMs) setTimeout(send, answer.delayMs);
+      else send();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

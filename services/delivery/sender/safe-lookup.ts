@@ -1,9 +1,10 @@
 // The destination check at connect time. CONTRACT: target URLs are "checked
 // on create and update, and again on every delivery (DNS rebinding)". The
 // name is resolved here, when undici connects, and the connection goes to an
-// address that was checked, never to one looked up again later: the same idea
-// as svix's webhook_http_client.rs (a resolver that drops non-global
-// addresses before the connector sees them). As at save time
+// address that was checked, never to one looked up again later: the idea of
+// svix's webhook_http_client.rs (NonLocalDnsResolver under the connector, and
+// a literal-IP check before the request). Stricter than svix, which keeps the
+// allowed answers and fails only when none is left: as at save time
 // (services/webhook/subscriptions/target-url.ts, whose classification this
 // reuses, so both checks apply one rule), a name is refused when ANY of its
 // addresses is not public. Literal IP hosts never reach a lookup (net.connect
