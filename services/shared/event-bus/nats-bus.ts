@@ -146,7 +146,16 @@ export class NatsBus implements EventBus {
           } else {
             // Created, or lost and created again: right after what the owner recorded as handled,
             // never DeliverPolicy.All, which would hand out the whole retained stream again.
-            const after = await options.startAfterSequence?.();
+            let after = await options.startAfterSequence?.();
+            if (after !== undefined) {
+              // A position past the stream's end belongs to a stream that is gone (this one was
+              // created since): all of this one is new.
+              const { state } = await this.jsm.streams.info(this.options.stream);
+              if (after > state.last_seq) {
+                log.warn({ recorded: after, lastSeq: state.last_seq }, "recorded position is past the stream's end (the stream was recreated); starting from its beginning");
+                after = undefined;
+              }
+            }
             const start =
               after === undefined
                 ? { deliver_policy: DeliverPolicy.All }
