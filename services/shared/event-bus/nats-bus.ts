@@ -165,8 +165,10 @@ export class NatsBus implements EventBus {
           }
           const consumer = await this.js.consumers.get(this.options.stream, options.durable);
           // Few messages in hand at a time: each one's ack_wait runs from its delivery, and
-          // handlers work one by one. A deleted stream or consumer ends the loop: rebuilt above.
-          messages = await consumer.consume({ max_messages: Math.min(4, options.maxAckPending ?? 4), abort_on_missing_resource: true });
+          // handlers work one by one (the server hands out no more than max_ack_pending; the
+          // pull stays open for 4 so the next one needs no new request). A deleted stream or
+          // consumer ends the loop: rebuilt above.
+          messages = await consumer.consume({ max_messages: 4, abort_on_missing_resource: true });
           if (stopped) {
             messages.stop();
             break;
