@@ -4,6 +4,8 @@
 //   bizcard client create --name NAME --owner-org ID [--redirect-uri URI…] [--scope "A B"] [--grant-type G…] [--json]
 //   bizcard contact create --org ID (--first-name F | --last-name L) [FIELD…] [--json]
 //   bizcard contact update --org ID --id ID FIELD [FIELD…] [--json]
+//   bizcard deliveries failed [--org ID] [--limit N] [--json]
+//   bizcard deliveries retry --org ID --client CLIENT_ID --subscription ID --id DELIVERY_ID [--json]
 //   bizcard --help
 // Flags outside [brackets] are required. The organisation is always named
 // explicitly (--org): the organisation service refuses contact calls without it.
@@ -16,6 +18,8 @@ import path from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { DeliveryService, type Delivery } from "../gen/bizcard/delivery/v1/delivery_pb.js";
 import { OrganisationService, type ContactFields } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { contactJson } from "../services/shared/contact-json.js";
 import { createRpcClient } from "../services/shared/rpc-client.js";
@@ -82,6 +86,18 @@ const COMMANDS: Record<string, CommandSpec> = {
     required: ["org", "id"],
     oneOf: [{ flags: CONTACT_FLAG_NAMES, missing: "missing a FIELD to change" }],
   },
+  "deliveries failed": {
+    usage: ["bizcard deliveries failed [--org ID] [--limit N] [--json]"],
+    options: { org: str, limit: str },
+    required: [],
+    oneOf: [],
+  },
+  "deliveries retry": {
+    usage: ["bizcard deliveries retry --org ID --client CLIENT_ID --subscription ID --id DELIVERY_ID [--json]"],
+    options: { org: str, client: str, subscription: str, id: str },
+    required: ["org", "client", "subscription", "id"],
+    oneOf: [],
+  },
 };
 
 const USAGE = `usage:
@@ -97,7 +113,7 @@ FIELD: --first-name F  --last-name L  --email E  --phone P  --company C  --job-t
 --json: print one JSON object and nothing else; an error is {"error", "error_description"}.
 exit status: 0 done, 1 the service refused or could not be reached, 2 bad command or flag.
 
-environment: ORGANISATION_RPC_URL, AUTH_RPC_URL (default http://127.0.0.1:7102, :7101),
+environment: ORGANISATION_RPC_URL, AUTH_RPC_URL, DELIVERY_RPC_URL (default http://127.0.0.1:7102, :7101, :7104),
   INTERNAL_RPC_TOKEN (default: read from DATA_DIR/internal-rpc-token, as npm start writes it)`;
 
 /** A bad command line; `usage` is the part of the usage that applies. */
@@ -133,6 +149,10 @@ function clients() {
       options(process.env.ORGANISATION_RPC_URL ?? `http://127.0.0.1:${process.env.ORGANISATION_RPC_PORT ?? 7102}`),
     ),
     auth: createRpcClient(AuthService, options(process.env.AUTH_RPC_URL ?? `http://127.0.0.1:${process.env.AUTH_RPC_PORT ?? 7101}`)),
+    deliveries: createRpcClient(
+      DeliveryService,
+      options(process.env.DELIVERY_RPC_URL ?? `http://127.0.0.1:${process.env.DELIVERY_RPC_PORT ?? 7104}`),
+    ),
   };
 }
 
@@ -174,7 +194,7 @@ function parse(argv: string[]): { command: string; values: Record<string, unknow
 
 async function run(argv: string[]): Promise<{ json: unknown; text: string }> {
   const { command, values } = parse(argv);
-  const { organisations, auth } = clients();
+  const { organisations, auth, deliveries } = clients();
 
   switch (command) {
     case "org create": {
@@ -229,8 +249,53 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string }> {
       const name = [json.first_name, json.last_name].filter(Boolean).join(" ");
       return { json, text: `contact ${json.id} ${name}${json.email ? ` <${json.email}>` : ""}` };
     }
+    case "deliveries failed": {
+      const limit = values.limit === undefined ? 50 : wholeNumber("limit", values.limit as string, 1, 100);
+      const res = await deliveries.listFailedDeliveries({ organisationId: (values.org as string | undefined) ?? "", pageSize: limit });
+      const list = res.deliveries.map(deliveryJson);
+      const lines = list.map(
+        (d) =>
+          `delivery ${d.id}  ${d.updated_at}  ${d.event_type} ${d.event_id}  subscription ${d.subscription_id} (org ${d.organisation_id}, client ${d.client_id})  ${d.attempts} attempts, last: ${d.error || d.response_status}`,
+      );
+      return { json: { deliveries: list }, text: lines.length ? lines.join("\n") : "no failed deliveries" };
+    }
+    case "deliveries retry": {
+      const res = await deliveries.retryDelivery({
+        owner: { organisationId: values.org as string, clientId: values.client as string },
+        subscriptionId: BigInt(wholeNumber("subscription", values.subscription as string, 1, Number.MAX_SAFE_INTEGER)),
+        deliveryId: BigInt(wholeNumber("id", values.id as string, 1, Number.MAX_SAFE_INTEGER)),
+      });
+      const json = deliveryJson(res.delivery!);
+      return { json, text: `delivery ${json.id} ${json.status}, next attempt ${json.next_attempt_at ?? "none"}` };
+    }
   }
   throw new UsageError(`unknown command: ${command}`);
+}
+
+function wholeNumber(flag: string, value: string, min: number, max: number): number {
+  const n = /^\d{1,16}$/.test(value) ? Number(value) : NaN;
+  if (!(n >= min && n <= max)) throw new UsageError(`--${flag}: expected a whole number from ${min} to ${max}`);
+  return n;
+}
+
+/** A delivery as `bizcard deliveries … --json` prints it. */
+function deliveryJson(d: Delivery) {
+  const time = (t: Delivery["createTime"]) => (t ? timestampDate(t).toISOString() : null);
+  return {
+    id: d.id.toString(),
+    event_id: d.eventId,
+    event_type: d.eventType,
+    subscription_id: d.subscriptionId.toString(),
+    organisation_id: d.owner?.organisationId ?? "",
+    client_id: d.owner?.clientId ?? "",
+    status: d.status,
+    attempts: d.attempts,
+    response_status: d.responseStatus,
+    error: d.error,
+    next_attempt_at: time(d.nextAttemptTime),
+    created_at: time(d.createTime),
+    updated_at: time(d.updateTime),
+  };
 }
 
 /** snake_case name of a Connect code: "not_found", "invalid_argument", … */

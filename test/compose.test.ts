@@ -431,7 +431,7 @@ describe("Dockerfile", () => {
     for (const file of files) {
       const src = readFileSync(file, "utf8");
       // Runtime imports only: `import type` vanishes when tsc compiles.
-      for (const m of src.matchAll(/^\s*(?:import(?!\s+type\s)(?:[^;]*?\sfrom)?|export(?!\s+type\s)[^;]*?\sfrom)\s*["']([^"'.][^"']*)["']|(?:import|require)\(\s*["']([^"'.][^"']*)["']\s*\)/gm)) {
+      for (const m of src.matchAll(/^\s*(?:import(?!\s+type\s)(?:[^;]*?\sfrom)?|export(?!\s+type\s)\s*(?:\{[^}]*\}|\*(?:\s+as\s+\w+)?)\s*from)\s*["']([^"'.][^"']*)["']|(?:import|require)\(\s*["']([^"'.][^"']*)["']\s*\)/gm)) {
         const spec = (m[1] ?? m[2])!;
         if (spec.startsWith("node:") || builtins.has(spec.split("/")[0]!)) continue;
         const name = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0]!;

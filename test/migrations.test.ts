@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AUTH_SCHEMA } from "../services/auth/auth-service.js";
 import { AUTH_ENTITIES } from "../services/auth/auth-app.js";
 import { authMigrations } from "../services/auth/migrations/index.js";
-import { DeliveryAttemptEntity } from "../services/delivery/attempts/delivery-attempt.entity.js";
+import { DELIVERY_ENTITIES } from "../services/delivery/delivery-app.js";
 import { DELIVERY_SCHEMA } from "../services/delivery/delivery-service.js";
 import { deliveryMigrations } from "../services/delivery/migrations/index.js";
 import { ContactEntity } from "../services/organisation/contacts/contact.entity.js";
@@ -34,7 +34,7 @@ const SERVICES = [
     tables: ["contact", "member", "organisation", "outbox", "outbox_lease"],
   },
   { schema: WEBHOOK_SCHEMA, entities: [SubscriptionEntity], migrations: webhookMigrations, tables: ["subscription"] },
-  { schema: DELIVERY_SCHEMA, entities: [DeliveryAttemptEntity], migrations: deliveryMigrations, tables: ["delivery_attempt"] },
+  { schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations, tables: ["consumer_position", "delivery", "delivery_attempt", "delivery_event"] },
 ];
 
 let db: TestDatabase;

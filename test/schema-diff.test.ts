@@ -21,7 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AUTH_SCHEMA } from "../services/auth/auth-service.js";
 import { AUTH_ENTITIES } from "../services/auth/auth-app.js";
 import { authMigrations } from "../services/auth/migrations/index.js";
-import { DeliveryAttemptEntity } from "../services/delivery/attempts/delivery-attempt.entity.js";
+import { DELIVERY_ENTITIES } from "../services/delivery/delivery-app.js";
 import { DELIVERY_SCHEMA } from "../services/delivery/delivery-service.js";
 import { deliveryMigrations } from "../services/delivery/migrations/index.js";
 import { ContactEntity } from "../services/organisation/contacts/contact.entity.js";
@@ -46,7 +46,7 @@ const SERVICES = [
   { schema: AUTH_SCHEMA, entities: AUTH_ENTITIES, migrations: authMigrations },
   { schema: ORGANISATION_SCHEMA, entities: [OrganisationEntity, MemberEntity, ContactEntity], migrations: organisationMigrations },
   { schema: WEBHOOK_SCHEMA, entities: [SubscriptionEntity], migrations: webhookMigrations },
-  { schema: DELIVERY_SCHEMA, entities: [DeliveryAttemptEntity], migrations: deliveryMigrations },
+  { schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations },
 ];
 
 let db: TestDatabase;

@@ -9,8 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DeliveryService } from "../gen/bizcard/delivery/v1/delivery_pb.js";
 import { ContactEventSchema, EventType, type ContactEvent } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { DeliveryAttemptEntity } from "../services/delivery/attempts/delivery-attempt.entity.js";
-import { createDeliveryApp } from "../services/delivery/delivery-app.js";
+import { DELIVERY_ENTITIES, createDeliveryApp } from "../services/delivery/delivery-app.js";
 import { DELIVERY_SCHEMA } from "../services/delivery/delivery-service.js";
 import { deliveryMigrations } from "../services/delivery/migrations/index.js";
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
@@ -41,14 +40,14 @@ const SUBSCRIPTION_A2 = 8n;
 async function seedDeliveryAttempts(db: TestDatabase): Promise<void> {
   const orm = await openServiceDatabase(
     { databaseUrl: db.url, databasePoolMax: db.poolMax, logger: createLogger("test", "silent"), config: { MIGRATE_ON_START: true } },
-    { schema: DELIVERY_SCHEMA, entities: [DeliveryAttemptEntity], migrations: deliveryMigrations },
+    { schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations },
   );
   try {
     const insert = (owner: { organisationId: string; clientId: string }, subscriptionId: bigint, attempt: number, at: string) =>
       orm.em.fork().execute(
         `insert into "delivery"."delivery_attempt"
-           ("id", "organisation_id", "client_id", "event_id", "subscription_id", "attempt", "response_status", "outcome", "attempted_at")
-         values (?, ?, ?, ?, ?, ?, 200, 'succeeded', ?)`,
+           ("id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type", "attempt", "response_status", "outcome", "attempted_at")
+         values (?, ?, ?, ?, ?, 1, 'contact.created', ?, 200, 'succeeded', ?)`,
         [randomUUID(), owner.organisationId, owner.clientId, randomUUID(), subscriptionId.toString(), attempt, at],
       );
     for (let i = 1; i <= 3; i++) await insert(OWNER_A, SUBSCRIPTION_A, i, `2026-11-22T10:00:0${i}.000Z`);

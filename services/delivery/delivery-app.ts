@@ -1,19 +1,71 @@
 import { DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
+import { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { openServiceDatabase, pingDatabase } from "../shared/database.js";
+import type { Consumer } from "../shared/event-bus/event-bus.js";
+import { createRpcClient } from "../shared/rpc-client.js";
 import { runChecks } from "../shared/rpc-server.js";
 import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
+import type { Resolver } from "../webhook/subscriptions/target-url.js";
 import { DeliveryAttemptEntity } from "./attempts/delivery-attempt.entity.js";
+import { createDeliveryStore } from "./deliveries/delivery-store.js";
+import { ConsumerPositionEntity, DeliveryEntity, DeliveryEventEntity } from "./deliveries/delivery.entity.js";
 import { DELIVERY_SCHEMA, createDeliveryService } from "./delivery-service.js";
+import { consumeContactEvents } from "./fan-out/contact-fan-out.js";
 import { deliveryMigrations } from "./migrations/index.js";
+import { caresResolver, systemResolver } from "./sender/safe-lookup.js";
+import { createWebhookSender } from "./sender/webhook-sender.js";
+import { DeliveryWorker } from "./worker/delivery-worker.js";
 
-export async function createDeliveryApp(deps: ServiceAppDeps): Promise<ServiceApp> {
+/** Every table of the delivery schema (schema-diff test: entities == migrations). */
+export const DELIVERY_ENTITIES = [DeliveryAttemptEntity, DeliveryEntity, DeliveryEventEntity, ConsumerPositionEntity];
+
+export interface DeliveryAppOptions {
+  /** How target hostnames are resolved when connecting; tests inject one. */
+  resolve?: Resolver;
+  /** Run the JetStream fan-out (default true). */
+  fanOut?: boolean;
+  /** Run the workers (default true). */
+  workers?: boolean;
+}
+
+export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryAppOptions = {}): Promise<ServiceApp> {
   const { config, logger, bus } = deps;
-  const orm = await openServiceDatabase(deps, { schema: DELIVERY_SCHEMA, entities: [DeliveryAttemptEntity], migrations: deliveryMigrations });
+  const orm = await openServiceDatabase(deps, { schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations });
+  const store = createDeliveryStore(orm);
+  const webhook = createRpcClient(WebhookService, { baseUrl: config.webhookRpcUrl, timeoutMs: config.RPC_TIMEOUT_MS, internalToken: config.internalToken });
+  const allowInsecure = config.WEBHOOK_ALLOW_INSECURE_TARGETS;
+  if (allowInsecure) logger.warn("WEBHOOK_ALLOW_INSECURE_TARGETS is on: deliveries go to http and private destinations too");
+  const sender = createWebhookSender({
+    // Production: c-ares with its own timeout (no thread pool queue); development: the hosts file too.
+    resolve: options.resolve ?? (allowInsecure ? systemResolver : caresResolver()),
+    allowInsecure,
+    timeoutMs: config.DELIVERY_TIMEOUT_MS,
+  });
+  const worker = new DeliveryWorker({
+    store,
+    webhook,
+    sender,
+    logger: logger.child({ component: "delivery-worker" }),
+    schedule: config.DELIVERY_RETRY_SCHEDULE_SECONDS,
+    retryAfterMaxSeconds: config.DELIVERY_RETRY_AFTER_MAX_SECONDS,
+    concurrency: config.DELIVERY_CONCURRENCY,
+    pollMs: config.DELIVERY_POLL_MS,
+    leaseSeconds: config.DELIVERY_CLAIM_LEASE_SECONDS,
+  });
+  let fanOut: Consumer | undefined;
   return {
     name: "delivery",
-    routes: (router) => router.service(DeliveryService, createDeliveryService({ orm })),
+    routes: (router) => router.service(DeliveryService, createDeliveryService({ orm, store, onRetry: () => worker.wake() })),
     readiness: () => runChecks({ database: () => pingDatabase(orm), bus: () => bus.ping() }),
-    start: async () => {},
-    close: () => orm.close(),
+    start: async () => {
+      if (options.workers !== false) worker.start();
+      if (options.fanOut !== false) fanOut = await consumeContactEvents({ bus, store, webhook, logger, onDeliveries: () => worker.wake() });
+    },
+    close: async () => {
+      await fanOut?.stop();
+      await worker.stop();
+      await sender.close();
+      await orm.close();
+    },
   };
 }

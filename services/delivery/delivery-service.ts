@@ -1,19 +1,23 @@
 // DeliveryService: the delivery log of one owner's subscription, newest
-// first. The owner (organisation, client application) is required and is part
-// of the query: another owner's attempts are never listed.
+// first, a manual retry, and the operators' list of failed deliveries. The
+// owner (organisation, client application) is required where it applies and
+// is part of every query: another owner's deliveries and attempts are never
+// listed, and are NOT_FOUND for a retry.
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { DeliveryAttemptSchema, DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
+import { DeliveryAttemptSchema, DeliverySchema, DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
 import { readOwner } from "../shared/owner.js";
-import { readPage, timeIdKeyset } from "../shared/pagination.js";
-import { invalid } from "../shared/validation.js";
+import { int64IdKeyset, readPage, timeIdKeyset } from "../shared/pagination.js";
+import { invalid, notFound, requireUuid } from "../shared/validation.js";
 import { DeliveryAttemptEntity, type DeliveryAttempt } from "./attempts/delivery-attempt.entity.js";
+import type { DeliveryStore } from "./deliveries/delivery-store.js";
+import { DeliveryEntity, type Delivery } from "./deliveries/delivery.entity.js";
 
 export const DELIVERY_SCHEMA = "delivery";
 
-const toMessage = (a: DeliveryAttempt) =>
+const toAttemptMessage = (a: DeliveryAttempt) =>
   create(DeliveryAttemptSchema, {
     id: a.id,
     eventId: a.eventId,
@@ -24,17 +28,73 @@ const toMessage = (a: DeliveryAttempt) =>
     error: a.error,
     durationMs: a.durationMs,
     attemptTime: timestampFromDate(a.attemptedAt),
+    deliveryId: a.deliveryId,
+    eventType: a.eventType,
+    ...(a.nextAttemptAt ? { nextAttemptTime: timestampFromDate(a.nextAttemptAt) } : {}),
   });
 
-export function createDeliveryService(deps: { orm: MikroORM }): ServiceImpl<typeof DeliveryService> {
+export const toDeliveryMessage = (d: Delivery) =>
+  create(DeliverySchema, {
+    id: d.id,
+    eventId: d.eventId,
+    eventType: d.eventType,
+    subscriptionId: d.subscriptionId,
+    owner: { organisationId: d.organisationId, clientId: d.clientId },
+    status: d.status,
+    attempts: d.attempts,
+    responseStatus: d.lastResponseStatus,
+    error: d.lastError,
+    // A pending row's next_attempt_at while a worker holds it is the claim's lease, not a plan: still "pending, next at".
+    ...(d.status === "pending" && d.nextAttemptAt ? { nextAttemptTime: timestampFromDate(d.nextAttemptAt) } : {}),
+    createTime: timestampFromDate(d.createdAt),
+    updateTime: timestampFromDate(d.updatedAt),
+  });
+
+const positiveId = (field: string, value: bigint) => {
+  if (value <= 0n) throw invalid(field, "expected a positive integer");
+  return value;
+};
+
+export function createDeliveryService(deps: { orm: MikroORM; store: DeliveryStore; onRetry: () => void }): ServiceImpl<typeof DeliveryService> {
   return {
     async listDeliveryAttempts(req) {
       const owner = readOwner(req.owner);
-      if (req.subscriptionId <= 0n) throw invalid("subscription_id", "expected a positive integer");
+      positiveId("subscription_id", req.subscriptionId);
       const page = await readPage(timeIdKeyset<DeliveryAttempt>("attemptedAt"), req, (after, options) =>
         deps.orm.em.fork().find(DeliveryAttemptEntity, { ...owner, subscriptionId: Number(req.subscriptionId), ...after }, options),
       );
-      return { attempts: page.rows.map(toMessage), nextPageToken: page.nextPageToken };
+      return { attempts: page.rows.map(toAttemptMessage), nextPageToken: page.nextPageToken };
+    },
+
+    async listDeliveries(req) {
+      const owner = readOwner(req.owner);
+      const subscriptionId = positiveId("subscription_id", req.subscriptionId);
+      const page = await readPage(int64IdKeyset<Delivery>(), req, (after, options) =>
+        deps.orm.em.fork().find(DeliveryEntity, { ...owner, subscriptionId, ...after }, options),
+      );
+      return { deliveries: page.rows.map(toDeliveryMessage), nextPageToken: page.nextPageToken };
+    },
+
+    async retryDelivery(req) {
+      const owner = readOwner(req.owner);
+      const subscriptionId = positiveId("subscription_id", req.subscriptionId);
+      const id = positiveId("delivery_id", req.deliveryId);
+      const status = await deps.store.retryNow(owner, subscriptionId, id);
+      if (status === undefined) throw notFound("delivery");
+      if (status === "gone" || status === "cancelled") {
+        throw new ConnectError("the delivery's subscription was deleted: nothing to send to", Code.FailedPrecondition);
+      }
+      deps.onRetry();
+      const row = await deps.orm.em.fork().findOneOrFail(DeliveryEntity, { id, ...owner });
+      return { delivery: toDeliveryMessage(row) };
+    },
+
+    async listFailedDeliveries(req) {
+      const organisationId = req.organisationId ? requireUuid("organisation_id", req.organisationId) : undefined;
+      const page = await readPage(int64IdKeyset<Delivery>(), req, (after, options) =>
+        deps.orm.em.fork().find(DeliveryEntity, { status: "gave_up", ...(organisationId ? { organisationId } : {}), ...after }, options),
+      );
+      return { deliveries: page.rows.map(toDeliveryMessage), nextPageToken: page.nextPageToken };
     },
   };
 }

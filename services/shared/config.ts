@@ -154,6 +154,36 @@ const shape = {
   RATE_LIMIT_ADDRESS_FAILURES: int(100, 1, 1_000_000),
   /** Gateway: how long a bearer check is cached; revocations (on the bus) drop entries at once. 0 turns the cache off. */
   BEARER_CACHE_MS: int(30_000, 0, 600_000),
+  // Webhook delivery (services/delivery).
+  /**
+   * Delivery: the waits before each retry, in seconds (decimals allowed), after
+   * the first attempt fails; each is stretched or shrunk by up to 20 % (jitter).
+   * When all have failed, the delivery gives up. The default spans about 21 hours.
+   */
+  DELIVERY_RETRY_SCHEDULE_SECONDS: z
+    .string()
+    .default("5,30,120,600,1800,7200,21600,43200")
+    .transform((v) => v.split(",").map((s) => s.trim()))
+    .pipe(
+      z
+        .array(z.string().regex(/^\d{1,6}(\.\d{1,3})?$/, "expected seconds separated by commas, e.g. 5,30,120"))
+        .min(1)
+        .max(50)
+        .transform((list) => list.map(Number)),
+    ),
+  /** Delivery: a target's Retry-After is honoured up to this many seconds. */
+  DELIVERY_RETRY_AFTER_MAX_SECONDS: int(3600, 0, 86_400),
+  /** Delivery: the whole of one POST (connect, answer, body), in ms; past it the attempt is a timeout. */
+  DELIVERY_TIMEOUT_MS: int(10_000, 100, 120_000),
+  /** Delivery: POSTs in flight at once per delivery process. */
+  DELIVERY_CONCURRENCY: int(32, 1, 1000),
+  /** Delivery: how often an idle worker looks for due deliveries (new events wake it at once in its own process). */
+  DELIVERY_POLL_MS: int(500, 10, 60_000),
+  /**
+   * Delivery: a claimed delivery returns to the others after this long if its
+   * worker died; more than DELIVERY_TIMEOUT_MS plus the time to record the attempt.
+   */
+  DELIVERY_CLAIM_LEASE_SECONDS: int(60, 5, 3600),
   /** Gateway: a request's head and body must have arrived within this long (else 408); stalled bodies end here. */
   GATEWAY_REQUEST_TIMEOUT_MS: int(10_000, 100, 600_000),
   /** Gateway: a request's head must have arrived within this long (else 408); never more than the request timeout. */
@@ -199,6 +229,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const c = parsed.data;
   checkOutboxTimings(c);
+  if (c.DELIVERY_CLAIM_LEASE_SECONDS * 1000 < c.DELIVERY_TIMEOUT_MS + 5000) {
+    throw new ConfigError("DELIVERY_CLAIM_LEASE_SECONDS", "must exceed DELIVERY_TIMEOUT_MS by at least 5 seconds");
+  }
   const local = (p: number) => `http://127.0.0.1:${p}`;
   return {
     ...c,

@@ -17,6 +17,10 @@ export const DeliveryAttemptEntity = defineEntity({
     error: p.text().default(""),
     durationMs: p.integer().default(0),
     attemptedAt: p.datetime(3),
+    deliveryId: p.bigint("bigint"),
+    eventType: p.text(),
+    /** When the next attempt was planned after this one; null when none was. */
+    nextAttemptAt: p.datetime(3).nullable(),
   },
   // ListDeliveryAttempts: one owner's subscription's attempts, newest first.
   // The migration makes the last two columns "desc"; MikroORM's schema diff

@@ -9,6 +9,8 @@ export interface BusMessage {
   msgId: string;
   /** 1 on the first delivery. */
   deliveryCount: number;
+  /** The message's sequence in the stream (JetStream only). */
+  streamSequence?: number;
 }
 
 export interface ConsumerOptions {
@@ -20,8 +22,38 @@ export interface ConsumerOptions {
    * nats-server 2.10 (filter_subjects); a single filter works on 2.9 too.
    */
   subject: string;
-  /** Redelivery delay after a handler failure. */
+  /**
+   * Redelivery delay after a handler's first failure; it doubles on each
+   * further failure of the same message, up to maxRetryDelayMs (default 1 s).
+   */
   retryDelayMs?: number;
+  /** The longest redelivery delay (default 60 s). */
+  maxRetryDelayMs?: number;
+  /**
+   * How many times a message is handed out before it is given up (logged as an
+   * error and terminated). Default 30: with the default delays, about 25 minutes.
+   */
+  maxDeliver?: number;
+  /**
+   * How long the broker waits for an ack before handing the message out again
+   * (default 30 s). While a handler runs, the consumer tells the broker it is
+   * still working every third of this.
+   */
+  ackWaitMs?: number;
+  /**
+   * Messages handed out and not yet acknowledged, at most (JetStream
+   * max_ack_pending). 1 keeps the stream's order even across failures: a
+   * failed message is retried before any later one is handed out.
+   */
+  maxAckPending?: number;
+  /**
+   * When the durable consumer has to be created (first start, or it was lost):
+   * the last stream sequence this consumer's owner has recorded as handled. The
+   * consumer then starts right after it, so that nothing handled is handed out
+   * again and nothing published meanwhile is skipped. Undefined: from the
+   * start of the stream.
+   */
+  startAfterSequence?: () => Promise<number | undefined>;
 }
 
 export type MessageHandler = (message: BusMessage) => Promise<void>;

@@ -8,6 +8,7 @@ import {
   StorageType,
   connect,
   nanos,
+  type ConsumerInfo,
   type ConsumerMessages,
   type JetStreamClient,
   type JetStreamManager,
@@ -184,45 +185,85 @@ export class NatsBus implements EventBus {
     let stopped = false;
     let messages: ConsumerMessages | undefined;
     const log = this.options.logger.child({ consumer: options.durable });
+    const ackWaitMs = options.ackWaitMs ?? 30_000;
+    const maxDeliver = options.maxDeliver ?? 30;
+    const retryDelayMs = options.retryDelayMs ?? 1000;
+    const maxRetryDelayMs = options.maxRetryDelayMs ?? 60_000;
+    // The n-th failure of one message waits retryDelayMs × 2^(n-1), capped.
+    const retryDelay = (deliveryCount: number) => Math.min(maxRetryDelayMs, retryDelayMs * 2 ** Math.min(deliveryCount - 1, 30));
     const run = async () => {
       while (!stopped) {
         try {
           await this.ensureStream();
-          const config = {
-            durable_name: options.durable,
+          const settings = {
             ack_policy: AckPolicy.Explicit,
-            deliver_policy: DeliverPolicy.All,
-            ack_wait: nanos(60_000),
-            max_deliver: -1,
+            ack_wait: nanos(ackWaitMs),
+            max_deliver: maxDeliver,
             filter_subject: subjectFor(this.options.prefix, options.subject),
+            ...(options.maxAckPending ? { max_ack_pending: options.maxAckPending } : {}),
           };
+          let existing: ConsumerInfo | undefined;
           try {
-            await this.jsm.consumers.info(this.options.stream, options.durable);
-            await this.jsm.consumers.update(this.options.stream, options.durable, config);
+            existing = await this.jsm.consumers.info(this.options.stream, options.durable);
           } catch (err) {
             if (!isNotFound(err)) throw err;
-            await this.jsm.consumers.add(this.options.stream, config);
+          }
+          if (existing) {
+            // Where it starts cannot change on a consumer that exists (nor need to: it has its position).
+            await this.jsm.consumers.update(this.options.stream, options.durable, settings);
+          } else {
+            // Created, or lost and created again: right after what the owner recorded as handled,
+            // never DeliverPolicy.All, which would hand out the whole retained stream again.
+            let after = await options.startAfterSequence?.();
+            if (after !== undefined) {
+              // A position past the stream's end belongs to a stream that is gone (this one was
+              // created since): all of this one is new.
+              const { state } = await this.jsm.streams.info(this.options.stream);
+              if (after > state.last_seq) {
+                log.warn({ recorded: after, lastSeq: state.last_seq }, "recorded position is past the stream's end (the stream was recreated); starting from its beginning");
+                after = undefined;
+              }
+            }
+            const start =
+              after === undefined
+                ? { deliver_policy: DeliverPolicy.All }
+                : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: after + 1 };
+            log.info({ ...start }, "creating the durable consumer");
+            await this.jsm.consumers.add(this.options.stream, { durable_name: options.durable, ...settings, ...start });
           }
           const consumer = await this.js.consumers.get(this.options.stream, options.durable);
           // Few messages in hand at a time: each one's ack_wait runs from its delivery, and
-          // handlers work one by one. A deleted stream or consumer ends the loop: rebuilt above.
+          // handlers work one by one (the server hands out no more than max_ack_pending; the
+          // pull stays open for 4 so the next one needs no new request). A deleted stream or
+          // consumer ends the loop: rebuilt above.
           messages = await consumer.consume({ max_messages: 4, abort_on_missing_resource: true });
           if (stopped) {
             messages.stop();
             break;
           }
           for await (const m of messages) {
+            // The handler may take longer than ack_wait (a slow database): tell the broker it is in hand.
+            const keepAlive = setInterval(() => m.working(), Math.max(100, Math.floor(ackWaitMs / 3)));
             try {
               await handler({
                 subject: m.subject,
                 data: m.data,
                 msgId: m.headers?.get("Nats-Msg-Id") || `${m.info.stream}:${m.seq}`,
                 deliveryCount: m.info.deliveryCount,
+                streamSequence: m.seq,
               });
               m.ack();
             } catch (err) {
-              log.warn({ err, subject: m.subject, deliveryCount: m.info.deliveryCount }, "handler failed; redelivering later");
-              m.nak(options.retryDelayMs ?? 5000);
+              if (m.info.deliveryCount >= maxDeliver) {
+                log.error({ err, subject: m.subject, seq: m.seq, deliveryCount: m.info.deliveryCount }, "handler failed on the last delivery; message given up");
+                m.term();
+              } else {
+                const delay = retryDelay(m.info.deliveryCount);
+                log.warn({ err, subject: m.subject, deliveryCount: m.info.deliveryCount, retryInMs: delay }, "handler failed; redelivering later");
+                m.nak(delay);
+              }
+            } finally {
+              clearInterval(keepAlive);
             }
             if (stopped) break;
           }

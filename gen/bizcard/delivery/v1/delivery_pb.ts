@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file bizcard/delivery/v1/delivery.proto.
  */
 export const file_bizcard_delivery_v1_delivery: GenFile = /*@__PURE__*/
-  fileDesc("CiJiaXpjYXJkL2RlbGl2ZXJ5L3YxL2RlbGl2ZXJ5LnByb3RvEhNiaXpjYXJkLmRlbGl2ZXJ5LnYxItkBCg9EZWxpdmVyeUF0dGVtcHQSCgoCaWQYASABKAkSEAoIZXZlbnRfaWQYAiABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAMgASgDEg8KB2F0dGVtcHQYBCABKAUSFwoPcmVzcG9uc2Vfc3RhdHVzGAUgASgFEg8KB291dGNvbWUYBiABKAkSDQoFZXJyb3IYByABKAkSEwoLZHVyYXRpb25fbXMYCCABKAUSMAoMYXR0ZW1wdF90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKHAQobTGlzdERlbGl2ZXJ5QXR0ZW1wdHNSZXF1ZXN0EigKBW93bmVyGAQgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEhcKD3N1YnNjcmlwdGlvbl9pZBgBIAEoAxIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJvChxMaXN0RGVsaXZlcnlBdHRlbXB0c1Jlc3BvbnNlEjYKCGF0dGVtcHRzGAEgAygLMiQuYml6Y2FyZC5kZWxpdmVyeS52MS5EZWxpdmVyeUF0dGVtcHQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJMo4BCg9EZWxpdmVyeVNlcnZpY2USewoUTGlzdERlbGl2ZXJ5QXR0ZW1wdHMSMC5iaXpjYXJkLmRlbGl2ZXJ5LnYxLkxpc3REZWxpdmVyeUF0dGVtcHRzUmVxdWVzdBoxLmJpemNhcmQuZGVsaXZlcnkudjEuTGlzdERlbGl2ZXJ5QXR0ZW1wdHNSZXNwb25zZWIGcHJvdG8z", [file_bizcard_webhook_v1_webhook, file_google_protobuf_timestamp]);
+  fileDesc("CiJiaXpjYXJkL2RlbGl2ZXJ5L3YxL2RlbGl2ZXJ5LnByb3RvEhNiaXpjYXJkLmRlbGl2ZXJ5LnYxIrkCCg9EZWxpdmVyeUF0dGVtcHQSCgoCaWQYASABKAkSEAoIZXZlbnRfaWQYAiABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAMgASgDEg8KB2F0dGVtcHQYBCABKAUSFwoPcmVzcG9uc2Vfc3RhdHVzGAUgASgFEg8KB291dGNvbWUYBiABKAkSDQoFZXJyb3IYByABKAkSEwoLZHVyYXRpb25fbXMYCCABKAUSMAoMYXR0ZW1wdF90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtkZWxpdmVyeV9pZBgKIAEoAxISCgpldmVudF90eXBlGAsgASgJEjUKEW5leHRfYXR0ZW1wdF90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLiAgoIRGVsaXZlcnkSCgoCaWQYASABKAMSEAoIZXZlbnRfaWQYAiABKAkSEgoKZXZlbnRfdHlwZRgDIAEoCRIXCg9zdWJzY3JpcHRpb25faWQYBCABKAMSKAoFb3duZXIYBSABKAsyGS5iaXpjYXJkLndlYmhvb2sudjEuT3duZXISDgoGc3RhdHVzGAYgASgJEhAKCGF0dGVtcHRzGAcgASgFEhcKD3Jlc3BvbnNlX3N0YXR1cxgIIAEoBRINCgVlcnJvchgJIAEoCRI1ChFuZXh0X2F0dGVtcHRfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLY3JlYXRlX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKHAQobTGlzdERlbGl2ZXJ5QXR0ZW1wdHNSZXF1ZXN0EigKBW93bmVyGAQgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEhcKD3N1YnNjcmlwdGlvbl9pZBgBIAEoAxIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJvChxMaXN0RGVsaXZlcnlBdHRlbXB0c1Jlc3BvbnNlEjYKCGF0dGVtcHRzGAEgAygLMiQuYml6Y2FyZC5kZWxpdmVyeS52MS5EZWxpdmVyeUF0dGVtcHQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIoEBChVMaXN0RGVsaXZlcmllc1JlcXVlc3QSKAoFb3duZXIYASABKAsyGS5iaXpjYXJkLndlYmhvb2sudjEuT3duZXISFwoPc3Vic2NyaXB0aW9uX2lkGAIgASgDEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJImQKFkxpc3REZWxpdmVyaWVzUmVzcG9uc2USMQoKZGVsaXZlcmllcxgBIAMoCzIdLmJpemNhcmQuZGVsaXZlcnkudjEuRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIm4KFFJldHJ5RGVsaXZlcnlSZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoAxITCgtkZWxpdmVyeV9pZBgDIAEoAyJIChVSZXRyeURlbGl2ZXJ5UmVzcG9uc2USLwoIZGVsaXZlcnkYASABKAsyHS5iaXpjYXJkLmRlbGl2ZXJ5LnYxLkRlbGl2ZXJ5Il0KG0xpc3RGYWlsZWREZWxpdmVyaWVzUmVxdWVzdBIXCg9vcmdhbmlzYXRpb25faWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiagocTGlzdEZhaWxlZERlbGl2ZXJpZXNSZXNwb25zZRIxCgpkZWxpdmVyaWVzGAEgAygLMh0uYml6Y2FyZC5kZWxpdmVyeS52MS5EZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAky3gMKD0RlbGl2ZXJ5U2VydmljZRJ7ChRMaXN0RGVsaXZlcnlBdHRlbXB0cxIwLmJpemNhcmQuZGVsaXZlcnkudjEuTGlzdERlbGl2ZXJ5QXR0ZW1wdHNSZXF1ZXN0GjEuYml6Y2FyZC5kZWxpdmVyeS52MS5MaXN0RGVsaXZlcnlBdHRlbXB0c1Jlc3BvbnNlEmkKDkxpc3REZWxpdmVyaWVzEiouYml6Y2FyZC5kZWxpdmVyeS52MS5MaXN0RGVsaXZlcmllc1JlcXVlc3QaKy5iaXpjYXJkLmRlbGl2ZXJ5LnYxLkxpc3REZWxpdmVyaWVzUmVzcG9uc2USZgoNUmV0cnlEZWxpdmVyeRIpLmJpemNhcmQuZGVsaXZlcnkudjEuUmV0cnlEZWxpdmVyeVJlcXVlc3QaKi5iaXpjYXJkLmRlbGl2ZXJ5LnYxLlJldHJ5RGVsaXZlcnlSZXNwb25zZRJ7ChRMaXN0RmFpbGVkRGVsaXZlcmllcxIwLmJpemNhcmQuZGVsaXZlcnkudjEuTGlzdEZhaWxlZERlbGl2ZXJpZXNSZXF1ZXN0GjEuYml6Y2FyZC5kZWxpdmVyeS52MS5MaXN0RmFpbGVkRGVsaXZlcmllc1Jlc3BvbnNlYgZwcm90bzM", [file_bizcard_webhook_v1_webhook, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message bizcard.delivery.v1.DeliveryAttempt
@@ -48,13 +48,18 @@ export type DeliveryAttempt = Message<"bizcard.delivery.v1.DeliveryAttempt"> & {
   responseStatus: number;
 
   /**
-   * "succeeded", "failed" or "gave_up".
+   * "succeeded"; "failed" (retried at next_attempt_time); "gave_up" (the
+   * schedule is exhausted); "gone" (410: the subscription was deleted).
    *
    * @generated from field: string outcome = 6;
    */
   outcome: string;
 
   /**
+   * Empty on success. Otherwise "HTTP <status>", "timeout: …",
+   * "refused: …" (the destination is not allowed, checked when connecting)
+   * or "network: …" (connection refused, reset, DNS failure).
+   *
    * @generated from field: string error = 7;
    */
   error: string;
@@ -68,6 +73,25 @@ export type DeliveryAttempt = Message<"bizcard.delivery.v1.DeliveryAttempt"> & {
    * @generated from field: google.protobuf.Timestamp attempt_time = 9;
    */
   attemptTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: int64 delivery_id = 10;
+   */
+  deliveryId: bigint;
+
+  /**
+   * "contact.created" or "contact.updated".
+   *
+   * @generated from field: string event_type = 11;
+   */
+  eventType: string;
+
+  /**
+   * When the next attempt is planned; unset when none is.
+   *
+   * @generated from field: google.protobuf.Timestamp next_attempt_time = 12;
+   */
+  nextAttemptTime?: Timestamp | undefined;
 };
 
 /**
@@ -76,6 +100,90 @@ export type DeliveryAttempt = Message<"bizcard.delivery.v1.DeliveryAttempt"> & {
  */
 export const DeliveryAttemptSchema: GenMessage<DeliveryAttempt> = /*@__PURE__*/
   messageDesc(file_bizcard_delivery_v1_delivery, 0);
+
+/**
+ * @generated from message bizcard.delivery.v1.Delivery
+ */
+export type Delivery = Message<"bizcard.delivery.v1.Delivery"> & {
+  /**
+   * @generated from field: int64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * @generated from field: string event_id = 2;
+   */
+  eventId: string;
+
+  /**
+   * "contact.created" or "contact.updated".
+   *
+   * @generated from field: string event_type = 3;
+   */
+  eventType: string;
+
+  /**
+   * @generated from field: int64 subscription_id = 4;
+   */
+  subscriptionId: bigint;
+
+  /**
+   * @generated from field: bizcard.webhook.v1.Owner owner = 5;
+   */
+  owner?: Owner | undefined;
+
+  /**
+   * "pending" (waiting for its next attempt), "succeeded", "gave_up",
+   * "gone" (the target answered 410; the subscription was deleted),
+   * "cancelled" (the subscription was deleted before it could be sent).
+   *
+   * @generated from field: string status = 6;
+   */
+  status: string;
+
+  /**
+   * Attempts made so far.
+   *
+   * @generated from field: int32 attempts = 7;
+   */
+  attempts: number;
+
+  /**
+   * Of the last attempt: HTTP status (0 when none came) and error.
+   *
+   * @generated from field: int32 response_status = 8;
+   */
+  responseStatus: number;
+
+  /**
+   * @generated from field: string error = 9;
+   */
+  error: string;
+
+  /**
+   * Set while pending.
+   *
+   * @generated from field: google.protobuf.Timestamp next_attempt_time = 10;
+   */
+  nextAttemptTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp create_time = 11;
+   */
+  createTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp update_time = 12;
+   */
+  updateTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message bizcard.delivery.v1.Delivery.
+ * Use `create(DeliverySchema)` to create a new message.
+ */
+export const DeliverySchema: GenMessage<Delivery> = /*@__PURE__*/
+  messageDesc(file_bizcard_delivery_v1_delivery, 1);
 
 /**
  * @generated from message bizcard.delivery.v1.ListDeliveryAttemptsRequest
@@ -116,7 +224,7 @@ export type ListDeliveryAttemptsRequest = Message<"bizcard.delivery.v1.ListDeliv
  * Use `create(ListDeliveryAttemptsRequestSchema)` to create a new message.
  */
 export const ListDeliveryAttemptsRequestSchema: GenMessage<ListDeliveryAttemptsRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_delivery_v1_delivery, 1);
+  messageDesc(file_bizcard_delivery_v1_delivery, 2);
 
 /**
  * @generated from message bizcard.delivery.v1.ListDeliveryAttemptsResponse
@@ -138,15 +246,176 @@ export type ListDeliveryAttemptsResponse = Message<"bizcard.delivery.v1.ListDeli
  * Use `create(ListDeliveryAttemptsResponseSchema)` to create a new message.
  */
 export const ListDeliveryAttemptsResponseSchema: GenMessage<ListDeliveryAttemptsResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_delivery_v1_delivery, 2);
+  messageDesc(file_bizcard_delivery_v1_delivery, 3);
+
+/**
+ * @generated from message bizcard.delivery.v1.ListDeliveriesRequest
+ */
+export type ListDeliveriesRequest = Message<"bizcard.delivery.v1.ListDeliveriesRequest"> & {
+  /**
+   * Required.
+   *
+   * @generated from field: bizcard.webhook.v1.Owner owner = 1;
+   */
+  owner?: Owner | undefined;
+
+  /**
+   * Required: a subscription id of that owner.
+   *
+   * @generated from field: int64 subscription_id = 2;
+   */
+  subscriptionId: bigint;
+
+  /**
+   * 1 to 100; 0 means 50.
+   *
+   * @generated from field: int32 page_size = 3;
+   */
+  pageSize: number;
+
+  /**
+   * @generated from field: string page_token = 4;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message bizcard.delivery.v1.ListDeliveriesRequest.
+ * Use `create(ListDeliveriesRequestSchema)` to create a new message.
+ */
+export const ListDeliveriesRequestSchema: GenMessage<ListDeliveriesRequest> = /*@__PURE__*/
+  messageDesc(file_bizcard_delivery_v1_delivery, 4);
+
+/**
+ * @generated from message bizcard.delivery.v1.ListDeliveriesResponse
+ */
+export type ListDeliveriesResponse = Message<"bizcard.delivery.v1.ListDeliveriesResponse"> & {
+  /**
+   * @generated from field: repeated bizcard.delivery.v1.Delivery deliveries = 1;
+   */
+  deliveries: Delivery[];
+
+  /**
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message bizcard.delivery.v1.ListDeliveriesResponse.
+ * Use `create(ListDeliveriesResponseSchema)` to create a new message.
+ */
+export const ListDeliveriesResponseSchema: GenMessage<ListDeliveriesResponse> = /*@__PURE__*/
+  messageDesc(file_bizcard_delivery_v1_delivery, 5);
+
+/**
+ * @generated from message bizcard.delivery.v1.RetryDeliveryRequest
+ */
+export type RetryDeliveryRequest = Message<"bizcard.delivery.v1.RetryDeliveryRequest"> & {
+  /**
+   * Required.
+   *
+   * @generated from field: bizcard.webhook.v1.Owner owner = 1;
+   */
+  owner?: Owner | undefined;
+
+  /**
+   * @generated from field: int64 subscription_id = 2;
+   */
+  subscriptionId: bigint;
+
+  /**
+   * @generated from field: int64 delivery_id = 3;
+   */
+  deliveryId: bigint;
+};
+
+/**
+ * Describes the message bizcard.delivery.v1.RetryDeliveryRequest.
+ * Use `create(RetryDeliveryRequestSchema)` to create a new message.
+ */
+export const RetryDeliveryRequestSchema: GenMessage<RetryDeliveryRequest> = /*@__PURE__*/
+  messageDesc(file_bizcard_delivery_v1_delivery, 6);
+
+/**
+ * @generated from message bizcard.delivery.v1.RetryDeliveryResponse
+ */
+export type RetryDeliveryResponse = Message<"bizcard.delivery.v1.RetryDeliveryResponse"> & {
+  /**
+   * @generated from field: bizcard.delivery.v1.Delivery delivery = 1;
+   */
+  delivery?: Delivery | undefined;
+};
+
+/**
+ * Describes the message bizcard.delivery.v1.RetryDeliveryResponse.
+ * Use `create(RetryDeliveryResponseSchema)` to create a new message.
+ */
+export const RetryDeliveryResponseSchema: GenMessage<RetryDeliveryResponse> = /*@__PURE__*/
+  messageDesc(file_bizcard_delivery_v1_delivery, 7);
+
+/**
+ * @generated from message bizcard.delivery.v1.ListFailedDeliveriesRequest
+ */
+export type ListFailedDeliveriesRequest = Message<"bizcard.delivery.v1.ListFailedDeliveriesRequest"> & {
+  /**
+   * Optional: only this organisation's (a UUID).
+   *
+   * @generated from field: string organisation_id = 1;
+   */
+  organisationId: string;
+
+  /**
+   * 1 to 100; 0 means 50.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message bizcard.delivery.v1.ListFailedDeliveriesRequest.
+ * Use `create(ListFailedDeliveriesRequestSchema)` to create a new message.
+ */
+export const ListFailedDeliveriesRequestSchema: GenMessage<ListFailedDeliveriesRequest> = /*@__PURE__*/
+  messageDesc(file_bizcard_delivery_v1_delivery, 8);
+
+/**
+ * @generated from message bizcard.delivery.v1.ListFailedDeliveriesResponse
+ */
+export type ListFailedDeliveriesResponse = Message<"bizcard.delivery.v1.ListFailedDeliveriesResponse"> & {
+  /**
+   * @generated from field: repeated bizcard.delivery.v1.Delivery deliveries = 1;
+   */
+  deliveries: Delivery[];
+
+  /**
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message bizcard.delivery.v1.ListFailedDeliveriesResponse.
+ * Use `create(ListFailedDeliveriesResponseSchema)` to create a new message.
+ */
+export const ListFailedDeliveriesResponseSchema: GenMessage<ListFailedDeliveriesResponse> = /*@__PURE__*/
+  messageDesc(file_bizcard_delivery_v1_delivery, 9);
 
 /**
  * DeliveryService consumes contact events from JetStream and POSTs them,
  * signed, to subscribers. Its RPC surface is the delivery log.
  *
- * Every attempt is stored with the owner of its subscription, the pair
- * (organisation, client application) of bizcard.webhook.v1.Owner, and is read
- * only by that owner.
+ * A delivery is one event for one subscription (unique on that pair); each
+ * POST of it is an attempt. Both are stored with the owner of their
+ * subscription, the pair (organisation, client application) of
+ * bizcard.webhook.v1.Owner, and are read only by that owner. Lists are newest
+ * first. ListFailedDeliveries is for operators (the `bizcard` command).
  *
  * @generated from service bizcard.delivery.v1.DeliveryService
  */
@@ -161,6 +430,41 @@ export const DeliveryService: GenService<{
     methodKind: "unary";
     input: typeof ListDeliveryAttemptsRequestSchema;
     output: typeof ListDeliveryAttemptsResponseSchema;
+  },
+  /**
+   * The deliveries of one of the owner's subscriptions, newest first, each
+   * with its state, last answer and next retry.
+   *
+   * @generated from rpc bizcard.delivery.v1.DeliveryService.ListDeliveries
+   */
+  listDeliveries: {
+    methodKind: "unary";
+    input: typeof ListDeliveriesRequestSchema;
+    output: typeof ListDeliveriesResponseSchema;
+  },
+  /**
+   * Sends one delivery again now (one attempt when it had already succeeded
+   * or given up; a pending one is simply moved to now). NOT_FOUND for another
+   * owner's delivery or another subscription's; FAILED_PRECONDITION when its
+   * subscription is gone.
+   *
+   * @generated from rpc bizcard.delivery.v1.DeliveryService.RetryDelivery
+   */
+  retryDelivery: {
+    methodKind: "unary";
+    input: typeof RetryDeliveryRequestSchema;
+    output: typeof RetryDeliveryResponseSchema;
+  },
+  /**
+   * Operators: deliveries that gave up, newest first, every owner (or one
+   * organisation's).
+   *
+   * @generated from rpc bizcard.delivery.v1.DeliveryService.ListFailedDeliveries
+   */
+  listFailedDeliveries: {
+    methodKind: "unary";
+    input: typeof ListFailedDeliveriesRequestSchema;
+    output: typeof ListFailedDeliveriesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_bizcard_delivery_v1_delivery, 0);

@@ -1,0 +1,218 @@
+// The delivery tables' statements, each one SQL statement (no unit of work):
+// the fan-out's write, the workers' claim and record, and the manual retry.
+import type { MikroORM } from "@mikro-orm/postgresql";
+import { randomUUID } from "node:crypto";
+
+const S = `"delivery"`;
+
+export interface FanOut {
+  eventId: string;
+  eventType: string;
+  organisationId: string;
+  body: string;
+  /** The JetStream sequence handled; undefined on the in-process bus. */
+  streamSequence: number | undefined;
+  consumer: string;
+  subscribers: { subscriptionId: bigint; clientId: string }[];
+}
+
+export interface ClaimedDelivery {
+  id: bigint;
+  eventId: string;
+  subscriptionId: bigint;
+  organisationId: string;
+  clientId: string;
+  eventType: string;
+  /** This attempt's number (1 for the first). */
+  attempt: number;
+  once: boolean;
+  body: string;
+  claimId: string;
+}
+
+export interface AttemptRecord {
+  delivery: ClaimedDelivery;
+  /** The delivery's state after this attempt. */
+  status: "pending" | "succeeded" | "gave_up" | "gone";
+  outcome: "succeeded" | "failed" | "gave_up" | "gone";
+  responseStatus: number;
+  error: string;
+  durationMs: number;
+  attemptedAt: Date;
+  nextAttemptAt: Date | null;
+}
+
+export function createDeliveryStore(orm: MikroORM) {
+  const execute = <T = Record<string, unknown>>(sql: string, params: unknown[] = []) => orm.em.fork().execute<T[]>(sql, params);
+  return {
+    /**
+     * The fan-out, in ONE statement: the event's body, a pending row per
+     * subscriber due now (a pair already there is left alone: redelivered
+     * events add nothing), and the consumer's stream position.
+     */
+    async recordFanOut(f: FanOut): Promise<number> {
+      const subs = JSON.stringify(f.subscribers.map((s) => ({ id: s.subscriptionId.toString(), client_id: s.clientId })));
+      const [row] = await execute<{ n: number }>(
+        `with "event" as (
+           insert into ${S}."delivery_event" ("event_id", "event_type", "organisation_id", "body", "stream_sequence", "created_at")
+           values (?, ?, ?, ?, ?, now()) on conflict ("event_id") do nothing
+         ), "rows" as (
+           insert into ${S}."delivery" ("event_id", "subscription_id", "organisation_id", "client_id", "event_type", "status", "next_attempt_at", "created_at", "updated_at")
+           select ?, s."id", ?, s."client_id", ?, 'pending', now(), now(), now()
+             from jsonb_to_recordset(?::jsonb) as s("id" bigint, "client_id" text)
+           on conflict ("event_id", "subscription_id") do nothing
+           returning 1
+         ), "position" as (
+           insert into ${S}."consumer_position" ("name", "stream_sequence", "updated_at")
+           select ?, ?::bigint, now() where ?::bigint is not null
+           on conflict ("name") do update set "stream_sequence" = greatest("consumer_position"."stream_sequence", excluded."stream_sequence"), "updated_at" = now()
+         )
+         select count(*)::int as "n" from "rows"`,
+        [
+          f.eventId,
+          f.eventType,
+          f.organisationId,
+          f.body,
+          f.streamSequence ?? null,
+          f.eventId,
+          f.organisationId,
+          f.eventType,
+          subs,
+          f.consumer,
+          f.streamSequence ?? null,
+          f.streamSequence ?? null,
+        ],
+      );
+      return row?.n ?? 0;
+    },
+
+    async position(consumer: string): Promise<number | undefined> {
+      const [row] = await execute<{ s: string }>(`select "stream_sequence"::text as "s" from ${S}."consumer_position" where "name" = ?`, [consumer]);
+      return row ? Number(row.s) : undefined;
+    },
+
+    /**
+     * Claims up to `limit` due rows for this worker: FOR UPDATE SKIP LOCKED, so
+     * workers running at once never take the same row; the claim moves
+     * next_attempt_at a lease ahead, so a dead worker's rows come back then.
+     */
+    async claim(limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]> {
+      const claimId = randomUUID();
+      const rows = await execute<Record<string, unknown>>(
+        `with "due" as (
+           select "id" from ${S}."delivery"
+            where "status" = 'pending' and "next_attempt_at" <= now()
+            order by "next_attempt_at" limit ? for update skip locked
+         )
+         update ${S}."delivery" d
+            set "next_attempt_at" = now() + make_interval(secs => ?), "claim_id" = ?, "attempts" = d."attempts" + 1, "updated_at" = now()
+           from "due" where d."id" = "due"."id"
+         returning d."id"::text as "id", d."event_id", d."subscription_id"::text as "subscription_id", d."organisation_id", d."client_id",
+           d."event_type", d."attempts", d."once",
+           (select e."body" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "body"`,
+        [limit, leaseSeconds, claimId],
+      );
+      return rows.map((r) => ({
+        id: BigInt(r.id as string),
+        eventId: r.event_id as string,
+        subscriptionId: BigInt(r.subscription_id as string),
+        organisationId: r.organisation_id as string,
+        clientId: r.client_id as string,
+        eventType: r.event_type as string,
+        attempt: Number(r.attempts),
+        once: Boolean(r.once),
+        body: (r.body as string) ?? "",
+        claimId,
+      }));
+    },
+
+    /** Hands a claim back without an attempt (the subscriptions could not be read): due again after `delaySeconds`. */
+    async release(d: ClaimedDelivery, delaySeconds: number): Promise<void> {
+      await execute(
+        `update ${S}."delivery" set "attempts" = "attempts" - 1, "claim_id" = null, "next_attempt_at" = now() + make_interval(secs => ?), "updated_at" = now()
+          where "id" = ? and "claim_id" = ?`,
+        [delaySeconds, d.id.toString(), d.claimId],
+      );
+    },
+
+    /** The subscription is gone: the delivery is not sent (no attempt). */
+    async cancel(d: ClaimedDelivery, why: string): Promise<void> {
+      await execute(
+        `update ${S}."delivery" set "status" = 'cancelled', "attempts" = "attempts" - 1, "claim_id" = null, "next_attempt_at" = null,
+           "last_error" = ?, "updated_at" = now() where "id" = ? and "claim_id" = ?`,
+        [why, d.id.toString(), d.claimId],
+      );
+    },
+
+    /** The attempt and the delivery's new state, in one statement (the state only while the claim is still this worker's). */
+    async record(a: AttemptRecord): Promise<void> {
+      const d = a.delivery;
+      await execute(
+        `with "updated" as (
+           update ${S}."delivery" set "status" = ?, "next_attempt_at" = ?, "claim_id" = null, "once" = false,
+             "last_response_status" = ?, "last_error" = ?, "updated_at" = now()
+            where "id" = ? and "claim_id" = ?
+         )
+         insert into ${S}."delivery_attempt" ("id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
+           "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at")
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [
+          a.status,
+          a.nextAttemptAt,
+          a.responseStatus,
+          a.error,
+          d.id.toString(),
+          d.claimId,
+          randomUUID(),
+          d.organisationId,
+          d.clientId,
+          d.eventId,
+          d.subscriptionId.toString(),
+          d.id.toString(),
+          d.eventType,
+          d.attempt,
+          a.responseStatus,
+          a.outcome,
+          a.error,
+          a.durationMs,
+          a.attemptedAt,
+          a.nextAttemptAt,
+        ],
+      );
+    },
+
+    /** A subscription was deleted (410): its other waiting deliveries will not be sent. */
+    async cancelSubscription(subscriptionId: bigint): Promise<void> {
+      await execute(
+        `update ${S}."delivery" set "status" = 'cancelled', "next_attempt_at" = null, "last_error" = 'subscription deleted', "updated_at" = now()
+          where "subscription_id" = ? and "status" = 'pending' and ("claim_id" is null or "next_attempt_at" <= now())`,
+        [subscriptionId.toString()],
+      );
+    },
+
+    /**
+     * RetryDelivery: due now. A finished one (succeeded, gave_up) gets one more
+     * attempt (`once`); a pending one is moved to now, unless a worker has it
+     * in hand. Returns the row's status, or undefined when the owner has no such delivery.
+     */
+    async retryNow(owner: { organisationId: string; clientId: string }, subscriptionId: bigint, id: bigint): Promise<string | undefined> {
+      const [row] = await execute<{ status: string }>(
+        `with "target" as (
+           select "id", "status", "claim_id", "next_attempt_at" from ${S}."delivery"
+            where "id" = ? and "organisation_id" = ? and "client_id" = ? and "subscription_id" = ? for update
+         ), "updated" as (
+           update ${S}."delivery" d set "status" = 'pending', "once" = (t."status" <> 'pending'), "next_attempt_at" = now(), "claim_id" = null, "updated_at" = now()
+             from "target" t
+            where d."id" = t."id" and t."status" in ('pending', 'succeeded', 'gave_up')
+              and (t."claim_id" is null or t."next_attempt_at" <= now())
+           returning d."status"
+         )
+         select coalesce((select "status" from "updated"), (select "status" from "target")) as "status" from "target"`,
+        [id.toString(), owner.organisationId, owner.clientId, subscriptionId.toString()],
+      );
+      return row?.status;
+    },
+  };
+}
+
+export type DeliveryStore = ReturnType<typeof createDeliveryStore>;

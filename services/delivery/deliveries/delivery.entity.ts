@@ -1,0 +1,64 @@
+import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+
+/**
+ * One event for one subscription (unique on the pair), written by the fan-out
+ * and sent by the workers. status: "pending" (due at next_attempt_at; a
+ * worker's claim pushes next_attempt_at by the claim lease and sets
+ * claim_id), "succeeded", "gave_up", "gone" (410), "cancelled" (the
+ * subscription was deleted before it was sent). `once`: a manual retry of a
+ * finished delivery, which gives up after one failed attempt.
+ */
+export const DeliveryEntity = defineEntity({
+  name: "Delivery",
+  tableName: "delivery",
+  properties: {
+    id: p.bigint("bigint").primary().autoincrement().generated("by default as identity"),
+    eventId: p.uuid(),
+    subscriptionId: p.bigint("bigint"),
+    organisationId: p.uuid(),
+    clientId: p.text(),
+    eventType: p.text(),
+    status: p.text(),
+    attempts: p.integer().default(0),
+    nextAttemptAt: p.datetime(3).nullable(),
+    claimId: p.uuid().nullable(),
+    once: p.boolean().default(false),
+    lastResponseStatus: p.integer().default(0),
+    lastError: p.text().default(""),
+    createdAt: p.datetime(3),
+    updatedAt: p.datetime(3),
+  },
+  uniques: [{ name: "delivery_event_subscription_unique", properties: ["eventId", "subscriptionId"] }],
+  indexes: [
+    { name: "delivery_due_index", properties: ["status", "nextAttemptAt"] },
+    { name: "delivery_owner_subscription_index", properties: ["organisationId", "clientId", "subscriptionId", "id"] },
+    { name: "delivery_status_index", properties: ["status", "id"] },
+  ],
+});
+
+export type Delivery = InferEntity<typeof DeliveryEntity>;
+
+/** An event's body, stored once for all its deliveries (the same bytes on every retry). */
+export const DeliveryEventEntity = defineEntity({
+  name: "DeliveryEvent",
+  tableName: "delivery_event",
+  properties: {
+    eventId: p.uuid().primary(),
+    eventType: p.text(),
+    organisationId: p.uuid(),
+    body: p.text(),
+    streamSequence: p.bigint("number").nullable(),
+    createdAt: p.datetime(3),
+  },
+});
+
+/** The last stream sequence a durable consumer handled (see ConsumerOptions.startAfterSequence). */
+export const ConsumerPositionEntity = defineEntity({
+  name: "ConsumerPosition",
+  tableName: "consumer_position",
+  properties: {
+    name: p.text().primary(),
+    streamSequence: p.bigint("number"),
+    updatedAt: p.datetime(3),
+  },
+});

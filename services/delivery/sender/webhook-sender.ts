@@ -1,0 +1,126 @@
+// One POST of one event to one target, Standard Webhooks style. CONTRACT:
+// "`POST` to target_url, `Content-Type: application/json` … Headers
+// `webhook-id` (the event's id, the same on every retry),
+// `webhook-timestamp`, `webhook-signature` … as the `standardwebhooks`
+// libraries verify." The signature is made by that library, not by hand.
+//
+// Sent through an undici Agent whose connect-time lookup refuses non-public
+// destinations (safe-lookup.ts); redirects are not followed (undici's request
+// follows none: a 3xx is an answer like any other non-2xx); the whole attempt,
+// connect to the end of the body, is bounded by one timeout, and at most
+// MAX_RESPONSE_BYTES of the answer are read, then dropped.
+import { performance } from "node:perf_hooks";
+import { Webhook } from "standardwebhooks";
+import { Agent, request } from "undici";
+import type { Resolver } from "../../webhook/subscriptions/target-url.js";
+import { DestinationRefusedError, checkLiteralHost, safeLookup } from "./safe-lookup.js";
+
+const MAX_RESPONSE_BYTES = 64 * 1024;
+const USER_AGENT = "bizcard-webhooks/1";
+
+export interface OutgoingWebhook {
+  url: string;
+  /** Standard Webhooks secret, "whsec_…". */
+  secret: string;
+  eventId: string;
+  /** The JSON body, exactly as stored at fan-out. */
+  body: string;
+}
+
+export type SendResult =
+  | { ok: true; status: number; durationMs: number }
+  | {
+      ok: false;
+      /** 0 when no answer came. */
+      status: number;
+      durationMs: number;
+      kind: "http" | "timeout" | "refused" | "network";
+      error: string;
+      /** The answer's Retry-After, in ms, when it had one. */
+      retryAfterMs?: number;
+    };
+
+export interface WebhookSender {
+  send(webhook: OutgoingWebhook): Promise<SendResult>;
+  close(): Promise<void>;
+}
+
+export interface SenderOptions {
+  resolve: Resolver;
+  /** http and private destinations allowed (development, tests). */
+  allowInsecure: boolean;
+  timeoutMs: number;
+}
+
+export function createWebhookSender(options: SenderOptions): WebhookSender {
+  const agent = new Agent({
+    connect: { lookup: safeLookup(options.resolve, options.allowInsecure), timeout: options.timeoutMs },
+    headersTimeout: options.timeoutMs,
+    bodyTimeout: options.timeoutMs,
+    keepAliveTimeout: 4000,
+  });
+  return {
+    async send(webhook) {
+      const started = performance.now();
+      const elapsed = () => Math.round(performance.now() - started);
+      const signal = AbortSignal.timeout(options.timeoutMs);
+      try {
+        const url = new URL(webhook.url);
+        if (url.protocol !== "https:" && !(options.allowInsecure && url.protocol === "http:")) {
+          throw new DestinationRefusedError(`${url.protocol} targets are not allowed`);
+        }
+        checkLiteralHost(url, options.allowInsecure);
+        const timestamp = new Date();
+        const signature = new Webhook(webhook.secret).sign(webhook.eventId, timestamp, webhook.body);
+        const res = await request(url, {
+          dispatcher: agent,
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            "user-agent": USER_AGENT,
+            "webhook-id": webhook.eventId,
+            "webhook-timestamp": String(Math.floor(timestamp.getTime() / 1000)),
+            "webhook-signature": signature,
+          },
+          body: webhook.body,
+          signal,
+        });
+        // Read (at most the cap) and drop: the connection can then be reused.
+        await res.body.dump({ limit: MAX_RESPONSE_BYTES, signal }).catch(() => undefined);
+        if (res.statusCode >= 200 && res.statusCode < 300) return { ok: true, status: res.statusCode, durationMs: elapsed() };
+        const retryAfterMs = parseRetryAfter(res.headers["retry-after"]);
+        return {
+          ok: false,
+          status: res.statusCode,
+          durationMs: elapsed(),
+          kind: "http",
+          error: `HTTP ${res.statusCode}`,
+          ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+        };
+      } catch (err) {
+        return { ok: false, status: 0, durationMs: elapsed(), ...classify(err, signal, options.timeoutMs) };
+      }
+    },
+    close: () => agent.close(),
+  };
+}
+
+function classify(err: unknown, signal: AbortSignal, timeoutMs: number): { kind: "timeout" | "refused" | "network"; error: string } {
+  for (let e = err as { code?: string; name?: string; message?: string; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (e instanceof DestinationRefusedError || e.code === "ERR_DESTINATION_REFUSED") return { kind: "refused", error: `refused: ${e.message}` };
+  }
+  const e = err as { code?: string; name?: string; message?: string };
+  if (signal.aborted || e?.name === "TimeoutError" || e?.code === "UND_ERR_CONNECT_TIMEOUT" || e?.code === "UND_ERR_HEADERS_TIMEOUT" || e?.code === "UND_ERR_BODY_TIMEOUT") {
+    return { kind: "timeout", error: `timeout: no complete answer within ${timeoutMs} ms` };
+  }
+  return { kind: "network", error: `network: ${e?.code ? `${e.code} ` : ""}${e?.message ?? String(err)}`.slice(0, 500) };
+}
+
+/** RFC 9110 §10.2.3: Retry-After = HTTP-date / delay-seconds. */
+export function parseRetryAfter(value: string | string[] | undefined): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (!text) return undefined;
+  if (/^\s*\d+\s*$/.test(text)) return Number(text.trim()) * 1000;
+  const date = Date.parse(text);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}

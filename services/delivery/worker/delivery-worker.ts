@@ -1,0 +1,186 @@
+// The workers: claim due deliveries from PostgreSQL (FOR UPDATE SKIP LOCKED,
+// so several processes share the work without sending a delivery twice),
+// look up each subscription as it is NOW (deleted: not sent; the current
+// target_url and secret), POST, and record the attempt with the delivery's
+// next state. Up to `concurrency` POSTs are in flight; a slot that frees up
+// is refilled at once.
+//
+// CONTRACT: "2xx is success; 410 Gone deletes the subscription (REST Hooks);
+// anything else, a timeout (10 s) or a refused connection is retried on a
+// schedule of growing intervals over about a day, configurable."
+import type { Client } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Subscriber, WebhookService } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
+import { eventTypeOf } from "../../shared/event-types.js";
+import type { Logger } from "../../shared/logger.js";
+import type { ClaimedDelivery, DeliveryStore } from "../deliveries/delivery-store.js";
+import type { SendResult, WebhookSender } from "../sender/webhook-sender.js";
+
+export interface DeliveryWorkerOptions {
+  store: DeliveryStore;
+  webhook: Client<typeof WebhookService>;
+  sender: WebhookSender;
+  logger: Logger;
+  /** Seconds before each retry (DELIVERY_RETRY_SCHEDULE_SECONDS). */
+  schedule: number[];
+  retryAfterMaxSeconds: number;
+  concurrency: number;
+  pollMs: number;
+  leaseSeconds: number;
+}
+
+/** The wait before retry n (1-based) with ±20 % jitter, at least the (capped) Retry-After; undefined: give up. */
+export function retryDelayMs(schedule: number[], retry: number, retryAfterMs: number | undefined, retryAfterMaxSeconds: number): number | undefined {
+  const base = schedule[retry - 1];
+  if (base === undefined) return undefined;
+  const jittered = base * 1000 * (0.8 + Math.random() * 0.4);
+  const asked = retryAfterMs === undefined ? 0 : Math.min(retryAfterMs, retryAfterMaxSeconds * 1000);
+  return Math.round(Math.max(jittered, asked));
+}
+
+export class DeliveryWorker {
+  private stopped = true;
+  private loop: Promise<void> | undefined;
+  private inFlight = 0;
+  private readonly running = new Set<Promise<void>>();
+  private wakeUp: (() => void) | undefined;
+  private pendingWake = false;
+
+  constructor(private readonly options: DeliveryWorkerOptions) {}
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.loop = this.run();
+  }
+
+  /** Deliveries are due: look now. */
+  wake(): void {
+    this.pendingWake = true;
+    this.wakeUp?.();
+  }
+
+  /** Stops claiming and waits for the POSTs in flight to be recorded. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wakeUp?.();
+    await this.loop;
+    await Promise.allSettled([...this.running]);
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (!this.stopped) {
+      let delay = this.options.pollMs;
+      try {
+        this.pendingWake = false;
+        const free = this.options.concurrency - this.inFlight;
+        if (free > 0) {
+          const claimed = await this.options.store.claim(free, this.options.leaseSeconds);
+          failures = 0;
+          if (claimed.length > 0) await this.dispatch(claimed);
+          if (claimed.length === free || this.pendingWake) delay = 0;
+        }
+      } catch (err) {
+        failures++;
+        delay = Math.min(30_000, 250 * 2 ** Math.min(failures, 7));
+        this.options.logger.error({ err, retryInMs: delay }, "delivery worker failed");
+      }
+      if (this.stopped) break;
+      // Full: wait for a slot (a finishing POST wakes the loop); otherwise poll.
+      if (delay > 0 || this.inFlight >= this.options.concurrency) await this.sleep(delay > 0 ? delay : this.options.pollMs);
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.pendingWake || this.stopped) return resolve();
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wakeUp = () => {
+        this.wakeUp = undefined;
+        done();
+      };
+    });
+  }
+
+  /** Reads the subscriptions of the claimed rows (one call per organisation and event type), then starts their POSTs. */
+  private async dispatch(claimed: ClaimedDelivery[]): Promise<void> {
+    const groups = new Map<string, ClaimedDelivery[]>();
+    for (const d of claimed) {
+      const key = `${d.organisationId} ${d.eventType}`;
+      groups.set(key, [...(groups.get(key) ?? []), d]);
+    }
+    for (const rows of groups.values()) {
+      const first = rows[0]!;
+      let subscribers: Subscriber[];
+      try {
+        subscribers = (await this.options.webhook.listSubscribers({ organisationId: first.organisationId, eventType: eventTypeOf(first.eventType) }))
+          .subscribers;
+      } catch (err) {
+        this.options.logger.warn({ err, deliveries: rows.length }, "subscriptions could not be read; deliveries handed back");
+        await Promise.allSettled(rows.map((d) => this.options.store.release(d, 5)));
+        continue;
+      }
+      const byId = new Map(subscribers.map((s) => [s.subscriptionId, s]));
+      for (const d of rows) {
+        const subscriber = byId.get(d.subscriptionId);
+        if (!subscriber || subscriber.clientId !== d.clientId) {
+          await this.options.store.cancel(d, "subscription deleted");
+          continue;
+        }
+        this.inFlight++;
+        const task = this.deliver(d, subscriber)
+          .catch((err) => this.options.logger.error({ err, deliveryId: d.id.toString() }, "delivery not recorded; it comes back after its claim lease"))
+          .finally(() => {
+            this.inFlight--;
+            this.running.delete(task);
+            this.wake();
+          });
+        this.running.add(task);
+      }
+    }
+  }
+
+  private async deliver(d: ClaimedDelivery, subscriber: Subscriber): Promise<void> {
+    const attemptedAt = new Date();
+    const result = await this.options.sender.send({ url: subscriber.targetUrl, secret: subscriber.secret, eventId: d.eventId, body: d.body });
+    const base = { delivery: d, responseStatus: result.status, durationMs: result.durationMs, attemptedAt };
+    if (result.ok) {
+      await this.options.store.record({ ...base, status: "succeeded", outcome: "succeeded", error: "", nextAttemptAt: null });
+      return;
+    }
+    // REST Hooks: 410 Gone means the receiver wants no more events: the subscription is deleted.
+    if (result.status === 410 && (await this.deleteSubscription(d))) {
+      await this.options.store.record({ ...base, status: "gone", outcome: "gone", error: "HTTP 410: subscription deleted", nextAttemptAt: null });
+      await this.options.store.cancelSubscription(d.subscriptionId);
+      return;
+    }
+    await this.recordFailure(d, result, base);
+  }
+
+  private async recordFailure(d: ClaimedDelivery, result: Extract<SendResult, { ok: false }>, base: Omit<Parameters<DeliveryStore["record"]>[0], "status" | "outcome" | "error" | "nextAttemptAt">) {
+    const wait = d.once ? undefined : retryDelayMs(this.options.schedule, d.attempt, result.retryAfterMs, this.options.retryAfterMaxSeconds);
+    if (wait === undefined) {
+      this.options.logger.warn({ deliveryId: d.id.toString(), attempts: d.attempt, error: result.error }, "delivery gave up");
+      await this.options.store.record({ ...base, status: "gave_up", outcome: "gave_up", error: result.error, nextAttemptAt: null });
+      return;
+    }
+    await this.options.store.record({ ...base, status: "pending", outcome: "failed", error: result.error, nextAttemptAt: new Date(Date.now() + wait) });
+  }
+
+  /** True once the subscription is gone (deleted now, or already). */
+  private async deleteSubscription(d: ClaimedDelivery): Promise<boolean> {
+    try {
+      await this.options.webhook.deleteSubscription({ owner: { organisationId: d.organisationId, clientId: d.clientId }, id: d.subscriptionId });
+      return true;
+    } catch (err) {
+      if (err instanceof ConnectError && err.code === Code.NotFound) return true;
+      this.options.logger.warn({ err, subscriptionId: d.subscriptionId.toString() }, "410 answered but the subscription could not be deleted; retried");
+      return false;
+    }
+  }
+}
