@@ -8,6 +8,7 @@ import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
 import type { Resolver } from "../webhook/subscriptions/target-url.js";
 import { DeliveryAttemptEntity } from "./attempts/delivery-attempt.entity.js";
 import { createDeliveryStore } from "./deliveries/delivery-store.js";
+import { createFailureStreak } from "./deliveries/failure-streak.js";
 import { ConsumerPositionEntity, DeliveryEntity, DeliveryEventEntity } from "./deliveries/delivery.entity.js";
 import { DELIVERY_SCHEMA, createDeliveryService } from "./delivery-service.js";
 import { consumeContactEvents } from "./fan-out/contact-fan-out.js";
@@ -51,6 +52,13 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
     concurrency: config.DELIVERY_CONCURRENCY,
     pollMs: config.DELIVERY_POLL_MS,
     leaseSeconds: config.DELIVERY_CLAIM_LEASE_SECONDS,
+    failureStreak: createFailureStreak({
+      orm,
+      webhook,
+      logger: logger.child({ component: "failure-streak" }),
+      periodSeconds: config.WEBHOOK_DISABLE_AFTER_FAILING_SECONDS,
+      minFailures: config.WEBHOOK_DISABLE_AFTER_FAILURES,
+    }),
   });
   let fanOut: Consumer | undefined;
   return {

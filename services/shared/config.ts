@@ -184,6 +184,17 @@ const shape = {
    * worker died; more than DELIVERY_TIMEOUT_MS plus the time to record the attempt.
    */
   DELIVERY_CLAIM_LEASE_SECONDS: int(60, 5, 3600),
+  // Disabling a subscription that only fails (services/delivery/deliveries/failure-streak.ts).
+  /**
+   * Delivery: a subscription whose every attempt has failed for this long (no
+   * success since, and none since its owner last changed or re-enabled it) is
+   * disabled: shown with disabled_at and disabled_reason, sent nothing until a
+   * PUT re-enables it. 0 never disables. Default 5 days: longer than one
+   * delivery's retry schedule, so a receiver down over a long weekend is kept.
+   */
+  WEBHOOK_DISABLE_AFTER_FAILING_SECONDS: int(5 * 86_400, 0, 365 * 86_400),
+  /** Delivery: and at least this many failed attempts in that streak (a rarely-used subscription is not disabled on two failures). */
+  WEBHOOK_DISABLE_AFTER_FAILURES: int(10, 1, 100_000),
   /** Gateway: a request's head and body must have arrived within this long (else 408); stalled bodies end here. */
   GATEWAY_REQUEST_TIMEOUT_MS: int(10_000, 100, 600_000),
   /** Gateway: a request's head must have arrived within this long (else 408); never more than the request timeout. */

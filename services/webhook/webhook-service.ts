@@ -11,7 +11,7 @@
 // winner's row.
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager, MikroORM } from "@mikro-orm/postgresql";
 import {
@@ -60,8 +60,12 @@ export function toSubscriptionMessage(s: Subscription): SubscriptionMessage {
     eventType: eventTypeOf(s.eventType),
     createTime: timestampFromDate(s.createdAt),
     updateTime: timestampFromDate(s.updatedAt),
+    ...(s.disabledAt ? { disableTime: timestampFromDate(s.disabledAt), disabledReason: s.disabledReason ?? "" } : {}),
   });
 }
+
+/** The longest disabled_reason kept (DisableSubscription). */
+export const DISABLED_REASON_MAX_LENGTH = 500;
 
 const toSubscriberMessage = (s: Subscription): SubscriberMessage =>
   create(SubscriberSchema, { subscriptionId: s.id, clientId: s.clientId, targetUrl: s.targetUrl, secret: s.secret });
@@ -155,8 +159,9 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
       const parsed = req.targetUrl === undefined ? undefined : parse(req.targetUrl);
       const current = await findOwned(orm.em.fork(), pair, id);
       const next = { targetUrl: parsed?.href ?? current.targetUrl, eventType: eventType ?? current.eventType };
-      // Nothing changes: the subscription as it is, update_time untouched.
-      if (next.targetUrl === current.targetUrl && next.eventType === current.eventType) {
+      // Nothing changes: the subscription as it is, update_time untouched. A
+      // disabled one is re-enabled by any update, so that is a change.
+      if (next.targetUrl === current.targetUrl && next.eventType === current.eventType && !current.disabledAt) {
         return { subscription: toSubscriptionMessage(current) };
       }
       if (parsed && parsed.href !== current.targetUrl) await destination(parsed);
@@ -165,11 +170,13 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
         // Read again under the lock: a field this request leaves alone keeps what a concurrent update set.
         const subscription = await findOwned(em, pair, id);
         const target = { targetUrl: parsed?.href ?? subscription.targetUrl, eventType: eventType ?? subscription.eventType };
-        if (subscription.targetUrl === target.targetUrl && subscription.eventType === target.eventType) return subscription;
+        if (subscription.targetUrl === target.targetUrl && subscription.eventType === target.eventType && !subscription.disabledAt) return subscription;
         const clash = await findSame(em, pair, target.targetUrl, target.eventType);
         if (clash && clash.id !== subscription.id) throw duplicate(clash.id);
         subscription.targetUrl = target.targetUrl;
         subscription.eventType = target.eventType;
+        subscription.disabledAt = null;
+        subscription.disabledReason = null;
         subscription.updatedAt = new Date();
         await em.flush();
         return subscription;
@@ -188,7 +195,8 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
     async listSubscribers(req) {
       const organisationId = requireUuid("organisation_id", req.organisationId);
       const eventType = eventTypeName(req.eventType);
-      const rows = await orm.em.fork().find(SubscriptionEntity, { organisationId, eventType }, { orderBy: { id: "asc" } });
+      // A disabled subscription gets nothing until its owner re-enables it.
+      const rows = await orm.em.fork().find(SubscriptionEntity, { organisationId, eventType, disabledAt: null }, { orderBy: { id: "asc" } });
       return { subscribers: rows.map(toSubscriberMessage) };
     },
 
@@ -196,6 +204,25 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
       const pair = readOwner(req.owner);
       const deletedCount = await orm.em.fork().nativeDelete(SubscriptionEntity, pair);
       return { deletedCount };
+    },
+
+    async disableSubscription(req) {
+      const pair = readOwner(req.owner);
+      const id = readId(req.id);
+      if (!req.failingSince) throw invalid("failing_since", "required");
+      const failingSince = timestampDate(req.failingSince);
+      const reason = req.reason.trim();
+      if (!reason) throw invalid("reason", "required");
+      // One statement: disabled only while enabled and untouched by its owner since the streak began.
+      const em = orm.em.fork();
+      const rows = await em.execute<{ id: string }[]>(
+        `update "${WEBHOOK_SCHEMA}"."subscription" set "disabled_at" = now(), "disabled_reason" = ?
+          where "id" = ? and "organisation_id" = ? and "client_id" = ? and "disabled_at" is null and "updated_at" <= ?
+          returning "id"`,
+        [reason.slice(0, DISABLED_REASON_MAX_LENGTH), id.toString(), pair.organisationId, pair.clientId, failingSince],
+      );
+      const subscription = await findOwned(em, pair, id);
+      return { subscription: toSubscriptionMessage(subscription), disabled: rows.length > 0 };
     },
   };
 }

@@ -27,6 +27,8 @@ export interface DeliveryWorkerOptions {
   concurrency: number;
   pollMs: number;
   leaseSeconds: number;
+  /** Disables a subscription that only fails (deliveries/failure-streak.ts); never throws. */
+  failureStreak?: { failed(d: ClaimedDelivery): Promise<void> };
 }
 
 /** The wait before retry n (1-based) with ±20 % jitter, at least the (capped) Retry-After; undefined: give up. */
@@ -160,6 +162,7 @@ export class DeliveryWorker {
       return;
     }
     await this.recordFailure(d, result, base);
+    await this.options.failureStreak?.failed(d);
   }
 
   private async recordFailure(d: ClaimedDelivery, result: Extract<SendResult, { ok: false }>, base: Omit<Parameters<DeliveryStore["record"]>[0], "status" | "outcome" | "error" | "nextAttemptAt">) {

@@ -1,5 +1,9 @@
 // Committed migrations, in order. Never edit one that has shipped: add the next.
 import type { MigrationObject } from "@mikro-orm/core";
 import { InitialWebhookSchema } from "./2026-11-22-initial.js";
+import { SubscriptionDisabled } from "./2026-11-25-disabled.js";
 
-export const webhookMigrations: MigrationObject[] = [{ name: "2026-11-22-initial", class: InitialWebhookSchema }];
+export const webhookMigrations: MigrationObject[] = [
+  { name: "2026-11-22-initial", class: InitialWebhookSchema },
+  { name: "2026-11-25-disabled", class: SubscriptionDisabled },
+];

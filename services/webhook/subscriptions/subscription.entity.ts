@@ -19,6 +19,10 @@ export const SubscriptionEntity = defineEntity({
     secret: p.text().hidden(),
     createdAt: p.datetime(3).onCreate(() => new Date()),
     updatedAt: p.datetime(3).onCreate(() => new Date()),
+    /** Set while disabled by the delivery service (every attempt failed for WEBHOOK_DISABLE_AFTER_FAILING_SECONDS); ListSubscribers skips it. */
+    disabledAt: p.datetime(3).nullable(),
+    /** Why, for the client's developer; null while enabled. */
+    disabledReason: p.text().nullable(),
   },
   uniques: [
     { name: "subscription_pair_target_event_unique", properties: ["organisationId", "clientId", "targetUrl", "eventType"] },

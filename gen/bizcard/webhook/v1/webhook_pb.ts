@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file bizcard/webhook/v1/webhook.proto.
  */
 export const file_bizcard_webhook_v1_webhook: GenFile = /*@__PURE__*/
-  fileDesc("CiBiaXpjYXJkL3dlYmhvb2svdjEvd2ViaG9vay5wcm90bxISYml6Y2FyZC53ZWJob29rLnYxIjMKBU93bmVyEhcKD29yZ2FuaXNhdGlvbl9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkiwgEKDFN1YnNjcmlwdGlvbhIKCgJpZBgBIAEoAxISCgp0YXJnZXRfdXJsGAIgASgJEjAKCmV2ZW50X3R5cGUYAyABKA4yHC5iaXpjYXJkLmV2ZW50cy52MS5FdmVudFR5cGUSLwoLY3JlYXRlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKLAQoZQ3JlYXRlU3Vic2NyaXB0aW9uUmVxdWVzdBIoCgVvd25lchgBIAEoCzIZLmJpemNhcmQud2ViaG9vay52MS5Pd25lchISCgp0YXJnZXRfdXJsGAIgASgJEjAKCmV2ZW50X3R5cGUYAyABKA4yHC5iaXpjYXJkLmV2ZW50cy52MS5FdmVudFR5cGUidQoaQ3JlYXRlU3Vic2NyaXB0aW9uUmVzcG9uc2USNgoMc3Vic2NyaXB0aW9uGAEgASgLMiAuYml6Y2FyZC53ZWJob29rLnYxLlN1YnNjcmlwdGlvbhIOCgZzZWNyZXQYAiABKAkSDwoHY3JlYXRlZBgDIAEoCCJOChZHZXRTdWJzY3JpcHRpb25SZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEgoKAmlkGAIgASgDIlEKF0dldFN1YnNjcmlwdGlvblJlc3BvbnNlEjYKDHN1YnNjcmlwdGlvbhgBIAEoCzIgLmJpemNhcmQud2ViaG9vay52MS5TdWJzY3JpcHRpb24iawoYTGlzdFN1YnNjcmlwdGlvbnNSZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIm0KGUxpc3RTdWJzY3JpcHRpb25zUmVzcG9uc2USNwoNc3Vic2NyaXB0aW9ucxgBIAMoCzIgLmJpemNhcmQud2ViaG9vay52MS5TdWJzY3JpcHRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIr8BChlVcGRhdGVTdWJzY3JpcHRpb25SZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEgoKAmlkGAIgASgDEhcKCnRhcmdldF91cmwYAyABKAlIAIgBARI1CgpldmVudF90eXBlGAQgASgOMhwuYml6Y2FyZC5ldmVudHMudjEuRXZlbnRUeXBlSAGIAQFCDQoLX3RhcmdldF91cmxCDQoLX2V2ZW50X3R5cGUiVAoaVXBkYXRlU3Vic2NyaXB0aW9uUmVzcG9uc2USNgoMc3Vic2NyaXB0aW9uGAEgASgLMiAuYml6Y2FyZC53ZWJob29rLnYxLlN1YnNjcmlwdGlvbiJRChlEZWxldGVTdWJzY3JpcHRpb25SZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEgoKAmlkGAIgASgDIhwKGkRlbGV0ZVN1YnNjcmlwdGlvblJlc3BvbnNlIlwKClN1YnNjcmliZXISFwoPc3Vic2NyaXB0aW9uX2lkGAEgASgDEhEKCWNsaWVudF9pZBgCIAEoCRISCgp0YXJnZXRfdXJsGAMgASgJEg4KBnNlY3JldBgEIAEoCSJjChZMaXN0U3Vic2NyaWJlcnNSZXF1ZXN0EhcKD29yZ2FuaXNhdGlvbl9pZBgBIAEoCRIwCgpldmVudF90eXBlGAIgASgOMhwuYml6Y2FyZC5ldmVudHMudjEuRXZlbnRUeXBlIk4KF0xpc3RTdWJzY3JpYmVyc1Jlc3BvbnNlEjMKC3N1YnNjcmliZXJzGAEgAygLMh4uYml6Y2FyZC53ZWJob29rLnYxLlN1YnNjcmliZXIiSgoeRGVsZXRlUGFpclN1YnNjcmlwdGlvbnNSZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyIjgKH0RlbGV0ZVBhaXJTdWJzY3JpcHRpb25zUmVzcG9uc2USFQoNZGVsZXRlZF9jb3VudBgBIAEoBSIoChFUYXJnZXRVbmF2YWlsYWJsZRITCgtkZXNjcmlwdGlvbhgBIAEoCTK+BgoOV2ViaG9va1NlcnZpY2UScwoSQ3JlYXRlU3Vic2NyaXB0aW9uEi0uYml6Y2FyZC53ZWJob29rLnYxLkNyZWF0ZVN1YnNjcmlwdGlvblJlcXVlc3QaLi5iaXpjYXJkLndlYmhvb2sudjEuQ3JlYXRlU3Vic2NyaXB0aW9uUmVzcG9uc2USagoPR2V0U3Vic2NyaXB0aW9uEiouYml6Y2FyZC53ZWJob29rLnYxLkdldFN1YnNjcmlwdGlvblJlcXVlc3QaKy5iaXpjYXJkLndlYmhvb2sudjEuR2V0U3Vic2NyaXB0aW9uUmVzcG9uc2UScAoRTGlzdFN1YnNjcmlwdGlvbnMSLC5iaXpjYXJkLndlYmhvb2sudjEuTGlzdFN1YnNjcmlwdGlvbnNSZXF1ZXN0Gi0uYml6Y2FyZC53ZWJob29rLnYxLkxpc3RTdWJzY3JpcHRpb25zUmVzcG9uc2UScwoSVXBkYXRlU3Vic2NyaXB0aW9uEi0uYml6Y2FyZC53ZWJob29rLnYxLlVwZGF0ZVN1YnNjcmlwdGlvblJlcXVlc3QaLi5iaXpjYXJkLndlYmhvb2sudjEuVXBkYXRlU3Vic2NyaXB0aW9uUmVzcG9uc2UScwoSRGVsZXRlU3Vic2NyaXB0aW9uEi0uYml6Y2FyZC53ZWJob29rLnYxLkRlbGV0ZVN1YnNjcmlwdGlvblJlcXVlc3QaLi5iaXpjYXJkLndlYmhvb2sudjEuRGVsZXRlU3Vic2NyaXB0aW9uUmVzcG9uc2USagoPTGlzdFN1YnNjcmliZXJzEiouYml6Y2FyZC53ZWJob29rLnYxLkxpc3RTdWJzY3JpYmVyc1JlcXVlc3QaKy5iaXpjYXJkLndlYmhvb2sudjEuTGlzdFN1YnNjcmliZXJzUmVzcG9uc2USggEKF0RlbGV0ZVBhaXJTdWJzY3JpcHRpb25zEjIuYml6Y2FyZC53ZWJob29rLnYxLkRlbGV0ZVBhaXJTdWJzY3JpcHRpb25zUmVxdWVzdBozLmJpemNhcmQud2ViaG9vay52MS5EZWxldGVQYWlyU3Vic2NyaXB0aW9uc1Jlc3BvbnNlYgZwcm90bzM", [file_bizcard_events_v1_events, file_google_protobuf_timestamp]);
+  fileDesc("CiBiaXpjYXJkL3dlYmhvb2svdjEvd2ViaG9vay5wcm90bxISYml6Y2FyZC53ZWJob29rLnYxIjMKBU93bmVyEhcKD29yZ2FuaXNhdGlvbl9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkijQIKDFN1YnNjcmlwdGlvbhIKCgJpZBgBIAEoAxISCgp0YXJnZXRfdXJsGAIgASgJEjAKCmV2ZW50X3R5cGUYAyABKA4yHC5iaXpjYXJkLmV2ZW50cy52MS5FdmVudFR5cGUSLwoLY3JlYXRlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxkaXNhYmxlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2Rpc2FibGVkX3JlYXNvbhgHIAEoCSKLAQoZQ3JlYXRlU3Vic2NyaXB0aW9uUmVxdWVzdBIoCgVvd25lchgBIAEoCzIZLmJpemNhcmQud2ViaG9vay52MS5Pd25lchISCgp0YXJnZXRfdXJsGAIgASgJEjAKCmV2ZW50X3R5cGUYAyABKA4yHC5iaXpjYXJkLmV2ZW50cy52MS5FdmVudFR5cGUidQoaQ3JlYXRlU3Vic2NyaXB0aW9uUmVzcG9uc2USNgoMc3Vic2NyaXB0aW9uGAEgASgLMiAuYml6Y2FyZC53ZWJob29rLnYxLlN1YnNjcmlwdGlvbhIOCgZzZWNyZXQYAiABKAkSDwoHY3JlYXRlZBgDIAEoCCJOChZHZXRTdWJzY3JpcHRpb25SZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEgoKAmlkGAIgASgDIlEKF0dldFN1YnNjcmlwdGlvblJlc3BvbnNlEjYKDHN1YnNjcmlwdGlvbhgBIAEoCzIgLmJpemNhcmQud2ViaG9vay52MS5TdWJzY3JpcHRpb24iawoYTGlzdFN1YnNjcmlwdGlvbnNSZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIm0KGUxpc3RTdWJzY3JpcHRpb25zUmVzcG9uc2USNwoNc3Vic2NyaXB0aW9ucxgBIAMoCzIgLmJpemNhcmQud2ViaG9vay52MS5TdWJzY3JpcHRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIr8BChlVcGRhdGVTdWJzY3JpcHRpb25SZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEgoKAmlkGAIgASgDEhcKCnRhcmdldF91cmwYAyABKAlIAIgBARI1CgpldmVudF90eXBlGAQgASgOMhwuYml6Y2FyZC5ldmVudHMudjEuRXZlbnRUeXBlSAGIAQFCDQoLX3RhcmdldF91cmxCDQoLX2V2ZW50X3R5cGUiVAoaVXBkYXRlU3Vic2NyaXB0aW9uUmVzcG9uc2USNgoMc3Vic2NyaXB0aW9uGAEgASgLMiAuYml6Y2FyZC53ZWJob29rLnYxLlN1YnNjcmlwdGlvbiJRChlEZWxldGVTdWJzY3JpcHRpb25SZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEgoKAmlkGAIgASgDIhwKGkRlbGV0ZVN1YnNjcmlwdGlvblJlc3BvbnNlIlwKClN1YnNjcmliZXISFwoPc3Vic2NyaXB0aW9uX2lkGAEgASgDEhEKCWNsaWVudF9pZBgCIAEoCRISCgp0YXJnZXRfdXJsGAMgASgJEg4KBnNlY3JldBgEIAEoCSJjChZMaXN0U3Vic2NyaWJlcnNSZXF1ZXN0EhcKD29yZ2FuaXNhdGlvbl9pZBgBIAEoCRIwCgpldmVudF90eXBlGAIgASgOMhwuYml6Y2FyZC5ldmVudHMudjEuRXZlbnRUeXBlIk4KF0xpc3RTdWJzY3JpYmVyc1Jlc3BvbnNlEjMKC3N1YnNjcmliZXJzGAEgAygLMh4uYml6Y2FyZC53ZWJob29rLnYxLlN1YnNjcmliZXIiSgoeRGVsZXRlUGFpclN1YnNjcmlwdGlvbnNSZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyIjgKH0RlbGV0ZVBhaXJTdWJzY3JpcHRpb25zUmVzcG9uc2USFQoNZGVsZXRlZF9jb3VudBgBIAEoBSIoChFUYXJnZXRVbmF2YWlsYWJsZRITCgtkZXNjcmlwdGlvbhgBIAEoCSKVAQoaRGlzYWJsZVN1YnNjcmlwdGlvblJlcXVlc3QSKAoFb3duZXIYASABKAsyGS5iaXpjYXJkLndlYmhvb2sudjEuT3duZXISCgoCaWQYAiABKAMSMQoNZmFpbGluZ19zaW5jZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGcmVhc29uGAQgASgJImcKG0Rpc2FibGVTdWJzY3JpcHRpb25SZXNwb25zZRI2CgxzdWJzY3JpcHRpb24YASABKAsyIC5iaXpjYXJkLndlYmhvb2sudjEuU3Vic2NyaXB0aW9uEhAKCGRpc2FibGVkGAIgASgIMrYHCg5XZWJob29rU2VydmljZRJzChJDcmVhdGVTdWJzY3JpcHRpb24SLS5iaXpjYXJkLndlYmhvb2sudjEuQ3JlYXRlU3Vic2NyaXB0aW9uUmVxdWVzdBouLmJpemNhcmQud2ViaG9vay52MS5DcmVhdGVTdWJzY3JpcHRpb25SZXNwb25zZRJqCg9HZXRTdWJzY3JpcHRpb24SKi5iaXpjYXJkLndlYmhvb2sudjEuR2V0U3Vic2NyaXB0aW9uUmVxdWVzdBorLmJpemNhcmQud2ViaG9vay52MS5HZXRTdWJzY3JpcHRpb25SZXNwb25zZRJwChFMaXN0U3Vic2NyaXB0aW9ucxIsLmJpemNhcmQud2ViaG9vay52MS5MaXN0U3Vic2NyaXB0aW9uc1JlcXVlc3QaLS5iaXpjYXJkLndlYmhvb2sudjEuTGlzdFN1YnNjcmlwdGlvbnNSZXNwb25zZRJzChJVcGRhdGVTdWJzY3JpcHRpb24SLS5iaXpjYXJkLndlYmhvb2sudjEuVXBkYXRlU3Vic2NyaXB0aW9uUmVxdWVzdBouLmJpemNhcmQud2ViaG9vay52MS5VcGRhdGVTdWJzY3JpcHRpb25SZXNwb25zZRJzChJEZWxldGVTdWJzY3JpcHRpb24SLS5iaXpjYXJkLndlYmhvb2sudjEuRGVsZXRlU3Vic2NyaXB0aW9uUmVxdWVzdBouLmJpemNhcmQud2ViaG9vay52MS5EZWxldGVTdWJzY3JpcHRpb25SZXNwb25zZRJqCg9MaXN0U3Vic2NyaWJlcnMSKi5iaXpjYXJkLndlYmhvb2sudjEuTGlzdFN1YnNjcmliZXJzUmVxdWVzdBorLmJpemNhcmQud2ViaG9vay52MS5MaXN0U3Vic2NyaWJlcnNSZXNwb25zZRKCAQoXRGVsZXRlUGFpclN1YnNjcmlwdGlvbnMSMi5iaXpjYXJkLndlYmhvb2sudjEuRGVsZXRlUGFpclN1YnNjcmlwdGlvbnNSZXF1ZXN0GjMuYml6Y2FyZC53ZWJob29rLnYxLkRlbGV0ZVBhaXJTdWJzY3JpcHRpb25zUmVzcG9uc2USdgoTRGlzYWJsZVN1YnNjcmlwdGlvbhIuLmJpemNhcmQud2ViaG9vay52MS5EaXNhYmxlU3Vic2NyaXB0aW9uUmVxdWVzdBovLmJpemNhcmQud2ViaG9vay52MS5EaXNhYmxlU3Vic2NyaXB0aW9uUmVzcG9uc2ViBnByb3RvMw", [file_bizcard_events_v1_events, file_google_protobuf_timestamp]);
 
 /**
  * The pair a subscription (and its delivery log) belongs to. Both fields are
@@ -70,9 +70,26 @@ export type Subscription = Message<"bizcard.webhook.v1.Subscription"> & {
   createTime?: Timestamp | undefined;
 
   /**
+   * The last change by its owner (create, update, re-enable); a disable by
+   * the delivery service leaves it alone.
+   *
    * @generated from field: google.protobuf.Timestamp update_time = 5;
    */
   updateTime?: Timestamp | undefined;
+
+  /**
+   * Set while the subscription is disabled (DisableSubscription): since when.
+   *
+   * @generated from field: google.protobuf.Timestamp disable_time = 6;
+   */
+  disableTime?: Timestamp | undefined;
+
+  /**
+   * Why it was disabled, in words for the client's developer; empty while enabled.
+   *
+   * @generated from field: string disabled_reason = 7;
+   */
+  disabledReason: string;
 };
 
 /**
@@ -229,6 +246,9 @@ export const ListSubscriptionsResponseSchema: GenMessage<ListSubscriptionsRespon
   messageDesc(file_bizcard_webhook_v1_webhook, 7);
 
 /**
+ * Also re-enables a disabled subscription, whether or not a field changes
+ * (update_time moves then).
+ *
  * @generated from message bizcard.webhook.v1.UpdateSubscriptionRequest
  */
 export type UpdateSubscriptionRequest = Message<"bizcard.webhook.v1.UpdateSubscriptionRequest"> & {
@@ -441,6 +461,66 @@ export const TargetUnavailableSchema: GenMessage<TargetUnavailable> = /*@__PURE_
   messageDesc(file_bizcard_webhook_v1_webhook, 17);
 
 /**
+ * @generated from message bizcard.webhook.v1.DisableSubscriptionRequest
+ */
+export type DisableSubscriptionRequest = Message<"bizcard.webhook.v1.DisableSubscriptionRequest"> & {
+  /**
+   * @generated from field: bizcard.webhook.v1.Owner owner = 1;
+   */
+  owner?: Owner | undefined;
+
+  /**
+   * @generated from field: int64 id = 2;
+   */
+  id: bigint;
+
+  /**
+   * Required: the first failed attempt of the streak (after the last success).
+   *
+   * @generated from field: google.protobuf.Timestamp failing_since = 3;
+   */
+  failingSince?: Timestamp | undefined;
+
+  /**
+   * Required: shown to the client as disabled_reason (at most 500 characters).
+   *
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message bizcard.webhook.v1.DisableSubscriptionRequest.
+ * Use `create(DisableSubscriptionRequestSchema)` to create a new message.
+ */
+export const DisableSubscriptionRequestSchema: GenMessage<DisableSubscriptionRequest> = /*@__PURE__*/
+  messageDesc(file_bizcard_webhook_v1_webhook, 18);
+
+/**
+ * @generated from message bizcard.webhook.v1.DisableSubscriptionResponse
+ */
+export type DisableSubscriptionResponse = Message<"bizcard.webhook.v1.DisableSubscriptionResponse"> & {
+  /**
+   * @generated from field: bizcard.webhook.v1.Subscription subscription = 1;
+   */
+  subscription?: Subscription | undefined;
+
+  /**
+   * True when this call disabled it.
+   *
+   * @generated from field: bool disabled = 2;
+   */
+  disabled: boolean;
+};
+
+/**
+ * Describes the message bizcard.webhook.v1.DisableSubscriptionResponse.
+ * Use `create(DisableSubscriptionResponseSchema)` to create a new message.
+ */
+export const DisableSubscriptionResponseSchema: GenMessage<DisableSubscriptionResponse> = /*@__PURE__*/
+  messageDesc(file_bizcard_webhook_v1_webhook, 19);
+
+/**
  * WebhookService owns REST Hooks subscriptions. Every subscription belongs to
  * the pair (organisation, client application) of the access token that made
  * it; every call but ListSubscribers names that pair, and a subscription of
@@ -528,6 +608,25 @@ export const WebhookService: GenService<{
     methodKind: "unary";
     input: typeof DeletePairSubscriptionsRequestSchema;
     output: typeof DeletePairSubscriptionsResponseSchema;
+  },
+  /**
+   * For the delivery service: disables one of the owner's subscriptions whose
+   * every delivery attempt has failed since failing_since (the first failure
+   * after its last success). A disabled subscription keeps its data and is
+   * shown with disable_time and disabled_reason, but ListSubscribers skips
+   * it: no delivery is recorded or sent for it until the owner re-enables it
+   * (any UpdateSubscription does). Not disabled (disabled = false, the
+   * subscription as it is) when it is already disabled, or when it was
+   * changed or re-enabled after failing_since (its update_time is later: the
+   * streak started before the client touched it, so it does not count).
+   * NOT_FOUND when the owner has no such subscription.
+   *
+   * @generated from rpc bizcard.webhook.v1.WebhookService.DisableSubscription
+   */
+  disableSubscription: {
+    methodKind: "unary";
+    input: typeof DisableSubscriptionRequestSchema;
+    output: typeof DisableSubscriptionResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_bizcard_webhook_v1_webhook, 0);
