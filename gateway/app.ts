@@ -17,6 +17,7 @@ import { RouteTable, requestGuards } from "./request-guards.js";
 import { healthRoutes } from "./routes/health.js";
 import { introspectRoutes } from "./routes/introspect.js";
 import { contactRoutes } from "./routes/contacts.js";
+import { deliveryRoutes } from "./routes/deliveries.js";
 import { meRoutes } from "./routes/me.js";
 import { metadataRoutes } from "./routes/metadata.js";
 import { revokeRoutes } from "./routes/revoke.js";
@@ -164,6 +165,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   introspectRoutes(app, auth, issuer);
   meRoutes(app, bearer, options.clients.organisation);
   subscriptionRoutes(app, bearer, options.clients.webhook, issuer);
+  deliveryRoutes(app, bearer, options.clients.webhook, options.clients.delivery, issuer);
   contactRoutes(app, bearer, options.clients.organisation, issuer);
   const sessionCookie = createSessionCookie(options.publicUrl ?? "http://localhost");
   authorizeRoutes(app, auth, sessionCookie);

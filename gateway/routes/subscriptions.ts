@@ -5,6 +5,7 @@
 //   POST   /oauth/webhooks/subscriptions                  webhooks:write + contacts:read
 //   GET    /oauth/webhooks/subscriptions/{id}             webhooks:read
 //   PUT    /oauth/webhooks/subscriptions/{id}             webhooks:write + contacts:read
+//                                                         (also re-enables a disabled one)
 //   DELETE /oauth/webhooks/subscriptions/{id}             webhooks:write
 //
 // Every event type is a contact.* one, so creating or re-pointing a
@@ -14,7 +15,7 @@
 // The token is checked in onRequest, before the body is read: a client
 // without a valid token never has its body parsed. Bodies are JSON objects;
 // the read-only fields of the representation (id, secret, created_at,
-// updated_at) are ignored, so a client may send back what it read; any other
+// updated_at, disabled_at, disabled_reason) are ignored, so a client may send back what it read; any other
 // unknown field is a 400 (a misspelt "event_type" must not pass as "nothing to
 // change").
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
@@ -41,6 +42,9 @@ export interface SubscriptionJson {
   event_type: string;
   created_at: string;
   updated_at: string;
+  /** Set while disabled (every delivery attempt failed for a while); a PUT re-enables it. */
+  disabled_at: string | null;
+  disabled_reason: string | null;
 }
 
 export function subscriptionJson(s: Subscription): SubscriptionJson {
@@ -50,21 +54,26 @@ export function subscriptionJson(s: Subscription): SubscriptionJson {
     event_type: nameOfEventType(s.eventType as KnownEventType),
     created_at: s.createTime ? timestampDate(s.createTime).toISOString() : "",
     updated_at: s.updateTime ? timestampDate(s.updateTime).toISOString() : "",
+    disabled_at: s.disableTime ? timestampDate(s.disableTime).toISOString() : null,
+    disabled_reason: s.disableTime ? s.disabledReason : null,
   };
 }
 
 const invalid = (description: string) => new HttpError(400, "invalid_request", description);
 
-/** `{id}`: a positive integer (an int64 identity), else 400. */
-function readId(request: FastifyRequest): bigint {
-  const text = (request.params as { id: string }).id;
+/** A path parameter that is a positive integer (an int64 identity), else 400 naming it. */
+export function readIntParam(request: FastifyRequest, name: string): bigint {
+  const text = (request.params as Record<string, string>)[name] ?? "";
   const id = /^[1-9][0-9]{0,18}$/.test(text) ? BigInt(text) : 0n;
-  if (id <= 0n || id > INT64_MAX) throw invalid(`id: expected a positive integer, not ${JSON.stringify(text.slice(0, 40))}`);
+  if (id <= 0n || id > INT64_MAX) throw invalid(`${name}: expected a positive integer, not ${JSON.stringify(text.slice(0, 40))}`);
   return id;
 }
 
+/** `{id}`: a positive integer (an int64 identity), else 400. */
+const readId = (request: FastifyRequest): bigint => readIntParam(request, "id");
+
 const WRITABLE = ["target_url", "event_type"] as const;
-const READ_ONLY = new Set(["id", "secret", "created_at", "updated_at"]);
+const READ_ONLY = new Set(["id", "secret", "created_at", "updated_at", "disabled_at", "disabled_reason"]);
 
 interface SubscriptionFields {
   target_url?: string;
@@ -98,7 +107,7 @@ function readFields(request: FastifyRequest): SubscriptionFields {
 }
 
 /** The webhook service's answers in the client's terms; the rest goes to the common handler. */
-function subscriptionErrors(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+export function subscriptionErrors(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (err instanceof ConnectError) {
     // The pair's cap (WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR): a clear 400, not a conflict to retry.
     if (err.code === Code.FailedPrecondition) return errorHandler(invalid(err.rawMessage), request, reply);

@@ -1,0 +1,157 @@
+// The delivery log of one subscription (issue 7 point 4), scoped like the
+// subscriptions to the pair (organisation, client application) of the token:
+//
+//   GET  /oauth/webhooks/subscriptions/{id}/deliveries?limit=&cursor=    webhooks:read
+//   POST /oauth/webhooks/subscriptions/{id}/deliveries/{delivery_id}/retry   webhooks:write
+//
+// The list is what a developer debugging a receiver wants to read: every
+// attempt (each POST), newest first, with its event, HTTP status, duration,
+// error and when the next retry is planned, and the delivery it belongs to
+// (delivery_id: what the retry route takes). A bare JSON array, paged like
+// the subscriptions (`?limit=` 1 to 100, default 50; `Link: <…>; rel="next"`).
+//
+// The retry sends the delivery (the event, to this subscription) again now:
+// 202 Accepted with the delivery, its status "pending"; the attempt shows in
+// the list when it is made. A delivery that already succeeded or gave up gets
+// one more attempt; a waiting one is moved to now.
+//
+// The subscription is read first (GetSubscription with the token's pair): the
+// delivery service answers an empty list for a subscription its caller does
+// not own, and the client must get 404 for another pair's subscription, as on
+// every subscription route. A disabled subscription (every attempt failed for
+// a while) sends nothing: its retry is 409 until a PUT re-enables it.
+import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
+import type { Delivery, DeliveryAttempt, DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
+import type { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
+import type { Bearer } from "../bearer.js";
+import { rpcOptions } from "../clients.js";
+import { HttpError } from "../errors.js";
+import { linkNext, readListQuery } from "../list-paging.js";
+import { SUBSCRIPTIONS_PATH, readIntParam, subscriptionErrors } from "./subscriptions.js";
+
+const LIST_DEFAULT = 50;
+const LIST_MAX = 100;
+const NO_STORE = { "cache-control": "no-store" };
+
+const iso = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : null);
+
+/** One POST of one event to the subscription's target_url. */
+export interface AttemptJson {
+  /** The attempt (a UUID). */
+  id: string;
+  /** The delivery (one event for this subscription) it belongs to: what the retry route takes. */
+  delivery_id: number;
+  /** The event's id: the webhook-id header the receiver got, the same on every attempt. */
+  event_id: string;
+  event_type: string;
+  /** 1 for the first POST of the delivery, 2 for its first retry, … */
+  attempt: number;
+  /** The HTTP status the receiver answered; null when none came (timeout, refused, network error). */
+  status_code: number | null;
+  /** "succeeded", "failed" (retried at next_retry_at), "gave_up" (no retry left), "gone" (410: subscription deleted). */
+  outcome: string;
+  /** null on success; else "HTTP <status>", "timeout: …", "refused: …" or "network: …". */
+  error: string | null;
+  duration_ms: number;
+  attempted_at: string;
+  /** When the next attempt of this delivery was planned after this one; null when none was. */
+  next_retry_at: string | null;
+}
+
+export function attemptJson(a: DeliveryAttempt): AttemptJson {
+  return {
+    id: a.id,
+    delivery_id: Number(a.deliveryId),
+    event_id: a.eventId,
+    event_type: a.eventType,
+    attempt: a.attempt,
+    status_code: a.responseStatus || null,
+    outcome: a.outcome,
+    error: a.error || null,
+    duration_ms: a.durationMs,
+    attempted_at: iso(a.attemptTime) ?? "",
+    next_retry_at: iso(a.nextAttemptTime),
+  };
+}
+
+/** One event for this subscription, across its attempts. */
+export interface DeliveryJson {
+  id: number;
+  event_id: string;
+  event_type: string;
+  subscription_id: number;
+  /** "pending", "succeeded", "gave_up", "gone" or "cancelled". */
+  status: string;
+  /** Attempts made so far. */
+  attempts: number;
+  /** Of the last attempt. */
+  status_code: number | null;
+  error: string | null;
+  /** While pending: when it is sent next. */
+  next_retry_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export function deliveryJson(d: Delivery): DeliveryJson {
+  return {
+    id: Number(d.id),
+    event_id: d.eventId,
+    event_type: d.eventType,
+    subscription_id: Number(d.subscriptionId),
+    status: d.status,
+    attempts: d.attempts,
+    status_code: d.responseStatus || null,
+    error: d.error || null,
+    next_retry_at: iso(d.nextAttemptTime),
+    created_at: iso(d.createTime) ?? "",
+    updated_at: iso(d.updateTime) ?? "",
+  };
+}
+
+export function deliveryRoutes(
+  app: FastifyInstance,
+  bearer: Bearer,
+  webhook: Client<typeof WebhookService>,
+  delivery: Client<typeof DeliveryService>,
+  publicUrl: string,
+): void {
+  const read = bearer.requireScope("webhooks:read") as onRequestAsyncHookHandler;
+  const write = bearer.requireScope("webhooks:write") as onRequestAsyncHookHandler;
+  const owner = (request: FastifyRequest) => ({ organisationId: request.bearer!.organisationId, clientId: request.bearer!.clientId });
+  const errorHandlerOption = { errorHandler: subscriptionErrors };
+
+  /** The token's pair's subscription, or 404 (another pair's, or none). */
+  const ownSubscription = async (request: FastifyRequest, id: bigint) =>
+    (await webhook.getSubscription({ owner: owner(request), id }, rpcOptions(request))).subscription!;
+
+  app.get(`${SUBSCRIPTIONS_PATH}/:id/deliveries`, { onRequest: read, ...errorHandlerOption }, async (request, reply) => {
+    const id = readIntParam(request, "id");
+    const { limit, cursor } = readListQuery(request, LIST_DEFAULT, LIST_MAX);
+    await ownSubscription(request, id);
+    const res = await delivery.listDeliveryAttempts({ owner: owner(request), subscriptionId: id, pageSize: limit, pageToken: cursor }, rpcOptions(request));
+    linkNext(reply, publicUrl, `${SUBSCRIPTIONS_PATH}/${id}/deliveries`, limit, res.nextPageToken);
+    return reply.headers(NO_STORE).send(res.attempts.map(attemptJson));
+  });
+
+  app.post(`${SUBSCRIPTIONS_PATH}/:id/deliveries/:delivery_id/retry`, { onRequest: write, ...errorHandlerOption }, async (request, reply) => {
+    const id = readIntParam(request, "id");
+    const deliveryId = readIntParam(request, "delivery_id");
+    const subscription = await ownSubscription(request, id);
+    if (subscription.disableTime) {
+      throw new HttpError(409, "conflict", "the subscription is disabled (every delivery attempt failed); update it with PUT to enable it, then retry");
+    }
+    try {
+      const res = await delivery.retryDelivery({ owner: owner(request), subscriptionId: id, deliveryId }, rpcOptions(request));
+      return reply.status(202).headers(NO_STORE).send(deliveryJson(res.delivery!));
+    } catch (err) {
+      // A delivery cancelled (its subscription was disabled or deleted when it was due): nothing to resend it to as it was.
+      if (err instanceof ConnectError && err.code === Code.FailedPrecondition) {
+        throw new HttpError(409, "conflict", "this delivery was cancelled and cannot be sent again; new events are delivered");
+      }
+      throw err;
+    }
+  });
+}
