@@ -8,7 +8,11 @@ import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
+import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { buildGateway } from "../gateway/app.js";
 import { createServiceClients } from "../gateway/clients.js";
 import { createAuthApp } from "../services/auth/auth-app.js";
@@ -390,6 +394,65 @@ describe("a subscription that fails every attempt for the period is disabled", (
     const arrived = await waitFor(() => failing.requests.find((r) => r.headers["webhook-id"] === third.headers["webhook-id"]), 15_000, "the third event at the re-enabled subscription");
     expect(JSON.parse(arrived.body).data.first_name).toBe("Third");
     expect(failing.requests.length).toBe(sent + 1);
+  });
+
+  it("re-enabled while its receiver still fails: the streak starts again at the PUT, not at the old failures", async () => {
+    const failing = receiver.route("/disable/still-failing", () => ({ status: 500 }));
+    const subscription = await subscribe(foreign, failing.url);
+    await createContact(otherOrgId, "Fourth");
+    await waitFor(async () => ((await (await call(foreign, "GET", `${PATH}/${subscription.id}`)).json()) as SubscriptionBody).disabled_at || undefined, 20_000, "disabled");
+    const put = await call(foreign, "PUT", `${PATH}/${subscription.id}`, {});
+    const enabled = (await put.json()) as SubscriptionBody;
+    expect(enabled.disabled_at).toBeNull();
+    const sent = failing.requests.length;
+    await createContact(otherOrgId, "Fifth");
+    // Its first failures after the PUT (the old streak is long enough, but it ended at the PUT) leave it enabled ...
+    await waitFor(async () => {
+      const log = await attempts(foreign, subscription.id);
+      return log.filter((a) => Date.parse(a.attempted_at) > Date.parse(enabled.updated_at)).length >= 2 || undefined;
+    }, 15_000, "two failures after the PUT");
+    expect(failing.requests.length).toBeGreaterThan(sent);
+    const meanwhile = (await (await call(foreign, "GET", `${PATH}/${subscription.id}`)).json()) as SubscriptionBody;
+    expect(meanwhile.disabled_at).toBeNull();
+    // ... until they too have lasted the period.
+    const again = await waitFor(async () => {
+      const body = (await (await call(foreign, "GET", `${PATH}/${subscription.id}`)).json()) as SubscriptionBody;
+      return body.disabled_at ? body : undefined;
+    }, 20_000, "disabled again");
+    expect(Date.parse(again.disabled_at!) - Date.parse(enabled.updated_at)).toBeGreaterThanOrEqual(2000);
+  });
+
+  it("DisableSubscription (the delivery service's RPC): only the owner's, not one changed since the streak began, once", async () => {
+    const hooks = webhook.client(WebhookService);
+    const owner = { organisationId: otherOrgId, clientId: foreign.id };
+    const target = receiver.route("/disable/rpc");
+    const { subscription } = await hooks.createSubscription({ owner, targetUrl: target.url, eventType: EventType.CONTACT_UPDATED });
+    const before = new Date(Date.now() - 60_000);
+    const after = new Date(Date.now() + 1000);
+    const request = (o: typeof owner, failingSince: Date) => ({ owner: o, id: subscription!.id, failingSince: timestampFromDate(failingSince), reason: "every attempt failed" });
+    const code = (p: Promise<unknown>) => p.then(() => undefined, (err: unknown) => ConnectError.from(err).code);
+
+    expect(await code(hooks.disableSubscription(request({ ...owner, clientId: app.id }, after)))).toBe(Code.NotFound);
+    expect(await code(hooks.disableSubscription({ ...request(owner, after), reason: " " }))).toBe(Code.InvalidArgument);
+    expect(await code(hooks.disableSubscription({ ...request(owner, after), failingSince: undefined }))).toBe(Code.InvalidArgument);
+    // Created after the streak began: the streak does not count.
+    const early = await hooks.disableSubscription(request(owner, before));
+    expect(early.disabled).toBe(false);
+    expect(early.subscription!.disableTime).toBeUndefined();
+    const ok = await hooks.disableSubscription(request(owner, after));
+    expect(ok.disabled).toBe(true);
+    expect(ok.subscription!.disabledReason).toBe("every attempt failed");
+    expect(ok.subscription!.disableTime).toBeDefined();
+    expect(ok.subscription!.updateTime).toEqual(subscription!.updateTime);
+    const twice = await hooks.disableSubscription({ ...request(owner, after), reason: "another reason" });
+    expect(twice.disabled).toBe(false);
+    expect(twice.subscription).toEqual(ok.subscription);
+    // Disabled: not a subscriber.
+    const subscribers = (await hooks.listSubscribers({ organisationId: otherOrgId, eventType: EventType.CONTACT_UPDATED })).subscribers;
+    expect(subscribers.map((s) => s.subscriptionId)).not.toContain(subscription!.id);
+    await hooks.updateSubscription({ owner, id: subscription!.id });
+    const back = (await hooks.listSubscribers({ organisationId: otherOrgId, eventType: EventType.CONTACT_UPDATED })).subscribers;
+    expect(back.map((s) => s.subscriptionId)).toContain(subscription!.id);
   });
 
   it("a subscription that fails but not yet for the period stays enabled", async () => {
