@@ -15,9 +15,9 @@
 // The token is checked in onRequest, before the body is read: a client
 // without a valid token never has its body parsed. Bodies are JSON objects;
 // the read-only fields of the representation (id, secret, created_at,
-// updated_at, disabled_at, disabled_reason) are ignored, so a client may send back what it read; any other
-// unknown field is a 400 (a misspelt "event_type" must not pass as "nothing to
-// change").
+// updated_at, disabled_at, disabled_reason) are ignored, so a client may send
+// back what it read; any other unknown field is a 400 (a misspelt
+// "event_type" must not pass as "nothing to change").
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
