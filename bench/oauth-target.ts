@@ -44,7 +44,9 @@ export async function startPlatform(): Promise<PlatformTarget> {
     await rm(dataDir, { recursive: true, force: true });
   };
   try {
-    platform = spawnTs("scripts/start.ts", {
+    // BENCH_CPU_PROF=<folder>: the platform writes a V8 CPU profile there when it stops.
+    const profile = process.env.BENCH_CPU_PROF;
+    const env = {
       ...ports,
       DATABASE_URL: db.url,
       NATS_URL,
@@ -54,7 +56,10 @@ export async function startPlatform(): Promise<PlatformTarget> {
       DATA_DIR: dataDir,
       // As the gateway rows: no line per request.
       LOG_LEVEL: "warn",
-    });
+    };
+    platform = profile
+      ? spawnProcess(process.execPath, ["--cpu-prof", "--cpu-prof-dir", path.resolve(profile), "--import", "tsx", "scripts/start.ts"], env)
+      : spawnTs("scripts/start.ts", env);
     const gateway = `http://127.0.0.1:${ports.GATEWAY_PORT}`;
     await httpReady(`${gateway}/readyz`, 120_000, platform);
     const rpc = (port: string) => ({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 10_000, internalToken: token });
