@@ -26,13 +26,17 @@ export interface PlatformTarget {
   clientSecret: string;
   /** A client_credentials token with organisation:read. */
   accessToken: string;
+  /** The platform's process and its database (to read their CPU time). */
+  pid: number;
+  databaseName: string;
   close(): Promise<void>;
 }
 
 export async function startPlatform(): Promise<PlatformTarget> {
   const suffix = `${Date.now().toString(36)}${randomBytes(3).toString("hex")}`;
   const stream = `BENCH_${suffix}`;
-  const db = await createDatabaseOn(ADMIN_DATABASE_URL, `bizcard_bench_${suffix}`);
+  const databaseName = `bizcard_bench_${suffix}`;
+  const db = await createDatabaseOn(ADMIN_DATABASE_URL, databaseName);
   const dataDir = await mkdtemp(path.join(tmpdir(), "bizcard-bench-"));
   const ports = await platformPorts();
   const token = randomBytes(32).toString("base64url");
@@ -74,7 +78,7 @@ export async function startPlatform(): Promise<PlatformTarget> {
     });
     const body = (await res.json()) as { access_token?: string };
     if (res.status !== 200 || !body.access_token) throw new Error(`the token endpoint answered ${res.status} ${JSON.stringify(body)}`);
-    return { gateway, clientId: client!.clientId, clientSecret, accessToken: body.access_token, close };
+    return { gateway, clientId: client!.clientId, clientSecret, accessToken: body.access_token, pid: platform.child.pid!, databaseName, close };
   } catch (err) {
     if (platform) process.stderr.write(platform.output());
     await close();
