@@ -4,9 +4,9 @@
 // Why it exists: issue 6 sets the token endpoint a floor of 0.5x the peer
 // (oidc-provider), with tokens durable in PostgreSQL. The pipeline
 // (token-endpoint.ts) reads the client's row and the failure counters, then
-// inserts the token: two round trips, where each costs as much CPU in socket
-// wake-ups as the rest of the request on a small machine; with them the
-// endpoint measured 0.14-0.24x the peer. Here the insert happens only when
+// inserts the token: two round trips one after the other, each costing
+// about as much CPU in socket writes and wake-ups as the rest of the request
+// on a small machine; with them the endpoint measured 0.14-0.24x the peer. Here the insert happens only when
 // every rule the pipeline would check holds, so a success costs one round
 // trip; and requests arriving while statements are in flight go together in
 // the next one (one round trip, one parse and one commit for all of them;
@@ -22,10 +22,11 @@
 // - may use client_credentials and is owned by an organisation (CONTRACT:
 //   "only for confidential clients owned by an organisation");
 // - was registered with every scope asked for (RFC 6749 §3.3, scope-parameter.ts);
-// and none of the client's failure counters is over its limit: the rows and
-// the test FailureLimits.check() reads (rate-limit/failure-limits.ts,
-// storedCounters), so a right secret is refused (by the pipeline, 429) while
-// a limit is exceeded, as there.
+// and none of its failure counters is over its limit: the rows check() reads,
+// with check()'s test (rate-limit/failure-limits.ts, storedCounters), so
+// that a right secret is refused (by the pipeline: 429) while a limit is
+// exceeded, as without this path. Limits that name no stored counters (a
+// test's in-memory FailureLimits) leave every request to the pipeline.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { ExchangeTokenRequest, ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import { tokenHash } from "../../shared/token-hash.js";
