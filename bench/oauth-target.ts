@@ -26,13 +26,17 @@ export interface PlatformTarget {
   clientSecret: string;
   /** A client_credentials token with organisation:read. */
   accessToken: string;
+  /** The platform's process and its database (to read their CPU time). */
+  pid: number;
+  databaseName: string;
   close(): Promise<void>;
 }
 
 export async function startPlatform(): Promise<PlatformTarget> {
   const suffix = `${Date.now().toString(36)}${randomBytes(3).toString("hex")}`;
   const stream = `BENCH_${suffix}`;
-  const db = await createDatabaseOn(ADMIN_DATABASE_URL, `bizcard_bench_${suffix}`);
+  const databaseName = `bizcard_bench_${suffix}`;
+  const db = await createDatabaseOn(ADMIN_DATABASE_URL, databaseName);
   const dataDir = await mkdtemp(path.join(tmpdir(), "bizcard-bench-"));
   const ports = await platformPorts();
   const token = randomBytes(32).toString("base64url");
@@ -44,7 +48,9 @@ export async function startPlatform(): Promise<PlatformTarget> {
     await rm(dataDir, { recursive: true, force: true });
   };
   try {
-    platform = spawnTs("scripts/start.ts", {
+    // BENCH_CPU_PROF=<folder>: the platform writes a V8 CPU profile there when it stops.
+    const profile = process.env.BENCH_CPU_PROF;
+    const env = {
       ...ports,
       DATABASE_URL: db.url,
       NATS_URL,
@@ -54,7 +60,10 @@ export async function startPlatform(): Promise<PlatformTarget> {
       DATA_DIR: dataDir,
       // As the gateway rows: no line per request.
       LOG_LEVEL: "warn",
-    });
+    };
+    platform = profile
+      ? spawnProcess(process.execPath, ["--cpu-prof", "--cpu-prof-dir", path.resolve(profile), "--import", "tsx", "scripts/start.ts"], env)
+      : spawnTs("scripts/start.ts", env);
     const gateway = `http://127.0.0.1:${ports.GATEWAY_PORT}`;
     await httpReady(`${gateway}/readyz`, 120_000, platform);
     const rpc = (port: string) => ({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 10_000, internalToken: token });
@@ -69,7 +78,7 @@ export async function startPlatform(): Promise<PlatformTarget> {
     });
     const body = (await res.json()) as { access_token?: string };
     if (res.status !== 200 || !body.access_token) throw new Error(`the token endpoint answered ${res.status} ${JSON.stringify(body)}`);
-    return { gateway, clientId: client!.clientId, clientSecret, accessToken: body.access_token, close };
+    return { gateway, clientId: client!.clientId, clientSecret, accessToken: body.access_token, pid: platform.child.pid!, databaseName, close };
   } catch (err) {
     if (platform) process.stderr.write(platform.output());
     await close();

@@ -20,6 +20,20 @@
 
 export type FailureKind = "login" | "client";
 
+/**
+ * One stored counter that check() reads, for a caller that folds the check
+ * into its own SQL statement (tokens/client-credentials-fast-path.ts): a row
+ * of `"<schema>"."<table>"` ("key", "points", "expire" in epoch ms) whose key
+ * is `key` is over when points >= limit and (expire > now or expire is null),
+ * now being Date.now() when the statement is sent.
+ */
+export interface StoredCounter {
+  schema: string;
+  table: string;
+  key: string;
+  limit: number;
+}
+
 export interface FailureLimits {
   /**
    * Counts one failed (or, before the credential is looked at, one pending)
@@ -34,4 +48,9 @@ export interface FailureLimits {
   refund(kind: FailureKind, subject: string, address: string): Promise<void>;
   /** A read: throws as consume() does when the subject or the address is already past its limit. */
   check(kind: FailureKind, subject: string, address: string): Promise<void>;
+  /**
+   * The counters check() reads, when they live in the service's PostgreSQL;
+   * absent for limits kept elsewhere (then callers use check()).
+   */
+  storedCounters?(kind: FailureKind, subject: string, address: string): StoredCounter[];
 }

@@ -119,5 +119,10 @@ export function createPostgresFailureLimits(orm: MikroORM, schema: string, setti
     async refund(kind, subject, address) {
       await Promise.all(buckets(kind, subject, address).map(([l, key]) => l.reward(key, 1)));
     },
+    // The rows get() reads: the library stores "<keyPrefix>:<key>" (getKey)
+    // and counts a row while expire > Date.now() or expire is null (_get).
+    storedCounters(kind, subject, address) {
+      return buckets(kind, subject, address).map(([l, key]) => ({ schema, table: RATE_LIMIT_TABLE, key: l.getKey(key), limit: l.points }));
+    },
   };
 }

@@ -1,6 +1,9 @@
 // The token endpoint (RFC 6749 §3.2) as a short pipeline of named steps:
 // parse the request, authenticate the client, run the grant, answer.
-// node-oidc-provider's lib/actions/token.js has the same shape.
+// node-oidc-provider's lib/actions/token.js has the same shape. Before it, a
+// right client_credentials request is answered in one SQL statement
+// (client-credentials-fast-path.ts); anything else, and any request that
+// statement refuses, goes through the pipeline, which answers the error.
 import type { ExchangeTokenRequest, ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import { authorizationCodeGrant } from "../grants/authorization-code.js";
 import { clientCredentialsGrant } from "../grants/client-credentials.js";
@@ -8,15 +11,19 @@ import type { GrantDeps, GrantModule } from "../grants/grant-module.js";
 import { refreshTokenGrant } from "../grants/refresh-token.js";
 import { InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from "../oauth-errors.js";
 import { authenticateClient, type AuthenticatedClient, type ClientAuthenticationDeps } from "./client-authentication.js";
+import { createClientCredentialsFastPath, type FastPathDeps } from "./client-credentials-fast-path.js";
 
 export const GRANT_MODULES: readonly GrantModule[] = [authorizationCodeGrant, refreshTokenGrant, clientCredentialsGrant];
 
 const byType = new Map(GRANT_MODULES.map((g) => [g.grantType as string, g]));
 
-export type TokenEndpointDeps = GrantDeps & ClientAuthenticationDeps;
+export type TokenEndpointDeps = GrantDeps & ClientAuthenticationDeps & Pick<FastPathDeps, "preparedStatements">;
 
 export function createTokenEndpoint(deps: TokenEndpointDeps): (request: ExchangeTokenRequest) => Promise<ExchangeTokenResponse> {
+  const fastPath = createClientCredentialsFastPath(deps);
   return async (request) => {
+    const answered = await fastPath(request);
+    if (answered) return answered;
     const grant = parse(request);
     const client = await authenticateClient(deps, request.client, request.remoteAddress);
     allowGrantType(client, grant);

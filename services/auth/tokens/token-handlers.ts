@@ -32,6 +32,8 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
     tables,
     grants: deps.grants,
     refreshRetryWindowSeconds: config.REFRESH_RETRY_WINDOW_SECONDS,
+    // Unset DATABASE_URL: the embedded start's PGlite (client-credentials-fast-path.ts).
+    preparedStatements: Boolean(config.DATABASE_URL),
   });
   const events = { schema, subjectPrefix: config.NATS_SUBJECT_PREFIX };
 
