@@ -315,7 +315,7 @@ export class OutboxRelay {
         const chunk = ids.slice(i, i + this.batchSize);
         const rows: { id: string; seq: string; subject: string; payload: Buffer }[] = await em.execute(
           `select "id", "seq"::text as "seq", "subject", "payload" from "${schema}"."outbox"
-            where "id" in (${chunk.map(() => "?").join(",")}) and "published_at" is null order by "seq"`,
+            where "id" in (${chunk.map(() => "?").join(",")}) and "published_at" is null order by "outbox"."seq"`,
           chunk,
         );
         // Published meanwhile (by a relay before a lease hand-over) or cleaned up: nothing left to do.
@@ -327,7 +327,7 @@ export class OutboxRelay {
     if (going) {
       const rows: { id: string; seq: string; subject: string; payload: Buffer }[] = await em.execute(
         `select "id", "seq"::text as "seq", "subject", "payload" from "${schema}"."outbox"
-          where "published_at" is null and "seq" > ?::bigint order by "seq" limit ?`,
+          where "published_at" is null and "seq" > ?::bigint order by "outbox"."seq" limit ?`,
         [this.cursor, this.batchSize],
       );
       this.moreRows = rows.length === this.batchSize;
