@@ -132,7 +132,8 @@ it("kill the delivery process mid-batch, restart NATS, restart PostgreSQL: every
   const organisationId = org.organisation!.id;
   const owner = { organisationId, clientId: "zapier-resilience" } as Owner;
   // Slow answers keep POSTs in flight, so that the kill lands mid-batch.
-  const slow = () => ({ status: 200, delayMs: 150 });
+  const ANSWER_MS = 300;
+  const slow = () => ({ status: 200, delayMs: ANSWER_MS });
   const kept = receiver.route("/kept", slow);
   const deleted = receiver.route("/deleted", slow);
   const otherType = receiver.route("/updated-only");
@@ -184,14 +185,23 @@ it("kill the delivery process mid-batch, restart NATS, restart PostgreSQL: every
     await hooks.deleteSubscription({ owner, id: toDelete.id });
     deletedAt = Date.now();
 
-    // 4. Kill the delivery process with a POST in flight (the receiver answers after 150 ms), then start it again.
+    // 4. Kill the delivery process with a POST in flight (the receiver answers after ANSWER_MS), then start it again.
     const arrived = kept.requests.length;
     await keptAtLeast(arrived + 1, "a POST in flight");
     phase("killing the delivery process");
+    const unanswered = kept.requests.filter((r) => Date.now() - r.at < ANSWER_MS).length;
     expect(await delivery.kill("SIGKILL")).toBe(null);
+    expect(unanswered, "POSTs still waiting for their answer when the process died").toBeGreaterThan(0);
     delivery = await startDelivery();
+    const restartedAt = Date.now();
     const confirmedAfterKill = producer.confirmed.length;
     await waitFor(() => producer.confirmed.length >= confirmedAfterKill + 5, 20_000, "contacts created after the delivery process restarted");
+    // Not asserted, reported: how long after the restart an event created after it is delivered.
+    const createdAfterRestart = new Set(producer.confirmed.filter((x) => x.startedAt > restartedAt).map((x) => x.id));
+    void waitFor(() => kept.requests.find((r) => createdAfterRestart.has(contactIds([r])[0]!)), 60_000, "").then(
+      (r) => console.log(`[resilience] first event created after the restart delivered ${r.at - restartedAt} ms after it`),
+      () => undefined,
+    );
     phase("stopping the producer");
   } finally {
     await producer.stop();
