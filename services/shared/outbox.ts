@@ -152,6 +152,9 @@ interface DeferredRow {
 /** The bus has the message for some consumers, or none yet: the rows behind it may still go. */
 const isDeferrable = (err: unknown) => err instanceof ConsumersBehindError || err instanceof NoConsumerError;
 
+/** The shortest wait before deferred rows are published again. */
+const DEFERRED_FLOOR_MS = 50;
+
 /** How long a row that found no consumer waits before it is published again (the bus gives no time for it). */
 const noConsumerDelay = (failures: number) => Math.min(5000, 250 * 2 ** Math.min(failures - 1, 5));
 
@@ -383,8 +386,9 @@ export class OutboxRelay {
           failures = 0;
           if (this.moreRows || this.pendingWake) delay = 0;
         }
-        // Deferred rows come back when the bus says they may go, even before the next poll.
-        if (!batch.error && this.deferred.size > 0) delay = Math.min(delay, Math.max(0, this.nextRetryAt() - Date.now()));
+        // Deferred rows come back when the bus says they may go, even before the next poll; not
+        // sooner than DEFERRED_FLOOR_MS (a row held behind another relay's row must not spin).
+        if (!batch.error && this.deferred.size > 0) delay = Math.min(delay, Math.max(DEFERRED_FLOOR_MS, this.nextRetryAt() - Date.now()));
         await this.cleanup();
       } catch (err) {
         failures++;
