@@ -16,9 +16,30 @@
 // schema, event-writing transactions run one at a time from their first
 // event to their commit, so enqueueEvent must be the last statement of the
 // transaction. Per contact, the row lock in updateContact also makes each
-// event's payload the state after the updates before it. Once published, the
-// stream keeps that order; a consumer whose handler fails gets that message
-// again later, after the ones behind it (at-least-once delivery).
+// event's payload the state after the updates before it.
+//
+// What that order means on each bus:
+// - NATS: a failed publish (the broker did not acknowledge) ends the batch;
+//   the row and everything behind it are published again later, in order.
+//   So the stream holds the events in commit order. A consumer whose handler
+//   fails gets that message again later; with max_ack_pending 1 before any
+//   later one, otherwise after the ones behind it (at least once either way).
+// - In process (embedded start, no stream): a publish runs the consumers'
+//   handlers, and one consumer's failure must not hold back the others. A
+//   publish that some consumers refused (ConsumersBehindError: their handler
+//   failed, or they are held behind an earlier failed message of theirs; or
+//   NoConsumerError: none registered yet) does not end the batch: the row
+//   stays unsent and is DEFERRED, the relay goes on with the rows behind it,
+//   and publishes the deferred rows again, oldest first, when the bus says
+//   they may go (a consumer that already has an event skips it). The bus
+//   holds each consumer's later events behind its failed one, so the
+//   guarantee is per consumer: every consumer gets the events in commit
+//   order, at least once; across consumers there is no common order (one
+//   that failed is behind the others). Deferred rows are only remembered in
+//   memory: after a restart or a lease hand-over the relay starts again from
+//   the oldest unsent row, and the bus's duplicate window skips what each
+//   consumer already has (after a restart of the process, handlers may see an
+//   event again: at least once).
 //
 // ONE RELAY AT A TIME, whatever the number of replicas: a relay publishes
 // only while it holds the lease (a row in <schema>.outbox_lease that expires
@@ -48,6 +69,7 @@
 import { randomUUID } from "node:crypto";
 import type { EntityManager, MikroORM } from "@mikro-orm/postgresql";
 import { NoConsumerError, type EventBus } from "./event-bus/event-bus.js";
+import { ConsumersBehindError } from "./event-bus/in-process-bus.js";
 import type { Logger } from "./logger.js";
 
 export interface OutboxEvent {
@@ -71,6 +93,9 @@ export async function enqueueEvent(em: EntityManager, schema: string, event: Out
     Buffer.from(event.payload),
   ]);
 }
+
+/** Orders two bigserial values given as decimal text. */
+const compareSeq = (a: string, b: string) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 
 /** The advisory lock that orders one schema's outbox inserts. */
 const outboxLockKey = (schema: string) => `bizcard.outbox:${schema}`;
@@ -113,7 +138,25 @@ export interface RelayBatch {
   error?: unknown;
   /** The lease could not be renewed in time during the batch: it ended before the next publish. */
   leaseLost?: true;
+  /** Rows some consumers refused (in-process bus): kept unsent and published again later; absent when none. */
+  deferred?: number;
 }
+
+/** A row the bus refused for some consumers only: published again once `retryAt` (Date.now() time) has passed. */
+interface DeferredRow {
+  seq: string;
+  retryAt: number;
+  failures: number;
+}
+
+/** The bus has the message for some consumers, or none yet: the rows behind it may still go. */
+const isDeferrable = (err: unknown) => err instanceof ConsumersBehindError || err instanceof NoConsumerError;
+
+/** The shortest wait before deferred rows are published again. */
+const DEFERRED_FLOOR_MS = 50;
+
+/** How long a row that found no consumer waits before it is published again (the bus gives no time for it). */
+const noConsumerDelay = (failures: number) => Math.min(5000, 250 * 2 ** Math.min(failures - 1, 5));
 
 export class OutboxRelay {
   private stopped = true;
@@ -129,6 +172,16 @@ export class OutboxRelay {
   private leaseUntil = 0;
   /** This relay's identity as a lease holder. */
   readonly id = randomUUID();
+  /**
+   * The seq of the last row this relay tried, in order, while holding the
+   * lease: new rows are read after it. Rows at or before it that are still
+   * unsent are the deferred ones. "0" reads from the oldest unsent row.
+   */
+  private cursor = "0";
+  /** Rows the bus refused for some consumers (ORDER, in process): id → when to try again. */
+  private readonly deferred = new Map<string, DeferredRow>();
+  /** The last batch read as many new rows as it could: more may be waiting. */
+  private moreRows = false;
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.batchSize = options.batchSize ?? 100;
@@ -189,20 +242,34 @@ export class OutboxRelay {
   }
 
   /**
-   * One batch, as the lease holder: read unsent rows in commit order, publish
-   * them one by one, mark what the broker acknowledged. Before each publish the
-   * lease must outlast it; if not, the rows sent so far are marked and the
-   * lease renewed, and the batch ends if that fails. A failed publish ends the
-   * batch; the rows before it are still marked.
+   * One batch, as the lease holder: publish again the deferred rows that are
+   * due (oldest first), then read unsent rows after the cursor in commit
+   * order, publish them one by one, mark what the bus acknowledged. Before
+   * each publish the lease must outlast it; if not, the rows sent so far are
+   * marked and the lease renewed, and the batch ends if that fails. A failed
+   * publish ends the batch (the rows before it are still marked), unless the
+   * bus took it for some consumers only or found none (in process): that row
+   * is deferred and the batch goes on (ORDER above).
    */
   async publishBatch(): Promise<RelayBatch> {
+    try {
+      return await this.runBatch();
+    } catch (err) {
+      // Rows may have been published and not marked (the database failed):
+      // they are after the cursor's start again, not skipped.
+      this.forget();
+      throw err;
+    }
+  }
+
+  private async runBatch(): Promise<RelayBatch> {
     const { schema, bus } = this.options;
-    if (!(await this.lease())) return { leader: false, published: 0 };
+    if (!(await this.lease())) {
+      this.forget();
+      return { leader: false, published: 0 };
+    }
     const em = this.options.orm.em.fork();
-    const rows: { id: string; subject: string; payload: Buffer }[] = await em.execute(
-      `select "id", "subject", "payload" from "${schema}"."outbox" where "published_at" is null order by "seq" limit ?`,
-      [this.batchSize],
-    );
+    this.moreRows = false;
     const sent: string[] = [];
     let marked = 0;
     const markSent = async () => {
@@ -213,24 +280,84 @@ export class OutboxRelay {
     };
     let error: unknown;
     let leaseLost = false;
-    for (const row of rows) {
-      if (!this.leaseCoversPublish()) {
-        await markSent();
-        if (!(await this.lease()) || !this.leaseCoversPublish()) {
-          leaseLost = true;
-          break;
+    /** Publishes rows in order; false when the batch must end. */
+    const publishRows = async (rows: { id: string; seq: string; subject: string; payload: Buffer }[], advance: boolean): Promise<boolean> => {
+      for (const row of rows) {
+        if (!this.leaseCoversPublish()) {
+          await markSent();
+          if (!(await this.lease()) || !this.leaseCoversPublish()) {
+            leaseLost = true;
+            return false;
+          }
         }
+        try {
+          await bus.publish(row.subject, new Uint8Array(row.payload), row.id);
+          sent.push(row.id);
+          this.deferred.delete(row.id);
+        } catch (err) {
+          if (!isDeferrable(err)) {
+            error = err;
+            return false;
+          }
+          const failures = (this.deferred.get(row.id)?.failures ?? 0) + 1;
+          const retryAt = err instanceof ConsumersBehindError ? err.retryAt : Date.now() + noConsumerDelay(failures);
+          this.deferred.set(row.id, { seq: row.seq, retryAt, failures });
+          this.options.logger.debug({ err, id: row.id, retryAt: new Date(retryAt) }, "outbox row deferred: some consumers have not taken it");
+        }
+        if (advance) this.cursor = row.seq;
       }
-      try {
-        await bus.publish(row.subject, new Uint8Array(row.payload), row.id);
-        sent.push(row.id);
-      } catch (err) {
-        error = err;
-        break;
+      return true;
+    };
+
+    let going = true;
+    // The deferred rows first, all of them in commit order as soon as one is
+    // due: a consumer held behind an earlier row gets that row first, then these.
+    if (this.deferred.size > 0 && this.nextRetryAt() <= Date.now()) {
+      const ids = [...this.deferred.entries()].sort(([, a], [, b]) => compareSeq(a.seq, b.seq)).map(([id]) => id);
+      for (let i = 0; going && i < ids.length; i += this.batchSize) {
+        const chunk = ids.slice(i, i + this.batchSize);
+        const rows: { id: string; seq: string; subject: string; payload: Buffer }[] = await em.execute(
+          `select "id", "seq"::text as "seq", "subject", "payload" from "${schema}"."outbox"
+            where "id" in (${chunk.map(() => "?").join(",")}) and "published_at" is null order by "outbox"."seq"`,
+          chunk,
+        );
+        // Published meanwhile (by a relay before a lease hand-over) or cleaned up: nothing left to do.
+        const unsent = new Set(rows.map((r) => r.id));
+        for (const id of chunk) if (!unsent.has(id)) this.deferred.delete(id);
+        going = await publishRows(rows, false);
       }
     }
+    if (going) {
+      const rows: { id: string; seq: string; subject: string; payload: Buffer }[] = await em.execute(
+        `select "id", "seq"::text as "seq", "subject", "payload" from "${schema}"."outbox"
+          where "published_at" is null and "seq" > ?::bigint order by "outbox"."seq" limit ?`,
+        [this.cursor, this.batchSize],
+      );
+      this.moreRows = rows.length === this.batchSize;
+      await publishRows(rows, true);
+    }
     await markSent();
-    return { leader: true, published: sent.length, error, ...(leaseLost ? { leaseLost: true as const } : {}) };
+    if (leaseLost) this.forget();
+    return {
+      leader: true,
+      published: sent.length,
+      error,
+      ...(leaseLost ? { leaseLost: true as const } : {}),
+      ...(this.deferred.size > 0 ? { deferred: this.deferred.size } : {}),
+    };
+  }
+
+  /** Another relay may publish meanwhile: start again from the oldest unsent row when the lease comes back. */
+  private forget(): void {
+    this.cursor = "0";
+    this.deferred.clear();
+  }
+
+  /** When the earliest deferred row may be published again (Infinity: none). */
+  private nextRetryAt(): number {
+    let at = Infinity;
+    for (const row of this.deferred.values()) at = Math.min(at, row.retryAt);
+    return at;
   }
 
   /** Unsent rows, for readiness and tests. */
@@ -251,16 +378,17 @@ export class OutboxRelay {
         if (batch.error) {
           failures++;
           delay = Math.min(30_000, 250 * 2 ** Math.min(failures, 7));
-          // No consumer yet (in-process bus): the rows wait in the outbox, as they would in a stream.
-          const level = batch.error instanceof NoConsumerError ? "debug" : "warn";
-          this.options.logger[level]({ err: batch.error, published: batch.published, retryInMs: delay }, "outbox publish failed");
+          this.options.logger.warn({ err: batch.error, published: batch.published, retryInMs: delay }, "outbox publish failed");
         } else if (batch.leaseLost) {
           failures = 0;
           this.options.logger.warn({ published: batch.published }, "outbox lease not renewed in time; batch ended before the next publish");
         } else {
           failures = 0;
-          if (batch.published === this.batchSize || this.pendingWake) delay = 0;
+          if (this.moreRows || this.pendingWake) delay = 0;
         }
+        // Deferred rows come back when the bus says they may go, even before the next poll; not
+        // sooner than DEFERRED_FLOOR_MS (a row held behind another relay's row must not spin).
+        if (!batch.error && this.deferred.size > 0) delay = Math.min(delay, Math.max(DEFERRED_FLOOR_MS, this.nextRetryAt() - Date.now()));
         await this.cleanup();
       } catch (err) {
         failures++;

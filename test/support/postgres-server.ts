@@ -35,7 +35,9 @@ export class PostgresServer {
   private constructor(
     readonly port: number,
     private readonly dir: string,
-    private readonly proc: Spawned,
+    private proc: Spawned | undefined,
+    private readonly bin: string,
+    private readonly user: { uid: number; gid: number } | undefined,
   ) {}
 
   get url(): string {
@@ -53,34 +55,46 @@ export class PostgresServer {
         stdio: "ignore",
         ...user,
       });
-      const port = await freePort();
-      const proc = spawnProcess(
-        path.join(bin, "postgres"),
-        ["-D", data, "-p", String(port), "-k", dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"],
-        {},
-        dir,
-        user,
-      );
-      await waitFor(
-        () =>
-          new Promise<boolean | undefined>((resolve) => {
-            if (proc.child.exitCode !== null) throw new Error(`postgres exited:\n${proc.output()}`);
-            const s = net.connect(port, "127.0.0.1");
-            s.once("connect", () => (s.destroy(), resolve(true)));
-            s.once("error", () => resolve(undefined));
-          }),
-        20_000,
-        "private postgres",
-      );
-      return new PostgresServer(port, dir, proc);
+      const server = new PostgresServer(await freePort(), dir, undefined, bin, user);
+      await server.restart();
+      return server;
     } catch (err) {
       await rm(dir, { recursive: true, force: true });
       throw err;
     }
   }
 
+  /** Starts the server again on the same port and data (after halt()). */
+  async restart(): Promise<void> {
+    const proc = spawnProcess(
+      path.join(this.bin, "postgres"),
+      ["-D", path.join(this.dir, "data"), "-p", String(this.port), "-k", this.dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"],
+      {},
+      this.dir,
+      this.user,
+    );
+    this.proc = proc;
+    await waitFor(
+      () =>
+        new Promise<boolean | undefined>((resolve, reject) => {
+          if (proc.child.exitCode !== null) return reject(new Error(`postgres exited:\n${proc.output()}`));
+          const s = net.connect(this.port, "127.0.0.1");
+          s.once("connect", () => (s.destroy(), resolve(true)));
+          s.once("error", () => resolve(undefined));
+        }),
+      20_000,
+      "private postgres",
+    );
+  }
+
+  /** Stops the server (fast shutdown: sessions are cut), keeping its data for restart(). */
+  async halt(): Promise<void> {
+    await this.proc?.kill("SIGINT");
+    this.proc = undefined;
+  }
+
   async stop(): Promise<void> {
-    await this.proc.kill("SIGINT"); // fast shutdown
+    await this.halt();
     await rm(this.dir, { recursive: true, force: true });
   }
 }
