@@ -20,7 +20,7 @@ import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation
 import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { createRpcClient } from "../services/shared/rpc-client.js";
 import { createDatabaseOn } from "../test/support/backends.js";
-import { httpReady, platformPorts, spawnTs, type Spawned } from "../test/support/processes.js";
+import { httpReady, platformPorts, spawnProcess, type Spawned } from "../test/support/processes.js";
 import { deleteStream } from "../test/support/stream.js";
 import { ADMIN_DATABASE_URL, NATS_URL } from "./rpc-target.js";
 
@@ -47,7 +47,8 @@ export interface DeliveryTarget {
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
 
-export async function startDeliveryTarget(): Promise<DeliveryTarget> {
+/** `nodeArgs` go before the platform's script (e.g. --cpu-prof). */
+export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<DeliveryTarget> {
   const suffix = `${Date.now().toString(36)}${randomBytes(3).toString("hex")}`;
   const stream = `BENCH_${suffix}`;
   const db = await createDatabaseOn(ADMIN_DATABASE_URL, `bizcard_bench_${suffix}`);
@@ -90,7 +91,7 @@ export async function startDeliveryTarget(): Promise<DeliveryTarget> {
     await rm(dataDir, { recursive: true, force: true });
   };
   try {
-    platform = spawnTs("scripts/start.ts", {
+    platform = spawnProcess(process.execPath, [...nodeArgs, "--import", "tsx", "scripts/start.ts"], {
       ...ports,
       DATABASE_URL: db.url,
       NATS_URL,

@@ -186,6 +186,51 @@ export function createDeliveryStore(orm: MikroORM) {
       );
     },
 
+    /**
+     * Several attempts (each with its delivery's new state) in ONE statement,
+     * as record() does one: the states only where the claim is still the
+     * worker's; every attempt is logged.
+     */
+    async recordMany(list: AttemptRecord[]): Promise<void> {
+      if (list.length === 0) return;
+      const rows = JSON.stringify(
+        list.map((a) => ({
+          delivery_id: a.delivery.id.toString(),
+          claim_id: a.delivery.claimId,
+          status: a.status,
+          next_attempt_at: a.nextAttemptAt?.toISOString() ?? null,
+          response_status: a.responseStatus,
+          error: a.error,
+          attempt_id: randomUUID(),
+          organisation_id: a.delivery.organisationId,
+          client_id: a.delivery.clientId,
+          event_id: a.delivery.eventId,
+          subscription_id: a.delivery.subscriptionId.toString(),
+          event_type: a.delivery.eventType,
+          attempt: a.delivery.attempt,
+          outcome: a.outcome,
+          duration_ms: a.durationMs,
+          attempted_at: a.attemptedAt.toISOString(),
+        })),
+      );
+      await execute(
+        `with "input" as (
+           select * from jsonb_to_recordset(?::jsonb) as r("delivery_id" bigint, "claim_id" uuid, "status" text, "next_attempt_at" timestamptz,
+             "response_status" int, "error" text, "attempt_id" uuid, "organisation_id" uuid, "client_id" text, "event_id" uuid,
+             "subscription_id" bigint, "event_type" text, "attempt" int, "outcome" text, "duration_ms" int, "attempted_at" timestamptz)
+         ), "updated" as (
+           update ${S}."delivery" d set "status" = i."status", "next_attempt_at" = i."next_attempt_at", "claim_id" = null, "once" = false,
+             "last_response_status" = i."response_status", "last_error" = i."error", "updated_at" = now()
+             from "input" i where d."id" = i."delivery_id" and d."claim_id" = i."claim_id"
+         )
+         insert into ${S}."delivery_attempt" ("id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
+           "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at")
+         select "attempt_id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
+           "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at" from "input"`,
+        [rows],
+      );
+    },
+
     /** A subscription was deleted (410): its other waiting deliveries will not be sent. */
     async cancelSubscription(subscriptionId: bigint): Promise<void> {
       await execute(
