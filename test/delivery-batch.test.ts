@@ -4,6 +4,8 @@
 // the durable consumer is deleted while events flow, it comes back after the
 // recorded position: nothing sent twice, nothing skipped.
 import { randomUUID } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { connect, type NatsConnection } from "nats";
@@ -57,9 +59,9 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const startDelivery = async () => {
+const startDelivery = async (webhookUrl = webhook.server.url) => {
   const delivery = await startService((deps) => createDeliveryApp(deps), {
-    config: testConfig({ ...shared, WEBHOOK_RPC_URL: webhook.server.url }),
+    config: testConfig({ ...shared, WEBHOOK_RPC_URL: webhookUrl }),
     db,
     bus,
   });
@@ -149,7 +151,7 @@ it("the consumer is deleted while batches are in hand and events keep coming: re
   for (let i = 0; i < 40; i++) published.push(await publish(org, EventType.CONTACT_CREATED, `Early${i}`));
   const jsm = await nc.jetstreamManager();
   const before = (await jsm.streams.info(base.NATS_STREAM)).state.last_seq;
-  await startDelivery();
+  const delivery = await startDelivery();
   // Some are delivered, then the consumer goes away while the rest flow in.
   await waitFor(() => route.requests.length >= 5, 20_000, "the first deliveries");
   await jsm.consumers.delete(base.NATS_STREAM, CONTACT_FAN_OUT_CONSUMER);
@@ -164,4 +166,61 @@ it("the consumer is deleted while batches are in hand and events keep coming: re
   const got = ids(route);
   expect(got).toHaveLength(published.length);
   expect(new Set(got)).toEqual(new Set(published));
+  await delivery.stop();
+  started.splice(started.indexOf(delivery), 1);
+});
+
+/** A way to the webhook service that can be cut: while down, every call fails (connection reset). */
+async function switchableProxy(target: string) {
+  let up = true;
+  const server = http.createServer((req, res) => {
+    if (!up) return void req.socket.destroy();
+    const url = new URL(req.url ?? "/", target);
+    const forward = http.request(url, { method: req.method, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    forward.on("error", () => req.socket.destroy());
+    req.pipe(forward);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    set: (value: boolean) => {
+      up = value;
+      if (!value) server.closeAllConnections();
+    },
+    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+  };
+}
+
+it("a batch whose subscribers cannot be read is retried, later events waiting behind it: once the webhook service answers, each event arrives once", async () => {
+  const proxy = await switchableProxy(webhook.server.url);
+  try {
+    const org = randomUUID();
+    const route = await subscribe({ organisationId: org, clientId: "zapier" } as Owner, "/retried", EventType.CONTACT_CREATED);
+    // The fan-out cannot read subscribers: its batches fail and are retried.
+    proxy.set(false);
+    const published: string[] = [];
+    for (let i = 0; i < 20; i++) published.push(await publish(org, EventType.CONTACT_CREATED, `Retried${i}`));
+    const jsm = await nc.jetstreamManager();
+    const delivery = await startDelivery(proxy.url);
+    // In hand and unacknowledged while failing (not skipped, not given up).
+    await waitFor(async () => {
+      const info = await jsm.consumers.info(base.NATS_STREAM, CONTACT_FAN_OUT_CONSUMER);
+      return info.num_ack_pending > 0 ? true : undefined;
+    }, 15_000, "a batch in hand");
+    for (let i = 0; i < 20; i++) published.push(await publish(org, EventType.CONTACT_CREATED, `Behind${i}`));
+    expect(route.requests).toHaveLength(0);
+    proxy.set(true);
+    await waitFor(() => route.requests.length >= published.length, 30_000, "every event");
+    await drained();
+    const got = ids(route);
+    expect(got).toHaveLength(published.length);
+    expect(new Set(got)).toEqual(new Set(published));
+    await delivery.stop();
+    started.splice(started.indexOf(delivery), 1);
+  } finally {
+    await proxy.close();
+  }
 });
