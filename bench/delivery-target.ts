@@ -45,6 +45,8 @@ export interface DeliveryRun {
 export interface DeliveryTarget {
   /** `events` contacts at `perSecond` (Infinity: a burst); each reaches `subscriptions` receiver paths. */
   run(events: number, perSecond: number, subscriptions: number): Promise<DeliveryRun>;
+  /** The platform's database (where its stages' timestamps can be read). */
+  databaseUrl: string;
   close(): Promise<void>;
 }
 
@@ -201,7 +203,7 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
         max: latencies[latencies.length - 1] ?? NaN,
       };
     };
-    return { run, close };
+    return { run, databaseUrl: db.url, close };
   } catch (err) {
     if (platform) process.stderr.write(platform.output());
     await close();

@@ -252,7 +252,7 @@ try {
     // After the other groups, alone on the machine.
     delivery = await startDeliveryTarget();
     const deliverySeconds = Number(process.env.BENCH_DELIVERY_SECONDS ?? 10);
-    await delivery.run(400, 200, 1); // warm-up: connections opened, code paths compiled
+    await delivery.run(1000, 200, 1); // warm-up (5 s): connections opened, code paths compiled
     const runs: [string, DeliveryRun][] = [
       [`200 contacts/s for ${deliverySeconds} s, 1 subscription each`, await delivery.run(200 * deliverySeconds, 200, 1)],
       ["burst: 2,000 contacts, 32 calls in flight, 1 subscription each", await delivery.run(2000, Infinity, 1)],
