@@ -17,6 +17,12 @@
 // (ConsumerOptions.startAfterSequence): nothing handled comes back and
 // nothing published meanwhile is skipped (and should something come back,
 // an event already recorded adds nothing).
+// With several delivery processes fanning out at once, each process keeps
+// its own batches in order, but two processes' batches can finish out of
+// order: if one process dies holding a batch that another's later batch
+// overtook, AND the consumer is lost before ack_wait hands that batch to
+// someone else, the recreated consumer starts after it. Run one fan-out
+// (the compose file runs one delivery process) or accept that narrow case.
 //
 // Who gets an event: the subscriptions that ListSubscribers returns when the
 // event's batch is handled, read afresh for every batch (no cache). So a
