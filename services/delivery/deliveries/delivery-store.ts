@@ -5,15 +5,22 @@ import { randomUUID } from "node:crypto";
 
 const S = `"delivery"`;
 
-export interface FanOut {
+export interface FanOutEvent {
   eventId: string;
   eventType: string;
   organisationId: string;
   body: string;
-  /** The JetStream sequence handled; undefined on the in-process bus. */
+  /** The event's JetStream sequence; undefined on the in-process bus. */
+  streamSequence: number | undefined;
+  subscribers: { subscriptionId: bigint; clientId: string }[];
+}
+
+export interface FanOutBatch {
+  /** The events of a batch, each once. */
+  events: FanOutEvent[];
+  /** The highest JetStream sequence of the batch (its skipped messages included); undefined on the in-process bus. */
   streamSequence: number | undefined;
   consumer: string;
-  subscribers: { subscriptionId: bigint; clientId: string }[];
 }
 
 export interface ClaimedDelivery {
@@ -46,20 +53,31 @@ export function createDeliveryStore(orm: MikroORM) {
   const execute = <T = Record<string, unknown>>(sql: string, params: unknown[] = []) => orm.em.fork().execute<T[]>(sql, params);
   return {
     /**
-     * The fan-out, in ONE statement: the event's body, a pending row per
-     * subscriber due now (a pair already there is left alone: redelivered
-     * events add nothing), and the consumer's stream position.
+     * The fan-out of a batch of events, in ONE statement: each event's body,
+     * a pending row per subscriber due now, and the consumer's stream
+     * position. An event and its rows are written together or not at all, so
+     * an event already recorded has all its rows: a redelivered event adds
+     * nothing, not even for a subscription created since (and the unique
+     * (event, subscription) pair stands behind that). Returns the rows created.
      */
-    async recordFanOut(f: FanOut): Promise<number> {
-      const subs = JSON.stringify(f.subscribers.map((s) => ({ id: s.subscriptionId.toString(), client_id: s.clientId })));
+    async recordFanOut(f: FanOutBatch): Promise<number> {
+      const events = JSON.stringify(
+        f.events.map((e) => ({ event_id: e.eventId, event_type: e.eventType, organisation_id: e.organisationId, body: e.body, seq: e.streamSequence ?? null })),
+      );
+      const subs = JSON.stringify(
+        f.events.flatMap((e) => e.subscribers.map((s) => ({ event_id: e.eventId, id: s.subscriptionId.toString(), client_id: s.clientId }))),
+      );
       const [row] = await execute<{ n: number }>(
         `with "event" as (
            insert into ${S}."delivery_event" ("event_id", "event_type", "organisation_id", "body", "stream_sequence", "created_at")
-           values (?, ?, ?, ?, ?, now()) on conflict ("event_id") do nothing
+           select e."event_id", e."event_type", e."organisation_id", e."body", e."seq", now()
+             from jsonb_to_recordset(?::jsonb) as e("event_id" uuid, "event_type" text, "organisation_id" uuid, "body" text, "seq" bigint)
+           on conflict ("event_id") do nothing
+           returning "event_id", "event_type", "organisation_id"
          ), "rows" as (
            insert into ${S}."delivery" ("event_id", "subscription_id", "organisation_id", "client_id", "event_type", "status", "next_attempt_at", "created_at", "updated_at")
-           select ?, s."id", ?, s."client_id", ?, 'pending', now(), now(), now()
-             from jsonb_to_recordset(?::jsonb) as s("id" bigint, "client_id" text)
+           select e."event_id", s."id", e."organisation_id", s."client_id", e."event_type", 'pending', now(), now(), now()
+             from "event" e join jsonb_to_recordset(?::jsonb) as s("event_id" uuid, "id" bigint, "client_id" text) on s."event_id" = e."event_id"
            on conflict ("event_id", "subscription_id") do nothing
            returning 1
          ), "position" as (
@@ -68,20 +86,7 @@ export function createDeliveryStore(orm: MikroORM) {
            on conflict ("name") do update set "stream_sequence" = greatest("consumer_position"."stream_sequence", excluded."stream_sequence"), "updated_at" = now()
          )
          select count(*)::int as "n" from "rows"`,
-        [
-          f.eventId,
-          f.eventType,
-          f.organisationId,
-          f.body,
-          f.streamSequence ?? null,
-          f.eventId,
-          f.organisationId,
-          f.eventType,
-          subs,
-          f.consumer,
-          f.streamSequence ?? null,
-          f.streamSequence ?? null,
-        ],
+        [events, subs, f.consumer, f.streamSequence ?? null, f.streamSequence ?? null],
       );
       return row?.n ?? 0;
     },
@@ -178,6 +183,51 @@ export function createDeliveryStore(orm: MikroORM) {
           a.attemptedAt,
           a.nextAttemptAt,
         ],
+      );
+    },
+
+    /**
+     * Several attempts (each with its delivery's new state) in ONE statement,
+     * as record() does one: the states only where the claim is still the
+     * worker's; every attempt is logged.
+     */
+    async recordMany(list: AttemptRecord[]): Promise<void> {
+      if (list.length === 0) return;
+      const rows = JSON.stringify(
+        list.map((a) => ({
+          delivery_id: a.delivery.id.toString(),
+          claim_id: a.delivery.claimId,
+          status: a.status,
+          next_attempt_at: a.nextAttemptAt?.toISOString() ?? null,
+          response_status: a.responseStatus,
+          error: a.error,
+          attempt_id: randomUUID(),
+          organisation_id: a.delivery.organisationId,
+          client_id: a.delivery.clientId,
+          event_id: a.delivery.eventId,
+          subscription_id: a.delivery.subscriptionId.toString(),
+          event_type: a.delivery.eventType,
+          attempt: a.delivery.attempt,
+          outcome: a.outcome,
+          duration_ms: a.durationMs,
+          attempted_at: a.attemptedAt.toISOString(),
+        })),
+      );
+      await execute(
+        `with "input" as (
+           select * from jsonb_to_recordset(?::jsonb) as r("delivery_id" bigint, "claim_id" uuid, "status" text, "next_attempt_at" timestamptz,
+             "response_status" int, "error" text, "attempt_id" uuid, "organisation_id" uuid, "client_id" text, "event_id" uuid,
+             "subscription_id" bigint, "event_type" text, "attempt" int, "outcome" text, "duration_ms" int, "attempted_at" timestamptz)
+         ), "updated" as (
+           update ${S}."delivery" d set "status" = i."status", "next_attempt_at" = i."next_attempt_at", "claim_id" = null, "once" = false,
+             "last_response_status" = i."response_status", "last_error" = i."error", "updated_at" = now()
+             from "input" i where d."id" = i."delivery_id" and d."claim_id" = i."claim_id"
+         )
+         insert into ${S}."delivery_attempt" ("id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
+           "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at")
+         select "attempt_id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
+           "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at" from "input"`,
+        [rows],
       );
     },
 

@@ -1,23 +1,43 @@
 // The JetStream consumer of contact events. It only fans out: the event's
 // subscribers (webhook service, ListSubscribers: organisation + event type)
 // each get a pending delivery row, due now, unique on (event, subscription),
-// written in ONE statement with the event's body and the stream sequence
-// reached, before the ack. The workers do the HTTP, so a slow target never
-// holds a message and retries never depend on the broker.
+// written with the event's body and the stream sequence reached, before the
+// ack. The workers do the HTTP, so a slow target never holds a message and
+// retries never depend on the broker.
 //
-// max_ack_pending 1: messages are handled in stream order, a failed one
-// before any later one, so the recorded sequence is also the point up to
-// which everything was handled. If the durable consumer is lost, it is
-// created again right after that sequence (ConsumerOptions.startAfterSequence):
-// nothing handled comes back and nothing published meanwhile is skipped
-// (and should something come back, the unique pair makes it add nothing).
+// In batches (EventBus consumeBatches; max_ack_pending = FAN_OUT_BATCH): the
+// events that arrived together are handled together: one ListSubscribers per
+// distinct (organisation, event type) of the batch, one INSERT statement for
+// all their rows and the position, then all are acknowledged. A lone event
+// goes at once, alone; under load, the events that arrived while a batch was
+// being written make the next one. Batches are handled in stream order, a
+// failed one retried before anything later is handed out, so the recorded
+// sequence is the point up to which everything was handled. If the durable
+// consumer is lost, it is created again right after that sequence
+// (ConsumerOptions.startAfterSequence): nothing handled comes back and
+// nothing published meanwhile is skipped (and should something come back,
+// an event already recorded adds nothing).
+// With several delivery processes fanning out at once, each process keeps
+// its own batches in order, but two processes' batches can finish out of
+// order: if one process dies holding a batch that another's later batch
+// overtook, AND the consumer is lost before ack_wait hands that batch to
+// someone else, the recreated consumer starts after it. Run one fan-out
+// (the compose file runs one delivery process) or accept that narrow case.
+//
+// Who gets an event: the subscriptions that ListSubscribers returns when the
+// event's batch is handled, read afresh for every batch (no cache). So a
+// subscription whose CreateSubscription returned before the contact change
+// committed gets the event: its row was committed before the event was even
+// published. One created while the event is in flight may get it too.
+// In the embedded start the in-process bus hands events over one at a time
+// (batches of one).
 import { fromBinary } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@connectrpc/connect";
-import { ContactEventSchema } from "../../../gen/bizcard/events/v1/events_pb.js";
-import type { WebhookService } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
+import { ContactEventSchema, type ContactEvent } from "../../../gen/bizcard/events/v1/events_pb.js";
+import type { Subscriber, WebhookService } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { contactJson } from "../../shared/contact-json.js";
-import type { Consumer, EventBus } from "../../shared/event-bus/event-bus.js";
+import { consumeInBatches, type BusMessage, type Consumer, type EventBus } from "../../shared/event-bus/event-bus.js";
 import { eventTypeName } from "../../shared/event-types.js";
 import type { Logger } from "../../shared/logger.js";
 import { isUuid } from "../../shared/validation.js";
@@ -30,6 +50,9 @@ export function webhookBody(type: string, occurredAt: Date, data: object): strin
   return JSON.stringify({ type, timestamp: occurredAt.toISOString(), data });
 }
 
+/** At most this many events per batch (and handed out, not yet acknowledged). */
+export const FAN_OUT_BATCH = 64;
+
 export function consumeContactEvents(deps: {
   bus: EventBus;
   store: DeliveryStore;
@@ -39,50 +62,80 @@ export function consumeContactEvents(deps: {
   onDeliveries: () => void;
 }): Promise<Consumer> {
   const log = deps.logger.child({ consumer: CONTACT_FAN_OUT_CONSUMER });
-  return deps.bus.consume(
+  return consumeInBatches(
+    deps.bus,
     {
       durable: CONTACT_FAN_OUT_CONSUMER,
       subject: "contact.>",
-      maxAckPending: 1,
+      batchSize: FAN_OUT_BATCH,
+      maxAckPending: 1, // one at a time where there are no batches
       ackWaitMs: 30_000,
       retryDelayMs: 500,
       maxRetryDelayMs: 60_000,
-      // About 1.5 hours of retries (webhook service or database down) before an event is given up.
+      // About 1.5 hours of retries (webhook service or database down) before a batch is given up.
       maxDeliver: 100,
       startAfterSequence: () => deps.store.position(CONTACT_FAN_OUT_CONSUMER),
     },
-    async (message) => {
-      let event;
-      try {
-        event = fromBinary(ContactEventSchema, message.data);
-      } catch (err) {
-        // Redelivering cannot make it readable: dropped, loudly.
-        log.error({ err, msgId: message.msgId }, "contact event that does not decode; skipped");
-        return;
+    async (messages) => {
+      const events = new Map<string, { event: ContactEvent; type: string; streamSequence: number | undefined }>();
+      let lastSequence: number | undefined;
+      for (const message of messages) {
+        if (message.streamSequence !== undefined) lastSequence = Math.max(lastSequence ?? 0, message.streamSequence);
+        const decoded = decode(message, log);
+        // Twice in one batch (published again past the duplicate window): once is enough.
+        if (decoded && !events.has(decoded.event.eventId.toLowerCase())) {
+          events.set(decoded.event.eventId.toLowerCase(), { ...decoded, streamSequence: message.streamSequence });
+        }
       }
-      let type: string;
-      try {
-        type = eventTypeName(event.type);
-      } catch {
-        log.error({ eventId: event.eventId, type: event.type }, "contact event of an unknown type; skipped");
-        return;
+      // One ListSubscribers per distinct (organisation, event type) of the batch, at once.
+      const lookups = new Map<string, Promise<Subscriber[]>>();
+      for (const { event } of events.values()) {
+        const key = `${event.organisationId.toLowerCase()} ${event.type}`;
+        if (!lookups.has(key)) {
+          lookups.set(key, deps.webhook.listSubscribers({ organisationId: event.organisationId, eventType: event.type }).then((r) => r.subscribers));
+        }
       }
-      if (!isUuid(event.eventId) || !isUuid(event.organisationId) || !event.contact) {
-        log.error({ eventId: event.eventId }, "contact event without id, organisation or contact; skipped");
-        return;
-      }
-      const { subscribers } = await deps.webhook.listSubscribers({ organisationId: event.organisationId, eventType: event.type });
-      const occurredAt = event.occurTime ? timestampDate(event.occurTime) : new Date();
+      const found = new Map<string, Subscriber[]>();
+      await Promise.all([...lookups].map(async ([key, lookup]) => found.set(key, await lookup)));
       const created = await deps.store.recordFanOut({
-        eventId: event.eventId,
-        eventType: type,
-        organisationId: event.organisationId.toLowerCase(),
-        body: webhookBody(type, occurredAt, contactJson(event.contact)),
-        streamSequence: message.streamSequence,
         consumer: CONTACT_FAN_OUT_CONSUMER,
-        subscribers: subscribers.map((s) => ({ subscriptionId: s.subscriptionId, clientId: s.clientId })),
+        streamSequence: lastSequence,
+        events: [...events.values()].map(({ event, type, streamSequence }) => {
+          const occurredAt = event.occurTime ? timestampDate(event.occurTime) : new Date();
+          return {
+            eventId: event.eventId.toLowerCase(),
+            eventType: type,
+            organisationId: event.organisationId.toLowerCase(),
+            body: webhookBody(type, occurredAt, contactJson(event.contact!)),
+            streamSequence,
+            subscribers: found.get(`${event.organisationId.toLowerCase()} ${event.type}`)!.map((s) => ({ subscriptionId: s.subscriptionId, clientId: s.clientId })),
+          };
+        }),
       });
       if (created > 0) deps.onDeliveries();
     },
   );
+}
+
+/** The event, or undefined (logged) when redelivering cannot make it usable: such a message is skipped, loudly. */
+function decode(message: BusMessage, log: Logger): { event: ContactEvent; type: string } | undefined {
+  let event: ContactEvent;
+  try {
+    event = fromBinary(ContactEventSchema, message.data);
+  } catch (err) {
+    log.error({ err, msgId: message.msgId }, "contact event that does not decode; skipped");
+    return undefined;
+  }
+  let type: string;
+  try {
+    type = eventTypeName(event.type);
+  } catch {
+    log.error({ eventId: event.eventId, type: event.type }, "contact event of an unknown type; skipped");
+    return undefined;
+  }
+  if (!isUuid(event.eventId) || !isUuid(event.organisationId) || !event.contact) {
+    log.error({ eventId: event.eventId }, "contact event without id, organisation or contact; skipped");
+    return undefined;
+  }
+  return { event, type };
 }

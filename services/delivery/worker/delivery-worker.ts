@@ -3,7 +3,10 @@
 // look up each subscription as it is NOW (deleted: not sent; the current
 // target_url and secret), POST, and record the attempt with the delivery's
 // next state. Up to `concurrency` POSTs are in flight; a slot that frees up
-// is refilled at once.
+// is refilled at once while there may be more due rows (the last claim got
+// all it asked for); otherwise the worker waits for a wake-up (the fan-out in
+// this process, a manual retry) or its poll. Attempts that finish while
+// others are being recorded are recorded together, in one statement.
 //
 // CONTRACT: "2xx is success; 410 Gone deletes the subscription (REST Hooks);
 // anything else, a timeout (10 s) or a refused connection is retried on a
@@ -13,7 +16,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Subscriber, WebhookService } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { eventTypeOf } from "../../shared/event-types.js";
 import type { Logger } from "../../shared/logger.js";
-import type { ClaimedDelivery, DeliveryStore } from "../deliveries/delivery-store.js";
+import type { AttemptRecord, ClaimedDelivery, DeliveryStore } from "../deliveries/delivery-store.js";
 import type { SendResult, WebhookSender } from "../sender/webhook-sender.js";
 
 export interface DeliveryWorkerOptions {
@@ -47,6 +50,10 @@ export class DeliveryWorker {
   private readonly running = new Set<Promise<void>>();
   private wakeUp: (() => void) | undefined;
   private pendingWake = false;
+  /** The last claim got as many rows as it asked for: more may be due. */
+  private backlog = false;
+  private readonly toRecord: { record: AttemptRecord; resolve: () => void; reject: (err: unknown) => void }[] = [];
+  private recording = false;
 
   constructor(private readonly options: DeliveryWorkerOptions) {}
 
@@ -80,6 +87,7 @@ export class DeliveryWorker {
         if (free > 0) {
           const claimed = await this.options.store.claim(free, this.options.leaseSeconds);
           failures = 0;
+          this.backlog = claimed.length === free;
           if (claimed.length > 0) await this.dispatch(claimed);
           if (claimed.length === free || this.pendingWake) delay = 0;
         }
@@ -140,7 +148,8 @@ export class DeliveryWorker {
           .finally(() => {
             this.inFlight--;
             this.running.delete(task);
-            this.wake();
+            // A slot is free: refill it at once if more rows may be due.
+            if (this.backlog) this.wake();
           });
         this.running.add(task);
       }
@@ -152,7 +161,7 @@ export class DeliveryWorker {
     const result = await this.options.sender.send({ url: subscriber.targetUrl, secret: subscriber.secret, eventId: d.eventId, body: d.body });
     const base = { delivery: d, responseStatus: result.status, durationMs: result.durationMs, attemptedAt };
     if (result.ok) {
-      await this.options.store.record({ ...base, status: "succeeded", outcome: "succeeded", error: "", nextAttemptAt: null });
+      await this.record({ ...base, status: "succeeded", outcome: "succeeded", error: "", nextAttemptAt: null });
       return;
     }
     // REST Hooks: 410 Gone means the receiver wants no more events: the subscription is deleted.
@@ -169,10 +178,35 @@ export class DeliveryWorker {
     const wait = d.once ? undefined : retryDelayMs(this.options.schedule, d.attempt, result.retryAfterMs, this.options.retryAfterMaxSeconds);
     if (wait === undefined) {
       this.options.logger.warn({ deliveryId: d.id.toString(), attempts: d.attempt, error: result.error }, "delivery gave up");
-      await this.options.store.record({ ...base, status: "gave_up", outcome: "gave_up", error: result.error, nextAttemptAt: null });
+      await this.record({ ...base, status: "gave_up", outcome: "gave_up", error: result.error, nextAttemptAt: null });
       return;
     }
-    await this.options.store.record({ ...base, status: "pending", outcome: "failed", error: result.error, nextAttemptAt: new Date(Date.now() + wait) });
+    await this.record({ ...base, status: "pending", outcome: "failed", error: result.error, nextAttemptAt: new Date(Date.now() + wait) });
+  }
+
+  /** Records the attempt together with the others that finished meanwhile (one statement per batch). */
+  private record(record: AttemptRecord): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.toRecord.push({ record, resolve, reject });
+      if (!this.recording) void this.recordQueued();
+    });
+  }
+
+  private async recordQueued(): Promise<void> {
+    this.recording = true;
+    try {
+      while (this.toRecord.length > 0) {
+        const batch = this.toRecord.splice(0, 200);
+        try {
+          await this.options.store.recordMany(batch.map((b) => b.record));
+          for (const b of batch) b.resolve();
+        } catch (err) {
+          for (const b of batch) b.reject(err);
+        }
+      }
+    } finally {
+      this.recording = false;
+    }
   }
 
   /** True once the subscription is gone (deleted now, or already). */

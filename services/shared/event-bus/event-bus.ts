@@ -59,6 +59,24 @@ export interface ConsumerOptions {
 export type MessageHandler = (message: BusMessage) => Promise<void>;
 
 /**
+ * A batch consumer's options: the handler gets up to `batchSize` messages
+ * that were in hand together, in stream order, and they are acknowledged
+ * together once it resolved. At most `batchSize` messages are handed out and
+ * not yet acknowledged (max_ack_pending = batchSize; maxAckPending is not
+ * used). Batches are handled one at a time, in order; a batch whose handler
+ * fails is handed to it again (the same messages, after the retry delays),
+ * and nothing later is handed out before it succeeded or was given up
+ * (maxDeliver), so a sequence recorded by a batch is one up to which
+ * everything was handled in this process.
+ */
+export interface BatchConsumerOptions extends ConsumerOptions {
+  batchSize: number;
+}
+
+/** A batch of 1 or more messages, in stream order; it throws to have them all again later. */
+export type BatchHandler = (messages: BusMessage[]) => Promise<void>;
+
+/**
  * A handler of a non-durable subscription: its failure is logged, never
  * retried (the message is not kept for it).
  */
@@ -73,6 +91,12 @@ export interface EventBus {
   /** Resolves once the broker has stored the message (JetStream ack). */
   publish(subject: string, data: Uint8Array, msgId: string): Promise<void>;
   consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer>;
+  /**
+   * Durable, in batches (BatchConsumerOptions). Optional: a bus without it
+   * (the in-process bus, whose publish hands each message over as it comes)
+   * is consumed one message at a time; use `consumeInBatches`.
+   */
+  consumeBatches?(options: BatchConsumerOptions, handler: BatchHandler): Promise<Consumer>;
   /**
    * Non-durable, every process: each subscriber of every process gets each
    * message published on `<prefix>.<subject>` (wildcards allowed) from now on,
@@ -89,6 +113,12 @@ export interface EventBus {
   /** Throws when the broker is unreachable. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** The bus's batch consumer, or its `consume` with batches of one message. */
+export function consumeInBatches(bus: EventBus, options: BatchConsumerOptions, handler: BatchHandler): Promise<Consumer> {
+  if (bus.consumeBatches) return bus.consumeBatches(options, handler);
+  return bus.consume(options, (message) => handler([message]));
 }
 
 /** Subjects are `<prefix>.<name>`, e.g. bizcard.contact.created. */

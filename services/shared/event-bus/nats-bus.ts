@@ -12,11 +12,15 @@ import {
   type ConsumerMessages,
   type JetStreamClient,
   type JetStreamManager,
+  type JsMsg,
   type NatsConnection,
 } from "nats";
 import type { Logger } from "../logger.js";
 import {
   subjectFor,
+  type BatchConsumerOptions,
+  type BatchHandler,
+  type BusMessage,
   type Consumer,
   type ConsumerOptions,
   type EventBus,
@@ -181,62 +185,69 @@ export class NatsBus implements EventBus {
     }
   }
 
+  /**
+   * Makes sure of the stream and the durable consumer (created, or brought up
+   * to date), and opens its pull: `maxMessages` in hand at a time.
+   */
+  private async openConsumer(
+    options: ConsumerOptions,
+    log: Logger,
+    settings: { ackWaitMs: number; maxDeliver: number; maxAckPending: number | undefined; maxMessages: number },
+  ): Promise<ConsumerMessages> {
+    await this.ensureStream();
+    const config = {
+      ack_policy: AckPolicy.Explicit,
+      ack_wait: nanos(settings.ackWaitMs),
+      max_deliver: settings.maxDeliver,
+      filter_subject: subjectFor(this.options.prefix, options.subject),
+      ...(settings.maxAckPending ? { max_ack_pending: settings.maxAckPending } : {}),
+    };
+    let existing: ConsumerInfo | undefined;
+    try {
+      existing = await this.jsm.consumers.info(this.options.stream, options.durable);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    if (existing) {
+      // Where it starts cannot change on a consumer that exists (nor need to: it has its position).
+      await this.jsm.consumers.update(this.options.stream, options.durable, config);
+    } else {
+      // Created, or lost and created again: right after what the owner recorded as handled,
+      // never DeliverPolicy.All, which would hand out the whole retained stream again.
+      let after = await options.startAfterSequence?.();
+      if (after !== undefined) {
+        // A position past the stream's end belongs to a stream that is gone (this one was
+        // created since): all of this one is new.
+        const { state } = await this.jsm.streams.info(this.options.stream);
+        if (after > state.last_seq) {
+          log.warn({ recorded: after, lastSeq: state.last_seq }, "recorded position is past the stream's end (the stream was recreated); starting from its beginning");
+          after = undefined;
+        }
+      }
+      const start =
+        after === undefined ? { deliver_policy: DeliverPolicy.All } : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: after + 1 };
+      log.info({ ...start }, "creating the durable consumer");
+      await this.jsm.consumers.add(this.options.stream, { durable_name: options.durable, ...config, ...start });
+    }
+    const consumer = await this.js.consumers.get(this.options.stream, options.durable);
+    // A deleted stream or consumer ends the iterator: the caller rebuilds.
+    return consumer.consume({ max_messages: settings.maxMessages, abort_on_missing_resource: true });
+  }
+
   async consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer> {
     let stopped = false;
     let messages: ConsumerMessages | undefined;
     const log = this.options.logger.child({ consumer: options.durable });
     const ackWaitMs = options.ackWaitMs ?? 30_000;
     const maxDeliver = options.maxDeliver ?? 30;
-    const retryDelayMs = options.retryDelayMs ?? 1000;
-    const maxRetryDelayMs = options.maxRetryDelayMs ?? 60_000;
-    // The n-th failure of one message waits retryDelayMs × 2^(n-1), capped.
-    const retryDelay = (deliveryCount: number) => Math.min(maxRetryDelayMs, retryDelayMs * 2 ** Math.min(deliveryCount - 1, 30));
+    const retryDelay = retryDelayOf(options);
     const run = async () => {
       while (!stopped) {
         try {
-          await this.ensureStream();
-          const settings = {
-            ack_policy: AckPolicy.Explicit,
-            ack_wait: nanos(ackWaitMs),
-            max_deliver: maxDeliver,
-            filter_subject: subjectFor(this.options.prefix, options.subject),
-            ...(options.maxAckPending ? { max_ack_pending: options.maxAckPending } : {}),
-          };
-          let existing: ConsumerInfo | undefined;
-          try {
-            existing = await this.jsm.consumers.info(this.options.stream, options.durable);
-          } catch (err) {
-            if (!isNotFound(err)) throw err;
-          }
-          if (existing) {
-            // Where it starts cannot change on a consumer that exists (nor need to: it has its position).
-            await this.jsm.consumers.update(this.options.stream, options.durable, settings);
-          } else {
-            // Created, or lost and created again: right after what the owner recorded as handled,
-            // never DeliverPolicy.All, which would hand out the whole retained stream again.
-            let after = await options.startAfterSequence?.();
-            if (after !== undefined) {
-              // A position past the stream's end belongs to a stream that is gone (this one was
-              // created since): all of this one is new.
-              const { state } = await this.jsm.streams.info(this.options.stream);
-              if (after > state.last_seq) {
-                log.warn({ recorded: after, lastSeq: state.last_seq }, "recorded position is past the stream's end (the stream was recreated); starting from its beginning");
-                after = undefined;
-              }
-            }
-            const start =
-              after === undefined
-                ? { deliver_policy: DeliverPolicy.All }
-                : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: after + 1 };
-            log.info({ ...start }, "creating the durable consumer");
-            await this.jsm.consumers.add(this.options.stream, { durable_name: options.durable, ...settings, ...start });
-          }
-          const consumer = await this.js.consumers.get(this.options.stream, options.durable);
           // Few messages in hand at a time: each one's ack_wait runs from its delivery, and
           // handlers work one by one (the server hands out no more than max_ack_pending; the
-          // pull stays open for 4 so the next one needs no new request). A deleted stream or
-          // consumer ends the loop: rebuilt above.
-          messages = await consumer.consume({ max_messages: 4, abort_on_missing_resource: true });
+          // pull stays open for 4 so the next one needs no new request).
+          messages = await this.openConsumer(options, log, { ackWaitMs, maxDeliver, maxAckPending: options.maxAckPending, maxMessages: 4 });
           if (stopped) {
             messages.stop();
             break;
@@ -245,13 +256,7 @@ export class NatsBus implements EventBus {
             // The handler may take longer than ack_wait (a slow database): tell the broker it is in hand.
             const keepAlive = setInterval(() => m.working(), Math.max(100, Math.floor(ackWaitMs / 3)));
             try {
-              await handler({
-                subject: m.subject,
-                data: m.data,
-                msgId: m.headers?.get("Nats-Msg-Id") || `${m.info.stream}:${m.seq}`,
-                deliveryCount: m.info.deliveryCount,
-                streamSequence: m.seq,
-              });
+              await handler(busMessage(m));
               m.ack();
             } catch (err) {
               if (m.info.deliveryCount >= maxDeliver) {
@@ -288,6 +293,129 @@ export class NatsBus implements EventBus {
     return consumer;
   }
 
+  /**
+   * Batches: the pull keeps up to batchSize messages coming (max_ack_pending =
+   * batchSize); a pump moves them into a queue as they arrive, and the
+   * handler takes everything queued (up to batchSize) each time it is free.
+   * So a lone message goes at once, alone, and messages that arrive while a
+   * batch is being handled make the next batch. A failed batch is retried
+   * here, the same messages in hand (working() keeps their ack_wait from
+   * running out), so nothing later overtakes it; after maxDeliver attempts
+   * in all it is given up (terminated, logged). Stopped while retrying: the
+   * batch is handed back to the broker (nak) at once.
+   */
+  async consumeBatches(options: BatchConsumerOptions, handler: BatchHandler): Promise<Consumer> {
+    let stopped = false;
+    let messages: ConsumerMessages | undefined;
+    let interrupt: (() => void) | undefined;
+    const log = this.options.logger.child({ consumer: options.durable });
+    const batchSize = Math.max(1, Math.floor(options.batchSize));
+    const ackWaitMs = options.ackWaitMs ?? 30_000;
+    const maxDeliver = options.maxDeliver ?? 30;
+    const retryDelay = retryDelayOf(options);
+    const pause = (ms: number) =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(done, ms);
+        function done() {
+          clearTimeout(timer);
+          interrupt = undefined;
+          resolve();
+        }
+        interrupt = done;
+      });
+
+    const handle = async (batch: JsMsg[]) => {
+      const keepAlive = setInterval(() => batch.forEach((m) => m.working()), Math.max(100, Math.floor(ackWaitMs / 3)));
+      try {
+        for (let attempt = 1; ; attempt++) {
+          // This attempt's delivery count: the broker's, plus the retries made here.
+          const deliveryCount = Math.max(...batch.map((m) => m.info.deliveryCount)) + attempt - 1;
+          try {
+            await handler(batch.map((m) => ({ ...busMessage(m), deliveryCount: m.info.deliveryCount + attempt - 1 })));
+            for (const m of batch) m.ack();
+            return;
+          } catch (err) {
+            const seqs = { firstSeq: batch[0]!.seq, lastSeq: batch[batch.length - 1]!.seq, messages: batch.length };
+            if (deliveryCount >= maxDeliver) {
+              log.error({ err, ...seqs, deliveryCount }, "handler failed on the last delivery; batch given up");
+              for (const m of batch) m.term();
+              return;
+            }
+            if (stopped) {
+              for (const m of batch) m.nak();
+              return;
+            }
+            const delay = retryDelay(deliveryCount);
+            log.warn({ err, ...seqs, deliveryCount, retryInMs: delay }, "handler failed; the batch is retried");
+            await pause(delay);
+            if (stopped) {
+              for (const m of batch) m.nak();
+              return;
+            }
+          }
+        }
+      } finally {
+        clearInterval(keepAlive);
+      }
+    };
+
+    const run = async () => {
+      while (!stopped) {
+        try {
+          messages = await this.openConsumer(options, log, { ackWaitMs, maxDeliver, maxAckPending: batchSize, maxMessages: batchSize });
+          if (stopped) {
+            messages.stop();
+            break;
+          }
+          const queue: JsMsg[] = [];
+          let ended = false;
+          let arrived: (() => void) | undefined;
+          const source = messages;
+          const pump = (async () => {
+            try {
+              for await (const m of source) {
+                queue.push(m);
+                arrived?.();
+              }
+            } finally {
+              ended = true;
+              arrived?.();
+            }
+          })();
+          while (!stopped) {
+            if (queue.length === 0) {
+              if (ended) break;
+              await new Promise<void>((resolve) => (arrived = resolve));
+              arrived = undefined;
+              continue;
+            }
+            await handle(queue.splice(0, batchSize));
+          }
+          // Stopped: what is still queued goes back to the broker now rather than after ack_wait.
+          for (const m of queue.splice(0)) m.nak();
+          await pump;
+          this.streamReady = undefined; // the iterator ended: stream or consumer may be gone
+        } catch (err) {
+          if (stopped) break;
+          log.warn({ err }, "consumer interrupted; retrying");
+          await new Promise((r) => setTimeout(r, 1000));
+        }
+      }
+    };
+    const loop = run();
+    const consumer: Consumer = {
+      stop: async () => {
+        stopped = true;
+        messages?.stop();
+        interrupt?.();
+        await loop;
+        this.consumers.delete(consumer);
+      },
+    };
+    this.consumers.add(consumer);
+    return consumer;
+  }
+
   async ping(): Promise<void> {
     if (this.nc.isClosed()) throw new Error("nats connection closed");
     await this.nc.flush();
@@ -298,6 +426,23 @@ export class NatsBus implements EventBus {
     await Promise.all([...this.consumers].map((c) => c.stop()));
     await this.nc.drain().catch(() => this.nc.close());
   }
+}
+
+function busMessage(m: JsMsg): BusMessage {
+  return {
+    subject: m.subject,
+    data: m.data,
+    msgId: m.headers?.get("Nats-Msg-Id") || `${m.info.stream}:${m.seq}`,
+    deliveryCount: m.info.deliveryCount,
+    streamSequence: m.seq,
+  };
+}
+
+/** The n-th failure of one message (or batch) waits retryDelayMs × 2^(n-1), capped. */
+function retryDelayOf(options: ConsumerOptions): (deliveryCount: number) => number {
+  const retryDelayMs = options.retryDelayMs ?? 1000;
+  const maxRetryDelayMs = options.maxRetryDelayMs ?? 60_000;
+  return (deliveryCount) => Math.min(maxRetryDelayMs, retryDelayMs * 2 ** Math.min(deliveryCount - 1, 30));
 }
 
 function isNotFound(err: unknown): boolean {

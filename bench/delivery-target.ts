@@ -1,0 +1,212 @@
+// What the delivery rows of the benchmark (issue 7) run: the platform as
+// `npm start` runs it (scripts/start.ts, one process) on this machine's
+// PostgreSQL (a fresh database, dropped after) and NATS JetStream (a unique
+// stream, deleted after), with one organisation and one subscription of
+// contact.created per receiver path; and a local receiver in this process
+// answering 200 at once, which notes when each contact arrived.
+//
+// A contact's commit time is when CreateContact returned to this process; its
+// arrival, when the receiver had the whole POST. Contacts are created open
+// loop: at a fixed rate whatever the answers (each call started on its
+// schedule), or as a burst (all of them at once, 32 calls in flight).
+import { randomBytes } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
+import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
+import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
+import { createRpcClient } from "../services/shared/rpc-client.js";
+import { createDatabaseOn } from "../test/support/backends.js";
+import { httpReady, platformPorts, spawnProcess, type Spawned } from "../test/support/processes.js";
+import { deleteStream } from "../test/support/stream.js";
+import { ADMIN_DATABASE_URL, NATS_URL } from "./rpc-target.js";
+
+export interface DeliveryRun {
+  events: number;
+  subscriptions: number;
+  /** CreateContact calls that failed (e.g. past their 10 s deadline when the platform falls behind an open loop). */
+  failed: number;
+  /** Deliveries that arrived (each event × its subscriptions). */
+  arrived: number;
+  /** Events per second made (calls started → last commit). */
+  eventsPerSecond: number;
+  /** Deliveries per second, from the first commit to the last arrival. */
+  deliveriesPerSecond: number;
+  /** Commit to arrival, ms. */
+  p50: number;
+  p95: number;
+  p99: number;
+  max: number;
+}
+
+export interface DeliveryTarget {
+  /** `events` contacts at `perSecond` (Infinity: a burst); each reaches `subscriptions` receiver paths. */
+  run(events: number, perSecond: number, subscriptions: number): Promise<DeliveryRun>;
+  /** The platform's database (where its stages' timestamps can be read). */
+  databaseUrl: string;
+  close(): Promise<void>;
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
+
+/** `nodeArgs` go before the platform's script (e.g. --cpu-prof). */
+export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<DeliveryTarget> {
+  const suffix = `${Date.now().toString(36)}${randomBytes(3).toString("hex")}`;
+  const stream = `BENCH_${suffix}`;
+  const db = await createDatabaseOn(ADMIN_DATABASE_URL, `bizcard_bench_${suffix}`);
+  const dataDir = await mkdtemp(path.join(tmpdir(), "bizcard-bench-"));
+  const ports = await platformPorts();
+  const token = randomBytes(32).toString("base64url");
+
+  // The receiver: contact id → arrival times (one per subscription path).
+  const arrivals = new Map<string, number[]>();
+  let arrivedCount = 0;
+  let onArrival: (() => void) | undefined;
+  const receiver = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const at = performance.now();
+      res.writeHead(200).end();
+      try {
+        const id = (JSON.parse(Buffer.concat(chunks).toString("utf8")) as { data: { id: string } }).data.id;
+        const list = arrivals.get(id) ?? [];
+        list.push(at);
+        arrivals.set(id, list);
+        arrivedCount++;
+        onArrival?.();
+      } catch {
+        // not one of ours
+      }
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+  const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+
+  let platform: Spawned | undefined;
+  const close = async () => {
+    await platform?.kill();
+    receiver.closeAllConnections();
+    await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    await deleteStream(NATS_URL, stream).catch(() => undefined);
+    await db.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  try {
+    platform = spawnProcess(process.execPath, [...nodeArgs, "--import", "tsx", "scripts/start.ts"], {
+      ...ports,
+      DATABASE_URL: db.url,
+      NATS_URL,
+      NATS_STREAM: stream,
+      NATS_SUBJECT_PREFIX: `bench${suffix}`,
+      INTERNAL_RPC_TOKEN: token,
+      DATA_DIR: dataDir,
+      // The receiver is on 127.0.0.1 over http.
+      WEBHOOK_ALLOW_INSECURE_TARGETS: "true",
+      LOG_LEVEL: "warn",
+    });
+    await httpReady(`http://127.0.0.1:${ports.GATEWAY_PORT}/readyz`, 120_000, platform);
+    const rpc = (port: string) => ({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 10_000, internalToken: token });
+    const organisations = createRpcClient(OrganisationService, rpc(ports.ORGANISATION_RPC_PORT!));
+    const webhooks = createRpcClient(WebhookService, rpc(ports.WEBHOOK_RPC_PORT!));
+
+    let runs = 0;
+    const run = async (events: number, perSecond: number, subscriptions: number): Promise<DeliveryRun> => {
+      // A fresh organisation per run, with its subscriptions: earlier runs' subscribers get nothing of it.
+      const { organisation } = await organisations.createOrganisation({
+        name: `Bench ${++runs}`,
+        ownerEmail: `owner${runs}@bench.test`,
+        ownerPassword: "bench-password",
+      });
+      const organisationId = organisation!.id;
+      for (let s = 0; s < subscriptions; s++) {
+        await webhooks.createSubscription({
+          owner: { organisationId, clientId: "bench" },
+          targetUrl: `${receiverUrl}/run${runs}/s${s}`,
+          eventType: EventType.CONTACT_CREATED,
+        });
+      }
+      const commits = new Map<string, number>();
+      let expected = events * subscriptions;
+      const arrivedBefore = arrivedCount;
+      let failed = 0;
+      let firstError: unknown;
+      const create = async (i: number) => {
+        try {
+          const { contact } = await organisations.createContact({ organisationId, fields: { firstName: `Bench${i}`, email: `c${i}@bench.test` } });
+          commits.set(contact!.id, performance.now());
+        } catch (err) {
+          failed++;
+          firstError ??= err;
+        }
+      };
+      const started = performance.now();
+      const calls: Promise<void>[] = [];
+      if (Number.isFinite(perSecond)) {
+        // Open loop: call i starts at started + i / perSecond, answered or not.
+        for (let i = 0; i < events; i++) {
+          const due = started + (i * 1000) / perSecond;
+          const wait = due - performance.now();
+          if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+          calls.push(create(i));
+        }
+      } else {
+        let next = 0;
+        const caller = async () => {
+          while (next < events) await create(next++);
+        };
+        calls.push(...Array.from({ length: 32 }, caller));
+      }
+      await Promise.all(calls);
+      const lastCommit = performance.now();
+      if (failed > 0) console.warn(`${failed} of ${events} CreateContact calls failed; the first: ${String(firstError)}`);
+      // A failed call may still have committed (its answer came too late): those deliveries are not waited for.
+      expected = commits.size * subscriptions;
+      // Every delivery arrives, or 60 s pass.
+      const deadline = lastCommit + 60_000;
+      while (arrivedCount - arrivedBefore < expected && performance.now() < deadline) {
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, 200);
+          onArrival = () => {
+            if (arrivedCount - arrivedBefore >= expected) {
+              clearTimeout(t);
+              resolve();
+            }
+          };
+        });
+      }
+      onArrival = undefined;
+      const latencies: number[] = [];
+      let firstCommit = Infinity;
+      let lastArrival = 0;
+      for (const [id, commitAt] of commits) {
+        firstCommit = Math.min(firstCommit, commitAt);
+        for (const at of arrivals.get(id) ?? []) {
+          latencies.push(at - commitAt);
+          lastArrival = Math.max(lastArrival, at);
+        }
+      }
+      latencies.sort((a, b) => a - b);
+      return {
+        events,
+        subscriptions,
+        failed,
+        arrived: latencies.length,
+        eventsPerSecond: events / ((lastCommit - started) / 1000),
+        deliveriesPerSecond: latencies.length / ((lastArrival - Math.min(firstCommit, started)) / 1000),
+        p50: percentile(latencies, 50),
+        p95: percentile(latencies, 95),
+        p99: percentile(latencies, 99),
+        max: latencies[latencies.length - 1] ?? NaN,
+      };
+    };
+    return { run, databaseUrl: db.url, close };
+  } catch (err) {
+    if (platform) process.stderr.write(platform.output());
+    await close();
+    throw err;
+  }
+}
