@@ -2,10 +2,12 @@
 // the real auth and organisation services: RFC 6750 bearer checks on
 // GET /oauth/me, revocation (RFC 7009) and introspection (RFC 7662), the
 // RFC 8414 metadata document, and a revoked token stopping within a second on
-// two gateways that share the bus.
+// two gateways that share the bus; an expired token; failure limits that hold
+// across two gateways.
 import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import * as oauth from "oauth4webapi";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
@@ -18,10 +20,12 @@ import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
+import { tokenHash } from "../services/shared/token-hash.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
 import { freePort, waitFor } from "./support/processes.js";
 import { openTestBus, startService, type StartedService } from "./support/services.js";
 
+const { Client } = pg;
 const TOKEN = "r".repeat(40);
 const FORM = "application/x-www-form-urlencoded";
 
@@ -310,4 +314,68 @@ describe("POST /oauth/introspect (RFC 7662)", () => {
       expect(((await res.json()) as { error: string }).error).toBe("invalid_client");
     }
   });
+});
+
+describe("an expired access token (RFC 6750 §3.1)", () => {
+  it("is 401 invalid_token with WWW-Authenticate", async () => {
+    const token = await accessToken(app, "organisation:read");
+    // Expired as if its hour had passed: the auth service compares with now().
+    const pg = new Client({ connectionString: db.url });
+    await pg.connect();
+    try {
+      const updated = await pg.query(`update "auth"."access_token" set "expires_at" = now() - interval '1 second' where "hash" = $1`, [tokenHash(token)]);
+      expect(updated.rowCount).toBe(1);
+    } finally {
+      await pg.end();
+    }
+    const res = await me(b, token);
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toMatch(/^Bearer realm="bizcard", error="invalid_token"/);
+    expect(((await res.json()) as { error: string }).error).toBe("invalid_token");
+  });
+});
+
+describe("failure limits hold across gateway processes", () => {
+  it("failed client authentications spread over two gateways: past the limit, the next is 429 with Retry-After", async () => {
+    const clients = auth.client(AuthService);
+    const target = await clients.createClient({ name: "Target", ownerOrganisationId: orgId });
+    const id = target.client!.clientId;
+    // RATE_LIMIT_CLIENT_AUTH_FAILURES: 10 a minute for one client from one address.
+    for (let i = 0; i < 10; i++) {
+      const res = await post(`${i % 2 ? a : b}/oauth/token`, { grant_type: "client_credentials", client_id: id, client_secret: `wrong-${i}` });
+      expect(res.status, `attempt ${i + 1}`).toBe(401);
+    }
+    for (const base of [a, b]) {
+      const res = await post(`${base}/oauth/token`, { grant_type: "client_credentials", client_id: id, client_secret: target.clientSecret });
+      expect(res.status).toBe(429);
+      expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(res.headers.get("cache-control")).toBe("no-store");
+      expect(((await res.json()) as { error: string }).error).toBe("invalid_client");
+    }
+  });
+
+  it("failed logins spread over two gateways: past the limit, the next is a 429 page with Retry-After", async () => {
+    await organisation.client(OrganisationService).createMember({ organisationId: orgId, email: "limits@resource.test", password: "right password!" });
+    const started = await fetch(`${a}/account/login`, { redirect: "manual" });
+    expect(started.status).toBe(303);
+    const interaction = new URL(started.headers.get("location")!, a).pathname;
+    const page = await (await fetch(`${b}${interaction}`)).text();
+    const csrf = /name="csrf_token" value="([^"]+)"/.exec(page)?.[1];
+    expect(csrf).toBeTruthy();
+    const login = (base: string, password: string) =>
+      post(`${base}${interaction}/login`, { csrf_token: csrf!, email: "limits@resource.test", password }, {});
+    // RATE_LIMIT_LOGIN_FAILURES: 10 a minute for one email from one address.
+    for (let i = 0; i < 10; i++) {
+      const res = await login(i % 2 ? a : b, `wrong password ${i}`);
+      expect(res.status, `attempt ${i + 1}`).toBe(200);
+      expect(await res.text()).toMatch(/email or password/i);
+    }
+    for (const base of [a, b]) {
+      const res = await login(base, "right password!");
+      expect(res.status).toBe(429);
+      expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(res.headers.get("content-type")).toMatch(/^text\/html/);
+      expect(res.headers.get("set-cookie")).toBeNull();
+    }
+  }, 60_000);
 });
