@@ -40,6 +40,8 @@ export interface DeliveryRun {
   p95: number;
   p99: number;
   max: number;
+  /** Per delivery, epoch ms (performance.timeOrigin-based): for stage timings against the database's timestamps. */
+  samples: { contactId: string; committedAt: number; arrivedAt: number }[];
 }
 
 export interface DeliveryTarget {
@@ -180,12 +182,14 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
       }
       onArrival = undefined;
       const latencies: number[] = [];
+      const samples: DeliveryRun["samples"] = [];
       let firstCommit = Infinity;
       let lastArrival = 0;
       for (const [id, commitAt] of commits) {
         firstCommit = Math.min(firstCommit, commitAt);
         for (const at of arrivals.get(id) ?? []) {
           latencies.push(at - commitAt);
+          samples.push({ contactId: id, committedAt: performance.timeOrigin + commitAt, arrivedAt: performance.timeOrigin + at });
           lastArrival = Math.max(lastArrival, at);
         }
       }
@@ -201,6 +205,7 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
         p95: percentile(latencies, 95),
         p99: percentile(latencies, 99),
         max: latencies[latencies.length - 1] ?? NaN,
+        samples,
       };
     };
     return { run, databaseUrl: db.url, close };

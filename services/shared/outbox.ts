@@ -19,9 +19,17 @@
 // event's payload the state after the updates before it.
 //
 // What that order means on each bus:
-// - NATS: a failed publish (the broker did not acknowledge) ends the batch;
-//   the row and everything behind it are published again later, in order.
-//   So the stream holds the events in commit order. A consumer whose handler
+// - NATS: a batch's rows are sent together, in order, on one connection,
+//   and their acknowledgements awaited together (NatsBus.publishInOrder):
+//   each row after the first is stored only if the stream's last stored
+//   message is the row before it (Nats-Expected-Last-Msg-Id), so when one
+//   row is not stored, none behind it in the batch is either. The first row
+//   not acknowledged ends the batch; it and everything behind it are
+//   published again later, in order (a row whose acknowledgement timed out
+//   but that was stored after all is dropped then as a duplicate). So the
+//   stream holds the events in commit order, failures included. (Another
+//   publisher's message in between, or a duplicate, breaks the chain without
+//   anything failing: the relay goes on at once from that row.) A consumer whose handler
 //   fails gets that message again later; with max_ack_pending 1 before any
 //   later one, otherwise after the ones behind it (at least once either way).
 // - In process (embedded start, no stream): a publish runs the consumers'
@@ -244,8 +252,8 @@ export class OutboxRelay {
   /**
    * One batch, as the lease holder: publish again the deferred rows that are
    * due (oldest first), then read unsent rows after the cursor in commit
-   * order, publish them one by one, mark what the bus acknowledged. Before
-   * each publish the lease must outlast it; if not, the rows sent so far are
+   * order, publish them (all at once on NATS, one by one in process), mark
+   * what the bus acknowledged. Before each publish the lease must outlast it; if not, the rows sent so far are
    * marked and the lease renewed, and the batch ends if that fails. A failed
    * publish ends the batch (the rows before it are still marked), unless the
    * bus took it for some consumers only or found none (in process): that row
@@ -280,8 +288,44 @@ export class OutboxRelay {
     };
     let error: unknown;
     let leaseLost = false;
+    type Row = { id: string; seq: string; subject: string; payload: Buffer };
     /** Publishes rows in order; false when the batch must end. */
-    const publishRows = async (rows: { id: string; seq: string; subject: string; payload: Buffer }[], advance: boolean): Promise<boolean> => {
+    const publishRows = async (rows: Row[], advance: boolean): Promise<boolean> =>
+      bus.publishInOrder ? publishTogether(rows, advance) : publishOneByOne(rows, advance);
+    /**
+     * NATS: all the rows at once, acknowledgements awaited together
+     * (EventBus.publishInOrder: the stream stores them as a prefix, in order).
+     * The first row not acknowledged ends the batch; what was stored after it
+     * anyway (an acknowledgement that timed out) is dropped as a duplicate when
+     * it is published again.
+     */
+    const publishTogether = async (rows: Row[], advance: boolean): Promise<boolean> => {
+      let from = 0;
+      while (from < rows.length) {
+        // One lease check covers them all: they start together, each within the publish timeout.
+        if (!this.leaseCoversPublish()) {
+          await markSent();
+          if (!(await this.lease()) || !this.leaseCoversPublish()) {
+            leaseLost = true;
+            return false;
+          }
+        }
+        const window = rows.slice(from);
+        const result = await bus.publishInOrder!(window.map((r) => ({ subject: r.subject, data: new Uint8Array(r.payload), msgId: r.id })));
+        for (const row of window.slice(0, result.published)) {
+          sent.push(row.id);
+          this.deferred.delete(row.id);
+          if (advance) this.cursor = row.seq;
+        }
+        from += result.published;
+        if (from < rows.length && (result.error !== undefined || result.published === 0)) {
+          error = result.error ?? new Error("outbox publish: nothing acknowledged");
+          return false;
+        }
+      }
+      return true;
+    };
+    const publishOneByOne = async (rows: Row[], advance: boolean): Promise<boolean> => {
       for (const row of rows) {
         if (!this.leaseCoversPublish()) {
           await markSent();

@@ -86,10 +86,32 @@ export interface Consumer {
   stop(): Promise<void>;
 }
 
+/** One message of `publishInOrder`. */
+export interface OutgoingMessage {
+  subject: string;
+  data: Uint8Array;
+  msgId: string;
+}
+
+/** What `publishInOrder` got done: the first `published` messages were stored (acknowledged). */
+export interface PublishedInOrder {
+  published: number;
+  /** Why the next one was not; absent when all were, or when the next may simply be sent again at once. */
+  error?: unknown;
+}
+
 export interface EventBus {
   readonly kind: "nats" | "in-process";
   /** Resolves once the broker has stored the message (JetStream ack). */
   publish(subject: string, data: Uint8Array, msgId: string): Promise<void>;
+  /**
+   * Optional: sends all the messages at once, in this order, and waits for
+   * their acknowledgements together. The broker stores a message only if it
+   * stored the one before it in the call (or had it already), so whatever
+   * fails, the stored ones are a prefix of the call, in order, and nothing
+   * after a failed message is stored before it.
+   */
+  publishInOrder?(messages: readonly OutgoingMessage[]): Promise<PublishedInOrder>;
   consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer>;
   /**
    * Durable, in batches (BatchConsumerOptions). Optional: a bus without it

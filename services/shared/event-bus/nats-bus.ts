@@ -25,6 +25,8 @@ import {
   type ConsumerOptions,
   type EventBus,
   type MessageHandler,
+  type OutgoingMessage,
+  type PublishedInOrder,
   type SubscriptionHandler,
 } from "./event-bus.js";
 
@@ -164,7 +166,8 @@ export class NatsBus implements EventBus {
     return this.streamReady;
   }
 
-  async publish(subject: string, data: Uint8Array, msgId: string): Promise<void> {
+  /** `afterMsgId`: stored only if the stream's last stored message is that one (publishInOrder). */
+  async publish(subject: string, data: Uint8Array, msgId: string, afterMsgId?: string): Promise<void> {
     // The outbox relay starts a publish only while its lease outlasts this
     // timeout: the message must not leave after it, stream check included.
     const timeoutMs = this.options.publishTimeoutMs ?? 3000;
@@ -175,7 +178,7 @@ export class NatsBus implements EventBus {
     try {
       await this.js.publish(subject, data, {
         msgID: msgId,
-        expect: { streamName: this.options.stream },
+        expect: { streamName: this.options.stream, ...(afterMsgId === undefined ? {} : { lastMsgID: afterMsgId }) },
         timeout: left,
       });
     } catch (err) {
@@ -183,6 +186,41 @@ export class NatsBus implements EventBus {
       this.streamReady = undefined;
       throw err;
     }
+  }
+
+  /**
+   * All at once on the one connection (the server takes a connection's
+   * messages in the order sent), acknowledgements awaited together. Each
+   * message after the first carries Nats-Expected-Last-Msg-Id = the one before
+   * it: the stream stores it only if its last stored message is that one. So
+   * if message k is not stored (refused, lost with the connection), every
+   * message after it is refused too, and the stream never holds k+1 before k.
+   * The first failed acknowledgement ends what counts as published: the
+   * messages from there on are sent again later (one whose acknowledgement
+   * timed out but that was stored after all is then dropped as a duplicate).
+   * A refusal for "wrong last msg ID" after an acknowledged message is not a
+   * failure: another publisher's message came in between, or the one before
+   * was a duplicate (not stored again, so not the stream's last): the caller
+   * may send again at once from there (its first message carries no
+   * expectation, so it always gets through or fails for a real reason).
+   */
+  async publishInOrder(messages: readonly OutgoingMessage[]): Promise<PublishedInOrder> {
+    if (messages.length === 0) return { published: 0 };
+    try {
+      await this.ensureStream();
+    } catch (err) {
+      return { published: 0, error: err };
+    }
+    // Sent in this order: each publish awaits the same settled stream check
+    // (continuations run in the order they were queued), then writes its
+    // request before its next await. Each has the whole publish timeout.
+    const acks = messages.map((m, i) => this.publish(m.subject, m.data, m.msgId, i > 0 ? messages[i - 1]!.msgId : undefined));
+    const settled = await Promise.allSettled(acks);
+    const failed = settled.findIndex((s) => s.status === "rejected");
+    if (failed === -1) return { published: messages.length };
+    const reason = (settled[failed] as PromiseRejectedResult).reason;
+    if (failed > 0 && isWrongLastMsgId(reason)) return { published: failed };
+    return { published: failed, error: reason };
   }
 
   /**
@@ -448,4 +486,10 @@ function retryDelayOf(options: ConsumerOptions): (deliveryCount: number) => numb
 function isNotFound(err: unknown): boolean {
   const e = err as { code?: string; api_error?: { code?: number; err_code?: number } };
   return e?.api_error?.code === 404 || e?.code === "404";
+}
+
+/** JetStream refused a message whose Nats-Expected-Last-Msg-Id was not the stream's last (JSStreamWrongLastMsgIDErr). */
+function isWrongLastMsgId(err: unknown): boolean {
+  const e = err as { api_error?: { err_code?: number }; message?: unknown } | undefined;
+  return e?.api_error?.err_code === 10070 || /wrong last msg id/i.test(String(e?.message ?? ""));
 }

@@ -1,0 +1,50 @@
+// Stage timings of one delivery run (issue 7 speed work): contacts at 200/s,
+// one subscription each, then per delivery: commit (CreateContact returned) →
+// outbox row (its transaction's now()) → published (relay marked it) → fan-out
+// row → POST started (attempt minus its duration) → arrival at the receiver.
+// Run: npx tsx bench/delivery-stages.ts [seconds]; BENCH_CPU_PROF=dir adds --cpu-prof.
+import pg from "pg";
+import { startDeliveryTarget } from "./delivery-target.js";
+
+const seconds = Number(process.argv[2] ?? 10);
+const prof = process.env.BENCH_CPU_PROF;
+const target = await startDeliveryTarget(prof ? ["--cpu-prof", `--cpu-prof-dir=${prof}`] : []);
+try {
+  await target.run(1000, 200, 1);
+  const run = await target.run(200 * seconds, 200, 1);
+  const client = new pg.Client({ connectionString: target.databaseUrl });
+  await client.connect();
+  const { rows } = await client.query(`
+    select (e.body::json->'data'->>'id') as contact_id,
+           extract(epoch from o.created_at) * 1000 as outbox_at,
+           extract(epoch from o.published_at) * 1000 as published_at,
+           extract(epoch from d.created_at) * 1000 as fanout_at,
+           extract(epoch from a.attempted_at) * 1000 - a.duration_ms as post_at
+      from delivery.delivery_event e
+      join organisation.outbox o on o.id = e.event_id
+      join delivery.delivery d on d.event_id = e.event_id
+      join delivery.delivery_attempt a on a.delivery_id = d.id and a.attempt = 1`);
+  await client.end();
+  const byContact = new Map(rows.map((r) => [r.contact_id as string, r]));
+  const stages: Record<string, number[]> = { "commit→arrival": [], "outbox→commit": [], "outbox→published": [], "published→fanout": [], "fanout→post": [], "post→arrival": [], "outbox→arrival": [] };
+  for (const s of run.samples) {
+    const r = byContact.get(s.contactId);
+    if (!r) continue;
+    const [o, p, f, q] = [r.outbox_at, r.published_at, r.fanout_at, r.post_at].map(Number);
+    stages["commit→arrival"].push(s.arrivedAt - s.committedAt);
+    stages["outbox→commit"].push(s.committedAt - o);
+    stages["outbox→published"].push(p - o);
+    stages["published→fanout"].push(f - p);
+    stages["fanout→post"].push(q - f);
+    stages["post→arrival"].push(s.arrivedAt - q);
+    stages["outbox→arrival"].push(s.arrivedAt - o);
+  }
+  const pct = (a: number[], p: number) => a[Math.min(a.length - 1, Math.floor((a.length * p) / 100))];
+  console.log(`events/s ${run.eventsPerSecond.toFixed(0)}, arrived ${run.arrived}/${run.events}, failed ${run.failed}, matched ${stages["commit→arrival"].length}`);
+  for (const [name, a] of Object.entries(stages)) {
+    a.sort((x, y) => x - y);
+    console.log(`${name.padEnd(20)} p50 ${pct(a, 50).toFixed(1).padStart(7)}  p95 ${pct(a, 95).toFixed(1).padStart(7)}  p99 ${pct(a, 99).toFixed(1).padStart(7)}  max ${a[a.length - 1].toFixed(1).padStart(7)}`);
+  }
+} finally {
+  await target.close();
+}
