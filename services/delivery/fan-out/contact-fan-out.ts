@@ -69,7 +69,9 @@ export function consumeContactEvents(deps: {
       subject: "contact.>",
       batchSize: FAN_OUT_BATCH,
       maxAckPending: 1, // one at a time where there are no batches
-      ackWaitMs: 30_000,
+      // Short, so that what a crashed process held is handed out again within seconds; a
+      // live one keeps what it holds (the batch and the queue behind it) with working().
+      ackWaitMs: 5_000,
       retryDelayMs: 500,
       maxRetryDelayMs: 60_000,
       // About 1.5 hours of retries (webhook service or database down) before a batch is given up.

@@ -362,8 +362,14 @@ export class NatsBus implements EventBus {
         interrupt = done;
       });
 
-    const handle = async (batch: JsMsg[]) => {
-      const keepAlive = setInterval(() => batch.forEach((m) => m.working()), Math.max(100, Math.floor(ackWaitMs / 3)));
+    // `waiting`: the messages queued behind the batch. They are in hand too: while the
+    // batch is handled (or retried), their ack_wait must not run out either, or the
+    // broker would hand them out again to a consumer that still has them.
+    const handle = async (batch: JsMsg[], waiting: readonly JsMsg[]) => {
+      const keepAlive = setInterval(() => {
+        for (const m of batch) m.working();
+        for (const m of waiting) m.working();
+      }, Math.max(100, Math.floor(ackWaitMs / 3)));
       try {
         for (let attempt = 1; ; attempt++) {
           // This attempt's delivery count: the broker's, plus the retries made here.
@@ -427,7 +433,7 @@ export class NatsBus implements EventBus {
               arrived = undefined;
               continue;
             }
-            await handle(queue.splice(0, batchSize));
+            await handle(queue.splice(0, batchSize), queue);
           }
           // Stopped: what is still queued goes back to the broker now rather than after ack_wait.
           for (const m of queue.splice(0)) m.nak();
