@@ -22,6 +22,7 @@ import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
 import { createWebhookApp } from "../services/webhook/webhook-app.js";
+import { apiCaller, expectError, type AppClient } from "./support/api-client.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
 import { freePort, waitFor } from "./support/processes.js";
 import { startReceiver, type Receiver } from "./support/receiver.js";
@@ -74,7 +75,7 @@ let orgs: ReturnType<typeof organisation.client<typeof OrganisationService>>;
 let orgId: string;
 let otherOrgId: string;
 
-type Client = { id: string; secret: string };
+type Client = AppClient;
 /** Owned by orgId, every scope. */
 let app: Client;
 /** Another application of the same organisation. */
@@ -85,7 +86,7 @@ let foreign: Client;
 let reader: Client;
 /** contacts:read only. */
 let contactsOnly: Client;
-const tokens = new Map<string, string>();
+const { tokenOf, call } = apiCaller(() => base);
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -141,36 +142,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-async function tokenOf(client: Client): Promise<string> {
-  const known = tokens.get(client.id);
-  if (known) return known;
-  const res = await fetch(`${base}/oauth/token`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ grant_type: "client_credentials", client_id: client.id, client_secret: client.secret }).toString(),
-  });
-  const body = (await res.json()) as { access_token: string };
-  expect(res.status, JSON.stringify(body)).toBe(200);
-  tokens.set(client.id, body.access_token);
-  return body.access_token;
-}
 
-async function call(client: Client | undefined, method: string, path: string, body?: unknown): Promise<Response> {
-  const headers: Record<string, string> = {};
-  if (client) headers.authorization = `Bearer ${await tokenOf(client)}`;
-  if (body !== undefined) headers["content-type"] = "application/json";
-  return fetch(path.startsWith("http") ? path : `${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-}
 
-async function expectError(res: Response, status: number, error: string, description?: string | RegExp): Promise<void> {
-  const body = (await res.json()) as { error: string; error_description: string };
-  expect(res.status, JSON.stringify(body)).toBe(status);
-  expect(res.headers.get("content-type")).toMatch(/^application\/json/);
-  expect(Object.keys(body).sort()).toEqual(["error", "error_description"]);
-  expect(body.error).toBe(error);
-  if (typeof description === "string") expect(body.error_description).toBe(description);
-  else if (description) expect(body.error_description).toMatch(description);
-}
 
 interface SubscriptionBody {
   id: number;

@@ -22,6 +22,7 @@ import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
 import { createWebhookApp } from "../services/webhook/webhook-app.js";
+import { apiCaller, expectError, type AppClient } from "./support/api-client.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
 import { TestDnsServer } from "./support/dns-server.js";
 import { freePort, waitFor } from "./support/processes.js";
@@ -43,7 +44,7 @@ let base: string;
 let orgId: string;
 let otherOrgId: string;
 
-type Client = { id: string; secret: string };
+type Client = AppClient;
 /** Owned by orgId, every scope. */
 let app: Client;
 /** Another application of the same organisation. */
@@ -57,7 +58,7 @@ let writer: Client;
 /** contacts:read only. */
 let contactsOnly: Client;
 
-const tokens = new Map<string, string>();
+const { tokenOf, call } = apiCaller(() => base);
 
 const baseConfig = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
 const configWith = (overrides: Record<string, string>): Config =>
@@ -129,30 +130,7 @@ afterAll(async () => {
   await dns?.close();
 });
 
-async function tokenOf(client: Client): Promise<string> {
-  const known = tokens.get(client.id);
-  if (known) return known;
-  const res = await fetch(`${base}/oauth/token`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ grant_type: "client_credentials", client_id: client.id, client_secret: client.secret }).toString(),
-  });
-  const body = (await res.json()) as { access_token: string };
-  expect(res.status, JSON.stringify(body)).toBe(200);
-  tokens.set(client.id, body.access_token);
-  return body.access_token;
-}
 
-async function call(client: Client | undefined, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  const h: Record<string, string> = { ...headers };
-  if (client) h.authorization = `Bearer ${await tokenOf(client)}`;
-  let payload: string | undefined;
-  if (body !== undefined) {
-    payload = typeof body === "string" ? body : JSON.stringify(body);
-    h["content-type"] ??= "application/json";
-  }
-  return fetch(`${base}${path}`, { method, headers: h, body: payload });
-}
 
 interface SubscriptionBody {
   id: number;
@@ -170,15 +148,6 @@ async function create(client: Client, target_url: string, event_type = "contact.
   return body;
 }
 
-async function expectError(res: Response, status: number, error: string, description?: string | RegExp): Promise<void> {
-  const body = (await res.json()) as { error: string; error_description: string };
-  expect(res.status, JSON.stringify(body)).toBe(status);
-  expect(res.headers.get("content-type")).toMatch(/^application\/json/);
-  expect(Object.keys(body).sort()).toEqual(["error", "error_description"]);
-  expect(body.error).toBe(error);
-  if (typeof description === "string") expect(body.error_description).toBe(description);
-  else if (description) expect(body.error_description).toMatch(description);
-}
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
