@@ -27,6 +27,7 @@ import { accountRoutes } from "./routes/account.js";
 import { authorizeRoutes } from "./routes/authorize.js";
 import { pageAssetRoutes } from "./pages/assets.js";
 import { createSessionCookie } from "./session-cookie.js";
+import { stringParamGuard } from "./string-params.js";
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -142,6 +143,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   const routes = new RouteTable();
   routes.attach(app);
   requestGuards(app, routes);
+  stringParamGuard(app);
   app.setNotFoundHandler((request, reply) => sendError(reply, routes.notFound(request)));
   app.setErrorHandler(errorHandler);
 

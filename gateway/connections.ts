@@ -3,11 +3,11 @@
 // on close that serves requests already received but does not wait for
 // clients that stopped sending.
 import { randomUUID } from "node:crypto";
-import { STATUS_CODES } from "node:http";
+import { STATUS_CODES, type IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "../services/shared/logger.js";
-import { REQUEST_ID_HEADER } from "../services/shared/request-context.js";
+import { REQUEST_ID_HEADER, acceptRequestId } from "../services/shared/request-context.js";
 
 interface InFlight {
   request: FastifyRequest;
@@ -51,6 +51,20 @@ function clientErrorAnswer(code: string | undefined): [number, string, string] {
       // server did not receive a complete request message within the time that it
       // was prepared to wait."
       return [408, "request_timeout", "the request did not arrive completely in time; send it again"];
+    case "HPE_INVALID_TRANSFER_ENCODING":
+      // RFC 9112 §6.3: "If a Transfer-Encoding header field is present in a
+      // request and the chunked transfer coding is not the final encoding [...]
+      // the server MUST respond with the 400 (Bad Request) status code and then
+      // close the connection."
+      return [400, "invalid_request", "the Transfer-Encoding must end with chunked, applied once"];
+    case "HPE_INVALID_VERSION":
+    case "HPE_PAUSED_H2_UPGRADE":
+      // RFC 9110 §15.6.6: "The 505 (HTTP Version Not Supported) status code
+      // indicates that the server does not support, or refuses to support, the
+      // major version of HTTP that was used in the request message." (The
+      // parser refuses versions other than 1.0, 1.1 and 2.0, and HTTP/2's
+      // connection preface.)
+      return [505, "http_version_not_supported", "this server speaks HTTP/1.1 (and HTTP/1.0)"];
     default:
       return [400, "invalid_request", "the request is not valid HTTP"];
   }
@@ -79,6 +93,7 @@ export class Connections {
       if (this.inFlight.get(request.raw.socket)?.request === request) this.inFlight.delete(request.raw.socket);
       done();
     });
+    app.server.on("connect", this.onConnect);
     app.addHook("preClose", (done) => {
       this.drain();
       done();
@@ -98,6 +113,20 @@ export class Connections {
     const [status, error, description] = clientErrorAnswer(code);
     this.logger.info({ requestId, status, reason: code }, "request refused on its connection");
     writeAnswerAndClose(socket, requestId, status, error, description);
+  };
+
+  /**
+   * The server's "connect" event: node hands a CONNECT request over as a bare
+   * socket and, without a listener, closes it without a word. This server is
+   * no proxy; RFC 9110 §15.5.6: "The origin server MUST generate an Allow
+   * header field in a 405 response containing a list of the target resource's
+   * currently supported methods", and §10.2.1: "An empty Allow field value
+   * indicates that the resource allows no methods".
+   */
+  readonly onConnect = (request: IncomingMessage, socket: Socket): void => {
+    const requestId = acceptRequestId(request.headers[REQUEST_ID_HEADER] as string | undefined) ?? randomUUID();
+    this.logger.info({ requestId, status: 405, method: "CONNECT" }, "request refused on its connection");
+    writeAnswerAndClose(socket, requestId, 405, "method_not_allowed", "this server is not a proxy: CONNECT is not served here", { Allow: "" });
   };
 
   /**

@@ -28,8 +28,20 @@ export interface PresentedClient {
   method: "client_secret_basic" | "client_secret_post" | "none";
 }
 
-function decodeBasic(header: string): { id: string; secret: string } {
-  const raw = Buffer.from(header.slice(6).trim(), "base64").toString("utf8");
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/**
+ * The client_id and secret of a Basic Authorization header, decoded; throws
+ * invalid_client when they are not well formed (not base64 of UTF-8 text,
+ * no colon, a bad percent-encoding).
+ */
+export function decodeBasic(header: string): { id: string; secret: string } {
+  let raw: string;
+  try {
+    raw = utf8.decode(Buffer.from(header.slice(6).trim(), "base64"));
+  } catch {
+    throw invalidClient("malformed Basic credentials");
+  }
   const colon = raw.indexOf(":");
   if (colon < 0) throw invalidClient("malformed Basic credentials");
   // RFC 6749 §2.3.1: client_id and secret are form-urlencoded before Basic.
@@ -43,13 +55,16 @@ function decodeBasic(header: string): { id: string; secret: string } {
   return { id: decode(raw.slice(0, colon)), secret: decode(raw.slice(colon + 1)) };
 }
 
+export const isBasic = (authorization: string | undefined): authorization is string =>
+  authorization !== undefined && /^basic /i.test(authorization);
+
 /**
  * client_secret_basic or client_secret_post, never both (RFC 6749 §2.3: "The
  * client MUST NOT use more than one authentication method in each request");
  * a public client sends only client_id.
  */
 export function presentedClient(authorization: string | undefined, params: Params): PresentedClient | undefined {
-  const basic = authorization && /^basic /i.test(authorization) ? decodeBasic(authorization) : undefined;
+  const basic = isBasic(authorization) ? decodeBasic(authorization) : undefined;
   if (basic) {
     if (params.client_secret !== undefined) {
       throw new OAuthError("invalid_request", "use one client authentication method: Basic or client_secret in the body, not both");

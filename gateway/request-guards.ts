@@ -45,7 +45,39 @@ function hasBody(request: FastifyRequest): boolean {
   return request.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
 }
 
+// What follows an answer on such a connection cannot be framed: it is closed.
+const CLOSE = { connection: "close" };
+
+/** The HTTP version and the body's framing: refusals after which the connection closes. */
+function framingProblem(request: FastifyRequest): HttpError | undefined {
+  // RFC 9110 §15.6.6: "The 505 (HTTP Version Not Supported) status code
+  // indicates that the server does not support, or refuses to support, the
+  // major version of HTTP that was used in the request message." (Node's
+  // parser reads an HTTP/2.0 request line as if it were HTTP/1.x.)
+  if (request.raw.httpVersionMajor !== 1) {
+    return new HttpError(505, "http_version_not_supported", "this server speaks HTTP/1.1 (and HTTP/1.0)", CLOSE);
+  }
+  const te = request.headers["transfer-encoding"];
+  if (te === undefined) return undefined;
+  const codings = te.split(",").map((c) => c.trim().toLowerCase());
+  // RFC 9112 §6.3: "If a Transfer-Encoding header field is present in a request
+  // and the chunked transfer coding is not the final encoding, the message body
+  // length cannot be determined reliably; the server MUST respond with the 400
+  // (Bad Request) status code and then close the connection."
+  if (codings.at(-1) !== "chunked") {
+    return new HttpError(400, "invalid_request", "the Transfer-Encoding must end with chunked, applied once", CLOSE);
+  }
+  // RFC 9112 §6.1: "A server that receives a request message with a transfer
+  // coding it does not understand SHOULD respond with 501 (Not Implemented)."
+  if (codings.length !== 1) {
+    return new HttpError(501, "not_implemented", "the only transfer coding this server reads is chunked (Transfer-Encoding: chunked)", CLOSE);
+  }
+  return undefined;
+}
+
 function guard(request: FastifyRequest, routes: RouteTable): HttpError | undefined {
+  const framing = framingProblem(request);
+  if (framing) return framing;
   // RFC 9110 §10.1.1: "A server that receives an Expect field value containing a
   // member other than 100-continue MAY respond with a 417 (Expectation Failed)
   // status code to indicate that the unexpected expectation cannot be met."

@@ -9,7 +9,7 @@
 import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { existsSync } from "node:fs";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
@@ -26,6 +26,7 @@ import { createRpcClient, serveInProcess } from "../services/shared/rpc-client.j
 import { startRpcServer, type RunningServer } from "../services/shared/rpc-server.js";
 import type { ServiceApp, ServiceAppDeps } from "../services/shared/service-app.js";
 import { PortInUseError, checkPortsFree, exitIfPortInUse, listenOn } from "../services/shared/port-in-use.js";
+import { makePrivateFolder } from "../services/shared/private-folder.js";
 import { onShutdown } from "../services/shared/service-main.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import type { FastifyInstance } from "fastify";
@@ -56,7 +57,12 @@ async function main(): Promise<void> {
   const logger = createLogger("bizcard", config.LOG_LEVEL);
   const embeddedDb = !config.DATABASE_URL;
   const dataDir = path.resolve(config.DATA_DIR);
-  await mkdir(dataDir, { recursive: true });
+  // The data folder is the owner's only (0700, files 0600), also one an older
+  // version made readable by others: it holds the internal credential, the
+  // demo credentials and, embedded, the databases with their WAL. Whatever
+  // this process writes later is made without group or other access.
+  if (embeddedDb) process.umask(0o077);
+  await makePrivateFolder(dataDir);
   // The demo is made once per embedded data folder; the marker is written when it exists.
   const freshDataDir = embeddedDb && !existsSync(path.join(dataDir, DEMO_FILE));
   if (config.INTERNAL_RPC_TOKEN.length === 0) config = withInternalTokens(config, [await internalToken(dataDir)]);

@@ -12,7 +12,9 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { PGlite } from "@electric-sql/pglite";
+import { NodeFS } from "@electric-sql/pglite/nodefs";
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
+import { PRIVATE_DIR_MODE, makePrivateFolder } from "./private-folder.js";
 
 /** Pool size for a service on embedded PostgreSQL. */
 // One: with several connections, a statement failing inside a transaction
@@ -44,6 +46,41 @@ import { PGlite } from ${JSON.stringify(PGLITE_URL)};
 const db = await PGlite.create({ dataDir: workerData.dir, startParams: workerData.startParams, initDbStartParams: workerData.initDbStartParams });
 await db.close();
 `;
+
+// Privacy. The folders hold member emails and password hashes (in the WAL
+// too): only the owner may read them. PGlite's C library creates files with
+// a umask of its own (022, not the process's) and then sets the mode it asked
+// for, 0666 for some, so the process umask does not reach them: the calls its
+// node filesystem makes are narrowed to the owner instead, and the files
+// initdb made (in a worker, with plain PGlite) are set right afterwards.
+const OWNER_ONLY = ~0o077;
+
+interface NodeFsOps {
+  node_ops: { mknod(parent: unknown, name: string, mode: number, dev: unknown): unknown; setattr(node: unknown, attr: { mode?: number }): void };
+  stream_ops: { setattr(stream: unknown, attr: { mode?: number }): void };
+}
+
+function ownerOnly(nodefs: NodeFsOps): void {
+  const { node_ops: node, stream_ops: stream } = nodefs;
+  const mknod = node.mknod.bind(node);
+  const setattr = node.setattr.bind(node);
+  const streamSetattr = stream.setattr.bind(stream);
+  const narrow = (attr: { mode?: number }) => (attr.mode === undefined ? attr : { ...attr, mode: attr.mode & OWNER_ONLY });
+  node.mknod = (parent, name, mode, dev) => mknod(parent, name, mode & OWNER_ONLY, dev);
+  node.setattr = (n, attr) => setattr(n, narrow(attr));
+  stream.setattr = (s, attr) => streamSetattr(s, narrow(attr));
+}
+
+type ModuleOptions = Parameters<NodeFS["init"]>[1];
+type PostgresModule = Parameters<NonNullable<ModuleOptions["preRun"]>[number]>[0];
+
+/** PGlite's node filesystem, whose folders and files only the owner may read or write. */
+class OwnerOnlyNodeFS extends NodeFS {
+  override init(pg: PGlite, opts: ModuleOptions) {
+    const narrow = (mod: PostgresModule) => ownerOnly(mod.FS.filesystems.NODEFS as unknown as NodeFsOps);
+    return super.init(pg, { ...opts, preRun: [...(opts.preRun ?? []), narrow] });
+  }
+}
 
 let initdbQueue: Promise<unknown> = Promise.resolve();
 
@@ -77,8 +114,9 @@ const initialised = (dir: string) => existsSync(path.join(dir, "PG_VERSION"));
 export async function prepareEmbeddedPostgres(dataDir: string, names: readonly string[]): Promise<void> {
   const [first, ...rest] = names.map((n) => folder(dataDir, n)).filter((dir) => !initialised(dir));
   if (!first) return;
-  await mkdir(first, { recursive: true });
+  await mkdir(first, { recursive: true, mode: PRIVATE_DIR_MODE });
   await initialise(first);
+  await makePrivateFolder(first);
   for (const dir of rest) {
     // Copied beside it and renamed, so that an interrupted copy is never taken for a database.
     const partial = `${dir}.partial`;
@@ -96,9 +134,11 @@ export interface EmbeddedPostgres {
 
 export async function startEmbeddedPostgres(dataDir: string, name: string): Promise<EmbeddedPostgres> {
   const dir = folder(dataDir, name);
-  await mkdir(dir, { recursive: true });
+  await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   if (!initialised(dir)) await initialise(dir);
-  const db = await PGlite.create({ dataDir: dir, startParams: START_PARAMS });
+  // Also a folder an older version left readable by others.
+  await makePrivateFolder(dir);
+  const db = await PGlite.create({ fs: new OwnerOnlyNodeFS(dir), startParams: START_PARAMS });
   const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: 4 });
   await server.start();
   // The pool holds one connection; the few spare slots only cover a

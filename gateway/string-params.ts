@@ -1,0 +1,99 @@
+// Every string a client sends, checked in one place before any route reads
+// it: the query, the path's parameters, the form or JSON body (names and
+// values, at any depth) and the Basic credentials once decoded. U+0000 and
+// unpaired surrogates are refused with 400 invalid_request: no service
+// stores them (PostgreSQL's text cannot hold U+0000, and a lone surrogate
+// becomes U+FFFD in UTF-8), so they would fail late or change on the way.
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { HttpError } from "./errors.js";
+import { decodeBasic, isBasic } from "./oauth-params.js";
+
+/**
+ * RFC 8259 §8.2: "the ABNF in this specification allows member names and
+ * string values to contain bit sequences that cannot encode Unicode
+ * characters; for example, "\uDEAD" (a single unpaired UTF-16 surrogate)
+ * [...] The behavior of software that receives JSON texts containing such
+ * values is unpredictable". Such a string is refused, as is U+0000.
+ */
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+export const isStorable = (s: string): boolean => !UNSTORABLE.test(s);
+
+/** The refusal of `s`, found under `where` (a parameter, the path...). */
+function refusal(where: string, s: string): HttpError {
+  const what = s.includes("\u0000") ? "control characters (U+0000)" : "an unpaired surrogate, which is not Unicode text";
+  return new HttpError(400, "invalid_request", `${where} must not contain ${what}`);
+}
+
+/**
+ * The refusal of the first unstorable string in a parsed value (names
+ * included), naming the top-level parameter it is under. Iterative: a JSON
+ * body may nest deeper than the stack.
+ */
+function firstUnstorable(value: unknown, source: string): HttpError | undefined {
+  if (value === null || typeof value !== "object") {
+    return typeof value === "string" && !isStorable(value) ? refusal(source, value) : undefined;
+  }
+  for (const [name, top] of Object.entries(value)) {
+    if (!isStorable(name)) return refusal(`a parameter name in ${source}`, name);
+    const pending: unknown[] = [top];
+    while (pending.length > 0) {
+      const v = pending.pop();
+      if (typeof v === "string") {
+        if (!isStorable(v)) return refusal(`${source}: ${name}`, v);
+      } else if (v !== null && typeof v === "object") {
+        for (const [key, inner] of Object.entries(v)) {
+          if (!isStorable(key)) return refusal(`${source}: ${name}`, key);
+          pending.push(inner);
+        }
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The query as it came: percent-encoded UTF-8, like a form body (WHATWG URL,
+ * application/x-www-form-urlencoded). The query parser keeps a sequence it
+ * cannot decode (%FF, %ED%A0%80, %zz) as it was written, so it is refused here.
+ */
+function queryProblem(url: string): string | undefined {
+  const q = url.indexOf("?");
+  if (q < 0 || !url.includes("%", q)) return undefined;
+  try {
+    decodeURIComponent(url.slice(q + 1).replaceAll("+", " "));
+    return undefined;
+  } catch {
+    return "the query is not validly percent-encoded UTF-8";
+  }
+}
+
+function problem(request: FastifyRequest): HttpError | undefined {
+  const query = queryProblem(request.url);
+  if (query) return new HttpError(400, "invalid_request", query);
+  const found =
+    firstUnstorable(request.query, "the query") ?? firstUnstorable(request.params, "the path") ?? firstUnstorable(request.body, "the body");
+  if (found) return found;
+  const authorization = request.headers.authorization;
+  if (isBasic(authorization)) {
+    let credentials: { id: string; secret: string } | undefined;
+    try {
+      credentials = decodeBasic(authorization);
+    } catch {
+      // Malformed credentials are the route's to answer (invalid_client).
+    }
+    if (credentials) return firstUnstorable(credentials, "the Basic credentials");
+  }
+  return undefined;
+}
+
+/**
+ * The preValidation hook (after the body is parsed, before any handler): a
+ * refusal goes through the route's error handler, so the OAuth endpoints stay
+ * no-store and the page routes answer a page.
+ */
+export function stringParamGuard(app: FastifyInstance): void {
+  app.addHook("preValidation", (request, _reply, done) => {
+    done(problem(request));
+  });
+}
