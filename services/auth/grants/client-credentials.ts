@@ -1,8 +1,8 @@
 // grant_type=client_credentials (RFC 6749 §4.4): a confidential client owned
 // by an organisation acts for that organisation. No refresh token.
 import { UnauthorizedClient } from "../oauth-errors.js";
-import { issueTokens, tokenAnswer } from "../tokens/issue-tokens.js";
-import { narrowScope } from "../tokens/scope-parameter.js";
+import { issueTokens, tokenAnswer } from "./issue-tokens.js";
+import { narrowScope } from "./scope-parameter.js";
 import type { GrantModule } from "./grant-module.js";
 
 export const clientCredentialsGrant: GrantModule = {

@@ -2,7 +2,7 @@
 // validation, and the error redirects of RFC 6749 §4.1.2.1 with RFC 9207's iss.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { type AuthorizationParameters, type Client as ClientMessage } from "../../../gen/bizcard/auth/v1/auth_pb.js";
-import { toClientMessage } from "../auth-service.js";
+import { toClientMessage } from "../clients/client-message.js";
 import { ClientEntity } from "../clients/client.entity.js";
 import {
   InvalidRequest,

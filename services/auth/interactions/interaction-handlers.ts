@@ -17,7 +17,8 @@ import {
   type Session,
 } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import { notFound } from "../../shared/validation.js";
-import { AUTH_SCHEMA, type AuthServiceDeps } from "../auth-service.js";
+import { AUTH_SCHEMA } from "../auth-schema.js";
+import type { AuthServiceDeps } from "../auth-service-deps.js";
 import { AccessDenied, InvalidCredentials, InvalidCsrfToken, InvalidRequest, LoginRequired, oauthHandler, onPageOnly } from "../oauth-errors.js";
 import { errorRedirect, validateAuthorizationRequest, withQuery, type ValidatedRequest } from "./authorization-request.js";
 import { createInteractionStore, type InteractionRow } from "./interaction-store.js";

@@ -2,17 +2,10 @@
 // (RFC 6749 §2.3, §3.2.1), limited against brute force per client and address.
 import type { ClientCredentials } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import { secretMatches } from "../clients/client-secret.js";
+import type { AuthenticatedClient } from "../grants/grant-module.js";
 import { InvalidClient, InvalidRequest } from "../oauth-errors.js";
 import type { FailureLimits } from "../rate-limit/failure-limits.js";
 import type { MikroORM } from "@mikro-orm/postgresql";
-
-export interface AuthenticatedClient {
-  id: string;
-  public: boolean;
-  ownerOrganisationId: string | null;
-  scopes: string[];
-  grantTypes: string[];
-}
 
 export interface ClientAuthenticationDeps {
   orm: MikroORM;

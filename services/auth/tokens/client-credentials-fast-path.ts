@@ -33,8 +33,8 @@ import { tokenHash } from "../../shared/token-hash.js";
 import { hashSecret } from "../clients/client-secret.js";
 import type { FailureLimits } from "../rate-limit/failure-limits.js";
 import { ALL_SCOPES, isScope } from "../scopes.js";
-import { tokenAnswer, type TokenTables } from "./issue-tokens.js";
-import { newTokenValue } from "./token-values.js";
+import { tokenAnswer, type TokenTables } from "../grants/issue-tokens.js";
+import { newTokenValue } from "../grants/token-values.js";
 
 export interface FastPathDeps {
   orm: MikroORM;

@@ -7,10 +7,10 @@
 import type { ExchangeTokenRequest, ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import { authorizationCodeGrant } from "../grants/authorization-code.js";
 import { clientCredentialsGrant } from "../grants/client-credentials.js";
-import type { GrantDeps, GrantModule } from "../grants/grant-module.js";
+import type { AuthenticatedClient, GrantDeps, GrantModule } from "../grants/grant-module.js";
 import { refreshTokenGrant } from "../grants/refresh-token.js";
 import { InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from "../oauth-errors.js";
-import { authenticateClient, type AuthenticatedClient, type ClientAuthenticationDeps } from "./client-authentication.js";
+import { authenticateClient, type ClientAuthenticationDeps } from "./client-authentication.js";
 import { createClientCredentialsFastPath, type FastPathDeps } from "./client-credentials-fast-path.js";
 
 export const GRANT_MODULES: readonly GrantModule[] = [authorizationCodeGrant, refreshTokenGrant, clientCredentialsGrant];
