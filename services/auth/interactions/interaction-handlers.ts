@@ -16,6 +16,7 @@ import {
   type Interaction,
   type Session,
 } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import { normaliseEmail } from "../../shared/email.js";
 import { notFound } from "../../shared/validation.js";
 import { AUTH_SCHEMA } from "../auth-schema.js";
 import type { AuthServiceDeps } from "../auth-service-deps.js";
@@ -93,8 +94,9 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
       const interaction = await interactions.find(req.interactionId);
       if (!interaction) throw notFound("interaction");
       requireCsrf(req.csrfToken, interaction.csrfToken);
-      // The organisation service's rule for a member's email (trimmed, lower case).
-      const email = req.email.trim().toLowerCase();
+      // The organisation service's form of a member's email, so that the limit
+      // counts one member under one key however the email was typed.
+      const email = normaliseEmail(req.email);
       // Counted before the password is looked at, given back when it was
       // right (rate-limit/failure-limits.ts): a burst cannot outrun the limit.
       await deps.limits.consume("login", email, req.remoteAddress);
