@@ -35,6 +35,8 @@ function refusal(row: ClientRow | undefined, credentials: ClientCredentials): st
   return undefined;
 }
 
+export const CLIENT_AUTHENTICATION_REQUIRED = "client authentication is required (client_id and client_secret, or Basic)";
+
 const METHODS = new Set(["client_secret_basic", "client_secret_post", "none"]);
 
 /**
@@ -50,7 +52,7 @@ export async function authenticateClient(
   credentials: ClientCredentials | undefined,
   remoteAddress: string,
 ): Promise<AuthenticatedClient> {
-  if (!credentials?.clientId) throw new InvalidClient("client authentication is required (client_id)");
+  if (!credentials?.clientId) throw new InvalidClient(CLIENT_AUTHENTICATION_REQUIRED);
   if (!METHODS.has(credentials.method)) throw new InvalidRequest(`unknown client authentication method ${credentials.method}`);
   const { clientId } = credentials;
   // The secret first, then the limits (rate-limit/failure-limits.ts): a
