@@ -35,6 +35,24 @@ function refusal(row: ClientRow | undefined, credentials: ClientCredentials): st
   return undefined;
 }
 
+/**
+ * The credentials secretAuthenticatesSql() judges: a secret sent Basic or in
+ * the body (a public client's "none" is judged by refusal() only).
+ */
+export const presentsSecret = (credentials: ClientCredentials): boolean =>
+  (credentials.method === "client_secret_basic" || credentials.method === "client_secret_post") && credentials.clientSecret !== "";
+
+/**
+ * refusal() for credentials that presentsSecret(), as a SQL boolean on a row
+ * `client` of the client table, `secretHash` being where the statement binds
+ * hashSecret() of the presented secret: true when they are right (the
+ * client is confidential and its secret's hash matches). Comparing hashes in
+ * SQL, not in constant time, tells an attacker nothing: the secret is 256
+ * random bits (clients/client-secret.ts).
+ */
+export const secretAuthenticatesSql = (client: string, secretHash: string): string =>
+  `(not ${client}."public" and ${client}."secret_hash" = ${secretHash})`;
+
 export const CLIENT_AUTHENTICATION_REQUIRED = "client authentication is required (client_id and client_secret, or Basic)";
 
 const METHODS = new Set(["client_secret_basic", "client_secret_post", "none"]);

@@ -7,6 +7,7 @@
 import type { ExchangeTokenRequest, ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import { authorizationCodeGrant } from "../grants/authorization-code.js";
 import { clientCredentialsGrant } from "../grants/client-credentials.js";
+import { allowsGrantType } from "../clients/grant-types.js";
 import type { AuthenticatedClient, GrantDeps, GrantModule } from "../grants/grant-module.js";
 import { refreshTokenGrant } from "../grants/refresh-token.js";
 import { InvalidClient, InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from "../oauth-errors.js";
@@ -55,7 +56,7 @@ function requireParameters(grant: GrantModule, request: ExchangeTokenRequest): v
 
 /** RFC 6749 §5.2 unauthorized_client: "The authenticated client is not authorized to use this authorization grant type." */
 function allowGrantType(client: AuthenticatedClient, grant: GrantModule): void {
-  if (!client.grantTypes.includes(grant.grantType)) {
+  if (!allowsGrantType(client.grantTypes, grant.grantType)) {
     throw new UnauthorizedClient(`this client may not use ${grant.grantType}`);
   }
 }
