@@ -30,7 +30,7 @@ function createClientHandlers(deps: AuthServiceDeps): Pick<ServiceImpl<typeof Au
       if ([...name].length > 100 || /[\u0000-\u001f\u007f]/.test(name)) throw invalid("name", "at most 100 printable characters");
       if (req.redirectUris.length > 10) throw invalid("redirect_uris", "at most 10");
       const redirectUris = [
-        ...new Set(req.redirectUris.map((u) => checkRedirectUri(u, { allowInsecure: deps.allowInsecureRedirects }))),
+        ...new Set(req.redirectUris.map((u) => checkRedirectUri(u, { allowInsecure: deps.allowInsecureRedirects, public: req.public }))),
       ];
       const unknown = req.scopes.filter((s) => !isScope(s));
       if (unknown.length) throw invalid("scopes", `unknown scope ${unknown.join(", ")}; known: ${ALL_SCOPES.join(" ")}`);
