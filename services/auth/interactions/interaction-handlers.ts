@@ -43,6 +43,8 @@ export type InteractionHandlers = Partial<
 
 const SWEEP_EVERY_MS = 60_000;
 
+export const CONSENT_WITHOUT_INTERACTION = "the consent does not name its sign-in request (interaction_id)";
+
 export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHandlers {
   const { orm, config, issuer } = deps;
   const schema = AUTH_SCHEMA;
@@ -124,32 +126,24 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
 
     decideConsent: oauthHandler(async (req) => {
       const params = req.parameters ?? create(AuthorizationParametersSchema);
-      let request: ValidatedRequest;
-      let session: SessionRow;
-      if (req.interactionId) {
-        const interaction = await interactions.find(req.interactionId);
-        if (!interaction || interaction.kind !== "authorize" || !interaction.client || !interaction.parameters) throw notFound("interaction");
-        requireCsrf(req.csrfToken, interaction.csrfToken);
-        session = await requireSession(req.sessionId);
-        // The consent is the member's who logged in for this interaction (or
-        // whose session viewed it), never another browser's.
-        if (interaction.memberId !== session.memberId) throw new LoginRequired("this consent belongs to another login; log in again");
-        checkSameRequest(params, interaction);
-        request = { client: interaction.client, parameters: interaction.parameters, scopes: interaction.scopes };
-      } else {
-        // A JSON body posted by the client itself: a new authorization request
-        // with a session, and no CSRF token (the gateway allows this only for
-        // application/json, which a cross-site form cannot send).
-        const validation = await validateAuthorizationRequest(orm, issuer, params, []);
-        session = await requireSession(req.sessionId);
-        if (validation.redirectTo !== undefined) return { redirectTo: validation.redirectTo };
-        request = validation.request;
-      }
+      // Every consent, a form's or a JSON body's, is the answer to the consent
+      // page of one interaction, carrying that page's CSRF token: a session
+      // alone does not show that its member saw and allowed this request.
+      if (!req.interactionId) throw onPageOnly(new InvalidRequest(CONSENT_WITHOUT_INTERACTION));
+      const interaction = await interactions.find(req.interactionId);
+      if (!interaction || interaction.kind !== "authorize" || !interaction.client || !interaction.parameters) throw notFound("interaction");
+      requireCsrf(req.csrfToken, interaction.csrfToken);
+      const session = await requireSession(req.sessionId);
+      // The consent is the member's who logged in for this interaction (or
+      // whose session viewed it), never another browser's.
+      if (interaction.memberId !== session.memberId) throw new LoginRequired("this consent belongs to another login; log in again");
+      checkSameRequest(params, interaction);
+      const request: ValidatedRequest = { client: interaction.client, parameters: interaction.parameters, scopes: interaction.scopes };
       if (req.decision !== ConsentDecision.ALLOW && req.decision !== ConsentDecision.DENY) {
         throw onPageOnly(new InvalidRequest("decision must be allow or deny"));
       }
       // Single use: a second post of the same consent finds nothing.
-      if (req.interactionId && !(await interactions.consume(req.interactionId))) throw notFound("interaction");
+      if (!(await interactions.consume(req.interactionId))) throw notFound("interaction");
       const { parameters } = request;
       if (req.decision === ConsentDecision.DENY) {
         // RFC 6749 §4.1.2.1 access_denied: "The resource owner or authorization server denied the request."
