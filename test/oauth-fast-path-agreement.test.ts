@@ -9,6 +9,7 @@
 // error_description, WWW-Authenticate, Retry-After, the token's shape and
 // scope), and a success on the fast side must have been the fast path's (the
 // pipeline's client authentication, which reads the limits, never ran).
+// And grant_type is judged by the auth service alone: the gateway forwards it.
 import type { AddressInfo } from "node:net";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { FastifyInstance } from "fastify";
@@ -30,6 +31,7 @@ import { createLogger } from "../services/shared/logger.js";
 import type { ServiceApp, ServiceAppDeps } from "../services/shared/service-app.js";
 import { tokenHash } from "../services/shared/token-hash.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { freePort } from "./support/processes.js";
 import { openTestBus, startService, type StartedService } from "./support/services.js";
 
 const TOKEN = "a".repeat(40);
@@ -358,5 +360,28 @@ describe("the fast path and the pipeline answer alike", () => {
         });
       }
     });
+  });
+});
+
+describe("grant_type is the auth service's to judge", () => {
+  it("the gateway forwards it: with its auth service unreachable, an unknown grant_type is 503, not judged there", async () => {
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const config = testConfig({ INTERNAL_RPC_TOKEN: TOKEN, ORGANISATION_RPC_URL: organisation.server.url, AUTH_RPC_URL: closed });
+    const lonely = await buildGateway({
+      clients: createServiceClients(config),
+      serviceUrls: { auth: closed, organisation: organisation.server.url },
+      logger: createLogger("fast-path-agreement", config.LOG_LEVEL),
+    });
+    await lonely.listen({ port: 0, host: "127.0.0.1" });
+    try {
+      const base = `http://127.0.0.1:${(lonely.server.address() as AddressInfo).port}`;
+      for (const body of ["grant_type=password&client_id=c&client_secret=s", "grant_type=nope", "client_id=c"]) {
+        const res = await fetch(`${base}/oauth/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body });
+        expect(res.status, body).toBe(503);
+        expect(((await res.json()) as { error: string }).error).toBe("temporarily_unavailable");
+      }
+    } finally {
+      await lonely.close();
+    }
   });
 });

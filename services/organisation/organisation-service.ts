@@ -136,7 +136,7 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
     },
 
     // A hot lookup that only reads: one statement, no unit of work, no entity
-    // hydration (about 0.25 ms of CPU here against 1.25 ms through em.findOne).
+    // hydration: a fraction of the CPU em.findOne spends on the same row.
     async getOrganisation(req) {
       if (!isUuid(req.id)) throw notFound("organisation");
       const row = (await orm.em
