@@ -1,13 +1,14 @@
 // The token endpoint (RFC 6749 §3.2) as a short pipeline of named steps:
-// parse the request, authenticate the client, run the grant, answer.
+// the grant type (judged here only: the gateway forwards grant_type as
+// sent), the client's authentication, the grant, the answer.
 // node-oidc-provider's lib/actions/token.js has the same shape. Before it, a
 // right client_credentials request is answered in one SQL statement
 // (client-credentials-fast-path.ts); anything else, and any request that
 // statement refuses, goes through the pipeline, which answers the error.
 import type { ExchangeTokenRequest, ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import { allowsGrantType } from "../clients/grant-types.js";
 import { authorizationCodeGrant } from "../grants/authorization-code.js";
 import { clientCredentialsGrant } from "../grants/client-credentials.js";
-import { allowsGrantType } from "../clients/grant-types.js";
 import type { AuthenticatedClient, GrantDeps, GrantModule } from "../grants/grant-module.js";
 import { refreshTokenGrant } from "../grants/refresh-token.js";
 import { InvalidClient, InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from "../oauth-errors.js";
