@@ -346,9 +346,9 @@ describe("the consent page", () => {
     expect(res.headers.get("location")).toBe(interaction);
   });
 
-  it("takes a JSON body with the seed's fields and a session, and answers 401 JSON without one", async () => {
-    const { cookie } = await consentPage(good.clientId);
-    const body = JSON.stringify({ response_type: "code", client_id: good.clientId, redirect_uri: REDIRECT, scope: "organisation:read", state: "js-1", decision: "allow" });
+  it("takes a JSON body with the page's fields (its interaction and CSRF token too) and a session, and answers 401 JSON without one", async () => {
+    const { html, cookie } = await consentPage(good.clientId, { scope: "organisation:read", state: "js-1" });
+    const body = JSON.stringify(consentFields(html, "allow"));
     const res = await fetch(url("/oauth/authorize/consent"), { method: "POST", redirect: "manual", headers: { "content-type": "application/json", cookie }, body });
     expect(res.status).toBe(303);
     const location = new URL(res.headers.get("location")!);

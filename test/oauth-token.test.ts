@@ -23,7 +23,7 @@ import type { GrantStore } from "../services/auth/grants/grant-store.js";
 import { rateLimited } from "../services/auth/oauth-errors.js";
 import type { FailureLimits } from "../services/auth/rate-limit/failure-limits.js";
 import { deleteExpired } from "../services/auth/tokens/expired-sweep.js";
-import { openAnswer, sealAnswer } from "../services/auth/tokens/retry-answer.js";
+import { openAnswer, sealAnswer } from "../services/auth/grants/retry-answer.js";
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { createLogger } from "../services/shared/logger.js";

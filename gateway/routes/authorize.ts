@@ -1,8 +1,8 @@
 // The browser side of the authorization endpoint (RFC 6749 §4.1): GET
 // /oauth/authorize hands the request to the auth service, which validates it
 // into an interaction; the interaction's page is the login form or the
-// consent form; the consent POST (from that form, or as JSON from a client
-// with a session) ends in a 303 to the client's redirect URI. Every rule is
+// consent form; the consent POST (that form, or its fields as JSON, with the
+// session) ends in a 303 to the client's redirect URI. Every rule is
 // the auth service's: the gateway reads parameters, keeps the session cookie
 // and renders pages.
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
@@ -17,7 +17,7 @@ import {
 } from "../../gen/bizcard/auth/v1/auth_pb.js";
 import { SCOPES, isScope } from "../../services/auth/scopes.js";
 import { rpcOptions } from "../clients.js";
-import { HttpError } from "../errors.js";
+import { HttpError, sendError } from "../errors.js";
 import { NO_STORE, OAuthError, oauthErrorHandler } from "../oauth-errors.js";
 import { readParams, type Params } from "../oauth-params.js";
 import { EXPIRED_PAGE, oauthDetail, pageErrorHandler, seeOther, sendMessage, sendPage } from "../pages/page-reply.js";
@@ -109,9 +109,13 @@ const isJson = (request: FastifyRequest) => /^application\/json\s*(;|$)/i.test(r
 const loginRequired = (err: unknown) =>
   oauthDetail(err)?.error === "login_required" || (err instanceof HttpError && err.error === "login_required");
 
-/** The consent POST answers JSON errors to a JSON body and pages to the form. */
+/** The consent POST answers JSON errors to a JSON body and pages to the form, with the same statuses. */
 function consentErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (!isJson(request)) return pageErrorHandler(err, request, reply);
+  const detail = oauthDetail(err);
+  if (detail?.error === "invalid_csrf_token" && !detail.retryAfterSeconds) {
+    return sendError(reply.headers(NO_STORE), new HttpError(403, detail.error, detail.errorDescription));
+  }
   if (loginRequired(err)) {
     return reply
       .status(401)
@@ -206,11 +210,12 @@ export function authorizeRoutes(app: FastifyInstance, auth: Client<typeof AuthSe
       params.decision === "allow" ? ConsentDecision.ALLOW : params.decision === "deny" ? ConsentDecision.DENY : undefined;
     if (decision === undefined) throw new OAuthError("invalid_request", "decision must be allow or deny");
     const interactionId = params.interaction_id ?? "";
-    // The form always names its interaction; only a JSON body may go without
-    // one (and without a CSRF token: a browser cannot send a cross-site JSON
-    // body without a CORS preflight this gateway never allows, and the
-    // SameSite=Lax cookie stays home on cross-site POSTs anyway).
-    if (!json && !interactionId) throw new HttpError(400, "invalid_request", "the form does not name its sign-in request (interaction_id)");
+    // A form or a JSON body alike answers one interaction's consent page,
+    // with that page's CSRF token (which the auth service checks): a session
+    // cookie alone does not show that the member saw this request. Checked
+    // here too, before the session: the form's way back to its login needs
+    // the interaction.
+    if (!interactionId) throw new HttpError(400, "invalid_request", "the consent does not name its sign-in request (interaction_id)");
     const sessionId = cookie.read(request);
     try {
       if (!sessionId) throw new OAuthError("login_required", "sign in first: the session cookie is missing");

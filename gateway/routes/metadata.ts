@@ -3,7 +3,7 @@
 // configures itself from it.
 import type { FastifyInstance } from "fastify";
 import { ALL_SCOPES } from "../../services/auth/scopes.js";
-import { GRANT_TYPES } from "./token.js";
+import { GRANT_TYPES } from "../../services/auth/clients/grant-types.js";
 
 export function authorizationServerMetadata(issuer: string): Record<string, unknown> {
   return {

@@ -1,50 +1,21 @@
 // AuthService: the client registry (here), the browser flow
 // (interactions/interaction-handlers.ts) and the token side
 // (tokens/token-handlers.ts), put together into one implementation.
-import { create } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type Client as RpcClient, type ServiceImpl } from "@connectrpc/connect";
-import type { MikroORM } from "@mikro-orm/postgresql";
-import { AuthService, ClientSchema, type Client as ClientMessage } from "../../gen/bizcard/auth/v1/auth_pb.js";
-import type { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
 import { invalid, notFound, requireUuid } from "../shared/validation.js";
-import { ClientEntity, type Client } from "./clients/client.entity.js";
+import type { AuthServiceDeps } from "./auth-service-deps.js";
+import { ClientEntity } from "./clients/client.entity.js";
+import { toClientMessage } from "./clients/client-message.js";
 import { hashSecret, newClientId, newClientSecret } from "./clients/client-secret.js";
 import { checkGrantTypes } from "./clients/grant-types.js";
 import { checkRedirectUri } from "./clients/redirect-uri.js";
 import { ALL_SCOPES, isScope } from "./scopes.js";
-import type { Config } from "../shared/config.js";
-import type { GrantStore } from "./grants/grant-store.js";
-import type { FailureLimits } from "./rate-limit/failure-limits.js";
 import { createInteractionHandlers } from "./interactions/interaction-handlers.js";
 import { createTokenHandlers } from "./tokens/token-handlers.js";
 
-export const AUTH_SCHEMA = "auth";
-
-export interface AuthServiceDeps {
-  orm: MikroORM;
-  organisations: RpcClient<typeof OrganisationService>;
-  allowInsecureRedirects: boolean;
-  config: Config;
-  /** RFC 9207 / RFC 8414 issuer: config.publicUrl. */
-  issuer: string;
-  grants: GrantStore;
-  limits: FailureLimits;
-  /** After a commit that wrote an event to the outbox: wake the relay. */
-  onEventCommitted?: () => void;
-}
-
-export const toClientMessage = (c: Client): ClientMessage =>
-  create(ClientSchema, {
-    clientId: c.id,
-    name: c.name,
-    redirectUris: c.redirectUris,
-    scopes: c.scopes,
-    public: c.public,
-    ownerOrganisationId: c.ownerOrganisationId ?? "",
-    createTime: timestampFromDate(c.createdAt),
-    grantTypes: c.grantTypes,
-  });
+export { AUTH_SCHEMA } from "./auth-schema.js";
+export type { AuthServiceDeps } from "./auth-service-deps.js";
 
 export function createAuthService(deps: AuthServiceDeps): Partial<ServiceImpl<typeof AuthService>> {
   return { ...createClientHandlers(deps), ...createTokenHandlers(deps), ...createInteractionHandlers(deps) };
@@ -59,7 +30,7 @@ function createClientHandlers(deps: AuthServiceDeps): Pick<ServiceImpl<typeof Au
       if ([...name].length > 100 || /[\u0000-\u001f\u007f]/.test(name)) throw invalid("name", "at most 100 printable characters");
       if (req.redirectUris.length > 10) throw invalid("redirect_uris", "at most 10");
       const redirectUris = [
-        ...new Set(req.redirectUris.map((u) => checkRedirectUri(u, { allowInsecure: deps.allowInsecureRedirects }))),
+        ...new Set(req.redirectUris.map((u) => checkRedirectUri(u, { allowInsecure: deps.allowInsecureRedirects, public: req.public }))),
       ];
       const unknown = req.scopes.filter((s) => !isScope(s));
       if (unknown.length) throw invalid("scopes", `unknown scope ${unknown.join(", ")}; known: ${ALL_SCOPES.join(" ")}`);

@@ -14,7 +14,7 @@ import {
   type Member as MemberMessage,
   type Organisation as OrganisationMessage,
 } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
-import { isEmailAddress } from "../shared/email.js";
+import { isEmailAddress, normaliseEmail } from "../shared/email.js";
 import { readPage, timeIdKeyset } from "../shared/pagination.js";
 import { invalid, notFound, requireUuid, isUuid } from "../shared/validation.js";
 import { ContactEntity, type Contact } from "./contacts/contact.entity.js";
@@ -44,7 +44,7 @@ export interface OrganisationServiceDeps {
 }
 
 function readEmail(value: string): string {
-  const email = value.trim().toLowerCase();
+  const email = normaliseEmail(value);
   if (!email) throw invalid("email", "required");
   if (!isEmailAddress(email)) throw invalid("email", "expected an email address");
   return email;
@@ -136,7 +136,7 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
     },
 
     // A hot lookup that only reads: one statement, no unit of work, no entity
-    // hydration (about 0.25 ms of CPU here against 1.25 ms through em.findOne).
+    // hydration: a fraction of the CPU em.findOne spends on the same row.
     async getOrganisation(req) {
       if (!isUuid(req.id)) throw notFound("organisation");
       const row = (await orm.em
@@ -164,7 +164,7 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
     // PERMISSION_DENIED, never UNAUTHENTICATED: that code means only that the
     // caller's internal credential was refused (a misconfiguration, 500 at the gateway).
     async verifyMemberCredentials(req, ctx) {
-      const email = req.email.trim().toLowerCase();
+      const email = normaliseEmail(req.email);
       const member = email ? await orm.em.fork().findOne(MemberEntity, { email }) : null;
       const ok = await passwordWork(verifyPassword(req.password, member?.passwordHash ?? (await dummyHash()), ctx.signal));
       if (!member || !ok) {

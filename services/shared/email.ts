@@ -1,5 +1,6 @@
 // The email rule, defined once: what the platform accepts as an email address
-// (a member's login, a contact's email field). Deliberately loose, since
+// (a member's login, a contact's email field), and the one form a member's
+// login email is stored, looked up and rate-limited under. Deliberately loose, since
 // anything stricter rejects real addresses: one "@", no whitespace, a dot in
 // the domain, and a bounded length.
 //
@@ -10,7 +11,16 @@ export const EMAIL_MAX_LENGTH = 320;
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
-/** True for a value that is an email address by this rule; callers trim (and lower-case) it first. */
+/**
+ * A member's login email as stored and compared: trimmed and in lower case,
+ * so that "Ada@Example.com " logs in as the member "ada@example.com" and
+ * counts against the same failure limit.
+ */
+export function normaliseEmail(value: string): string {
+  return value.trim().toLowerCase();
+}
+
+/** True for a value that is an email address by this rule; callers trim (and, for a login, normaliseEmail) it first. */
 export function isEmailAddress(value: string): boolean {
   return [...value].length <= EMAIL_MAX_LENGTH && EMAIL.test(value);
 }

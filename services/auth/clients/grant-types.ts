@@ -8,6 +8,16 @@ export type GrantType = (typeof GRANT_TYPES)[number];
 export const isGrantType = (value: string): value is GrantType => (GRANT_TYPES as readonly string[]).includes(value);
 
 /**
+ * RFC 6749 §5.2 unauthorized_client: "The authenticated client is not
+ * authorized to use this authorization grant type": one it was not registered with.
+ */
+export const allowsGrantType = (registered: readonly string[], grantType: GrantType): boolean => registered.includes(grantType);
+
+/** allowsGrantType() as a SQL boolean on a row `client` of the client table (grant_types: a JSON array). */
+export const allowsGrantTypeSql = (client: string, grantType: GrantType): string =>
+  `${client}."grant_types" @> '${JSON.stringify([grantType])}'::jsonb`;
+
+/**
  * Empty means authorization_code and refresh_token (for a client with a
  * redirect URI), plus client_credentials for a client an organisation owns. CONTRACT: client_credentials is "only for
  * confidential clients owned by an organisation". Returned in GRANT_TYPES order.

@@ -2,7 +2,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { tokenHash } from "../../shared/token-hash.js";
 import { InvalidGrant } from "../oauth-errors.js";
-import { issueTokens, tokenAnswer } from "../tokens/issue-tokens.js";
+import { issueTokens, tokenAnswer } from "./issue-tokens.js";
 import type { GrantModule } from "./grant-module.js";
 import { lockGrantForIssue } from "./grant-lock.js";
 

@@ -1,18 +1,28 @@
 // grant_type=client_credentials (RFC 6749 §4.4): a confidential client owned
 // by an organisation acts for that organisation. No refresh token.
 import { UnauthorizedClient } from "../oauth-errors.js";
-import { issueTokens, tokenAnswer } from "../tokens/issue-tokens.js";
-import { narrowScope } from "../tokens/scope-parameter.js";
+import { issueTokens, tokenAnswer } from "./issue-tokens.js";
+import { narrowScope } from "./scope-parameter.js";
 import type { GrantModule } from "./grant-module.js";
+
+/**
+ * RFC 6749 §4.4: "The client credentials grant type MUST only be used by
+ * confidential clients." CONTRACT: "only for confidential clients owned by
+ * an organisation; the token acts for that organisation".
+ */
+export const mayUseClientCredentials = <C extends { public: boolean; ownerOrganisationId: string | null }>(
+  client: C,
+): client is C & { ownerOrganisationId: string } => !client.public && Boolean(client.ownerOrganisationId);
+
+/** mayUseClientCredentials() as a SQL boolean on a row `client` of the client table. */
+export const mayUseClientCredentialsSql = (client: string): string =>
+  `(not ${client}."public" and ${client}."owner_organisation_id" is not null)`;
 
 export const clientCredentialsGrant: GrantModule = {
   grantType: "client_credentials",
   parameters: [{ name: "scope", field: "scope", required: false }],
   async handle({ deps, client, request }) {
-    // RFC 6749 §4.4: "The client credentials grant type MUST only be used by
-    // confidential clients." CONTRACT: "only for confidential clients owned by
-    // an organisation; the token acts for that organisation".
-    if (client.public || !client.ownerOrganisationId) {
+    if (!mayUseClientCredentials(client)) {
       throw new UnauthorizedClient("client_credentials is only for confidential clients owned by an organisation");
     }
     const organisationId = client.ownerOrganisationId;

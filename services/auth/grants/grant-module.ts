@@ -1,11 +1,13 @@
 // What a grant module exports (one per grant type, under grants/): its
 // grant_type, the parameters it reads, and its handler. The token endpoint
 // (tokens/token-endpoint.ts) checks the required parameters and
-// authenticates the client before the handler runs.
+// authenticates the client before the handler runs. tokens/ depends on
+// grants/ (the endpoint runs the grant modules; token rows belong to grants),
+// never the reverse: what a grant issues (values, tokens, the scope rule, the
+// refresh retry answer) lives here.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { ExchangeTokenRequest, ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
-import type { AuthenticatedClient } from "../tokens/client-authentication.js";
-import type { TokenTables } from "../tokens/issue-tokens.js";
+import type { TokenTables } from "./issue-tokens.js";
 import type { GrantType } from "../clients/grant-types.js";
 import type { GrantStore } from "./grant-store.js";
 
@@ -14,6 +16,15 @@ export interface GrantParameter {
   name: string;
   field: "code" | "redirectUri" | "codeVerifier" | "refreshToken" | "scope";
   required: boolean;
+}
+
+/** A client whose credentials were right (tokens/client-authentication.ts), as its registration says. */
+export interface AuthenticatedClient {
+  id: string;
+  public: boolean;
+  ownerOrganisationId: string | null;
+  scopes: string[];
+  grantTypes: string[];
 }
 
 export interface GrantDeps {

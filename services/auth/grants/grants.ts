@@ -7,7 +7,7 @@ import type { MikroORM } from "@mikro-orm/postgresql";
 import { GrantSchema, type Grant } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import { tokenHash } from "../../shared/token-hash.js";
 import { ALL_SCOPES } from "../scopes.js";
-import { newTokenValue } from "../tokens/token-values.js";
+import { newTokenValue } from "./token-values.js";
 import { enqueueGrantRevoked } from "./grant-events.js";
 import type { CodeRequest, GrantRevocationReason, GrantStore } from "./grant-store.js";
 

@@ -4,9 +4,9 @@
 // window, where the same client gets the same new pair back.
 import { tokenHash } from "../../shared/token-hash.js";
 import { InvalidGrant } from "../oauth-errors.js";
-import { issueTokens, tokenAnswer } from "../tokens/issue-tokens.js";
-import { openAnswer, sealAnswer } from "../tokens/retry-answer.js";
-import { narrowScope } from "../tokens/scope-parameter.js";
+import { issueTokens, tokenAnswer } from "./issue-tokens.js";
+import { openAnswer, sealAnswer } from "./retry-answer.js";
+import { narrowScope } from "./scope-parameter.js";
 import type { GrantModule } from "./grant-module.js";
 import { lockGrantOfRefreshToken } from "./grant-lock.js";
 

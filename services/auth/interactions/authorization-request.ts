@@ -2,8 +2,9 @@
 // validation, and the error redirects of RFC 6749 §4.1.2.1 with RFC 9207's iss.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { type AuthorizationParameters, type Client as ClientMessage } from "../../../gen/bizcard/auth/v1/auth_pb.js";
-import { toClientMessage } from "../auth-service.js";
+import { toClientMessage } from "../clients/client-message.js";
 import { ClientEntity } from "../clients/client.entity.js";
+import { redirectUriMatches } from "../clients/redirect-uri.js";
 import {
   InvalidRequest,
   InvalidScope,
@@ -72,15 +73,15 @@ export async function validateAuthorizationRequest(
 }
 
 /**
- * RFC 9700 §2.1: "When comparing client redirect URIs against pre-registered
- * URIs, authorization servers MUST utilize exact string matching." RFC 6749
+ * The registered redirect URI the request names (clients/redirect-uri.ts:
+ * exact, but any port for a native app's loopback IP URI). RFC 6749
  * §3.1.2.3: "If multiple redirection URIs have been registered [...] the
  * client MUST include a redirection URI with the authorization request"; with
  * one registered, the request may leave it out.
  */
 function resolveRedirectUri(client: ClientMessage, sent: string): string {
   if (sent) {
-    if (!client.redirectUris.includes(sent)) throw onPageOnly(new InvalidRequest("redirect_uri is not one the client registered"));
+    if (!redirectUriMatches(client.redirectUris, sent, client)) throw onPageOnly(new InvalidRequest("redirect_uri is not one the client registered"));
     return sent;
   }
   if (client.redirectUris.length === 1) return client.redirectUris[0]!;

@@ -16,8 +16,10 @@ import {
   type Interaction,
   type Session,
 } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import { normaliseEmail } from "../../shared/email.js";
 import { notFound } from "../../shared/validation.js";
-import { AUTH_SCHEMA, type AuthServiceDeps } from "../auth-service.js";
+import { AUTH_SCHEMA } from "../auth-schema.js";
+import type { AuthServiceDeps } from "../auth-service-deps.js";
 import { AccessDenied, InvalidCredentials, InvalidCsrfToken, InvalidRequest, LoginRequired, oauthHandler, onPageOnly } from "../oauth-errors.js";
 import { errorRedirect, validateAuthorizationRequest, withQuery, type ValidatedRequest } from "./authorization-request.js";
 import { createInteractionStore, type InteractionRow } from "./interaction-store.js";
@@ -40,6 +42,8 @@ export type InteractionHandlers = Partial<
 >;
 
 const SWEEP_EVERY_MS = 60_000;
+
+export const CONSENT_WITHOUT_INTERACTION = "the consent does not name its sign-in request (interaction_id)";
 
 export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHandlers {
   const { orm, config, issuer } = deps;
@@ -92,8 +96,9 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
       const interaction = await interactions.find(req.interactionId);
       if (!interaction) throw notFound("interaction");
       requireCsrf(req.csrfToken, interaction.csrfToken);
-      // The organisation service's rule for a member's email (trimmed, lower case).
-      const email = req.email.trim().toLowerCase();
+      // The organisation service's form of a member's email, so that the limit
+      // counts one member under one key however the email was typed.
+      const email = normaliseEmail(req.email);
       // Counted before the password is looked at, given back when it was
       // right (rate-limit/failure-limits.ts): a burst cannot outrun the limit.
       await deps.limits.consume("login", email, req.remoteAddress);
@@ -121,32 +126,24 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
 
     decideConsent: oauthHandler(async (req) => {
       const params = req.parameters ?? create(AuthorizationParametersSchema);
-      let request: ValidatedRequest;
-      let session: SessionRow;
-      if (req.interactionId) {
-        const interaction = await interactions.find(req.interactionId);
-        if (!interaction || interaction.kind !== "authorize" || !interaction.client || !interaction.parameters) throw notFound("interaction");
-        requireCsrf(req.csrfToken, interaction.csrfToken);
-        session = await requireSession(req.sessionId);
-        // The consent is the member's who logged in for this interaction (or
-        // whose session viewed it), never another browser's.
-        if (interaction.memberId !== session.memberId) throw new LoginRequired("this consent belongs to another login; log in again");
-        checkSameRequest(params, interaction);
-        request = { client: interaction.client, parameters: interaction.parameters, scopes: interaction.scopes };
-      } else {
-        // A JSON body posted by the client itself: a new authorization request
-        // with a session, and no CSRF token (the gateway allows this only for
-        // application/json, which a cross-site form cannot send).
-        const validation = await validateAuthorizationRequest(orm, issuer, params, []);
-        session = await requireSession(req.sessionId);
-        if (validation.redirectTo !== undefined) return { redirectTo: validation.redirectTo };
-        request = validation.request;
-      }
+      // Every consent, a form's or a JSON body's, is the answer to the consent
+      // page of one interaction, carrying that page's CSRF token: a session
+      // alone does not show that its member saw and allowed this request.
+      if (!req.interactionId) throw onPageOnly(new InvalidRequest(CONSENT_WITHOUT_INTERACTION));
+      const interaction = await interactions.find(req.interactionId);
+      if (!interaction || interaction.kind !== "authorize" || !interaction.client || !interaction.parameters) throw notFound("interaction");
+      requireCsrf(req.csrfToken, interaction.csrfToken);
+      const session = await requireSession(req.sessionId);
+      // The consent is the member's who logged in for this interaction (or
+      // whose session viewed it), never another browser's.
+      if (interaction.memberId !== session.memberId) throw new LoginRequired("this consent belongs to another login; log in again");
+      checkSameRequest(params, interaction);
+      const request: ValidatedRequest = { client: interaction.client, parameters: interaction.parameters, scopes: interaction.scopes };
       if (req.decision !== ConsentDecision.ALLOW && req.decision !== ConsentDecision.DENY) {
         throw onPageOnly(new InvalidRequest("decision must be allow or deny"));
       }
       // Single use: a second post of the same consent finds nothing.
-      if (req.interactionId && !(await interactions.consume(req.interactionId))) throw notFound("interaction");
+      if (!(await interactions.consume(req.interactionId))) throw notFound("interaction");
       const { parameters } = request;
       if (req.decision === ConsentDecision.DENY) {
         // RFC 6749 §4.1.2.1 access_denied: "The resource owner or authorization server denied the request."

@@ -5,7 +5,7 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { Client as ClientMessage } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import { tokenHash } from "../../shared/token-hash.js";
-import { toClientMessage } from "../auth-service.js";
+import { toClientMessage } from "../clients/client-message.js";
 import { ClientEntity } from "../clients/client.entity.js";
 import type { ValidatedRequest } from "./authorization-request.js";
 import type { StoredParameters } from "./interaction.entity.js";

@@ -20,18 +20,31 @@
 
 export type FailureKind = "login" | "client";
 
-/**
- * One stored counter that check() reads, for a caller that folds the check
- * into its own SQL statement (tokens/client-credentials-fast-path.ts): a row
- * of `"<schema>"."<table>"` ("key", "points", "expire" in epoch ms) whose key
- * is `key` is over when points >= limit and (expire > now or expire is null),
- * now being Date.now() when the statement is sent.
- */
-export interface StoredCounter {
-  schema: string;
-  table: string;
+/** One counter check() reads: its key in the store and its limit. */
+export interface CounterKey {
   key: string;
   limit: number;
+}
+
+/**
+ * check() as a fragment of SQL, for a caller that folds the check into its
+ * own statement (tokens/client-credentials-fast-path.ts). How the counters
+ * are stored (the limiter's table, columns and key format) stays with the
+ * FailureLimits that offers it: the caller binds what counters() returns as
+ * rows of a relation, and puts overLimitSql() in its WHERE clause.
+ */
+export interface StoredFailureCheck {
+  /** The counters check(kind, subject, address) reads. */
+  counters(kind: FailureKind, subject: string, address: string): CounterKey[];
+  /**
+   * A SQL boolean, true when any of the counters is past its limit (when
+   * check() would throw). `counters` is a relation (a table expression) with
+   * columns "key" text and "limit" integer holding rows of counters();
+   * `now` is where the statement binds now().
+   */
+  overLimitSql(counters: string, now: string): string;
+  /** The value to bind for `now`, taken when the statement is sent. */
+  now(): number;
 }
 
 export interface FailureLimits {
@@ -49,8 +62,8 @@ export interface FailureLimits {
   /** A read: throws as consume() does when the subject or the address is already past its limit. */
   check(kind: FailureKind, subject: string, address: string): Promise<void>;
   /**
-   * The counters check() reads, when they live in the service's PostgreSQL;
+   * check() in SQL, when the counters live in the service's PostgreSQL;
    * absent for limits kept elsewhere (then callers use check()).
    */
-  storedCounters?(kind: FailureKind, subject: string, address: string): StoredCounter[];
+  stored?: StoredFailureCheck;
 }

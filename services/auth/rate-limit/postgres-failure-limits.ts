@@ -56,11 +56,14 @@ export interface FailureLimitSettings {
   RATE_LIMIT_ADDRESS_FAILURES: number;
 }
 
+const quoteIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
 /** Keys are hashed: an email may be 320 characters, the library's key column 255. */
 const keyOf = (...parts: string[]) => createHash("sha256").update(parts.join("\u0000"), "utf8").digest("base64url");
 
 export function createPostgresFailureLimits(orm: MikroORM, schema: string, settings: FailureLimitSettings): FailureLimits {
   const store = unnamedStatements(orm);
+  const table = `${quoteIdentifier(schema)}.${quoteIdentifier(RATE_LIMIT_TABLE)}`;
   const limiter = (keyPrefix: string, points: number, clearExpiredByTimeout = false) =>
     new RateLimiterPostgres({
       storeClient: store,
@@ -119,10 +122,16 @@ export function createPostgresFailureLimits(orm: MikroORM, schema: string, setti
     async refund(kind, subject, address) {
       await Promise.all(buckets(kind, subject, address).map(([l, key]) => l.reward(key, 1)));
     },
-    // The rows get() reads: the library stores "<keyPrefix>:<key>" (getKey)
-    // and counts a row while expire > Date.now() or expire is null (_get).
-    storedCounters(kind, subject, address) {
-      return buckets(kind, subject, address).map(([l, key]) => ({ schema, table: RATE_LIMIT_TABLE, key: l.getKey(key), limit: l.points }));
+    // The rows get() reads: the library stores "<keyPrefix>:<key>" (getKey),
+    // with "points" consumed and "expire" in epoch ms, and counts a row while
+    // expire > Date.now() or expire is null (_get); a row is over when
+    // points >= the limiter's points, as check() reads it above.
+    stored: {
+      counters: (kind, subject, address) => buckets(kind, subject, address).map(([l, key]) => ({ key: l.getKey(key), limit: l.points })),
+      overLimitSql: (counters, now) =>
+        `exists (select 1 from ${counters} k join ${table} l on l."key" = k."key"
+                  where l."points" >= k."limit" and (l."expire" > ${now} or l."expire" is null))`,
+      now: () => Date.now(),
     },
   };
 }

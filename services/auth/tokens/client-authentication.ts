@@ -2,17 +2,10 @@
 // (RFC 6749 §2.3, §3.2.1), limited against brute force per client and address.
 import type { ClientCredentials } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import { secretMatches } from "../clients/client-secret.js";
+import type { AuthenticatedClient } from "../grants/grant-module.js";
 import { InvalidClient, InvalidRequest } from "../oauth-errors.js";
 import type { FailureLimits } from "../rate-limit/failure-limits.js";
 import type { MikroORM } from "@mikro-orm/postgresql";
-
-export interface AuthenticatedClient {
-  id: string;
-  public: boolean;
-  ownerOrganisationId: string | null;
-  scopes: string[];
-  grantTypes: string[];
-}
 
 export interface ClientAuthenticationDeps {
   orm: MikroORM;
@@ -42,6 +35,26 @@ function refusal(row: ClientRow | undefined, credentials: ClientCredentials): st
   return undefined;
 }
 
+/**
+ * The credentials secretAuthenticatesSql() judges: a secret sent Basic or in
+ * the body (a public client's "none" is judged by refusal() only).
+ */
+export const presentsSecret = (credentials: ClientCredentials): boolean =>
+  (credentials.method === "client_secret_basic" || credentials.method === "client_secret_post") && credentials.clientSecret !== "";
+
+/**
+ * refusal() for credentials that presentsSecret(), as a SQL boolean on a row
+ * `client` of the client table, `secretHash` being where the statement binds
+ * hashSecret() of the presented secret: true when they are right (the
+ * client is confidential and its secret's hash matches). Comparing hashes in
+ * SQL, not in constant time, tells an attacker nothing: the secret is 256
+ * random bits (clients/client-secret.ts).
+ */
+export const secretAuthenticatesSql = (client: string, secretHash: string): string =>
+  `(not ${client}."public" and ${client}."secret_hash" = ${secretHash})`;
+
+export const CLIENT_AUTHENTICATION_REQUIRED = "client authentication is required (client_id and client_secret, or Basic)";
+
 const METHODS = new Set(["client_secret_basic", "client_secret_post", "none"]);
 
 /**
@@ -57,7 +70,7 @@ export async function authenticateClient(
   credentials: ClientCredentials | undefined,
   remoteAddress: string,
 ): Promise<AuthenticatedClient> {
-  if (!credentials?.clientId) throw new InvalidClient("client authentication is required (client_id)");
+  if (!credentials?.clientId) throw new InvalidClient(CLIENT_AUTHENTICATION_REQUIRED);
   if (!METHODS.has(credentials.method)) throw new InvalidRequest(`unknown client authentication method ${credentials.method}`);
   const { clientId } = credentials;
   // The secret first, then the limits (rate-limit/failure-limits.ts): a

@@ -1,16 +1,18 @@
 // The token endpoint (RFC 6749 §3.2) as a short pipeline of named steps:
-// parse the request, authenticate the client, run the grant, answer.
+// the grant type (judged here only: the gateway forwards grant_type as
+// sent), the client's authentication, the grant, the answer.
 // node-oidc-provider's lib/actions/token.js has the same shape. Before it, a
 // right client_credentials request is answered in one SQL statement
 // (client-credentials-fast-path.ts); anything else, and any request that
 // statement refuses, goes through the pipeline, which answers the error.
 import type { ExchangeTokenRequest, ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import { allowsGrantType } from "../clients/grant-types.js";
 import { authorizationCodeGrant } from "../grants/authorization-code.js";
 import { clientCredentialsGrant } from "../grants/client-credentials.js";
-import type { GrantDeps, GrantModule } from "../grants/grant-module.js";
+import type { AuthenticatedClient, GrantDeps, GrantModule } from "../grants/grant-module.js";
 import { refreshTokenGrant } from "../grants/refresh-token.js";
-import { InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from "../oauth-errors.js";
-import { authenticateClient, type AuthenticatedClient, type ClientAuthenticationDeps } from "./client-authentication.js";
+import { InvalidClient, InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from "../oauth-errors.js";
+import { CLIENT_AUTHENTICATION_REQUIRED, authenticateClient, type ClientAuthenticationDeps } from "./client-authentication.js";
 import { createClientCredentialsFastPath, type FastPathDeps } from "./client-credentials-fast-path.js";
 
 export const GRANT_MODULES: readonly GrantModule[] = [authorizationCodeGrant, refreshTokenGrant, clientCredentialsGrant];
@@ -24,7 +26,11 @@ export function createTokenEndpoint(deps: TokenEndpointDeps): (request: Exchange
   return async (request) => {
     const answered = await fastPath(request);
     if (answered) return answered;
-    const grant = parse(request);
+    const grant = grantOf(request);
+    // No credentials at all: answered before the grant's parameters, as the
+    // gateway answered it when it checked grant_type itself.
+    if (!request.client?.clientId) throw new InvalidClient(CLIENT_AUTHENTICATION_REQUIRED);
+    requireParameters(grant, request);
     const client = await authenticateClient(deps, request.client, request.remoteAddress);
     allowGrantType(client, grant);
     return grant.handle({ deps, client, request });
@@ -34,20 +40,24 @@ export function createTokenEndpoint(deps: TokenEndpointDeps): (request: Exchange
 /**
  * RFC 6749 §5.2: unsupported_grant_type "The authorization grant type is not
  * supported by the authorization server"; invalid_request "The request is
- * missing a required parameter".
+ * missing a required parameter". This service alone judges grant_type (the
+ * gateway forwards it as sent).
  */
-function parse(request: ExchangeTokenRequest): GrantModule {
+function grantOf(request: ExchangeTokenRequest): GrantModule {
   if (!request.grantType) throw new InvalidRequest("grant_type is required");
   const grant = byType.get(request.grantType);
   if (!grant) throw new UnsupportedGrantType(`grant_type must be one of ${GRANT_MODULES.map((g) => g.grantType).join(", ")}`);
+  return grant;
+}
+
+function requireParameters(grant: GrantModule, request: ExchangeTokenRequest): void {
   const missing = grant.parameters.filter((p) => p.required && !request[p.field]).map((p) => p.name);
   if (missing.length) throw new InvalidRequest(`${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} required for ${grant.grantType}`);
-  return grant;
 }
 
 /** RFC 6749 §5.2 unauthorized_client: "The authenticated client is not authorized to use this authorization grant type." */
 function allowGrantType(client: AuthenticatedClient, grant: GrantModule): void {
-  if (!client.grantTypes.includes(grant.grantType)) {
+  if (!allowsGrantType(client.grantTypes, grant.grantType)) {
     throw new UnauthorizedClient(`this client may not use ${grant.grantType}`);
   }
 }

@@ -10,12 +10,13 @@ import {
 } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import { tokenHash } from "../../shared/token-hash.js";
 import { invalid, notFound, requireUuid } from "../../shared/validation.js";
-import { AUTH_SCHEMA, type AuthServiceDeps } from "../auth-service.js";
+import { AUTH_SCHEMA } from "../auth-schema.js";
+import type { AuthServiceDeps } from "../auth-service-deps.js";
 import { enqueueTokenRevoked } from "../grants/grant-events.js";
 import { InvalidClient, InvalidToken, oauthHandler } from "../oauth-errors.js";
 import { authenticateClient } from "./client-authentication.js";
 import { createTokenEndpoint } from "./token-endpoint.js";
-import { TOKEN_PREFIX } from "./token-values.js";
+import { TOKEN_PREFIX } from "../grants/token-values.js";
 
 export type TokenHandlers = Partial<
   Pick<ServiceImpl<typeof AuthService>, "exchangeToken" | "introspectToken" | "revokeToken" | "authenticateAccessToken" | "listGrants" | "revokeGrant">
