@@ -78,6 +78,7 @@ import { randomUUID } from "node:crypto";
 import type { EntityManager, MikroORM } from "@mikro-orm/postgresql";
 import { NoConsumerError, type EventBus } from "./event-bus/event-bus.js";
 import { ConsumersBehindError } from "./event-bus/in-process-bus.js";
+import { leaseTimingProblem } from "./config.js";
 import type { Logger } from "./logger.js";
 
 export interface OutboxEvent {
@@ -107,22 +108,6 @@ const compareSeq = (a: string, b: string) => a.length - b.length || (a < b ? -1 
 
 /** The advisory lock that orders one schema's outbox inserts. */
 const outboxLockKey = (schema: string) => `bizcard.outbox:${schema}`;
-
-/**
- * A lease must cover several publishes and several polls: a relay renews it
- * once per poll while idle, and starts a publish only while the lease
- * outlasts the publish timeout plus a fifth of the lease (the margin).
- */
-export const LEASE_MULTIPLE = 3;
-
-/** Why these timings cannot work together, or undefined when they can. */
-export function leaseTimingProblem(t: { leaseMs: number; pollMs: number; publishTimeoutMs: number }): string | undefined {
-  const needed = LEASE_MULTIPLE * Math.max(t.pollMs, t.publishTimeoutMs);
-  if (t.leaseMs < needed) {
-    return `must be at least ${LEASE_MULTIPLE} × the larger of the poll interval (${t.pollMs} ms) and the publish timeout (${t.publishTimeoutMs} ms): ${needed} ms or more`;
-  }
-  return undefined;
-}
 
 export interface OutboxRelayOptions {
   orm: MikroORM;
