@@ -12,7 +12,7 @@ import { ClientEntity } from "./clients/client.entity.js";
 import { InteractionEntity } from "./interactions/interaction.entity.js";
 import { SessionEntity } from "./interactions/session.entity.js";
 import { authMigrations } from "./migrations/index.js";
-import { OutboxRelay } from "../shared/outbox.js";
+import { OutboxRelay } from "../shared/outbox/relay.js";
 import { AuthorizationCodeEntity } from "./grants/authorization-code.entity.js";
 import { GrantEntity } from "./grants/grant.entity.js";
 import { createGrantStore } from "./grants/grants.js";

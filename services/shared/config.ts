@@ -112,7 +112,7 @@ const shape = {
   DATA_DIR: z.string().min(1).default("./data"),
   /** Allow http and private/loopback webhook targets (development and tests only). */
   WEBHOOK_ALLOW_INSECURE_TARGETS: bool(false),
-  // Webhook subscriptions (the webhook service, issue 7).
+  // Webhook subscriptions (the webhook service).
   /** The most subscriptions one (organisation, client application) pair may have; a create past it is a 400. */
   WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR: int(100, 1, 100_000),
   /**

@@ -6,7 +6,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { GrantRevokedSchema, TokenRevokedSchema } from "../../../gen/bizcard/events/v1/events_pb.js";
 import { subjectFor } from "../../shared/event-bus/event-bus.js";
-import { enqueueEvent } from "../../shared/outbox.js";
+import { enqueueEvent } from "../../shared/outbox/writer.js";
 import type { GrantRevocationReason } from "./grant-store.js";
 
 export interface EventOptions {
