@@ -22,7 +22,7 @@ import { RefreshTokenEntity } from "./tokens/refresh-token.entity.js";
 import { createPostgresFailureLimits } from "./rate-limit/postgres-failure-limits.js";
 import { RateLimitEntity } from "./rate-limit/rate-limit.entity.js";
 
-/** Every table of the auth schema but the outbox's (written with SQL by services/shared/outbox.ts). */
+/** Every table of the auth schema but the outbox's (written with SQL by services/shared/outbox/). */
 export const AUTH_ENTITIES = [
   ClientEntity,
   GrantEntity,

@@ -1,5 +1,5 @@
 // grant.revoked and token.revoked, written to the auth schema's outbox as the
-// last statement of the transaction that revoked (services/shared/outbox.ts).
+// last statement of the transaction that revoked (services/shared/outbox/writer.ts).
 import { randomUUID } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";

@@ -75,9 +75,9 @@ export class PollLoop {
   }
 
   private sleep(ms: number, backingOff: boolean): Promise<void> {
-    this.backingOff = backingOff;
     const interruptible = !backingOff || this.options.wakeEndsBackoff === true;
     if (interruptible && this.pendingWake) return Promise.resolve();
+    this.backingOff = backingOff;
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
