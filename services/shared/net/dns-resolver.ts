@@ -56,6 +56,12 @@ export function caresResolver(options: CaresResolverOptions): Resolver {
   };
 }
 
+/** `localhost`, `*.localhost` (RFC 6761), with or without the trailing root dot. */
+export function isLocalhostName(hostname: string): boolean {
+  const h = hostname.toLowerCase().replace(/\.$/, "");
+  return h === "localhost" || h.endsWith(".localhost");
+}
+
 /** The system's resolver (getaddrinfo: hosts file, container names). */
 export const systemResolver: Resolver = async (hostname) =>
   (await systemLookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
@@ -69,5 +75,7 @@ export interface TargetResolverOptions extends CaresResolverOptions {
 export function targetResolver(options: TargetResolverOptions): Resolver {
   const cares = caresResolver(options);
   if (!options.allowInsecure) return cares;
-  return (hostname) => cares(hostname).catch(() => systemResolver(hostname));
+  // RFC 6761 §6.3: "Name resolution APIs SHOULD NOT send queries for
+  // localhost names to their configured caching DNS server(s)."
+  return (hostname) => (isLocalhostName(hostname) ? systemResolver(hostname) : cares(hostname).catch(() => systemResolver(hostname)));
 }

@@ -38,7 +38,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isIP } from "node:net";
 import { TargetUnavailableSchema } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
-import { NO_ADDRESS_CODES, type Resolver } from "../../shared/net/dns-resolver.js";
+import { NO_ADDRESS_CODES, isLocalhostName, type Resolver } from "../../shared/net/dns-resolver.js";
 import { IP_CLASS_LABELS, classifyIp } from "../../shared/net/ip-address.js";
 import { invalid } from "../../shared/validation.js";
 
@@ -62,12 +62,6 @@ export const TARGET_PORT_MIN = 1024;
 
 /** C0 controls, DEL and C1 controls. */
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-
-/** `localhost`, `*.localhost` (RFC 6761), with or without the trailing root dot. */
-export function isLocalhostName(hostname: string): boolean {
-  const h = hostname.toLowerCase().replace(/\.$/, "");
-  return h === "localhost" || h.endsWith(".localhost");
-}
 
 /** UNAVAILABLE for a lookup that failed; the detail is what the client is told. */
 export function targetUnavailable(host: string, cause: unknown): ConnectError {
