@@ -17,7 +17,7 @@ import { createWebhookSender } from "../services/delivery/sender/webhook-sender.
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
-import type { Resolver } from "../services/webhook/subscriptions/target-url.js";
+import type { Resolver } from "../services/shared/net/dns-resolver.js";
 import { createWebhookApp } from "../services/webhook/webhook-app.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
 import { waitFor } from "./support/processes.js";

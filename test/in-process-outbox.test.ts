@@ -12,7 +12,7 @@ import { createOrganisationApp } from "../services/organisation/organisation-app
 import { ORGANISATION_SCHEMA } from "../services/organisation/organisation-service.js";
 import { NoConsumerError } from "../services/shared/event-bus/event-bus.js";
 import { ConsumersBehindError, InProcessBus } from "../services/shared/event-bus/in-process-bus.js";
-import { enqueueEvent } from "../services/shared/outbox.js";
+import { enqueueEvent } from "../services/shared/outbox/writer.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
 import { waitFor } from "./support/processes.js";
 import { startService } from "./support/services.js";

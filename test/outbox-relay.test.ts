@@ -16,7 +16,8 @@ import { ORGANISATION_SCHEMA } from "../services/organisation/organisation-servi
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { InProcessBus } from "../services/shared/event-bus/in-process-bus.js";
 import { createLogger } from "../services/shared/logger.js";
-import { OutboxRelay, enqueueEvent } from "../services/shared/outbox.js";
+import { OutboxRelay } from "../services/shared/outbox/relay.js";
+import { enqueueEvent } from "../services/shared/outbox/writer.js";
 import { createRpcClient } from "../services/shared/rpc-client.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
 import { NatsServer, freePort, httpReady, spawnTs, waitFor, type Spawned } from "./support/processes.js";

@@ -10,8 +10,10 @@ import { WebhookService, type Owner } from "../gen/bizcard/webhook/v1/webhook_pb
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
 import { ConfigError, loadConfig } from "../services/shared/config.js";
-import { caresResolver } from "../services/webhook/subscriptions/dns-resolver.js";
-import { checkTargetUrl, classifyIp, isPublicIp, type Resolver } from "../services/webhook/subscriptions/target-url.js";
+import { caresResolver } from "../services/shared/net/dns-resolver.js";
+import type { Resolver } from "../services/shared/net/dns-resolver.js";
+import { classifyIp, isPublicIp } from "../services/shared/net/ip-address.js";
+import { checkTargetUrl } from "../services/webhook/subscriptions/target-url.js";
 import { createWebhookApp } from "../services/webhook/webhook-app.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
 import { TestDnsServer } from "./support/dns-server.js";

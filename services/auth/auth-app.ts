@@ -13,7 +13,7 @@ import { ClientEntity } from "./clients/client.entity.js";
 import { InteractionEntity } from "./interactions/interaction.entity.js";
 import { SessionEntity } from "./interactions/session.entity.js";
 import { authMigrations } from "./migrations/index.js";
-import { OutboxRelay } from "../shared/outbox.js";
+import { OutboxRelay } from "../shared/outbox/relay.js";
 import { AuthorizationCodeEntity } from "./grants/authorization-code.entity.js";
 import { GrantEntity } from "./grants/grant.entity.js";
 import { createGrantStore } from "./grants/grants.js";
@@ -23,7 +23,7 @@ import { RefreshTokenEntity } from "./tokens/refresh-token.entity.js";
 import { createPostgresFailureLimits } from "./rate-limit/postgres-failure-limits.js";
 import { RateLimitEntity } from "./rate-limit/rate-limit.entity.js";
 
-/** Every table of the auth schema but the outbox's (written with SQL by services/shared/outbox.ts). */
+/** Every table of the auth schema but the outbox's (written with SQL by services/shared/outbox/). */
 export const AUTH_ENTITIES = [
   ClientEntity,
   GrantEntity,

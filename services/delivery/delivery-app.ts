@@ -2,10 +2,10 @@ import { DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
 import { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { openServiceDatabase, pingDatabase } from "../shared/database.js";
 import type { Consumer } from "../shared/event-bus/event-bus.js";
+import { targetResolver, type Resolver } from "../shared/net/dns-resolver.js";
 import { createRpcClient } from "../shared/rpc-client.js";
 import { runChecks } from "../shared/rpc-server.js";
 import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
-import type { Resolver } from "../webhook/subscriptions/target-url.js";
 import { DeliveryAttemptEntity } from "./attempts/delivery-attempt.entity.js";
 import { createDeliveryStore } from "./deliveries/delivery-store.js";
 import { createFailureStreak } from "./deliveries/failure-streak.js";
@@ -13,7 +13,6 @@ import { ConsumerPositionEntity, DeliveryEntity, DeliveryEventEntity } from "./d
 import { DELIVERY_SCHEMA, createDeliveryService } from "./delivery-service.js";
 import { consumeContactEvents } from "./fan-out/contact-fan-out.js";
 import { deliveryMigrations } from "./migrations/index.js";
-import { caresResolver, systemResolver } from "./sender/safe-lookup.js";
 import { createWebhookSender } from "./sender/webhook-sender.js";
 import { DeliveryWorker } from "./worker/delivery-worker.js";
 
@@ -37,8 +36,8 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
   const allowInsecure = config.WEBHOOK_ALLOW_INSECURE_TARGETS;
   if (allowInsecure) logger.warn("WEBHOOK_ALLOW_INSECURE_TARGETS is on: deliveries go to http and private destinations too");
   const sender = createWebhookSender({
-    // Production: c-ares with its own timeout (no thread pool queue); development: the hosts file too.
-    resolve: options.resolve ?? (allowInsecure ? systemResolver : caresResolver()),
+    // The save-time check's resolver (WEBHOOK_DNS_SERVERS, WEBHOOK_DNS_TIMEOUT_MS): both ask the same servers.
+    resolve: options.resolve ?? targetResolver({ timeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS, servers: config.WEBHOOK_DNS_SERVERS, allowInsecure }),
     allowInsecure,
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
   });

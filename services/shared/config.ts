@@ -3,7 +3,6 @@
 // the variable (see `exitOnConfigError`). The README has the table.
 import { isIP } from "node:net";
 import { z } from "zod";
-import { leaseTimingProblem } from "./outbox.js";
 
 export class ConfigError extends Error {
   constructor(readonly variable: string, message: string) {
@@ -113,12 +112,15 @@ const shape = {
   DATA_DIR: z.string().min(1).default("./data"),
   /** Allow http and private/loopback webhook targets (development and tests only). */
   WEBHOOK_ALLOW_INSECURE_TARGETS: bool(false),
-  // Webhook subscriptions (the webhook service, issue 7).
+  // Webhook subscriptions (the webhook service).
   /** The most subscriptions one (organisation, client application) pair may have; a create past it is a 400. */
   WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR: int(100, 1, 100_000),
-  /** The longest a target_url's DNS lookup (A and AAAA, c-ares) may take when a subscription is saved; past it, 503. */
+  /**
+   * The longest a target_url's DNS lookup (A and AAAA, c-ares) may take, when a
+   * subscription is saved (past it, 503) and when a delivery connects (past it, a failed attempt).
+   */
   WEBHOOK_DNS_TIMEOUT_MS: int(3000, 100, 30_000),
-  /** DNS servers for those lookups ("ip" or "ip:port" or "[ipv6]:port", comma-separated); unset: the system's (resolv.conf). */
+  /** DNS servers for those lookups, at save and delivery time alike ("ip" or "ip:port" or "[ipv6]:port", comma-separated); unset: the system's (resolv.conf). */
   WEBHOOK_DNS_SERVERS: z
     .string()
     .optional()
@@ -255,7 +257,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   };
 }
 
-/** The outbox lease must outlast several polls and publishes (see services/shared/outbox.ts). */
+/**
+ * A lease must cover several publishes and several polls: a relay renews it
+ * once per poll while idle, and starts a publish only while the lease
+ * outlasts the publish timeout plus a fifth of the lease (the margin).
+ */
+export const LEASE_MULTIPLE = 3;
+
+/** Why these outbox timings cannot work together, or undefined when they can. */
+export function leaseTimingProblem(t: { leaseMs: number; pollMs: number; publishTimeoutMs: number }): string | undefined {
+  const needed = LEASE_MULTIPLE * Math.max(t.pollMs, t.publishTimeoutMs);
+  if (t.leaseMs < needed) {
+    return `must be at least ${LEASE_MULTIPLE} × the larger of the poll interval (${t.pollMs} ms) and the publish timeout (${t.publishTimeoutMs} ms): ${needed} ms or more`;
+  }
+  return undefined;
+}
+
+/** The outbox lease must outlast several polls and publishes (see services/shared/outbox/lease.ts). */
 function checkOutboxTimings(c: { OUTBOX_LEASE_MS: number; OUTBOX_POLL_MS: number; OUTBOX_PUBLISH_TIMEOUT_MS: number }): void {
   const problem = leaseTimingProblem({ leaseMs: c.OUTBOX_LEASE_MS, pollMs: c.OUTBOX_POLL_MS, publishTimeoutMs: c.OUTBOX_PUBLISH_TIMEOUT_MS });
   if (problem) throw new ConfigError("OUTBOX_LEASE_MS", `${c.OUTBOX_LEASE_MS} ${problem}`);

@@ -3,17 +3,17 @@ import { openServiceDatabase, pingDatabase } from "../shared/database.js";
 import { runChecks } from "../shared/rpc-server.js";
 import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
 import type { Consumer } from "../shared/event-bus/event-bus.js";
+import { targetResolver, type Resolver } from "../shared/net/dns-resolver.js";
 import { consumeGrantRevoked } from "./grant-revoked-consumer.js";
 import { webhookMigrations } from "./migrations/index.js";
-import { caresResolver } from "./subscriptions/dns-resolver.js";
 import { SubscriptionEntity } from "./subscriptions/subscription.entity.js";
-import type { Resolver } from "./subscriptions/target-url.js";
 import { WEBHOOK_SCHEMA, createWebhookService } from "./webhook-service.js";
 
 export interface WebhookAppOptions {
   /**
    * How target_url hostnames are resolved when a subscription is saved; unset:
-   * c-ares (dns-resolver.ts) with WEBHOOK_DNS_TIMEOUT_MS and WEBHOOK_DNS_SERVERS.
+   * the target resolver (shared/net/dns-resolver.ts, c-ares with
+   * WEBHOOK_DNS_TIMEOUT_MS and WEBHOOK_DNS_SERVERS), as at delivery time.
    */
   resolve?: Resolver;
   /**
@@ -33,7 +33,7 @@ export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookApp
   const service = createWebhookService({
     orm,
     allowInsecureTargets,
-    resolve: options.resolve ?? caresResolver({ timeoutMs: resolveTimeoutMs, servers: config.WEBHOOK_DNS_SERVERS }),
+    resolve: options.resolve ?? targetResolver({ timeoutMs: resolveTimeoutMs, servers: config.WEBHOOK_DNS_SERVERS, allowInsecure: allowInsecureTargets }),
     resolveTimeoutMs,
     maxSubscriptionsPerPair: config.WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR,
   });

@@ -26,7 +26,8 @@ import { readOwner, type Pair } from "../shared/owner.js";
 import { int64IdKeyset, readPage } from "../shared/pagination.js";
 import { invalid, notFound, requireUuid } from "../shared/validation.js";
 import { SubscriptionEntity, type Subscription } from "./subscriptions/subscription.entity.js";
-import { checkDestination, parseTargetUrl, type Resolver } from "./subscriptions/target-url.js";
+import type { Resolver } from "../shared/net/dns-resolver.js";
+import { checkDestination, parseTargetUrl } from "./subscriptions/target-url.js";
 
 export const WEBHOOK_SCHEMA = "webhook";
 

@@ -1,12 +1,12 @@
 // grant.revoked and token.revoked, written to the auth schema's outbox as the
-// last statement of the transaction that revoked (services/shared/outbox.ts).
+// last statement of the transaction that revoked (services/shared/outbox/writer.ts).
 import { randomUUID } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { GrantRevokedSchema, TokenRevokedSchema } from "../../../gen/bizcard/events/v1/events_pb.js";
 import { subjectFor } from "../../shared/event-bus/event-bus.js";
-import { enqueueEvent } from "../../shared/outbox.js";
+import { enqueueEvent } from "../../shared/outbox/writer.js";
 import type { GrantRevocationReason } from "./grant-store.js";
 
 export interface EventOptions {

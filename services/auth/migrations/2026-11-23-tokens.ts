@@ -65,7 +65,7 @@ export class TokensAuthSchema extends Migration {
     this.addSql(`create index "refresh_token_grant_id_index" on "auth"."refresh_token" ("grant_id")`);
     this.addSql(`create index "refresh_token_family_index" on "auth"."refresh_token" ("family")`);
 
-    // The auth schema's outbox (services/shared/outbox.ts): grant.revoked, token.revoked.
+    // The auth schema's outbox (services/shared/outbox/): grant.revoked, token.revoked.
     this.addSql(`create table "auth"."outbox" (
       "seq" bigserial not null,
       "id" uuid primary key,

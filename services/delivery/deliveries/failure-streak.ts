@@ -1,4 +1,4 @@
-// Disabling a subscription that only fails (issue 7: "A subscription that has
+// Disabling a subscription that only fails (the requirement: "A subscription that has
 // failed every attempt for a configurable period is disabled, visibly").
 //
 // After each failed attempt the worker calls failed(delivery). The streak of a

@@ -12,7 +12,7 @@
 import { performance } from "node:perf_hooks";
 import { Webhook } from "standardwebhooks";
 import { Agent, request } from "undici";
-import type { Resolver } from "../../webhook/subscriptions/target-url.js";
+import type { Resolver } from "../../shared/net/dns-resolver.js";
 import { DestinationRefusedError, checkLiteralHost, safeLookup } from "./safe-lookup.js";
 
 const MAX_RESPONSE_BYTES = 64 * 1024;

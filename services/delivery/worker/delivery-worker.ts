@@ -16,6 +16,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Subscriber, WebhookService } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { eventTypeOf } from "../../shared/event-types.js";
 import type { Logger } from "../../shared/logger.js";
+import { withJitter, type Backoff } from "../../shared/loop/backoff.js";
+import { PollLoop } from "../../shared/loop/poll-loop.js";
 import type { AttemptRecord, ClaimedDelivery, DeliveryStore } from "../deliveries/delivery-store.js";
 import type { SendResult, WebhookSender } from "../sender/webhook-sender.js";
 
@@ -38,83 +40,57 @@ export interface DeliveryWorkerOptions {
 export function retryDelayMs(schedule: number[], retry: number, retryAfterMs: number | undefined, retryAfterMaxSeconds: number): number | undefined {
   const base = schedule[retry - 1];
   if (base === undefined) return undefined;
-  const jittered = base * 1000 * (0.8 + Math.random() * 0.4);
+  const jittered = withJitter(base * 1000, 0.2);
   const asked = retryAfterMs === undefined ? 0 : Math.min(retryAfterMs, retryAfterMaxSeconds * 1000);
   return Math.round(Math.max(jittered, asked));
 }
 
+/** Claims that fail (the database is down) are tried again after these waits. */
+const FAILURE_BACKOFF: Backoff = { baseMs: 500, maxMs: 30_000 };
+
 export class DeliveryWorker {
-  private stopped = true;
-  private loop: Promise<void> | undefined;
+  private readonly loop: PollLoop;
   private inFlight = 0;
   private readonly running = new Set<Promise<void>>();
-  private wakeUp: (() => void) | undefined;
-  private pendingWake = false;
   /** The last claim got as many rows as it asked for: more may be due. */
   private backlog = false;
   private readonly toRecord: { record: AttemptRecord; resolve: () => void; reject: (err: unknown) => void }[] = [];
   private recording = false;
 
-  constructor(private readonly options: DeliveryWorkerOptions) {}
+  constructor(private readonly options: DeliveryWorkerOptions) {
+    this.loop = new PollLoop({
+      round: () => this.round(),
+      backoff: FAILURE_BACKOFF,
+      onError: (err, retryInMs) => options.logger.error({ err, retryInMs }, "delivery worker failed"),
+      // New deliveries (the fan-out, a manual retry) are tried at once, even after a failed claim.
+      wakeEndsBackoff: true,
+    });
+  }
 
   start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    this.loop = this.run();
+    this.loop.start();
   }
 
   /** Deliveries are due: look now. */
   wake(): void {
-    this.pendingWake = true;
-    this.wakeUp?.();
+    this.loop.wake();
   }
 
   /** Stops claiming and waits for the POSTs in flight to be recorded. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    this.wakeUp?.();
-    await this.loop;
+    await this.loop.stop();
     await Promise.allSettled([...this.running]);
   }
 
-  private async run(): Promise<void> {
-    let failures = 0;
-    while (!this.stopped) {
-      let delay = this.options.pollMs;
-      try {
-        this.pendingWake = false;
-        const free = this.options.concurrency - this.inFlight;
-        if (free > 0) {
-          const claimed = await this.options.store.claim(free, this.options.leaseSeconds);
-          failures = 0;
-          this.backlog = claimed.length === free;
-          if (claimed.length > 0) await this.dispatch(claimed);
-          if (claimed.length === free || this.pendingWake) delay = 0;
-        }
-      } catch (err) {
-        failures++;
-        delay = Math.min(30_000, 250 * 2 ** Math.min(failures, 7));
-        this.options.logger.error({ err, retryInMs: delay }, "delivery worker failed");
-      }
-      if (this.stopped) break;
-      // Full: wait for a slot (a finishing POST wakes the loop); otherwise poll.
-      if (delay > 0 || this.inFlight >= this.options.concurrency) await this.sleep(delay > 0 ? delay : this.options.pollMs);
-    }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.pendingWake || this.stopped) return resolve();
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wakeUp = () => {
-        this.wakeUp = undefined;
-        done();
-      };
-    });
+  /** Claims what fits in the free slots; resolves to the wait before the next claim. */
+  private async round(): Promise<number> {
+    const free = this.options.concurrency - this.inFlight;
+    // Full: wait for a slot (a finishing POST wakes the loop), at most a poll.
+    if (free <= 0) return this.options.pollMs;
+    const claimed = await this.options.store.claim(free, this.options.leaseSeconds);
+    this.backlog = claimed.length === free;
+    if (claimed.length > 0) await this.dispatch(claimed);
+    return this.backlog ? 0 : this.options.pollMs;
   }
 
   /** Reads the subscriptions of the claimed rows (one call per organisation and event type), then starts their POSTs. */

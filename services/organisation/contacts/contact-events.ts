@@ -8,7 +8,7 @@ import { ContactEventSchema, EventType } from "../../../gen/bizcard/events/v1/ev
 import type { Contact as ContactMessage } from "../../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { subjectFor } from "../../shared/event-bus/event-bus.js";
 import { nameOfEventType } from "../../shared/event-types.js";
-import { enqueueEvent } from "../../shared/outbox.js";
+import { enqueueEvent } from "../../shared/outbox/writer.js";
 
 export async function enqueueContactEvent(
   em: EntityManager,

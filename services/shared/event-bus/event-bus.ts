@@ -1,6 +1,7 @@
 // The event bus the services publish to and consume from: NATS JetStream in
 // production, an in-process bus in the embedded start. Both deliver at least
 // once; a handler that throws gets the message again later.
+import type { Backoff } from "../loop/backoff.js";
 
 export interface BusMessage {
   subject: string;
@@ -56,6 +57,11 @@ export interface ConsumerOptions {
   startAfterSequence?: () => Promise<number | undefined>;
 }
 
+/** A consumer's redelivery delays: retryDelayMs after the first failure, doubling, up to maxRetryDelayMs. */
+export function redeliveryBackoff(options: Pick<ConsumerOptions, "retryDelayMs" | "maxRetryDelayMs">): Backoff {
+  return { baseMs: options.retryDelayMs ?? 1000, maxMs: options.maxRetryDelayMs ?? 60_000 };
+}
+
 export type MessageHandler = (message: BusMessage) => Promise<void>;
 
 /**
@@ -100,9 +106,32 @@ export interface PublishedInOrder {
   error?: unknown;
 }
 
+/** What a publisher (the outbox relay) hears of `publishAll` as it goes. */
+export interface PublishHooks {
+  /**
+   * Asked before each send the bus starts (one message, or several sent
+   * together); false stops the call there, nothing more is sent. The relay
+   * renews its lease here.
+   */
+  beforeSend(): Promise<boolean>;
+  /** The message is stored (every consumer will have it): mark it sent. */
+  published(msgId: string): void;
+  /**
+   * The bus took the message for some consumers only, or none yet
+   * (PublishDeferredError): publish it again, in order, at or after `retryAt`
+   * (Date.now() time; undefined: the bus cannot tell). The call goes on with
+   * the messages behind it.
+   */
+  deferred(msgId: string, retryAt: number | undefined, reason: PublishDeferredError): void;
+}
+
 export interface EventBus {
   readonly kind: "nats" | "in-process";
-  /** Resolves once the broker has stored the message (JetStream ack). */
+  /**
+   * Resolves once the broker has stored the message (JetStream ack). May
+   * reject with a PublishDeferredError: some consumers have it, the others
+   * must get it later (the in-process bus).
+   */
   publish(subject: string, data: Uint8Array, msgId: string): Promise<void>;
   /**
    * Optional: sends all the messages at once, in this order, and waits for
@@ -112,6 +141,14 @@ export interface EventBus {
    * after a failed message is stored before it.
    */
   publishInOrder?(messages: readonly OutgoingMessage[]): Promise<PublishedInOrder>;
+  /**
+   * Optional: publishes messages that must reach each consumer in this order,
+   * as this bus does it best, telling `hooks` what became of each. Resolves
+   * with the error that ended the call early, if one did: the messages
+   * neither published nor deferred by then were not sent (or not stored) and
+   * go again later, in order. Without it, publishAll() sends one by one.
+   */
+  publishAll?(messages: readonly OutgoingMessage[], hooks: PublishHooks): Promise<{ error?: unknown }>;
   consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer>;
   /**
    * Durable, in batches (BatchConsumerOptions). Optional: a bus without it
@@ -137,6 +174,29 @@ export interface EventBus {
   close(): Promise<void>;
 }
 
+/**
+ * The bus's own way of publishing messages in order (EventBus.publishAll), or
+ * one by one: each waits for the one before it, a deferred one does not stop
+ * the ones behind it, any other failure ends the call.
+ */
+export function publishAll(bus: EventBus, messages: readonly OutgoingMessage[], hooks: PublishHooks): Promise<{ error?: unknown }> {
+  return bus.publishAll ? bus.publishAll(messages, hooks) : publishOneByOne(bus, messages, hooks);
+}
+
+export async function publishOneByOne(bus: EventBus, messages: readonly OutgoingMessage[], hooks: PublishHooks): Promise<{ error?: unknown }> {
+  for (const m of messages) {
+    if (!(await hooks.beforeSend())) return {};
+    try {
+      await bus.publish(m.subject, m.data, m.msgId);
+      hooks.published(m.msgId);
+    } catch (err) {
+      if (!(err instanceof PublishDeferredError)) return { error: err };
+      hooks.deferred(m.msgId, err.retryAt, err);
+    }
+  }
+  return {};
+}
+
 /** The bus's batch consumer, or its `consume` with batches of one message. */
 export function consumeInBatches(bus: EventBus, options: BatchConsumerOptions, handler: BatchHandler): Promise<Consumer> {
   if (bus.consumeBatches) return bus.consumeBatches(options, handler);
@@ -160,8 +220,18 @@ export function subjectMatches(pattern: string, subject: string): boolean {
   return p.length === s.length;
 }
 
+/**
+ * A publish the bus took for some consumers only, or for none yet: the
+ * publisher keeps the message and publishes it again later (the ones behind
+ * it may go meanwhile); consumers that have it already skip it.
+ */
+export class PublishDeferredError extends Error {
+  /** When to publish it again (Date.now() time); undefined: the bus cannot tell. */
+  readonly retryAt: number | undefined = undefined;
+}
+
 /** The in-process bus has no consumer for a subject: the event must wait (the outbox keeps it). */
-export class NoConsumerError extends Error {
+export class NoConsumerError extends PublishDeferredError {
   constructor(subject: string) {
     super(`no consumer for ${subject} yet`);
     this.name = "NoConsumerError";

@@ -20,10 +20,11 @@
 //   failed one first, once that one is published again and succeeds;
 // - the other consumers get the message at once, whatever the blocked one does.
 // A publish that some consumer refused (failed, held back, or not yet due)
-// rejects with ConsumersBehindError, saying when to try again; the outbox
-// relay then keeps the row and goes on with the rows behind it (see ORDER in
-// ../outbox.ts). Publishing the refused rows again in their order is the
-// publisher's part, as a stream's redelivery would be.
+// rejects with ConsumersBehindError (a PublishDeferredError), saying when to
+// try again; the outbox relay then keeps the row and goes on with the rows
+// behind it (publishOneByOne in event-bus.ts, and DEFERRED in
+// ../outbox/relay.ts). Publishing the refused rows again in their order is
+// the publisher's part, as a stream's redelivery would be.
 //
 // With no consumer for a subject yet, publish rejects with NoConsumerError:
 // the row stays in the outbox until one registers, as a stream would keep the
@@ -37,14 +38,20 @@
 // not thrown.
 import {
   NoConsumerError,
+  PublishDeferredError,
+  publishOneByOne,
   subjectFor,
   subjectMatches,
   type Consumer,
   type ConsumerOptions,
   type EventBus,
   type MessageHandler,
+  type OutgoingMessage,
+  type PublishHooks,
   type SubscriptionHandler,
+  redeliveryBackoff,
 } from "./event-bus.js";
+import { backoffDelay } from "../loop/backoff.js";
 import type { Logger } from "../logger.js";
 
 /** Messages remembered per consumer (handled) and for subscribers (announced): the duplicate window. */
@@ -56,14 +63,14 @@ const WINDOW = 100_000;
  * have it. Publish it again at or after `retryAt` (Date.now() time): only the
  * consumers still missing it get it.
  */
-export class ConsumersBehindError extends Error {
+export class ConsumersBehindError extends PublishDeferredError {
   constructor(
     readonly subject: string,
     /** Consumers whose handler failed on this message (or whose retry is not due yet). */
     readonly failed: string[],
     /** Consumers held behind an earlier message of theirs. */
     readonly heldBack: string[],
-    readonly retryAt: number,
+    override readonly retryAt: number,
   ) {
     super(
       `${subject}: ${[failed.length ? `failed for ${failed.join(", ")}` : "", heldBack.length ? `held back for ${heldBack.join(", ")}` : ""]
@@ -151,8 +158,7 @@ export class InProcessBus implements EventBus {
       } catch (err) {
         const maxDeliver = reg.options.maxDeliver ?? 30;
         if (count < maxDeliver) {
-          const first = reg.options.retryDelayMs ?? 1000;
-          const delay = Math.min(reg.options.maxRetryDelayMs ?? 60_000, first * 2 ** (count - 1));
+          const delay = backoffDelay(count, redeliveryBackoff(reg.options));
           reg.blocked = { msgId, retryAt: Date.now() + delay };
           this.logger?.warn({ err, subject, msgId, consumer: durable, deliveryCount: count, retryInMs: delay }, "consumer failed; retried later, its later messages wait");
           failed.push(durable);
@@ -167,6 +173,11 @@ export class InProcessBus implements EventBus {
     }
     if (failed.length || heldBack.length) throw new ConsumersBehindError(subject, failed, heldBack, retryAt);
     this.waiting.delete(msgId);
+  }
+
+  /** One by one: a message some consumers refused is deferred, and the ones behind it still go. */
+  publishAll(messages: readonly OutgoingMessage[], hooks: PublishHooks): Promise<{ error?: unknown }> {
+    return publishOneByOne(this, messages, hooks);
   }
 
   async consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer> {

@@ -1,34 +1,22 @@
 // NATS JetStream. One stream holds every subject under the prefix; the
 // stream's duplicate window drops a message whose Nats-Msg-Id it has seen, so
 // an outbox row published again after a crash reaches no consumer twice.
-import {
-  AckPolicy,
-  DeliverPolicy,
-  RetentionPolicy,
-  StorageType,
-  connect,
-  nanos,
-  type ConsumerInfo,
-  type ConsumerMessages,
-  type JetStreamClient,
-  type JetStreamManager,
-  type JsMsg,
-  type NatsConnection,
-} from "nats";
+import { RetentionPolicy, StorageType, connect, nanos, type JetStreamClient, type JetStreamManager, type NatsConnection } from "nats";
 import type { Logger } from "../logger.js";
 import {
   subjectFor,
   type BatchConsumerOptions,
   type BatchHandler,
-  type BusMessage,
   type Consumer,
   type ConsumerOptions,
   type EventBus,
   type MessageHandler,
   type OutgoingMessage,
+  type PublishHooks,
   type PublishedInOrder,
   type SubscriptionHandler,
 } from "./event-bus.js";
+import { isNotFound, runDurable, serveBatches, serveMessages, type DurableContext, type PullSettings, type Serve } from "./nats-consumer.js";
 
 export interface NatsBusOptions {
   servers: string;
@@ -224,235 +212,68 @@ export class NatsBus implements EventBus {
   }
 
   /**
-   * Makes sure of the stream and the durable consumer (created, or brought up
-   * to date), and opens its pull: `maxMessages` in hand at a time.
+   * Publishes a batch in order, as fast as the stream allows: all of it at
+   * once (publishInOrder), each message stored only after the one before it.
+   * The first message not acknowledged ends the call; it and everything
+   * behind it are published again later, in order (one whose acknowledgement
+   * timed out but that was stored after all is dropped then as a duplicate).
+   * So the stream holds the events in the order given, failures included.
+   * Another publisher's message in between, or a duplicate, breaks the chain
+   * without anything failing: the call goes on at once from that message.
    */
-  private async openConsumer(
-    options: ConsumerOptions,
-    log: Logger,
-    settings: { ackWaitMs: number; maxDeliver: number; maxAckPending: number | undefined; maxMessages: number },
-  ): Promise<ConsumerMessages> {
-    await this.ensureStream();
-    const config = {
-      ack_policy: AckPolicy.Explicit,
-      ack_wait: nanos(settings.ackWaitMs),
-      max_deliver: settings.maxDeliver,
-      filter_subject: subjectFor(this.options.prefix, options.subject),
-      ...(settings.maxAckPending ? { max_ack_pending: settings.maxAckPending } : {}),
-    };
-    let existing: ConsumerInfo | undefined;
-    try {
-      existing = await this.jsm.consumers.info(this.options.stream, options.durable);
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
-    if (existing) {
-      // Where it starts cannot change on a consumer that exists (nor need to: it has its position).
-      await this.jsm.consumers.update(this.options.stream, options.durable, config);
-    } else {
-      // Created, or lost and created again: right after what the owner recorded as handled,
-      // never DeliverPolicy.All, which would hand out the whole retained stream again.
-      let after = await options.startAfterSequence?.();
-      if (after !== undefined) {
-        // A position past the stream's end belongs to a stream that is gone (this one was
-        // created since): all of this one is new.
-        const { state } = await this.jsm.streams.info(this.options.stream);
-        if (after > state.last_seq) {
-          log.warn({ recorded: after, lastSeq: state.last_seq }, "recorded position is past the stream's end (the stream was recreated); starting from its beginning");
-          after = undefined;
-        }
+  async publishAll(messages: readonly OutgoingMessage[], hooks: PublishHooks): Promise<{ error?: unknown }> {
+    let from = 0;
+    while (from < messages.length) {
+      // One check covers the whole send: the messages start together, each within the publish timeout.
+      if (!(await hooks.beforeSend())) return {};
+      const window = messages.slice(from);
+      const result = await this.publishInOrder(window);
+      for (const m of window.slice(0, result.published)) hooks.published(m.msgId);
+      from += result.published;
+      if (from < messages.length && (result.error !== undefined || result.published === 0)) {
+        return { error: result.error ?? new Error("publish: nothing acknowledged") };
       }
-      const start =
-        after === undefined ? { deliver_policy: DeliverPolicy.All } : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: after + 1 };
-      log.info({ ...start }, "creating the durable consumer");
-      await this.jsm.consumers.add(this.options.stream, { durable_name: options.durable, ...config, ...start });
     }
-    const consumer = await this.js.consumers.get(this.options.stream, options.durable);
-    // A deleted stream or consumer ends the iterator: the caller rebuilds.
-    return consumer.consume({ max_messages: settings.maxMessages, abort_on_missing_resource: true });
+    return {};
   }
 
   async consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer> {
-    let stopped = false;
-    let messages: ConsumerMessages | undefined;
-    const log = this.options.logger.child({ consumer: options.durable });
-    const ackWaitMs = options.ackWaitMs ?? 30_000;
-    const maxDeliver = options.maxDeliver ?? 30;
-    const retryDelay = retryDelayOf(options);
-    const run = async () => {
-      while (!stopped) {
-        try {
-          // Few messages in hand at a time: each one's ack_wait runs from its delivery, and
-          // handlers work one by one (the server hands out no more than max_ack_pending; the
-          // pull stays open for 4 so the next one needs no new request).
-          messages = await this.openConsumer(options, log, { ackWaitMs, maxDeliver, maxAckPending: options.maxAckPending, maxMessages: 4 });
-          if (stopped) {
-            messages.stop();
-            break;
-          }
-          for await (const m of messages) {
-            // The handler may take longer than ack_wait (a slow database): tell the broker it is in hand.
-            const keepAlive = setInterval(() => m.working(), Math.max(100, Math.floor(ackWaitMs / 3)));
-            try {
-              await handler(busMessage(m));
-              m.ack();
-            } catch (err) {
-              if (m.info.deliveryCount >= maxDeliver) {
-                log.error({ err, subject: m.subject, seq: m.seq, deliveryCount: m.info.deliveryCount }, "handler failed on the last delivery; message given up");
-                m.term();
-              } else {
-                const delay = retryDelay(m.info.deliveryCount);
-                log.warn({ err, subject: m.subject, deliveryCount: m.info.deliveryCount, retryInMs: delay }, "handler failed; redelivering later");
-                m.nak(delay);
-              }
-            } finally {
-              clearInterval(keepAlive);
-            }
-            if (stopped) break;
-          }
-          this.streamReady = undefined; // the iterator ended: stream or consumer may be gone
-        } catch (err) {
-          if (stopped) break;
-          log.warn({ err }, "consumer interrupted; retrying");
-          await new Promise((r) => setTimeout(r, 1000));
-        }
-      }
-    };
-    const loop = run();
-    const consumer: Consumer = {
-      stop: async () => {
-        stopped = true;
-        messages?.stop();
-        await loop;
-        this.consumers.delete(consumer);
-      },
-    };
-    this.consumers.add(consumer);
-    return consumer;
+    // Few messages in hand at a time: each one's ack_wait runs from its delivery, and
+    // handlers work one by one (the server hands out no more than max_ack_pending; the
+    // pull stays open for 4 so the next one needs no new request).
+    const settings = this.pullSettings(options, options.maxAckPending, 4);
+    return this.durable(options, settings, serveMessages(options, settings, handler, this.consumerLog(options)));
   }
 
-  /**
-   * Batches: the pull keeps up to batchSize messages coming (max_ack_pending =
-   * batchSize); a pump moves them into a queue as they arrive, and the
-   * handler takes everything queued (up to batchSize) each time it is free.
-   * So a lone message goes at once, alone, and messages that arrive while a
-   * batch is being handled make the next batch. A failed batch is retried
-   * here, the same messages in hand (working() keeps their ack_wait from
-   * running out), so nothing later overtakes it; after maxDeliver attempts
-   * in all it is given up (terminated, logged). Stopped while retrying: the
-   * batch is handed back to the broker (nak) at once.
-   */
+  /** Batches (BatchConsumerOptions): up to batchSize in hand, handled together (serveBatches). */
   async consumeBatches(options: BatchConsumerOptions, handler: BatchHandler): Promise<Consumer> {
-    let stopped = false;
-    let messages: ConsumerMessages | undefined;
-    let interrupt: (() => void) | undefined;
-    const log = this.options.logger.child({ consumer: options.durable });
     const batchSize = Math.max(1, Math.floor(options.batchSize));
-    const ackWaitMs = options.ackWaitMs ?? 30_000;
-    const maxDeliver = options.maxDeliver ?? 30;
-    const retryDelay = retryDelayOf(options);
-    const pause = (ms: number) =>
-      new Promise<void>((resolve) => {
-        const timer = setTimeout(done, ms);
-        function done() {
-          clearTimeout(timer);
-          interrupt = undefined;
-          resolve();
-        }
-        interrupt = done;
-      });
+    const settings = this.pullSettings(options, batchSize, batchSize);
+    return this.durable(options, settings, serveBatches(options, settings, batchSize, handler, this.consumerLog(options)));
+  }
 
-    // `waiting`: the messages queued behind the batch. They are in hand too: while the
-    // batch is handled (or retried), their ack_wait must not run out either, or the
-    // broker would hand them out again to a consumer that still has them.
-    const handle = async (batch: JsMsg[], waiting: readonly JsMsg[]) => {
-      const keepAlive = setInterval(() => {
-        for (const m of batch) m.working();
-        for (const m of waiting) m.working();
-      }, Math.max(100, Math.floor(ackWaitMs / 3)));
-      try {
-        for (let attempt = 1; ; attempt++) {
-          // This attempt's delivery count: the broker's, plus the retries made here.
-          const deliveryCount = Math.max(...batch.map((m) => m.info.deliveryCount)) + attempt - 1;
-          try {
-            await handler(batch.map((m) => ({ ...busMessage(m), deliveryCount: m.info.deliveryCount + attempt - 1 })));
-            for (const m of batch) m.ack();
-            return;
-          } catch (err) {
-            const seqs = { firstSeq: batch[0]!.seq, lastSeq: batch[batch.length - 1]!.seq, messages: batch.length };
-            if (deliveryCount >= maxDeliver) {
-              log.error({ err, ...seqs, deliveryCount }, "handler failed on the last delivery; batch given up");
-              for (const m of batch) m.term();
-              return;
-            }
-            if (stopped) {
-              for (const m of batch) m.nak();
-              return;
-            }
-            const delay = retryDelay(deliveryCount);
-            log.warn({ err, ...seqs, deliveryCount, retryInMs: delay }, "handler failed; the batch is retried");
-            await pause(delay);
-            if (stopped) {
-              for (const m of batch) m.nak();
-              return;
-            }
-          }
-        }
-      } finally {
-        clearInterval(keepAlive);
-      }
-    };
+  private pullSettings(options: ConsumerOptions, maxAckPending: number | undefined, maxMessages: number): PullSettings {
+    return { ackWaitMs: options.ackWaitMs ?? 30_000, maxDeliver: options.maxDeliver ?? 30, maxAckPending, maxMessages };
+  }
 
-    const run = async () => {
-      while (!stopped) {
-        try {
-          messages = await this.openConsumer(options, log, { ackWaitMs, maxDeliver, maxAckPending: batchSize, maxMessages: batchSize });
-          if (stopped) {
-            messages.stop();
-            break;
-          }
-          const queue: JsMsg[] = [];
-          let ended = false;
-          let arrived: (() => void) | undefined;
-          const source = messages;
-          const pump = (async () => {
-            try {
-              for await (const m of source) {
-                queue.push(m);
-                arrived?.();
-              }
-            } finally {
-              ended = true;
-              arrived?.();
-            }
-          })();
-          while (!stopped) {
-            if (queue.length === 0) {
-              if (ended) break;
-              await new Promise<void>((resolve) => (arrived = resolve));
-              arrived = undefined;
-              continue;
-            }
-            await handle(queue.splice(0, batchSize), queue);
-          }
-          // Stopped: what is still queued goes back to the broker now rather than after ack_wait.
-          for (const m of queue.splice(0)) m.nak();
-          await pump;
-          this.streamReady = undefined; // the iterator ended: stream or consumer may be gone
-        } catch (err) {
-          if (stopped) break;
-          log.warn({ err }, "consumer interrupted; retrying");
-          await new Promise((r) => setTimeout(r, 1000));
-        }
-      }
+  private consumerLog(options: ConsumerOptions): Logger {
+    return this.options.logger.child({ consumer: options.durable });
+  }
+
+  private durable(options: ConsumerOptions, settings: PullSettings, serve: Serve): Consumer {
+    const ctx: DurableContext = {
+      js: this.js,
+      jsm: this.jsm,
+      stream: this.options.stream,
+      prefix: this.options.prefix,
+      logger: this.options.logger,
+      ensureStream: () => this.ensureStream(),
+      streamMayBeGone: () => (this.streamReady = undefined),
     };
-    const loop = run();
+    const running = runDurable(ctx, options, settings, serve);
     const consumer: Consumer = {
       stop: async () => {
-        stopped = true;
-        messages?.stop();
-        interrupt?.();
-        await loop;
+        await running.stop();
         this.consumers.delete(consumer);
       },
     };
@@ -470,28 +291,6 @@ export class NatsBus implements EventBus {
     await Promise.all([...this.consumers].map((c) => c.stop()));
     await this.nc.drain().catch(() => this.nc.close());
   }
-}
-
-function busMessage(m: JsMsg): BusMessage {
-  return {
-    subject: m.subject,
-    data: m.data,
-    msgId: m.headers?.get("Nats-Msg-Id") || `${m.info.stream}:${m.seq}`,
-    deliveryCount: m.info.deliveryCount,
-    streamSequence: m.seq,
-  };
-}
-
-/** The n-th failure of one message (or batch) waits retryDelayMs × 2^(n-1), capped. */
-function retryDelayOf(options: ConsumerOptions): (deliveryCount: number) => number {
-  const retryDelayMs = options.retryDelayMs ?? 1000;
-  const maxRetryDelayMs = options.maxRetryDelayMs ?? 60_000;
-  return (deliveryCount) => Math.min(maxRetryDelayMs, retryDelayMs * 2 ** Math.min(deliveryCount - 1, 30));
-}
-
-function isNotFound(err: unknown): boolean {
-  const e = err as { code?: string; api_error?: { code?: number; err_code?: number } };
-  return e?.api_error?.code === 404 || e?.code === "404";
 }
 
 /** JetStream refused a message whose Nats-Expected-Last-Msg-Id was not the stream's last (JSStreamWrongLastMsgIDErr). */

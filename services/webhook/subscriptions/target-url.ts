@@ -1,6 +1,7 @@
-// The rules a subscription's target_url must meet, and the IP classification
-// behind them (pure, so the delivery service can re-check every resolved
-// address right before it connects: DNS can change after create/update).
+// The rules a subscription's target_url must meet. The IP classification
+// behind them is services/shared/net/ip-address.ts, which the delivery service
+// applies again to every resolved address right before it connects (DNS can
+// change after create/update).
 //
 // A target_url is an absolute https URL of at most 2048 characters, without
 // user-info and without a fragment. Its destination must be public: literal
@@ -35,172 +36,20 @@
 // shows as a 503): the name may be fine, try again.
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { isIP, isIPv4, isIPv6 } from "node:net";
+import { isIP } from "node:net";
 import { TargetUnavailableSchema } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
+import { NO_ADDRESS_CODES, isLocalhostName, type Resolver } from "../../shared/net/dns-resolver.js";
+import { IP_CLASS_LABELS, classifyIp } from "../../shared/net/ip-address.js";
 import { invalid } from "../../shared/validation.js";
-import { NO_ADDRESS_CODES } from "./dns-resolver.js";
 
 export const TARGET_URL_MAX_LENGTH = 2048;
-
-/** Where an address points. Everything but "public" is refused as a webhook destination. */
-export type IpClass =
-  | "public"
-  | "unspecified"
-  | "loopback"
-  | "private"
-  | "shared"
-  | "link-local"
-  | "unique-local"
-  | "multicast"
-  | "broadcast"
-  | "documentation"
-  | "reserved"
-  | "ipv4-mapped"
-  | "invalid";
-
-/** Human wording for error messages: "points to a <label> address". */
-export const IP_CLASS_LABELS: Record<IpClass, string> = {
-  public: "public",
-  unspecified: "unspecified (0.0.0.0/8 or ::)",
-  loopback: "loopback",
-  private: "private",
-  shared: "carrier-grade NAT (100.64.0.0/10)",
-  "link-local": "link-local",
-  "unique-local": "unique-local (fc00::/7)",
-  multicast: "multicast",
-  broadcast: "broadcast",
-  documentation: "documentation-only",
-  reserved: "reserved or special-purpose",
-  "ipv4-mapped": "IPv4-mapped IPv6",
-  invalid: "invalid",
-};
-
-type Range<N> = readonly [base: N, prefix: number, kind: IpClass];
-
-function v4(dotted: string): number {
-  return dotted.split(".").reduce((acc, octet) => acc * 256 + Number(octet), 0);
-}
-
-// IANA IPv4 special-purpose registry, plus private-use and multicast. First match wins.
-const IPV4_RANGES: Range<number>[] = [
-  [v4("0.0.0.0"), 8, "unspecified"],
-  [v4("10.0.0.0"), 8, "private"],
-  [v4("100.64.0.0"), 10, "shared"],
-  [v4("127.0.0.0"), 8, "loopback"],
-  [v4("169.254.0.0"), 16, "link-local"],
-  [v4("172.16.0.0"), 12, "private"],
-  [v4("192.0.0.0"), 24, "reserved"],
-  [v4("192.0.2.0"), 24, "documentation"],
-  [v4("192.88.99.0"), 24, "reserved"],
-  [v4("192.168.0.0"), 16, "private"],
-  [v4("198.18.0.0"), 15, "reserved"],
-  [v4("198.51.100.0"), 24, "documentation"],
-  [v4("203.0.113.0"), 24, "documentation"],
-  [v4("224.0.0.0"), 4, "multicast"],
-  [v4("255.255.255.255"), 32, "broadcast"],
-  [v4("240.0.0.0"), 4, "reserved"],
-];
-
-function classifyV4(value: number): IpClass {
-  for (const [base, prefix, kind] of IPV4_RANGES) {
-    const size = 2 ** (32 - prefix);
-    if (value >= base && value < base + size) return kind;
-  }
-  return "public";
-}
-
-/** 8 groups of 16 bits as one 128-bit number; null if not IPv6 text. Zone ids (%eth0) are dropped by the caller. */
-function parseV6(text: string): bigint | null {
-  if (!isIPv6(text)) return null;
-  let groups: string[];
-  let head = text;
-  const tail: string[] = [];
-  const lastColon = text.lastIndexOf(":");
-  const last = text.slice(lastColon + 1);
-  if (last.includes(".")) {
-    const n = v4(last);
-    tail.push((n >>> 16).toString(16), (n & 0xffff).toString(16));
-    head = text.slice(0, lastColon + 1);
-    if (head.endsWith(":") && !head.endsWith("::")) head = head.slice(0, -1);
-  }
-  if (head.includes("::")) {
-    const [left, right] = head.split("::") as [string, string];
-    const l = left ? left.split(":") : [];
-    const r = [...(right ? right.split(":") : []), ...tail];
-    groups = [...l, ...Array<string>(8 - l.length - r.length).fill("0"), ...r];
-  } else {
-    groups = [...head.split(":"), ...tail];
-  }
-  if (groups.length !== 8) return null;
-  return groups.reduce((acc, g) => (acc << 16n) | BigInt(parseInt(g || "0", 16)), 0n);
-}
-
-const v6 = (text: string): bigint => parseV6(text)!;
-
-const inV6 = (value: bigint, base: bigint, prefix: number): boolean =>
-  value >> BigInt(128 - prefix) === base >> BigInt(128 - prefix);
-
-/** The IPv4 address in the low 32 bits. */
-const low32 = (value: bigint): number => Number(value & 0xffffffffn);
-
-// IANA IPv6 special-purpose registry; anything outside 2000::/3 (global unicast) is not public.
-const IPV6_RANGES: Range<bigint>[] = [
-  [v6("::"), 128, "unspecified"],
-  [v6("::1"), 128, "loopback"],
-  [v6("::ffff:0:0"), 96, "ipv4-mapped"],
-  [v6("::"), 96, "reserved"], // deprecated IPv4-compatible
-  [v6("64:ff9b:1::"), 48, "reserved"], // local-use NAT64
-  [v6("100::"), 64, "reserved"], // discard-only
-  [v6("2001:db8::"), 32, "documentation"],
-  [v6("2001::"), 23, "reserved"], // IETF protocol assignments, Teredo
-  [v6("3fff::"), 20, "documentation"],
-  [v6("fc00::"), 7, "unique-local"],
-  [v6("fe80::"), 10, "link-local"],
-  [v6("fec0::"), 10, "reserved"], // deprecated site-local
-  [v6("ff00::"), 8, "multicast"],
-];
-
-function classifyV6(value: bigint): IpClass {
-  // NAT64 (64:ff9b::/96) and 6to4 (2002::/16) carry an IPv4 destination: judge that one.
-  if (inV6(value, v6("64:ff9b::"), 96)) return classifyV4(low32(value));
-  if (inV6(value, v6("2002::"), 16)) return classifyV4(Number((value >> 80n) & 0xffffffffn));
-  for (const [base, prefix, kind] of IPV6_RANGES) {
-    if (inV6(value, base, prefix)) return kind;
-  }
-  return inV6(value, v6("2000::"), 3) ? "public" : "reserved";
-}
-
-/**
- * Classifies an IP address (IPv4 dotted quad, or IPv6 text with or without
- * brackets and zone id). IPv4-mapped IPv6 (::ffff:a.b.c.d) is its own class
- * and never public: it is a way to reach an IPv4 destination while dodging
- * IPv4 rules, and no legitimate receiver needs it. A zone id means a scoped,
- * hence non-global, address.
- */
-export function classifyIp(address: string): IpClass {
-  let text = address.trim();
-  if (text.startsWith("[") && text.endsWith("]")) text = text.slice(1, -1);
-  if (isIPv4(text)) return classifyV4(v4(text));
-  const zone = text.indexOf("%");
-  if (zone >= 0) {
-    const kind = parseV6(text.slice(0, zone)) === null ? "invalid" : classifyV6(v6(text.slice(0, zone)));
-    return kind === "public" ? "link-local" : kind;
-  }
-  const value = parseV6(text);
-  return value === null ? "invalid" : classifyV6(value);
-}
-
-export const isPublicIp = (address: string): boolean => classifyIp(address) === "public";
-
-/** Every address a hostname resolves to (rejects with a node:dns error code when it cannot). */
-export type Resolver = (hostname: string) => Promise<string[]>;
 
 export interface TargetUrlOptions {
   /** Let private, loopback, link-local… destinations through (development, tests). */
   allowPrivate?: boolean;
   /** Let http:// through (development, tests). */
   allowHttp?: boolean;
-  /** How names are resolved (the webhook app passes a c-ares resolver, dns-resolver.ts); required unless allowPrivate. */
+  /** How names are resolved (the webhook app passes the shared target resolver, shared/net/dns-resolver.ts); required unless allowPrivate. */
   resolve?: Resolver;
   /** The most a lookup may take before the check is UNAVAILABLE (default 5 s). */
   resolveTimeoutMs?: number;
@@ -213,12 +62,6 @@ export const TARGET_PORT_MIN = 1024;
 
 /** C0 controls, DEL and C1 controls. */
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-
-/** `localhost`, `*.localhost` (RFC 6761), with or without the trailing root dot. */
-export function isLocalhostName(hostname: string): boolean {
-  const h = hostname.toLowerCase().replace(/\.$/, "");
-  return h === "localhost" || h.endsWith(".localhost");
-}
 
 /** UNAVAILABLE for a lookup that failed; the detail is what the client is told. */
 export function targetUnavailable(host: string, cause: unknown): ConnectError {

@@ -1,0 +1,281 @@
+// The publishing half of the transactional outbox (writer.ts writes the
+// rows): while it holds the lease (lease.ts), the relay reads unsent rows in
+// commit order, hands them to the bus (publishAll: the bus decides how, see
+// EventBus.publishAll), and marks sent what the bus stored.
+//
+// DEFERRED. A row the bus took for some consumers only, or for none yet
+// (PublishDeferredError: the in-process bus, whose publish runs the
+// consumers' handlers) does not end the batch: it stays unsent, the relay
+// goes on with the rows behind it, and publishes the deferred rows again,
+// oldest first, when the bus says they may go (consumers that have a row
+// already skip it). So every consumer gets the events in commit order, at
+// least once; across consumers there is no common order. Deferred rows are
+// only remembered in memory: after a restart or a lease hand-over the relay
+// starts again from the oldest unsent row, and the bus's duplicate window
+// skips what each consumer already has.
+import type { MikroORM } from "@mikro-orm/postgresql";
+import { publishAll, type EventBus, type OutgoingMessage } from "../event-bus/event-bus.js";
+import { backoffDelay, type Backoff } from "../loop/backoff.js";
+import { PollLoop } from "../loop/poll-loop.js";
+import type { Logger } from "../logger.js";
+import { OutboxLease } from "./lease.js";
+
+export interface OutboxRelayOptions {
+  orm: MikroORM;
+  schema: string;
+  bus: EventBus;
+  logger: Logger;
+  pollMs: number;
+  batchSize?: number;
+  /** Sent rows are kept this long, then deleted. */
+  retentionHours?: number;
+  /** How long a relay's lease lasts without renewal. */
+  leaseMs?: number;
+  /** The longest one publish may take (the bus's publish timeout): a publish starts only while the lease outlasts it. */
+  publishTimeoutMs?: number;
+}
+
+export interface RelayBatch {
+  /** False when another relay holds the lease. */
+  leader: boolean;
+  published: number;
+  error?: unknown;
+  /** The lease could not be renewed in time during the batch: it ended before the next publish. */
+  leaseLost?: true;
+  /** Rows some consumers refused (in-process bus): kept unsent and published again later; absent when none. */
+  deferred?: number;
+}
+
+/** A row the bus deferred: published again once `retryAt` (Date.now() time) has passed. */
+interface DeferredRow {
+  seq: string;
+  retryAt: number;
+  failures: number;
+}
+
+type Row = { id: string; seq: string; subject: string; payload: Buffer };
+
+/** Failed batches and failed rounds. */
+const FAILURE_BACKOFF: Backoff = { baseMs: 500, maxMs: 30_000 };
+/** A row that found no consumer, when the bus gives no time for it. */
+const NO_CONSUMER_BACKOFF: Backoff = { baseMs: 250, maxMs: 5000 };
+/** The shortest wait before deferred rows are published again: a row held behind another relay's row must not spin. */
+const DEFERRED_FLOOR_MS = 50;
+const CLEANUP_EVERY_MS = 3_600_000;
+
+/** Orders two bigserial values given as decimal text. */
+const compareSeq = (a: string, b: string) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+
+/** A batch that published only part of its rows: the loop backs off. */
+class PublishFailed extends Error {
+  constructor(
+    override readonly cause: unknown,
+    readonly published: number,
+  ) {
+    super("outbox publish failed");
+  }
+}
+
+export class OutboxRelay {
+  private readonly loop: PollLoop;
+  private readonly lease: OutboxLease;
+  private readonly batchSize: number;
+  private lastCleanup = 0;
+  /**
+   * The seq of the last row this relay tried, in order, while holding the
+   * lease: new rows are read after it. Rows at or before it that are still
+   * unsent are the deferred ones. "0" reads from the oldest unsent row.
+   */
+  private cursor = "0";
+  /** Rows the bus deferred: id → when to try again. */
+  private readonly deferred = new Map<string, DeferredRow>();
+  /** The last batch read as many new rows as it could: more may be waiting. */
+  private moreRows = false;
+
+  constructor(private readonly options: OutboxRelayOptions) {
+    this.batchSize = options.batchSize ?? 100;
+    this.lease = new OutboxLease({
+      orm: options.orm,
+      schema: options.schema,
+      leaseMs: options.leaseMs ?? 15_000,
+      publishTimeoutMs: options.publishTimeoutMs ?? 3000,
+      pollMs: options.pollMs,
+    });
+    this.loop = new PollLoop({
+      round: () => this.round(),
+      backoff: FAILURE_BACKOFF,
+      onError: (err, retryInMs) => {
+        if (err instanceof PublishFailed) options.logger.warn({ err: err.cause, published: err.published, retryInMs }, "outbox publish failed");
+        else options.logger.error({ err, retryInMs }, "outbox relay failed");
+      },
+    });
+  }
+
+  /** This relay's identity as a lease holder. */
+  get id(): string {
+    return this.lease.id;
+  }
+
+  start(): void {
+    this.loop.start();
+  }
+
+  /** Publish soon: a change was just committed (a failure back-off is waited out). */
+  wake(): void {
+    this.loop.wake();
+  }
+
+  /** Finishes the batch in hand, then hands the lease back so that another relay takes over at once. */
+  async stop(): Promise<void> {
+    await this.loop.stop();
+    await this.lease.release();
+  }
+
+  /**
+   * One batch, as the lease holder: publish again the deferred rows that are
+   * due (oldest first), then read unsent rows after the cursor in commit
+   * order, publish them, mark what the bus stored. Before each send the lease
+   * must outlast it; if not, the rows sent so far are marked and the lease
+   * renewed, and the batch ends if that fails.
+   */
+  async publishBatch(): Promise<RelayBatch> {
+    try {
+      return await this.runBatch();
+    } catch (err) {
+      // Rows may have been published and not marked (the database failed):
+      // they are after the cursor's start again, not skipped.
+      this.forget();
+      throw err;
+    }
+  }
+
+  /** Unsent rows, for readiness and tests. */
+  async backlog(): Promise<number> {
+    const [row] = await this.options.orm.em
+      .fork()
+      .execute(`select count(*)::int as n from "${this.options.schema}"."outbox" where "published_at" is null`);
+    return row.n;
+  }
+
+  private async round(): Promise<number> {
+    const batch = await this.publishBatch();
+    await this.cleanup();
+    if (batch.error) throw new PublishFailed(batch.error, batch.published);
+    if (batch.leaseLost) this.options.logger.warn({ published: batch.published }, "outbox lease not renewed in time; batch ended before the next publish");
+    let delay = this.moreRows ? 0 : this.options.pollMs;
+    // Deferred rows come back when the bus says they may go, even before the next poll.
+    if (this.deferred.size > 0) delay = Math.min(delay, Math.max(DEFERRED_FLOOR_MS, this.nextRetryAt() - Date.now()));
+    return delay;
+  }
+
+  private async runBatch(): Promise<RelayBatch> {
+    const { schema } = this.options;
+    if (!(await this.lease.take())) {
+      this.forget();
+      return { leader: false, published: 0 };
+    }
+    const em = this.options.orm.em.fork();
+    this.moreRows = false;
+    const sent: string[] = [];
+    let marked = 0;
+    const markSent = async () => {
+      const ids = sent.slice(marked);
+      if (ids.length === 0) return;
+      await em.execute(`update "${schema}"."outbox" set "published_at" = now() where "id" in (${ids.map(() => "?").join(",")})`, ids);
+      marked = sent.length;
+    };
+    let error: unknown;
+    let leaseLost = false;
+    /** Publishes rows in order; false when the batch must end. */
+    const publishRows = async (rows: Row[], advance: boolean): Promise<boolean> => {
+      const seqOf = new Map(rows.map((r) => [r.id, r.seq]));
+      const passed = (id: string) => {
+        if (advance) this.cursor = seqOf.get(id)!;
+      };
+      const result = await publishAll(this.options.bus, rows.map(toMessage), {
+        beforeSend: async () => {
+          if (this.lease.coversPublish()) return true;
+          await markSent();
+          if ((await this.lease.take()) && this.lease.coversPublish()) return true;
+          leaseLost = true;
+          return false;
+        },
+        published: (id) => {
+          sent.push(id);
+          this.deferred.delete(id);
+          passed(id);
+        },
+        deferred: (id, retryAt, reason) => {
+          const failures = (this.deferred.get(id)?.failures ?? 0) + 1;
+          const at = retryAt ?? Date.now() + backoffDelay(failures, NO_CONSUMER_BACKOFF);
+          this.deferred.set(id, { seq: seqOf.get(id)!, retryAt: at, failures });
+          this.options.logger.debug({ err: reason, id, retryAt: new Date(at) }, "outbox row deferred: some consumers have not taken it");
+          passed(id);
+        },
+      });
+      if (result.error !== undefined) error = result.error;
+      return result.error === undefined && !leaseLost;
+    };
+
+    let going = true;
+    // The deferred rows first, all of them in commit order as soon as one is
+    // due: a consumer held behind an earlier row gets that row first, then these.
+    if (this.deferred.size > 0 && this.nextRetryAt() <= Date.now()) {
+      const ids = [...this.deferred.entries()].sort(([, a], [, b]) => compareSeq(a.seq, b.seq)).map(([id]) => id);
+      for (let i = 0; going && i < ids.length; i += this.batchSize) {
+        const chunk = ids.slice(i, i + this.batchSize);
+        const rows: Row[] = await em.execute(
+          `select "id", "seq"::text as "seq", "subject", "payload" from "${schema}"."outbox"
+            where "id" in (${chunk.map(() => "?").join(",")}) and "published_at" is null order by "outbox"."seq"`,
+          chunk,
+        );
+        // Published meanwhile (by a relay before a lease hand-over) or cleaned up: nothing left to do.
+        const unsent = new Set(rows.map((r) => r.id));
+        for (const id of chunk) if (!unsent.has(id)) this.deferred.delete(id);
+        going = await publishRows(rows, false);
+      }
+    }
+    if (going) {
+      const rows: Row[] = await em.execute(
+        `select "id", "seq"::text as "seq", "subject", "payload" from "${schema}"."outbox"
+          where "published_at" is null and "seq" > ?::bigint order by "outbox"."seq" limit ?`,
+        [this.cursor, this.batchSize],
+      );
+      this.moreRows = rows.length === this.batchSize;
+      await publishRows(rows, true);
+    }
+    await markSent();
+    if (leaseLost) this.forget();
+    return {
+      leader: true,
+      published: sent.length,
+      error,
+      ...(leaseLost ? { leaseLost: true as const } : {}),
+      ...(this.deferred.size > 0 ? { deferred: this.deferred.size } : {}),
+    };
+  }
+
+  /** Another relay may publish meanwhile: start again from the oldest unsent row when the lease comes back. */
+  private forget(): void {
+    this.cursor = "0";
+    this.deferred.clear();
+  }
+
+  /** When the earliest deferred row may be published again (Infinity: none). */
+  private nextRetryAt(): number {
+    let at = Infinity;
+    for (const row of this.deferred.values()) at = Math.min(at, row.retryAt);
+    return at;
+  }
+
+  private async cleanup(): Promise<void> {
+    if (Date.now() - this.lastCleanup < CLEANUP_EVERY_MS) return;
+    this.lastCleanup = Date.now();
+    const hours = this.options.retentionHours ?? 168;
+    await this.options.orm.em
+      .fork()
+      .execute(`delete from "${this.options.schema}"."outbox" where "published_at" < now() - make_interval(hours => ?)`, [hours]);
+  }
+}
+
+const toMessage = (row: Row): OutgoingMessage => ({ subject: row.subject, data: new Uint8Array(row.payload), msgId: row.id });
