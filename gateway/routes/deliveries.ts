@@ -1,4 +1,4 @@
-// The delivery log of one subscription (issue 7 point 4), scoped like the
+// The delivery log of one subscription, scoped like the
 // subscriptions to the pair (organisation, client application) of the token:
 //
 //   GET  /oauth/webhooks/subscriptions/{id}/deliveries?limit=&cursor=    webhooks:read

@@ -2,7 +2,7 @@ import { Migration } from "@mikro-orm/migrations";
 
 /**
  * A subscription whose every delivery attempt failed for a configured period
- * is disabled (issue 7): when, and why. Both null while enabled.
+ * is disabled: when, and why. Both null while enabled.
  */
 export class SubscriptionDisabled extends Migration {
   override async up(): Promise<void> {
