@@ -38,8 +38,8 @@ import { createOrganisationApp } from "../services/organisation/organisation-app
 import { loadConfig } from "../services/shared/config.js";
 import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
-import { createRpcClient, serveInProcess } from "../services/shared/rpc-client.js";
-import { startRpcServer, type RunningServer } from "../services/shared/rpc-server.js";
+import { createRpcClient, serveInProcess } from "../services/shared/rpc/client.js";
+import { startRpcServer, type RunningServer } from "../services/shared/rpc/server.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
 import { freePort, httpReady, spawnProcess, spawnTs, type Spawned } from "../test/support/processes.js";
 import { closedLoop } from "./closed-loop.js";

@@ -17,7 +17,7 @@ import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { InProcessBus } from "../services/shared/event-bus/in-process-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import { OutboxRelay, enqueueEvent } from "../services/shared/outbox.js";
-import { createRpcClient } from "../services/shared/rpc-client.js";
+import { createRpcClient } from "../services/shared/rpc/client.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
 import { NatsServer, freePort, httpReady, spawnTs, waitFor, type Spawned } from "./support/processes.js";
 import { openTestBus, startService } from "./support/services.js";
