@@ -7,7 +7,6 @@
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
-import { Duplex } from "node:stream";
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
@@ -36,17 +35,14 @@ export function createListener(handler: RequestHandler): Listener {
   const server = net.createServer({ noDelay: true }, (socket) => {
     socket.once("data", (first: Buffer) => {
       const n = Math.min(first.length, PREFACE.length);
-      if (n < 3 || !first.subarray(0, n).equals(PREFACE.subarray(0, n))) {
-        // HTTP/1.1: the http server reads the socket from its first byte on.
-        socket.pause();
-        socket.unshift(first);
-        h1.emit("connection", socket);
-        socket.resume();
-        return;
-      }
-      // HTTP/2 takes the socket's handle and would lose the bytes already read: it gets a stream
-      // that gives them first, then the socket's.
-      h2.emit("connection", prepended(socket, first));
+      const h2c = n >= 3 && first.subarray(0, n).equals(PREFACE.subarray(0, n));
+      // The bytes read go back to the socket: the http server reads them first, and an HTTP/2
+      // session takes what the socket holds before it reads the connection's handle itself.
+      socket.pause();
+      socket.unshift(first);
+      if (h2c) return void h2.emit("connection", socket);
+      h1.emit("connection", socket);
+      socket.resume();
     });
     socket.on("error", () => socket.destroy());
   });
@@ -63,26 +59,4 @@ export function createListener(handler: RequestHandler): Listener {
         }, graceMs).unref();
       }),
   };
-}
-
-function prepended(socket: net.Socket, first: Buffer): Duplex {
-  const stream = new Duplex({
-    read: () => void socket.resume(),
-    write: (chunk, _encoding, callback) => void socket.write(chunk, callback),
-    final: (callback) => {
-      socket.end();
-      callback();
-    },
-    destroy: (err, callback) => {
-      socket.destroy(err ?? undefined);
-      callback(err);
-    },
-  });
-  stream.push(first);
-  socket.on("data", (chunk) => {
-    if (!stream.push(chunk)) socket.pause();
-  });
-  socket.on("end", () => stream.push(null));
-  socket.on("close", () => stream.destroy());
-  return stream;
 }
