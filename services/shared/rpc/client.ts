@@ -20,6 +20,7 @@ import {
 import { createHttp1Client, createUnaryHttp1Client } from "./http1-transport.js";
 import { INTERNAL_AUTH_HEADER } from "./interceptors.js";
 import { inProcessUnary } from "./lean-server.js";
+import { refuseUnsafeStrings } from "./string-guard.js";
 
 export interface RpcClientOptions {
   baseUrl: string;
@@ -108,6 +109,8 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
       let url = urls.get(method.name);
       if (!url) urls.set(method.name, (url = new URL(`${base}/${method.parent.typeName}/${method.name}`)));
       const input = isMessage(message, method.input) ? message : create(method.input, message);
+      // Encoded, a lone surrogate would arrive as U+FFFD, a value the caller never sent.
+      refuseUnsafeStrings(method.input, input);
       const body = toBinary(method.input, input);
       if (lean) {
         const answer = lean(url.pathname, headers as http.IncomingHttpHeaders, body, signal);

@@ -82,13 +82,20 @@ function walk(msg: ReflectMessage, prefix: string): string | undefined {
   return undefined;
 }
 
-/** INVALID_ARGUMENT for a request message with U+0000 or a lone surrogate in any string. */
+/** Throws INVALID_ARGUMENT, naming the field, when a string of `message` holds U+0000 or a lone surrogate. */
+export function refuseUnsafeStrings(desc: DescMessage, message: Message): void {
+  const found = findUnsafeString(desc, message);
+  if (found) throw new ConnectError(`${found} must not contain U+0000 or a lone surrogate`, Code.InvalidArgument);
+}
+
+/**
+ * The server's guard. A lone surrogate does not survive the encoding (it
+ * arrives as U+FFFD), so the project's client refuses it before sending
+ * (client.ts); here it is caught on the paths that pass messages unencoded.
+ */
 export function stringGuardInterceptor(): Interceptor {
   return (next) => (req) => {
-    if (!req.stream) {
-      const found = findUnsafeString(req.method.input, req.message as Message);
-      if (found) throw new ConnectError(`${found} must not contain U+0000 or a lone surrogate`, Code.InvalidArgument);
-    }
+    if (!req.stream) refuseUnsafeStrings(req.method.input, req.message as Message);
     return next(req);
   };
 }
