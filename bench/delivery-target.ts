@@ -18,7 +18,7 @@ import path from "node:path";
 import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
-import { createRpcClient } from "../services/shared/rpc-client.js";
+import { createRpcClient } from "../services/shared/rpc/client.js";
 import { createDatabaseOn } from "../test/support/backends.js";
 import { httpReady, platformPorts, spawnProcess, type Spawned } from "../test/support/processes.js";
 import { deleteStream } from "../test/support/stream.js";

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { createRpcClient } from "../services/shared/rpc-client.js";
+import { createRpcClient } from "../services/shared/rpc/client.js";
 import { createDatabaseOn } from "../test/support/backends.js";
 import { freePort, httpReady, platformPorts, ROOT, spawnProcess, spawnTs, type Spawned } from "../test/support/processes.js";
 import { deleteStream } from "../test/support/stream.js";

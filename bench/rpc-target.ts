@@ -3,7 +3,7 @@
 // organisation in it: what the RPC rows of the benchmark call.
 import { randomBytes } from "node:crypto";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { createRpcClient } from "../services/shared/rpc-client.js";
+import { createRpcClient } from "../services/shared/rpc/client.js";
 import { createDatabaseOn } from "../test/support/backends.js";
 import { deleteStream } from "../test/support/stream.js";
 import { freePort, httpReady, spawnProcess, type Spawned } from "../test/support/processes.js";

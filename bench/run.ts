@@ -9,8 +9,12 @@
 //   process on this machine's PostgreSQL (a fresh database, dropped after) and
 //   NATS JetStream (a unique stream, deleted after); and the same select
 //   issued directly with `pg`; and the same RPC with the service in this
-//   process, reached in memory as `npm start` does (serveInProcess). One call
-//   at a time, and 10 in flight.
+//   process, reached in memory as `npm start` does (serveInProcess); and the
+//   same RPC through a stock connect-node client (createConnectTransport,
+//   binary, HTTP/1.1 and HTTP/2) in a process of its own, what another team's
+//   service would be (bench/stock-client-load.ts). One
+//   call at a time, and 10 in flight. BENCH_RPC_CWD: run the service of
+//   another checkout (a before/after comparison).
 //
 // - OAuth rows (issue 6): the token endpoint (client_credentials, form-encoded,
 //   through the gateway of the platform as `npm start` runs it, on this
@@ -30,7 +34,9 @@
 // The cases take turns for BENCH_ROUNDS rounds of BENCH_SECONDS each, and the
 // median round counts (one run is noisy here). BENCH_ONLY=http, rpc, oauth or
 // delivery runs one group (and the bare row).
+import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { promisify } from "node:util";
 import autocannon from "autocannon";
 import pg from "pg";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
@@ -38,8 +44,8 @@ import { createOrganisationApp } from "../services/organisation/organisation-app
 import { loadConfig } from "../services/shared/config.js";
 import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
-import { createRpcClient, serveInProcess } from "../services/shared/rpc-client.js";
-import { startRpcServer, type RunningServer } from "../services/shared/rpc-server.js";
+import { createRpcClient, serveInProcess } from "../services/shared/rpc/client.js";
+import { startRpcServer, type RunningServer } from "../services/shared/rpc/server.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
 import { freePort, httpReady, spawnProcess, spawnTs, type Spawned } from "../test/support/processes.js";
 import { closedLoop } from "./closed-loop.js";
@@ -51,6 +57,7 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 3);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const only = process.env.BENCH_ONLY;
 const wants = (group: Case["group"] | "delivery") => !only || only === group;
+const execFileAsync = promisify(execFile);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 interface Sample {
@@ -163,7 +170,7 @@ try {
 
   if (wants("rpc")) {
     // The service logs at info, as `npm start` runs it.
-    target = await startRpcTarget();
+    target = await startRpcTarget([], {}, process.env.BENCH_RPC_CWD);
     const { organisationId } = target;
     const client = createRpcClient(OrganisationService, { baseUrl: target.url, timeoutMs: 5000, internalToken: target.token });
     const rpc = async () => {
@@ -190,6 +197,26 @@ try {
       const res = await inProcess.getOrganisation({ id: organisationId });
       if (res.organisation?.id !== organisationId) throw new Error("GetOrganisation answered another organisation");
     };
+    // The stock client runs in a process of its own, as another team's service would (stock-client-load.ts).
+    const stock = (httpVersion: "1.1" | "2", inFlight: number): Case => ({
+      group: "rpc",
+      name: `RPC GetOrganisation via stock connect-node client, HTTP/${httpVersion}, ${inFlight} in flight`,
+      run: async () => {
+        const { stdout } = await execFileAsync(process.execPath, ["--import", "tsx", "bench/stock-client-load.ts"], {
+          env: {
+            ...process.env,
+            BENCH_URL: target!.url,
+            BENCH_TOKEN: target!.token,
+            BENCH_ORGANISATION_ID: organisationId,
+            BENCH_HTTP_VERSION: httpVersion,
+            BENCH_IN_FLIGHT: String(inFlight),
+            BENCH_SECONDS: String(seconds),
+          },
+        });
+        const r = JSON.parse(stdout) as { perSecond: number; medianMs: number };
+        return { rps: r.perSecond, latency: r.medianMs };
+      },
+    });
     cases.push(
       loopCase("RPC GetOrganisation via createRpcClient, 1 in flight", rpc, 1),
       loopCase("RPC GetOrganisation via createRpcClient, 10 in flight", rpc, 10),
@@ -197,7 +224,16 @@ try {
       loopCase("same select directly with pg (pool of 10), 10 in flight", direct, 10),
       loopCase("RPC GetOrganisation, service in this process (npm start), 1 in flight", rpcInProcess, 1),
       loopCase("RPC GetOrganisation, service in this process (npm start), 10 in flight", rpcInProcess, 10),
+      stock("1.1", 1),
+      stock("1.1", 10),
     );
+    // A service of before h2c answers HTTP/2 not at all.
+    if (!process.env.BENCH_RPC_CWD) {
+      cases.push(
+        stock("2", 1),
+        stock("2", 10),
+      );
+    }
   }
 
   const samples = cases.map(() => [] as Sample[]);
@@ -209,9 +245,9 @@ try {
   const num = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
   console.log(`\nmedian of ${rounds} rounds, ${seconds} s per case (compare ratios, not absolute numbers)`);
   const table = (group: Case["group"], title: string, latency: string, digits: number) => {
-    console.log(`\n${title.padEnd(72)} ${"calls/s".padStart(9)} ${latency.padStart(9)} ${"vs bare".padStart(8)}`);
+    console.log(`\n${title.padEnd(80)} ${"calls/s".padStart(9)} ${latency.padStart(9)} ${"vs bare".padStart(8)}`);
     for (const r of rows.filter((r) => r.group === group || (group === "rpc" && r === rows[0]))) {
-      console.log(`${r.name.padEnd(72)} ${num(r.rps).padStart(9)} ${num(r.latency, r === rows[0] ? 0 : digits).padStart(9)} ${(r.rps / base).toFixed(3).padStart(8)}`);
+      console.log(`${r.name.padEnd(80)} ${num(r.rps).padStart(9)} ${num(r.latency, r === rows[0] ? 0 : digits).padStart(9)} ${(r.rps / base).toFixed(3).padStart(8)}`);
     }
   };
   if (wants("http")) table("http", "HTTP, 10 connections (autocannon)", "p99 ms", 0);
@@ -239,9 +275,12 @@ try {
     for (const [label, prefix] of [
       ["service in its own process, over HTTP", "RPC GetOrganisation via createRpcClient"],
       ["service in this process (npm start)", "RPC GetOrganisation, service in this process (npm start)"],
+      ["stock connect-node client, HTTP/1.1", "RPC GetOrganisation via stock connect-node client, HTTP/1.1"],
+      ["stock connect-node client, HTTP/2", "RPC GetOrganisation via stock connect-node client, HTTP/2"],
     ]) {
-      const one = rows.find((r) => r.name === `${prefix}, 1 in flight`)!;
-      const ten = rows.find((r) => r.name === `${prefix}, 10 in flight`)!;
+      const one = rows.find((r) => r.name === `${prefix}, 1 in flight`);
+      const ten = rows.find((r) => r.name === `${prefix}, 10 in flight`);
+      if (!one || !ten) continue;
       console.log(
         `\nfloors, ${label}: median one at a time ${num(one.latency, 2)} ms (<= 1.5: ${verdict(one.latency <= 1.5)}); ` +
           `10 in flight ${(ten.rps / base).toFixed(3)}x bare (>= 0.06: ${verdict(ten.rps / base >= 0.06)})`,

@@ -22,7 +22,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { DeliveryService, type Delivery } from "../gen/bizcard/delivery/v1/delivery_pb.js";
 import { OrganisationService, type ContactFields } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { contactJson } from "../services/shared/contact-json.js";
-import { createRpcClient } from "../services/shared/rpc-client.js";
+import { createRpcClient } from "../services/shared/rpc/client.js";
 
 const CONTACT_FLAGS = {
   "first-name": "firstName",

@@ -6,7 +6,7 @@ import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation
 import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import type { Config } from "../services/shared/config.js";
 import { REQUEST_ID_HEADER } from "../services/shared/request-context.js";
-import { createRpcClient } from "../services/shared/rpc-client.js";
+import { createRpcClient } from "../services/shared/rpc/client.js";
 
 export interface ServiceClients {
   auth: Client<typeof AuthService>;

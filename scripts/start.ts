@@ -22,8 +22,8 @@ import { loadConfigOrExit, withInternalTokens, type Config } from "../services/s
 import { EMBEDDED_POOL_MAX, prepareEmbeddedPostgres, startEmbeddedPostgres, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
 import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
-import { createRpcClient, serveInProcess } from "../services/shared/rpc-client.js";
-import { startRpcServer, type RunningServer } from "../services/shared/rpc-server.js";
+import { createRpcClient, serveInProcess } from "../services/shared/rpc/client.js";
+import { startRpcServer, type RunningServer } from "../services/shared/rpc/server.js";
 import type { ServiceApp, ServiceAppDeps } from "../services/shared/service-app.js";
 import { PortInUseError, checkPortsFree, exitIfPortInUse, listenOn } from "../services/shared/port-in-use.js";
 import { makePrivateFolder } from "../services/shared/private-folder.js";
@@ -126,7 +126,7 @@ async function main(): Promise<void> {
           }),
         ),
       );
-      // Calls between the services of this process stay in memory (rpc-client.ts serveInProcess),
+      // Calls between the services of this process stay in memory (rpc/client.ts serveInProcess),
       // under the URL the clients use to reach this service.
       undoInProcess.push(serveInProcess(serviceUrls(config)[svc.name], servers.at(-1)!.inProcess));
     }

@@ -25,7 +25,7 @@ import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation
 import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { loadConfig } from "../services/shared/config.js";
 import { EMBEDDED_POOL_MAX, prepareEmbeddedPostgres, startEmbeddedPostgres, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
-import { createRpcClient } from "../services/shared/rpc-client.js";
+import { createRpcClient } from "../services/shared/rpc/client.js";
 import { TEST_NATS_URL, backendMode, createTestDatabase, uniqueName, type TestDatabase } from "./support/backends.js";
 import { unpublishedOutboxRows } from "./support/outbox.js";
 import { NatsServer, ROOT, freePort, httpReady, spawnProcess, spawnTs, waitFor, type Spawned } from "./support/processes.js";

@@ -7,7 +7,7 @@ import { safeError } from "../services/shared/logger.js";
 const driverError = (message: string, extra: Record<string, string>) => Object.assign(new Error(message), extra);
 
 describe("safeError", () => {
-  it("keeps a database error's kind, SQLSTATE, table and constraint, and drops the statement", () => {
+  it("keeps a database error's kind, SQLSTATE, table and constraint, and the statement without its parameters", () => {
     const err = new ForeignKeyConstraintViolationException(
       driverError(
         `insert into "organisation"."member" ("password_hash") values ('scrypt$32768$8$1$c2FsdA==$aGFzaA==') - insert or update on table "member" violates foreign key constraint "member_organisation_id_fkey"`,
@@ -20,6 +20,7 @@ describe("safeError", () => {
       code: "23503",
       table: "member",
       constraint: "member_organisation_id_fkey",
+      statement: 'insert into "organisation"."member" ("password_hash") values (?)',
       message: 'insert or update on table "member" violates foreign key constraint "member_organisation_id_fkey"',
     });
     expect(JSON.stringify(logged)).not.toContain("scrypt$");

@@ -34,8 +34,8 @@ import { RateLimitEntity } from "../services/auth/rate-limit/rate-limit.entity.j
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import { openServiceDatabase, pingDatabase } from "../services/shared/database.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
-import { createRpcClient } from "../services/shared/rpc-client.js";
-import { runChecks } from "../services/shared/rpc-server.js";
+import { createRpcClient } from "../services/shared/rpc/client.js";
+import { runChecks } from "../services/shared/rpc/health.js";
 import type { ServiceApp, ServiceAppDeps } from "../services/shared/service-app.js";
 import { tokenHash } from "../services/shared/token-hash.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";

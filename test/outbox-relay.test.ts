@@ -18,7 +18,7 @@ import { InProcessBus } from "../services/shared/event-bus/in-process-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import { OutboxRelay } from "../services/shared/outbox/relay.js";
 import { enqueueEvent } from "../services/shared/outbox/writer.js";
-import { createRpcClient } from "../services/shared/rpc-client.js";
+import { createRpcClient } from "../services/shared/rpc/client.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
 import { NatsServer, freePort, httpReady, spawnTs, waitFor, type Spawned } from "./support/processes.js";
 import { openTestBus, startService } from "./support/services.js";

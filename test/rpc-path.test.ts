@@ -12,8 +12,8 @@ import { GetOrganisationResponseSchema, OrganisationSchema, OrganisationService 
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { createLogger } from "../services/shared/logger.js";
-import { createRpcClient, serveInProcess } from "../services/shared/rpc-client.js";
-import { startRpcServer, type RunningServer } from "../services/shared/rpc-server.js";
+import { createRpcClient, serveInProcess } from "../services/shared/rpc/client.js";
+import { startRpcServer, type RunningServer } from "../services/shared/rpc/server.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
 import { rpcError } from "./support/rpc.js";
 import { openTestBus, startService, type StartedService } from "./support/services.js";

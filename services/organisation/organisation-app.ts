@@ -2,7 +2,7 @@ import type { MikroORM } from "@mikro-orm/postgresql";
 import { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { openServiceDatabase, pingDatabase } from "../shared/database.js";
 import { OutboxRelay } from "../shared/outbox/relay.js";
-import { runChecks } from "../shared/rpc-server.js";
+import { runChecks } from "../shared/rpc/health.js";
 import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
 import { ContactEntity } from "./contacts/contact.entity.js";
 import { MemberEntity } from "./members/member.entity.js";

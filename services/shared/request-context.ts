@@ -2,7 +2,7 @@
 // first RPC server) assigns it, interceptors copy it into the next call.
 //
 // The id of the request being served is kept in an AsyncLocalStorage for the
-// calls its handler makes (rpc-client.ts reads it). Measured on this project's
+// calls its handler makes (rpc/client.ts reads it). Measured on this project's
 // machine (GetOrganisation, service in its own process, CPU per call on both
 // sides, several rounds): keeping it only in processes that call other
 // services saved nothing measurable, because MikroORM's own AsyncLocalStorage

@@ -5,7 +5,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import type { Config } from "./config.js";
 import type { EventBus } from "./event-bus/event-bus.js";
 import type { Logger } from "./logger.js";
-import type { ReadinessCheck } from "./rpc-server.js";
+import type { ReadinessCheck } from "./rpc/health.js";
 
 export interface ServiceApp {
   name: string;

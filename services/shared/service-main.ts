@@ -4,7 +4,7 @@ import { loadConfigOrExit, requireBackends, requireInternalToken, type Config } 
 import { openBus } from "./event-bus/open-bus.js";
 import { exitIfPortInUse, listenOn } from "./port-in-use.js";
 import { createLogger, type Logger } from "./logger.js";
-import { startRpcServer } from "./rpc-server.js";
+import { startRpcServer } from "./rpc/server.js";
 import type { ServiceApp, ServiceAppDeps } from "./service-app.js";
 
 export interface ServiceMainOptions {

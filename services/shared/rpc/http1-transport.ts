@@ -12,7 +12,7 @@
 import http from "node:http";
 import https from "node:https";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { getAbortSignalReason, type UniversalClientFn, type UniversalClientResponse } from "@connectrpc/connect/protocol";
+import { getAbortSignalReason, type UniversalClientFn, type UniversalClientResponse } from "./connect-internals.js";
 
 /**
  * An idle kept-alive connection is closed after this long (or the server's
@@ -104,7 +104,7 @@ export interface UnaryHttpResponse {
  * its stack), and connect's unary path makes two controllers, a deadline timer
  * and an abort per call on each side.
  */
-export function createUnaryHttp1Client(): (req: UnaryHttpRequest) => Promise<UnaryHttpResponse> {
+export function createUnaryHttp1Client(readMaxBytes: number): (req: UnaryHttpRequest) => Promise<UnaryHttpResponse> {
   const agentOptions: http.AgentOptions = { keepAlive: true, noDelay: true, scheduling: "lifo", timeout: IDLE_TIMEOUT_MS };
   const agents = { "http:": new http.Agent(agentOptions), "https:": new https.Agent(agentOptions) };
   return (req) =>
@@ -145,8 +145,19 @@ export function createUnaryHttp1Client(): (req: UnaryHttpRequest) => Promise<Una
       }
       nodeRequest.on("error", (err) => finish(connectErrorFromNodeReason(err)));
       nodeRequest.on("response", (res) => {
+        // An answer larger than the cap is refused, never buffered: by its declared length, or as it grows.
+        const tooLarge = () => {
+          fail(new ConnectError(`message size is larger than configured readMaxBytes ${readMaxBytes}`, Code.ResourceExhausted));
+          res.destroy();
+        };
+        if (Number(res.headers["content-length"] ?? 0) > readMaxBytes) return tooLarge();
         const chunks: Buffer[] = [];
-        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        let size = 0;
+        res.on("data", (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > readMaxBytes) tooLarge();
+          else chunks.push(chunk);
+        });
         res.on("error", (err) => finish(connectErrorFromNodeReason(err)));
         res.on("end", () =>
           finish(undefined, {

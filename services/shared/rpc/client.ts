@@ -4,24 +4,37 @@ import http from "node:http";
 import { create, fromBinary, isMessage, toBinary, type DescMessage, type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client, type Interceptor, type Transport, type UnaryResponse } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
-import { getAbortSignalReason, validateReadWriteMaxBytes, type UniversalClientFn } from "@connectrpc/connect/protocol";
+import { REQUEST_ID_HEADER, currentRequestId } from "../request-context.js";
 import {
+  CONNECT_VERSION,
   codeFromHttpStatus,
   contentTypeUnaryProto,
   createTransport,
   errorFromJsonBytes,
+  getAbortSignalReason,
   parseContentType,
   protocolVersion,
-} from "@connectrpc/connect/protocol-connect";
-import { REQUEST_ID_HEADER, currentRequestId } from "./request-context.js";
-import { createHttp1Client, createUnaryHttp1Client } from "./rpc-http-client.js";
-import { INTERNAL_AUTH_HEADER, inProcessUnary } from "./rpc-server.js";
+  validateReadWriteMaxBytes,
+  type UniversalClientFn,
+} from "./connect-internals.js";
+import { createHttp1Client, createUnaryHttp1Client } from "./http1-transport.js";
+import { INTERNAL_AUTH_HEADER } from "./interceptors.js";
+import { inProcessUnary } from "./lean-server.js";
+import { refuseUnsafeStrings } from "./string-guard.js";
 
 export interface RpcClientOptions {
   baseUrl: string;
   timeoutMs: number;
   internalToken?: string;
+  /**
+   * The largest response message read (default 4 MiB, what the servers accept
+   * as a request); a larger answer fails with ResourceExhausted instead of
+   * being buffered.
+   */
+  readMaxBytes?: number;
 }
+
+export const DEFAULT_READ_MAX_BYTES = 4 * 1024 * 1024;
 
 /** Servers of this process that clients reach in memory, by origin (see serveInProcess). */
 const inProcessServers = new Map<string, UniversalClientFn>();
@@ -40,7 +53,8 @@ export function serveInProcess(baseUrl: string, server: UniversalClientFn): () =
   };
 }
 
-const USER_AGENT = "connect-es/2.1.1";
+/** What connect-es itself sends: its name and the installed version. */
+const USER_AGENT = `connect-es/${CONNECT_VERSION}`;
 
 export function createRpcClient<T extends DescService>(service: T, options: RpcClientOptions): Client<T> {
   const authorization = options.internalToken ? `Bearer ${options.internalToken}` : undefined;
@@ -51,6 +65,7 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
     if (authorization) req.header.set(INTERNAL_AUTH_HEADER, authorization);
     return next(req);
   };
+  const readMaxBytes = options.readMaxBytes ?? DEFAULT_READ_MAX_BYTES;
   const http1 = createHttp1Client();
   const origin = new URL(options.baseUrl).origin;
   // connect-node's createConnectTransport with its defaults, over the one-write HTTP/1.1 client
@@ -63,16 +78,16 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
     interceptors: [propagate],
     acceptCompression: [compressionGzip, compressionBrotli],
     sendCompression: null,
-    ...validateReadWriteMaxBytes(undefined, undefined, undefined),
+    ...validateReadWriteMaxBytes(readMaxBytes, undefined, undefined),
   });
-  const send = createUnaryHttp1Client();
+  const send = createUnaryHttp1Client(readMaxBytes);
   const base = options.baseUrl.replace(/\/+$/, "");
   const urls = new Map<string, URL>();
 
   // Unary calls take the lean path: the same Connect protocol, headers and deadline as connect's
   // transport above, without its per-call async iterables, abort controllers and Web Headers
   // (together most of the client's CPU per call). A call to a server of this process goes to
-  // that server's lean path in memory (rpc-server.ts inProcessUnary), in the same encoding and
+  // that server's lean path in memory (lean-server.ts inProcessUnary), in the same encoding and
   // through the same interceptors. Streaming calls go through connect's transport.
   const transport: Transport = {
     async unary(method, signal, timeoutMs, header, message, contextValues) {
@@ -94,13 +109,15 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
       let url = urls.get(method.name);
       if (!url) urls.set(method.name, (url = new URL(`${base}/${method.parent.typeName}/${method.name}`)));
       const input = isMessage(message, method.input) ? message : create(method.input, message);
+      // Encoded, a lone surrogate would arrive as U+FFFD, a value the caller never sent.
+      refuseUnsafeStrings(method.input, input);
       const body = toBinary(method.input, input);
       if (lean) {
         const answer = lean(url.pathname, headers as http.IncomingHttpHeaders, body, signal);
-        if (answer) return unaryResponse(method, await withDeadline(answer, timeout, signal));
+        if (answer) return unaryResponse(method, await withDeadline(answer, timeout, signal), readMaxBytes);
         return connectTransport.unary(method, signal, timeoutMs, header, message, contextValues);
       }
-      return unaryResponse(method, await send({ url, headers, body, timeoutMs: timeout, signal }));
+      return unaryResponse(method, await send({ url, headers, body, timeoutMs: timeout, signal }), readMaxBytes);
     },
     stream: (...args) => connectTransport.stream(...args),
   };
@@ -111,14 +128,18 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
 async function unaryResponse<I extends DescMessage, O extends DescMessage>(
   method: DescMethodUnary<I, O>,
   res: Answer,
+  readMaxBytes: number,
 ): Promise<UnaryResponse<I, O>> {
+  if (res.body.byteLength > readMaxBytes) {
+    throw new ConnectError(`message size is larger than configured readMaxBytes ${readMaxBytes}`, Code.ResourceExhausted);
+  }
   const contentType = header(res.headers, "content-type");
   let body: Uint8Array = res.body;
   const encoding = header(res.headers, "content-encoding");
   if (encoding !== undefined && encoding.toLowerCase() !== "identity") {
     const compression = [compressionGzip, compressionBrotli].find((c) => c.name === encoding);
     if (!compression) throw new ConnectError(`unsupported response encoding "${encoding}"`, Code.Internal, webHeaders(res.headers));
-    body = await compression.decompress(body, 0xffffffff);
+    body = await compression.decompress(body, readMaxBytes);
   }
   if (res.status !== 200) {
     const metadata = webHeaders(res.headers);
