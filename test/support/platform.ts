@@ -112,7 +112,7 @@ export interface Platform {
     redirectUris: string[],
     options?: { public?: boolean; scopes?: string[]; ownerOrganisationId?: string; grantTypes?: string[] },
   ): Promise<{ clientId: string; clientSecret: string }>;
-  /** Stops everything it started, the gateways first. */
+  /** Stops everything it started, the gateways first; every part even when one fails. */
   stop(): Promise<void>;
 }
 
@@ -137,8 +137,12 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
   };
   const configWith = (overrides: Record<string, string>) => testConfig({ ...shared, ...overrides });
   const stops: (() => Promise<void>)[] = [];
+  // Everything is stopped even when one stop fails (a test that stopped the
+  // database under a service); the first failure is thrown at the end.
   const stop = async () => {
-    for (const s of stops.splice(0).reverse()) await s();
+    const failures: unknown[] = [];
+    for (const s of stops.splice(0).reverse()) await s().catch((err: unknown) => failures.push(err));
+    if (failures.length) throw failures[0];
   };
   const urls: Record<string, string> = {};
   const urlConfig = (): Record<string, string> => ({
