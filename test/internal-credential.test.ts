@@ -33,7 +33,6 @@ let platform: Platform;
 /** Started with testConfig() as it is, on loopback: a random credential, nothing said about it. */
 let plain: StartedService<ServiceApp>;
 let organisation: StartedService<ServiceApp>;
-let auth: StartedService<ServiceApp>;
 const extraServers: RunningServer[] = [];
 const logger = createLogger("test", base.LOG_LEVEL);
 
@@ -43,7 +42,7 @@ beforeAll(async () => {
     config: { NATS_STREAM: base.NATS_STREAM, NATS_SUBJECT_PREFIX: base.NATS_SUBJECT_PREFIX },
     auth: true,
   });
-  ({ organisation, auth } = platform);
+  organisation = platform.organisation;
   plain = await platform.startService(createOrganisationApp, base);
 });
 

@@ -5,20 +5,18 @@ import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ContactEventSchema, EventType, type ContactEvent } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import type { TestDatabase } from "./support/backends.js";
 import { startPlatform, type OrganisationApp, type Platform, type StartedService } from "./support/platform.js";
 import { rpcError } from "./support/rpc.js";
 
 const TOKEN = "t".repeat(40);
 let platform: Platform;
-let db: TestDatabase;
 let svc: StartedService<OrganisationApp>;
 let client: ReturnType<typeof svc.client<typeof OrganisationService>>;
 const received: ContactEvent[] = [];
 
 beforeAll(async () => {
   platform = await startPlatform({ token: TOKEN });
-  ({ db, organisation: svc } = platform);
+  svc = platform.organisation;
   await platform.bus.consume({ durable: "organisation-test", subject: "contact.>" }, async (m) => {
     received.push(fromBinary(ContactEventSchema, m.data));
   });

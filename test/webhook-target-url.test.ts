@@ -6,7 +6,7 @@ import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { rpcError } from "./support/rpc.js";
-import { client, dev, devClient, listAll, newPair, resolve, resolved, strict, useWebhookSuite } from "./support/webhook-suite.js";
+import { client, devClient, listAll, newPair, resolved, useWebhookSuite } from "./support/webhook-suite.js";
 
 useWebhookSuite();
 

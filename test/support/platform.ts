@@ -29,6 +29,8 @@ export type { StartedService } from "./services.js";
 
 /** The app factories, for suites that wrap one (a resolver, a recording store). */
 export { createAuthApp, createDeliveryApp, createOrganisationApp, createWebhookApp };
+/** The gateway's parts, for suites whose subject is a gateway of their own (timeouts, close(), logs). */
+export { buildGateway, createServiceClients };
 
 type Create<A extends ServiceApp> = (deps: ServiceAppDeps) => Promise<A>;
 
