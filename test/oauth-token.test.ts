@@ -6,49 +6,30 @@
 // auth outbox publishes grant.revoked and token.revoked, and the webhook
 // service deletes a revoked pair's subscriptions.
 import { createHash, randomBytes } from "node:crypto";
-import type { AddressInfo } from "node:net";
 import { fromBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
-import type { FastifyInstance } from "fastify";
 import * as oauth from "oauth4webapi";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildGateway } from "../gateway/app.js";
-import { createServiceClients } from "../gateway/clients.js";
 import { AuthService, OAuthErrorSchema } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { EventType, GrantRevokedSchema, TokenRevokedSchema, type GrantRevoked, type TokenRevoked } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
-import { createAuthApp } from "../services/auth/auth-app.js";
 import type { GrantStore } from "../services/auth/grants/grant-store.js";
 import { rateLimited } from "../services/auth/oauth-errors.js";
 import type { FailureLimits } from "../services/auth/rate-limit/failure-limits.js";
 import { deleteExpired } from "../services/auth/tokens/expired-sweep.js";
 import { openAnswer, sealAnswer } from "../services/auth/tokens/retry-answer.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
-import { createLogger } from "../services/shared/logger.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
 import { tokenHash } from "../services/shared/token-hash.js";
-import { createWebhookApp } from "../services/webhook/webhook-app.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { createAuthApp, createWebhookApp, startPlatform, type AuthApp, type Platform, type StartedService } from "./support/platform.js";
 import { waitFor } from "./support/processes.js";
 import { rpcError } from "./support/rpc.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
 
 const TOKEN = "t".repeat(40);
 const REDIRECT = "https://app.example.test/callback";
 const PUBLIC_REDIRECT = "http://127.0.0.1:8765/cb";
 const ALL = "organisation:read webhooks:read webhooks:write contacts:read";
 
-const base = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
-const configWith = (overrides: Record<string, string>) =>
-  testConfig({
-    INTERNAL_RPC_TOKEN: TOKEN,
-    NATS_STREAM: base.NATS_STREAM,
-    NATS_SUBJECT_PREFIX: base.NATS_SUBJECT_PREFIX,
-    WEBHOOK_ALLOW_INSECURE_TARGETS: "true",
-    ...overrides,
-  });
 
 /**
  * The seam a2 fills with PostgreSQL counters; here a plain list of the
@@ -70,12 +51,10 @@ const limits: FailureLimits = {
   },
 };
 
-let db: TestDatabase;
-let bus: EventBus;
+let platform: Platform;
 let organisation: StartedService<ServiceApp>;
-let auth: StartedService<Awaited<ReturnType<typeof createAuthApp>>>;
+let auth: StartedService<AuthApp>;
 let webhook: StartedService<ServiceApp>;
-let gateway: FastifyInstance;
 let url: string;
 let grants: GrantStore;
 let orgA: string;
@@ -95,21 +74,16 @@ let publicClient: Registered;
 let owned: Registered;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  bus = await openTestBus(base);
-  organisation = await startService(createOrganisationApp, { config: configWith({}), db, bus });
-  const config = configWith({ ORGANISATION_RPC_URL: organisation.server.url });
-  auth = await startService((deps) => createAuthApp(deps, { limits }), { config, db, bus });
-  webhook = await startService((deps) => createWebhookApp(deps, { resolve: async () => ["93.184.215.14"] }), { config, db, bus });
-  grants = auth.app.grants;
-  const gatewayConfig = configWith({ ORGANISATION_RPC_URL: organisation.server.url, AUTH_RPC_URL: auth.server.url, WEBHOOK_RPC_URL: webhook.server.url });
-  gateway = await buildGateway({
-    clients: createServiceClients(gatewayConfig),
-    serviceUrls: { auth: auth.server.url, organisation: organisation.server.url, webhook: webhook.server.url },
-    logger: createLogger("oauth-token-test", gatewayConfig.LOG_LEVEL),
+  platform = await startPlatform({
+    token: TOKEN,
+    config: { WEBHOOK_ALLOW_INSECURE_TARGETS: "true" },
+    auth: { create: (deps) => createAuthApp(deps, { limits }) },
+    webhook: { create: (deps) => createWebhookApp(deps, { resolve: async () => ["93.184.215.14"] }) },
+    gateway: true,
   });
-  await gateway.listen({ port: 0, host: "127.0.0.1" });
-  url = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
+  ({ organisation, auth, webhook, base: url } = platform);
+  const bus = platform.bus;
+  grants = auth.app.grants;
 
   await bus.consume({ durable: "oauth-token-test-grants", subject: "grant.revoked" }, async (m) => {
     grantEvents.push(fromBinary(GrantRevokedSchema, m.data));
@@ -137,12 +111,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await gateway?.close();
-  await webhook?.stop();
-  await auth?.stop();
-  await organisation?.stop();
-  await bus?.close();
-  await db?.drop();
+  await platform?.stop();
 });
 
 const rpc = () => auth.client(AuthService);
