@@ -22,7 +22,6 @@ import {
   type Grant,
 } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { createAuthApp } from "../services/auth/auth-app.js";
 import { AUTH_SCHEMA, createAuthService } from "../services/auth/auth-service.js";
 import { ClientEntity } from "../services/auth/clients/client.entity.js";
 import type { CodeRequest, GrantRevocationReason, GrantStore } from "../services/auth/grants/grant-store.js";
@@ -31,16 +30,14 @@ import { SessionEntity } from "../services/auth/interactions/session.entity.js";
 import { authMigrations } from "../services/auth/migrations/index.js";
 import { createPostgresFailureLimits } from "../services/auth/rate-limit/postgres-failure-limits.js";
 import { RateLimitEntity } from "../services/auth/rate-limit/rate-limit.entity.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import { openServiceDatabase, pingDatabase } from "../services/shared/database.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { createRpcClient } from "../services/shared/rpc-client.js";
 import { runChecks } from "../services/shared/rpc-server.js";
 import type { ServiceApp, ServiceAppDeps } from "../services/shared/service-app.js";
 import { tokenHash } from "../services/shared/token-hash.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import type { TestDatabase } from "./support/backends.js";
+import { createAuthApp, startPlatform, type Platform, type StartedService } from "./support/platform.js";
 import { rpcError } from "./support/rpc.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
 
 const TOKEN = "b".repeat(40);
 const ISSUER = "https://auth.bizcard.test";
@@ -102,8 +99,8 @@ async function createAuthAppRecordingGrants(deps: ServiceAppDeps): Promise<Servi
   };
 }
 
+let platform: Platform;
 let db: TestDatabase;
-let bus: EventBus;
 let organisation: StartedService<ServiceApp>;
 let auth: StartedService<ServiceApp>;
 /** A second, separate auth service instance (the real app) on the same database. */
@@ -113,19 +110,9 @@ let otherOrgId: string;
 const clients = { web: "", two: "", pub: "", narrow: "" };
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  const base = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
-  bus = await openTestBus(base);
-  organisation = await startService(createOrganisationApp, { config: base, db, bus });
-  const config = testConfig({
-    INTERNAL_RPC_TOKEN: TOKEN,
-    NATS_STREAM: base.NATS_STREAM,
-    NATS_SUBJECT_PREFIX: base.NATS_SUBJECT_PREFIX,
-    ORGANISATION_RPC_URL: organisation.server.url,
-    PUBLIC_URL: ISSUER,
-  });
-  auth = await startService(createAuthAppRecordingGrants, { config, db, bus });
-  replica = await startService(createAuthApp, { config, db, bus });
+  platform = await startPlatform({ token: TOKEN, auth: { create: createAuthAppRecordingGrants, config: { PUBLIC_URL: ISSUER } } });
+  ({ db, organisation, auth } = platform);
+  replica = await platform.startService(createAuthApp, platform.configWith({ ORGANISATION_RPC_URL: organisation.server.url, PUBLIC_URL: ISSUER }));
   const orgs = organisation.client(OrganisationService);
   orgId = (await orgs.createOrganisation({ name: "Acme", ownerEmail: "ada@acme.test", ownerPassword: PASSWORD })).organisation!.id;
   otherOrgId = (await orgs.createOrganisation({ name: "Other", ownerEmail: "bob@other.test", ownerPassword: PASSWORD })).organisation!.id;
@@ -140,11 +127,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await replica?.stop();
-  await auth?.stop();
-  await organisation?.stop();
-  await bus?.close();
-  await db?.drop();
+  await platform?.stop();
 });
 
 const rpc = () => auth.client(AuthService);
