@@ -5,28 +5,17 @@
 // public destinations only) and resolves target hosts with its c-ares
 // resolver against a DNS server of this test (support/dns-server.ts), which
 // answers public and private addresses, NXDOMAIN, SERVFAIL, or nothing.
-import type { AddressInfo } from "node:net";
-import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
-import { buildGateway } from "../gateway/app.js";
-import { createServiceClients } from "../gateway/clients.js";
-import { createAuthApp } from "../services/auth/auth-app.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import { contactJson } from "../services/shared/contact-json.js";
-import type { Config } from "../services/shared/config.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
-import { createLogger } from "../services/shared/logger.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
-import { createWebhookApp } from "../services/webhook/webhook-app.js";
 import { apiCaller, expectError, type AppClient } from "./support/api-client.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
 import { TestDnsServer } from "./support/dns-server.js";
-import { freePort, waitFor } from "./support/processes.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
+import { startPlatform, type Platform, type StartedService } from "./support/platform.js";
+import { waitFor } from "./support/processes.js";
 
 const TOKEN = "s".repeat(40);
 const PATH = "/oauth/webhooks/subscriptions";
@@ -34,12 +23,10 @@ const DNS_TIMEOUT_MS = 2000;
 const EVENT_TYPE_ERROR = "event_type: expected contact.created or contact.updated";
 
 let dns: TestDnsServer;
-let db: TestDatabase;
-let bus: EventBus;
+let platform: Platform;
 let organisation: StartedService<ServiceApp>;
 let auth: StartedService<ServiceApp>;
 let webhook: StartedService<ServiceApp>;
-let gateway: FastifyInstance;
 let base: string;
 let orgId: string;
 let otherOrgId: string;
@@ -60,9 +47,6 @@ let contactsOnly: Client;
 
 const { tokenOf, call } = apiCaller(() => base);
 
-const baseConfig = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
-const configWith = (overrides: Record<string, string>): Config =>
-  testConfig({ INTERNAL_RPC_TOKEN: TOKEN, NATS_STREAM: baseConfig.NATS_STREAM, NATS_SUBJECT_PREFIX: baseConfig.NATS_SUBJECT_PREFIX, ...overrides });
 
 beforeAll(async () => {
   dns = await TestDnsServer.start({
@@ -73,36 +57,19 @@ beforeAll(async () => {
     "hang.example.test": "drop",
     "broken.example.test": "servfail",
   });
-  db = await createTestDatabase();
-  bus = await openTestBus(baseConfig);
-  organisation = await startService(createOrganisationApp, { config: baseConfig, db, bus });
-  auth = await startService(createAuthApp, { config: configWith({ ORGANISATION_RPC_URL: organisation.server.url }), db, bus });
-  webhook = await startService(createWebhookApp, {
-    config: configWith({
-      WEBHOOK_ALLOW_INSECURE_TARGETS: "false",
-      WEBHOOK_DNS_SERVERS: dns.address,
-      WEBHOOK_DNS_TIMEOUT_MS: String(DNS_TIMEOUT_MS),
-    }),
-    db,
-    bus,
+  platform = await startPlatform({
+    token: TOKEN,
+    auth: true,
+    webhook: {
+      config: {
+        WEBHOOK_ALLOW_INSECURE_TARGETS: "false",
+        WEBHOOK_DNS_SERVERS: dns.address,
+        WEBHOOK_DNS_TIMEOUT_MS: String(DNS_TIMEOUT_MS),
+      },
+    },
+    gateway: { publicUrlPort: true, bus: true, serviceUrls: {} },
   });
-  const port = await freePort();
-  const config = configWith({
-    ORGANISATION_RPC_URL: organisation.server.url,
-    AUTH_RPC_URL: auth.server.url,
-    WEBHOOK_RPC_URL: webhook.server.url,
-    PUBLIC_URL: `http://127.0.0.1:${port}`,
-  });
-  gateway = await buildGateway({
-    clients: createServiceClients(config),
-    serviceUrls: {},
-    logger: createLogger("gateway", config.LOG_LEVEL),
-    bus,
-    publicUrl: config.publicUrl,
-    bearerCacheMs: config.BEARER_CACHE_MS,
-  });
-  await gateway.listen({ port, host: "127.0.0.1" });
-  base = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
+  ({ organisation, auth, webhook, base } = platform);
 
   const orgs = organisation.client(OrganisationService);
   orgId = (await orgs.createOrganisation({ name: "Hooked Cards", ownerEmail: "owner@hooked.test", ownerPassword: "password-h" })).organisation!.id;
@@ -121,12 +88,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await gateway?.close();
-  await webhook?.stop();
-  await auth?.stop();
-  await organisation?.stop();
-  await bus?.close();
-  await db?.drop();
+  await platform?.stop();
   await dns?.close();
 });
 
