@@ -4,14 +4,10 @@
 // failure limits, RFC 6749 §4.1.3 for a request that named no redirect_uri,
 // and revocations racing the issue of tokens under the same grant.
 import { createHash, randomBytes } from "node:crypto";
-import type { AddressInfo } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { FastifyInstance } from "fastify";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildGateway } from "../gateway/app.js";
-import { createServiceClients } from "../gateway/clients.js";
 import {
   AuthorizationParametersSchema,
   AuthService,
@@ -20,27 +16,22 @@ import {
   type AuthorizationParameters,
 } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { createAuthApp } from "../services/auth/auth-app.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
-import { createLogger } from "../services/shared/logger.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
 import { tokenHash as tokenHashOf } from "../services/shared/token-hash.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import type { TestDatabase } from "./support/backends.js";
+import { startPlatform, type AuthApp, type Platform, type StartedService } from "./support/platform.js";
 import { waitFor } from "./support/processes.js";
 import { rpcError } from "./support/rpc.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
 
 const TOKEN = "s".repeat(40);
 const REDIRECT = "https://app.example.test/callback";
 const PASSWORD = "correct horse battery";
 const ISSUER = "https://auth.security.test";
 
+let platform: Platform;
 let db: TestDatabase;
-let bus: EventBus;
 let organisation: StartedService<ServiceApp>;
-let auth: StartedService<Awaited<ReturnType<typeof createAuthApp>>>;
-let gateway: FastifyInstance;
+let auth: StartedService<AuthApp>;
 let url: string;
 let orgId: string;
 
@@ -52,45 +43,22 @@ let app: Registered;
 const LOGIN_LIMIT = 3;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  const base = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
-  bus = await openTestBus(base);
-  const configWith = (overrides: Record<string, string>) =>
-    testConfig({ INTERNAL_RPC_TOKEN: TOKEN, NATS_STREAM: base.NATS_STREAM, NATS_SUBJECT_PREFIX: base.NATS_SUBJECT_PREFIX, PUBLIC_URL: ISSUER, ...overrides });
-  organisation = await startService(createOrganisationApp, { config: configWith({}), db, bus });
   // The real app: PostgreSQL failure limits, the client's at its default (10 a minute per
   // client and address), the login's at LOGIN_LIMIT (each login costs a scrypt derivation,
   // about 0.5 s of CPU: fewer make the test fast, and a busy machine no reason to fail).
-  auth = await startService(createAuthApp, {
-    config: configWith({
-      ORGANISATION_RPC_URL: organisation.server.url,
-      RATE_LIMIT_LOGIN_FAILURES: String(LOGIN_LIMIT),
-      RPC_TIMEOUT_MS: "30000",
-    }),
-    db,
-    bus,
+  platform = await startPlatform({
+    token: TOKEN,
+    config: { PUBLIC_URL: ISSUER },
+    auth: { config: { RATE_LIMIT_LOGIN_FAILURES: String(LOGIN_LIMIT), RPC_TIMEOUT_MS: "30000" } },
+    gateway: true,
+    member: { organisation: "Acme", email: "ada@security.test", password: PASSWORD },
   });
-  const gatewayConfig = configWith({ ORGANISATION_RPC_URL: organisation.server.url, AUTH_RPC_URL: auth.server.url });
-  gateway = await buildGateway({
-    clients: createServiceClients(gatewayConfig),
-    serviceUrls: { auth: auth.server.url, organisation: organisation.server.url, webhook: auth.server.url },
-    logger: createLogger("oauth-security-test", gatewayConfig.LOG_LEVEL),
-  });
-  await gateway.listen({ port: 0, host: "127.0.0.1" });
-  url = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
-  const created = await organisation
-    .client(OrganisationService)
-    .createOrganisation({ name: "Acme", ownerEmail: "ada@security.test", ownerPassword: PASSWORD });
-  orgId = created.organisation!.id;
+  ({ db, organisation, auth, base: url, organisationId: orgId } = platform);
   app = await register("Zapier");
 });
 
 afterAll(async () => {
-  await gateway?.close();
-  await auth?.stop();
-  await organisation?.stop();
-  await bus?.close();
-  await db?.drop();
+  await platform?.stop();
 });
 
 const rpc = () => auth.client(AuthService);
