@@ -16,6 +16,7 @@ import { createDeliveryApp } from "../../services/delivery/delivery-app.js";
 import { createOrganisationApp } from "../../services/organisation/organisation-app.js";
 import type { Config } from "../../services/shared/config.js";
 import type { EventBus } from "../../services/shared/event-bus/event-bus.js";
+import { openBus } from "../../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../../services/shared/logger.js";
 import type { ServiceApp, ServiceAppDeps } from "../../services/shared/service-app.js";
 import { createWebhookApp } from "../../services/webhook/webhook-app.js";
@@ -106,8 +107,14 @@ export interface Platform {
    * the test did.
    */
   startService<A extends ServiceApp>(create: Create<A>, config?: Config): Promise<StartedService<A>>;
-  /** Another gateway in front of the same services; stop() closes it. */
-  addGateway(choice?: GatewayChoice & { publicUrl?: string; timeouts?: GatewayOptions["timeouts"] }): Promise<RunningGateway>;
+  /**
+   * Another gateway in front of the same services; stop() closes it.
+   * publicUrlPort: it listens where its PUBLIC_URL says (the services keep theirs);
+   * ownBus: with a bus connection of its own (on NATS), as a second gateway process.
+   */
+  addGateway(
+    choice?: GatewayChoice & { publicUrl?: string; timeouts?: GatewayOptions["timeouts"]; ownBus?: boolean; name?: string },
+  ): Promise<RunningGateway>;
   /** A client application registered with the auth service. */
   createClient(
     name: string,
@@ -179,25 +186,40 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
 
     const gatewayConfig = (overrides: Record<string, string> = {}) => configWith({ ...urlConfig(), ...overrides });
     const addGateway: Platform["addGateway"] = async (g = {}) => {
-      const config = gatewayConfig({ ...(g.publicUrl ? { PUBLIC_URL: g.publicUrl } : {}), ...g.config });
-      const app = await buildGateway({
-        clients: createServiceClients(config),
-        serviceUrls: g.serviceUrls ?? { ...urls },
-        logger: g.logger ?? logger,
-        ...(g.timeouts ? { timeouts: g.timeouts } : {}),
-        ...(g.bus ? { bus, bearerCacheMs: config.BEARER_CACHE_MS } : {}),
-        ...(g.bus || g.publicUrl || g.config?.PUBLIC_URL ? { publicUrl: config.publicUrl } : {}),
-      });
-      const close = async () => {
-        const i = gateways.indexOf(running);
-        if (i >= 0) gateways.splice(i, 1);
-        await app.close();
-      };
-      const running: RunningGateway = { app, base: "", config, close };
-      gateways.push(running);
-      await app.listen({ port: 0, host: "127.0.0.1" });
-      running.base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-      return running;
+      for (let attempt = 0; ; attempt++) {
+        // publicUrlPort: listen where PUBLIC_URL says; another free port should a parallel test take it in between.
+        const port = g.publicUrlPort ? await freePort() : 0;
+        const publicUrl = g.publicUrlPort ? `http://127.0.0.1:${port}` : g.publicUrl;
+        const config = gatewayConfig({ ...(publicUrl ? { PUBLIC_URL: publicUrl } : {}), ...g.config });
+        const gatewayLogger = g.logger ?? (g.name ? createLogger(g.name, config.LOG_LEVEL) : logger);
+        // ownBus: a bus connection of its own, as a second gateway process has (on NATS).
+        const gatewayBus = g.ownBus && bus.kind === "nats" ? await openBus(config, g.name ?? "gateway", gatewayLogger) : bus;
+        const app = await buildGateway({
+          clients: createServiceClients(config),
+          serviceUrls: g.serviceUrls ?? { ...urls },
+          logger: gatewayLogger,
+          ...(g.timeouts ? { timeouts: g.timeouts } : {}),
+          ...(g.bus || g.ownBus ? { bus: gatewayBus, bearerCacheMs: config.BEARER_CACHE_MS } : {}),
+          ...(g.bus || g.ownBus || publicUrl || g.config?.PUBLIC_URL ? { publicUrl: config.publicUrl } : {}),
+        });
+        const close = async () => {
+          const i = gateways.indexOf(running);
+          if (i >= 0) gateways.splice(i, 1);
+          await app.close();
+          if (gatewayBus !== bus) await gatewayBus.close();
+        };
+        const running: RunningGateway = { app, base: "", config, close };
+        try {
+          await app.listen({ port, host: "127.0.0.1" });
+        } catch (err) {
+          await close();
+          if (g.publicUrlPort && (err as { code?: string }).code === "EADDRINUSE" && attempt < 4) continue;
+          throw err;
+        }
+        gateways.push(running);
+        running.base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+        return running;
+      }
     };
     stops.push(async () => {
       for (const g of gateways.slice().reverse()) await g.close();
