@@ -4,8 +4,6 @@
 // and delivery services on PostgreSQL and NATS, delivering to a local
 // receiver (support/receiver.ts). The retry schedule and the disabling period
 // are shortened to fit a test.
-import type { AddressInfo } from "node:net";
-import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
@@ -13,20 +11,11 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
-import { buildGateway } from "../gateway/app.js";
-import { createServiceClients } from "../gateway/clients.js";
-import { createAuthApp } from "../services/auth/auth-app.js";
-import { createDeliveryApp } from "../services/delivery/delivery-app.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
-import { createLogger } from "../services/shared/logger.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
-import { createWebhookApp } from "../services/webhook/webhook-app.js";
 import { apiCaller, expectError, type AppClient } from "./support/api-client.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
-import { freePort, waitFor } from "./support/processes.js";
+import { startPlatform, type Platform, type StartedService } from "./support/platform.js";
+import { waitFor } from "./support/processes.js";
 import { startReceiver, type Receiver } from "./support/receiver.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
 
 const TOKEN = "w".repeat(40);
 const PATH = "/oauth/webhooks/subscriptions";
@@ -47,11 +36,7 @@ const ATTEMPT_KEYS = [
 ];
 const DELIVERY_KEYS = ["attempts", "created_at", "error", "event_id", "event_type", "id", "next_retry_at", "status", "status_code", "subscription_id", "updated_at"];
 
-const first = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
 const shared = {
-  INTERNAL_RPC_TOKEN: TOKEN,
-  NATS_STREAM: first.NATS_STREAM,
-  NATS_SUBJECT_PREFIX: first.NATS_SUBJECT_PREFIX,
   WEBHOOK_ALLOW_INSECURE_TARGETS: "true",
   // Nine attempts over about five seconds; a subscription failing all of them for 2 s (and 4 attempts) is disabled.
   DELIVERY_RETRY_SCHEDULE_SECONDS: "0.2,0.3,0.4,0.5,0.6,0.8,1,1",
@@ -62,14 +47,11 @@ const shared = {
   WEBHOOK_DISABLE_AFTER_FAILURES: "4",
 };
 
-let db: TestDatabase;
-let bus: EventBus;
+let platform: Platform;
 let receiver: Receiver;
 let organisation: StartedService<ServiceApp>;
 let auth: StartedService<ServiceApp>;
 let webhook: StartedService<ServiceApp>;
-let delivery: StartedService<ServiceApp>;
-let gateway: FastifyInstance;
 let base: string;
 let orgs: ReturnType<typeof organisation.client<typeof OrganisationService>>;
 let orgId: string;
@@ -89,32 +71,16 @@ let contactsOnly: Client;
 const { tokenOf, call } = apiCaller(() => base);
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  bus = await openTestBus(first);
   receiver = await startReceiver();
-  const config = (extra: Record<string, string> = {}) => testConfig({ ...shared, ...extra } as Record<string, string>);
-  organisation = await startService(createOrganisationApp, { config: config(), db, bus });
-  auth = await startService(createAuthApp, { config: config({ ORGANISATION_RPC_URL: organisation.server.url }), db, bus });
-  webhook = await startService((deps) => createWebhookApp(deps), { config: config(), db, bus });
-  delivery = await startService((deps) => createDeliveryApp(deps), { config: config({ WEBHOOK_RPC_URL: webhook.server.url }), db, bus });
-  const port = await freePort();
-  const gatewayConfig = config({
-    ORGANISATION_RPC_URL: organisation.server.url,
-    AUTH_RPC_URL: auth.server.url,
-    WEBHOOK_RPC_URL: webhook.server.url,
-    DELIVERY_RPC_URL: delivery.server.url,
-    PUBLIC_URL: `http://127.0.0.1:${port}`,
+  platform = await startPlatform({
+    token: TOKEN,
+    config: shared,
+    auth: true,
+    webhook: true,
+    delivery: true,
+    gateway: { publicUrlPort: true, bus: true, serviceUrls: {} },
   });
-  gateway = await buildGateway({
-    clients: createServiceClients(gatewayConfig),
-    serviceUrls: {},
-    logger: createLogger("gateway", gatewayConfig.LOG_LEVEL),
-    bus,
-    publicUrl: gatewayConfig.publicUrl,
-    bearerCacheMs: gatewayConfig.BEARER_CACHE_MS,
-  });
-  await gateway.listen({ port, host: "127.0.0.1" });
-  base = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
+  ({ organisation, auth, webhook, base } = platform);
 
   orgs = organisation.client(OrganisationService);
   orgId = (await orgs.createOrganisation({ name: "Logged Cards", ownerEmail: "owner@logged.test", ownerPassword: "password-l" })).organisation!.id;
@@ -132,14 +98,8 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await gateway?.close();
-  await delivery?.stop();
-  await webhook?.stop();
-  await auth?.stop();
-  await organisation?.stop();
+  await platform?.stop();
   await receiver?.close();
-  await bus?.close();
-  await db?.drop();
 });
 
 
