@@ -138,3 +138,14 @@ describe("the delivery log", () => {
     await expectError(own, 404, "not_found");
   });
 });
+
+// Of the disabling rules, the one about the subscription above: it failed once, then succeeded.
+describe("a subscription that fails every attempt for the period is disabled", () => {
+  it("a subscription that fails but not yet for the period stays enabled", async () => {
+    // The first test's subscription failed once then succeeded: still enabled.
+    const res = await call(app, "GET", PATH);
+    const all = (await res.json()) as SubscriptionBody[];
+    expect(all.length).toBeGreaterThan(0);
+    expect(all.every((s) => s.disabled_at === null && s.disabled_reason === null)).toBe(true);
+  });
+});
