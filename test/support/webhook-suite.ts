@@ -7,8 +7,11 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll } from "vitest";
 import { WebhookService, type Owner } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import type { ServiceApp } from "../../services/shared/service-app.js";
-import type { Resolver } from "../../services/webhook/subscriptions/target-url.js";
+import type { TargetUrlOptions } from "../../services/webhook/subscriptions/target-url.js";
 import { createWebhookApp, startPlatform, type Platform, type StartedService } from "./platform.js";
+
+/** How names are resolved: what the webhook app passes (a c-ares resolver), here a stand-in. */
+type Resolver = NonNullable<TargetUrlOptions["resolve"]>;
 
 const TOKEN = "t".repeat(40);
 export const EVENT_TYPE_ERROR = "event_type: expected contact.created or contact.updated";

@@ -5,8 +5,11 @@
 // service: webhook-target-url.test.ts.
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { checkTargetUrl, type Resolver } from "../../services/webhook/subscriptions/target-url.js";
+import { checkTargetUrl, type TargetUrlOptions } from "../../services/webhook/subscriptions/target-url.js";
 import { rpcError } from "../support/rpc.js";
+
+/** How names are resolved: what the webhook app passes (a c-ares resolver), here a stand-in. */
+type Resolver = NonNullable<TargetUrlOptions["resolve"]>;
 
 /** Public names only; every lookup is recorded. */
 const looked: string[] = [];
