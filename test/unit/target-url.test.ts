@@ -28,33 +28,44 @@ async function refusal(targetUrl: string, options: Parameters<typeof checkTarget
   return err.rawMessage;
 }
 
+/** A URL as a test's name: control characters escaped, a long one shortened. */
+const shown = (url: string) => {
+  const escaped = url.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return escaped.length > 60 ? `${escaped.slice(0, 40)}… (${url.length} characters)` : `"${escaped}"`;
+};
+const named = <T extends unknown[]>(rows: [string, ...T][]) => rows.map(([url, ...rest]) => [shown(url), url, ...rest] as [string, string, ...T]);
+
 describe("target_url rules that need no DNS", () => {
-  it.each([
-    ["", /^target_url: required$/],
-    ["   ", /^target_url: required$/],
-    ["/relative/path", /absolute URL/],
-    ["hooks.receiver.test/no-scheme", /absolute URL/],
-    ["ftp://hooks.receiver.test/", /expected an https URL/],
-    ["http://hooks.receiver.test/", /must use https/],
-    ["https://user:pw@hooks.receiver.test/", /user-info/],
-    ["https://user@hooks.receiver.test/", /user-info/],
-    ["https://hooks.receiver.test/#frag", /fragment/],
-    [`${HOST}${"a".repeat(2049 - HOST.length)}`, /at most 2048 characters/],
-  ])("refuses %j (syntax, scheme, user-info, fragment, length)", async (targetUrl, reason) => {
+  it.each(
+    named<[RegExp]>([
+      ["", /^target_url: required$/],
+      ["   ", /^target_url: required$/],
+      ["/relative/path", /absolute URL/],
+      ["hooks.receiver.test/no-scheme", /absolute URL/],
+      ["ftp://hooks.receiver.test/", /expected an https URL/],
+      ["http://hooks.receiver.test/", /must use https/],
+      ["https://user:pw@hooks.receiver.test/", /user-info/],
+      ["https://user@hooks.receiver.test/", /user-info/],
+      ["https://hooks.receiver.test/#frag", /fragment/],
+      [`${HOST}${"a".repeat(2049 - HOST.length)}`, /at most 2048 characters/],
+    ]),
+  )("refuses %s (syntax, scheme, user-info, fragment, length)", async (_name, targetUrl, reason) => {
     expect(await refusal(targetUrl)).toMatch(reason);
   });
 
-  it.each([
-    ["https://hooks.rece\tiver.test/"],
-    ["https://hooks.receiver.test/a\nb"],
-    ["\thttps://hooks.receiver.test/"],
-    ["https://hooks.receiver.test/\r"],
-    ["https://hooks.receiver.test/\u0000"],
-    ["https://hooks.receiver.test/\u001f"],
-    ["https://hooks.receiver.test/\u007f"],
-    ["https://hooks.receiver.test/\u0085"],
-    ["https://hooks.receiver.test/\u009f"],
-  ])("refuses control characters rather than dropping them: %j", async (targetUrl) => {
+  it.each(
+    named<[]>([
+      ["https://hooks.rece\tiver.test/"],
+      ["https://hooks.receiver.test/a\nb"],
+      ["\thttps://hooks.receiver.test/"],
+      ["https://hooks.receiver.test/\r"],
+      ["https://hooks.receiver.test/\u0000"],
+      ["https://hooks.receiver.test/\u001f"],
+      ["https://hooks.receiver.test/\u007f"],
+      ["https://hooks.receiver.test/\u0085"],
+      ["https://hooks.receiver.test/\u009f"],
+    ]),
+  )("refuses control characters rather than dropping them: %s", async (_name, targetUrl) => {
     expect(await refusal(targetUrl)).toMatch(/control characters/);
   });
 
