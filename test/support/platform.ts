@@ -112,9 +112,7 @@ export interface Platform {
    * publicUrlPort: it listens where its PUBLIC_URL says (the services keep theirs);
    * ownBus: with a bus connection of its own (on NATS), as a second gateway process.
    */
-  addGateway(
-    choice?: GatewayChoice & { publicUrl?: string; timeouts?: GatewayOptions["timeouts"]; ownBus?: boolean; name?: string },
-  ): Promise<RunningGateway>;
+  addGateway(choice?: GatewayChoice & { publicUrl?: string; timeouts?: GatewayOptions["timeouts"]; ownBus?: boolean; name?: string }): Promise<RunningGateway>;
   /** A client application registered with the auth service. */
   createClient(
     name: string,
@@ -185,40 +183,52 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
     };
 
     const gatewayConfig = (overrides: Record<string, string> = {}) => configWith({ ...urlConfig(), ...overrides });
-    const addGateway: Platform["addGateway"] = async (g = {}) => {
-      for (let attempt = 0; ; attempt++) {
-        // publicUrlPort: listen where PUBLIC_URL says; another free port should a parallel test take it in between.
-        const port = g.publicUrlPort ? await freePort() : 0;
-        const publicUrl = g.publicUrlPort ? `http://127.0.0.1:${port}` : g.publicUrl;
-        const config = gatewayConfig({ ...(publicUrl ? { PUBLIC_URL: publicUrl } : {}), ...g.config });
-        const gatewayLogger = g.logger ?? (g.name ? createLogger(g.name, config.LOG_LEVEL) : logger);
-        // ownBus: a bus connection of its own, as a second gateway process has (on NATS).
-        const gatewayBus = g.ownBus && bus.kind === "nats" ? await openBus(config, g.name ?? "gateway", gatewayLogger) : bus;
-        const app = await buildGateway({
-          clients: createServiceClients(config),
-          serviceUrls: g.serviceUrls ?? { ...urls },
-          logger: gatewayLogger,
-          ...(g.timeouts ? { timeouts: g.timeouts } : {}),
-          ...(g.bus || g.ownBus ? { bus: gatewayBus, bearerCacheMs: config.BEARER_CACHE_MS } : {}),
-          ...(g.bus || g.ownBus || publicUrl || g.config?.PUBLIC_URL ? { publicUrl: config.publicUrl } : {}),
-        });
-        const close = async () => {
+    type GatewayRequest = GatewayChoice & { timeouts?: GatewayOptions["timeouts"]; ownBus?: boolean; name?: string };
+    /** A gateway of `config` listening on `port` (0: any free one); what it opened is closed again when it cannot listen. */
+    const listenGateway = async (g: GatewayRequest, config: Config, port: number): Promise<RunningGateway> => {
+      const gatewayLogger = g.logger ?? (g.name ? createLogger(g.name, config.LOG_LEVEL) : logger);
+      // ownBus: a bus connection of its own, as a second gateway process has (on NATS).
+      const gatewayBus = g.ownBus && bus.kind === "nats" ? await openBus(config, g.name ?? "gateway", gatewayLogger) : bus;
+      const app = await buildGateway({
+        clients: createServiceClients(config),
+        serviceUrls: g.serviceUrls ?? { ...urls },
+        logger: gatewayLogger,
+        ...(g.timeouts ? { timeouts: g.timeouts } : {}),
+        ...(g.bus || g.ownBus ? { bus: gatewayBus, bearerCacheMs: config.BEARER_CACHE_MS } : {}),
+        ...(g.bus || g.ownBus || config.PUBLIC_URL ? { publicUrl: config.publicUrl } : {}),
+      });
+      const running: RunningGateway = {
+        app,
+        base: "",
+        config,
+        close: async () => {
           const i = gateways.indexOf(running);
           if (i >= 0) gateways.splice(i, 1);
           await app.close();
           if (gatewayBus !== bus) await gatewayBus.close();
-        };
-        const running: RunningGateway = { app, base: "", config, close };
+        },
+      };
+      try {
+        await app.listen({ port, host: "127.0.0.1" });
+      } catch (err) {
+        await running.close();
+        throw err;
+      }
+      gateways.push(running);
+      running.base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+      return running;
+    };
+    const inUse = (err: unknown) => (err as { code?: string }).code === "EADDRINUSE";
+    const addGateway: Platform["addGateway"] = async (g = {}) => {
+      // publicUrlPort: listen where PUBLIC_URL says; another free port should a parallel test take it in between.
+      for (let attempt = 0; ; attempt++) {
+        const port = g.publicUrlPort ? await freePort() : 0;
+        const publicUrl = g.publicUrlPort ? `http://127.0.0.1:${port}` : g.publicUrl;
         try {
-          await app.listen({ port, host: "127.0.0.1" });
+          return await listenGateway(g, gatewayConfig({ ...(publicUrl ? { PUBLIC_URL: publicUrl } : {}), ...g.config }), port);
         } catch (err) {
-          await close();
-          if (g.publicUrlPort && (err as { code?: string }).code === "EADDRINUSE" && attempt < 4) continue;
-          throw err;
+          if (!g.publicUrlPort || !inUse(err) || attempt >= 4) throw err;
         }
-        gateways.push(running);
-        running.base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-        return running;
       }
     };
     stops.push(async () => {
@@ -230,45 +240,25 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
     let main: RunningGateway | undefined;
     if (g?.publicUrlPort) {
       // The gateway must listen where PUBLIC_URL (the issuer) says, known
-      // before the auth service starts: a free port, and another one should a
-      // parallel test take it in between.
+      // before the auth service starts: a free port, and another one (with
+      // the services after organisation started again) should a parallel
+      // test take it in between.
       for (let attempt = 0; !main; attempt++) {
         const port = await freePort();
         const publicUrl = { PUBLIC_URL: `http://127.0.0.1:${port}` };
-        const authStops = stops.length;
+        const restartFrom = stops.length;
         await start("auth", choice(options.auth, createAuthApp), publicUrl);
         await start("webhook", choice(options.webhook, createWebhookApp), publicUrl);
         await start("delivery", choice(options.delivery, createDeliveryApp), publicUrl);
-        const config = gatewayConfig({ ...publicUrl, ...g.config });
-        const app = await buildGateway({
-          clients: createServiceClients(config),
-          serviceUrls: g.serviceUrls ?? { ...urls },
-          logger: g.logger ?? logger,
-          publicUrl: config.publicUrl,
-          ...(g.bus ? { bus, bearerCacheMs: config.BEARER_CACHE_MS } : {}),
-        });
         try {
-          await app.listen({ port, host: "127.0.0.1" });
-          const running: RunningGateway = {
-            app,
-            base: publicUrl.PUBLIC_URL,
-            config,
-            close: async () => {
-              const i = gateways.indexOf(running);
-              if (i >= 0) gateways.splice(i, 1);
-              await app.close();
-            },
-          };
-          gateways.push(running);
-          main = running;
+          main = await listenGateway(g, gatewayConfig({ ...publicUrl, ...g.config }), port);
         } catch (err) {
-          await app.close();
-          for (const s of stops.splice(authStops).reverse()) await s();
+          for (const s of stops.splice(restartFrom).reverse()) await s();
           for (const name of ["auth", "webhook", "delivery"]) {
             delete started[name];
             delete urls[name];
           }
-          if ((err as { code?: string }).code !== "EADDRINUSE" || attempt >= 4) throw err;
+          if (!inUse(err) || attempt >= 4) throw err;
         }
       }
     } else {
