@@ -13,13 +13,9 @@ import { startPlatform, type Platform, type StartedService } from "./platform.js
 import { startReceiver, type Receiver } from "./receiver.js";
 
 export const TOKEN = "w".repeat(40);
-
 export const PATH = "/oauth/webhooks/subscriptions";
-
 export const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 export const ATTEMPT_KEYS = [
   "attempt",
   "attempted_at",
@@ -33,7 +29,6 @@ export const ATTEMPT_KEYS = [
   "outcome",
   "status_code",
 ];
-
 export const DELIVERY_KEYS = ["attempts", "created_at", "error", "event_id", "event_type", "id", "next_retry_at", "status", "status_code", "subscription_id", "updated_at"];
 
 export const shared = {
@@ -48,45 +43,26 @@ export const shared = {
 };
 
 export let platform: Platform;
-
 export let receiver: Receiver;
-
 export let organisation: StartedService<ServiceApp>;
-
 export let auth: StartedService<ServiceApp>;
-
 export let webhook: StartedService<ServiceApp>;
-
 export let base: string;
-
 export let orgs: ReturnType<typeof organisation.client<typeof OrganisationService>>;
-
 export let orgId: string;
-
 export let otherOrgId: string;
 
 export type Client = AppClient;
-
 /** Owned by orgId, every scope. */
-
 export let app: Client;
-
 /** Another application of the same organisation. */
-
 export let sibling: Client;
-
 /** An application of the other organisation (the disabling tests run there). */
-
 export let foreign: Client;
-
 /** webhooks:read only. */
-
 export let reader: Client;
-
 /** contacts:read only. */
-
 export let contactsOnly: Client;
-
 export const { tokenOf, call } = apiCaller(() => base);
 
 export interface SubscriptionBody {

@@ -23,43 +23,26 @@ import { TEST_NATS_URL, backendMode, createTestDatabase, uniqueName, type TestDa
 import { NatsServer, ROOT, freePort, httpReady, spawnProcess, spawnTs, type Spawned } from "./processes.js";
 
 export const SERVICES = ["organisation", "auth", "webhook", "delivery"] as const;
-
 export type ServiceName = (typeof SERVICES)[number];
-
 export type ProcessName = ServiceName | "gateway";
 
 export const mode = backendMode();
-
 export const TOKEN = randomBytes(32).toString("base64url");
-
 export const STREAM = uniqueName("T_");
-
 export const PREFIX = uniqueName("t");
-
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 export const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
 export let natsServer: NatsServer | undefined;
-
 export let natsUrl: string;
-
 export let db: TestDatabase | undefined;
-
 export const embedded: EmbeddedPostgres[] = [];
-
 export let embeddedDir: string | undefined;
-
 export const ports = {} as Record<ProcessName, number>;
-
 export const procs = {} as Record<ProcessName, Spawned>;
-
 export const envs = {} as Record<ProcessName, Record<string, string>>;
-
 export let cliEnv: Record<string, string | undefined>;
-
 export let startupMs = 0;
-
 export let nc: NatsConnection | undefined;
 
 /** The test's connection to the stream's server; closed (and the stream deleted) after the file. */
@@ -71,13 +54,11 @@ export async function connectNats(): Promise<NatsConnection> {
 export const rpcUrl = (name: ServiceName) => `http://127.0.0.1:${ports[name]}`;
 
 /** Every variable services/shared/config.ts reads: the ambient environment must not leak any into the children. */
-
 export function configVariables(sample: Record<string, string>): string[] {
   return Object.keys({ ...loadConfig({}), ...loadConfig(sample) }).filter((k) => /^[A-Z][A-Z0-9_]*$/.test(k));
 }
 
 /** The names docker-compose.yml sets in the platform containers' environment (its x-…-env blocks). */
-
 export function composeVariableNames(): Set<string> {
   const text = readFileSync(path.join(ROOT, "docker-compose.yml"), "utf8");
   const names = new Set<string>();
@@ -129,13 +110,11 @@ export function environment(databaseUrl: string, poolMax: number): { service: Re
 }
 
 /** Unset every config variable of the ambient environment that `env` does not set. */
-
 export function isolated(env: Record<string, string>, known: string[]): Record<string, string | undefined> {
   return { ...Object.fromEntries(known.map((k) => [k, undefined])), DATA_DIR: undefined, ...env };
 }
 
 /** The real `bizcard` command (bin/bizcard.js), its stdout kept apart from stderr. */
-
 export async function bizcard(args: string[]): Promise<unknown> {
   const p = spawnProcess(process.execPath, ["bin/bizcard.js", ...args], cliEnv);
   let stdout = "";
@@ -154,7 +133,6 @@ export interface StreamMessage {
 }
 
 /** Every message of the stream, read with an ordered (ephemeral) consumer. */
-
 export async function readStream(js: JetStreamClient, jsm: JetStreamManager): Promise<StreamMessage[]> {
   const info = await jsm.streams.info(STREAM);
   const total = info.state.messages;

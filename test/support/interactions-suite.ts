@@ -33,21 +33,16 @@ import { createAuthApp, startPlatform, type Platform, type StartedService } from
 import { rpcError } from "./rpc.js";
 
 export const TOKEN = "b".repeat(40);
-
 export const ISSUER = "https://auth.bizcard.test";
-
 export const CHALLENGE = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"; // RFC 7636 appendix B
-
 export const PASSWORD = "correct horse battery";
 
 /** The GrantStore the browser flow talks to, recording what it was asked. */
-
 export const recorded = {
   codes: [] as CodeRequest[],
   revoked: [] as { organisationId: string; clientId: string; reason: GrantRevocationReason }[],
   grants: new Map<string, Grant[]>(),
 };
-
 export const recordingGrants: GrantStore = {
   async issueAuthorizationCode(request) {
     recorded.codes.push(request);
@@ -67,7 +62,6 @@ export const recordingGrants: GrantStore = {
 };
 
 /** The auth service as auth-app.ts wires it, with the recording GrantStore. */
-
 export async function createAuthAppRecordingGrants(deps: ServiceAppDeps): Promise<ServiceApp> {
   const { config } = deps;
   const orm = await openServiceDatabase(deps, {
@@ -99,34 +93,22 @@ export async function createAuthAppRecordingGrants(deps: ServiceAppDeps): Promis
 }
 
 export let platform: Platform;
-
 export let db: TestDatabase;
-
 export let organisation: StartedService<ServiceApp>;
-
 export let auth: StartedService<ServiceApp>;
-
 /** A second, separate auth service instance (the real app) on the same database. */
-
 export let replica: StartedService<ServiceApp>;
-
 export let orgId: string;
-
 export let otherOrgId: string;
-
 export const clients = { web: "", two: "", pub: "", narrow: "" };
 
 export const rpc = () => auth.client(AuthService);
-
 export type Params = Partial<Omit<AuthorizationParameters, "$typeName" | "$unknown">>;
-
 export const params = (p: Params) =>
   create(AuthorizationParametersSchema, { responseType: "code", clientId: clients.web, redirectUri: "https://app.example/cb?tenant=1", state: "xyz", ...p });
-
 export const oauthError = (err: ConnectError) => err.findDetails(OAuthErrorSchema)[0];
 
 /** An authorization request that must be refused on a page, never redirected. */
-
 export async function refusedOnPage(p: Params, description: RegExp, repeatedParameters: string[] = []) {
   const err = await rpcError(rpc().startAuthorization({ parameters: params(p), repeatedParameters }));
   expect(err.code).toBe(Code.InvalidArgument);
@@ -135,7 +117,6 @@ export async function refusedOnPage(p: Params, description: RegExp, repeatedPara
 }
 
 /** An authorization request whose error goes back to the client: the redirect's query. */
-
 export async function redirected(p: Params, repeatedParameters: string[] = []): Promise<URL> {
   const res = await rpc().startAuthorization({ parameters: params(p), repeatedParameters });
   expect(res.interactionId).toBe("");

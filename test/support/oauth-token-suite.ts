@@ -18,11 +18,8 @@ import { createAuthApp, createWebhookApp, startPlatform, type AuthApp, type Plat
 import { rpcError } from "./rpc.js";
 
 export const TOKEN = "t".repeat(40);
-
 export const REDIRECT = "https://app.example.test/callback";
-
 export const PUBLIC_REDIRECT = "http://127.0.0.1:8765/cb";
-
 export const ALL = "organisation:read webhooks:read webhooks:write contacts:read";
 
 /**
@@ -30,11 +27,8 @@ export const ALL = "organisation:read webhooks:read webhooks:write contacts:read
  * failures counted, and a set of clients over their limit, so that these
  * tests do not depend on it.
  */
-
 export const failures: string[] = [];
-
 export const limitedClients = new Set(["bc_limited"]);
-
 export const limits: FailureLimits = {
   check: async (kind, subject) => {
     if (kind === "client" && limitedClients.has(subject)) throw rateLimited("invalid_client", 7);
@@ -49,40 +43,25 @@ export const limits: FailureLimits = {
 };
 
 export let platform: Platform;
-
 export let organisation: StartedService<ServiceApp>;
-
 export let auth: StartedService<AuthApp>;
-
 export let webhook: StartedService<ServiceApp>;
-
 export let url: string;
-
 export let grants: GrantStore;
-
 export let orgA: string;
-
 export let orgB: string;
-
 export let memberA: string;
-
 export let memberB: string;
-
 export const grantEvents: GrantRevoked[] = [];
-
 export const tokenEvents: TokenRevoked[] = [];
 
 export interface Registered {
   id: string;
   secret: string;
 }
-
 export let confidential: Registered;
-
 export let other: Registered;
-
 export let publicClient: Registered;
-
 export let owned: Registered;
 
 export const rpc = () => auth.client(AuthService);
@@ -130,7 +109,6 @@ export async function token(
 }
 
 /** client_secret_post credentials. */
-
 export const post = (client: Registered) => ({ client_id: client.id, client_secret: client.secret });
 
 export function expectTokens(a: Answer, options: { refresh: boolean; scope?: string }): void {
@@ -154,7 +132,6 @@ export function expectOAuthError(a: Answer, status: number, error: string, descr
 }
 
 /** The bearer check the gateway makes: the organisation, or the OAuth error it fails with. */
-
 export async function bearer(accessToken: string): Promise<string> {
   try {
     const res = await rpc().authenticateAccessToken({ accessToken });

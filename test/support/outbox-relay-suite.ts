@@ -12,17 +12,13 @@ import { createTestDatabase, type TestDatabase } from "./backends.js";
 import { NatsServer } from "./processes.js";
 
 export let nats: NatsServer;
-
 export let db: TestDatabase;
-
 export const cleanups: (() => Promise<unknown>)[] = [];
 
 export const countBy = (ids: string[]) => ids.reduce<Record<string, number>>((m, id) => ((m[id] = (m[id] ?? 0) + 1), m), {});
-
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A real bus (the in-process one) that records every publish call: what the relays asked the broker to store. */
-
 export function recordingBus(inner: EventBus) {
   const publishes: { msgId: string; subject: string; data: Uint8Array }[] = [];
   const bus: EventBus = {
@@ -44,7 +40,6 @@ export function recordingBus(inner: EventBus) {
 }
 
 /** Organisation id and contact id of a published contact event. */
-
 export const contactOf = (data: Uint8Array) => {
   const event = fromBinary(ContactEventSchema, data);
   return { organisationId: event.organisationId, contactId: event.contact?.id ?? "" };

@@ -5,15 +5,11 @@ import { afterAll, beforeAll, expect } from "vitest";
 import { startPagePlatform, type PagePlatform } from "./page-platform.js";
 
 export const HOSTILE = "<script>alert(1)</script>";
-
 export const REDIRECT = "https://client.example/cb";
-
 export const CSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 export let platform: PagePlatform;
-
 export let hostile: { clientId: string };
-
 export let good: { clientId: string };
 
 export const url = (path: string) => new URL(path, platform.base).href;
@@ -35,7 +31,6 @@ export const decodeEntities = (s: string) =>
   s.replaceAll("&quot;", '"').replaceAll("&#39;", "'").replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&amp;", "&");
 
 /** The value of a form's hidden input. */
-
 export function hidden(html: string, name: string): string {
   const match = new RegExp(`name="${name}" value="([^"]*)"`).exec(html);
   if (!match) throw new Error(`no input ${name} in the page`);
@@ -48,7 +43,6 @@ export function authorizePath(clientId: string, extra: Record<string, string> = 
 }
 
 /** "name=value" of the session cookie a response sets. */
-
 export function sessionCookie(res: Response, name = "bizcard_session"): string {
   const set = res.headers.getSetCookie().find((c) => c.startsWith(`${name}=`));
   if (!set) throw new Error(`no ${name} cookie set`);
@@ -65,7 +59,6 @@ export function expectPageHeaders(res: Response, csp = CSP): void {
 }
 
 /** An authorization request up to its interaction's page path. */
-
 export async function startAuthorization(clientId: string, extra: Record<string, string> = {}): Promise<string> {
   const res = await get(authorizePath(clientId, extra));
   expect(res.status).toBe(303);
@@ -75,7 +68,6 @@ export async function startAuthorization(clientId: string, extra: Record<string,
 }
 
 /** Logs the member in on an interaction's login page; the session cookie. */
-
 export async function login(interaction: string): Promise<string> {
   const page = await get(interaction);
   expect(page.status).toBe(200);
@@ -90,7 +82,6 @@ export async function login(interaction: string): Promise<string> {
 }
 
 /** An authorization request up to its consent page: the page, its path, the cookie. */
-
 export async function consentPage(clientId: string, extra: Record<string, string> = {}) {
   const interaction = await startAuthorization(clientId, extra);
   const cookie = await login(interaction);

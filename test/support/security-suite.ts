@@ -21,36 +21,25 @@ import { startPlatform, type AuthApp, type Platform, type StartedService } from 
 import { waitFor } from "./processes.js";
 
 export const TOKEN = "s".repeat(40);
-
 export const REDIRECT = "https://app.example.test/callback";
-
 export const PASSWORD = "correct horse battery";
-
 export const ISSUER = "https://auth.security.test";
 
 export let platform: Platform;
-
 export let db: TestDatabase;
-
 export let organisation: StartedService<ServiceApp>;
-
 export let auth: StartedService<AuthApp>;
-
 export let url: string;
-
 export let orgId: string;
 
 export interface Registered {
   id: string;
   secret: string;
 }
-
 export let app: Registered;
-
 export const LOGIN_LIMIT = 3;
 
 export const rpc = () => auth.client(AuthService);
-
 export const oauthError = (err: ConnectError) => err.findDetails(OAuthErrorSchema)[0];
 
 export async function register(name: string, redirectUris = [REDIRECT]): Promise<Registered> {
@@ -96,7 +85,6 @@ export async function loginOnce(): Promise<string> {
 }
 
 /** A code from the browser flow over RPC (authorization request, login, consent), as the gateway drives it. */
-
 export async function consentedCode(client: Registered, p: Partial<Omit<AuthorizationParameters, "$typeName" | "$unknown">> = {}) {
   const { verifier, challenge } = pkce();
   const parameters = create(AuthorizationParametersSchema, {
@@ -133,7 +121,6 @@ export async function tokensFor(client: Registered) {
 }
 
 /** The bearer check the gateway makes: the organisation, or the OAuth error it fails with. */
-
 export async function bearer(accessToken: string): Promise<string> {
   try {
     return (await rpc().authenticateAccessToken({ accessToken })).organisationId;
@@ -149,7 +136,6 @@ export const count = <T>(items: T[], pick: (t: T) => boolean) => items.filter(pi
  * the requests fired there queue up behind it in a known order; `waiting(n)`
  * waits until n sessions of the test database wait for a lock. Then commits.
  */
-
 export async function holdingRow(lockSql: string, values: unknown[], during: (waiting: (n: number) => Promise<void>) => Promise<void>) {
   const holder = new pg.Client({ connectionString: db.url });
   const probe = new pg.Client({ connectionString: db.url });

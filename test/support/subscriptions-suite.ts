@@ -12,53 +12,31 @@ import { TestDnsServer } from "./dns-server.js";
 import { startPlatform, type Platform, type StartedService } from "./platform.js";
 
 export const TOKEN = "s".repeat(40);
-
 export const PATH = "/oauth/webhooks/subscriptions";
-
 export const DNS_TIMEOUT_MS = 2000;
-
 export const EVENT_TYPE_ERROR = "event_type: expected contact.created or contact.updated";
 
 export let dns: TestDnsServer;
-
 export let platform: Platform;
-
 export let organisation: StartedService<ServiceApp>;
-
 export let auth: StartedService<ServiceApp>;
-
 export let webhook: StartedService<ServiceApp>;
-
 export let base: string;
-
 export let orgId: string;
-
 export let otherOrgId: string;
 
 export type Client = AppClient;
-
 /** Owned by orgId, every scope. */
-
 export let app: Client;
-
 /** Another application of the same organisation. */
-
 export let sibling: Client;
-
 /** An application of another organisation. */
-
 export let foreign: Client;
-
 /** webhooks:read only. */
-
 export let reader: Client;
-
 /** webhooks:read and webhooks:write, but not contacts:read. */
-
 export let writer: Client;
-
 /** contacts:read only. */
-
 export let contactsOnly: Client;
 
 export const { tokenOf, call } = apiCaller(() => base);
@@ -82,7 +60,6 @@ export async function create(client: Client, target_url: string, event_type = "c
 export const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /** A fresh application of the organisation (its own pair), every scope. */
-
 export async function ownClient(name: string): Promise<Client> {
   const res = await auth.client(AuthService).createClient({ name, ownerOrganisationId: orgId });
   return { id: res.client!.clientId, secret: res.clientSecret };
