@@ -7,7 +7,21 @@ import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { expectError } from "./support/api-client.js";
 import { waitFor } from "./support/processes.js";
-import { app, attempts, call, createContact, foreign, otherOrgId, PATH, receiver, RFC3339, subscribe, SubscriptionBody, useDeliveryApiSuite, webhook } from "./support/delivery-api-suite.js";
+import {
+  app,
+  attempts,
+  call,
+  createContact,
+  foreign,
+  otherOrgId,
+  PATH,
+  receiver,
+  RFC3339,
+  subscribe,
+  SubscriptionBody,
+  useDeliveryApiSuite,
+  webhook,
+} from "./support/delivery-api-suite.js";
 
 useDeliveryApiSuite();
 

@@ -5,7 +5,28 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { expectError } from "./support/api-client.js";
 import { waitFor } from "./support/processes.js";
 import { type Receiver } from "./support/receiver.js";
-import { app, ATTEMPT_KEYS, AttemptBody, attempts, base, call, contactsOnly, createContact, DELIVERY_KEYS, foreign, orgId, PATH, reader, receiver, RFC3339, sibling, subscribe, SubscriptionBody, useDeliveryApiSuite, UUID } from "./support/delivery-api-suite.js";
+import {
+  app,
+  ATTEMPT_KEYS,
+  AttemptBody,
+  attempts,
+  base,
+  call,
+  contactsOnly,
+  createContact,
+  DELIVERY_KEYS,
+  foreign,
+  orgId,
+  PATH,
+  reader,
+  receiver,
+  RFC3339,
+  sibling,
+  subscribe,
+  SubscriptionBody,
+  useDeliveryApiSuite,
+  UUID,
+} from "./support/delivery-api-suite.js";
 
 useDeliveryApiSuite();
 

@@ -14,7 +14,26 @@ import { createRpcClient } from "../services/shared/rpc-client.js";
 import { uniqueName } from "./support/backends.js";
 import { unpublishedOutboxRows } from "./support/outbox.js";
 import { waitFor, type Spawned } from "./support/processes.js";
-import { bizcard, composeVariableNames, connectNats, db, embedded, envs, mode, ports, PREFIX, procs, readStream, refused, RFC3339, rpcUrl, SERVICES, TOKEN, useDistributedPlatform, UUID } from "./support/distributed-platform.js";
+import {
+  bizcard,
+  composeVariableNames,
+  connectNats,
+  db,
+  embedded,
+  envs,
+  mode,
+  ports,
+  PREFIX,
+  procs,
+  readStream,
+  refused,
+  RFC3339,
+  rpcUrl,
+  SERVICES,
+  TOKEN,
+  useDistributedPlatform,
+  UUID,
+} from "./support/distributed-platform.js";
 
 useDistributedPlatform();
 

@@ -7,7 +7,21 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildGateway, createServiceClients } from "./support/platform.js";
 import { waitFor } from "./support/processes.js";
-import { baseConfig, call, configWith, expectError, expectRawError, FORM, form, JSON_TYPE, listen, logger, misconfiguredBase, rawExchange, useGatewaySuite } from "./support/gateway-suite.js";
+import {
+  baseConfig,
+  call,
+  configWith,
+  expectError,
+  expectRawError,
+  FORM,
+  form,
+  JSON_TYPE,
+  listen,
+  logger,
+  misconfiguredBase,
+  rawExchange,
+  useGatewaySuite,
+} from "./support/gateway-suite.js";
 
 useGatewaySuite();
 

@@ -5,7 +5,21 @@
 // /oauth/token's checks: the other gateway-*.test.ts files.)
 import net from "node:net";
 import { describe, expect, it } from "vitest";
-import { base, brokenBase, call, expectClean, expectError, expectRawError, FORM, JSON_TYPE, parseRaw, rawExchange, token, useGatewaySuite, UUID } from "./support/gateway-suite.js";
+import {
+  base,
+  brokenBase,
+  call,
+  expectClean,
+  expectError,
+  expectRawError,
+  FORM,
+  JSON_TYPE,
+  parseRaw,
+  rawExchange,
+  token,
+  useGatewaySuite,
+  UUID,
+} from "./support/gateway-suite.js";
 
 useGatewaySuite();
 

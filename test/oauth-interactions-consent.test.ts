@@ -5,7 +5,21 @@ import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { AuthorizationParametersSchema, ConsentDecision, GrantSchema, type AuthorizationParameters } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { rpcError } from "./support/rpc.js";
-import { CHALLENGE, clients, ISSUER, login, oauthError, orgId, otherOrgId, Params, params, recorded, rpc, startLoggedIn, useInteractionsSuite } from "./support/interactions-suite.js";
+import {
+  CHALLENGE,
+  clients,
+  ISSUER,
+  login,
+  oauthError,
+  orgId,
+  otherOrgId,
+  Params,
+  params,
+  recorded,
+  rpc,
+  startLoggedIn,
+  useInteractionsSuite,
+} from "./support/interactions-suite.js";
 
 useInteractionsSuite();
 

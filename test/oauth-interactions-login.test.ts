@@ -10,7 +10,20 @@ import { RateLimitEntity } from "../services/auth/rate-limit/rate-limit.entity.j
 import { openServiceDatabase } from "../services/shared/database.js";
 import { tokenHash } from "../services/shared/token-hash.js";
 import { rpcError } from "./support/rpc.js";
-import { auth, db, login, oauthError, orgId, params, PASSWORD, query, replica, rpc, startLoggedIn, useInteractionsSuite } from "./support/interactions-suite.js";
+import {
+  auth,
+  db,
+  login,
+  oauthError,
+  orgId,
+  params,
+  PASSWORD,
+  query,
+  replica,
+  rpc,
+  startLoggedIn,
+  useInteractionsSuite,
+} from "./support/interactions-suite.js";
 
 useInteractionsSuite();
 

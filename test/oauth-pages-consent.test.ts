@@ -3,7 +3,23 @@
 // JSON, as a browser sees them.
 import { describe, expect, it } from "vitest";
 import { pkcePair } from "./support/page-platform.js";
-import { consentFields, consentPage, CSP, expectPageHeaders, get, good, hidden, HOSTILE, hostile, platform, postForm, REDIRECT, sessionCookie, url, usePagesSuite } from "./support/pages-suite.js";
+import {
+  consentFields,
+  consentPage,
+  CSP,
+  expectPageHeaders,
+  get,
+  good,
+  hidden,
+  HOSTILE,
+  hostile,
+  platform,
+  postForm,
+  REDIRECT,
+  sessionCookie,
+  url,
+  usePagesSuite,
+} from "./support/pages-suite.js";
 
 usePagesSuite();
 

@@ -5,7 +5,21 @@
 // session cookie and CSRF refusals. The consent and connected-applications
 // pages: oauth-pages-consent.test.ts.
 import { describe, expect, it } from "vitest";
-import { authorizePath, expectPageHeaders, get, good, hidden, HOSTILE, hostile, platform, postForm, REDIRECT, startAuthorization, url, usePagesSuite } from "./support/pages-suite.js";
+import {
+  authorizePath,
+  expectPageHeaders,
+  get,
+  good,
+  hidden,
+  HOSTILE,
+  hostile,
+  platform,
+  postForm,
+  REDIRECT,
+  startAuthorization,
+  url,
+  usePagesSuite,
+} from "./support/pages-suite.js";
 
 usePagesSuite();
 

@@ -7,7 +7,25 @@ import { describe, expect, it } from "vitest";
 import { AuthorizationParametersSchema, ConsentDecision } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { tokenHash as tokenHashOf } from "../services/shared/token-hash.js";
 import { rpcError } from "./support/rpc.js";
-import { Answer, app, auth, bearer, consentedCode, holdingRow, liveSession, orgId, PASSWORD, post, REDIRECT, register, rpc, settle, token, tokensFor, useSecuritySuite } from "./support/security-suite.js";
+import {
+  Answer,
+  app,
+  auth,
+  bearer,
+  consentedCode,
+  holdingRow,
+  liveSession,
+  orgId,
+  PASSWORD,
+  post,
+  REDIRECT,
+  register,
+  rpc,
+  settle,
+  token,
+  tokensFor,
+  useSecuritySuite,
+} from "./support/security-suite.js";
 
 useSecuritySuite();
 

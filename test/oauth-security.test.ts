@@ -9,7 +9,24 @@ import { describe, expect, it } from "vitest";
 import { AuthorizationParametersSchema, ConsentDecision } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { rpcError } from "./support/rpc.js";
-import { app, auth, consentedCode, count, LOGIN_LIMIT, oauthError, organisation, orgId, PASSWORD, pkce, post, REDIRECT, register, rpc, token, useSecuritySuite } from "./support/security-suite.js";
+import {
+  app,
+  auth,
+  consentedCode,
+  count,
+  LOGIN_LIMIT,
+  oauthError,
+  organisation,
+  orgId,
+  PASSWORD,
+  pkce,
+  post,
+  REDIRECT,
+  register,
+  rpc,
+  token,
+  useSecuritySuite,
+} from "./support/security-suite.js";
 
 useSecuritySuite();
 

@@ -6,7 +6,31 @@ import { describe, expect, it } from "vitest";
 import { openAnswer, sealAnswer } from "../services/auth/tokens/retry-answer.js";
 import { tokenHash } from "../services/shared/token-hash.js";
 import { waitFor } from "./support/processes.js";
-import { ALL, auth, bearer, codeFor, confidential, exchangeCode, expectOAuthError, expectTokens, grantEvents, grantOf, memberB, orgA, orgB, other, owned, post, PUBLIC_REDIRECT, publicClient, REDIRECT, rpc, token, url, useOAuthTokenSuite } from "./support/oauth-token-suite.js";
+import {
+  ALL,
+  auth,
+  bearer,
+  codeFor,
+  confidential,
+  exchangeCode,
+  expectOAuthError,
+  expectTokens,
+  grantEvents,
+  grantOf,
+  memberB,
+  orgA,
+  orgB,
+  other,
+  owned,
+  post,
+  PUBLIC_REDIRECT,
+  publicClient,
+  REDIRECT,
+  rpc,
+  token,
+  url,
+  useOAuthTokenSuite,
+} from "./support/oauth-token-suite.js";
 
 useOAuthTokenSuite();
 

@@ -10,7 +10,33 @@ import { deleteExpired } from "../services/auth/tokens/expired-sweep.js";
 import { tokenHash } from "../services/shared/token-hash.js";
 import { waitFor } from "./support/processes.js";
 import { rpcError } from "./support/rpc.js";
-import { auth, bearer, codeFor, confidential, exchangeCode, expectOAuthError, expectTokens, grantEvents, grantOf, memberB, orgA, orgB, other, owned, pkce, post, PUBLIC_REDIRECT, publicClient, REDIRECT, Registered, rpc, token, tokenEvents, useOAuthTokenSuite, webhook } from "./support/oauth-token-suite.js";
+import {
+  auth,
+  bearer,
+  codeFor,
+  confidential,
+  exchangeCode,
+  expectOAuthError,
+  expectTokens,
+  grantEvents,
+  grantOf,
+  memberB,
+  orgA,
+  orgB,
+  other,
+  owned,
+  pkce,
+  post,
+  PUBLIC_REDIRECT,
+  publicClient,
+  REDIRECT,
+  Registered,
+  rpc,
+  token,
+  tokenEvents,
+  useOAuthTokenSuite,
+  webhook,
+} from "./support/oauth-token-suite.js";
 
 useOAuthTokenSuite();
 

@@ -10,7 +10,31 @@ import { OAuthErrorSchema } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { tokenHash } from "../services/shared/token-hash.js";
 import { waitFor } from "./support/processes.js";
 import { rpcError } from "./support/rpc.js";
-import { ALL, auth, bearer, codeFor, confidential, expectOAuthError, expectTokens, failures, grantEvents, grantOf, limitedClients, memberA, orgA, other, owned, pkce, post, PUBLIC_REDIRECT, publicClient, REDIRECT, rpc, token, useOAuthTokenSuite } from "./support/oauth-token-suite.js";
+import {
+  ALL,
+  auth,
+  bearer,
+  codeFor,
+  confidential,
+  expectOAuthError,
+  expectTokens,
+  failures,
+  grantEvents,
+  grantOf,
+  limitedClients,
+  memberA,
+  orgA,
+  other,
+  owned,
+  pkce,
+  post,
+  PUBLIC_REDIRECT,
+  publicClient,
+  REDIRECT,
+  rpc,
+  token,
+  useOAuthTokenSuite,
+} from "./support/oauth-token-suite.js";
 
 useOAuthTokenSuite();
 

@@ -8,7 +8,28 @@ import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { contactJson } from "../services/shared/contact-json.js";
 import { expectError } from "./support/api-client.js";
 import { waitFor } from "./support/processes.js";
-import { app, auth, base, call, Client, contactsOnly, create, foreign, organisation, orgId, otherOrgId, ownClient, PATH, reader, sibling, SubscriptionBody, tokenOf, useSubscriptionsSuite, webhook, writer } from "./support/subscriptions-suite.js";
+import {
+  app,
+  auth,
+  base,
+  call,
+  Client,
+  contactsOnly,
+  create,
+  foreign,
+  organisation,
+  orgId,
+  otherOrgId,
+  ownClient,
+  PATH,
+  reader,
+  sibling,
+  SubscriptionBody,
+  tokenOf,
+  useSubscriptionsSuite,
+  webhook,
+  writer,
+} from "./support/subscriptions-suite.js";
 
 useSubscriptionsSuite();
 

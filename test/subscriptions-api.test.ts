@@ -7,7 +7,23 @@ import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { expectError } from "./support/api-client.js";
 import { waitFor } from "./support/processes.js";
-import { app, base, call, create, dns, EVENT_TYPE_ERROR, foreign, orgId, PATH, RFC3339, sibling, SubscriptionBody, tokenOf, useSubscriptionsSuite, webhook } from "./support/subscriptions-suite.js";
+import {
+  app,
+  base,
+  call,
+  create,
+  dns,
+  EVENT_TYPE_ERROR,
+  foreign,
+  orgId,
+  PATH,
+  RFC3339,
+  sibling,
+  SubscriptionBody,
+  tokenOf,
+  useSubscriptionsSuite,
+  webhook,
+} from "./support/subscriptions-suite.js";
 
 useSubscriptionsSuite();
 
