@@ -3,48 +3,29 @@
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
-import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { createAuthApp } from "../services/auth/auth-app.js";
 import { hashSecret } from "../services/auth/clients/client-secret.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import type { TestDatabase } from "./support/backends.js";
 import { rpcError } from "./support/rpc.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
+import { startPlatform, type Platform, type StartedService } from "./support/platform.js";
 
 const TOKEN = "a".repeat(40);
+let platform: Platform;
 let db: TestDatabase;
-let bus: EventBus;
-let organisation: StartedService<ServiceApp>;
 let auth: StartedService<ServiceApp>;
 let orgId: string;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  const base = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
-  bus = await openTestBus(base);
-  organisation = await startService(createOrganisationApp, { config: base, db, bus });
-  const config = testConfig({
-    INTERNAL_RPC_TOKEN: TOKEN,
-    NATS_STREAM: base.NATS_STREAM,
-    NATS_SUBJECT_PREFIX: base.NATS_SUBJECT_PREFIX,
-    ORGANISATION_RPC_URL: organisation.server.url,
+  platform = await startPlatform({
+    token: TOKEN,
+    auth: true,
+    member: { organisation: "Owner Org", email: "owner@clients.test", password: "password-o" },
   });
-  auth = await startService(createAuthApp, { config, db, bus });
-  const res = await organisation.client(OrganisationService).createOrganisation({
-    name: "Owner Org",
-    ownerEmail: "owner@clients.test",
-    ownerPassword: "password-o",
-  });
-  orgId = res.organisation!.id;
+  ({ db, auth, organisationId: orgId } = platform);
 });
 
 afterAll(async () => {
-  await auth?.stop();
-  await organisation?.stop();
-  await bus?.close();
-  await db?.drop();
+  await platform?.stop();
 });
 
 const client = () => auth.client(AuthService);

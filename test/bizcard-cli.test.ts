@@ -3,17 +3,12 @@
 // organisation passed explicitly. It talks to a real organisation service.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { startPlatform, type OrganisationApp, type Platform, type StartedService } from "./support/platform.js";
 import { freePort, spawnProcess } from "./support/processes.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
 
 const TOKEN = "c".repeat(40);
-const config = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
-let db: TestDatabase;
-let bus: EventBus;
-let svc: StartedService<Awaited<ReturnType<typeof createOrganisationApp>>>;
+let platform: Platform;
+let svc: StartedService<OrganisationApp>;
 let orgId: string;
 let otherOrgId: string;
 let contactId: string;
@@ -52,9 +47,8 @@ function onlyJson(run: Run): unknown {
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  bus = await openTestBus(config);
-  svc = await startService(createOrganisationApp, { config, db, bus });
+  platform = await startPlatform({ token: TOKEN });
+  svc = platform.organisation;
   const client = svc.client(OrganisationService);
   const a = await client.createOrganisation({ name: "CLI A", ownerEmail: "a@cli.test", ownerPassword: "password-a" });
   const b = await client.createOrganisation({ name: "CLI B", ownerEmail: "b@cli.test", ownerPassword: "password-b" });
@@ -64,9 +58,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await svc?.stop();
-  await bus?.close();
-  await db?.drop();
+  await platform?.stop();
 });
 
 describe("bizcard usage", { timeout: 60_000 }, () => {

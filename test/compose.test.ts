@@ -1,10 +1,8 @@
 // docker-compose.yml and the Dockerfile, checked without a Docker engine.
 // Where the compose plugin is installed, `docker compose config` validates the
-// file; everywhere, a strict reader of the small YAML subset the file uses
-// (mappings, block and JSON-style flow sequences, anchors, aliases and `<<`
-// merges; anything else is an error, never silently skipped) resolves every
-// service's effective settings, and these are checked against what the code
-// needs: each variable is one that services/shared/config.ts reads, the
+// file; everywhere, the file read with the yaml package (anchors, aliases and
+// `<<` merges resolved) gives every service's effective settings, and these
+// are checked against what the code needs: each variable is one that services/shared/config.ts reads, the
 // values pass loadConfig, the hostnames and ports agree, and the image holds
 // what its commands run.
 import { spawnSync } from "node:child_process";
@@ -12,145 +10,28 @@ import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { builtinModules } from "node:module";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { parseDocument, visit } from "yaml";
 import { loadConfig, requireBackends } from "../services/shared/config.js";
 import { ROOT } from "./support/processes.js";
 
 type Yaml = string | null | Yaml[] | { [key: string]: Yaml };
 type YamlMap = { [key: string]: Yaml };
 
-// ---------------------------------------------------------------------------
-// A strict reader for the YAML subset of docker-compose.yml.
-
-interface Line {
-  no: number;
-  indent: number;
-  text: string;
-}
-
-function stripComment(s: string): string {
-  let quote: string | undefined;
-  for (let i = 0; i < s.length; i++) {
-    const c = s[i]!;
-    if (quote) {
-      if (c === "\\" && quote === '"') i++;
-      else if (c === quote) quote = undefined;
-    } else if (c === '"' || c === "'") quote = c;
-    else if (c === "#" && (i === 0 || /\s/.test(s[i - 1]!))) return s.slice(0, i);
-  }
-  return s;
-}
-
-function parseYamlSubset(source: string): Yaml {
-  const lines: Line[] = [];
-  source.split("\n").forEach((raw, i) => {
-    if (/\t/.test(raw.match(/^\s*/)![0])) throw new Error(`line ${i + 1}: tab in indentation`);
-    const text = stripComment(raw).trimEnd();
-    if (text.trim() === "") return;
-    if (text.trim() === "---" || text.trim().startsWith("%")) throw new Error(`line ${i + 1}: directives and documents unsupported`);
-    lines.push({ no: i + 1, indent: text.length - text.trimStart().length, text: text.trim() });
+/**
+ * docker-compose.yml as compose reads it (the yaml package: anchors, aliases,
+ * `<<` merges; a duplicate key or an unknown alias is an error). Scalars keep
+ * their text as written (compose passes `PORT: 7101` on as "7101"); an empty
+ * value is null (compose passes the host's variable through).
+ */
+function readYaml(source: string): Yaml {
+  const parsed = parseDocument(source, { merge: true, uniqueKeys: true, strict: true });
+  if (parsed.errors.length) throw parsed.errors[0];
+  visit(parsed, {
+    Scalar(_, node) {
+      if (node.value !== null && typeof node.value !== "string") node.value = node.source;
+    },
   });
-  const anchors = new Map<string, Yaml>();
-  let pos = 0;
-
-  const fail = (line: Line | undefined, msg: string): never => {
-    throw new Error(`docker-compose.yml line ${line?.no ?? "EOF"}: ${msg}`);
-  };
-
-  function scalar(raw: string, line: Line): Yaml {
-    const v = raw.trim();
-    if (v === "" || v === "~" || v === "null") return null;
-    if (v.startsWith("*")) {
-      const name = v.slice(1);
-      if (!anchors.has(name)) fail(line, `unknown alias *${name}`);
-      return anchors.get(name)!;
-    }
-    if (v.startsWith("[") || v.startsWith("{")) {
-      try {
-        return JSON.parse(v) as Yaml; // flow collections: JSON-compatible only
-      } catch {
-        return fail(line, `flow collection is not JSON-compatible: ${v}`);
-      }
-    }
-    if (v.startsWith('"')) {
-      try {
-        return JSON.parse(v) as string;
-      } catch {
-        return fail(line, `bad double-quoted string: ${v}`);
-      }
-    }
-    if (v.startsWith("'")) {
-      if (!v.endsWith("'") || v.length < 2) fail(line, `bad single-quoted string: ${v}`);
-      return v.slice(1, -1).replace(/''/g, "'");
-    }
-    if (/^[&!|>%@`]/.test(v)) fail(line, `unsupported YAML: ${v}`);
-    if (/:\s/.test(v) || v.endsWith(":")) fail(line, `plain scalar with ": " (quote it): ${v}`);
-    return v;
-  }
-
-  /** A value that follows "key:" or "- ": inline, or a nested block (optionally anchored). */
-  function value(rest: string, line: Line, parentIndent: number): Yaml {
-    let anchor: string | undefined;
-    const m = rest.match(/^&([A-Za-z0-9_-]+)\s*(.*)$/);
-    if (m) {
-      anchor = m[1];
-      rest = m[2]!;
-    }
-    let v: Yaml;
-    if (rest === "") {
-      const next = lines[pos];
-      v = next && next.indent > parentIndent ? block(next.indent) : next && next.indent === parentIndent && next.text.startsWith("- ") ? block(next.indent) : null;
-    } else {
-      v = scalar(rest, line);
-    }
-    if (anchor) anchors.set(anchor, v);
-    return v;
-  }
-
-  function block(indent: number): Yaml {
-    const first = lines[pos]!;
-    if (first.text === "-" || first.text.startsWith("- ")) {
-      const seq: Yaml[] = [];
-      while (pos < lines.length && lines[pos]!.indent === indent && (lines[pos]!.text.startsWith("- ") || lines[pos]!.text === "-")) {
-        const line = lines[pos++]!;
-        const rest = line.text.slice(1).trim();
-        if (/^[^"'[{][^:]*:(\s|$)/.test(rest)) fail(line, "mappings inside sequences are unsupported");
-        seq.push(value(rest, line, indent));
-      }
-      if (pos < lines.length && lines[pos]!.indent > indent) fail(lines[pos], "bad indentation");
-      return seq;
-    }
-    const map: YamlMap = {};
-    const merged: YamlMap[] = [];
-    while (pos < lines.length && lines[pos]!.indent === indent) {
-      const line = lines[pos++]!;
-      if (line.text.startsWith("- ")) fail(line, "sequence item inside a mapping");
-      const m = line.text.match(/^("(?:[^"\\]|\\.)*"|'[^']*'|[^\s"'#][^:]*?):(?:\s+(.*))?$/);
-      if (!m) fail(line, `expected "key: value": ${line.text}`);
-      const key = m![1]!.startsWith('"') ? (JSON.parse(m![1]!) as string) : m![1]!.replace(/^'|'$/g, "");
-      const v = value(m![2] ?? "", line, indent);
-      if (key === "<<") {
-        const sources = Array.isArray(v) ? v : [v];
-        for (const s of sources) {
-          if (s === null || typeof s !== "object" || Array.isArray(s)) fail(line, "<< needs a mapping alias");
-          merged.push(s as YamlMap);
-        }
-        continue;
-      }
-      if (Object.hasOwn(map, key)) fail(line, `duplicate key ${key}`);
-      map[key] = v;
-    }
-    if (pos < lines.length && lines[pos]!.indent > indent) fail(lines[pos], "bad indentation");
-    // Explicit keys win over merged ones; earlier merge sources win over later ones.
-    const out: YamlMap = {};
-    for (const s of [...merged].reverse()) Object.assign(out, s);
-    return Object.assign(out, map);
-  }
-
-  if (lines.length === 0) return null;
-  if (lines[0]!.indent !== 0) fail(lines[0], "document must start at column 0");
-  const doc = block(0);
-  if (pos < lines.length) fail(lines[pos], "unexpected content");
-  return doc;
+  return parsed.toJS() as Yaml;
 }
 
 /** Compose interpolation: ${VAR}, ${VAR:-default}, ${VAR-default}, ${VAR:?err}, ${VAR?err}, $$. */
@@ -183,7 +64,7 @@ const SERVICES = { auth: 7101, organisation: 7102, webhook: 7103, delivery: 7104
 type ServiceName = keyof typeof SERVICES;
 const PLATFORM = [...(Object.keys(SERVICES) as ServiceName[]), "gateway"] as const;
 
-const doc = parseYamlSubset(composeText) as YamlMap;
+const doc = readYaml(composeText) as YamlMap;
 const services = doc.services as Record<string, YamlMap>;
 
 function environment(service: string, env: Record<string, string | undefined> = HOST_ENV): Record<string, string> {
@@ -203,17 +84,18 @@ function dockerComposeAvailable(): boolean {
   return r.status === 0;
 }
 
-describe("the YAML subset reader (so that the checks below read the file right)", () => {
-  it("resolves anchors, merges and flow sequences and refuses what it does not know", () => {
-    const y = parseYamlSubset(
+describe("the YAML reader (so that the checks below read the file right)", () => {
+  it("resolves anchors, merges and flow sequences, keeps scalars as written, and refuses unknown aliases and duplicate keys", () => {
+    const y = readYaml(
       ["a: &x", "  k: 1", "  j: 'it''s'", "b:", "  <<: *x", "  k: \"2\" # comment", "c: [\"p\", \"q\"]", "d:", "  - one", "  - two:3", "e:"].join("\n"),
     ) as YamlMap;
     expect(y).toEqual({ a: { k: "1", j: "it's" }, b: { k: "2", j: "it's" }, c: ["p", "q"], d: ["one", "two:3"], e: null });
-    expect(() => parseYamlSubset("a: *nope")).toThrow(/unknown alias/);
-    expect(() => parseYamlSubset("a: 1\na: 2")).toThrow(/duplicate key/);
-    expect(() => parseYamlSubset("a: |\n  text")).toThrow(/unsupported/);
-    expect(() => parseYamlSubset("a:\n  - k: v")).toThrow(/mappings inside sequences/);
-    expect(() => parseYamlSubset("a:\n    b: 1\n  c: 2")).toThrow(/indentation|unexpected/);
+    expect(() => readYaml("a: *nope")).toThrow(/Unresolved alias/);
+    expect(() => readYaml("a: 1\na: 2")).toThrow(/keys must be unique/);
+    // What a subset reader could not read, the yaml package reads as compose does.
+    expect(readYaml("a: |\n  text")).toEqual({ a: "text\n" });
+    expect(readYaml("a:\n  - k: v")).toEqual({ a: [{ k: "v" }] });
+    expect(() => readYaml("a:\n    b: 1\n  c: 2")).toThrow(/indentation|unexpected|same column/);
   });
 
   it("interpolates as compose does", () => {

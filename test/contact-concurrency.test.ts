@@ -8,31 +8,23 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ContactEventSchema, EventType, type ContactEvent } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService, type Contact } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { CONTACT_FIELDS, type ContactField } from "../services/organisation/contacts/contact.entity.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { startPlatform, type OrganisationApp, type Platform, type StartedService } from "./support/platform.js";
 import { waitFor } from "./support/processes.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
 
-let db: TestDatabase;
-let bus: EventBus;
-let svc: StartedService<Awaited<ReturnType<typeof createOrganisationApp>>>;
+let platform: Platform;
+let svc: StartedService<OrganisationApp>;
 const received: ContactEvent[] = [];
-const config = testConfig();
 
 beforeAll(async () => {
-  db = await createTestDatabase({ sessions: "many" }); // row and advisory locks need concurrent sessions
-  bus = await openTestBus(config);
-  await bus.consume({ durable: "concurrency-test", subject: "contact.>" }, async (m) => {
+  platform = await startPlatform({ sessions: "many" }); // row and advisory locks need concurrent sessions
+  svc = platform.organisation;
+  await platform.bus.consume({ durable: "concurrency-test", subject: "contact.>" }, async (m) => {
     received.push(fromBinary(ContactEventSchema, m.data));
   });
-  svc = await startService(createOrganisationApp, { config, db, bus });
 });
 
 afterAll(async () => {
-  await svc?.stop();
-  await bus?.close();
-  await db?.drop();
+  await platform?.stop();
 });
 
 /** One update per field, each setting a field no other update touches. */

@@ -1,188 +1,34 @@
-// The delivery log and the disabling of a subscription that only fails, as a
-// client application sees them: real HTTP to the gateway with real
-// client_credentials tokens, in front of the real auth, organisation, webhook
-// and delivery services on PostgreSQL and NATS, delivering to a local
-// receiver (support/receiver.ts). The retry schedule and the disabling period
-// are shortened to fit a test.
-import type { AddressInfo } from "node:net";
-import type { FastifyInstance } from "fastify";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError } from "@connectrpc/connect";
-import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
-import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
-import { buildGateway } from "../gateway/app.js";
-import { createServiceClients } from "../gateway/clients.js";
-import { createAuthApp } from "../services/auth/auth-app.js";
-import { createDeliveryApp } from "../services/delivery/delivery-app.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
-import { createLogger } from "../services/shared/logger.js";
-import type { ServiceApp } from "../services/shared/service-app.js";
-import { createWebhookApp } from "../services/webhook/webhook-app.js";
-import { apiCaller, expectError, type AppClient } from "./support/api-client.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
-import { freePort, waitFor } from "./support/processes.js";
-import { startReceiver, type Receiver } from "./support/receiver.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
+// The delivery log as a client application sees it: its subscriptions'
+// deliveries and attempts over REST, paged and filtered, and a retry. The
+// disabling of a subscription that only fails: delivery-api-disable.test.ts.
+import { beforeAll, describe, expect, it } from "vitest";
+import { expectError } from "./support/api-client.js";
+import { waitFor } from "./support/processes.js";
+import { type Receiver } from "./support/receiver.js";
+import {
+  app,
+  ATTEMPT_KEYS,
+  AttemptBody,
+  attempts,
+  base,
+  call,
+  contactsOnly,
+  createContact,
+  DELIVERY_KEYS,
+  foreign,
+  orgId,
+  PATH,
+  reader,
+  receiver,
+  RFC3339,
+  sibling,
+  subscribe,
+  SubscriptionBody,
+  useDeliveryApiSuite,
+  UUID,
+} from "./support/delivery-api-suite.js";
 
-const TOKEN = "w".repeat(40);
-const PATH = "/oauth/webhooks/subscriptions";
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const ATTEMPT_KEYS = [
-  "attempt",
-  "attempted_at",
-  "delivery_id",
-  "duration_ms",
-  "error",
-  "event_id",
-  "event_type",
-  "id",
-  "next_retry_at",
-  "outcome",
-  "status_code",
-];
-const DELIVERY_KEYS = ["attempts", "created_at", "error", "event_id", "event_type", "id", "next_retry_at", "status", "status_code", "subscription_id", "updated_at"];
-
-const first = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
-const shared = {
-  INTERNAL_RPC_TOKEN: TOKEN,
-  NATS_STREAM: first.NATS_STREAM,
-  NATS_SUBJECT_PREFIX: first.NATS_SUBJECT_PREFIX,
-  WEBHOOK_ALLOW_INSECURE_TARGETS: "true",
-  // Nine attempts over about five seconds; a subscription failing all of them for 2 s (and 4 attempts) is disabled.
-  DELIVERY_RETRY_SCHEDULE_SECONDS: "0.2,0.3,0.4,0.5,0.6,0.8,1,1",
-  DELIVERY_TIMEOUT_MS: "1000",
-  DELIVERY_CLAIM_LEASE_SECONDS: "10",
-  DELIVERY_POLL_MS: "50",
-  WEBHOOK_DISABLE_AFTER_FAILING_SECONDS: "2",
-  WEBHOOK_DISABLE_AFTER_FAILURES: "4",
-};
-
-let db: TestDatabase;
-let bus: EventBus;
-let receiver: Receiver;
-let organisation: StartedService<ServiceApp>;
-let auth: StartedService<ServiceApp>;
-let webhook: StartedService<ServiceApp>;
-let delivery: StartedService<ServiceApp>;
-let gateway: FastifyInstance;
-let base: string;
-let orgs: ReturnType<typeof organisation.client<typeof OrganisationService>>;
-let orgId: string;
-let otherOrgId: string;
-
-type Client = AppClient;
-/** Owned by orgId, every scope. */
-let app: Client;
-/** Another application of the same organisation. */
-let sibling: Client;
-/** An application of the other organisation (the disabling tests run there). */
-let foreign: Client;
-/** webhooks:read only. */
-let reader: Client;
-/** contacts:read only. */
-let contactsOnly: Client;
-const { tokenOf, call } = apiCaller(() => base);
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  bus = await openTestBus(first);
-  receiver = await startReceiver();
-  const config = (extra: Record<string, string> = {}) => testConfig({ ...shared, ...extra } as Record<string, string>);
-  organisation = await startService(createOrganisationApp, { config: config(), db, bus });
-  auth = await startService(createAuthApp, { config: config({ ORGANISATION_RPC_URL: organisation.server.url }), db, bus });
-  webhook = await startService((deps) => createWebhookApp(deps), { config: config(), db, bus });
-  delivery = await startService((deps) => createDeliveryApp(deps), { config: config({ WEBHOOK_RPC_URL: webhook.server.url }), db, bus });
-  const port = await freePort();
-  const gatewayConfig = config({
-    ORGANISATION_RPC_URL: organisation.server.url,
-    AUTH_RPC_URL: auth.server.url,
-    WEBHOOK_RPC_URL: webhook.server.url,
-    DELIVERY_RPC_URL: delivery.server.url,
-    PUBLIC_URL: `http://127.0.0.1:${port}`,
-  });
-  gateway = await buildGateway({
-    clients: createServiceClients(gatewayConfig),
-    serviceUrls: {},
-    logger: createLogger("gateway", gatewayConfig.LOG_LEVEL),
-    bus,
-    publicUrl: gatewayConfig.publicUrl,
-    bearerCacheMs: gatewayConfig.BEARER_CACHE_MS,
-  });
-  await gateway.listen({ port, host: "127.0.0.1" });
-  base = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
-
-  orgs = organisation.client(OrganisationService);
-  orgId = (await orgs.createOrganisation({ name: "Logged Cards", ownerEmail: "owner@logged.test", ownerPassword: "password-l" })).organisation!.id;
-  otherOrgId = (await orgs.createOrganisation({ name: "Flaky Cards", ownerEmail: "owner@flaky.test", ownerPassword: "password-f" })).organisation!.id;
-  const clients = auth.client(AuthService);
-  const make = async (name: string, owner: string, scopes: string[] = []): Promise<Client> => {
-    const res = await clients.createClient({ name, ownerOrganisationId: owner, scopes });
-    return { id: res.client!.clientId, secret: res.clientSecret };
-  };
-  app = await make("Zap", orgId);
-  sibling = await make("Make", orgId);
-  foreign = await make("Zap elsewhere", otherOrgId);
-  reader = await make("Reader", orgId, ["webhooks:read"]);
-  contactsOnly = await make("Poller", orgId, ["contacts:read"]);
-}, 60_000);
-
-afterAll(async () => {
-  await gateway?.close();
-  await delivery?.stop();
-  await webhook?.stop();
-  await auth?.stop();
-  await organisation?.stop();
-  await receiver?.close();
-  await bus?.close();
-  await db?.drop();
-});
-
-
-
-
-interface SubscriptionBody {
-  id: number;
-  target_url: string;
-  updated_at: string;
-  disabled_at: string | null;
-  disabled_reason: string | null;
-}
-
-interface AttemptBody {
-  id: string;
-  delivery_id: number;
-  event_id: string;
-  event_type: string;
-  attempt: number;
-  status_code: number | null;
-  outcome: string;
-  error: string | null;
-  duration_ms: number;
-  attempted_at: string;
-  next_retry_at: string | null;
-}
-
-async function subscribe(client: Client, target_url: string): Promise<SubscriptionBody> {
-  const res = await call(client, "POST", PATH, { target_url, event_type: "contact.created" });
-  const body = (await res.json()) as SubscriptionBody;
-  expect(res.status, JSON.stringify(body)).toBe(201);
-  return body;
-}
-
-async function attempts(client: Client, subscriptionId: number, query = ""): Promise<AttemptBody[]> {
-  const res = await call(client, "GET", `${PATH}/${subscriptionId}/deliveries${query}`);
-  const body = (await res.json()) as AttemptBody[];
-  expect(res.status, JSON.stringify(body)).toBe(200);
-  return body;
-}
-
-const createContact = (organisationId: string, firstName: string) =>
-  orgs.createContact({ organisationId, fields: { firstName, lastName: "Lovelace", email: "ada@example.test" } });
+useDeliveryApiSuite();
 
 describe("the delivery log", () => {
   let subscription: SubscriptionBody;
@@ -314,120 +160,8 @@ describe("the delivery log", () => {
   });
 });
 
+// Of the disabling rules, the one about the subscription above: it failed once, then succeeded.
 describe("a subscription that fails every attempt for the period is disabled", () => {
-  it("shows disabled_at and disabled_reason, gets nothing more, and a PUT enables it again", async () => {
-    let healthy = false;
-    const failing = receiver.route("/disable/failing", () => ({ status: healthy ? 200 : 503 }));
-    const control = receiver.route("/disable/control");
-    const subscription = await subscribe(foreign, failing.url);
-    await subscribe(foreign, control.url);
-    const startedAt = Date.now();
-    await createContact(otherOrgId, "First");
-
-    const disabled = await waitFor(async () => {
-      const res = await call(foreign, "GET", `${PATH}/${subscription.id}`);
-      const body = (await res.json()) as SubscriptionBody;
-      return body.disabled_at ? body : undefined;
-    }, 20_000, "the subscription disabled");
-    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(2000);
-    expect(disabled.disabled_at).toMatch(RFC3339);
-    expect(disabled.updated_at).toBe(subscription.updated_at);
-    expect(disabled.disabled_reason).toMatch(/^every delivery attempt since \S+ failed \(\d+ attempts; the last: HTTP 503\); update the subscription \(PUT\) to enable it again$/);
-    // The list shows it too.
-    const listed = (await (await call(foreign, "GET", PATH)).json()) as SubscriptionBody[];
-    expect(listed.find((s) => s.id === subscription.id)).toEqual(disabled);
-    const log = await attempts(foreign, subscription.id);
-    expect(log.length).toBeGreaterThanOrEqual(4);
-    expect(log.every((a) => a.outcome === "failed" && a.status_code === 503)).toBe(true);
-    const firstEvent = control.requests[0]!.headers["webhook-id"];
-    expect(failing.requests.every((r) => r.headers["webhook-id"] === firstEvent)).toBe(true);
-
-    // Nothing more: neither the first event's retries nor a new event reach it, while the control gets the new one.
-    const sent = failing.requests.length;
-    await createContact(otherOrgId, "Second");
-    await waitFor(() => control.requests.length === 2 || undefined, 15_000, "the second event at the control");
-    expect(failing.requests.length).toBe(sent);
-    // Retrying while disabled: 409, with the way out.
-    const retry = await call(foreign, "POST", `${PATH}/${subscription.id}/deliveries/${log[0]!.delivery_id}/retry`);
-    await expectError(retry, 409, "conflict", /disabled.*PUT/);
-
-    // A PUT, even one that changes no field, enables it again.
-    healthy = true;
-    const put = await call(foreign, "PUT", `${PATH}/${subscription.id}`, {});
-    const enabled = (await put.json()) as SubscriptionBody;
-    expect(put.status, JSON.stringify(enabled)).toBe(200);
-    expect(enabled).toMatchObject({ id: subscription.id, target_url: failing.url, disabled_at: null, disabled_reason: null });
-    expect(Date.parse(enabled.updated_at)).toBeGreaterThan(Date.parse(subscription.updated_at));
-    // A second PUT changing nothing leaves it as it is.
-    const again = await call(foreign, "PUT", `${PATH}/${subscription.id}`, {});
-    expect(await again.json()).toEqual(enabled);
-
-    await createContact(otherOrgId, "Third");
-    const third = await waitFor(() => control.requests[2], 15_000, "the third event at the control");
-    const arrived = await waitFor(() => failing.requests.find((r) => r.headers["webhook-id"] === third.headers["webhook-id"]), 15_000, "the third event at the re-enabled subscription");
-    expect(JSON.parse(arrived.body).data.first_name).toBe("Third");
-    expect(failing.requests.length).toBe(sent + 1);
-  });
-
-  it("re-enabled while its receiver still fails: the streak starts again at the PUT, not at the old failures", async () => {
-    const failing = receiver.route("/disable/still-failing", () => ({ status: 500 }));
-    const subscription = await subscribe(foreign, failing.url);
-    await createContact(otherOrgId, "Fourth");
-    await waitFor(async () => ((await (await call(foreign, "GET", `${PATH}/${subscription.id}`)).json()) as SubscriptionBody).disabled_at || undefined, 20_000, "disabled");
-    const put = await call(foreign, "PUT", `${PATH}/${subscription.id}`, {});
-    const enabled = (await put.json()) as SubscriptionBody;
-    expect(enabled.disabled_at).toBeNull();
-    const sent = failing.requests.length;
-    await createContact(otherOrgId, "Fifth");
-    // Its first failures after the PUT (the old streak is long enough, but it ended at the PUT) leave it enabled ...
-    await waitFor(async () => {
-      const log = await attempts(foreign, subscription.id);
-      return log.filter((a) => Date.parse(a.attempted_at) > Date.parse(enabled.updated_at)).length >= 2 || undefined;
-    }, 15_000, "two failures after the PUT");
-    expect(failing.requests.length).toBeGreaterThan(sent);
-    const meanwhile = (await (await call(foreign, "GET", `${PATH}/${subscription.id}`)).json()) as SubscriptionBody;
-    expect(meanwhile.disabled_at).toBeNull();
-    // ... until they too have lasted the period.
-    const again = await waitFor(async () => {
-      const body = (await (await call(foreign, "GET", `${PATH}/${subscription.id}`)).json()) as SubscriptionBody;
-      return body.disabled_at ? body : undefined;
-    }, 20_000, "disabled again");
-    expect(Date.parse(again.disabled_at!) - Date.parse(enabled.updated_at)).toBeGreaterThanOrEqual(2000);
-  });
-
-  it("DisableSubscription (the delivery service's RPC): only the owner's, not one changed since the streak began, once", async () => {
-    const hooks = webhook.client(WebhookService);
-    const owner = { organisationId: otherOrgId, clientId: foreign.id };
-    const target = receiver.route("/disable/rpc");
-    const { subscription } = await hooks.createSubscription({ owner, targetUrl: target.url, eventType: EventType.CONTACT_UPDATED });
-    const before = new Date(Date.now() - 60_000);
-    const after = new Date(Date.now() + 1000);
-    const request = (o: typeof owner, failingSince: Date) => ({ owner: o, id: subscription!.id, failingSince: timestampFromDate(failingSince), reason: "every attempt failed" });
-    const code = (p: Promise<unknown>) => p.then(() => undefined, (err: unknown) => ConnectError.from(err).code);
-
-    expect(await code(hooks.disableSubscription(request({ ...owner, clientId: app.id }, after)))).toBe(Code.NotFound);
-    expect(await code(hooks.disableSubscription({ ...request(owner, after), reason: " " }))).toBe(Code.InvalidArgument);
-    expect(await code(hooks.disableSubscription({ ...request(owner, after), failingSince: undefined }))).toBe(Code.InvalidArgument);
-    // Created after the streak began: the streak does not count.
-    const early = await hooks.disableSubscription(request(owner, before));
-    expect(early.disabled).toBe(false);
-    expect(early.subscription!.disableTime).toBeUndefined();
-    const ok = await hooks.disableSubscription(request(owner, after));
-    expect(ok.disabled).toBe(true);
-    expect(ok.subscription!.disabledReason).toBe("every attempt failed");
-    expect(ok.subscription!.disableTime).toBeDefined();
-    expect(ok.subscription!.updateTime).toEqual(subscription!.updateTime);
-    const twice = await hooks.disableSubscription({ ...request(owner, after), reason: "another reason" });
-    expect(twice.disabled).toBe(false);
-    expect(twice.subscription).toEqual(ok.subscription);
-    // Disabled: not a subscriber.
-    const subscribers = (await hooks.listSubscribers({ organisationId: otherOrgId, eventType: EventType.CONTACT_UPDATED })).subscribers;
-    expect(subscribers.map((s) => s.subscriptionId)).not.toContain(subscription!.id);
-    await hooks.updateSubscription({ owner, id: subscription!.id });
-    const back = (await hooks.listSubscribers({ organisationId: otherOrgId, eventType: EventType.CONTACT_UPDATED })).subscribers;
-    expect(back.map((s) => s.subscriptionId)).toContain(subscription!.id);
-  });
-
   it("a subscription that fails but not yet for the period stays enabled", async () => {
     // The first test's subscription failed once then succeeded: still enabled.
     const res = await call(app, "GET", PATH);

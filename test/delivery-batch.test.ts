@@ -13,61 +13,45 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { ContactEventSchema, EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { ContactSchema } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { WebhookService, type Owner } from "../gen/bizcard/webhook/v1/webhook_pb.js";
-import { createDeliveryApp } from "../services/delivery/delivery-app.js";
 import { CONTACT_FAN_OUT_CONSUMER } from "../services/delivery/fan-out/contact-fan-out.js";
+import type { Config } from "../services/shared/config.js";
 import { subjectFor, type EventBus } from "../services/shared/event-bus/event-bus.js";
 import { nameOfEventType } from "../services/shared/event-types.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
-import { createWebhookApp } from "../services/webhook/webhook-app.js";
-import { TEST_NATS_URL, createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { TEST_NATS_URL } from "./support/backends.js";
+import { createDeliveryApp, startPlatform, type Platform, type StartedService } from "./support/platform.js";
 import { waitFor } from "./support/processes.js";
 import { startReceiver, type Receiver } from "./support/receiver.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
 
 const TOKEN = "b".repeat(40);
-const base = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
 const shared = {
-  INTERNAL_RPC_TOKEN: TOKEN,
-  NATS_STREAM: base.NATS_STREAM,
-  NATS_SUBJECT_PREFIX: base.NATS_SUBJECT_PREFIX,
   WEBHOOK_ALLOW_INSECURE_TARGETS: "true",
   DELIVERY_TIMEOUT_MS: "2000",
   DELIVERY_POLL_MS: "50",
 };
 
-let db: TestDatabase;
+let platform: Platform;
+let base: Config;
 let bus: EventBus;
 let receiver: Receiver;
 let webhook: StartedService<ServiceApp>;
 let nc: NatsConnection;
-const started: StartedService<ServiceApp>[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  bus = await openTestBus(base);
   receiver = await startReceiver();
-  webhook = await startService((deps) => createWebhookApp(deps), { config: testConfig(shared), db, bus });
+  platform = await startPlatform({ token: TOKEN, config: shared, organisation: false, webhook: true });
+  ({ config: base, bus, webhook } = platform);
   nc = await connect({ servers: TEST_NATS_URL });
 });
 
 afterAll(async () => {
-  for (const s of started.reverse()) await s.stop();
-  await webhook?.stop();
   await nc?.close();
+  await platform?.stop();
   await receiver?.close();
-  await bus?.close();
-  await db?.drop();
 });
 
-const startDelivery = async (webhookUrl = webhook.server.url) => {
-  const delivery = await startService((deps) => createDeliveryApp(deps), {
-    config: testConfig({ ...shared, WEBHOOK_RPC_URL: webhookUrl }),
-    db,
-    bus,
-  });
-  started.push(delivery);
-  return delivery;
-};
+const startDelivery = (webhookUrl = webhook.server.url) =>
+  platform.startService((deps) => createDeliveryApp(deps), platform.configWith({ WEBHOOK_RPC_URL: webhookUrl }));
 
 /** A contact event as the organisation service publishes it; returns its event id. */
 async function publish(organisationId: string, type: EventType.CONTACT_CREATED | EventType.CONTACT_UPDATED, name: string): Promise<string> {
@@ -140,7 +124,6 @@ it("50 events published at once across 2 organisations and both event types: eac
     }
   } finally {
     await delivery.stop();
-    started.splice(started.indexOf(delivery), 1);
   }
 });
 
@@ -167,7 +150,6 @@ it("the consumer is deleted while batches are in hand and events keep coming: re
   expect(got).toHaveLength(published.length);
   expect(new Set(got)).toEqual(new Set(published));
   await delivery.stop();
-  started.splice(started.indexOf(delivery), 1);
 });
 
 /** A way to the webhook service that can be cut: while down, every call fails (connection reset). */
@@ -219,7 +201,6 @@ it("a batch whose subscribers cannot be read is retried, later events waiting be
     expect(got).toHaveLength(published.length);
     expect(new Set(got)).toEqual(new Set(published));
     await delivery.stop();
-    started.splice(started.indexOf(delivery), 1);
   } finally {
     await proxy.close();
   }

@@ -7,61 +7,45 @@ import { DeliveryService } from "../gen/bizcard/delivery/v1/delivery_pb.js";
 import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { WebhookService, type Owner } from "../gen/bizcard/webhook/v1/webhook_pb.js";
-import { DELIVERY_ENTITIES, createDeliveryApp } from "../services/delivery/delivery-app.js";
+import { DELIVERY_ENTITIES } from "../services/delivery/delivery-app.js";
 import { createDeliveryStore } from "../services/delivery/deliveries/delivery-store.js";
 import { DELIVERY_SCHEMA } from "../services/delivery/delivery-service.js";
 import { deliveryMigrations } from "../services/delivery/migrations/index.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import { openServiceDatabase } from "../services/shared/database.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { createLogger } from "../services/shared/logger.js";
-import type { ServiceApp } from "../services/shared/service-app.js";
-import { createWebhookApp } from "../services/webhook/webhook-app.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import type { TestDatabase } from "./support/backends.js";
+import { createDeliveryApp, startPlatform, type Platform } from "./support/platform.js";
 import { waitFor } from "./support/processes.js";
 import { startReceiver, type Receiver } from "./support/receiver.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
 
 const TOKEN = "l".repeat(40);
 const LEASE_SECONDS = 6;
-const base = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
 const shared = {
-  INTERNAL_RPC_TOKEN: TOKEN,
-  NATS_STREAM: base.NATS_STREAM,
-  NATS_SUBJECT_PREFIX: base.NATS_SUBJECT_PREFIX,
   WEBHOOK_ALLOW_INSECURE_TARGETS: "true",
   DELIVERY_TIMEOUT_MS: "1000",
   DELIVERY_CLAIM_LEASE_SECONDS: String(LEASE_SECONDS),
   DELIVERY_POLL_MS: "50",
 };
 
+let platform: Platform;
 let db: TestDatabase;
-let bus: EventBus;
 let receiver: Receiver;
-const started: StartedService<ServiceApp>[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  bus = await openTestBus(base);
   receiver = await startReceiver();
+  platform = await startPlatform({ token: TOKEN, config: shared, webhook: true });
+  db = platform.db;
 });
 
 afterAll(async () => {
-  for (const s of started.reverse()) await s.stop();
+  await platform?.stop();
   await receiver?.close();
-  await bus?.close();
-  await db?.drop();
 });
 
 it("deliveries claimed by a worker that died are sent by another once the claim lease runs out, each once", async () => {
-  const config = testConfig(shared);
-  const organisation = await startService(createOrganisationApp, { config, db, bus });
-  const webhook = await startService((deps) => createWebhookApp(deps), { config, db, bus });
-  started.push(organisation, webhook);
-  const deliveryConfig = testConfig({ ...shared, WEBHOOK_RPC_URL: webhook.server.url });
+  const { organisation, webhook } = platform;
   // The fan-out alone: rows are written, nobody sends them yet.
-  const fanOut = await startService((deps) => createDeliveryApp(deps, { workers: false }), { config: deliveryConfig, db, bus });
-  started.push(fanOut);
+  const fanOut = await platform.startService((deps) => createDeliveryApp(deps, { workers: false }));
 
   const orgs = organisation.client(OrganisationService);
   const org = await orgs.createOrganisation({ name: "Claims", ownerEmail: `${randomUUID()}@claims.test`, ownerPassword: "correct horse" });
@@ -87,8 +71,7 @@ it("deliveries claimed by a worker that died are sent by another once the claim 
   }
 
   // Another worker starts at once; the claimed rows are not its to send until the lease ends.
-  const worker = await startService((deps) => createDeliveryApp(deps, { fanOut: false }), { config: deliveryConfig, db, bus });
-  started.push(worker);
+  await platform.startService((deps) => createDeliveryApp(deps, { fanOut: false }));
   await waitFor(() => route.requests.length === 5, 20_000, "deliveries after the lease");
   expect(route.requests[0]!.at - claimedAt!).toBeGreaterThanOrEqual(LEASE_SECONDS * 1000 - 500);
   await waitFor(async () => {

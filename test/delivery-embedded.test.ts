@@ -8,49 +8,49 @@ import { DeliveryService } from "../gen/bizcard/delivery/v1/delivery_pb.js";
 import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { WebhookService, type Owner } from "../gen/bizcard/webhook/v1/webhook_pb.js";
-import { createDeliveryApp } from "../services/delivery/delivery-app.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import { InProcessBus } from "../services/shared/event-bus/in-process-bus.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
-import { createWebhookApp } from "../services/webhook/webhook-app.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { uniqueName } from "./support/backends.js";
+import { createOrganisationApp, createWebhookApp, startPlatform, type Platform, type StartedService } from "./support/platform.js";
 import { waitFor } from "./support/processes.js";
 import { startReceiver, type Receiver } from "./support/receiver.js";
-import { startService, type StartedService } from "./support/services.js";
 
 const TOKEN = "e".repeat(40);
 const env = {
-  INTERNAL_RPC_TOKEN: TOKEN,
   NATS_URL: "",
   WEBHOOK_ALLOW_INSECURE_TARGETS: "true",
   DELIVERY_TIMEOUT_MS: "8000",
   DELIVERY_CLAIM_LEASE_SECONDS: "20",
   DELIVERY_POLL_MS: "50",
 };
-const config = testConfig(env);
+const subjectPrefix = uniqueName("t");
 
-let db: TestDatabase;
+let platform: Platform;
 let bus: InProcessBus;
 let receiver: Receiver;
 const started: StartedService<ServiceApp>[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  bus = new InProcessBus(config.NATS_SUBJECT_PREFIX);
+  bus = new InProcessBus(subjectPrefix);
   receiver = await startReceiver();
   // Consumers first, publishers last, as scripts/start.ts does.
-  const webhook = await startService((deps) => createWebhookApp(deps, { consumeGrantRevoked: false }), { config, db, bus });
-  const delivery = await startService((deps) => createDeliveryApp(deps), { config: testConfig({ ...env, WEBHOOK_RPC_URL: webhook.server.url }), db, bus });
-  const organisation = await startService(createOrganisationApp, { config, db, bus });
-  started.push(organisation, delivery, webhook);
+  platform = await startPlatform({
+    token: TOKEN,
+    config: { ...env, NATS_SUBJECT_PREFIX: subjectPrefix },
+    bus,
+    organisation: false,
+    webhook: { create: (deps) => createWebhookApp(deps, { consumeGrantRevoked: false }) },
+    delivery: true,
+  });
+  const organisation = await platform.startService(createOrganisationApp);
+  started.push(organisation, platform.delivery, platform.webhook);
 });
 
 afterAll(async () => {
   // The receiver first: the hanging POST ends now rather than at its timeout.
   await receiver?.close();
-  for (const s of started) await s.stop();
+  await platform?.stop();
   await bus?.close();
-  await db?.drop();
 });
 
 it("a subscriber that never answers does not delay another one's deliveries", async () => {

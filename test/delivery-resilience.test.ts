@@ -16,23 +16,20 @@ import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation
 import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { WebhookService, type Owner } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
-import { createWebhookApp } from "../services/webhook/webhook-app.js";
-import { testConfig, type TestDatabase } from "./support/backends.js";
+import type { TestDatabase } from "./support/backends.js";
 import { unpublishedOutboxRows } from "./support/outbox.js";
+import { createWebhookApp, startPlatform, type Platform, type StartedService } from "./support/platform.js";
 import { PostgresServer } from "./support/postgres-server.js";
 import { NatsServer, freePort, httpReady, spawnTs, waitFor, type Spawned } from "./support/processes.js";
 import { startReceiver, type Receiver } from "./support/receiver.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
 
 const TOKEN = "r".repeat(40);
 
 let postgres: PostgresServer;
 let nats: NatsServer;
+let platform: Platform;
 let db: TestDatabase;
-let bus: EventBus;
 let receiver: Receiver;
 let organisation: StartedService<ServiceApp>;
 let webhook: StartedService<ServiceApp>;
@@ -51,10 +48,9 @@ beforeAll(async () => {
     OUTBOX_PUBLISH_TIMEOUT_MS: "1000",
     OUTBOX_LEASE_MS: "3000",
   };
-  const config = testConfig(shared);
-  bus = await openTestBus(config);
-  organisation = await startService(createOrganisationApp, { config, db, bus });
-  webhook = await startService((deps) => createWebhookApp(deps, { consumeGrantRevoked: false }), { config, db, bus });
+  platform = await startPlatform({ token: TOKEN, config: shared, db, webhook: { create: (deps) => createWebhookApp(deps, { consumeGrantRevoked: false }) } });
+  const { config } = platform;
+  ({ organisation, webhook } = platform);
   deliveryPort = await freePort();
   deliveryEnv = {
     ...shared,
@@ -77,9 +73,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await delivery?.kill("SIGKILL");
-  await webhook?.stop().catch(() => undefined);
-  await organisation?.stop().catch(() => undefined);
-  await bus?.close().catch(() => undefined);
+  await platform?.stop().catch(() => undefined);
   await receiver?.close();
   await nats?.close();
   await postgres?.stop();

@@ -12,23 +12,14 @@ import { DeliveryService } from "../gen/bizcard/delivery/v1/delivery_pb.js";
 import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { WebhookService, type Owner } from "../gen/bizcard/webhook/v1/webhook_pb.js";
-import { createDeliveryApp } from "../services/delivery/delivery-app.js";
 import { createWebhookSender } from "../services/delivery/sender/webhook-sender.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
 import type { Resolver } from "../services/shared/net/dns-resolver.js";
-import { createWebhookApp } from "../services/webhook/webhook-app.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { createDeliveryApp, createWebhookApp, startPlatform, type Platform, type StartedService } from "./support/platform.js";
 import { waitFor } from "./support/processes.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
 
 const TOKEN = "s".repeat(40);
-const base = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
 const shared = {
-  INTERNAL_RPC_TOKEN: TOKEN,
-  NATS_STREAM: base.NATS_STREAM,
-  NATS_SUBJECT_PREFIX: base.NATS_SUBJECT_PREFIX,
   WEBHOOK_ALLOW_INSECURE_TARGETS: "false",
   DELIVERY_RETRY_SCHEDULE_SECONDS: "0.2",
   DELIVERY_POLL_MS: "50",
@@ -42,8 +33,7 @@ const atDelivery: Resolver = async (hostname) => {
   return hostname === "mixed.receiver.test" ? ["93.184.215.14", "10.0.0.7"] : ["127.0.0.1"];
 };
 
-let db: TestDatabase;
-let bus: EventBus;
+let platform: Platform;
 let organisation: StartedService<ServiceApp>;
 let webhook: StartedService<ServiceApp>;
 let delivery: StartedService<ServiceApp>;
@@ -59,24 +49,17 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
   port = (listener.address() as net.AddressInfo).port;
-  db = await createTestDatabase();
-  bus = await openTestBus(base);
-  const config = testConfig(shared);
-  organisation = await startService(createOrganisationApp, { config, db, bus });
-  webhook = await startService((deps) => createWebhookApp(deps, { resolve: atSave }), { config, db, bus });
-  delivery = await startService((deps) => createDeliveryApp(deps, { resolve: atDelivery }), {
-    config: testConfig({ ...shared, WEBHOOK_RPC_URL: webhook.server.url }),
-    db,
-    bus,
+  platform = await startPlatform({
+    token: TOKEN,
+    config: shared,
+    webhook: { create: (deps) => createWebhookApp(deps, { resolve: atSave }) },
+    delivery: { create: (deps) => createDeliveryApp(deps, { resolve: atDelivery }) },
   });
+  ({ organisation, webhook, delivery } = platform);
 });
 
 afterAll(async () => {
-  await delivery?.stop();
-  await webhook?.stop();
-  await organisation?.stop();
-  await bus?.close();
-  await db?.drop();
+  await platform?.stop();
   await new Promise((resolve) => listener?.close(resolve));
 });
 

@@ -11,28 +11,21 @@ import { DeliveryService } from "../gen/bizcard/delivery/v1/delivery_pb.js";
 import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { WebhookService, type Owner } from "../gen/bizcard/webhook/v1/webhook_pb.js";
-import { createDeliveryApp } from "../services/delivery/delivery-app.js";
 import { CONTACT_FAN_OUT_CONSUMER } from "../services/delivery/fan-out/contact-fan-out.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import { contactJson } from "../services/shared/contact-json.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
+import type { Config } from "../services/shared/config.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
-import { createWebhookApp } from "../services/webhook/webhook-app.js";
-import { TEST_NATS_URL, createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { TEST_NATS_URL } from "./support/backends.js";
+import { createDeliveryApp, startPlatform, type Platform, type StartedService } from "./support/platform.js";
 import { spawnProcess, waitFor } from "./support/processes.js";
 import { startReceiver, type Answer, type Receiver } from "./support/receiver.js";
 import { rpcError } from "./support/rpc.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
 
 const TOKEN = "d".repeat(40);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
-const base = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
 const shared = {
-  INTERNAL_RPC_TOKEN: TOKEN,
-  NATS_STREAM: base.NATS_STREAM,
-  NATS_SUBJECT_PREFIX: base.NATS_SUBJECT_PREFIX,
   WEBHOOK_ALLOW_INSECURE_TARGETS: "true",
   // Retries within a test's patience; the hanging receiver times out after one second.
   DELIVERY_RETRY_SCHEDULE_SECONDS: "0.2,0.2,0.2",
@@ -41,8 +34,8 @@ const shared = {
   DELIVERY_POLL_MS: "50",
 };
 
-let db: TestDatabase;
-let bus: EventBus;
+let platform: Platform;
+let base: Config;
 let receiver: Receiver;
 let organisation: StartedService<ServiceApp>;
 let webhook: StartedService<ServiceApp>;
@@ -53,17 +46,9 @@ let hooks: ReturnType<typeof webhook.client<typeof WebhookService>>;
 let log: ReturnType<typeof delivery.client<typeof DeliveryService>>;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  bus = await openTestBus(base);
   receiver = await startReceiver();
-  const config = testConfig(shared);
-  organisation = await startService(createOrganisationApp, { config, db, bus });
-  webhook = await startService((deps) => createWebhookApp(deps), { config, db, bus });
-  delivery = await startService((deps) => createDeliveryApp(deps), {
-    config: testConfig({ ...shared, WEBHOOK_RPC_URL: webhook.server.url }),
-    db,
-    bus,
-  });
+  platform = await startPlatform({ token: TOKEN, config: shared, webhook: true, delivery: true });
+  ({ config: base, organisation, webhook, delivery } = platform);
   orgs = organisation.client(OrganisationService);
   hooks = webhook.client(WebhookService);
   log = delivery.client(DeliveryService);
@@ -72,12 +57,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await nc?.close();
-  await delivery?.stop();
-  await webhook?.stop();
-  await organisation?.stop();
+  await platform?.stop();
   await receiver?.close();
-  await bus?.close();
-  await db?.drop();
 });
 
 /** A new organisation, an application of it, and a subscription of theirs to a receiver path. */
@@ -296,11 +277,7 @@ describe("retries", () => {
 
 describe("several workers, a lost consumer", () => {
   it("two delivery workers at once send no delivery twice", async () => {
-    const second = await startService((deps) => createDeliveryApp(deps, { fanOut: false }), {
-      config: testConfig({ ...shared, WEBHOOK_RPC_URL: webhook.server.url }),
-      db,
-      bus,
-    });
+    const second = await platform.startService((deps) => createDeliveryApp(deps, { fanOut: false }));
     try {
       // A slow receiver keeps both workers busy at once.
       const sub = await subscribe("Pair", EventType.CONTACT_CREATED);

@@ -8,14 +8,13 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ContactEventSchema } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import { ORGANISATION_SCHEMA } from "../services/organisation/organisation-service.js";
 import { NoConsumerError } from "../services/shared/event-bus/event-bus.js";
 import { ConsumersBehindError, InProcessBus } from "../services/shared/event-bus/in-process-bus.js";
 import { enqueueEvent } from "../services/shared/outbox/writer.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
 import { waitFor } from "./support/processes.js";
-import { startService } from "./support/services.js";
+import { startPlatform } from "./support/platform.js";
 
 const bytes = new Uint8Array();
 
@@ -115,8 +114,9 @@ describe("the outbox relay on the in-process bus", () => {
     });
     await bus.consume({ durable: "healthy", subject: "contact.>" }, async (m) => void healthy.push({ name: contactOf(m.data), at: Date.now() }));
     await bus.consume({ durable: "updates", subject: "contact.updated" }, async (m) => void updates.push(contactOf(m.data)));
-    const svc = await startService(createOrganisationApp, { config, db, bus });
-    cleanups.push(() => svc.stop());
+    const platform = await startPlatform({ config: { NATS_URL: "", OUTBOX_POLL_MS: "50", NATS_SUBJECT_PREFIX: config.NATS_SUBJECT_PREFIX }, db, bus });
+    cleanups.push(() => platform.stop());
+    const svc = platform.organisation;
     const client = svc.client(OrganisationService);
     const { organisation } = await client.createOrganisation({ name: "Embedded", ownerEmail: "o@embedded.test", ownerPassword: "password-e" });
     const organisationId = organisation!.id;

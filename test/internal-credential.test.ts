@@ -5,25 +5,18 @@
 // first); and through the gateway, only a refused internal credential is a
 // 500, while the client's own failures stay 4xx.
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { FastifyInstance } from "fastify";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OAuthErrorSchema } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { buildGateway } from "../gateway/app.js";
-import { createServiceClients } from "../gateway/clients.js";
 import { fromConnectError } from "../gateway/errors.js";
 import { oauthErrorFrom } from "../gateway/oauth-errors.js";
-import { createAuthApp } from "../services/auth/auth-app.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import { createRpcClient } from "../services/shared/rpc/client.js";
 import { startRpcServer, type RunningServer } from "../services/shared/rpc/server.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { testConfig } from "./support/backends.js";
+import { createOrganisationApp, startPlatform, type Platform, type StartedService } from "./support/platform.js";
 import { rpcError } from "./support/rpc.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
 
 const NEW = "n".repeat(40);
 const OLD = "o".repeat(40);
@@ -36,32 +29,26 @@ const configWith = (overrides: Record<string, string>) =>
 /** Mid-rotation: the new credential is sent, the old one still accepted. */
 const rotating = configWith({ INTERNAL_RPC_TOKEN: `${NEW},${OLD}` });
 
-let db: TestDatabase;
-let bus: EventBus;
+let platform: Platform;
 /** Started with testConfig() as it is, on loopback: a random credential, nothing said about it. */
 let plain: StartedService<ServiceApp>;
 let organisation: StartedService<ServiceApp>;
-let auth: StartedService<ServiceApp>;
 const extraServers: RunningServer[] = [];
-const gateways: FastifyInstance[] = [];
 const logger = createLogger("test", base.LOG_LEVEL);
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  bus = await openTestBus(base);
-  plain = await startService(createOrganisationApp, { config: base, db, bus });
-  organisation = await startService(createOrganisationApp, { config: rotating, db, bus });
-  auth = await startService(createAuthApp, { config: configWith({ INTERNAL_RPC_TOKEN: `${NEW},${OLD}`, ORGANISATION_RPC_URL: organisation.server.url }), db, bus });
+  platform = await startPlatform({
+    token: `${NEW},${OLD}`,
+    config: { NATS_STREAM: base.NATS_STREAM, NATS_SUBJECT_PREFIX: base.NATS_SUBJECT_PREFIX },
+    auth: true,
+  });
+  organisation = platform.organisation;
+  plain = await platform.startService(createOrganisationApp, base);
 });
 
 afterAll(async () => {
-  for (const g of gateways) await g.close();
   for (const s of extraServers) await s.close();
-  await auth?.stop();
-  await organisation?.stop();
-  await plain?.stop();
-  await bus?.close();
-  await db?.drop();
+  await platform?.stop();
 });
 
 /** The same organisation routes on another port, accepting only these credentials. */
@@ -132,15 +119,7 @@ describe("rotating the internal credential", () => {
 
 describe("through the gateway", () => {
   async function gatewayWith(tokens: string): Promise<string> {
-    const config = configWith({ INTERNAL_RPC_TOKEN: tokens, AUTH_RPC_URL: auth.server.url, ORGANISATION_RPC_URL: organisation.server.url });
-    const app = await buildGateway({
-      clients: createServiceClients(config),
-      serviceUrls: { auth: auth.server.url, organisation: organisation.server.url },
-      logger,
-    });
-    gateways.push(app);
-    await app.listen({ port: 0, host: "127.0.0.1" });
-    return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    return (await platform.addGateway({ config: { INTERNAL_RPC_TOKEN: tokens } })).base;
   }
   const clientCredentials = (at: string) =>
     fetch(`${at}/oauth/token`, {

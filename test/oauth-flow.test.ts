@@ -6,22 +6,10 @@
 // exchange with iss checked (RFC 9207), GET /oauth/me, refresh (rotation),
 // introspection and revocation.
 import type { AddressInfo } from "node:net";
-import type { FastifyInstance } from "fastify";
 import * as oauth from "oauth4webapi";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
-import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { buildGateway } from "../gateway/app.js";
-import { createServiceClients } from "../gateway/clients.js";
-import { createAuthApp } from "../services/auth/auth-app.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { Config } from "../services/shared/config.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
-import { createLogger } from "../services/shared/logger.js";
-import type { ServiceApp } from "../services/shared/service-app.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
-import { freePort, waitFor } from "./support/processes.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
+import { waitFor } from "./support/processes.js";
+import { startPlatform, type Platform } from "./support/platform.js";
 
 const TOKEN = "f".repeat(40);
 const EMAIL = "owner@flow.test";
@@ -29,50 +17,27 @@ const PASSWORD = "correct horse battery";
 const REDIRECT_URI = "http://127.0.0.1:8765/callback";
 const insecure = { [oauth.allowInsecureRequests]: true } as const;
 
-let db: TestDatabase;
-let bus: EventBus;
-let organisation: StartedService<ServiceApp>;
-let auth: StartedService<ServiceApp>;
-let gateway: FastifyInstance;
+let platform: Platform;
 let issuer: string;
 let orgId: string;
 let client: { id: string; secret: string };
 
-const baseConfig = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
-const configWith = (overrides: Record<string, string>): Config =>
-  testConfig({ INTERNAL_RPC_TOKEN: TOKEN, NATS_STREAM: baseConfig.NATS_STREAM, NATS_SUBJECT_PREFIX: baseConfig.NATS_SUBJECT_PREFIX, ...overrides });
-
 beforeAll(async () => {
-  const port = await freePort();
-  issuer = `http://127.0.0.1:${port}`;
-  db = await createTestDatabase();
-  bus = await openTestBus(baseConfig);
-  organisation = await startService(createOrganisationApp, { config: baseConfig, db, bus });
-  const config = configWith({ ORGANISATION_RPC_URL: organisation.server.url, PUBLIC_URL: issuer });
-  auth = await startService(createAuthApp, { config, db, bus });
-  const gatewayConfig = configWith({ ORGANISATION_RPC_URL: organisation.server.url, AUTH_RPC_URL: auth.server.url, PUBLIC_URL: issuer });
-  gateway = await buildGateway({
-    clients: createServiceClients(gatewayConfig),
-    serviceUrls: { auth: auth.server.url, organisation: organisation.server.url },
-    logger: createLogger("gateway", gatewayConfig.LOG_LEVEL),
-    bus,
-    publicUrl: gatewayConfig.publicUrl,
-    bearerCacheMs: gatewayConfig.BEARER_CACHE_MS,
+  platform = await startPlatform({
+    token: TOKEN,
+    auth: true,
+    gateway: { publicUrlPort: true, bus: true },
+    member: { organisation: "Flow Cards", email: EMAIL, password: PASSWORD },
   });
-  await gateway.listen({ port, host: "127.0.0.1" });
-  expect(`http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`).toBe(issuer);
-  const created = await organisation.client(OrganisationService).createOrganisation({ name: "Flow Cards", ownerEmail: EMAIL, ownerPassword: PASSWORD });
-  orgId = created.organisation!.id;
-  const registered = await auth.client(AuthService).createClient({ name: "Strict Zap", redirectUris: [REDIRECT_URI] });
-  client = { id: registered.client!.clientId, secret: registered.clientSecret };
+  issuer = platform.base;
+  expect(`http://127.0.0.1:${(platform.gateway.server.address() as AddressInfo).port}`).toBe(issuer);
+  orgId = platform.organisationId;
+  const registered = await platform.createClient("Strict Zap", [REDIRECT_URI]);
+  client = { id: registered.clientId, secret: registered.clientSecret };
 }, 60_000);
 
 afterAll(async () => {
-  await gateway?.close();
-  await auth?.stop();
-  await organisation?.stop();
-  await bus?.close();
-  await db?.drop();
+  await platform?.stop();
 });
 
 /** The HTML escapes eta writes, undone (attribute values). */

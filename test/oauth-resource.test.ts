@@ -4,36 +4,25 @@
 // RFC 8414 metadata document, and a revoked token stopping within a second on
 // two gateways that share the bus; an expired token; failure limits that hold
 // across two gateways.
-import type { AddressInfo } from "node:net";
-import type { FastifyInstance } from "fastify";
 import * as oauth from "oauth4webapi";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { buildGateway } from "../gateway/app.js";
-import { createServiceClients } from "../gateway/clients.js";
-import { createAuthApp } from "../services/auth/auth-app.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { Config } from "../services/shared/config.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
-import { openBus } from "../services/shared/event-bus/open-bus.js";
-import { createLogger } from "../services/shared/logger.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
 import { tokenHash } from "../services/shared/token-hash.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
-import { freePort, waitFor } from "./support/processes.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
+import type { TestDatabase } from "./support/backends.js";
+import { startPlatform, type Platform, type StartedService } from "./support/platform.js";
+import { waitFor } from "./support/processes.js";
 
 const { Client } = pg;
 const TOKEN = "r".repeat(40);
 const FORM = "application/x-www-form-urlencoded";
 
+let platform: Platform;
 let db: TestDatabase;
-let bus: EventBus;
 let organisation: StartedService<ServiceApp>;
 let auth: StartedService<ServiceApp>;
-const gateways: { app: FastifyInstance; base: string; bus: EventBus }[] = [];
 let a: string;
 let b: string;
 let orgId: string;
@@ -44,35 +33,15 @@ let app: { id: string; secret: string };
 let narrow: { id: string; secret: string };
 let publicClientId: string;
 
-const baseConfig = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
-const configWith = (overrides: Record<string, string>): Config =>
-  testConfig({ INTERNAL_RPC_TOKEN: TOKEN, NATS_STREAM: baseConfig.NATS_STREAM, NATS_SUBJECT_PREFIX: baseConfig.NATS_SUBJECT_PREFIX, ...overrides });
-
 /** A gateway with its own bus connection (on NATS: a second process's view), listening where its issuer says. */
 async function startGateway(name: string): Promise<string> {
-  const port = await freePort();
-  const config = configWith({ ORGANISATION_RPC_URL: organisation.server.url, AUTH_RPC_URL: auth.server.url, PUBLIC_URL: `http://127.0.0.1:${port}` });
-  const logger = createLogger(name, config.LOG_LEVEL);
-  const gatewayBus = bus.kind === "nats" ? await openBus(config, name, logger) : bus;
-  const gateway = await buildGateway({
-    clients: createServiceClients(config),
-    serviceUrls: { auth: auth.server.url, organisation: organisation.server.url },
-    logger,
-    bus: gatewayBus,
-    publicUrl: config.publicUrl,
-    bearerCacheMs: config.BEARER_CACHE_MS,
-  });
-  await gateway.listen({ port, host: "127.0.0.1" });
-  const base = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
-  gateways.push({ app: gateway, base, bus: gatewayBus });
-  return base;
+  return (await platform.addGateway({ name, publicUrlPort: true, ownBus: true })).base;
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  bus = await openTestBus(baseConfig);
-  organisation = await startService(createOrganisationApp, { config: baseConfig, db, bus });
-  auth = await startService(createAuthApp, { config: configWith({ ORGANISATION_RPC_URL: organisation.server.url }), db, bus });
+  platform = await startPlatform({ token: TOKEN, auth: true });
+  ({ db, organisation, auth } = platform);
+  const { bus, config: baseConfig } = platform;
   // On NATS, the stream exists before the timed revocations (its creation is not what they measure).
   if (bus.kind === "nats") await bus.publish(`${baseConfig.NATS_SUBJECT_PREFIX}.warm.up`, new Uint8Array(), "warm-up");
   a = await startGateway("gateway-a");
@@ -90,14 +59,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const g of gateways) {
-    await g.app.close();
-    if (g.bus !== bus) await g.bus.close();
-  }
-  await auth?.stop();
-  await organisation?.stop();
-  await bus?.close();
-  await db?.drop();
+  await platform?.stop();
 });
 
 const post = (url: string, params: Record<string, string>, headers: Record<string, string> = {}) =>

@@ -4,29 +4,15 @@
 // right request is answered by it, and every rule it folds into its one
 // statement still refuses exactly as the pipeline does (the statement
 // inserts nothing, the pipeline answers and counts).
-import type { AddressInfo } from "node:net";
-import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildGateway } from "../gateway/app.js";
-import { createServiceClients } from "../gateway/clients.js";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
-import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { createAuthApp } from "../services/auth/auth-app.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
-import { createLogger } from "../services/shared/logger.js";
-import type { ServiceApp } from "../services/shared/service-app.js";
 import { tokenHash } from "../services/shared/token-hash.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
+import { startPlatform, type AuthApp, type Platform, type StartedService } from "./support/platform.js";
 
 const TOKEN = "f".repeat(40);
 
-let db: TestDatabase;
-let bus: EventBus;
-let organisation: StartedService<ServiceApp>;
-let auth: StartedService<Awaited<ReturnType<typeof createAuthApp>>>;
-let gateway: FastifyInstance;
+let platform: Platform;
+let auth: StartedService<AuthApp>;
 let url: string;
 let orgId: string;
 
@@ -36,34 +22,18 @@ interface Registered {
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  const base = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
-  bus = await openTestBus(base);
-  const configWith = (overrides: Record<string, string>) =>
-    testConfig({ INTERNAL_RPC_TOKEN: TOKEN, NATS_STREAM: base.NATS_STREAM, NATS_SUBJECT_PREFIX: base.NATS_SUBJECT_PREFIX, ...overrides });
-  organisation = await startService(createOrganisationApp, { config: configWith({}), db, bus });
   // The real app: PostgreSQL failure limits at their defaults (10 a minute per client and address).
-  auth = await startService(createAuthApp, { config: configWith({ ORGANISATION_RPC_URL: organisation.server.url }), db, bus });
-  const gatewayConfig = configWith({ ORGANISATION_RPC_URL: organisation.server.url, AUTH_RPC_URL: auth.server.url });
-  gateway = await buildGateway({
-    clients: createServiceClients(gatewayConfig),
-    serviceUrls: { auth: auth.server.url, organisation: organisation.server.url, webhook: auth.server.url },
-    logger: createLogger("oauth-fast-path-test", gatewayConfig.LOG_LEVEL),
+  platform = await startPlatform({
+    token: TOKEN,
+    auth: true,
+    gateway: true,
+    member: { organisation: "Fast Cards", email: "ada@fast.test", password: "correct horse battery" },
   });
-  await gateway.listen({ port: 0, host: "127.0.0.1" });
-  url = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
-  const created = await organisation
-    .client(OrganisationService)
-    .createOrganisation({ name: "Fast Cards", ownerEmail: "ada@fast.test", ownerPassword: "correct horse battery" });
-  orgId = created.organisation!.id;
+  ({ auth, base: url, organisationId: orgId } = platform);
 });
 
 afterAll(async () => {
-  await gateway?.close();
-  await auth?.stop();
-  await organisation?.stop();
-  await bus?.close();
-  await db?.drop();
+  await platform?.stop();
 });
 
 async function register(name: string, extra: { scopes?: string[]; owned?: boolean; grantTypes?: string[] } = {}): Promise<Registered> {

@@ -5,34 +5,26 @@ import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ContactEventSchema, EventType, type ContactEvent } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { startPlatform, type OrganisationApp, type Platform, type StartedService } from "./support/platform.js";
 import { rpcError } from "./support/rpc.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
 
 const TOKEN = "t".repeat(40);
-let db: TestDatabase;
-let bus: EventBus;
-let svc: StartedService<Awaited<ReturnType<typeof createOrganisationApp>>>;
+let platform: Platform;
+let svc: StartedService<OrganisationApp>;
 let client: ReturnType<typeof svc.client<typeof OrganisationService>>;
 const received: ContactEvent[] = [];
-const config = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  bus = await openTestBus(config);
-  await bus.consume({ durable: "organisation-test", subject: "contact.>" }, async (m) => {
+  platform = await startPlatform({ token: TOKEN });
+  svc = platform.organisation;
+  await platform.bus.consume({ durable: "organisation-test", subject: "contact.>" }, async (m) => {
     received.push(fromBinary(ContactEventSchema, m.data));
   });
-  svc = await startService(createOrganisationApp, { config, db, bus });
   client = svc.client(OrganisationService);
 });
 
 afterAll(async () => {
-  await svc?.stop();
-  await bus?.close();
-  await db?.drop();
+  await platform?.stop();
 });
 
 async function eventually<T>(fn: () => T | undefined, ms = 10_000): Promise<T> {

@@ -13,28 +13,20 @@ import {
   SCRYPT_COST,
   verifyPassword,
 } from "../services/organisation/members/password.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
+import { startPlatform, type OrganisationApp, type Platform, type StartedService } from "./support/platform.js";
 
-const config = testConfig({ INTERNAL_RPC_TOKEN: "p".repeat(40) });
-let db: TestDatabase;
-let bus: EventBus;
-let svc: StartedService<Awaited<ReturnType<typeof createOrganisationApp>>>;
+let platform: Platform;
+let svc: StartedService<OrganisationApp>;
 let client: ReturnType<typeof svc.client<typeof OrganisationService>>;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  bus = await openTestBus(config);
-  svc = await startService(createOrganisationApp, { config, db, bus });
+  platform = await startPlatform({ token: "p".repeat(40) });
+  svc = platform.organisation;
   client = svc.client(OrganisationService);
 });
 
 afterAll(async () => {
-  await svc?.stop();
-  await bus?.close();
-  await db?.drop();
+  await platform?.stop();
 });
 
 /** True when the promise has already settled (its reaction runs before one queued after it). */

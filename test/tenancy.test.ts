@@ -9,19 +9,18 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DeliveryService } from "../gen/bizcard/delivery/v1/delivery_pb.js";
 import { ContactEventSchema, EventType, type ContactEvent } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { DELIVERY_ENTITIES, createDeliveryApp } from "../services/delivery/delivery-app.js";
+import { DELIVERY_ENTITIES } from "../services/delivery/delivery-app.js";
 import { DELIVERY_SCHEMA } from "../services/delivery/delivery-service.js";
 import { deliveryMigrations } from "../services/delivery/migrations/index.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import { openServiceDatabase } from "../services/shared/database.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { createLogger } from "../services/shared/logger.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { createTestDatabase, type TestDatabase } from "./support/backends.js";
+import { startPlatform } from "./support/platform.js";
 import { waitFor } from "./support/processes.js";
 import { rpcError } from "./support/rpc.js";
-import { openTestBus, startService } from "./support/services.js";
 
-const config = testConfig({ INTERNAL_RPC_TOKEN: "t".repeat(40) });
+const TOKEN = "t".repeat(40);
 let bus: EventBus;
 const databases: TestDatabase[] = [];
 const stops: (() => Promise<void>)[] = [];
@@ -78,25 +77,25 @@ let organisations: Client<typeof OrganisationService>;
 let deliveries: Client<typeof DeliveryService>;
 
 beforeAll(async () => {
-  bus = await openTestBus(config);
+  // One database per service: on the embedded backends each is a single-session PGlite.
+  const organisation = await startPlatform({ token: TOKEN });
+  stops.push(organisation.stop);
+  bus = organisation.bus;
   await bus.consume({ durable: "tenancy-test", subject: "contact.>" }, async (m) => {
     received.push(fromBinary(ContactEventSchema, m.data));
   });
-  // One database per service: on the embedded backends each is a single-session PGlite.
-  const [orgDb, deliveryDb] = [await createTestDatabase(), await createTestDatabase()];
-  databases.push(orgDb, deliveryDb);
+  organisations = organisation.organisation.client(OrganisationService);
+  const deliveryDb = await createTestDatabase();
+  databases.push(deliveryDb);
   await seedDeliveryAttempts(deliveryDb);
-  const organisation = await startService(createOrganisationApp, { config, db: orgDb, bus });
-  stops.push(organisation.stop);
-  organisations = organisation.client(OrganisationService);
-  const delivery = await startService(createDeliveryApp, { config, db: deliveryDb, bus });
+  const { NATS_STREAM, NATS_SUBJECT_PREFIX } = organisation.config;
+  const delivery = await startPlatform({ token: TOKEN, config: { NATS_STREAM, NATS_SUBJECT_PREFIX }, db: deliveryDb, bus, organisation: false, delivery: true });
   stops.push(delivery.stop);
-  deliveries = delivery.client(DeliveryService);
+  deliveries = delivery.delivery.client(DeliveryService);
 }, 120_000);
 
 afterAll(async () => {
   for (const stop of stops.reverse()) await stop();
-  await bus?.close();
   for (const db of databases) await db.drop();
 });
 

@@ -1,0 +1,69 @@
+// The outbox relay's suites: a private nats-server on a free port (the shared
+// one is never stopped), a database that gives several sessions at once (row
+// and advisory locks), cleanups run after each test, and a bus that records
+// every publish. Each suite file calls useOutboxRelaySuite() once.
+import { fromBinary } from "@bufbuild/protobuf";
+import pg from "pg";
+import { afterAll, afterEach, beforeAll } from "vitest";
+import { ContactEventSchema } from "../../gen/bizcard/events/v1/events_pb.js";
+import { ORGANISATION_SCHEMA } from "../../services/organisation/organisation-service.js";
+import type { EventBus } from "../../services/shared/event-bus/event-bus.js";
+import { createTestDatabase, type TestDatabase } from "./backends.js";
+import { NatsServer } from "./processes.js";
+
+export let nats: NatsServer;
+export let db: TestDatabase;
+export const cleanups: (() => Promise<unknown>)[] = [];
+
+export const countBy = (ids: string[]) => ids.reduce<Record<string, number>>((m, id) => ((m[id] = (m[id] ?? 0) + 1), m), {});
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A real bus (the in-process one) that records every publish call: what the relays asked the broker to store. */
+export function recordingBus(inner: EventBus) {
+  const publishes: { msgId: string; subject: string; data: Uint8Array }[] = [];
+  const bus: EventBus = {
+    kind: inner.kind,
+    publish: async (subject, data, msgId) => {
+      publishes.push({ msgId, subject, data });
+      await inner.publish(subject, data, msgId);
+    },
+    consume: (options, handler) => inner.consume(options, handler),
+    subscribe: (subject, handler) => inner.subscribe(subject, handler),
+    get connected() {
+      return inner.connected;
+    },
+    onConnectionChange: (listener) => inner.onConnectionChange(listener),
+    ping: () => inner.ping(),
+    close: () => inner.close(),
+  };
+  return { bus, publishes };
+}
+
+/** Organisation id and contact id of a published contact event. */
+export const contactOf = (data: Uint8Array) => {
+  const event = fromBinary(ContactEventSchema, data);
+  return { organisationId: event.organisationId, contactId: event.contact?.id ?? "" };
+};
+
+/** Registers the file's platform: started before its tests, stopped after. */
+export function useOutboxRelaySuite(): void {
+  beforeAll(async () => {
+    nats = await NatsServer.start();
+    db = await createTestDatabase({ sessions: "many" }); // row and advisory locks need concurrent sessions
+  });
+
+  afterEach(async () => {
+    while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
+    // Rows a failed test left unsent carry its own subject prefix, which no later bus
+    // serves: set them aside so that one failure does not take the next tests down too.
+    const c = new pg.Client({ connectionString: db.url });
+    await c.connect();
+    await c.query(`update "${ORGANISATION_SCHEMA}"."outbox" set "published_at" = now() where "published_at" is null`).catch(() => undefined);
+    await c.end();
+  });
+
+  afterAll(async () => {
+    await nats?.stop();
+    await db?.drop();
+  });
+}
