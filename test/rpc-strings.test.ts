@@ -58,7 +58,7 @@ function stock(baseUrl: string, useBinaryFormat: boolean) {
 const refused = async (p: Promise<unknown>, field: string) => {
   const err = await rpcError(p);
   expect(err.code).toBe(Code.InvalidArgument);
-  expect(err.rawMessage).toBe(`${field} must not contain U+0000 or a lone surrogate`);
+  expect(err.rawMessage).toBe(`${field}: must not contain control characters (U+0000) or a lone surrogate`);
 };
 
 for (const binary of [true, false]) {

@@ -85,7 +85,7 @@ function walk(msg: ReflectMessage, prefix: string): string | undefined {
 /** Throws INVALID_ARGUMENT, naming the field, when a string of `message` holds U+0000 or a lone surrogate. */
 export function refuseUnsafeStrings(desc: DescMessage, message: Message): void {
   const found = findUnsafeString(desc, message);
-  if (found) throw new ConnectError(`${found} must not contain U+0000 or a lone surrogate`, Code.InvalidArgument);
+  if (found) throw new ConnectError(`${found}: must not contain control characters (U+0000) or a lone surrogate`, Code.InvalidArgument);
 }
 
 /**
