@@ -1,4 +1,4 @@
-// Stage timings of one delivery run (issue 7 speed work): contacts at 200/s,
+// Stage timings of one delivery run: contacts at 200/s,
 // one subscription each, then per delivery: commit (CreateContact returned) →
 // outbox row (its transaction's now()) → published (relay marked it) → fan-out
 // row → POST started (attempt minus its duration) → arrival at the receiver.

@@ -1,4 +1,4 @@
-// What the delivery rows of the benchmark (issue 7) run: the platform as
+// What the delivery rows of the benchmark run: the platform as
 // `npm start` runs it (scripts/start.ts, one process) on this machine's
 // PostgreSQL (a fresh database, dropped after) and NATS JetStream (a unique
 // stream, deleted after), with one organisation and one subscription of

@@ -16,14 +16,14 @@
 //   call at a time, and 10 in flight. BENCH_RPC_CWD: run the service of
 //   another checkout (a before/after comparison).
 //
-// - OAuth rows (issue 6): the token endpoint (client_credentials, form-encoded,
+// - OAuth rows: the token endpoint (client_credentials, form-encoded,
 //   through the gateway of the platform as `npm start` runs it, on this
 //   machine's PostgreSQL and NATS: tokens durable) against the peer,
 //   oidc-provider with its in-memory adapter (bench/peer/, installed into the
 //   temporary directory on first use); and GET /oauth/me with a bearer token
 //   against bare node:http. autocannon, 10 connections.
 //
-// - Delivery rows (issue 7): the webhook pipeline of the platform as `npm
+// - Delivery rows: the webhook pipeline of the platform as `npm
 //   start` runs it on PostgreSQL and NATS (bench/delivery-target.ts): contacts
 //   created over RPC, open loop, at a fixed 200/s for BENCH_DELIVERY_SECONDS
 //   (default 10) with one matching subscription each, then as a burst (32
@@ -261,7 +261,7 @@ try {
         `${r.name.padEnd(72)} ${num(r.rps).padStart(9)} ${num(r.latency).padStart(9)} ${(r.rps / base).toFixed(3).padStart(8)} ${(r.rps / peerRow.rps).toFixed(3).padStart(8)}`,
       );
     }
-    // The floors issue 6 set: the token endpoint >= 0.5x the peer, GET /oauth/me >= 0.15x bare.
+    // The OAuth floors: the token endpoint >= 0.5x the peer, GET /oauth/me >= 0.15x bare.
     const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
     console.log(
       `\nfloors, OAuth: token endpoint ${(tokenRow.rps / peerRow.rps).toFixed(3)}x the peer (>= 0.5: ${verdict(tokenRow.rps / peerRow.rps >= 0.5)}); ` +
@@ -270,7 +270,7 @@ try {
   }
   if (wants("rpc")) {
     table("rpc", "RPC path (bare row: autocannon, its p99)", "median ms", 2);
-    // The floors issue 5 set for the RPC path: median <= 1.5 ms one at a time, >= 0.06x bare with 10 in flight.
+    // The RPC path floors: median <= 1.5 ms one at a time, >= 0.06x bare with 10 in flight.
     const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
     for (const [label, prefix] of [
       ["service in its own process, over HTTP", "RPC GetOrganisation via createRpcClient"],
@@ -306,7 +306,7 @@ try {
         `${name.padEnd(66)} ${num(r.eventsPerSecond).padStart(9)} ${num(r.deliveriesPerSecond).padStart(9)} ${num(r.p50).padStart(7)} ${num(r.p95).padStart(7)} ${num(r.p99).padStart(7)} ${`${r.arrived}/${r.events * r.subscriptions}`.padStart(13)} ${num(r.failed).padStart(7)}`,
       );
     }
-    // The floors issue 7 set: at 200 events/s, p95 <= 250 ms; sustained >= 500 deliveries/s.
+    // The delivery floors: at 200 events/s, p95 <= 250 ms; sustained >= 500 deliveries/s.
     const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
     const steady = runs[0]![1];
     const best = Math.max(...runs.slice(1).map(([, r]) => r.deliveriesPerSecond));
