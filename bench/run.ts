@@ -122,11 +122,13 @@ try {
     const g = `http://127.0.0.1:${gatewayPort}`;
     cases.push(
       httpCase("gateway GET /healthz", { url: `${g}/healthz`, expectStatus: 200 }),
-      httpCase("gateway POST /oauth/token, form parsed, refused (unsupported_grant_type)", {
+      // grant_type is the auth service's to judge (not running here); a repeated
+      // parameter is the gateway's own refusal, after the whole form is parsed.
+      httpCase("gateway POST /oauth/token, form parsed, refused (a repeated parameter)", {
         url: `${g}/oauth/token`,
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded" },
-        body: "grant_type=password&client_id=svc&client_secret=svc-secret-0123456789&scope=organisation%3Aread",
+        body: "grant_type=password&client_id=svc&client_secret=svc-secret-0123456789&scope=organisation%3Aread&scope=organisation%3Aread",
         expectStatus: 400,
       }),
       httpCase("gateway unknown route (404 JSON)", { url: `${g}/nope`, expectStatus: 404 }),
