@@ -66,6 +66,7 @@ export interface PlatformOptions {
   /** A database or bus the test made itself (stop() leaves them to it); a fresh one each by default. */
   db?: TestDatabase;
   bus?: EventBus;
+  /** Started unless false (a gateway alone, for suites that need no service). */
   organisation?: ServiceChoice;
   auth?: ServiceChoice;
   webhook?: ServiceChoice;
