@@ -9,72 +9,48 @@ import { DeliveryService } from "../gen/bizcard/delivery/v1/delivery_pb.js";
 import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { WebhookService, type Owner } from "../gen/bizcard/webhook/v1/webhook_pb.js";
-import { createDeliveryApp } from "../services/delivery/delivery-app.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
-import type { ServiceApp } from "../services/shared/service-app.js";
-import { createWebhookApp } from "../services/webhook/webhook-app.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
 import { TestDnsServer } from "./support/dns-server.js";
+import { startPlatform, type Platform } from "./support/platform.js";
 import { waitFor } from "./support/processes.js";
 import { startReceiver, type Receiver } from "./support/receiver.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
 
-const TOKEN = "n".repeat(40);
 const NAME = `receiver-${randomUUID().slice(0, 8)}.dns-only.test`;
-const base = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
 
-let db: TestDatabase;
-let bus: EventBus;
 let dns: TestDnsServer;
 let receiver: Receiver;
-let organisation: StartedService<ServiceApp>;
-let webhook: StartedService<ServiceApp>;
-let delivery: StartedService<ServiceApp>;
+let platform: Platform;
 
 beforeAll(async () => {
   dns = await TestDnsServer.start({ [NAME]: { A: ["127.0.0.1"] } });
   receiver = await startReceiver();
-  db = await createTestDatabase();
-  bus = await openTestBus(base);
-  const shared = {
-    INTERNAL_RPC_TOKEN: TOKEN,
-    NATS_STREAM: base.NATS_STREAM,
-    NATS_SUBJECT_PREFIX: base.NATS_SUBJECT_PREFIX,
-    WEBHOOK_ALLOW_INSECURE_TARGETS: "true",
-    WEBHOOK_DNS_SERVERS: dns.address,
-    WEBHOOK_DNS_TIMEOUT_MS: "1000",
-    DELIVERY_RETRY_SCHEDULE_SECONDS: "0.2",
-    DELIVERY_POLL_MS: "50",
-  };
-  const config = testConfig(shared);
-  organisation = await startService(createOrganisationApp, { config, db, bus });
   // No resolver injected: each service builds its own from the configuration, as in production.
-  webhook = await startService((deps) => createWebhookApp(deps), { config, db, bus });
-  delivery = await startService((deps) => createDeliveryApp(deps), {
-    config: testConfig({ ...shared, WEBHOOK_RPC_URL: webhook.server.url }),
-    db,
-    bus,
+  platform = await startPlatform({
+    token: "n".repeat(40),
+    config: {
+      WEBHOOK_ALLOW_INSECURE_TARGETS: "true",
+      WEBHOOK_DNS_SERVERS: dns.address,
+      WEBHOOK_DNS_TIMEOUT_MS: "1000",
+      DELIVERY_RETRY_SCHEDULE_SECONDS: "0.2",
+      DELIVERY_POLL_MS: "50",
+    },
+    webhook: true,
+    delivery: true,
   });
 });
 
 afterAll(async () => {
-  await delivery?.stop();
-  await webhook?.stop();
-  await organisation?.stop();
-  await bus?.close();
-  await db?.drop();
+  await platform?.stop();
   await receiver?.close();
   await dns?.close();
 });
 
 it("a name known only to WEBHOOK_DNS_SERVERS is delivered to the address that server gives", async () => {
-  const orgs = organisation.client(OrganisationService);
+  const orgs = platform.organisation.client(OrganisationService);
   const org = await orgs.createOrganisation({ name: "Dns", ownerEmail: `${randomUUID()}@dns.test`, ownerPassword: "correct horse" });
   const owner = { organisationId: org.organisation!.id, clientId: "zapier" } as Owner;
   const route = receiver.route(`/hooks/${randomUUID()}`);
   const targetUrl = `http://${NAME}:${new URL(receiver.base).port}${new URL(route.url).pathname}`;
-  const { subscription } = await webhook.client(WebhookService).createSubscription({ owner, targetUrl, eventType: EventType.CONTACT_CREATED });
+  const { subscription } = await platform.webhook.client(WebhookService).createSubscription({ owner, targetUrl, eventType: EventType.CONTACT_CREATED });
   expect(subscription!.targetUrl).toBe(targetUrl);
 
   await orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: "Ada" } });
@@ -84,7 +60,7 @@ it("a name known only to WEBHOOK_DNS_SERVERS is delivered to the address that se
   expect(dns.asked).toContain(`${NAME}/A`);
 
   const attempts = await waitFor(async () => {
-    const res = await delivery.client(DeliveryService).listDeliveryAttempts({ owner, subscriptionId: subscription!.id });
+    const res = await platform.delivery.client(DeliveryService).listDeliveryAttempts({ owner, subscriptionId: subscription!.id });
     return res.attempts.length ? res.attempts : undefined;
   }, 10_000, "the attempt recorded");
   expect(attempts[0]).toMatchObject({ outcome: "succeeded", responseStatus: 200 });

@@ -4,26 +4,21 @@
 // error shape with an x-request-id, and the connection is closed after it
 // (what follows on it cannot be framed). The gateway needs no service for
 // these: it answers before any route runs.
-import net, { type AddressInfo } from "node:net";
-import type { FastifyInstance } from "fastify";
+import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildGateway } from "../gateway/app.js";
-import { createServiceClients } from "../gateway/clients.js";
-import { createLogger } from "../services/shared/logger.js";
-import { testConfig } from "./support/backends.js";
+import { startPlatform, type Platform } from "./support/platform.js";
 
-let gateway: FastifyInstance;
+let platform: Platform;
 let port: number;
 
 beforeAll(async () => {
-  const config = testConfig({ INTERNAL_RPC_TOKEN: "e".repeat(40) });
-  gateway = await buildGateway({ clients: createServiceClients(config), serviceUrls: {}, logger: createLogger("gateway", config.LOG_LEVEL) });
-  await gateway.listen({ port: 0, host: "127.0.0.1" });
-  port = (gateway.server.address() as AddressInfo).port;
+  // The gateway alone: no service of the platform is started.
+  platform = await startPlatform({ token: "e".repeat(40), organisation: false, gateway: { serviceUrls: {} } });
+  port = Number(new URL(platform.base).port);
 });
 
 afterAll(async () => {
-  await gateway?.close();
+  await platform?.stop();
 });
 
 interface RawAnswer {

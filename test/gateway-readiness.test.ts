@@ -1,54 +1,31 @@
 // The gateway's GET /readyz covers what the gateway needs to serve: the auth,
 // organisation and webhook services. The delivery service down leaves it
 // ready (the OAuth and REST routes work) and is reported in the body.
-import type { AddressInfo } from "node:net";
-import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildGateway } from "../gateway/app.js";
-import { createServiceClients } from "../gateway/clients.js";
-import { createLogger } from "../services/shared/logger.js";
-import { startRpcServer, type RunningServer } from "../services/shared/rpc/server.js";
-import { testConfig } from "./support/backends.js";
+import { startPlatform, type Platform } from "./support/platform.js";
 import { freePort } from "./support/processes.js";
 
-const TOKEN = "y".repeat(40);
-const logger = createLogger("readiness", "silent");
-const servers: RunningServer[] = [];
-const gateways: FastifyInstance[] = [];
+let platform: Platform;
 let up: Record<"auth" | "organisation" | "webhook" | "delivery", string>;
 let closed: string;
 
-/** A service's RPC port whose own /readyz answers 200 (its checks pass). */
-const readyService = async (name: string) => {
-  const server = await startRpcServer({
-    name,
-    host: "127.0.0.1",
-    port: 0,
-    routes: () => {},
-    logger,
-    internalTokens: [TOKEN],
-    readiness: async () => ({ database: "ok", bus: "ok" }),
-  });
-  servers.push(server);
-  return server.url;
-};
-
-async function gatewayOver(urls: Record<string, string>): Promise<string> {
-  const config = testConfig({ INTERNAL_RPC_TOKEN: TOKEN, AUTH_RPC_URL: urls.auth!, ORGANISATION_RPC_URL: urls.organisation! });
-  const gateway = await buildGateway({ clients: createServiceClients(config), serviceUrls: urls, logger });
-  gateways.push(gateway);
-  await gateway.listen({ port: 0, host: "127.0.0.1" });
-  return `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
-}
+/** A gateway in front of the platform's services, whose readiness it asks at `urls`. */
+const gatewayOver = async (urls: Record<string, string>) => (await platform.addGateway({ serviceUrls: urls })).base;
 
 beforeAll(async () => {
-  up = { auth: await readyService("auth"), organisation: await readyService("organisation"), webhook: await readyService("webhook"), delivery: await readyService("delivery") };
+  // Every service of the platform, each of whose own /readyz answers 200 (its checks pass).
+  platform = await startPlatform({ auth: true, webhook: true, delivery: true });
+  up = {
+    auth: platform.auth.server.url,
+    organisation: platform.organisation.server.url,
+    webhook: platform.webhook.server.url,
+    delivery: platform.delivery.server.url,
+  };
   closed = `http://127.0.0.1:${await freePort()}`;
 });
 
 afterAll(async () => {
-  for (const g of gateways) await g.close();
-  for (const s of servers) await s.close();
+  await platform?.stop();
 });
 
 const readyz = async (base: string) => {

@@ -3,35 +3,15 @@
 // on the page routes), and nothing done. Over real HTTP in front of the real
 // auth, organisation and webhook services on PostgreSQL and the bus.
 import type { AddressInfo } from "node:net";
-import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildGateway } from "../gateway/app.js";
-import { createServiceClients } from "../gateway/clients.js";
-import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
-import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { createAuthApp } from "../services/auth/auth-app.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { Config } from "../services/shared/config.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
-import { createLogger } from "../services/shared/logger.js";
-import type { ServiceApp } from "../services/shared/service-app.js";
-import { createWebhookApp } from "../services/webhook/webhook-app.js";
 import { apiCaller, expectError, type AppClient } from "./support/api-client.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
-import { freePort } from "./support/processes.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
+import { startPlatform, type Platform } from "./support/platform.js";
 
-const TOKEN = "n".repeat(40);
 const SUBSCRIPTIONS = "/oauth/webhooks/subscriptions";
 const REDIRECT = "https://client.example/cb";
 const MEMBER = { email: "owner@nul.test", password: "password-nul" };
 
-let db: TestDatabase;
-let bus: EventBus;
-let organisation: StartedService<ServiceApp>;
-let auth: StartedService<ServiceApp>;
-let webhook: StartedService<ServiceApp>;
-let gateway: FastifyInstance;
+let platform: Platform;
 let base: string;
 let app: AppClient;
 let publicClientId: string;
@@ -39,47 +19,24 @@ let publicClientId: string;
 const { tokenOf, call } = apiCaller(() => base);
 
 beforeAll(async () => {
-  const baseConfig = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
-  const configWith = (overrides: Record<string, string>): Config =>
-    testConfig({ INTERNAL_RPC_TOKEN: TOKEN, NATS_STREAM: baseConfig.NATS_STREAM, NATS_SUBJECT_PREFIX: baseConfig.NATS_SUBJECT_PREFIX, ...overrides });
-  db = await createTestDatabase();
-  bus = await openTestBus(baseConfig);
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  organisation = await startService(createOrganisationApp, { config: baseConfig, db, bus });
-  auth = await startService(createAuthApp, { config: configWith({ ORGANISATION_RPC_URL: organisation.server.url, PUBLIC_URL: base }), db, bus });
-  webhook = await startService(createWebhookApp, { config: configWith({ WEBHOOK_ALLOW_INSECURE_TARGETS: "true" }), db, bus });
-  const config = configWith({
-    ORGANISATION_RPC_URL: organisation.server.url,
-    AUTH_RPC_URL: auth.server.url,
-    WEBHOOK_RPC_URL: webhook.server.url,
-    PUBLIC_URL: base,
+  platform = await startPlatform({
+    token: "n".repeat(40),
+    auth: true,
+    webhook: { config: { WEBHOOK_ALLOW_INSECURE_TARGETS: "true" } },
+    // PUBLIC_URL is the gateway's own address; the bus carries revocations to it.
+    gateway: { publicUrlPort: true, bus: true, serviceUrls: {} },
+    member: { organisation: "Nul Cards", ...MEMBER },
   });
-  gateway = await buildGateway({
-    clients: createServiceClients(config),
-    serviceUrls: {},
-    logger: createLogger("gateway", config.LOG_LEVEL),
-    bus,
-    publicUrl: base,
-  });
-  await gateway.listen({ port, host: "127.0.0.1" });
-  expect((gateway.server.address() as AddressInfo).port).toBe(port);
+  base = platform.base;
+  expect((platform.gateway.server.address() as AddressInfo).port).toBe(Number(new URL(base).port));
 
-  const orgId = (await organisation.client(OrganisationService).createOrganisation({ name: "Nul Cards", ownerEmail: MEMBER.email, ownerPassword: MEMBER.password }))
-    .organisation!.id;
-  const clients = auth.client(AuthService);
-  const made = await clients.createClient({ name: "Nul App", ownerOrganisationId: orgId, redirectUris: [REDIRECT], scopes: [] });
-  app = { id: made.client!.clientId, secret: made.clientSecret };
-  publicClientId = (await clients.createClient({ name: "Nul Public", redirectUris: [REDIRECT], public: true, scopes: [] })).client!.clientId;
+  const made = await platform.createClient("Nul App", [REDIRECT], { ownerOrganisationId: platform.organisationId });
+  app = { id: made.clientId, secret: made.clientSecret };
+  publicClientId = (await platform.createClient("Nul Public", [REDIRECT], { public: true })).clientId;
 }, 60_000);
 
 afterAll(async () => {
-  await gateway?.close();
-  await webhook?.stop();
-  await auth?.stop();
-  await organisation?.stop();
-  await bus?.close();
-  await db?.drop();
+  await platform?.stop();
 });
 
 const NUL = "\u0000";

@@ -7,64 +7,34 @@
 //   public clients only.
 // - A redirect URI whose query carries code, state, iss or error is refused.
 import { createHash, randomBytes } from "node:crypto";
-import type { AddressInfo } from "node:net";
-import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildGateway } from "../gateway/app.js";
-import { createServiceClients } from "../gateway/clients.js";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
-import { createAuthApp } from "../services/auth/auth-app.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
-import { createLogger } from "../services/shared/logger.js";
-import type { ServiceApp } from "../services/shared/service-app.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { startPlatform, type Platform } from "./support/platform.js";
 import { spawnProcess } from "./support/processes.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
 
 const TOKEN = "n".repeat(40);
 
-let db: TestDatabase;
-let bus: EventBus;
-let organisation: StartedService<ServiceApp>;
-let auth: StartedService<ServiceApp>;
-let gateway: FastifyInstance;
+let platform: Platform;
 let url: string;
 let orgId: string;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  const base = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
-  bus = await openTestBus(base);
-  const configWith = (overrides: Record<string, string>) =>
-    testConfig({ INTERNAL_RPC_TOKEN: TOKEN, NATS_STREAM: base.NATS_STREAM, NATS_SUBJECT_PREFIX: base.NATS_SUBJECT_PREFIX, ...overrides });
-  organisation = await startService(createOrganisationApp, { config: configWith({}), db, bus });
-  auth = await startService(createAuthApp, { config: configWith({ ORGANISATION_RPC_URL: organisation.server.url }), db, bus });
-  const gatewayConfig = configWith({ ORGANISATION_RPC_URL: organisation.server.url, AUTH_RPC_URL: auth.server.url });
-  gateway = await buildGateway({
-    clients: createServiceClients(gatewayConfig),
-    serviceUrls: { auth: auth.server.url, organisation: organisation.server.url },
-    logger: createLogger("native-redirects-test", gatewayConfig.LOG_LEVEL),
+  platform = await startPlatform({
+    token: TOKEN,
+    auth: true,
+    gateway: true,
+    member: { organisation: "Native Cards", email: "ada@native.test", password: "correct horse battery" },
   });
-  await gateway.listen({ port: 0, host: "127.0.0.1" });
-  url = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
-  const { OrganisationService } = await import("../gen/bizcard/organisation/v1/organisation_pb.js");
-  const created = await organisation
-    .client(OrganisationService)
-    .createOrganisation({ name: "Native Cards", ownerEmail: "ada@native.test", ownerPassword: "correct horse battery" });
-  orgId = created.organisation!.id;
+  url = platform.base;
+  orgId = platform.organisationId;
 });
 
 afterAll(async () => {
-  await gateway?.close();
-  await auth?.stop();
-  await organisation?.stop();
-  await bus?.close();
-  await db?.drop();
+  await platform?.stop();
 });
 
 const register = (redirectUris: string[], options: { public?: boolean; owned?: boolean } = {}) =>
-  auth.client(AuthService).createClient({
+  platform.auth.client(AuthService).createClient({
     name: "Native",
     redirectUris,
     public: options.public ?? false,
@@ -176,8 +146,8 @@ describe("registration", () => {
   it("bizcard client create refuses them too", { timeout: 60_000 }, async () => {
     const run = async (args: string[]) => {
       const p = spawnProcess(process.execPath, ["bin/bizcard.js", "client", "create", "--name", "CLI", ...args], {
-        AUTH_RPC_URL: auth.server.url,
-        ORGANISATION_RPC_URL: organisation.server.url,
+        AUTH_RPC_URL: platform.auth.server.url,
+        ORGANISATION_RPC_URL: platform.organisation.server.url,
         AUTH_RPC_PORT: undefined,
         ORGANISATION_RPC_PORT: undefined,
         DATA_DIR: undefined,

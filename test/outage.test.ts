@@ -3,64 +3,37 @@
 // temporarily_unavailable with Retry-After (in the contract's error shape,
 // which is also RFC 6749's), not 500; once it is back, they work again.
 // The database is a private server of this file (the shared one is never stopped).
-import type { AddressInfo } from "node:net";
-import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildGateway } from "../gateway/app.js";
-import { createServiceClients } from "../gateway/clients.js";
-import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
-import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { createAuthApp } from "../services/auth/auth-app.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { createLogger } from "../services/shared/logger.js";
-import type { ServiceApp } from "../services/shared/service-app.js";
-import { createDatabaseOn, testConfig, uniqueName, type TestDatabase } from "./support/backends.js";
+import { createDatabaseOn, uniqueName } from "./support/backends.js";
+import { startPlatform, type Platform } from "./support/platform.js";
 import { PostgresServer } from "./support/postgres-server.js";
 import { waitFor } from "./support/processes.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
 
-const TOKEN = "o".repeat(40);
 let postgres: PostgresServer;
-let db: TestDatabase;
-let bus: EventBus;
-let organisation: StartedService<ServiceApp>;
-let auth: StartedService<ServiceApp>;
-let gateway: FastifyInstance;
+let platform: Platform;
 let base: string;
 let client: { id: string; secret: string };
 
 beforeAll(async () => {
   postgres = await PostgresServer.start();
-  db = { ...(await createDatabaseOn(postgres.url, uniqueName("outage"))), poolMax: 4 };
-  const baseConfig = testConfig({ INTERNAL_RPC_TOKEN: TOKEN, RPC_TIMEOUT_MS: "3000" });
-  bus = await openTestBus(baseConfig);
-  organisation = await startService(createOrganisationApp, { config: baseConfig, db, bus });
-  const config = testConfig({
-    INTERNAL_RPC_TOKEN: TOKEN,
-    RPC_TIMEOUT_MS: "3000",
-    NATS_STREAM: baseConfig.NATS_STREAM,
-    NATS_SUBJECT_PREFIX: baseConfig.NATS_SUBJECT_PREFIX,
-    ORGANISATION_RPC_URL: organisation.server.url,
+  // The services' database is on the private server (the platform leaves it to this file).
+  const db = { ...(await createDatabaseOn(postgres.url, uniqueName("outage"))), poolMax: 4 };
+  platform = await startPlatform({
+    token: "o".repeat(40),
+    config: { RPC_TIMEOUT_MS: "3000" },
+    db,
+    auth: true,
+    gateway: { logger: createLogger("gateway-outage", "silent") },
+    member: { organisation: "Outage", email: "owner@outage.test", password: "password-o" },
   });
-  auth = await startService(createAuthApp, { config, db, bus });
-  gateway = await buildGateway({
-    clients: createServiceClients({ ...config, authRpcUrl: auth.server.url }),
-    serviceUrls: { auth: auth.server.url, organisation: organisation.server.url },
-    logger: createLogger("gateway-outage", "silent"),
-  });
-  await gateway.listen({ port: 0, host: "127.0.0.1" });
-  base = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
-  const org = await organisation.client(OrganisationService).createOrganisation({ name: "Outage", ownerEmail: "owner@outage.test", ownerPassword: "password-o" });
-  const created = await auth.client(AuthService).createClient({ name: "Outage sync", ownerOrganisationId: org.organisation!.id });
-  client = { id: created.client!.clientId, secret: created.clientSecret };
+  base = platform.base;
+  const created = await platform.createClient("Outage sync", [], { ownerOrganisationId: platform.organisationId });
+  client = { id: created.clientId, secret: created.clientSecret };
 }, 60_000);
 
 afterAll(async () => {
-  await gateway?.close();
-  await auth?.stop();
-  await organisation?.stop();
-  await bus?.close();
+  await platform?.stop();
   await postgres?.stop();
 });
 

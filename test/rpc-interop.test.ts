@@ -13,17 +13,13 @@ import { connectNodeAdapter, createConnectTransport } from "@connectrpc/connect-
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationSchema, OrganisationService, type GetOrganisationRequest } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import { createRpcClient } from "../services/shared/rpc/client.js";
 import { startRpcServer, type RunningServer } from "../services/shared/rpc/server.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { startPlatform, type OrganisationApp, type Platform, type StartedService } from "./support/platform.js";
 import { rpcError } from "./support/rpc.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
 
 const TOKEN = "i".repeat(40);
-const config = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
 /** The read limit of the test-only servers and clients: small, so that an oversized message is cheap to make. */
 const LIMIT = 64 * 1024;
 const OVERSIZED = "x".repeat(LIMIT + 1);
@@ -79,15 +75,14 @@ beforeAll(() => void process.on("unhandledRejection", onUnhandled));
 afterAll(() => void process.off("unhandledRejection", onUnhandled));
 
 describe("a stock connect-node client calling this project's server", () => {
-  let db: TestDatabase;
-  let bus: EventBus;
-  let organisation: StartedService<Awaited<ReturnType<typeof createOrganisationApp>>>;
+  let platform: Platform;
+  let organisation: StartedService<OrganisationApp>;
   let scriptedServer: RunningServer;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    bus = await openTestBus(config);
-    organisation = await startService(createOrganisationApp, { config, db, bus });
+    // The platform's organisation service alone.
+    platform = await startPlatform({ token: TOKEN });
+    organisation = platform.organisation;
     scriptedServer = await startRpcServer({
       name: "scripted",
       host: "127.0.0.1",
@@ -101,9 +96,7 @@ describe("a stock connect-node client calling this project's server", () => {
 
   afterAll(async () => {
     await scriptedServer?.close();
-    await organisation?.stop();
-    await bus?.close();
-    await db?.drop();
+    await platform?.stop();
   });
 
   for (const httpVersion of ["1.1", "2"] as const) {
@@ -153,9 +146,8 @@ describe("a stock connect-node client calling this project's server", () => {
 });
 
 describe("this project's client calling a stock connectNodeAdapter server", () => {
-  let db: TestDatabase;
-  let bus: EventBus;
-  let organisation: StartedService<Awaited<ReturnType<typeof createOrganisationApp>>>;
+  let platform: Platform;
+  let organisation: StartedService<OrganisationApp>;
   const servers: http.Server[] = [];
 
   const stockServer = async (routes: (router: ConnectRouter) => void) => {
@@ -166,9 +158,9 @@ describe("this project's client calling a stock connectNodeAdapter server", () =
   };
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    bus = await openTestBus(config);
-    organisation = await startService(createOrganisationApp, { config, db, bus });
+    // The platform's organisation service alone.
+    platform = await startPlatform({ token: TOKEN });
+    organisation = platform.organisation;
   });
 
   afterAll(async () => {
@@ -176,9 +168,7 @@ describe("this project's client calling a stock connectNodeAdapter server", () =
       s.closeAllConnections();
       await new Promise((resolve) => s.close(resolve));
     }
-    await organisation?.stop();
-    await bus?.close();
-    await db?.drop();
+    await platform?.stop();
   });
 
   const client = (baseUrl: string, timeoutMs = 5000) =>

@@ -6,43 +6,25 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { createAuthApp } from "../services/auth/auth-app.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { createRpcClient, serveInProcess } from "../services/shared/rpc/client.js";
-import type { ServiceApp } from "../services/shared/service-app.js";
-import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
+import { startPlatform, type Platform } from "./support/platform.js";
 import { rpcError } from "./support/rpc.js";
-import { openTestBus, startService, type StartedService } from "./support/services.js";
 
 const TOKEN = "s".repeat(40);
-let db: TestDatabase;
-let bus: EventBus;
-let organisation: StartedService<ServiceApp>;
-let auth: StartedService<ServiceApp>;
+let platform: Platform;
 let orgId: string;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  const base = testConfig({ INTERNAL_RPC_TOKEN: TOKEN });
-  bus = await openTestBus(base);
-  organisation = await startService(createOrganisationApp, { config: base, db, bus });
-  const config = testConfig({
-    INTERNAL_RPC_TOKEN: TOKEN,
-    NATS_STREAM: base.NATS_STREAM,
-    NATS_SUBJECT_PREFIX: base.NATS_SUBJECT_PREFIX,
-    ORGANISATION_RPC_URL: organisation.server.url,
+  platform = await startPlatform({
+    token: TOKEN,
+    auth: true,
+    member: { organisation: "Strings", email: "owner@strings.test", password: "password-s" },
   });
-  auth = await startService(createAuthApp, { config, db, bus });
-  const res = await organisation.client(OrganisationService).createOrganisation({ name: "Strings", ownerEmail: "owner@strings.test", ownerPassword: "password-s" });
-  orgId = res.organisation!.id;
+  orgId = platform.organisationId;
 });
 
 afterAll(async () => {
-  await auth?.stop();
-  await organisation?.stop();
-  await bus?.close();
-  await db?.drop();
+  await platform?.stop();
 });
 
 /** A stock client (no guard of its own), so that what is tested is the server's refusal. */
@@ -64,16 +46,16 @@ const refused = async (p: Promise<unknown>, field: string) => {
 for (const binary of [true, false]) {
   describe(`U+0000 sent by a stock client (${binary ? "binary" : "JSON"})`, () => {
     it("is refused in a top-level string", async () => {
-      const org = createClient(OrganisationService, stock(organisation.server.url, binary));
+      const org = createClient(OrganisationService, stock(platform.organisation.server.url, binary));
       await refused(org.createOrganisation({ name: "Nul\u0000Org", ownerEmail: "nul@strings.test", ownerPassword: "password-n" }), "name");
       await refused(org.getOrganisation({ id: "\u0000" }), "id");
       await refused(org.verifyMemberCredentials({ email: "owner@strings.test\u0000", password: "password-s" }), "email");
-      const a = createClient(AuthService, stock(auth.server.url, binary));
+      const a = createClient(AuthService, stock(platform.auth.server.url, binary));
       await refused(a.getInteraction({ interactionId: "int\u0000" }), "interaction_id");
     });
 
     it("is refused in a nested message", async () => {
-      const a = createClient(AuthService, stock(auth.server.url, binary));
+      const a = createClient(AuthService, stock(platform.auth.server.url, binary));
       await refused(
         a.exchangeToken({ grantType: "client_credentials", client: { clientId: "bc_\u0000", clientSecret: "x" }, remoteAddress: "127.0.0.1" }),
         "client.client_id",
@@ -81,12 +63,12 @@ for (const binary of [true, false]) {
     });
 
     it("is refused in a repeated field", async () => {
-      const a = createClient(AuthService, stock(auth.server.url, binary));
+      const a = createClient(AuthService, stock(platform.auth.server.url, binary));
       await refused(a.createClient({ name: "Nul", redirectUris: ["https://ok.test/cb", "https://nul.test/\u0000"], ownerOrganisationId: orgId }), "redirect_uris[1]");
     });
 
     it("leaves clean strings alone", async () => {
-      const org = createClient(OrganisationService, stock(organisation.server.url, binary));
+      const org = createClient(OrganisationService, stock(platform.organisation.server.url, binary));
       expect((await org.getOrganisation({ id: orgId })).organisation?.name).toBe("Strings");
     });
   });
@@ -94,12 +76,12 @@ for (const binary of [true, false]) {
 
 describe("the project's client", () => {
   it("refuses a lone surrogate (which the encoding would turn into U+FFFD) and U+0000, over HTTP and in memory", async () => {
-    const org = createRpcClient(OrganisationService, { baseUrl: organisation.server.url, timeoutMs: 5000, internalToken: TOKEN });
+    const org = createRpcClient(OrganisationService, { baseUrl: platform.organisation.server.url, timeoutMs: 5000, internalToken: TOKEN });
     const lone = ["Half\uD800", "\uDC00Half"];
     for (const name of lone) {
       await refused(org.createOrganisation({ name, ownerEmail: `lone-${lone.indexOf(name)}@strings.test`, ownerPassword: "password-l" }), "name");
     }
-    const undo = serveInProcess(organisation.server.url, organisation.server.inProcess);
+    const undo = serveInProcess(platform.organisation.server.url, platform.organisation.server.inProcess);
     try {
       await refused(org.createOrganisation({ name: "Half\uD800", ownerEmail: "lone-mem@strings.test", ownerPassword: "password-l" }), "name");
       await refused(org.getOrganisation({ id: "\u0000" }), "id");

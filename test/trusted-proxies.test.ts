@@ -3,12 +3,21 @@
 // address it forwards in X-Forwarded-For.
 import { Writable } from "node:stream";
 import { pino } from "pino";
-import { describe, expect, it } from "vitest";
-import { buildGateway } from "../gateway/app.js";
-import { createServiceClients } from "../gateway/clients.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../services/shared/config.js";
 import type { Logger } from "../services/shared/logger.js";
-import { testConfig } from "./support/backends.js";
+import { startPlatform, type Platform } from "./support/platform.js";
+
+let platform: Platform;
+
+beforeAll(async () => {
+  // Gateways alone (each test adds its own): no service of the platform is started.
+  platform = await startPlatform({ organisation: false });
+});
+
+afterAll(async () => {
+  await platform?.stop();
+});
 
 function capture(): { logger: Logger; lines: () => Record<string, unknown>[] } {
   const out: string[] = [];
@@ -23,10 +32,9 @@ function capture(): { logger: Logger; lines: () => Record<string, unknown>[] } {
 
 async function clientAddressSeen(trustedProxies: string[], remoteAddress: string, forwardedFor?: string): Promise<unknown> {
   const { logger, lines } = capture();
-  const config = testConfig();
-  const app = await buildGateway({ clients: createServiceClients(config), serviceUrls: {}, logger, trustedProxies });
+  const gateway = await platform.addGateway({ serviceUrls: {}, logger, trustedProxies });
   try {
-    const res = await app.inject({
+    const res = await gateway.app.inject({
       method: "GET",
       url: "/healthz",
       remoteAddress,
@@ -37,7 +45,7 @@ async function clientAddressSeen(trustedProxies: string[], remoteAddress: string
     expect(line, "one request log line").toBeDefined();
     return line!.client;
   } finally {
-    await app.close();
+    await gateway.close();
   }
 }
 

@@ -52,6 +52,8 @@ export interface GatewayChoice {
   /** For /readyz: service name -> RPC URL; every started service by default. */
   serviceUrls?: Record<string, string>;
   logger?: GatewayOptions["logger"];
+  /** GATEWAY_TRUSTED_PROXIES: peers whose X-Forwarded-For the gateway believes. */
+  trustedProxies?: GatewayOptions["trustedProxies"];
 }
 
 export interface PlatformOptions {
@@ -64,6 +66,7 @@ export interface PlatformOptions {
   /** A database or bus the test made itself (stop() leaves them to it); a fresh one each by default. */
   db?: TestDatabase;
   bus?: EventBus;
+  /** Started unless false (a gateway alone, for suites that need no service). */
   organisation?: ServiceChoice;
   auth?: ServiceChoice;
   webhook?: ServiceChoice;
@@ -194,6 +197,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
         serviceUrls: g.serviceUrls ?? { ...urls },
         logger: gatewayLogger,
         ...(g.timeouts ? { timeouts: g.timeouts } : {}),
+        ...(g.trustedProxies ? { trustedProxies: g.trustedProxies } : {}),
         ...(g.bus || g.ownBus ? { bus: gatewayBus, bearerCacheMs: config.BEARER_CACHE_MS } : {}),
         ...(g.bus || g.ownBus || config.PUBLIC_URL ? { publicUrl: config.publicUrl } : {}),
       });
