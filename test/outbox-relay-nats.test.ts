@@ -9,29 +9,27 @@ import { describe, expect, it } from "vitest";
 import { ContactEventSchema, EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { ORGANISATION_SCHEMA } from "../services/organisation/organisation-service.js";
+import type { Config } from "../services/shared/config.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import { InProcessBus } from "../services/shared/event-bus/in-process-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import { OutboxRelay } from "../services/shared/outbox/relay.js";
 import { createRpcClient } from "../services/shared/rpc/client.js";
 import { testConfig } from "./support/backends.js";
-import { createOrganisationApp } from "./support/platform.js";
 import { freePort, httpReady, spawnTs, waitFor, type Spawned } from "./support/processes.js";
-import { openTestBus, startService } from "./support/services.js";
+import { openTestBus } from "./support/services.js";
 import { readStream } from "./support/stream.js";
-import { cleanups, countBy, db, nats, useOutboxRelaySuite } from "./support/outbox-relay-suite.js";
+import { cleanups, countBy, db, nats, startOrganisation, useOutboxRelaySuite } from "./support/outbox-relay-suite.js";
 
 useOutboxRelaySuite();
 
 describe("outbox relay", () => {
   it("with two relays on NATS, the stream holds each event once, in commit order", async () => {
-    const config = testConfig({ NATS_URL: nats.url });
-    const bus = await openTestBus(config);
-    const svc = await startService(createOrganisationApp, { config, db, bus });
+    const { config, bus, organisation: svc } = await startOrganisation({ NATS_URL: nats.url });
     const logger = createLogger("test", "silent");
     const replica = new OutboxRelay({ orm: svc.app.orm, schema: ORGANISATION_SCHEMA, bus, logger, pollMs: 20 });
     replica.start();
-    cleanups.push(() => bus.close(), () => svc.stop(), () => replica.stop());
+    cleanups.push(() => replica.stop());
     const client = svc.client(OrganisationService);
     const { organisation } = await client.createOrganisation({ name: "Replicas", ownerEmail: "r@replicas.test", ownerPassword: "password-r" });
     const ids: string[] = [];
@@ -44,21 +42,21 @@ describe("outbox relay", () => {
   });
 
   it("on the in-process bus, an event with no consumer yet waits in the outbox, then goes out", async () => {
-    const config = testConfig({ NATS_URL: "" });
-    const inner = new InProcessBus(config.NATS_SUBJECT_PREFIX);
     const refused: string[] = [];
-    const bus: EventBus = {
-      kind: inner.kind,
-      publish: (subject, data, msgId) => inner.publish(subject, data, msgId).catch((err) => (refused.push(msgId), Promise.reject(err))),
-      consume: (options, handler) => inner.consume(options, handler),
-      subscribe: (subject, handler) => inner.subscribe(subject, handler),
-      connected: true,
-      onConnectionChange: (listener) => inner.onConnectionChange(listener),
-      ping: () => inner.ping(),
-      close: () => inner.close(),
+    const refusing = (config: Config): EventBus => {
+      const inner = new InProcessBus(config.NATS_SUBJECT_PREFIX);
+      return {
+        kind: inner.kind,
+        publish: (subject, data, msgId) => inner.publish(subject, data, msgId).catch((err) => (refused.push(msgId), Promise.reject(err))),
+        consume: (options, handler) => inner.consume(options, handler),
+        subscribe: (subject, handler) => inner.subscribe(subject, handler),
+        connected: true,
+        onConnectionChange: (listener) => inner.onConnectionChange(listener),
+        ping: () => inner.ping(),
+        close: () => inner.close(),
+      };
     };
-    const svc = await startService(createOrganisationApp, { config, db, bus });
-    cleanups.push(() => svc.stop());
+    const { bus, organisation: svc } = await startOrganisation({ NATS_URL: "" }, refusing);
     const client = svc.client(OrganisationService);
     const { organisation } = await client.createOrganisation({ name: "Later", ownerEmail: "l@later.test", ownerPassword: "password-l" });
     const { contact } = await client.createContact({ organisationId: organisation!.id, fields: { firstName: "Waiting" } });
@@ -75,14 +73,15 @@ describe("outbox relay", () => {
   });
 
   it("publishes what was committed while NATS was down once it is back, each event once", async () => {
-    const config = testConfig({ NATS_URL: nats.url });
-    const bus = await openTestBus(config);
     // The real bus, counting the publishes the broker refused.
     let refused = 0;
-    const publish = bus.publish.bind(bus);
-    bus.publish = (...args) => publish(...args).catch((err) => (refused++, Promise.reject(err)));
-    const svc = await startService(createOrganisationApp, { config, db, bus });
-    cleanups.push(() => bus.close(), () => svc.stop());
+    const counting = async (config: Config) => {
+      const bus = await openTestBus(config);
+      const publish = bus.publish.bind(bus);
+      bus.publish = (...args) => publish(...args).catch((err) => (refused++, Promise.reject(err)));
+      return bus;
+    };
+    const { config, organisation: svc } = await startOrganisation({ NATS_URL: nats.url }, counting);
     const client = svc.client(OrganisationService);
     const { organisation } = await client.createOrganisation({ name: "Restart", ownerEmail: "r@restart.test", ownerPassword: "password-r" });
     const a = await client.createContact({ organisationId: organisation!.id, fields: { firstName: "Before" } });
@@ -109,12 +108,9 @@ describe("outbox relay", () => {
   });
 
   it("a crash after publishing but before marking sent publishes again, and the stream keeps one copy", async () => {
-    const config = testConfig({ NATS_URL: nats.url });
-    const bus = await openTestBus(config);
+    const { config, bus, organisation: svc } = await startOrganisation({ NATS_URL: nats.url });
     // The relay is stopped: this test drives it by hand.
-    const svc = await startService(createOrganisationApp, { config, db, bus });
     await svc.app.relay.stop();
-    cleanups.push(() => bus.close(), () => svc.stop());
     const client = svc.client(OrganisationService);
     const { organisation } = await client.createOrganisation({ name: "Crash", ownerEmail: "c@crash.test", ownerPassword: "password-c" });
     const created = await client.createContact({ organisationId: organisation!.id, fields: { firstName: "Once" } });

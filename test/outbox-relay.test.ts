@@ -7,15 +7,12 @@ import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { ORGANISATION_SCHEMA } from "../services/organisation/organisation-service.js";
-import { InProcessBus } from "../services/shared/event-bus/in-process-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import { OutboxRelay } from "../services/shared/outbox/relay.js";
 import { enqueueEvent } from "../services/shared/outbox/writer.js";
-import { testConfig } from "./support/backends.js";
 import { createOrganisationApp } from "./support/platform.js";
 import { waitFor } from "./support/processes.js";
-import { startService } from "./support/services.js";
-import { cleanups, contactOf, countBy, db, recordingBus, sleep, useOutboxRelaySuite } from "./support/outbox-relay-suite.js";
+import { cleanups, contactOf, countBy, db, sleep, startOnRecordingBus, useOutboxRelaySuite } from "./support/outbox-relay-suite.js";
 
 useOutboxRelaySuite();
 
@@ -23,11 +20,9 @@ describe("outbox relay", () => {
   it("two replicas with a 1 s lease on a slow bus: 30 events, exactly 30 publishes, in commit order", async () => {
     // The issue's scenario: 30 rows, 80 ms per publish (the consumer is slow, and the
     // in-process bus publishes through it), so one batch outlasts the 1 s lease.
-    const config = testConfig({ NATS_URL: "", OUTBOX_LEASE_MS: "1000", OUTBOX_PUBLISH_TIMEOUT_MS: "300" });
-    const { bus, publishes } = recordingBus(new InProcessBus(config.NATS_SUBJECT_PREFIX));
-    const first = await startService(createOrganisationApp, { config, db, bus });
-    const second = await startService(createOrganisationApp, { config, db, bus });
-    cleanups.push(() => first.stop(), () => second.stop());
+    const { platform, bus, publishes } = await startOnRecordingBus({ OUTBOX_LEASE_MS: "1000", OUTBOX_PUBLISH_TIMEOUT_MS: "300" });
+    const first = platform.organisation;
+    const second = await platform.startService(createOrganisationApp, platform.config);
     // The services' own relays wait while the backlog builds up.
     await first.app.relay.stop();
     await second.app.relay.stop();
@@ -62,10 +57,8 @@ describe("outbox relay", () => {
   });
 
   it("a relay whose lease renewal hangs publishes nothing more, and ends its batch once another relay holds the lease", async () => {
-    const config = testConfig({ NATS_URL: "" });
-    const { bus, publishes } = recordingBus(new InProcessBus(config.NATS_SUBJECT_PREFIX));
-    const svc = await startService(createOrganisationApp, { config, db, bus });
-    cleanups.push(() => svc.stop());
+    const { platform, bus, publishes } = await startOnRecordingBus();
+    const svc = platform.organisation;
     await svc.app.relay.stop();
     await bus.consume({ durable: "slow", subject: "contact.>" }, async () => {
       await sleep(80);
@@ -142,10 +135,9 @@ describe("outbox relay", () => {
   });
 
   it("events leave in the order their transactions committed, not the order they were inserted", async () => {
-    const config = testConfig({ NATS_URL: "" });
-    const { bus, publishes } = recordingBus(new InProcessBus(config.NATS_SUBJECT_PREFIX));
-    const svc = await startService(createOrganisationApp, { config, db, bus });
-    cleanups.push(() => svc.stop());
+    const { platform, bus, publishes } = await startOnRecordingBus();
+    const { config } = platform;
+    const svc = platform.organisation;
     await svc.app.relay.stop();
     await bus.consume({ durable: "order", subject: "order.>" }, async () => undefined);
     const { orm } = svc.app;

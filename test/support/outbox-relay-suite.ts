@@ -1,14 +1,18 @@
 // The outbox relay's suites: a private nats-server on a free port (the shared
 // one is never stopped), a database that gives several sessions at once (row
 // and advisory locks), cleanups run after each test, and a bus that records
-// every publish. Each suite file calls useOutboxRelaySuite() once.
+// every publish. The organisation service starts through the platform fixture
+// (startOrganisation), on the bus the test builds from the platform's config.
+// Each suite file calls useOutboxRelaySuite() once.
 import { fromBinary } from "@bufbuild/protobuf";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll } from "vitest";
 import { ContactEventSchema } from "../../gen/bizcard/events/v1/events_pb.js";
 import { ORGANISATION_SCHEMA } from "../../services/organisation/organisation-service.js";
 import type { EventBus } from "../../services/shared/event-bus/event-bus.js";
+import { InProcessBus } from "../../services/shared/event-bus/in-process-bus.js";
 import { createTestDatabase, type TestDatabase } from "./backends.js";
+import { startPlatform, type Platform, type PlatformOptions } from "./platform.js";
 import { NatsServer } from "./processes.js";
 
 export let nats: NatsServer;
@@ -37,6 +41,23 @@ export function recordingBus(inner: EventBus) {
     close: () => inner.close(),
   };
   return { bus, publishes };
+}
+
+/**
+ * The organisation service alone on the file's database, with these config
+ * values and the bus (or bus factory) given; stopped, with its bus, after the test.
+ */
+export async function startOrganisation(config: Record<string, string>, bus?: PlatformOptions["bus"]): Promise<Platform> {
+  const platform = await startPlatform({ db, config, ...(bus ? { bus } : {}) });
+  cleanups.push(() => platform.stop());
+  return platform;
+}
+
+/** The organisation service alone on an in-process bus that records every publish (recordingBus). */
+export async function startOnRecordingBus(config: Record<string, string> = {}) {
+  let recorded: ReturnType<typeof recordingBus> | undefined;
+  const platform = await startOrganisation({ NATS_URL: "", ...config }, (c) => (recorded = recordingBus(new InProcessBus(c.NATS_SUBJECT_PREFIX))).bus);
+  return { platform, bus: platform.bus, publishes: recorded!.publishes };
 }
 
 /** Organisation id and contact id of a published contact event. */

@@ -63,9 +63,13 @@ export interface PlatformOptions {
   config?: Record<string, string>;
   /** "many": several database sessions at once (see createTestDatabase). */
   sessions?: "one" | "many";
-  /** A database or bus the test made itself (stop() leaves them to it); a fresh one each by default. */
+  /**
+   * A database or bus the test made itself (stop() leaves them to it); a fresh one each by default.
+   * A bus factory gets the platform's config (its stream and subject prefix) and returns the
+   * bus the services use (one that records, refuses or crashes); stop() closes that bus.
+   */
   db?: TestDatabase;
-  bus?: EventBus;
+  bus?: EventBus | ((config: Config) => EventBus | Promise<EventBus>);
   /** Started unless false (a gateway alone, for suites that need no service). */
   organisation?: ServiceChoice;
   auth?: ServiceChoice;
@@ -168,8 +172,9 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
   try {
     const db = options.db ?? (await createTestDatabase({ sessions: options.sessions }));
     if (!options.db) stops.push(() => db.drop());
-    const bus = options.bus ?? (await openTestBus(first));
-    if (!options.bus) stops.push(() => bus.close());
+    const given = typeof options.bus === "function" ? undefined : options.bus;
+    const bus = given ?? (await (typeof options.bus === "function" ? options.bus : openTestBus)(first));
+    if (!given) stops.push(() => bus.close());
 
     const startOne = async <A extends ServiceApp>(create: Create<A>, config: Config): Promise<StartedService<A>> => {
       const service = await startService(create, { config, db, bus });
