@@ -1,0 +1,38 @@
+// Request validation from the routes' zod schemas, answered in the one error
+// shape: 400 invalid_request with the first problem's message. Schemas give
+// their own messages (the texts clients and tests know, such as "limit:
+// expected a whole number from 1 to 100"); a problem without one is named
+// "<field>: <zod's message>".
+//
+// Some request schemas only document: the OAuth endpoints' parameters follow
+// RFC 6749's rules (a repeated parameter, "" as omitted; the auth service
+// owns the grant rules) and the subscription bodies keep their hand-written
+// checks (415 before field errors, read-only fields ignored). Those are marked
+// with documentOnly() and pass through unchanged.
+import type { FastifySchemaCompiler } from "fastify";
+import { z } from "zod";
+import { HttpError } from "./errors.js";
+
+const DOCUMENT_ONLY = new WeakSet<object>();
+
+/** A request schema for the document only: the route checks this part itself. */
+export function documentOnly<T extends z.ZodType>(schema: T): T {
+  DOCUMENT_ONLY.add(schema);
+  return schema;
+}
+
+function describe(issue: z.core.$ZodIssue, part: string): string {
+  const field = issue.path.length ? issue.path.map(String).join(".") : part;
+  // A message the schema gave (error: …) is the answer as it is.
+  if (!/^(Invalid|Too|Unrecognized|Expected)/.test(issue.message)) return issue.message;
+  return `${field}: ${issue.message.charAt(0).toLowerCase()}${issue.message.slice(1)}`;
+}
+
+export const validatorCompiler: FastifySchemaCompiler<z.ZodType> = ({ schema, httpPart }) => {
+  if (DOCUMENT_ONLY.has(schema)) return (data) => ({ value: data });
+  return (data) => {
+    const result = schema.safeParse(data);
+    if (result.success) return { value: result.data };
+    return { error: new HttpError(400, "invalid_request", describe(result.error.issues[0]!, httpPart ?? "request")) };
+  };
+};
