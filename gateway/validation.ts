@@ -29,7 +29,8 @@ function describe(issue: z.core.$ZodIssue, part: string): string {
 }
 
 export const validatorCompiler: FastifySchemaCompiler<z.ZodType> = ({ schema, httpPart }) => {
-  if (DOCUMENT_ONLY.has(schema)) return (data) => ({ value: data });
+  // Nothing returned as `value`: the request keeps its part exactly as it came (no body stays undefined).
+  if (DOCUMENT_ONLY.has(schema)) return () => ({});
   return (data) => {
     const result = schema.safeParse(data);
     if (result.success) return { value: result.data };

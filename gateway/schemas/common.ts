@@ -107,6 +107,6 @@ export function IdParam(name: string, description: string) {
   return z
     .string()
     .regex(/^[1-9][0-9]{0,18}$/, { error: bad })
-    .refine((v) => BigInt(v) <= INT64_MAX, { error: bad })
+    .refine((v) => !/^[0-9]{1,19}$/.test(v) || BigInt(v) <= INT64_MAX, { error: bad })
     .describe(description);
 }
