@@ -32,24 +32,24 @@ export function openapiRoutes(app: FastifyInstance): void {
     if (request.headers["if-none-match"] === doc.etag) return reply.status(304).send();
     return reply.type(doc.type).send(doc.text);
   };
-  const documented = (format: string, media: string, example: string) => ({
+  const documented = (format: string, media: string, schema: z.ZodType, example: unknown) => ({
     summary: `This API's OpenAPI 3.1 document, as ${format}`,
     tags: ["Health"],
     security: [],
     response: {
       200: {
         description: `The document (${format})`,
-        content: { [media]: { schema: Document, example: format === "JSON" ? { openapi: "3.1.0", info: { title: "bizcard API", version: "1.0.0" } } : example } },
+        content: { [media]: { schema, example } },
       },
       304: empty("The document has not changed since the ETag given in If-None-Match"),
       400: DEFAULT_ERROR,
       default: DEFAULT_ERROR,
     },
   });
-  app.get("/openapi.json", { schema: { operationId: "getOpenApiJson", ...documented("JSON", "application/json", "") } }, send((d) => d.json));
+  app.get("/openapi.json", { schema: { operationId: "getOpenApiJson", ...documented("JSON", "application/json", Document, { openapi: "3.1.0", info: { title: "bizcard API", version: "1.0.0" } }) } }, send((d) => d.json));
   app.get(
     "/openapi.yaml",
-    { schema: { operationId: "getOpenApiYaml", ...documented("YAML", "application/yaml", "openapi: 3.1.0\ninfo:\n  title: bizcard API\n") } },
+    { schema: { operationId: "getOpenApiYaml", ...documented("YAML", "application/yaml", z.string().describe("An OpenAPI 3.1 document in YAML"), "openapi: 3.1.0\ninfo:\n  title: bizcard API\n") } },
     send((d) => d.yaml),
   );
 }

@@ -210,6 +210,7 @@ const SCHEMAS = {
         "www-authenticate": HEADERS.wwwAuthenticate,
       }),
       404: notFound,
+      409: error("Another of the pair's subscriptions already has this target_url and event_type", "conflict", "a subscription with this target_url and event_type already exists (id 41)"),
       415: wrongType,
       503: unreachable,
       default: DEFAULT_ERROR,

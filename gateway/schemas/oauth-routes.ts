@@ -82,7 +82,7 @@ export const INTROSPECT_ROUTE = {
     200: json(
       "The token's state",
       Introspection,
-      { active: true, scope: "contacts:read", client_id: "app_4c1d2e", token_type: "Bearer", exp: 1768473000, iat: 1768469400, sub: "9d3c2b1a-0f4e-4d5c-8b7a-6e5f4d3c2b1a", iss: "https://bizcard.example" },
+      { active: true, scope: "contacts:read", client_id: "bc_4c1d2e9f", token_type: "Bearer", exp: 1768473000, iat: 1768469400, sub: "9d3c2b1a-0f4e-4d5c-8b7a-6e5f4d3c2b1a", iss: "https://bizcard.example" },
       OAUTH_NO_STORE,
     ),
     400: error("The token is missing, or the request is malformed", "invalid_request", "token is required", OAUTH_NO_STORE),
@@ -115,7 +115,7 @@ export const AUTHORIZE_ROUTE = {
   operationId: "authorize",
   summary: "Send the user here to authorize an application",
   description:
-    "RFC 6749 §4.1.1 with PKCE (RFC 7636, S256 only). The member signs in and consents on this server's pages; the browser then goes to redirect_uri with code, state and iss (RFC 9207), or with error. A request whose client or redirect_uri is not valid is answered with a page, never redirected.",
+    "RFC 6749 §4.1.1, with PKCE (RFC 7636, S256 only; required for public clients). The member signs in and consents on this server's pages; the browser then goes to redirect_uri with code, state and iss (RFC 9207), or with error. A request whose client or redirect_uri is not valid is answered with a page, never redirected.",
   tags: TAGS,
   security: [],
   querystring: AuthorizeQuery,

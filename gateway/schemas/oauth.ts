@@ -90,8 +90,8 @@ export const AuthorizeQuery = documentOnly(
     redirect_uri: z.string().optional().describe("One of the client's registered redirect URIs (required when it has several)"),
     scope: z.string().optional().describe(scopeList),
     state: z.string().optional().describe("Returned unchanged with the code"),
-    code_challenge: z.string().describe("RFC 7636: BASE64URL(SHA256(code_verifier))"),
-    code_challenge_method: z.literal("S256"),
+    code_challenge: z.string().optional().describe("RFC 7636: BASE64URL(SHA256(code_verifier)); required for a public client"),
+    code_challenge_method: z.literal("S256").optional().describe("S256 only; required with code_challenge"),
     response_mode: z.literal("query").optional(),
   }),
 );

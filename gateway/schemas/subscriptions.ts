@@ -9,7 +9,7 @@ const Time = z.iso.datetime();
 export const Subscription = z
   .object({
     id: z.number().int().positive(),
-    target_url: z.string().describe("Where each event is POSTed (https, or http to a loopback address in development)"),
+    target_url: z.string().describe("Where each event is POSTed: an absolute https URL, at most 2048 characters"),
     event_type: EventTypeName,
     created_at: Time,
     updated_at: Time,
@@ -25,7 +25,7 @@ export const SubscriptionCreated = z
   })
   .meta({ id: "SubscriptionCreated", description: "A new subscription, with its signing secret" });
 
-export const SubscriptionList = z.array(Subscription).describe("The pair's subscriptions, one page");
+export const SubscriptionList = z.array(Subscription).describe("The pair's subscriptions, newest first: one page");
 
 const BODY_NOTE =
   "A JSON object. The read-only fields of a subscription (id, secret, created_at, updated_at, disabled_at, disabled_reason) may be sent back as read and are ignored; any other field is a 400.";
@@ -59,7 +59,7 @@ export const Attempt = z
     id: z.uuid().describe("The attempt"),
     delivery_id: z.number().int().positive().describe("The delivery (one event for this subscription) it belongs to: what the retry route takes"),
     event_id: z.string().describe("The event's id: the webhook-id header the receiver got, the same on every attempt"),
-    event_type: z.string(),
+    event_type: EventTypeName,
     attempt: z.number().int().positive().describe("1 for the first POST of the delivery, 2 for its first retry, …"),
     status_code: z.number().int().nullable().describe("The HTTP status the receiver answered; null when none came"),
     outcome: z.enum(["succeeded", "failed", "gave_up", "gone"]).describe('"failed" is retried at next_retry_at; "gone": the receiver answered 410'),
@@ -76,7 +76,7 @@ export const Delivery = z
   .object({
     id: z.number().int().positive(),
     event_id: z.string(),
-    event_type: z.string(),
+    event_type: EventTypeName,
     subscription_id: z.number().int().positive(),
     status: z.enum(["pending", "succeeded", "gave_up", "gone", "cancelled"]),
     attempts: z.number().int().min(0).describe("Attempts made so far"),
@@ -91,7 +91,7 @@ export const Delivery = z
 export const attemptExample = {
   id: "0b8f4c1e-6a5d-4c4e-9d3f-2f1a7b9c8e01",
   delivery_id: 7,
-  event_id: "evt_2mVZcT1w9qJx",
+  event_id: "0b8c6d2e-41f7-4a3b-9c5d-7e8f9a0b1c2d",
   event_type: "contact.created",
   attempt: 1,
   status_code: 500,
@@ -104,7 +104,7 @@ export const attemptExample = {
 
 export const deliveryExample = {
   id: 7,
-  event_id: "evt_2mVZcT1w9qJx",
+  event_id: "0b8c6d2e-41f7-4a3b-9c5d-7e8f9a0b1c2d",
   event_type: "contact.created",
   subscription_id: 42,
   status: "pending",

@@ -6,7 +6,12 @@ import { createServiceClients } from "../../gateway/clients.js";
 import { createLogger } from "../../services/shared/logger.js";
 import { testConfig } from "./backends.js";
 
-export async function documentGateway(publicUrl = "https://bizcard.test", extra: Partial<GatewayOptions> = {}): Promise<FastifyInstance> {
+/** `before`: what to add (hooks) before the gateway is made ready. */
+export async function documentGateway(
+  publicUrl = "https://bizcard.test",
+  extra: Partial<GatewayOptions> = {},
+  before?: (app: FastifyInstance) => void,
+): Promise<FastifyInstance> {
   const config = testConfig({ INTERNAL_RPC_TOKEN: "x".repeat(32) });
   const app = await buildGateway({
     clients: createServiceClients(config),
@@ -15,6 +20,7 @@ export async function documentGateway(publicUrl = "https://bizcard.test", extra:
     publicUrl,
     ...extra,
   });
+  before?.(app);
   await app.ready();
   return app;
 }
