@@ -1,7 +1,6 @@
 // Webhook subscriptions and their delivery log, as the REST routes answer them.
 import { z } from "zod";
 import { EVENT_TYPE_NAMES } from "../../services/shared/event-types.js";
-import { documentOnly } from "../validation.js";
 
 const EventTypeName = z.enum(EVENT_TYPE_NAMES as [string, ...string[]]).describe("The event a subscription receives");
 const Time = z.iso.datetime();
@@ -30,19 +29,37 @@ export const SubscriptionList = z.array(Subscription).describe("The pair's subsc
 const BODY_NOTE =
   "A JSON object. The read-only fields of a subscription (id, secret, created_at, updated_at, disabled_at, disabled_reason) may be sent back as read and are ignored; any other field is a 400.";
 
-export const CreateSubscriptionBody = documentOnly(
-  z
-    .object({ target_url: z.string(), event_type: EventTypeName })
-    .describe(BODY_NOTE)
-    .meta({ examples: [{ target_url: "https://hooks.example.com/bizcard", event_type: "contact.created" }] }),
-);
+export const READ_ONLY_FIELDS = ["id", "secret", "created_at", "updated_at", "disabled_at", "disabled_reason"] as const;
+const readOnly = Object.fromEntries(READ_ONLY_FIELDS.map((name) => [name, z.unknown().optional().meta({ readOnly: true })]));
+const names = EVENT_TYPE_NAMES.join(" or ");
 
-export const UpdateSubscriptionBody = documentOnly(
-  z
-    .object({ target_url: z.string().optional(), event_type: EventTypeName.optional() })
-    .describe(`${BODY_NOTE} Fields left out keep their value; an empty object (or no body) changes nothing but re-enables a disabled subscription.`)
-    .meta({ examples: [{ target_url: "https://hooks.example.com/bizcard/v2" }] }),
-);
+/** A subscription body's fields; `required`: a create's (both fields must be there). */
+function body(required: boolean) {
+  const missing = (name: string, text: string) => (iss: { input?: unknown }) =>
+    iss.input === undefined ? text : `${name}: expected a string`;
+  const targetUrl = z.string({ error: missing("target_url", "target_url: required") });
+  const eventType = z.enum(EVENT_TYPE_NAMES as [string, ...string[]], {
+    error: (iss) =>
+      iss.input === undefined ? `event_type: required (${names})` : typeof iss.input === "string" ? `event_type: expected ${names}` : "event_type: expected a string",
+  });
+  return z.strictObject(
+    { target_url: required ? targetUrl : targetUrl.optional(), event_type: required ? eventType : eventType.optional(), ...readOnly },
+    {
+      error: (iss) =>
+        iss.code === "unrecognized_keys"
+          ? `unknown field ${JSON.stringify(String(iss.keys[0]).slice(0, 40))}; a subscription has target_url and event_type`
+          : "the body must be a JSON object",
+    },
+  );
+}
+
+export const CreateSubscriptionBody = body(true)
+  .describe(BODY_NOTE)
+  .meta({ examples: [{ target_url: "https://hooks.example.com/bizcard", event_type: "contact.created" }] });
+
+export const UpdateSubscriptionBody = body(false)
+  .describe(`${BODY_NOTE} Fields left out keep their value; an empty object (or no body) changes nothing but re-enables a disabled subscription.`)
+  .meta({ examples: [{ target_url: "https://hooks.example.com/bizcard/v2" }] });
 
 export const subscriptionExample = {
   id: 42,
