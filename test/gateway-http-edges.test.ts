@@ -11,6 +11,7 @@ import { buildGateway } from "../gateway/app.js";
 import { createServiceClients } from "../gateway/clients.js";
 import { createLogger } from "../services/shared/logger.js";
 import { testConfig } from "./support/backends.js";
+import { checkAnswersAgainstDocument } from "./support/openapi-hook.js";
 
 let gateway: FastifyInstance;
 let port: number;
@@ -18,6 +19,7 @@ let port: number;
 beforeAll(async () => {
   const config = testConfig({ INTERNAL_RPC_TOKEN: "e".repeat(40) });
   gateway = await buildGateway({ clients: createServiceClients(config), serviceUrls: {}, logger: createLogger("gateway", config.LOG_LEVEL) });
+  checkAnswersAgainstDocument(gateway);
   await gateway.listen({ port: 0, host: "127.0.0.1" });
   port = (gateway.server.address() as AddressInfo).port;
 });

@@ -10,6 +10,7 @@ import { createLogger } from "../services/shared/logger.js";
 import { startRpcServer, type RunningServer } from "../services/shared/rpc/server.js";
 import { testConfig } from "./support/backends.js";
 import { freePort } from "./support/processes.js";
+import { checkAnswersAgainstDocument } from "./support/openapi-hook.js";
 
 const TOKEN = "y".repeat(40);
 const logger = createLogger("readiness", "silent");
@@ -37,6 +38,7 @@ async function gatewayOver(urls: Record<string, string>): Promise<string> {
   const config = testConfig({ INTERNAL_RPC_TOKEN: TOKEN, AUTH_RPC_URL: urls.auth!, ORGANISATION_RPC_URL: urls.organisation! });
   const gateway = await buildGateway({ clients: createServiceClients(config), serviceUrls: urls, logger });
   gateways.push(gateway);
+  checkAnswersAgainstDocument(gateway);
   await gateway.listen({ port: 0, host: "127.0.0.1" });
   return `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
 }

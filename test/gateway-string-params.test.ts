@@ -20,6 +20,7 @@ import { apiCaller, expectError, type AppClient } from "./support/api-client.js"
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
 import { freePort } from "./support/processes.js";
 import { openTestBus, startService, type StartedService } from "./support/services.js";
+import { checkAnswersAgainstDocument } from "./support/openapi-hook.js";
 
 const TOKEN = "n".repeat(40);
 const SUBSCRIPTIONS = "/oauth/webhooks/subscriptions";
@@ -62,6 +63,7 @@ beforeAll(async () => {
     bus,
     publicUrl: base,
   });
+  checkAnswersAgainstDocument(gateway);
   await gateway.listen({ port, host: "127.0.0.1" });
   expect((gateway.server.address() as AddressInfo).port).toBe(port);
 

@@ -21,6 +21,7 @@ import type { ServiceApp } from "../services/shared/service-app.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
 import { spawnProcess } from "./support/processes.js";
 import { openTestBus, startService, type StartedService } from "./support/services.js";
+import { checkAnswersAgainstDocument } from "./support/openapi-hook.js";
 
 const TOKEN = "n".repeat(40);
 
@@ -46,6 +47,7 @@ beforeAll(async () => {
     serviceUrls: { auth: auth.server.url, organisation: organisation.server.url },
     logger: createLogger("native-redirects-test", gatewayConfig.LOG_LEVEL),
   });
+  checkAnswersAgainstDocument(gateway);
   await gateway.listen({ port: 0, host: "127.0.0.1" });
   url = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
   const { OrganisationService } = await import("../gen/bizcard/organisation/v1/organisation_pb.js");

@@ -1,6 +1,7 @@
 // GET /openapi.json and /openapi.yaml as a client gets them, and the answer
 // checker (support/openapi-check.ts) catching what drifts from the document.
 import type { FastifyInstance } from "fastify";
+import type { GatewayOptions } from "../gateway/app.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { openapiChecker } from "./support/openapi-check.js";
@@ -39,6 +40,30 @@ describe("GET /openapi.json and /openapi.yaml", () => {
     const res = await app.inject({ method: "POST", url: "/openapi.json", payload: "{}", headers: { "content-type": "application/json" } });
     expect(res.statusCode).toBe(405);
     expect(Object.keys(res.json()).sort()).toEqual(["error", "error_description"]);
+  });
+});
+
+describe("webhooks", () => {
+  it("the document's webhooks are what buildGateway is given (the event catalog), examples checked like the rest", async () => {
+    const webhooks = {
+      "contact.created": {
+        post: {
+          operationId: "contactCreated",
+          summary: "A contact was created",
+          security: [],
+          requestBody: { content: { "application/json": { schema: { type: "object", required: ["type"], properties: { type: { const: "contact.created" } } }, example: { type: "contact.created" } } } },
+          responses: { "200": { description: "Received" } },
+        },
+      },
+    };
+    const gateway = await documentGateway("https://bizcard.test", { webhooks: webhooks as unknown as GatewayOptions["webhooks"] });
+    const doc = gateway.swagger() as { webhooks: unknown };
+    await gateway.close();
+    expect(doc.webhooks).toEqual(webhooks);
+    expect(openapiChecker(doc as Record<string, unknown>).exampleProblems()).toEqual([]);
+    const wrong = structuredClone(webhooks);
+    wrong["contact.created"].post.requestBody.content["application/json"].example.type = "contact.updated" as "contact.created";
+    expect(openapiChecker({ ...doc, webhooks: wrong }).exampleProblems()).toEqual([expect.stringMatching(/webhook contact.created post request application\/json: example/)]);
   });
 });
 

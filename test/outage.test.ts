@@ -19,6 +19,7 @@ import { createDatabaseOn, testConfig, uniqueName, type TestDatabase } from "./s
 import { PostgresServer } from "./support/postgres-server.js";
 import { waitFor } from "./support/processes.js";
 import { openTestBus, startService, type StartedService } from "./support/services.js";
+import { checkAnswersAgainstDocument } from "./support/openapi-hook.js";
 
 const TOKEN = "o".repeat(40);
 let postgres: PostgresServer;
@@ -49,6 +50,7 @@ beforeAll(async () => {
     serviceUrls: { auth: auth.server.url, organisation: organisation.server.url },
     logger: createLogger("gateway-outage", "silent"),
   });
+  checkAnswersAgainstDocument(gateway);
   await gateway.listen({ port: 0, host: "127.0.0.1" });
   base = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
   const org = await organisation.client(OrganisationService).createOrganisation({ name: "Outage", ownerEmail: "owner@outage.test", ownerPassword: "password-o" });
