@@ -71,14 +71,17 @@ describe("the answer checker", () => {
   it("names an undocumented status, a missing required header, a body that does not match and an undocumented content type", () => {
     const check = openapiChecker(app.swagger() as Record<string, unknown>).check;
     const subscription = { id: 1, target_url: "https://h.test/", event_type: "contact.created", created_at: "2026-01-01T00:00:00.000Z", updated_at: "2026-01-01T00:00:00.000Z", disabled_at: null, disabled_reason: null };
-    const ok = { status: 200, headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" }, body: JSON.stringify(subscription) };
+    const ok = { status: 200, headers: { "x-request-id": "req-1", "content-type": "application/json; charset=utf-8", "cache-control": "no-store" }, body: JSON.stringify(subscription) };
     expect(check("GET", "/oauth/webhooks/subscriptions/1", ok)).toEqual([]);
     expect(check("GET", "/oauth/webhooks/subscriptions/1", { ...ok, status: 402 })).toEqual([expect.stringMatching(/-> 402: status not documented/)]);
-    expect(check("GET", "/oauth/webhooks/subscriptions/1", { ...ok, headers: { "content-type": "application/json" } })).toEqual([expect.stringMatching(/header cache-control missing/)]);
+    expect(check("GET", "/oauth/webhooks/subscriptions/1", { ...ok, headers: { "content-type": "application/json" } })).toEqual([
+      expect.stringMatching(/header x-request-id missing/),
+      expect.stringMatching(/header cache-control missing/),
+    ]);
     const { disabled_at: _, ...incomplete } = subscription;
     expect(check("GET", "/oauth/webhooks/subscriptions/1", { ...ok, body: JSON.stringify({ ...incomplete, id: "1" }) }).join()).toMatch(/disabled_at.*|must be integer/);
     expect(check("GET", "/oauth/webhooks/subscriptions/1", { ...ok, headers: { ...ok.headers, "content-type": "text/plain" } })).toEqual([expect.stringMatching(/content-type text\/plain not documented/)]);
-    expect(check("DELETE", "/oauth/webhooks/subscriptions/1", { status: 204, headers: { "cache-control": "no-store" }, body: "{}" })).toEqual([expect.stringMatching(/a body where none is documented/)]);
+    expect(check("DELETE", "/oauth/webhooks/subscriptions/1", { status: 204, headers: { "x-request-id": "req-1", "cache-control": "no-store" }, body: "{}" })).toEqual([expect.stringMatching(/a body where none is documented/)]);
   });
 
   it("in the platform fixture, turns a drifting answer into a 500 naming the problem", async () => {

@@ -66,9 +66,17 @@ export function pruneComponents(doc: Json): Json {
   return doc;
 }
 
+/** Every answer carries the request's id (app.ts): the caller's when it is sane, else a new one. */
+const REQUEST_ID = {
+  description: "The request's id: the caller's X-Request-Id when it is 1-128 characters of A-Za-z0-9._:-, else a new one. Quote it when reporting a problem.",
+  required: true,
+  schema: { type: "string", pattern: "^[A-Za-z0-9._:-]{1,128}$" },
+};
+
 /** `required` of a response header is the header object's, not its schema's (common.ts HEADERS). */
 function requiredHeadersOut(operation: Json): void {
   for (const response of Object.values((operation.responses ?? {}) as Json)) {
+    (response as Json).headers = { "x-request-id": REQUEST_ID, ...((response as Json).headers ?? {}) };
     for (const header of Object.values(((response as Json).headers ?? {}) as Json)) {
       if ((header as Json).schema?.required === true) {
         delete (header as Json).schema.required;
