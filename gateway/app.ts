@@ -28,6 +28,9 @@ import { authorizeRoutes } from "./routes/authorize.js";
 import { pageAssetRoutes } from "./pages/assets.js";
 import { createSessionCookie } from "./session-cookie.js";
 import { stringParamGuard } from "./string-params.js";
+import { registerOpenApi, type OpenApiOptions } from "./openapi/document.js";
+import { openapiRoutes } from "./openapi/routes.js";
+import { validatorCompiler } from "./validation.js";
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -72,6 +75,11 @@ export interface GatewayOptions {
   publicUrl?: string;
   /** BEARER_CACHE_MS: how long a bearer check is kept at most (default 30 s; 0 turns the cache off). */
   bearerCacheMs?: number;
+  /**
+   * The OpenAPI document's `webhooks` (the event catalog, gateway/openapi/events.ts
+   * webhooksObject()); none when not given.
+   */
+  webhooks?: OpenApiOptions["webhooks"];
 }
 
 export const DEFAULT_ISSUER = "http://localhost:8080";
@@ -119,6 +127,11 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   app.server.on("checkExpectation", app.routing);
 
   registerBodyParsers(app, BODY_LIMIT_BYTES);
+  // The routes' zod schemas validate requests (validation.ts) and make the
+  // OpenAPI document; answers are written as they are (JSON.stringify), and
+  // the tests check them against the document instead.
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
   app.addHook("onRequest", (request, reply, done) => {
     reply.header(REQUEST_ID_HEADER, request.id);
@@ -148,6 +161,8 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   app.setErrorHandler(errorHandler);
 
   const issuer = (options.publicUrl ?? DEFAULT_ISSUER).replace(/\/+$/, "");
+  // Before any route: @fastify/swagger collects the routes as they are added.
+  await registerOpenApi(app, { publicUrl: issuer, webhooks: options.webhooks });
   const auth = options.clients.auth;
   const bearerCache = await BearerCache.open({
     authenticate: (accessToken) => auth.authenticateAccessToken({ accessToken }),
@@ -173,5 +188,6 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   authorizeRoutes(app, auth, sessionCookie);
   accountRoutes(app, auth, sessionCookie);
   pageAssetRoutes(app);
+  openapiRoutes(app);
   return app;
 }

@@ -23,6 +23,7 @@ import { readParams, type Params } from "../oauth-params.js";
 import { EXPIRED_PAGE, oauthDetail, pageErrorHandler, seeOther, sendMessage, sendPage } from "../pages/page-reply.js";
 import { pages, type ScopeText } from "../pages/pages.js";
 import type { SessionCookie } from "../session-cookie.js";
+import { AUTHORIZE_ROUTE, CONSENT_ROUTE } from "../schemas/oauth-routes.js";
 
 /** The authorization request's parameters, by their names on the wire. */
 const PARAMETERS = {
@@ -128,7 +129,7 @@ function consentErrorHandler(err: unknown, request: FastifyRequest, reply: Fasti
 
 export function authorizeRoutes(app: FastifyInstance, auth: Client<typeof AuthService>, cookie: SessionCookie): void {
   // RFC 6749 §4.1.1: the authorization request, in the query.
-  app.get("/oauth/authorize", { errorHandler: pageErrorHandler }, async (request, reply) => {
+  app.get("/oauth/authorize", { schema: AUTHORIZE_ROUTE, errorHandler: pageErrorHandler }, async (request, reply) => {
     const query = (request.query ?? {}) as Record<string, string | string[] | undefined>;
     // RFC 6749 §3.1: "Request and response parameters MUST NOT be included
     // more than once." The auth service decides what that answers.
@@ -203,7 +204,7 @@ export function authorizeRoutes(app: FastifyInstance, auth: Client<typeof AuthSe
   });
 
   // The consent decision: the page's form, or JSON from a client with a session.
-  app.post("/oauth/authorize/consent", { errorHandler: consentErrorHandler }, async (request, reply) => {
+  app.post("/oauth/authorize/consent", { schema: CONSENT_ROUTE, errorHandler: consentErrorHandler }, async (request, reply) => {
     const json = isJson(request);
     const params: Params = readParams(request.body);
     const decision =

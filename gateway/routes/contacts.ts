@@ -12,14 +12,31 @@ import { contactJson } from "../../services/shared/contact-json.js";
 import type { Bearer } from "../bearer.js";
 import { rpcOptions } from "../clients.js";
 import { badCursor, linkNext, readListQuery } from "../list-paging.js";
+import { DEFAULT_ERROR, HEADERS, ListQuery, bearerErrors, error, json, needs } from "../schemas/common.js";
+import { ContactList, contactExample } from "../schemas/organisation.js";
 
 export const CONTACTS_PATH = "/oauth/contacts";
 const LIST_DEFAULT = 10;
 const LIST_MAX = 100;
 
+const SCHEMA = {
+  operationId: "listContacts",
+  summary: "The organisation's most recent contacts",
+  description: "Newest first, in exactly the representation contact events carry in `data`: sample data for a trigger's setup, and polling.",
+  tags: ["Organisation"],
+  security: needs("contacts:read"),
+  querystring: ListQuery(LIST_DEFAULT, LIST_MAX),
+  response: {
+    200: json("One page of contacts", ContactList, [contactExample], { "cache-control": HEADERS.noStore, link: HEADERS.link }),
+    400: error("limit or cursor is not valid", "invalid_request", "limit: expected a whole number from 1 to 100"),
+    ...bearerErrors("contacts:read"),
+    default: DEFAULT_ERROR,
+  },
+};
+
 export function contactRoutes(app: FastifyInstance, bearer: Bearer, organisations: Client<typeof OrganisationService>, publicUrl: string): void {
   const onRequest = bearer.requireScope("contacts:read") as onRequestAsyncHookHandler;
-  app.get(CONTACTS_PATH, { onRequest }, async (request, reply) => {
+  app.get(CONTACTS_PATH, { schema: SCHEMA, onRequest }, async (request, reply) => {
     const { limit, cursor } = readListQuery(request, LIST_DEFAULT, LIST_MAX);
     const organisationId = request.bearer!.organisationId;
     let res;

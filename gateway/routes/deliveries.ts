@@ -22,6 +22,7 @@
 // a while) sends nothing: its retry is 409 until a PUT re-enables it.
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import { z } from "zod";
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
 import type { Delivery, DeliveryAttempt, DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
 import type { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
@@ -29,6 +30,8 @@ import type { Bearer } from "../bearer.js";
 import { rpcOptions } from "../clients.js";
 import { HttpError } from "../errors.js";
 import { linkNext, readListQuery } from "../list-paging.js";
+import { DEFAULT_ERROR, HEADERS, IdParam, ListQuery, bearerErrors, error, json, needs } from "../schemas/common.js";
+import { AttemptList, Delivery as DeliveryOut, attemptExample, deliveryExample } from "../schemas/subscriptions.js";
 import { SUBSCRIPTIONS_PATH, readIntParam, subscriptionErrors } from "./subscriptions.js";
 
 const LIST_DEFAULT = 50;
@@ -111,6 +114,49 @@ export function deliveryJson(d: Delivery): DeliveryJson {
   };
 }
 
+const TAGS = ["Deliveries"];
+const noStore = { "cache-control": HEADERS.noStore };
+const subscriptionId = IdParam("id", "The subscription's id");
+const notFound = error("No such subscription of this token's pair (or no such delivery of it)", "not_found", "subscription 42 not found");
+
+const LIST_SCHEMA = {
+  operationId: "listDeliveryAttempts",
+  summary: "The delivery log of a subscription",
+  description: "Every attempt (each POST to the target), newest first, with its event, HTTP status, duration and error.",
+  tags: TAGS,
+  security: needs("webhooks:read"),
+  params: z.object({ id: subscriptionId }),
+  querystring: ListQuery(LIST_DEFAULT, LIST_MAX),
+  response: {
+    200: json("One page of attempts", AttemptList, [attemptExample], { ...noStore, link: HEADERS.link }),
+    400: error("The id, limit or cursor is not valid", "invalid_request", "limit: expected a whole number from 1 to 100"),
+    ...bearerErrors("webhooks:read"),
+    404: notFound,
+    default: DEFAULT_ERROR,
+  },
+};
+
+const RETRY_SCHEMA = {
+  operationId: "retryDelivery",
+  summary: "Send a delivery again now",
+  description: "A delivery that succeeded or gave up gets one more attempt; a waiting one is moved to now. The attempt shows in the log when it is made.",
+  tags: TAGS,
+  security: needs("webhooks:write"),
+  params: z.object({ id: subscriptionId, delivery_id: IdParam("delivery_id", "The delivery's id (delivery_id in the log)") }),
+  response: {
+    202: json("Accepted: the delivery, pending", DeliveryOut, deliveryExample, noStore),
+    400: error("An id is not a positive integer", "invalid_request", 'delivery_id: expected a positive integer, not "x"'),
+    ...bearerErrors("webhooks:write"),
+    404: notFound,
+    409: error(
+      "The subscription is disabled (re-enable it with PUT first), or the delivery was cancelled",
+      "conflict",
+      "the subscription is disabled (every delivery attempt failed); update it with PUT to enable it, then retry",
+    ),
+    default: DEFAULT_ERROR,
+  },
+};
+
 export function deliveryRoutes(
   app: FastifyInstance,
   bearer: Bearer,
@@ -127,7 +173,7 @@ export function deliveryRoutes(
   const ownSubscription = async (request: FastifyRequest, id: bigint) =>
     (await webhook.getSubscription({ owner: owner(request), id }, rpcOptions(request))).subscription!;
 
-  app.get(`${SUBSCRIPTIONS_PATH}/:id/deliveries`, { onRequest: read, ...errorHandlerOption }, async (request, reply) => {
+  app.get(`${SUBSCRIPTIONS_PATH}/:id/deliveries`, { schema: LIST_SCHEMA, onRequest: read, ...errorHandlerOption }, async (request, reply) => {
     const id = readIntParam(request, "id");
     const { limit, cursor } = readListQuery(request, LIST_DEFAULT, LIST_MAX);
     await ownSubscription(request, id);
@@ -136,7 +182,7 @@ export function deliveryRoutes(
     return reply.headers(NO_STORE).send(res.attempts.map(attemptJson));
   });
 
-  app.post(`${SUBSCRIPTIONS_PATH}/:id/deliveries/:delivery_id/retry`, { onRequest: write, ...errorHandlerOption }, async (request, reply) => {
+  app.post(`${SUBSCRIPTIONS_PATH}/:id/deliveries/:delivery_id/retry`, { schema: RETRY_SCHEMA, onRequest: write, ...errorHandlerOption }, async (request, reply) => {
     const id = readIntParam(request, "id");
     const deliveryId = readIntParam(request, "delivery_id");
     const subscription = await ownSubscription(request, id);

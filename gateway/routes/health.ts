@@ -3,6 +3,29 @@
 // own /readyz; 503 names which do not. The body reports every service.
 import type { FastifyInstance } from "fastify";
 import { HttpError, sendError } from "../errors.js";
+import { DEFAULT_ERROR, HEADERS, error, json } from "../schemas/common.js";
+import { Health, Readiness } from "../schemas/organisation.js";
+
+const noStore = { "cache-control": HEADERS.noStore };
+const HEALTHZ = {
+  operationId: "getHealth",
+  summary: "Liveness: the gateway process is up",
+  tags: ["Health"],
+  security: [],
+  response: { 200: json("Up", Health, { status: "ok" }, noStore), 400: DEFAULT_ERROR, default: DEFAULT_ERROR },
+};
+const READYZ = {
+  operationId: "getReadiness",
+  summary: "Readiness: the services the gateway needs answer",
+  tags: ["Health"],
+  security: [],
+  response: {
+    200: json("Ready; every service reported", Readiness, { status: "ok", services: { organisation: "ok", auth: "ok", webhook: "ok", delivery: "ok" } }, noStore),
+    400: DEFAULT_ERROR,
+    503: error("A required service does not answer", "temporarily_unavailable", "not ready: auth", { ...noStore, "retry-after": HEADERS.retryAfter }),
+    default: DEFAULT_ERROR,
+  },
+};
 
 export interface HealthRouteOptions {
   /** Service name -> base URL of its RPC port (which serves /readyz). */
@@ -32,9 +55,9 @@ async function ready(url: string, timeoutMs: number): Promise<boolean> {
 
 export function healthRoutes(app: FastifyInstance, options: HealthRouteOptions): void {
   const optional = new Set(options.optional ?? OPTIONAL);
-  app.get("/healthz", async (_req, reply) => reply.header("cache-control", "no-store").send({ status: "ok" }));
+  app.get("/healthz", { schema: HEALTHZ }, async (_req, reply) => reply.header("cache-control", "no-store").send({ status: "ok" }));
 
-  app.get("/readyz", async (_req, reply) => {
+  app.get("/readyz", { schema: READYZ }, async (_req, reply) => {
     const names = Object.keys(options.services);
     const results = await Promise.all(names.map((n) => ready(options.services[n]!, options.timeoutMs ?? 2000)));
     const down = names.filter((n, i) => !results[i] && !optional.has(n));

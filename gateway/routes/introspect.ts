@@ -6,9 +6,10 @@ import type { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
 import { rpcOptions } from "../clients.js";
 import { NO_STORE, OAuthError, invalidClient, oauthErrorHandler } from "../oauth-errors.js";
 import { presentedClient, readParams } from "../oauth-params.js";
+import { INTROSPECT_ROUTE } from "../schemas/oauth-routes.js";
 
 export function introspectRoutes(app: FastifyInstance, auth: Client<typeof AuthService>, issuer: string): void {
-  app.post("/oauth/introspect", { errorHandler: oauthErrorHandler }, async (request, reply) => {
+  app.post("/oauth/introspect", { schema: INTROSPECT_ROUTE, errorHandler: oauthErrorHandler }, async (request, reply) => {
     const params = readParams(request.body);
     /*
      * RFC 7662 §2.1: "To prevent token scanning attacks, the endpoint MUST

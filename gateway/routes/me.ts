@@ -7,9 +7,24 @@ import type { FastifyInstance } from "fastify";
 import type { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
 import type { Bearer } from "../bearer.js";
 import { rpcOptions } from "../clients.js";
+import { DEFAULT_ERROR, HEADERS, bearerErrors, json, needs } from "../schemas/common.js";
+import { Organisation } from "../schemas/organisation.js";
+
+const SCHEMA = {
+  operationId: "getMe",
+  summary: "The token's organisation",
+  description: "Its id and name; integration platforms show the name as the connection's label.",
+  tags: ["Organisation"],
+  security: needs("organisation:read"),
+  response: {
+    200: json("The organisation", Organisation, { id: "9d3c2b1a-0f4e-4d5c-8b7a-6e5f4d3c2b1a", name: "Acme Ltd" }, { "cache-control": HEADERS.noStore }),
+    ...bearerErrors("organisation:read"),
+    default: DEFAULT_ERROR,
+  },
+};
 
 export function meRoutes(app: FastifyInstance, bearer: Bearer, organisations: Client<typeof OrganisationService>): void {
-  app.get("/oauth/me", { preHandler: bearer.requireScope("organisation:read") }, async (request, reply) => {
+  app.get("/oauth/me", { schema: SCHEMA, preHandler: bearer.requireScope("organisation:read") }, async (request, reply) => {
     const principal = request.bearer!;
     const organisation = await bearer.organisation(principal, async (id) => {
       const res = await organisations.getOrganisation({ id }, rpcOptions(request));

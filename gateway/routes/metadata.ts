@@ -4,6 +4,7 @@
 import type { FastifyInstance } from "fastify";
 import { ALL_SCOPES } from "../../services/auth/scopes.js";
 import { GRANT_TYPES } from "../../services/auth/clients/grant-types.js";
+import { metadataRoute } from "../schemas/oauth-routes.js";
 
 export function authorizationServerMetadata(issuer: string): Record<string, unknown> {
   return {
@@ -36,8 +37,9 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
 }
 
 export function metadataRoutes(app: FastifyInstance, issuer: string): void {
-  const body = JSON.stringify(authorizationServerMetadata(issuer));
-  app.get("/.well-known/oauth-authorization-server", async (_request, reply) =>
+  const metadata = authorizationServerMetadata(issuer);
+  const body = JSON.stringify(metadata);
+  app.get("/.well-known/oauth-authorization-server", { schema: metadataRoute(metadata) }, async (_request, reply) =>
     reply.header("cache-control", "public, max-age=300").type("application/json; charset=utf-8").send(body),
   );
 }

@@ -8,9 +8,10 @@ import type { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
 import { rpcOptions } from "../clients.js";
 import { NO_STORE, OAuthError, invalidClient, oauthErrorHandler } from "../oauth-errors.js";
 import { presentedClient, readParams } from "../oauth-params.js";
+import { revokeRoute } from "../schemas/oauth-routes.js";
 
 export function revokeRoutes(app: FastifyInstance, auth: Client<typeof AuthService>): void {
-  app.post("/oauth/revoke", { errorHandler: oauthErrorHandler }, async (request, reply) => {
+  app.post("/oauth/revoke", { schema: revokeRoute(), errorHandler: oauthErrorHandler }, async (request, reply) => {
     const params = readParams(request.body);
     /*
      * RFC 7009 §2.1: "The client also includes its authentication credentials

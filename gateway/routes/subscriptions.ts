@@ -20,14 +20,24 @@
 // "event_type" must not pass as "nothing to change").
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
+import { z } from "zod";
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler, preValidationAsyncHookHandler } from "fastify";
 import type { EventType } from "../../gen/bizcard/events/v1/events_pb.js";
 import { TargetUnavailableSchema, type Subscription, type WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
-import { EVENT_TYPE_NAMES, eventTypeOf, nameOfEventType, type KnownEventType } from "../../services/shared/event-types.js";
+import { eventTypeOf, nameOfEventType, type KnownEventType } from "../../services/shared/event-types.js";
 import { insufficientScope, type Bearer } from "../bearer.js";
 import { rpcOptions } from "../clients.js";
 import { HttpError, errorHandler } from "../errors.js";
 import { badCursor, linkNext, readListQuery } from "../list-paging.js";
+import { DEFAULT_ERROR, HEADERS, IdParam, ListQuery, bearerErrors, empty, error, json, needs } from "../schemas/common.js";
+import {
+  CreateSubscriptionBody,
+  Subscription as SubscriptionOut,
+  SubscriptionCreated,
+  SubscriptionList,
+  UpdateSubscriptionBody,
+  subscriptionExample,
+} from "../schemas/subscriptions.js";
 
 export const SUBSCRIPTIONS_PATH = "/oauth/webhooks/subscriptions";
 const LIST_DEFAULT = 50;
@@ -72,38 +82,33 @@ export function readIntParam(request: FastifyRequest, name: string): bigint {
 /** `{id}`: a positive integer (an int64 identity), else 400. */
 const readId = (request: FastifyRequest): bigint => readIntParam(request, "id");
 
-const WRITABLE = ["target_url", "event_type"] as const;
-const READ_ONLY = new Set(["id", "secret", "created_at", "updated_at", "disabled_at", "disabled_reason"]);
-
 interface SubscriptionFields {
   target_url?: string;
   event_type?: EventType;
 }
 
-/** The JSON body's fields, checked: 415 for another media type, 400 naming the field otherwise. */
-function readFields(request: FastifyRequest): SubscriptionFields {
-  // No body at all (a PUT changing nothing): no fields.
-  if (request.body === undefined && request.headers["content-type"] === undefined) return {};
+/**
+ * Before the body's schema (validation.ts): the id, then the media type, as
+ * the answers have always come: 400 for a bad id, then 415 for a body that is
+ * not JSON. No body at all (a PUT changing nothing) is an empty object.
+ */
+const jsonBody: preValidationAsyncHookHandler = async (request) => {
+  if ((request.params as Record<string, string>).id !== undefined) readId(request);
+  if (request.body === undefined && request.headers["content-type"] === undefined) {
+    request.body = {};
+    return;
+  }
   const type = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
   if (type !== "application/json") throw new HttpError(415, "unsupported_media_type", "send the subscription as application/json");
-  const body = request.body;
-  if (typeof body !== "object" || body === null || Array.isArray(body)) throw invalid("the body must be a JSON object");
-  const fields: SubscriptionFields = {};
-  for (const [name, value] of Object.entries(body)) {
-    if (READ_ONLY.has(name)) continue;
-    if (!(WRITABLE as readonly string[]).includes(name)) {
-      throw invalid(`unknown field ${JSON.stringify(name.slice(0, 40))}; a subscription has target_url and event_type`);
-    }
-    if (typeof value !== "string") throw invalid(`${name}: expected a string`);
-    if (name === "target_url") fields.target_url = value;
-    else {
-      if (!(EVENT_TYPE_NAMES as readonly string[]).includes(value)) {
-        throw invalid(`event_type: expected ${EVENT_TYPE_NAMES.join(" or ")}`);
-      }
-      fields.event_type = eventTypeOf(value);
-    }
-  }
-  return fields;
+};
+
+/** The checked body's writable fields (the read-only ones are ignored). */
+function fieldsOf(request: FastifyRequest): SubscriptionFields {
+  const body = request.body as { target_url?: string; event_type?: string };
+  return {
+    ...(body.target_url !== undefined ? { target_url: body.target_url } : {}),
+    ...(body.event_type !== undefined ? { event_type: eventTypeOf(body.event_type) } : {}),
+  };
 }
 
 /** The webhook service's answers in the client's terms; the rest goes to the common handler. */
@@ -120,6 +125,102 @@ export function subscriptionErrors(err: unknown, request: FastifyRequest, reply:
   return errorHandler(err, request, reply);
 }
 
+const TAGS = ["Webhook subscriptions"];
+const SubscriptionId = z.object({ id: IdParam("id", "The subscription's id") });
+const noStore = { "cache-control": HEADERS.noStore };
+const badId = error("The id is not a positive integer", "invalid_request", 'id: expected a positive integer, not "abc"');
+const notFound = error("No such subscription of this token's pair", "not_found", "subscription 42 not found");
+const wrongType = error("The body is not application/json", "unsupported_media_type", "send the subscription as application/json");
+const badBody = error(
+  "A field is missing, unknown or not valid (a target_url not https, or one that resolves to a private address, …)",
+  "invalid_request",
+  "target_url: required",
+);
+const unreachable = error("The target_url's host could not be resolved in time", "temporarily_unavailable", "the target's DNS did not answer; try again", {
+  "retry-after": HEADERS.retryAfter,
+});
+
+/** The documentation (and the request validation) of each route. */
+const SCHEMAS = {
+  list: {
+    operationId: "listSubscriptions",
+    summary: "List this application's subscriptions",
+    tags: TAGS,
+    security: needs("webhooks:read"),
+    querystring: ListQuery(LIST_DEFAULT, LIST_MAX),
+    response: {
+      200: json("One page of subscriptions", SubscriptionList, [subscriptionExample], { ...noStore, link: HEADERS.link }),
+      400: error("limit or cursor is not valid", "invalid_request", "limit: expected a whole number from 1 to 100"),
+      ...bearerErrors("webhooks:read"),
+      default: DEFAULT_ERROR,
+    },
+  },
+  create: {
+    operationId: "createSubscription",
+    summary: "Subscribe a target URL to an event type",
+    description:
+      "Needs webhooks:write and contacts:read (every event is a contact event). Creating the same (target_url, event_type) again answers 200 with the existing subscription, without its secret.",
+    tags: TAGS,
+    security: needs("webhooks:write", "contacts:read"),
+    consumes: ["application/json"],
+    body: CreateSubscriptionBody,
+    response: {
+      200: json("The same subscription existed already (no secret: it was shown when it was created)", SubscriptionOut, subscriptionExample, noStore),
+      201: json("Created; the secret is in this answer only", SubscriptionCreated, { ...subscriptionExample, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" }, {
+        ...noStore,
+        location: HEADERS.location,
+      }),
+      400: badBody,
+      ...bearerErrors("webhooks:write"),
+      403: error("The token lacks webhooks:write or contacts:read", "insufficient_scope", "this request needs the scope contacts:read", {
+        "www-authenticate": HEADERS.wwwAuthenticate,
+      }),
+      415: wrongType,
+      503: unreachable,
+      default: DEFAULT_ERROR,
+    },
+  },
+  get: {
+    operationId: "getSubscription",
+    summary: "Read one subscription",
+    tags: TAGS,
+    security: needs("webhooks:read"),
+    params: SubscriptionId,
+    response: { 200: json("The subscription", SubscriptionOut, subscriptionExample, noStore), 400: badId, ...bearerErrors("webhooks:read"), 404: notFound, default: DEFAULT_ERROR },
+  },
+  update: {
+    operationId: "updateSubscription",
+    summary: "Change a subscription, or re-enable a disabled one",
+    description: "Needs webhooks:write and contacts:read. Any PUT re-enables a disabled subscription.",
+    tags: TAGS,
+    security: needs("webhooks:write", "contacts:read"),
+    consumes: ["application/json"],
+    params: SubscriptionId,
+    body: UpdateSubscriptionBody,
+    response: {
+      200: json("The subscription as it is now", SubscriptionOut, subscriptionExample, noStore),
+      400: badBody,
+      ...bearerErrors("webhooks:write"),
+      403: error("The token lacks webhooks:write or contacts:read", "insufficient_scope", "this request needs the scope contacts:read", {
+        "www-authenticate": HEADERS.wwwAuthenticate,
+      }),
+      404: notFound,
+      409: error("Another of the pair's subscriptions already has this target_url and event_type", "conflict", "a subscription with this target_url and event_type already exists (id 41)"),
+      415: wrongType,
+      503: unreachable,
+      default: DEFAULT_ERROR,
+    },
+  },
+  delete: {
+    operationId: "deleteSubscription",
+    summary: "Delete a subscription",
+    tags: TAGS,
+    security: needs("webhooks:write"),
+    params: SubscriptionId,
+    response: { 204: empty("Deleted", noStore), 400: badId, ...bearerErrors("webhooks:write"), 404: notFound, default: DEFAULT_ERROR },
+  },
+};
+
 export function subscriptionRoutes(app: FastifyInstance, bearer: Bearer, webhook: Client<typeof WebhookService>, publicUrl: string): void {
   const read = bearer.requireScope("webhooks:read") as onRequestAsyncHookHandler;
   const write = bearer.requireScope("webhooks:write") as onRequestAsyncHookHandler;
@@ -131,17 +232,15 @@ export function subscriptionRoutes(app: FastifyInstance, bearer: Bearer, webhook
   const location = (id: bigint) => `${publicUrl}${SUBSCRIPTIONS_PATH}/${id}`;
   const errorHandlerOption = { errorHandler: subscriptionErrors };
 
-  app.get(SUBSCRIPTIONS_PATH, { onRequest: read, ...errorHandlerOption }, async (request, reply) => {
+  app.get(SUBSCRIPTIONS_PATH, { schema: SCHEMAS.list, onRequest: read, ...errorHandlerOption }, async (request, reply) => {
     const { limit, cursor } = readListQuery(request, LIST_DEFAULT, LIST_MAX);
     const res = await webhook.listSubscriptions({ owner: owner(request), pageSize: limit, pageToken: cursor }, rpcOptions(request));
     linkNext(reply, publicUrl, SUBSCRIPTIONS_PATH, limit, res.nextPageToken);
     return reply.headers(NO_STORE).send(res.subscriptions.map(subscriptionJson));
   });
 
-  app.post(SUBSCRIPTIONS_PATH, { onRequest: [write, contacts], ...errorHandlerOption }, async (request, reply) => {
-    const fields = readFields(request);
-    if (fields.target_url === undefined) throw invalid("target_url: required");
-    if (fields.event_type === undefined) throw invalid(`event_type: required (${EVENT_TYPE_NAMES.join(" or ")})`);
+  app.post(SUBSCRIPTIONS_PATH, { schema: SCHEMAS.create, onRequest: [write, contacts], preValidation: jsonBody, ...errorHandlerOption }, async (request, reply) => {
+    const fields = fieldsOf(request) as Required<SubscriptionFields>;
     const res = await webhook.createSubscription(
       { owner: owner(request), targetUrl: fields.target_url, eventType: fields.event_type },
       rpcOptions(request),
@@ -156,14 +255,14 @@ export function subscriptionRoutes(app: FastifyInstance, bearer: Bearer, webhook
       .send({ ...subscriptionJson(subscription), secret: res.secret });
   });
 
-  app.get(`${SUBSCRIPTIONS_PATH}/:id`, { onRequest: read, ...errorHandlerOption }, async (request, reply) => {
+  app.get(`${SUBSCRIPTIONS_PATH}/:id`, { schema: SCHEMAS.get, onRequest: read, ...errorHandlerOption }, async (request, reply) => {
     const res = await webhook.getSubscription({ owner: owner(request), id: readId(request) }, rpcOptions(request));
     return reply.headers(NO_STORE).send(subscriptionJson(res.subscription!));
   });
 
-  app.put(`${SUBSCRIPTIONS_PATH}/:id`, { onRequest: [write, contacts], ...errorHandlerOption }, async (request, reply) => {
+  app.put(`${SUBSCRIPTIONS_PATH}/:id`, { schema: SCHEMAS.update, onRequest: [write, contacts], preValidation: jsonBody, ...errorHandlerOption }, async (request, reply) => {
     const id = readId(request);
-    const fields = readFields(request);
+    const fields = fieldsOf(request);
     const res = await webhook.updateSubscription(
       { owner: owner(request), id, targetUrl: fields.target_url, eventType: fields.event_type },
       rpcOptions(request),
@@ -171,7 +270,7 @@ export function subscriptionRoutes(app: FastifyInstance, bearer: Bearer, webhook
     return reply.headers(NO_STORE).send(subscriptionJson(res.subscription!));
   });
 
-  app.delete(`${SUBSCRIPTIONS_PATH}/:id`, { onRequest: write, ...errorHandlerOption }, async (request, reply) => {
+  app.delete(`${SUBSCRIPTIONS_PATH}/:id`, { schema: SCHEMAS.delete, onRequest: write, ...errorHandlerOption }, async (request, reply) => {
     await webhook.deleteSubscription({ owner: owner(request), id: readId(request) }, rpcOptions(request));
     return reply.status(204).headers(NO_STORE).send();
   });

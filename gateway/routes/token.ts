@@ -8,9 +8,10 @@ import type { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
 import { rpcOptions } from "../clients.js";
 import { NO_STORE, oauthErrorHandler } from "../oauth-errors.js";
 import { presentedClient, readParams } from "../oauth-params.js";
+import { TOKEN_ROUTE } from "../schemas/oauth-routes.js";
 
 export function tokenRoutes(app: FastifyInstance, auth: Client<typeof AuthService>): void {
-  app.post("/oauth/token", { errorHandler: oauthErrorHandler }, async (request, reply) => {
+  app.post("/oauth/token", { schema: TOKEN_ROUTE, errorHandler: oauthErrorHandler }, async (request, reply) => {
     const params = readParams(request.body);
     // grant_type, and whether credentials are needed, are the auth service's
     // to judge (tokens/token-endpoint.ts): a request without credentials goes

@@ -22,6 +22,7 @@ import type { ServiceApp, ServiceAppDeps } from "../../services/shared/service-a
 import { createWebhookApp } from "../../services/webhook/webhook-app.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./backends.js";
 import { freePort } from "./processes.js";
+import { checkAnswersAgainstDocument } from "./openapi-hook.js";
 import { openTestBus, startService, type StartedService } from "./services.js";
 
 export type OrganisationApp = Awaited<ReturnType<typeof createOrganisationApp>>;
@@ -206,6 +207,8 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
         ...(g.bus || g.ownBus ? { bus: gatewayBus, bearerCacheMs: config.BEARER_CACHE_MS } : {}),
         ...(g.bus || g.ownBus || config.PUBLIC_URL ? { publicUrl: config.publicUrl } : {}),
       });
+      // Every answer is checked against the gateway's OpenAPI document.
+      checkAnswersAgainstDocument(app);
       const running: RunningGateway = {
         app,
         base: "",

@@ -1,0 +1,134 @@
+// Webhook subscriptions and their delivery log, as the REST routes answer them.
+import { z } from "zod";
+import { EVENT_TYPE_NAMES } from "../../services/shared/event-types.js";
+
+const EventTypeName = z.enum(EVENT_TYPE_NAMES as [string, ...string[]]).describe("The event a subscription receives");
+const Time = z.iso.datetime();
+
+export const Subscription = z
+  .object({
+    id: z.number().int().positive(),
+    target_url: z.string().describe("Where each event is POSTed: an absolute https URL, at most 2048 characters"),
+    event_type: EventTypeName,
+    created_at: Time,
+    updated_at: Time,
+    disabled_at: Time.nullable().describe("Set while disabled (every delivery attempt failed for a while); a PUT re-enables it"),
+    disabled_reason: z.string().nullable().describe("Why it was disabled; null while enabled"),
+  })
+  .meta({ id: "Subscription", description: "A webhook subscription of the token's (organisation, client application) pair" });
+
+export const SubscriptionCreated = z
+  .object({
+    ...Subscription.shape,
+    secret: z.string().describe("The signing secret (whsec_…): shown once, in this answer, never again"),
+  })
+  .meta({ id: "SubscriptionCreated", description: "A new subscription, with its signing secret" });
+
+export const SubscriptionList = z.array(Subscription).describe("The pair's subscriptions, newest first: one page");
+
+const BODY_NOTE =
+  "A JSON object. The read-only fields of a subscription (id, secret, created_at, updated_at, disabled_at, disabled_reason) may be sent back as read and are ignored; any other field is a 400.";
+
+export const READ_ONLY_FIELDS = ["id", "secret", "created_at", "updated_at", "disabled_at", "disabled_reason"] as const;
+const readOnly = Object.fromEntries(READ_ONLY_FIELDS.map((name) => [name, z.unknown().optional().meta({ readOnly: true })]));
+const names = EVENT_TYPE_NAMES.join(" or ");
+
+/** A subscription body's fields; `required`: a create's (both fields must be there). */
+function body(required: boolean) {
+  const missing = (name: string, text: string) => (iss: { input?: unknown }) =>
+    iss.input === undefined ? text : `${name}: expected a string`;
+  const targetUrl = z.string({ error: missing("target_url", "target_url: required") });
+  const eventType = z.enum(EVENT_TYPE_NAMES as [string, ...string[]], {
+    error: (iss) =>
+      iss.input === undefined ? `event_type: required (${names})` : typeof iss.input === "string" ? `event_type: expected ${names}` : "event_type: expected a string",
+  });
+  return z.strictObject(
+    { target_url: required ? targetUrl : targetUrl.optional(), event_type: required ? eventType : eventType.optional(), ...readOnly },
+    {
+      error: (iss) =>
+        iss.code === "unrecognized_keys"
+          ? `unknown field ${JSON.stringify(String(iss.keys[0]).slice(0, 40))}; a subscription has target_url and event_type`
+          : "the body must be a JSON object",
+    },
+  );
+}
+
+export const CreateSubscriptionBody = body(true)
+  .describe(BODY_NOTE)
+  .meta({ examples: [{ target_url: "https://hooks.example.com/bizcard", event_type: "contact.created" }] });
+
+export const UpdateSubscriptionBody = body(false)
+  .describe(`${BODY_NOTE} Fields left out keep their value; an empty object (or no body) changes nothing but re-enables a disabled subscription.`)
+  .meta({ examples: [{ target_url: "https://hooks.example.com/bizcard/v2" }] });
+
+export const subscriptionExample = {
+  id: 42,
+  target_url: "https://hooks.example.com/bizcard",
+  event_type: "contact.created",
+  created_at: "2026-01-15T09:30:00.000Z",
+  updated_at: "2026-01-15T09:30:00.000Z",
+  disabled_at: null,
+  disabled_reason: null,
+};
+
+export const Attempt = z
+  .object({
+    id: z.uuid().describe("The attempt"),
+    delivery_id: z.number().int().positive().describe("The delivery (one event for this subscription) it belongs to: what the retry route takes"),
+    event_id: z.string().describe("The event's id: the webhook-id header the receiver got, the same on every attempt"),
+    event_type: EventTypeName,
+    attempt: z.number().int().positive().describe("1 for the first POST of the delivery, 2 for its first retry, …"),
+    status_code: z.number().int().nullable().describe("The HTTP status the receiver answered; null when none came"),
+    outcome: z.enum(["succeeded", "failed", "gave_up", "gone"]).describe('"failed" is retried at next_retry_at; "gone": the receiver answered 410'),
+    error: z.string().nullable().describe('null on success; else "HTTP <status>", "timeout: …", "refused: …" or "network: …"'),
+    duration_ms: z.number().int().min(0),
+    attempted_at: Time,
+    next_retry_at: Time.nullable().describe("When the next attempt of this delivery was planned after this one; null when none was"),
+  })
+  .meta({ id: "DeliveryAttempt", description: "One POST of one event to the subscription's target_url" });
+
+export const AttemptList = z.array(Attempt).describe("Newest first");
+
+export const Delivery = z
+  .object({
+    id: z.number().int().positive(),
+    event_id: z.string(),
+    event_type: EventTypeName,
+    subscription_id: z.number().int().positive(),
+    status: z.enum(["pending", "succeeded", "gave_up", "gone", "cancelled"]),
+    attempts: z.number().int().min(0).describe("Attempts made so far"),
+    status_code: z.number().int().nullable().describe("Of the last attempt"),
+    error: z.string().nullable().describe("Of the last attempt"),
+    next_retry_at: Time.nullable().describe("While pending: when it is sent next"),
+    created_at: Time,
+    updated_at: Time,
+  })
+  .meta({ id: "Delivery", description: "One event for one subscription, across its attempts" });
+
+export const attemptExample = {
+  id: "0b8f4c1e-6a5d-4c4e-9d3f-2f1a7b9c8e01",
+  delivery_id: 7,
+  event_id: "0b8c6d2e-41f7-4a3b-9c5d-7e8f9a0b1c2d",
+  event_type: "contact.created",
+  attempt: 1,
+  status_code: 500,
+  outcome: "failed",
+  error: "HTTP 500",
+  duration_ms: 41,
+  attempted_at: "2026-01-15T09:31:00.000Z",
+  next_retry_at: "2026-01-15T09:31:05.000Z",
+};
+
+export const deliveryExample = {
+  id: 7,
+  event_id: "0b8c6d2e-41f7-4a3b-9c5d-7e8f9a0b1c2d",
+  event_type: "contact.created",
+  subscription_id: 42,
+  status: "pending",
+  attempts: 1,
+  status_code: 500,
+  error: "HTTP 500",
+  next_retry_at: "2026-01-15T09:32:00.000Z",
+  created_at: "2026-01-15T09:31:00.000Z",
+  updated_at: "2026-01-15T09:32:00.000Z",
+};

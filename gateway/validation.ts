@@ -1,0 +1,52 @@
+// Request validation from the routes' zod schemas, answered in the one error
+// shape: 400 invalid_request with the first problem's message. Schemas give
+// their own messages (the texts clients and tests know, such as "limit:
+// expected a whole number from 1 to 100"); a problem without one is named
+// "<field>: <zod's message>".
+//
+// When several things are wrong, the answer names the first in the order the
+// client wrote them, and a missing field only when nothing else is wrong.
+//
+// Some request schemas only document: the OAuth endpoints' parameters follow
+// RFC 6749's rules (a repeated parameter, "" as omitted; the auth service
+// owns the grant rules). Those are marked with documentOnly() and pass
+// through unchanged.
+import type { FastifySchemaCompiler } from "fastify";
+import { z } from "zod";
+import { HttpError } from "./errors.js";
+
+const DOCUMENT_ONLY = new WeakSet<object>();
+
+/** A request schema for the document only: the route checks this part itself. */
+export function documentOnly<T extends z.ZodType>(schema: T): T {
+  DOCUMENT_ONLY.add(schema);
+  return schema;
+}
+
+function describe(issue: z.core.$ZodIssue, part: string): string {
+  const field = issue.path.length ? issue.path.map(String).join(".") : part;
+  // A message the schema gave (error: …) is the answer as it is.
+  if (!/^(Invalid|Too|Unrecognized|Expected)/.test(issue.message)) return issue.message;
+  return `${field}: ${issue.message.charAt(0).toLowerCase()}${issue.message.slice(1)}`;
+}
+
+/** The issue to answer with: the first in the input's own key order, a missing field last. */
+function first(issues: z.core.$ZodIssue[], data: unknown): z.core.$ZodIssue {
+  const keys = data && typeof data === "object" && !Array.isArray(data) ? Object.keys(data) : [];
+  const rank = (issue: z.core.$ZodIssue) => {
+    const key = issue.code === "unrecognized_keys" ? issue.keys[0] : issue.path[0];
+    const at = typeof key === "string" ? keys.indexOf(key) : -1;
+    return at < 0 ? keys.length + 1 : at;
+  };
+  return [...issues].sort((a, b) => rank(a) - rank(b))[0]!;
+}
+
+export const validatorCompiler: FastifySchemaCompiler<z.ZodType> = ({ schema, httpPart }) => {
+  // Nothing returned as `value`: the request keeps its part exactly as it came (no body stays undefined).
+  if (DOCUMENT_ONLY.has(schema)) return () => ({});
+  return (data) => {
+    const result = schema.safeParse(data);
+    if (result.success) return { value: result.data };
+    return { error: new HttpError(400, "invalid_request", describe(first(result.error.issues, data), httpPart ?? "request")) };
+  };
+};
