@@ -18,6 +18,7 @@ import { healthRoutes } from "./routes/health.js";
 import { introspectRoutes } from "./routes/introspect.js";
 import { contactRoutes } from "./routes/contacts.js";
 import { deliveryRoutes } from "./routes/deliveries.js";
+import { eventTypeRoutes } from "./routes/event-types.js";
 import { meRoutes } from "./routes/me.js";
 import { metadataRoutes } from "./routes/metadata.js";
 import { revokeRoutes } from "./routes/revoke.js";
@@ -169,6 +170,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   subscriptionRoutes(app, bearer, options.clients.webhook, issuer);
   deliveryRoutes(app, bearer, options.clients.webhook, options.clients.delivery, issuer);
   contactRoutes(app, bearer, options.clients.organisation, issuer);
+  eventTypeRoutes(app);
   const sessionCookie = createSessionCookie(options.publicUrl ?? "http://localhost");
   authorizeRoutes(app, auth, sessionCookie);
   accountRoutes(app, auth, sessionCookie);
