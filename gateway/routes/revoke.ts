@@ -36,7 +36,10 @@ export function revokeRoutes(app: FastifyInstance, auth: Client<typeof AuthServi
      * submitted an invalid token. [...] The content of the response body is
      * ignored by the client as all necessary information is conveyed in the
      * response code."
+     * The body may be anything, then; it is `{}` as JSON because widely used
+     * client libraries parse every answer of the authorization server's
+     * endpoints as JSON and fail on an empty one.
      */
-    return reply.status(200).headers(NO_STORE).send();
+    return reply.status(200).headers(NO_STORE).type("application/json; charset=utf-8").send("{}");
   });
 }
