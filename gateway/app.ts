@@ -19,6 +19,8 @@ import { introspectRoutes } from "./routes/introspect.js";
 import { contactRoutes } from "./routes/contacts.js";
 import { deliveryRoutes } from "./routes/deliveries.js";
 import { eventTypeRoutes } from "./routes/event-types.js";
+import { landingRoutes } from "./routes/landing.js";
+import { docsPageRoutes } from "./openapi/docs-page.js";
 import { meRoutes } from "./routes/me.js";
 import { metadataRoutes } from "./routes/metadata.js";
 import { revokeRoutes } from "./routes/revoke.js";
@@ -175,5 +177,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   authorizeRoutes(app, auth, sessionCookie);
   accountRoutes(app, auth, sessionCookie);
   pageAssetRoutes(app);
+  landingRoutes(app);
+  docsPageRoutes(app);
   return app;
 }
