@@ -133,7 +133,7 @@ function webhookPathItem(type: EventType) {
         ),
         headerParameter(
           "webhook-signature",
-          "`v1,<base64 HMAC-SHA256 of \"<webhook-id>.<webhook-timestamp>.<raw body>\">` under the subscription's secret; several are separated by spaces.",
+          "`v1,<base64>`: the HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>` under the subscription's secret. Several signatures are separated by spaces; one valid is enough.",
           { type: "string", pattern: "^v1,[A-Za-z0-9+/]+={0,2}( v1,[A-Za-z0-9+/]+={0,2})*$" },
           headers["webhook-signature"],
         ),
