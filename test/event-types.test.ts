@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { EXAMPLE_SECRET, webhooksObject } from "../gateway/openapi/events.js";
-import { apiCaller, type AppClient } from "./support/api-client.js";
+import { apiCaller, expectError, type AppClient } from "./support/api-client.js";
 import { startPlatform, type Platform } from "./support/platform.js";
 import { waitFor } from "./support/processes.js";
 import { startReceiver, type Receiver } from "./support/receiver.js";
@@ -87,6 +87,12 @@ describe("GET /oauth/webhooks/event-types", () => {
       expect(validate(type.example), JSON.stringify(validate.errors)).toBe(true);
       expect(type.example.type).toBe(type.name);
     }
+  });
+
+  it("another method is 405 in the one error shape, with Allow", async () => {
+    const res = await fetch(`${base}/oauth/webhooks/event-types`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(res.headers.get("allow")).toMatch(/GET/);
+    await expectError(res, 405, "method_not_allowed");
   });
 
   it("the schemas reject what is not a body of that type", async () => {
