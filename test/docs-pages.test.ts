@@ -41,6 +41,18 @@ describe("GET /", () => {
     for (const href of links) expect(href).toMatch(/^\/(?!\/)/);
   });
 
+  it("another method is 405 in the one error shape, with Allow: GET (an unknown path beside it stays 404)", async () => {
+    for (const path of ["/", "/docs"]) {
+      const res = await fetch(`${base}${path}`, { method: "DELETE" });
+      expect(res.status).toBe(405);
+      expect(res.headers.get("allow")!.split(",").map((m) => m.trim())).toContain("GET");
+      expect(Object.keys((await res.json()) as object).sort()).toEqual(["error", "error_description"]);
+    }
+    const unknown = await fetch(`${base}/docs/nope.js`);
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toMatchObject({ error: "not_found" });
+  });
+
   it("the links it gives to this gateway's own routes answer", async () => {
     const html = await (await fetch(`${base}/`)).text();
     for (const href of ["/docs", "/oauth/webhooks/event-types", "/.well-known/oauth-authorization-server", "/account/applications", "/healthz", "/readyz"]) {
