@@ -8,7 +8,7 @@ import addFormats from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { EXAMPLE_SECRET, webhooksObject } from "../gateway/openapi/events.js";
+import { EXAMPLE_SECRET, EventTypesAnswerSchema, webhooksObject } from "../gateway/openapi/events.js";
 import { apiCaller, expectError, type AppClient } from "./support/api-client.js";
 import { startPlatform, type Platform } from "./support/platform.js";
 import { waitFor } from "./support/processes.js";
@@ -68,6 +68,8 @@ describe("GET /oauth/webhooks/event-types", () => {
   it("is public and lists contact.created and contact.updated with a description, a 2020-12 schema and an example", async () => {
     const types = await catalog();
     expect(types.map((t) => t.name)).toEqual(["contact.created", "contact.updated"]);
+    // The zod schema the route's documented answer is made from agrees with the answer.
+    expect(EventTypesAnswerSchema.safeParse(types).success).toBe(true);
     for (const type of types) {
       expect(Object.keys(type).sort()).toEqual(["description", "example", "name", "schema"]);
       expect(type.description.length).toBeGreaterThan(20);

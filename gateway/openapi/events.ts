@@ -84,6 +84,18 @@ export function eventTypes(): EventType[] {
   }));
 }
 
+/** The answer of GET /oauth/webhooks/event-types, as a zod schema (for the route's documented 200). */
+export const EventTypesAnswerSchema = z
+  .array(
+    z.object({
+      name: z.enum(EVENT_TYPE_NAMES as [EventTypeName, ...EventTypeName[]]).describe("The event type, as a subscription's event_type names it."),
+      description: z.string().describe("What happened when this event is sent."),
+      schema: z.record(z.string(), z.unknown()).describe("Self-contained JSON Schema 2020-12 of the whole body a subscriber receives."),
+      example: z.union(EVENT_TYPE_NAMES.map((name) => eventSchema(name)) as [ReturnType<typeof eventSchema>, ...ReturnType<typeof eventSchema>[]]).describe("A whole body."),
+    }),
+  )
+  .describe("One entry per event type.");
+
 export const VERIFY_TEXT = [
   "Each delivery is a `POST` to the subscription's `target_url` with `Content-Type: application/json` and `User-Agent: bizcard-webhooks/1`, signed the [Standard Webhooks](https://www.standardwebhooks.com/) way.",
   "",
