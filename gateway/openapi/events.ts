@@ -115,6 +115,9 @@ export const VERIFY_TEXT = [
     "Events can arrive out of order: use `timestamp` and `data.updated_at`.",
 ].join("\n");
 
+/** The tag of the webhook operations; the document's `tags` should list it. */
+export const WEBHOOK_TAG = { name: "Webhook events", description: "What a subscription's target_url receives: one signed POST per event" };
+
 function headerParameter(name: string, description: string, schema: JsonSchema, example: string) {
   return { name, in: "header" as const, required: true, description, schema, example };
 }
@@ -128,7 +131,7 @@ function webhookPathItem(type: EventType) {
       operationId: `${type.name.replace(/\.(\w)/g, (_m, c: string) => c.toUpperCase())}Event`,
       summary: SUMMARIES[type.name],
       description: `${type.description}\n\n${VERIFY_TEXT}`,
-      tags: ["Webhook events"],
+      tags: [WEBHOOK_TAG.name],
       security: [],
       parameters: [
         headerParameter(
