@@ -91,6 +91,21 @@ describe("GET /docs", () => {
     expect(js).toContain('dom_id: "#swagger-ui"');
     expect(js).toContain("validatorUrl: null");
     expect(js).toContain("queryConfigEnabled: false");
+    expect(js).toContain("usePkceWithAuthorizationCodeGrant: true");
+    expect(js).toContain('oauth2RedirectUrl: window.location.origin + "/docs/oauth2-redirect.html"');
+  });
+
+  it("the Authorize dialog's redirect page: the package's own, no inline script, under the docs policy", async () => {
+    const res = await fetch(`${base}/docs/oauth2-redirect.html`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(res.headers.get("content-security-policy")).toBe(DOCS_CSP);
+    const html = await res.text();
+    expect([...html.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)].map((m) => [m[1]!.trim(), m[2]])).toEqual([['src="oauth2-redirect.js"', ""]]);
+    const js = await fetch(`${base}/docs/oauth2-redirect.js`);
+    expect(js.status).toBe(200);
+    expect(js.headers.get("content-type")).toBe("text/javascript; charset=utf-8");
+    expect(await js.text()).toContain("swaggerUIRedirectOauth2");
   });
 
   it("the bundle and the stylesheet: swagger-ui-dist's own files, with an ETag, cached an hour, 304 when unchanged", async () => {

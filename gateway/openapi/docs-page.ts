@@ -42,6 +42,10 @@ window.ui = SwaggerUIBundle({
   defaultModelsExpandDepth: 0,
   tryItOutEnabled: false,
   persistAuthorization: false,
+  // The Authorize dialog's authorization code flow: this server requires PKCE (S256), and the
+  // code comes back to the package's own redirect page (a client must list it as a redirect URI).
+  usePkceWithAuthorizationCodeGrant: true,
+  oauth2RedirectUrl: window.location.origin + "${DOCS_PATH}/oauth2-redirect.html",
 });
 `;
 
@@ -93,4 +97,7 @@ export function docsPageRoutes(app: FastifyInstance): void {
   asset(app, `${DOCS_PATH}/swagger-ui.css`, "text/css; charset=utf-8", distFile("swagger-ui.css"), policy);
   asset(app, `${DOCS_PATH}/docs-init.js`, "text/javascript; charset=utf-8", INIT, policy);
   asset(app, `${DOCS_PATH}/docs.css`, "text/css; charset=utf-8", CSS, policy);
+  // The Authorize dialog's redirect target: the package's page (no inline script) and its script.
+  asset(app, `${DOCS_PATH}/oauth2-redirect.html`, "text/html; charset=utf-8", distFile("oauth2-redirect.html"), { ...policy, "referrer-policy": "no-referrer" });
+  asset(app, `${DOCS_PATH}/oauth2-redirect.js`, "text/javascript; charset=utf-8", distFile("oauth2-redirect.js"), policy);
 }
