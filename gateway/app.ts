@@ -18,6 +18,9 @@ import { healthRoutes } from "./routes/health.js";
 import { introspectRoutes } from "./routes/introspect.js";
 import { contactRoutes } from "./routes/contacts.js";
 import { deliveryRoutes } from "./routes/deliveries.js";
+import { eventTypeRoutes } from "./routes/event-types.js";
+import { landingRoutes } from "./routes/landing.js";
+import { docsPageRoutes } from "./openapi/docs-page.js";
 import { meRoutes } from "./routes/me.js";
 import { metadataRoutes } from "./routes/metadata.js";
 import { revokeRoutes } from "./routes/revoke.js";
@@ -29,6 +32,7 @@ import { pageAssetRoutes } from "./pages/assets.js";
 import { createSessionCookie } from "./session-cookie.js";
 import { stringParamGuard } from "./string-params.js";
 import { registerOpenApi, type OpenApiOptions } from "./openapi/document.js";
+import { webhooksObject } from "./openapi/events.js";
 import { openapiRoutes } from "./openapi/routes.js";
 import { validatorCompiler } from "./validation.js";
 
@@ -162,7 +166,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
 
   const issuer = (options.publicUrl ?? DEFAULT_ISSUER).replace(/\/+$/, "");
   // Before any route: @fastify/swagger collects the routes as they are added.
-  await registerOpenApi(app, { publicUrl: issuer, webhooks: options.webhooks });
+  await registerOpenApi(app, { publicUrl: issuer, webhooks: options.webhooks ?? webhooksObject() });
   const auth = options.clients.auth;
   const bearerCache = await BearerCache.open({
     authenticate: (accessToken) => auth.authenticateAccessToken({ accessToken }),
@@ -184,10 +188,13 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   subscriptionRoutes(app, bearer, options.clients.webhook, issuer);
   deliveryRoutes(app, bearer, options.clients.webhook, options.clients.delivery, issuer);
   contactRoutes(app, bearer, options.clients.organisation, issuer);
+  eventTypeRoutes(app);
   const sessionCookie = createSessionCookie(options.publicUrl ?? "http://localhost");
   authorizeRoutes(app, auth, sessionCookie);
   accountRoutes(app, auth, sessionCookie);
   pageAssetRoutes(app);
+  landingRoutes(app);
+  docsPageRoutes(app);
   openapiRoutes(app);
   return app;
 }

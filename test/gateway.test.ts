@@ -120,7 +120,7 @@ describe("routing errors", () => {
       ["/nope", {}],
       ["/oauth/nope?x=1", { headers: { accept: "text/html" } }],
       ["/healthz/", {}],
-      ["/", { method: "DELETE" }],
+      ["/oauth", { method: "DELETE" }],
       ["/nope", { method: "POST", headers: { "content-type": JSON_TYPE }, body: "{}" }],
     ] as [string, RequestInit][]) {
       const a = await call(path, init);

@@ -209,7 +209,7 @@ describe("revocation reaches every gateway within a second", () => {
 });
 
 describe("POST /oauth/revoke (RFC 7009)", () => {
-  it("200 with an empty body, no-store, for a known token, an unknown one, form or JSON, Basic or post", async () => {
+  it("200 with {} as JSON, no-store, for a known token, an unknown one, form or JSON, Basic or post", async () => {
     const token = await accessToken(app);
     const answers = [
       await post(`${a}/oauth/revoke`, { token: "bca_unknown", client_id: app.id, client_secret: app.secret }),
@@ -221,7 +221,8 @@ describe("POST /oauth/revoke (RFC 7009)", () => {
     ];
     for (const res of answers) {
       expect(res.status).toBe(200);
-      expect(await res.text()).toBe("");
+      expect(await res.text()).toBe("{}");
+      expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");
       expect(res.headers.get("cache-control")).toBe("no-store");
     }
     expect((await me(a, token)).status).toBe(401);

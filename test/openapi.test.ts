@@ -27,6 +27,14 @@ const HIDDEN = [
   "POST /oauth/interaction/:id/login",
   "GET /assets/pages.css",
   "GET /assets/icon.svg",
+  "GET /",
+  "GET /docs",
+  "GET /docs/swagger-ui-bundle.js",
+  "GET /docs/swagger-ui.css",
+  "GET /docs/docs-init.js",
+  "GET /docs/docs.css",
+  "GET /docs/oauth2-redirect.html",
+  "GET /docs/oauth2-redirect.js",
 ];
 
 let app: FastifyInstance;

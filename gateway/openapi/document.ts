@@ -8,6 +8,7 @@ import type { FastifyInstance } from "fastify";
 import type { OpenAPIV3_1 } from "openapi-types";
 import { SCOPES } from "../../services/auth/scopes.js";
 import { OPERATION_FIXES } from "./operation-fixes.js";
+import { WEBHOOK_TAG } from "./events.js";
 import { transformHiding, transformObjectWith } from "./transform.js";
 
 export interface OpenApiOptions {
@@ -22,7 +23,7 @@ export interface OpenApiOptions {
  * (sign-in, consent form, connected applications) and their assets.
  * GET /oauth/authorize is documented: it is where a client sends the user.
  */
-export const HIDDEN_ROUTES = [/^\/account\//, /^\/oauth\/interaction\//, /^\/assets\//];
+export const HIDDEN_ROUTES = [/^\/account\//, /^\/oauth\/interaction\//, /^\/assets\//, /^\/$/, /^\/docs(\/|$)/];
 
 export const isHidden = (url: string): boolean => HIDDEN_ROUTES.some((re) => re.test(url));
 
@@ -32,6 +33,7 @@ export const TAGS = [
   { name: "Deliveries", description: "Every POST made to a subscription's target, and sending one again" },
   { name: "Organisation", description: "The token's organisation and its contacts" },
   { name: "Health", description: "Liveness and readiness" },
+  WEBHOOK_TAG,
 ];
 
 const DESCRIPTION = `The REST and OAuth 2.0 endpoints of the business-card platform.

@@ -6,10 +6,11 @@ import { pagesCss } from "./pages-css.js";
 
 const ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#2f5bea"/><text x="16" y="23" font-family="system-ui, sans-serif" font-size="20" font-weight="700" fill="#fff" text-anchor="middle">b</text></svg>`;
 
-function asset(app: FastifyInstance, path: string, type: string, body: string): void {
+/** A fixed file at `path`, with an ETag of its bytes; `headers` are added to every answer. */
+export function asset(app: FastifyInstance, path: string, type: string, body: string | Buffer, headers: Record<string, string> = {}): void {
   const etag = `"${createHash("sha256").update(body).digest("base64url").slice(0, 22)}"`;
   app.get(path, async (request, reply) => {
-    reply.header("cache-control", "public, max-age=3600").header("etag", etag);
+    reply.headers(headers).header("cache-control", "public, max-age=3600").header("etag", etag);
     // RFC 9110 §13.1.2: "the origin server MUST NOT perform the requested
     // method if [...] the condition evaluates to false" — a GET answers 304.
     const match = request.headers["if-none-match"];

@@ -61,6 +61,12 @@ input:focus-visible { border-color: var(--accent); }
 .apps time { white-space: nowrap; }
 .empty, .detail { color: var(--muted); }
 .detail { font-size: .95rem; padding: .75rem 1rem; background: var(--ground); border-radius: 8px; overflow-wrap: anywhere; }
+.cta { margin: 0 0 .5rem; }
+.links { margin: 0; padding: 0; list-style: none; display: grid; gap: .5rem; }
+.links > li { padding: .65rem .8rem; border: 1px solid var(--line); border-radius: 8px; display: grid; grid-template-columns: auto 1fr; gap: .15rem .75rem; align-items: baseline; }
+.links a { font-weight: 600; }
+.path { justify-self: end; font-size: .8rem; color: var(--muted); background: var(--ground); padding: .1rem .4rem; border-radius: 4px; overflow-wrap: anywhere; }
+.link-text { grid-column: 1 / -1; color: var(--muted); font-size: .95rem; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; padding: 0; margin: -1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; border: 0; }
 @media (max-width: 40rem) {
   body { padding-top: 1rem; }

@@ -5,6 +5,7 @@
 import { Eta } from "eta";
 import { applications } from "./applications.js";
 import { consent } from "./consent.js";
+import { landing } from "./landing.js";
 import { layout } from "./layout.js";
 import { login } from "./login.js";
 import { message } from "./message.js";
@@ -15,6 +16,7 @@ eta.loadTemplate("@login", login);
 eta.loadTemplate("@consent", consent);
 eta.loadTemplate("@applications", applications);
 eta.loadTemplate("@message", message);
+eta.loadTemplate("@landing", landing);
 
 export interface ScopeText {
   name: string;
@@ -59,9 +61,14 @@ export interface MessagePage {
   link?: { href: string; label: string };
 }
 
+export interface LandingPage {
+  groups: { title: string; links: { href: string; label: string; text: string }[] }[];
+}
+
 export const pages = {
   login: (data: LoginPage): string => eta.render("@login", { email: "", ...data }),
   consent: (data: ConsentPage): string => eta.render("@consent", data),
   applications: (data: ApplicationsPage): string => eta.render("@applications", data),
   message: (data: MessagePage): string => eta.render("@message", data),
+  landing: (data: LandingPage): string => eta.render("@landing", data),
 };

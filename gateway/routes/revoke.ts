@@ -8,10 +8,10 @@ import type { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
 import { rpcOptions } from "../clients.js";
 import { NO_STORE, OAuthError, invalidClient, oauthErrorHandler } from "../oauth-errors.js";
 import { presentedClient, readParams } from "../oauth-params.js";
-import { revokeRoute } from "../schemas/oauth-routes.js";
+import { REVOKED_JSON, revokeRoute } from "../schemas/oauth-routes.js";
 
 export function revokeRoutes(app: FastifyInstance, auth: Client<typeof AuthService>): void {
-  app.post("/oauth/revoke", { schema: revokeRoute(), errorHandler: oauthErrorHandler }, async (request, reply) => {
+  app.post("/oauth/revoke", { schema: revokeRoute(REVOKED_JSON), errorHandler: oauthErrorHandler }, async (request, reply) => {
     const params = readParams(request.body);
     /*
      * RFC 7009 §2.1: "The client also includes its authentication credentials
@@ -37,7 +37,10 @@ export function revokeRoutes(app: FastifyInstance, auth: Client<typeof AuthServi
      * submitted an invalid token. [...] The content of the response body is
      * ignored by the client as all necessary information is conveyed in the
      * response code."
+     * The body may be anything, then; it is `{}` as JSON because widely used
+     * client libraries parse every answer of the authorization server's
+     * endpoints as JSON and fail on an empty one.
      */
-    return reply.status(200).headers(NO_STORE).send();
+    return reply.status(200).headers(NO_STORE).type("application/json; charset=utf-8").send("{}");
   });
 }

@@ -1,0 +1,175 @@
+// The event catalog: what a subscriber of each event type receives, as
+// schemas and examples. Served as GET /oauth/webhooks/event-types (an array
+// an integration platform builds its field mapping from) and as the OpenAPI
+// 3.1 document's `webhooks` object; both come from the zod schemas below, and
+// test/event-types.test.ts checks a really delivered body against them.
+// The body is built by services/delivery/fan-out/contact-fan-out.ts
+// (webhookBody) and signed by services/delivery/sender/webhook-sender.ts.
+import { Webhook } from "standardwebhooks";
+import { z } from "zod";
+import { EVENT_TYPE_NAMES, type EventTypeName } from "../../services/shared/event-types.js";
+import { CONTACT_EXAMPLE, ContactSchema } from "./contact-schema.js";
+import { selfContainedJsonSchema } from "./json-schema.js";
+
+type JsonSchema = Record<string, unknown>;
+
+const DESCRIPTIONS: Record<EventTypeName, string> = {
+  "contact.created": "A contact was created in the organisation. `data` is the new contact.",
+  "contact.updated": "A contact of the organisation was changed. `data` is the contact as it is after the change (all its fields, not only the changed ones).",
+};
+
+const SUMMARIES: Record<EventTypeName, string> = {
+  "contact.created": "A contact was created",
+  "contact.updated": "A contact was changed",
+};
+
+/** The body of one event: `{"type", "timestamp", "data"}`, as webhookBody writes it. */
+export function eventSchema(name: EventTypeName) {
+  return z
+    .object({
+      type: z.literal(name).describe("The event type; the same as the subscription's event_type."),
+      timestamp: z.iso.datetime().describe("When the change happened (RFC 3339, UTC). The same on every retry."),
+      data: ContactSchema,
+    })
+    .describe(DESCRIPTIONS[name]);
+}
+
+export type EventBody = z.output<ReturnType<typeof eventSchema>>;
+
+const EXAMPLE_TIMES: Record<EventTypeName, string> = {
+  "contact.created": "2026-11-22T13:45:00.000Z",
+  "contact.updated": "2026-11-22T14:02:31.517Z",
+};
+
+export function exampleEvent(name: EventTypeName): EventBody {
+  const timestamp = EXAMPLE_TIMES[name];
+  const data = name === "contact.created" ? CONTACT_EXAMPLE : { ...CONTACT_EXAMPLE, job_title: "Chief Scientist", updated_at: timestamp };
+  return { type: name, timestamp, data };
+}
+
+/** A made-up secret the examples are signed with, so a receiver can try its verification on them. */
+export const EXAMPLE_SECRET = "whsec_" + Buffer.from("bizcard example secret, not real").toString("base64");
+const EXAMPLE_IDS: Record<EventTypeName, string> = {
+  "contact.created": "0b8c2d4e-6f10-4a2b-8c3d-5e6f7a8b9c0d",
+  "contact.updated": "7e1f3a5c-9b2d-4e6f-a0b1-c2d3e4f5a6b7",
+};
+
+/** The three Standard Webhooks headers of the example delivery of `name` (signed with EXAMPLE_SECRET). */
+export function exampleHeaders(name: EventTypeName): { "webhook-id": string; "webhook-timestamp": string; "webhook-signature": string } {
+  const at = new Date(EXAMPLE_TIMES[name]);
+  const id = EXAMPLE_IDS[name];
+  return {
+    "webhook-id": id,
+    "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
+    "webhook-signature": new Webhook(EXAMPLE_SECRET).sign(id, at, JSON.stringify(exampleEvent(name))),
+  };
+}
+
+export interface EventType {
+  name: EventTypeName;
+  description: string;
+  /** JSON Schema 2020-12 of the whole body, self-contained. */
+  schema: JsonSchema;
+  /** A whole body. */
+  example: EventBody;
+}
+
+/** The catalog: every event type a subscription can name, in the order of EVENT_TYPE_NAMES. */
+export function eventTypes(): EventType[] {
+  return EVENT_TYPE_NAMES.map((name) => ({
+    name,
+    description: DESCRIPTIONS[name],
+    schema: selfContainedJsonSchema(eventSchema(name)),
+    example: exampleEvent(name),
+  }));
+}
+
+/** The answer of GET /oauth/webhooks/event-types, as a zod schema (for the route's documented 200). */
+export const EventTypesAnswerSchema = z
+  .array(
+    z.object({
+      name: z.enum(EVENT_TYPE_NAMES as [EventTypeName, ...EventTypeName[]]).describe("The event type, as a subscription's event_type names it."),
+      description: z.string().describe("What happened when this event is sent."),
+      schema: z.record(z.string(), z.unknown()).describe("Self-contained JSON Schema 2020-12 of the whole body a subscriber receives."),
+      example: z.union(EVENT_TYPE_NAMES.map((name) => eventSchema(name)) as [ReturnType<typeof eventSchema>, ...ReturnType<typeof eventSchema>[]]).describe("A whole body."),
+    }),
+  )
+  .describe("One entry per event type.");
+
+export const VERIFY_TEXT = [
+  "Each delivery is a `POST` to the subscription's `target_url` with `Content-Type: application/json` and `User-Agent: bizcard-webhooks/1`, signed the [Standard Webhooks](https://www.standardwebhooks.com/) way.",
+  "",
+  "**Verify before trusting the body.** The subscription's `secret` (`whsec_…`) is shown once, in the `201` answer of `POST /oauth/webhooks/subscriptions`; keep it. " +
+    "`webhook-signature` is `v1,<base64>`: the HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>` under the base64-decoded part of the secret after `whsec_` " +
+    "(a space-separated list when there are several). Compare in constant time, over the raw bytes as received (not re-serialised JSON), " +
+    "and reject a `webhook-timestamp` more than 5 minutes from your clock (replays). " +
+    "The `standardwebhooks` libraries do all of this: `new Webhook(secret).verify(rawBody, headers)`. " +
+    `The examples here are signed with the made-up secret \`${EXAMPLE_SECRET}\`, so you can try your check on them.`,
+  "",
+  "**Answer quickly** (within 10 seconds): any `2xx` means delivered; `410 Gone` deletes the subscription (REST Hooks); " +
+    "anything else (another status, including `3xx`, which is not followed; a timeout; a refused connection) is retried " +
+    "5 s, 30 s, 2 min, 10 min, 30 min, 2 h, 6 h and 12 h after each failure (each ±20 %), honouring `Retry-After` up to 1 hour, then given up. " +
+    "A subscription that has failed every attempt for days is disabled. Every attempt is listed by `GET /oauth/webhooks/subscriptions/{id}/deliveries`.",
+  "",
+  "**At least once:** a retry sends the same body under the same `webhook-id`, with a fresh `webhook-timestamp` and signature; deduplicate by `webhook-id`. " +
+    "Events can arrive out of order: use `timestamp` and `data.updated_at`.",
+].join("\n");
+
+/** The tag of the webhook operations; the document's `tags` should list it. */
+export const WEBHOOK_TAG = { name: "Webhook events", description: "What a subscription's target_url receives: one signed POST per event" };
+
+function headerParameter(name: string, description: string, schema: JsonSchema, example: string) {
+  return { name, in: "header" as const, required: true, description, schema, example };
+}
+
+/** One entry of the OpenAPI 3.1 `webhooks` object: the POST a subscriber of `name` receives. */
+function webhookPathItem(type: EventType) {
+  const headers = exampleHeaders(type.name);
+  const { $schema: _dialect, ...schema } = type.schema;
+  return {
+    post: {
+      operationId: `${type.name.replace(/\.(\w)/g, (_m, c: string) => c.toUpperCase())}Event`,
+      summary: SUMMARIES[type.name],
+      description: `${type.description}\n\n${VERIFY_TEXT}`,
+      tags: [WEBHOOK_TAG.name],
+      security: [],
+      parameters: [
+        headerParameter(
+          "webhook-id",
+          "The event's id (a UUID): the same on every retry of this event. Deduplicate by it; it is also `event_id` in the delivery log.",
+          { type: "string", format: "uuid" },
+          headers["webhook-id"],
+        ),
+        headerParameter(
+          "webhook-timestamp",
+          "When this attempt was signed, in Unix seconds. Reject a value more than 5 minutes from your clock.",
+          { type: "string", pattern: "^[0-9]+$" },
+          headers["webhook-timestamp"],
+        ),
+        headerParameter(
+          "webhook-signature",
+          "`v1,<base64>`: the HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>` under the subscription's secret. Several signatures are separated by spaces; one valid is enough.",
+          { type: "string", pattern: "^v1,[A-Za-z0-9+/]+={0,2}( v1,[A-Za-z0-9+/]+={0,2})*$" },
+          headers["webhook-signature"],
+        ),
+      ],
+      requestBody: {
+        required: true,
+        description: `The \`${type.name}\` event.`,
+        content: { "application/json": { schema, example: type.example } },
+      },
+      responses: {
+        "2XX": { description: "Accepted: the event is delivered and not sent again. The answer's body is read up to 64 KiB and ignored." },
+        "410": { description: "Gone: the subscription is deleted (REST Hooks unsubscribe); nothing more is sent to it." },
+        default: { description: "Anything else (or no answer within 10 seconds): the event is sent again later, on the retry schedule above." },
+      },
+    },
+  };
+}
+
+export type WebhookPathItem = ReturnType<typeof webhookPathItem>;
+
+/** The OpenAPI 3.1 `webhooks` object (OpenAPI 3.1 §4.8.1: "The incoming webhooks that MAY be received as part of this API"). */
+export function webhooksObject(): Record<EventTypeName, WebhookPathItem> {
+  return Object.fromEntries(eventTypes().map((type) => [type.name, webhookPathItem(type)])) as Record<EventTypeName, WebhookPathItem>;
+}
