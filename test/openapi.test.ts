@@ -48,11 +48,15 @@ beforeAll(async () => {
 afterAll(() => app?.close());
 
 describe("the OpenAPI document", () => {
-  it("passes redocly lint with the recommended-strict rules (a warning fails it)", async () => {
+  it.each([
+    ["a deployment's", "https://bizcard.test"],
+    ["npm start's (PUBLIC_URL on localhost)", "http://localhost:8080"],
+  ])("passes redocly lint with the recommended-strict rules (a warning fails it): %s document", async (_which, publicUrl) => {
     const dir = await mkdtemp(join(tmpdir(), "openapi-"));
+    const other = publicUrl === "https://bizcard.test" ? undefined : await documentGateway(publicUrl, {});
     try {
       const file = join(dir, "openapi.json");
-      await writeFile(file, JSON.stringify(doc));
+      await writeFile(file, JSON.stringify(other ? other.swagger() : doc));
       const run = await promisify(execFile)(process.execPath, ["node_modules/@redocly/cli/bin/cli.js", "lint", "--config", "redocly.yaml", "--format", "stylish", file], {
         env: { ...process.env, REDOCLY_TELEMETRY: "off", REDOCLY_SUPPRESS_UPDATE_NOTICE: "true", NO_COLOR: "1" },
       }).catch((err: { stdout: string; stderr: string }) => ({ stdout: err.stdout, stderr: `lint failed\n${err.stderr}` }));
@@ -61,6 +65,7 @@ describe("the OpenAPI document", () => {
       expect(run.stderr + run.stdout).toMatch(/Your API description is valid/);
       expect(run.stderr + run.stdout).not.toMatch(/\d+ (error|warning)s?\b/);
     } finally {
+      await other?.close();
       await rm(dir, { recursive: true, force: true });
     }
   }, 60_000);
