@@ -31,6 +31,7 @@ let pool: pg.Pool;
 let bus: InProcessBus;
 const exec: Exec = async (sql, params) => (await pool.query(sql, params)).rows;
 const closers: (() => Promise<void>)[] = [];
+let authApp: Awaited<ReturnType<typeof createAuthApp>> | undefined;
 
 beforeAll(async () => {
   // Real PostgreSQL whatever the run's backends: the embedded start has its own test (prune-embedded).
@@ -51,6 +52,7 @@ const deps = () => ({ config, databaseUrl: db.url, databasePoolMax: 3, bus, logg
 describe("auth", () => {
   it("deletes expired tokens, codes, sessions, interactions and rate-limit counters in batches; keeps the live ones", async () => {
     const app = await createAuthApp(deps());
+    authApp = app;
     closers.push(() => app.close());
     await seedAuthRows(exec);
     // One kind by hand, before the timer runs: batches of 100 until one comes back short.
@@ -64,6 +66,21 @@ describe("auth", () => {
       return rows.session.length === 1 && rows.rate_limit.length === 1 && rows.refresh_token.length <= 2 ? rows : undefined;
     }, 20_000, "auth rows pruned");
     expect(left).toEqual(AUTH_ROWS_KEPT);
+  });
+
+
+  it("overlapping runs (several replicas, and the timer) neither fail nor wait on each other, and delete each row once", async () => {
+    const app = authApp!;
+    await exec(`insert into "auth"."session" ("id_hash", "member_id", "organisation_id", "member_email", "csrf_token", "created_at", "expires_at")
+      select 'overlap-' || i, gen_random_uuid(), gen_random_uuid(), 'm@prune.test', 'c', now() - interval '1 day', now() - interval '1 hour'
+      from generate_series(1, 1000) i`);
+    const sessions = authPruneTargets("auth").find((t) => t.name === "sessions")!;
+    const runs = await Promise.all([1, 2, 3].map(() => deleteInBatches(app.orm, sessions, 50)));
+    const deleted = runs.flat().reduce((a, b) => a + b, 0);
+    // The service's own timer (every second) may have taken some of them.
+    expect(deleted).toBeGreaterThan(0);
+    expect(deleted).toBeLessThanOrEqual(1000);
+    expect((await authRowsLeft(exec)).session).toEqual(["live-session"]);
   });
 });
 
