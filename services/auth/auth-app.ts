@@ -18,10 +18,10 @@ import { AuthorizationCodeEntity } from "./grants/authorization-code.entity.js";
 import { GrantEntity } from "./grants/grant.entity.js";
 import { createGrantStore } from "./grants/grants.js";
 import { AccessTokenEntity } from "./tokens/access-token.entity.js";
-import { startExpiredSweep } from "./tokens/expired-sweep.js";
 import { RefreshTokenEntity } from "./tokens/refresh-token.entity.js";
 import { createPostgresFailureLimits } from "./rate-limit/postgres-failure-limits.js";
 import { RateLimitEntity } from "./rate-limit/rate-limit.entity.js";
+import { startAuthPruning } from "./prune/auth-prune.js";
 
 /** Every table of the auth schema but the outbox's (written with SQL by services/shared/outbox/). */
 export const AUTH_ENTITIES = [
@@ -56,7 +56,7 @@ export async function createAuthApp(
     publishTimeoutMs: config.OUTBOX_PUBLISH_TIMEOUT_MS,
   });
   const onEventCommitted = () => relay.wake();
-  let stopSweep = () => {};
+  let pruning: { stop(): Promise<void> } | undefined;
   const organisations = createRpcClient(OrganisationService, {
     baseUrl: config.organisationRpcUrl,
     timeoutMs: config.RPC_TIMEOUT_MS,
@@ -89,10 +89,10 @@ export async function createAuthApp(
     readiness: () => runChecks({ database: () => pingDatabase(orm) }, { bus: () => bus.ping() }),
     start: async () => {
       relay.start();
-      stopSweep = startExpiredSweep({ orm, schema: AUTH_SCHEMA, logger });
+      pruning = startAuthPruning({ orm, schema: AUTH_SCHEMA, settings: config, logger });
     },
     close: async () => {
-      stopSweep();
+      await pruning?.stop();
       await relay.stop();
       await orm.close();
     },

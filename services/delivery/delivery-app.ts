@@ -13,6 +13,7 @@ import { ConsumerPositionEntity, DeliveryEntity, DeliveryEventEntity } from "./d
 import { DELIVERY_SCHEMA, createDeliveryService } from "./delivery-service.js";
 import { consumeContactEvents } from "./fan-out/contact-fan-out.js";
 import { deliveryMigrations } from "./migrations/index.js";
+import { startDeliveryPruning } from "./prune/delivery-prune.js";
 import { createWebhookSender } from "./sender/webhook-sender.js";
 import { DeliveryWorker } from "./worker/delivery-worker.js";
 
@@ -60,17 +61,20 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
     }),
   });
   let fanOut: Consumer | undefined;
+  let pruning: { stop(): Promise<void> } | undefined;
   return {
     name: "delivery",
     routes: (router) => router.service(DeliveryService, createDeliveryService({ orm, store, onRetry: () => worker.wake() })),
     readiness: () => runChecks({ database: () => pingDatabase(orm), bus: () => bus.ping() }),
     start: async () => {
       if (options.workers !== false) worker.start();
+      pruning = startDeliveryPruning({ orm, schema: DELIVERY_SCHEMA, settings: config, logger });
       if (options.fanOut !== false) fanOut = await consumeContactEvents({ bus, store, webhook, logger, onDeliveries: () => worker.wake() });
     },
     close: async () => {
       await fanOut?.stop();
       await worker.stop();
+      await pruning?.stop();
       await sender.close();
       await orm.close();
     },

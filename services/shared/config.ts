@@ -203,6 +203,13 @@ const shape = {
   GATEWAY_HEADERS_TIMEOUT_MS: int(5_000, 100, 600_000),
   /** Gateway: an idle keep-alive connection is closed after this long (above common load balancers' 60 s). */
   GATEWAY_KEEP_ALIVE_TIMEOUT_MS: int(72_000, 100, 600_000),
+  // Pruning (services/shared/prune/): each service deletes its own expired rows.
+  /** Auth and delivery: how often each prunes its tables, in seconds (each wait stretched or shrunk by up to 20 %). */
+  PRUNE_INTERVAL_SECONDS: int(600, 1, 86_400),
+  /** Rows deleted per statement (each its own short transaction) while pruning. */
+  PRUNE_BATCH_SIZE: int(500, 1, 100_000),
+  /** Delivery: finished deliveries and attempts are kept this many days after their last activity. */
+  DELIVERY_LOG_RETENTION_DAYS: int(30, 1, 3650),
 };
 
 /** 10.0.0.1, ::1, 10.0.0.0/8, fd00::/8 */

@@ -27,7 +27,7 @@ export const AuthorizationCodeEntity = defineEntity({
     scopes: p.json<string[]>(),
     /** RFC 7636 S256 challenge; "" when the confidential client sent none. */
     codeChallenge: p.text(),
-    expiresAt: p.datetime(3),
+    expiresAt: p.datetime(3).index("authorization_code_expires_at_index"),
     usedAt: p.datetime(3).nullable(),
     /** The token family its exchange issued (revoked with the grant on a replay). */
     family: p.uuid().nullable(),

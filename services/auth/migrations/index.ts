@@ -4,10 +4,12 @@ import { InitialAuthSchema } from "./2026-11-22-initial.js";
 import { TokensAuthSchema } from "./2026-11-23-tokens.js";
 import { InteractionsSchema } from "./2026-11-23-interactions.js";
 import { CodeRedirectUriSchema } from "./2026-11-24-code-redirect-uri.js";
+import { ExpiryIndexesSchema } from "./2026-11-25-expiry-indexes.js";
 
 export const authMigrations: MigrationObject[] = [
   { name: "2026-11-22-initial", class: InitialAuthSchema },
   { name: "2026-11-23-tokens", class: TokensAuthSchema },
   { name: "2026-11-23-interactions", class: InteractionsSchema },
   { name: "2026-11-24-code-redirect-uri", class: CodeRedirectUriSchema },
+  { name: "2026-11-25-expiry-indexes", class: ExpiryIndexesSchema },
 ];

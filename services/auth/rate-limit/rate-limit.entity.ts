@@ -12,7 +12,7 @@ export const RateLimitEntity = defineEntity({
     key: p.string().length(255).primary(),
     points: p.integer().default(0),
     /** Epoch milliseconds. */
-    expire: p.bigint().nullable(),
+    expire: p.bigint().nullable().index("rate_limit_expire_index"),
   },
 });
 

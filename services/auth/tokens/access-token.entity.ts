@@ -27,7 +27,7 @@ export const AccessTokenEntity = defineEntity({
     family: p.uuid().nullable().index("access_token_family_index"),
     scopes: p.json<string[]>(),
     createdAt: p.datetime(3),
-    expiresAt: p.datetime(3),
+    expiresAt: p.datetime(3).index("access_token_expires_at_index"),
   },
   // Withdrawing a grant also ends the pair's client_credentials tokens.
   indexes: [{ name: "access_token_pair_index", properties: ["organisationId", "clientId"] }],

@@ -1,38 +1,33 @@
 // Expired codes and tokens are deleted now and then (they are refused by
 // their expiry anyway; this only keeps the tables small). A used or expired
-// code is kept for a day, so that a late replay is still recognised; a rotated
-// refresh token lives until its own expiry, so that reuse is detected.
+// code is kept for a day, so that a late replay is still recognised. A
+// refresh token family's rows (the rotated ones too) stay while any token of
+// the family lives, so that the reuse of a rotated one is still detected and
+// revokes the family. Grants are never pruned: a grant is the member's
+// consent, one per organisation and client, kept (whether its access tokens
+// have all expired or not) until it is revoked.
 import type { MikroORM } from "@mikro-orm/postgresql";
-import type { Logger } from "../../shared/logger.js";
+import { deleteInBatches, type PruneTarget } from "../../shared/prune/batch-delete.js";
 
-export async function deleteExpired(orm: MikroORM, schema: string): Promise<number> {
-  const em = orm.em.fork();
-  let deleted = 0;
-  for (const sql of [
-    `delete from "${schema}"."authorization_code" where "expires_at" < now() - interval '1 day'`,
-    `delete from "${schema}"."access_token" where "expires_at" < now()`,
-    `delete from "${schema}"."refresh_token" where "expires_at" < now()`,
-  ]) {
-    const res = await em.getConnection().execute(sql, [], "run");
-    deleted += Number((res as { affectedRows?: number }).affectedRows ?? 0);
-  }
-  return deleted;
+export function expiredTokenTargets(schema: string): PruneTarget[] {
+  const table = (name: string) => `"${schema}"."${name}"`;
+  return [
+    { name: "authorization codes", table: table("authorization_code"), where: `t."expires_at" < now() - interval '1 day'` },
+    { name: "access tokens", table: table("access_token"), where: `t."expires_at" < now()` },
+    {
+      name: "refresh tokens",
+      table: table("refresh_token"),
+      where: `t."expires_at" < now() and not exists (
+        select 1 from ${table("refresh_token")} l where l."family" = t."family" and l."expires_at" >= now())`,
+    },
+  ];
 }
 
-/** Sweeps every intervalMs (first after a minute); returns the stop function. Replicas may overlap: deletes are idempotent. */
-export function startExpiredSweep(options: { orm: MikroORM; schema: string; logger: Logger; intervalMs?: number }): () => void {
-  const sweep = () => {
-    deleteExpired(options.orm, options.schema).then(
-      (deleted) => options.logger.debug({ deleted }, "expired codes and tokens deleted"),
-      (err) => options.logger.warn({ err }, "deleting expired codes and tokens failed"),
-    );
-  };
-  const first = setTimeout(sweep, 60_000);
-  const every = setInterval(sweep, options.intervalMs ?? 3_600_000);
-  first.unref();
-  every.unref();
-  return () => {
-    clearTimeout(first);
-    clearInterval(every);
-  };
+/** Deletes every expired code and token now (in batches); answers how many. */
+export async function deleteExpired(orm: MikroORM, schema: string, batchSize = 500): Promise<number> {
+  let deleted = 0;
+  for (const target of expiredTokenTargets(schema)) {
+    for (const count of await deleteInBatches(orm, target, batchSize)) deleted += count;
+  }
+  return deleted;
 }

@@ -22,7 +22,7 @@ export const RefreshTokenEntity = defineEntity({
     /** The scopes originally granted to the family (a refresh may only narrow them). */
     scopes: p.json<string[]>(),
     createdAt: p.datetime(3),
-    expiresAt: p.datetime(3),
+    expiresAt: p.datetime(3).index("refresh_token_expires_at_index"),
     /** When it was exchanged for its successor; null while current. */
     rotatedAt: p.datetime(3).nullable(),
     /** The answer of that exchange, AES-256-GCM under a key derived from this token (retry window). */

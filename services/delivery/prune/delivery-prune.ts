@@ -1,0 +1,44 @@
+// What the delivery service prunes (services/shared/prune/): the delivery log
+// past DELIVERY_LOG_RETENTION_DAYS. A delivery goes once it is finished
+// (succeeded, gave up, gone, cancelled) and its last activity is older than
+// the retention; a pending one stays whatever its age (it is still being
+// tried). Attempts go by their own time; an event's body goes once no
+// delivery of it is left and it is older than the retention.
+import type { MikroORM } from "@mikro-orm/postgresql";
+import type { Logger } from "../../shared/logger.js";
+import type { PruneTarget } from "../../shared/prune/batch-delete.js";
+import { startPruning, type PruneSettings } from "../../shared/prune/prune-loop.js";
+
+export function deliveryPruneTargets(schema: string, retentionDays: number): PruneTarget[] {
+  const table = (name: string) => `"${schema}"."${name}"`;
+  const cutoff = `now() - (? * interval '1 day')`;
+  return [
+    {
+      name: "deliveries",
+      table: table("delivery"),
+      where: `t."status" <> 'pending' and t."updated_at" < ${cutoff}`,
+      params: [retentionDays],
+    },
+    { name: "delivery attempts", table: table("delivery_attempt"), where: `t."attempted_at" < ${cutoff}`, params: [retentionDays] },
+    {
+      name: "delivery events",
+      table: table("delivery_event"),
+      where: `t."created_at" < ${cutoff} and not exists (select 1 from ${table("delivery")} d where d."event_id" = t."event_id")`,
+      params: [retentionDays],
+    },
+  ];
+}
+
+export function startDeliveryPruning(options: {
+  orm: MikroORM;
+  schema: string;
+  settings: PruneSettings & { DELIVERY_LOG_RETENTION_DAYS: number };
+  logger: Logger;
+}): { stop(): Promise<void> } {
+  return startPruning({
+    orm: options.orm,
+    targets: () => deliveryPruneTargets(options.schema, options.settings.DELIVERY_LOG_RETENTION_DAYS),
+    settings: options.settings,
+    logger: options.logger.child({ component: "prune" }),
+  });
+}

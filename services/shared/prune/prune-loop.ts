@@ -1,0 +1,56 @@
+// The pruning timer of a service: every PRUNE_INTERVAL_SECONDS (jittered, so
+// that replicas started together do not prune together), delete the rows
+// each target names, in batches. Overlapping runs on several replicas are
+// harmless: batches skip rows another run has locked, and deleting is
+// idempotent. The first run comes one interval after the start, not during it.
+import type { MikroORM } from "@mikro-orm/postgresql";
+import type { Logger } from "../logger.js";
+import { withJitter } from "../loop/backoff.js";
+import { PollLoop } from "../loop/poll-loop.js";
+import { deleteInBatches, type PruneTarget } from "./batch-delete.js";
+
+const JITTER = 0.2;
+
+export interface PruneSettings {
+  PRUNE_INTERVAL_SECONDS: number;
+  PRUNE_BATCH_SIZE: number;
+}
+
+/** One pass over every target; answers the rows deleted per target name (batches summed). */
+export async function pruneOnce(orm: MikroORM, targets: PruneTarget[], batchSize: number): Promise<Record<string, number>> {
+  const deleted: Record<string, number> = {};
+  for (const target of targets) {
+    const counts = await deleteInBatches(orm, target, batchSize);
+    deleted[target.name] = counts.reduce((a, b) => a + b, 0);
+  }
+  return deleted;
+}
+
+/** Starts the timer; stop() lets a batch in hand finish. */
+export function startPruning(options: {
+  orm: MikroORM;
+  /** Called each run: conditions may depend on the time. */
+  targets: () => PruneTarget[];
+  settings: PruneSettings;
+  logger: Logger;
+}): { stop(): Promise<void> } {
+  const intervalMs = options.settings.PRUNE_INTERVAL_SECONDS * 1000;
+  let first = true;
+  const loop = new PollLoop({
+    round: async () => {
+      if (first) {
+        first = false;
+      } else {
+        const deleted = await pruneOnce(options.orm, options.targets(), options.settings.PRUNE_BATCH_SIZE);
+        const total = Object.values(deleted).reduce((a, b) => a + b, 0);
+        if (total > 0) options.logger.info({ deleted }, "pruned %d expired rows", total);
+        else options.logger.debug("nothing to prune");
+      }
+      return withJitter(intervalMs, JITTER);
+    },
+    backoff: { baseMs: Math.min(intervalMs, 5_000), maxMs: intervalMs, jitter: JITTER },
+    onError: (err, retryInMs) => options.logger.warn({ err, retryInMs }, "pruning failed; retrying"),
+  });
+  loop.start();
+  return { stop: () => loop.stop() };
+}
