@@ -4,6 +4,8 @@ import { openServiceDatabase, pingDatabase } from "../shared/database.js";
 import type { Consumer } from "../shared/event-bus/event-bus.js";
 import { targetResolver, type Resolver } from "../shared/net/dns-resolver.js";
 import { createRpcClient } from "../shared/rpc/client.js";
+import { deliveriesDueSources } from "../shared/metrics/metrics.js";
+import { addSource } from "../shared/metrics/scrape-sources.js";
 import { runChecks } from "../shared/rpc/health.js";
 import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
 import { DeliveryAttemptEntity } from "./attempts/delivery-attempt.entity.js";
@@ -60,15 +62,24 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
     }),
   });
   let fanOut: Consumer | undefined;
+  let stopMetrics = () => {};
   return {
     name: "delivery",
     routes: (router) => router.service(DeliveryService, createDeliveryService({ orm, store, onRetry: () => worker.wake() })),
     readiness: () => runChecks({ database: () => pingDatabase(orm), bus: () => bus.ping() }),
     start: async () => {
       if (options.workers !== false) worker.start();
+      // webhook_deliveries_due, counted when scraped (the claim's own partial index serves it).
+      stopMetrics = addSource(deliveriesDueSources, async () => {
+        const [row] = await orm.em
+          .fork()
+          .execute(`select count(*)::int as "n" from "${DELIVERY_SCHEMA}"."delivery" where "status" = 'pending' and "next_attempt_at" <= now()`);
+        return [["", row.n as number]];
+      });
       if (options.fanOut !== false) fanOut = await consumeContactEvents({ bus, store, webhook, logger, onDeliveries: () => worker.wake() });
     },
     close: async () => {
+      stopMetrics();
       await fanOut?.stop();
       await worker.stop();
       await sender.close();

@@ -104,6 +104,7 @@ export function environment(databaseUrl: string, poolMax: number): { service: Re
       ...common,
       GATEWAY_HOST: "127.0.0.1",
       GATEWAY_PORT: String(ports.gateway),
+      GATEWAY_METRICS_PORT: "0",
       PUBLIC_URL: `http://127.0.0.1:${ports.gateway}`,
     },
   };
