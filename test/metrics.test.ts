@@ -116,6 +116,8 @@ describe("GET /metrics", () => {
     expect(after).toMatch(/^outbox_oldest_pending_age_seconds\{service="organisation"\} /m);
     expect(after).toMatch(/^outbox_pending_events\{service="auth"\} /m);
     expect(after).toMatch(/^webhook_deliveries_due \d/m);
+    // The delivery fan-out's durable consumer on NATS has taken every event (the in-process bus has no broker to ask).
+    if (platform.bus.kind === "nats") expect(after).toMatch(/^eventbus_consumer_pending_messages\{consumer="[a-z0-9_-]+"\} 0$/m);
 
     for (const family of [
       "http_server_request_duration_seconds histogram",
