@@ -4,6 +4,8 @@
 // port does not serve it.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { create } from "@bufbuild/protobuf";
+import { AuthService, AuthorizationParametersSchema } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { WebhookService, type Owner } from "../gen/bizcard/webhook/v1/webhook_pb.js";
@@ -21,7 +23,10 @@ beforeAll(async () => {
     token: TOKEN,
     config: {
       WEBHOOK_ALLOW_INSECURE_TARGETS: "true",
-      DELIVERY_RETRY_SCHEDULE_SECONDS: "0.2",
+      // The failing receiver's delivery: four attempts over about 1.4 s, then given up, and its subscription disabled.
+      DELIVERY_RETRY_SCHEDULE_SECONDS: "0.2,0.6,0.6",
+      WEBHOOK_DISABLE_AFTER_FAILURES: "2",
+      WEBHOOK_DISABLE_AFTER_FAILING_SECONDS: "1",
       DELIVERY_TIMEOUT_MS: "1000",
       DELIVERY_POLL_MS: "50",
       RATE_LIMIT_CLIENT_AUTH_FAILURES: "2",
@@ -63,7 +68,8 @@ describe("GET /metrics", () => {
     const before = await scrape();
     const orgs = platform.organisation.client(OrganisationService);
     const hooks = platform.webhook.client(WebhookService);
-    const org = await orgs.createOrganisation({ name: "Metrics Org", ownerEmail: `${randomUUID()}@metrics.test`, ownerPassword: "correct horse" });
+    const ownerEmail = `${randomUUID()}@metrics.test`;
+    const org = await orgs.createOrganisation({ name: "Metrics Org", ownerEmail, ownerPassword: "correct horse" });
     const organisationId = org.organisation!.id;
     const client = await platform.createClient("Metrics App", ["https://app.example/cb"], {
       grantTypes: ["client_credentials"],
@@ -78,6 +84,15 @@ describe("GET /metrics", () => {
     let refused = 0;
     for (let i = 0; i < 4 && refused === 0; i++) if ((await fetch(`${platform.base}/oauth/token`, form(bad))).status === 429) refused++;
     expect(refused).toBe(1);
+    // A member's login with a wrong password.
+    const web = await platform.createClient("Metrics Web", ["https://app.example/cb"]);
+    const authRpc = platform.auth.client(AuthService);
+    const parameters = create(AuthorizationParametersSchema, { responseType: "code", clientId: web.clientId, redirectUri: "https://app.example/cb", state: "s" });
+    const { interactionId } = await authRpc.startAuthorization({ parameters });
+    const { interaction } = await authRpc.getInteraction({ interactionId });
+    await expect(
+      authRpc.login({ interactionId, csrfToken: interaction!.csrfToken, email: ownerEmail, password: "wrong horse", remoteAddress: "192.0.2.9" }),
+    ).rejects.toThrow(/wrong/);
     // A route with a path parameter: its template is the label, never the id.
     const subscriptionId = randomUUID();
     expect((await fetch(`${platform.base}/oauth/webhooks/subscriptions/${subscriptionId}`)).status).toBe(401);
@@ -92,14 +107,17 @@ describe("GET /metrics", () => {
       await hooks.createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
     }
     await orgs.createContact({ organisationId, fields: { firstName: "Ada", lastName: "Lovelace", email: "ada@example.test", company: "Engines" } });
-    await waitFor(() => (good.requests.length >= 1 && failing.requests.length >= 2 ? true : undefined), 30_000, "both deliveries");
-    // The failing one gives up after its one retry; the attempts are recorded before the next scrape.
+    await waitFor(() => (good.requests.length >= 1 && failing.requests.length >= 4 ? true : undefined), 30_000, "both deliveries");
+    // The failing one gives up after its last retry, and its subscription is disabled.
     const after = await waitFor(async () => {
       const text = await scrape();
-      return value(text, "webhook_deliveries_given_up_total") > value(before, "webhook_deliveries_given_up_total") ? text : undefined;
-    }, 30_000, "the give-up");
+      const series = "webhook_subscriptions_disabled_total";
+      return value(text, series) > value(before, series) ? text : undefined;
+    }, 30_000, "the disable");
 
     const moved = (series: string) => expect(value(after, series), series).toBeGreaterThan(value(before, series));
+    moved("oauth_login_failures_total");
+    moved("webhook_deliveries_given_up_total");
     moved('oauth_tokens_issued_total{grant_type="client_credentials"}');
     moved('oauth_token_errors_total{error="invalid_client"}');
     moved('rate_limit_refusals_total{limit="client"}');
