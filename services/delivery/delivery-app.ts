@@ -61,21 +61,20 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
       minFailures: config.WEBHOOK_DISABLE_AFTER_FAILURES,
     }),
   });
+  // webhook_deliveries_due, counted when scraped (the claim's own partial index serves it).
+  const stopMetrics = addSource(deliveriesDueSources, async () => {
+    const [row] = await orm.em
+      .fork()
+      .execute(`select count(*)::int as "n" from "${DELIVERY_SCHEMA}"."delivery" where "status" = 'pending' and "next_attempt_at" <= now()`);
+    return [["", row.n as number]];
+  });
   let fanOut: Consumer | undefined;
-  let stopMetrics = () => {};
   return {
     name: "delivery",
     routes: (router) => router.service(DeliveryService, createDeliveryService({ orm, store, onRetry: () => worker.wake() })),
     readiness: () => runChecks({ database: () => pingDatabase(orm), bus: () => bus.ping() }),
     start: async () => {
       if (options.workers !== false) worker.start();
-      // webhook_deliveries_due, counted when scraped (the claim's own partial index serves it).
-      stopMetrics = addSource(deliveriesDueSources, async () => {
-        const [row] = await orm.em
-          .fork()
-          .execute(`select count(*)::int as "n" from "${DELIVERY_SCHEMA}"."delivery" where "status" = 'pending' and "next_attempt_at" <= now()`);
-        return [["", row.n as number]];
-      });
       if (options.fanOut !== false) fanOut = await consumeContactEvents({ bus, store, webhook, logger, onDeliveries: () => worker.wake() });
     },
     close: async () => {
