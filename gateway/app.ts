@@ -6,6 +6,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyHttpOptions
 import type { Config } from "../services/shared/config.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import type { Logger } from "../services/shared/logger.js";
+import { httpRequestDuration } from "../services/shared/metrics/metrics.js";
 import { acceptRequestId, REQUEST_ID_HEADER } from "../services/shared/request-context.js";
 import { createBearer } from "./bearer.js";
 import { BearerCache } from "./bearer-cache.js";
@@ -143,8 +144,13 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     reply.header("x-content-type-options", "nosniff");
     done();
   });
-  // One log line per request.
+  // One log line and one histogram observation per request; the route is its
+  // template (/oauth/subscriptions/:id), never the raw path.
   app.addHook("onResponse", async (request, reply) => {
+    httpRequestDuration.observe(
+      { method: request.method, route: request.routeOptions.url ?? "unmatched", status: reply.statusCode },
+      reply.elapsedTime / 1000,
+    );
     request.log.info(
       {
         method: request.method,

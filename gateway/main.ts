@@ -4,6 +4,7 @@
 import { loadConfigOrExit, requireInternalToken } from "../services/shared/config.js";
 import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
+import { startMetricsListener } from "../services/shared/metrics/metrics-listener.js";
 import { onShutdown } from "../services/shared/service-main.js";
 import { exitIfPortInUse, listenOn } from "../services/shared/port-in-use.js";
 import { buildGateway, gatewayTimeouts } from "./app.js";
@@ -29,7 +30,14 @@ await listenOn(listen, () => app.listen({ host: listen.host, port: listen.port }
   exitIfPortInUse("gateway", err);
   throw err;
 });
+// Metrics on an internal port (RPC_HOST), never the public one.
+const metricsListen = { variable: "GATEWAY_METRICS_PORT", host: config.RPC_HOST, port: config.GATEWAY_METRICS_PORT };
+const metrics = await listenOn(metricsListen, () => startMetricsListener(metricsListen.host, metricsListen.port)).catch((err) => {
+  exitIfPortInUse("gateway", err);
+  throw err;
+});
 onShutdown(logger, async () => {
+  await metrics.close();
   await app.close();
   await bus?.close();
 });

@@ -27,6 +27,7 @@ import { startRpcServer, type RunningServer } from "../services/shared/rpc/serve
 import type { ServiceApp, ServiceAppDeps } from "../services/shared/service-app.js";
 import { PortInUseError, checkPortsFree, exitIfPortInUse, listenOn } from "../services/shared/port-in-use.js";
 import { makePrivateFolder } from "../services/shared/private-folder.js";
+import { startMetricsListener, type MetricsListener } from "../services/shared/metrics/metrics-listener.js";
 import { onShutdown } from "../services/shared/service-main.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import type { FastifyInstance } from "fastify";
@@ -72,8 +73,10 @@ async function main(): Promise<void> {
   const servers: RunningServer[] = [];
   let bus: EventBus | undefined;
   let gateway: FastifyInstance | undefined;
+  let metrics: MetricsListener | undefined;
   const undoInProcess: (() => void)[] = [];
   const stop = async () => {
+    await metrics?.close();
     await gateway?.close();
     // No more in-memory calls into services that are closing.
     for (const undo of undoInProcess) undo();
@@ -93,6 +96,7 @@ async function main(): Promise<void> {
     await checkPortsFree([
       ...SERVICES.map((svc) => ({ variable: svc.portVariable, host: config.RPC_HOST, port: svc.port(config) })),
       { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT },
+      { variable: "GATEWAY_METRICS_PORT", host: config.RPC_HOST, port: config.GATEWAY_METRICS_PORT },
     ]);
     bus = await openBus(config, "bizcard", logger);
     // A fresh data folder: one initdb, in a worker thread, copied for each service
@@ -147,6 +151,9 @@ async function main(): Promise<void> {
     });
     const gatewayListen = { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT };
     await listenOn(gatewayListen, () => gateway!.listen({ host: gatewayListen.host, port: gatewayListen.port }));
+    // Every service's metrics and the gateway's: one process, one registry, on an internal port.
+    const metricsListen = { variable: "GATEWAY_METRICS_PORT", host: config.RPC_HOST, port: config.GATEWAY_METRICS_PORT };
+    metrics = await listenOn(metricsListen, () => startMetricsListener(metricsListen.host, metricsListen.port));
 
     const backends = `${embeddedDb ? `PGlite in ${dataDir}` : "PostgreSQL"}, ${bus.kind === "nats" ? "NATS JetStream" : "in-process bus"}`;
     process.stdout.write(`\nbizcard platform ready (${backends})\n  gateway: http://${config.GATEWAY_HOST}:${config.GATEWAY_PORT}\n`);

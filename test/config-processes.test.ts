@@ -123,7 +123,7 @@ describe("a gateway process", () => {
 
   it("starts on the GATEWAY_PORT it is given, answers /healthz, and exits 0 on SIGTERM", async () => {
     const port = await freePort();
-    gateway = spawnTs("gateway/main.ts", { ...CLEAN_ENV, GATEWAY_PORT: String(port), INTERNAL_RPC_TOKEN: "x".repeat(32), LOG_LEVEL: "info" });
+    gateway = spawnTs("gateway/main.ts", { ...CLEAN_ENV, GATEWAY_PORT: String(port), GATEWAY_METRICS_PORT: "0", INTERNAL_RPC_TOKEN: "x".repeat(32), LOG_LEVEL: "info" });
     await httpReady(`http://127.0.0.1:${port}/healthz`, 30_000, gateway);
     const res = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(res.status).toBe(200);

@@ -110,6 +110,7 @@ describe("the gateway as its own process", () => {
   const gatewayEnv = async (overrides: Record<string, string> = {}) => ({
     INTERNAL_RPC_TOKEN: TOKEN,
     GATEWAY_PORT: String(await freePort()),
+    GATEWAY_METRICS_PORT: "0",
     LOG_LEVEL: "warn",
     ...overrides,
   });

@@ -6,12 +6,24 @@ import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import type { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
 import { rpcOptions } from "../clients.js";
-import { NO_STORE, oauthErrorHandler } from "../oauth-errors.js";
+import { oauthTokenErrors, oauthTokensIssued } from "../../services/shared/metrics/metrics.js";
+import { NO_STORE, oauthErrorFrom, oauthErrorHandler } from "../oauth-errors.js";
 import { presentedClient, readParams } from "../oauth-params.js";
 import { TOKEN_ROUTE } from "../schemas/oauth-routes.js";
 
+/** The metric labels: RFC 6749's grant types and §5.2 error codes; anything else is one bucket, never the sent value. */
+const GRANT_TYPES = new Set(["authorization_code", "client_credentials", "refresh_token"]);
+const TOKEN_ERRORS = new Set(["invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type", "invalid_scope"]);
+
+const tokenErrorHandler: typeof oauthErrorHandler = (err, request, reply) => {
+  const known = oauthErrorFrom(err);
+  const error = known && known.status < 500 ? (TOKEN_ERRORS.has(known.error) ? known.error : "other") : "server_error";
+  oauthTokenErrors.inc({ error });
+  return oauthErrorHandler(err, request, reply);
+};
+
 export function tokenRoutes(app: FastifyInstance, auth: Client<typeof AuthService>): void {
-  app.post("/oauth/token", { schema: TOKEN_ROUTE, errorHandler: oauthErrorHandler }, async (request, reply) => {
+  app.post("/oauth/token", { schema: TOKEN_ROUTE, errorHandler: tokenErrorHandler }, async (request, reply) => {
     const params = readParams(request.body);
     // grant_type, and whether credentials are needed, are the auth service's
     // to judge (tokens/token-endpoint.ts): a request without credentials goes
@@ -28,6 +40,7 @@ export function tokenRoutes(app: FastifyInstance, auth: Client<typeof AuthServic
       remoteAddress: request.ip,
     };
     const token = await auth.exchangeToken(exchange, rpcOptions(request));
+    oauthTokensIssued.inc({ grant_type: GRANT_TYPES.has(exchange.grantType) ? exchange.grantType : "other" });
     return reply.headers(NO_STORE).send({
       access_token: token.accessToken,
       token_type: token.tokenType,

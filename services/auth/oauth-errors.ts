@@ -6,6 +6,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { OAuthErrorSchema } from "../../gen/bizcard/auth/v1/auth_pb.js";
+import { rateLimitRefusals } from "../shared/metrics/metrics.js";
 
 export abstract class OAuthFailure extends Error {
   abstract readonly error: string;
@@ -86,6 +87,7 @@ export function onPageOnly<E extends OAuthFailure>(failure: E): E {
 
 /** Rate limited: RESOURCE_EXHAUSTED carrying the error the request would have had and Retry-After. */
 export function rateLimited(error: "invalid_client" | "invalid_credentials", retryAfterSeconds: number): ConnectError {
+  rateLimitRefusals.inc({ limit: error === "invalid_client" ? "client" : "login" });
   const detail = create(OAuthErrorSchema, {
     error,
     errorDescription: "too many failed attempts; try again later",

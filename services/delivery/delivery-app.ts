@@ -4,6 +4,8 @@ import { openServiceDatabase, pingDatabase } from "../shared/database.js";
 import type { Consumer } from "../shared/event-bus/event-bus.js";
 import { targetResolver, type Resolver } from "../shared/net/dns-resolver.js";
 import { createRpcClient } from "../shared/rpc/client.js";
+import { deliveriesDueSources } from "../shared/metrics/metrics.js";
+import { addSource } from "../shared/metrics/scrape-sources.js";
 import { runChecks } from "../shared/rpc/health.js";
 import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
 import { DeliveryAttemptEntity } from "./attempts/delivery-attempt.entity.js";
@@ -60,6 +62,13 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
       minFailures: config.WEBHOOK_DISABLE_AFTER_FAILURES,
     }),
   });
+  // webhook_deliveries_due, counted when scraped (the claim's own partial index serves it).
+  const stopMetrics = addSource(deliveriesDueSources, async () => {
+    const [row] = await orm.em
+      .fork()
+      .execute(`select count(*)::int as "n" from "${DELIVERY_SCHEMA}"."delivery" where "status" = 'pending' and "next_attempt_at" <= now()`);
+    return [["", row.n as number]];
+  });
   let fanOut: Consumer | undefined;
   let pruning: { stop(): Promise<void> } | undefined;
   return {
@@ -72,6 +81,7 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
       if (options.fanOut !== false) fanOut = await consumeContactEvents({ bus, store, webhook, logger, onDeliveries: () => worker.wake() });
     },
     close: async () => {
+      stopMetrics();
       await fanOut?.stop();
       await worker.stop();
       await pruning?.stop();

@@ -97,6 +97,12 @@ const shape = {
   GATEWAY_HOST: z.string().min(1).default("127.0.0.1"),
   GATEWAY_PORT: port(8080),
   /**
+   * GET /metrics (Prometheus text) of the gateway process, on RPC_HOST: an
+   * internal port, never the public one. Under `npm start` it carries every
+   * service's metrics (one process, one registry). 0: any free port.
+   */
+  GATEWAY_METRICS_PORT: port(9464),
+  /**
    * The proxies in front of the gateway whose X-Forwarded-For is believed (the
    * client address that logs and rate limits use): addresses or CIDR ranges.
    * Addresses, not a hop count: a count trusts whoever connects directly.

@@ -104,6 +104,9 @@ export function environment(databaseUrl: string, poolMax: number): { service: Re
       ...common,
       GATEWAY_HOST: "127.0.0.1",
       GATEWAY_PORT: String(ports.gateway),
+      // Its /metrics on any free loopback port (docker-compose.yml: 9464 on 0.0.0.0, inside the network).
+      RPC_HOST: "127.0.0.1",
+      GATEWAY_METRICS_PORT: "0",
       PUBLIC_URL: `http://127.0.0.1:${ports.gateway}`,
     },
   };

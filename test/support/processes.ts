@@ -22,9 +22,9 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Free ports for the gateway and the four RPC services, as the variables npm start reads. */
+/** Free ports for the gateway, its metrics and the four RPC services, as the variables npm start reads. */
 export async function platformPorts(): Promise<Record<string, string>> {
-  const names = ["GATEWAY_PORT", "AUTH_RPC_PORT", "ORGANISATION_RPC_PORT", "WEBHOOK_RPC_PORT", "DELIVERY_RPC_PORT"];
+  const names = ["GATEWAY_PORT", "GATEWAY_METRICS_PORT", "AUTH_RPC_PORT", "ORGANISATION_RPC_PORT", "WEBHOOK_RPC_PORT", "DELIVERY_RPC_PORT"];
   const ports = await Promise.all(names.map(() => freePort()));
   return Object.fromEntries(names.map((n, i) => [n, String(ports[i])]));
 }

@@ -20,6 +20,7 @@ import { normaliseEmail } from "../../shared/email.js";
 import { notFound } from "../../shared/validation.js";
 import { AUTH_SCHEMA } from "../auth-schema.js";
 import type { AuthServiceDeps } from "../auth-service-deps.js";
+import { oauthLoginFailures } from "../../shared/metrics/metrics.js";
 import { AccessDenied, InvalidCredentials, InvalidCsrfToken, InvalidRequest, LoginRequired, oauthHandler, onPageOnly } from "../oauth-errors.js";
 import { errorRedirect, validateAuthorizationRequest, withQuery, type ValidatedRequest } from "./authorization-request.js";
 import { createInteractionStore, type InteractionRow } from "./interaction-store.js";
@@ -109,6 +110,7 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
       } catch (err) {
         if (ConnectError.from(err).code !== Code.PermissionDenied) throw err;
         refused = true;
+        oauthLoginFailures.inc();
         // Whichever it was: the message never tells whether the email exists.
         throw new InvalidCredentials("email or password is wrong");
       } finally {

@@ -19,6 +19,7 @@ import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { WebhookService } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import type { Logger } from "../../shared/logger.js";
+import { webhookSubscriptionsDisabled } from "../../shared/metrics/metrics.js";
 
 const S = `"delivery"`;
 /** Subscriptions remembered per process (when to look again, since when enabled); the oldest are forgotten past it. */
@@ -121,6 +122,7 @@ export function createFailureStreak(options: FailureStreakOptions): FailureStrea
     if (subscription.disableTime) {
       const cancelled = await cancelWaiting(d);
       if (answer.disabled) {
+        webhookSubscriptionsDisabled.inc();
         logger.warn({ subscriptionId: d.subscriptionId.toString(), clientId: d.clientId, failures: streak.failures, cancelled }, "subscription disabled: every attempt failed");
       }
       return void remembered.delete(key);

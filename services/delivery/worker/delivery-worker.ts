@@ -18,6 +18,7 @@ import { eventTypeOf } from "../../shared/event-types.js";
 import type { Logger } from "../../shared/logger.js";
 import { withJitter, type Backoff } from "../../shared/loop/backoff.js";
 import { PollLoop } from "../../shared/loop/poll-loop.js";
+import { webhookAttemptDuration, webhookAttempts, webhookGivenUp } from "../../shared/metrics/metrics.js";
 import type { AttemptRecord, ClaimedDelivery, DeliveryStore } from "../deliveries/delivery-store.js";
 import type { SendResult, WebhookSender } from "../sender/webhook-sender.js";
 
@@ -43,6 +44,13 @@ export function retryDelayMs(schedule: number[], retry: number, retryAfterMs: nu
   const jittered = withJitter(base * 1000, 0.2);
   const asked = retryAfterMs === undefined ? 0 : Math.min(retryAfterMs, retryAfterMaxSeconds * 1000);
   return Math.round(Math.max(jittered, asked));
+}
+
+/** The outcome label of an attempt: succeeded, gone (410), timeout, refused (a destination the rules forbid), else failed. */
+function attemptOutcome(result: SendResult): string {
+  if (result.ok) return "succeeded";
+  if (result.status === 410) return "gone";
+  return result.kind === "timeout" || result.kind === "refused" ? result.kind : "failed";
 }
 
 /** Claims that fail (the database is down) are tried again after these waits. */
@@ -136,6 +144,8 @@ export class DeliveryWorker {
     const attemptedAt = new Date();
     const result = await this.options.sender.send({ url: subscriber.targetUrl, secret: subscriber.secret, eventId: d.eventId, body: d.body });
     const base = { delivery: d, responseStatus: result.status, durationMs: result.durationMs, attemptedAt };
+    webhookAttempts.inc({ outcome: attemptOutcome(result) });
+    webhookAttemptDuration.observe(result.durationMs / 1000);
     if (result.ok) {
       await this.record({ ...base, status: "succeeded", outcome: "succeeded", error: "", nextAttemptAt: null });
       return;
@@ -154,6 +164,7 @@ export class DeliveryWorker {
     const wait = d.once ? undefined : retryDelayMs(this.options.schedule, d.attempt, result.retryAfterMs, this.options.retryAfterMaxSeconds);
     if (wait === undefined) {
       this.options.logger.warn({ deliveryId: d.id.toString(), attempts: d.attempt, error: result.error }, "delivery gave up");
+      webhookGivenUp.inc();
       await this.record({ ...base, status: "gave_up", outcome: "gave_up", error: result.error, nextAttemptAt: null });
       return;
     }

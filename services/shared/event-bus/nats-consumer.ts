@@ -17,6 +17,8 @@ import {
 import { backoffDelay, type Backoff } from "../loop/backoff.js";
 import { PollLoop } from "../loop/poll-loop.js";
 import type { Logger } from "../logger.js";
+import { consumerPendingSources } from "../metrics/metrics.js";
+import { addSource } from "../metrics/scrape-sources.js";
 import { redeliveryBackoff, subjectFor, type BatchHandler, type BusMessage, type Consumer, type ConsumerOptions, type MessageHandler } from "./event-bus.js";
 
 /** What the consumers need of the bus. */
@@ -65,8 +67,14 @@ export function runDurable(ctx: DurableContext, options: ConsumerOptions, settin
     },
   });
   loop.start();
+  // eventbus_consumer_pending_messages: what the broker holds for this durable and it has not acked, read when scraped.
+  const stopMetric = addSource(consumerPendingSources, async () => {
+    const info = await ctx.jsm.consumers.info(ctx.stream, options.durable);
+    return [[options.durable, info.num_pending + info.num_ack_pending]];
+  });
   return {
     stop: async () => {
+      stopMetric();
       stopping.abort();
       const stopped = loop.stop();
       messages?.stop();

@@ -18,6 +18,8 @@ import { publishAll, type EventBus, type OutgoingMessage } from "../event-bus/ev
 import { backoffDelay, type Backoff } from "../loop/backoff.js";
 import { PollLoop } from "../loop/poll-loop.js";
 import type { Logger } from "../logger.js";
+import { outboxOldestSources, outboxPendingSources } from "../metrics/metrics.js";
+import { addSource } from "../metrics/scrape-sources.js";
 import { OutboxLease } from "./lease.js";
 
 export interface OutboxRelayOptions {
@@ -91,6 +93,7 @@ export class OutboxRelay {
   private readonly deferred = new Map<string, DeferredRow>();
   /** The last batch read as many new rows as it could: more may be waiting. */
   private moreRows = false;
+  private readonly stopMetrics: (() => void)[] = [];
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.batchSize = options.batchSize ?? 100;
@@ -117,7 +120,26 @@ export class OutboxRelay {
   }
 
   start(): void {
+    // outbox_pending_events and outbox_oldest_pending_age_seconds, read when scraped.
+    this.stopMetrics.push(
+      addSource(outboxPendingSources, async () => [[this.options.schema, (await this.pending()).n]]),
+      addSource(outboxOldestSources, async () => [[this.options.schema, (await this.pending()).age]]),
+    );
     this.loop.start();
+  }
+
+  /** Unsent rows and the age of the oldest, from the unsent-rows index; one query serves both gauges of a scrape. */
+  private pendingRead?: Promise<{ n: number; age: number }>;
+  private pending(): Promise<{ n: number; age: number }> {
+    this.pendingRead ??= this.options.orm.em
+      .fork()
+      .execute(
+        `select count(*)::int as "n", coalesce(extract(epoch from now() - min("created_at")), 0)::float8 as "age"
+           from "${this.options.schema}"."outbox" where "published_at" is null`,
+      )
+      .then(([row]) => ({ n: row.n as number, age: row.age as number }))
+      .finally(() => setTimeout(() => (this.pendingRead = undefined), 0).unref());
+    return this.pendingRead;
   }
 
   /** Publish soon: a change was just committed (a failure back-off is waited out). */
@@ -127,6 +149,7 @@ export class OutboxRelay {
 
   /** Finishes the batch in hand, then hands the lease back so that another relay takes over at once. */
   async stop(): Promise<void> {
+    for (const stop of this.stopMetrics.splice(0)) stop();
     await this.loop.stop();
     await this.lease.release();
   }

@@ -1,5 +1,6 @@
 // GET /healthz (the process is up) and GET /readyz (every backend it needs
 // answers) beside a service's RPC routes, and the checks /readyz runs.
+import { serveMetrics } from "../metrics/metrics-listener.js";
 import type { ServerRequest, ServerResponse } from "./listener.js";
 
 export type ReadinessCheck = () => Promise<Record<string, string>>;
@@ -11,6 +12,8 @@ export async function healthRoutes(req: ServerRequest, res: ServerResponse, read
     res.end(JSON.stringify(body));
   };
   const path = (req.url ?? "").split("?")[0];
+  // The process's metrics (every service's, under `npm start`), as Prometheus text.
+  if (serveMetrics(req, res)) return;
   if (req.method === "GET" && path === "/healthz") return send(200, { status: "ok" });
   if (req.method === "GET" && path === "/readyz") {
     try {

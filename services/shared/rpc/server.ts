@@ -3,8 +3,9 @@
 // (taken from the caller or made), the internal credential check, strings
 // checked for what no handler can store, one log line, and errors that never
 // carry internals. The plain unary call takes the lean path (lean-server.ts);
-// everything else connect-node's adapter serves, with /healthz and /readyz as
-// its fallback.
+// everything else connect-node's adapter serves, with /healthz, /readyz and
+// /metrics (unauthenticated, like any Prometheus target on an internal port)
+// as its fallback.
 import type { AddressInfo } from "node:net";
 import { createConnectRouter, type ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
@@ -12,6 +13,7 @@ import type { Logger } from "../logger.js";
 import { createUniversalHandlerClient, type UniversalClientFn } from "./connect-internals.js";
 import { healthRoutes, type ReadinessCheck } from "./health.js";
 import { contextInterceptor, internalAuthInterceptor } from "./interceptors.js";
+import { metricsInterceptor } from "./metrics-interceptor.js";
 import { invoke, isPlainUnary, leanInProcess, serveUnary, unaryRoutes } from "./lean-server.js";
 import type { OnCallerGone } from "./call-signal.js";
 import { createListener, type RequestHandler, type ServerResponse } from "./listener.js";
@@ -46,7 +48,7 @@ export interface RunningServer {
 }
 
 export async function startRpcServer(options: RpcServerOptions): Promise<RunningServer> {
-  const interceptors = [contextInterceptor(options.logger), internalAuthInterceptor(options.internalTokens), stringGuardInterceptor()];
+  const interceptors = [metricsInterceptor(options.name), contextInterceptor(options.logger), internalAuthInterceptor(options.internalTokens), stringGuardInterceptor()];
   const readMaxBytes = options.readMaxBytes ?? 4 * 1024 * 1024;
   const routerOptions = { interceptors, readMaxBytes };
   const connectHandler = connectNodeAdapter({

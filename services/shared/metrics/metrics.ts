@@ -1,0 +1,126 @@
+// The process's metric families, on prom-client's one registry: one process,
+// one registry, whatever it runs (a single service, the gateway, or all of
+// them under `npm start`). Labels are bounded sets only: route templates,
+// RPC method names, OAuth error codes, outcomes; never a raw path, an id or a
+// tenant. The gauges that need a database read are computed when scraped,
+// from the sources that register themselves (scrape-sources.ts).
+import client from "prom-client";
+import { collectAll, type GaugeSource } from "./scrape-sources.js";
+
+export const registry = client.register;
+
+// The standard process metrics (CPU, memory, event loop lag, GC, handles).
+client.collectDefaultMetrics({ register: registry });
+
+/** One family, made once per process even if this module is loaded twice under different URLs. */
+function once<T>(name: string, make: () => T): T {
+  return (registry.getSingleMetric(name) as T | undefined) ?? make();
+}
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export const httpRequestDuration = once(
+  "http_server_request_duration_seconds",
+  () =>
+    new client.Histogram({
+      name: "http_server_request_duration_seconds",
+      help: "Gateway HTTP requests by method, route template and status.",
+      labelNames: ["method", "route", "status"] as const,
+      buckets: LATENCY_BUCKETS,
+    }),
+);
+
+export const rpcServerDuration = once(
+  "rpc_server_duration_seconds",
+  () =>
+    new client.Histogram({
+      name: "rpc_server_duration_seconds",
+      help: "Connect RPCs served, by service, method and Connect code (ok on success).",
+      labelNames: ["service", "method", "code"] as const,
+      buckets: LATENCY_BUCKETS,
+    }),
+);
+
+export const oauthTokensIssued = once(
+  "oauth_tokens_issued_total",
+  () => new client.Counter({ name: "oauth_tokens_issued_total", help: "Tokens issued at the token endpoint, by grant type.", labelNames: ["grant_type"] as const }),
+);
+
+export const oauthTokenErrors = once(
+  "oauth_token_errors_total",
+  () => new client.Counter({ name: "oauth_token_errors_total", help: "Token endpoint error answers, by OAuth error code.", labelNames: ["error"] as const }),
+);
+
+export const oauthLoginFailures = once(
+  "oauth_login_failures_total",
+  () => new client.Counter({ name: "oauth_login_failures_total", help: "Member logins refused for a wrong email or password." }),
+);
+
+export const rateLimitRefusals = once(
+  "rate_limit_refusals_total",
+  () => new client.Counter({ name: "rate_limit_refusals_total", help: "Requests refused by a failure limit, by limit.", labelNames: ["limit"] as const }),
+);
+
+export const webhookAttempts = once(
+  "webhook_delivery_attempts_total",
+  () =>
+    new client.Counter({
+      name: "webhook_delivery_attempts_total",
+      help: "Webhook POSTs made, by outcome (succeeded, failed, timeout, gone, refused).",
+      labelNames: ["outcome"] as const,
+    }),
+);
+
+export const webhookAttemptDuration = once(
+  "webhook_delivery_attempt_duration_seconds",
+  () =>
+    new client.Histogram({
+      name: "webhook_delivery_attempt_duration_seconds",
+      help: "How long each webhook POST took, to the end of the answer or the error.",
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
+    }),
+);
+
+export const webhookGivenUp = once(
+  "webhook_deliveries_given_up_total",
+  () => new client.Counter({ name: "webhook_deliveries_given_up_total", help: "Deliveries given up after their last retry." }),
+);
+
+export const webhookSubscriptionsDisabled = once(
+  "webhook_subscriptions_disabled_total",
+  () => new client.Counter({ name: "webhook_subscriptions_disabled_total", help: "Subscriptions disabled because every attempt failed." }),
+);
+
+/** A gauge whose value is read from its sources on each scrape. */
+function scrapedGauge(name: string, help: string, labelName: string | undefined, sources: Set<GaugeSource>) {
+  return once(
+    name,
+    () =>
+      new client.Gauge({
+        name,
+        help,
+        labelNames: labelName ? [labelName] : [],
+        async collect() {
+          this.reset();
+          for (const [label, value] of await collectAll(sources)) {
+            if (labelName) this.set({ [labelName]: label }, value);
+            else this.set(value);
+          }
+        },
+      }),
+  );
+}
+
+export const outboxPendingSources = new Set<GaugeSource>();
+export const outboxOldestSources = new Set<GaugeSource>();
+export const consumerPendingSources = new Set<GaugeSource>();
+export const deliveriesDueSources = new Set<GaugeSource>();
+scrapedGauge("outbox_pending_events", "Outbox rows not yet published, by service.", "service", outboxPendingSources);
+scrapedGauge("outbox_oldest_pending_age_seconds", "Age of the oldest unpublished outbox row (0 when none), by service.", "service", outboxOldestSources);
+scrapedGauge("eventbus_consumer_pending_messages", "Messages on the bus not yet handled, by durable consumer.", "consumer", consumerPendingSources);
+scrapedGauge("webhook_deliveries_due", "Pending deliveries whose next attempt is due now.", undefined, deliveriesDueSources);
+
+/** The text a scraper reads, and its content type. */
+export async function scrape(): Promise<{ contentType: string; body: string }> {
+  return { contentType: registry.contentType, body: await registry.metrics() };
+}
