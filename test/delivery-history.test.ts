@@ -3,7 +3,7 @@
 // with the reason (Subscription-State, Subscription-State-Reason); another
 // application gets 404.
 import { describe, expect, it } from "vitest";
-import { waitFor } from "./support/processes.js";
+import { spawnProcess, waitFor } from "./support/processes.js";
 import {
   app,
   attempts,
@@ -13,14 +13,29 @@ import {
   orgId,
   otherOrgId,
   PATH,
+  platform,
   receiver,
   sibling,
   subscribe,
   type SubscriptionBody,
+  TOKEN,
   useDeliveryApiSuite,
 } from "./support/delivery-api-suite.js";
 
 useDeliveryApiSuite();
+
+/** bin/bizcard.js against the suite's webhook and delivery services: exit status and stdout. */
+async function bizcard(args: string[]): Promise<{ code: number | null; stdout: string }> {
+  const p = spawnProcess(process.execPath, ["bin/bizcard.js", ...args], {
+    WEBHOOK_RPC_URL: platform.webhook.server.url,
+    DELIVERY_RPC_URL: platform.delivery.server.url,
+    INTERNAL_RPC_TOKEN: TOKEN,
+    DATA_DIR: undefined,
+  });
+  let stdout = "";
+  p.child.stdout!.on("data", (d) => (stdout += d));
+  return { code: await p.exited, stdout };
+}
 
 const log = (client: typeof app, id: number) => call(client, "GET", `${PATH}/${id}/deliveries`);
 
@@ -44,6 +59,19 @@ describe("the delivery log of a subscription that stopped", () => {
       expect(refused.status).toBe(404);
       expect(refused.headers.get("subscription-state")).toBeNull();
     }
+    // The operator's view: bizcard deliveries log, the same log and reason.
+    const cli = await bizcard(["deliveries", "log", "--org", orgId, "--client", app.id, "--subscription", String(subscription.id), "--json"]);
+    expect(cli.code).toBe(0);
+    const printed = JSON.parse(cli.stdout) as { state: string; reason: string; attempts: { outcome: string; status_code: number }[] };
+    expect(printed.state).toBe("deleted");
+    expect(printed.reason).toBe(res.headers.get("subscription-state-reason"));
+    expect(printed.attempts).toMatchObject([{ outcome: "gone", status_code: 410 }]);
+    const text = await bizcard(["deliveries", "log", "--org", orgId, "--client", app.id, "--subscription", String(subscription.id)]);
+    expect(text.stdout).toMatch(new RegExp(`^subscription ${subscription.id} \\(deleted\\): deleted at \\S+: the target answered 410 Gone`));
+    const other = await bizcard(["deliveries", "log", "--org", orgId, "--client", sibling.id, "--subscription", String(subscription.id), "--json"]);
+    expect(other.code).toBe(1);
+    expect(JSON.parse(other.stdout)).toMatchObject({ error: "not_found" });
+
     // A retry has nothing to send to: still 404.
     expect((await call(app, "POST", `${PATH}/${subscription.id}/deliveries/${(body[0] as unknown as { delivery_id: number }).delivery_id}/retry`)).status).toBe(404);
   });
