@@ -35,13 +35,14 @@ function loadPretty(): PrettyFactory | null {
 
 /**
  * `destination`: where the lines go (default stdout); tests pass a stream to read them.
- * `format`: json or pretty (default: logFormat(), from LOG_FORMAT and whether stdout is a terminal).
+ * `format`: json or pretty; by default logFormat() (LOG_FORMAT, or whether stdout is a terminal)
+ * for stdout, JSON for a given destination (what reads it parses it).
  */
 export function createLogger(
   name: string,
   level: string = process.env.LOG_LEVEL ?? "info",
   destination?: DestinationStream,
-  format: LogFormat = logFormat(),
+  format: LogFormat = destination ? "json" : logFormat(),
 ): Logger {
   const options: LoggerOptions = {
     level,
