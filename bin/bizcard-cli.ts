@@ -5,6 +5,7 @@
 //   bizcard contact create --org ID (--first-name F | --last-name L) [FIELD…] [--json]
 //   bizcard contact update --org ID --id ID FIELD [FIELD…] [--json]
 //   bizcard deliveries failed [--org ID] [--limit N] [--json]
+//   bizcard deliveries log --org ID --client CLIENT_ID --subscription ID [--limit N] [--json]
 //   bizcard deliveries retry --org ID --client CLIENT_ID --subscription ID --id DELIVERY_ID [--json]
 //   bizcard --help
 // Flags outside [brackets] are required. The organisation is always named
@@ -21,8 +22,10 @@ import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { DeliveryService, type Delivery } from "../gen/bizcard/delivery/v1/delivery_pb.js";
 import { OrganisationService, type ContactFields } from "../gen/bizcard/organisation/v1/organisation_pb.js";
+import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { contactJson } from "../services/shared/contact-json.js";
 import { createRpcClient } from "../services/shared/rpc/client.js";
+import { deliveriesLog } from "./deliveries-log.js";
 
 const CONTACT_FLAGS = {
   "first-name": "firstName",
@@ -92,6 +95,12 @@ const COMMANDS: Record<string, CommandSpec> = {
     required: [],
     oneOf: [],
   },
+  "deliveries log": {
+    usage: ["bizcard deliveries log --org ID --client CLIENT_ID --subscription ID [--limit N] [--json]"],
+    options: { org: str, client: str, subscription: str, limit: str },
+    required: ["org", "client", "subscription"],
+    oneOf: [],
+  },
   "deliveries retry": {
     usage: ["bizcard deliveries retry --org ID --client CLIENT_ID --subscription ID --id DELIVERY_ID [--json]"],
     options: { org: str, client: str, subscription: str, id: str },
@@ -149,6 +158,7 @@ function clients() {
       options(process.env.ORGANISATION_RPC_URL ?? `http://127.0.0.1:${process.env.ORGANISATION_RPC_PORT ?? 7102}`),
     ),
     auth: createRpcClient(AuthService, options(process.env.AUTH_RPC_URL ?? `http://127.0.0.1:${process.env.AUTH_RPC_PORT ?? 7101}`)),
+    webhook: createRpcClient(WebhookService, options(process.env.WEBHOOK_RPC_URL ?? `http://127.0.0.1:${process.env.WEBHOOK_RPC_PORT ?? 7103}`)),
     deliveries: createRpcClient(
       DeliveryService,
       options(process.env.DELIVERY_RPC_URL ?? `http://127.0.0.1:${process.env.DELIVERY_RPC_PORT ?? 7104}`),
@@ -194,7 +204,7 @@ function parse(argv: string[]): { command: string; values: Record<string, unknow
 
 async function run(argv: string[]): Promise<{ json: unknown; text: string }> {
   const { command, values } = parse(argv);
-  const { organisations, auth, deliveries } = clients();
+  const { organisations, auth, deliveries, webhook } = clients();
 
   switch (command) {
     case "org create": {
@@ -258,6 +268,11 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string }> {
           `delivery ${d.id}  ${d.updated_at}  ${d.event_type} ${d.event_id}  subscription ${d.subscription_id} (org ${d.organisation_id}, client ${d.client_id})  ${d.attempts} attempts, last: ${d.error || d.response_status}`,
       );
       return { json: { deliveries: list }, text: lines.length ? lines.join("\n") : "no failed deliveries" };
+    }
+    case "deliveries log": {
+      const limit = values.limit === undefined ? 50 : wholeNumber("limit", values.limit as string, 1, 100);
+      const subscriptionId = BigInt(wholeNumber("subscription", values.subscription as string, 1, Number.MAX_SAFE_INTEGER));
+      return deliveriesLog({ organisationId: values.org as string, clientId: values.client as string, subscriptionId, limit }, deliveries, webhook);
     }
     case "deliveries retry": {
       const res = await deliveries.retryDelivery({

@@ -18,7 +18,11 @@
 // The subscription is read first (GetSubscription with the token's pair): the
 // delivery service answers an empty list for a subscription its caller does
 // not own, and the client must get 404 for another pair's subscription, as on
-// every subscription route. A disabled subscription (every attempt failed for
+// every subscription route. A deleted subscription's log stays readable by
+// its pair while the delivery service keeps it (DELIVERY_LOG_RETENTION_DAYS):
+// it is 404 only when that log is empty too. Every list answer says whether
+// the subscription is active, disabled or deleted and why
+// (Subscription-State, Subscription-State-Reason). A disabled subscription (every attempt failed for
 // a while) sends nothing: its retry is 409 until a PUT re-enables it.
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
@@ -32,6 +36,7 @@ import { HttpError } from "../errors.js";
 import { linkNext, readListQuery } from "../list-paging.js";
 import { DEFAULT_ERROR, HEADERS, IdParam, ListQuery, bearerErrors, error, json, needs } from "../schemas/common.js";
 import { AttemptList, Delivery as DeliveryOut, attemptExample, deliveryExample } from "../schemas/subscriptions.js";
+import { headerSafe, subscriptionState } from "../../services/delivery/subscription-state.js";
 import { SUBSCRIPTIONS_PATH, readIntParam, subscriptionErrors } from "./subscriptions.js";
 
 const LIST_DEFAULT = 50;
@@ -122,16 +127,32 @@ const notFound = error("No such subscription of this token's pair (or no such de
 const LIST_SCHEMA = {
   operationId: "listDeliveryAttempts",
   summary: "The delivery log of a subscription",
-  description: "Every attempt (each POST to the target), newest first, with its event, HTTP status, duration and error.",
+  description:
+    "Every attempt (each POST to the target), newest first, with its event, HTTP status, duration and error. " +
+    "A deleted subscription's log stays readable by its owner for the retention period; the Subscription-State headers say why it stopped.",
   tags: TAGS,
   security: needs("webhooks:read"),
   params: z.object({ id: subscriptionId }),
   querystring: ListQuery(LIST_DEFAULT, LIST_MAX),
   response: {
-    200: json("One page of attempts", AttemptList, [attemptExample], { ...noStore, link: HEADERS.link }),
+    200: json("One page of attempts", AttemptList, [attemptExample], {
+      ...noStore,
+      link: HEADERS.link,
+      "subscription-state": {
+        type: "string",
+        enum: ["active", "disabled", "deleted"],
+        description: "active: receives events; disabled: every attempt failed for a while (a PUT enables it); deleted (by a 410 answer, by its owner, or with the application's access)",
+        required: true,
+      },
+      "subscription-state-reason": {
+        type: "string",
+        description: "Why it is disabled or deleted, or that its last delivery gave up; absent otherwise",
+        example: "deleted at 2026-11-24T09:12:03.000Z: the target answered 410 Gone (it asked for no more events)",
+      },
+    }),
     400: error("The id, limit or cursor is not valid", "invalid_request", "limit: expected a whole number from 1 to 100"),
     ...bearerErrors("webhooks:read"),
-    404: notFound,
+    404: error("No such subscription of this token's pair, and no delivery log of it kept", "not_found", "subscription 42 not found"),
     default: DEFAULT_ERROR,
   },
 };
@@ -176,9 +197,23 @@ export function deliveryRoutes(
   app.get(`${SUBSCRIPTIONS_PATH}/:id/deliveries`, { schema: LIST_SCHEMA, onRequest: read, ...errorHandlerOption }, async (request, reply) => {
     const id = readIntParam(request, "id");
     const { limit, cursor } = readListQuery(request, LIST_DEFAULT, LIST_MAX);
-    await ownSubscription(request, id);
-    const res = await delivery.listDeliveryAttempts({ owner: owner(request), subscriptionId: id, pageSize: limit, pageToken: cursor }, rpcOptions(request));
+    let subscription;
+    let missing: unknown;
+    try {
+      subscription = await ownSubscription(request, id);
+    } catch (err) {
+      if (!(err instanceof ConnectError && err.code === Code.NotFound)) throw err;
+      missing = err;
+    }
+    const list = (pageSize: number, pageToken: string) =>
+      delivery.listDeliveryAttempts({ owner: owner(request), subscriptionId: id, pageSize, pageToken }, rpcOptions(request));
+    const res = await list(limit, cursor);
+    const newest = cursor ? (await list(1, "")).attempts[0] : res.attempts[0];
+    const state = subscriptionState(subscription, newest);
+    if (!state) throw missing;
     linkNext(reply, publicUrl, `${SUBSCRIPTIONS_PATH}/${id}/deliveries`, limit, res.nextPageToken);
+    reply.header("subscription-state", state.state);
+    if (state.reason) reply.header("subscription-state-reason", headerSafe(state.reason));
     return reply.headers(NO_STORE).send(res.attempts.map(attemptJson));
   });
 

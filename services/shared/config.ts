@@ -43,6 +43,11 @@ const optionalUrl = (protocols: string[]) =>
 
 const shape = {
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /**
+   * json: one JSON object a line; pretty: readable lines (pino-pretty, a development dependency).
+   * Unset: pretty on a terminal, JSON otherwise. The logger reads it (services/shared/logger.ts).
+   */
+  LOG_FORMAT: z.enum(["json", "pretty"]).optional(),
   /** Where PostgreSQL is. Unset: the embedded start runs PGlite; a standalone service refuses to start. */
   DATABASE_URL: optionalUrl(["postgres:", "postgresql:"]),
   DATABASE_POOL_MAX: int(10, 1, 200),

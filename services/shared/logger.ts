@@ -1,11 +1,49 @@
-// Structured JSON logs (pino): one line per request, each with the request id.
+// Structured logs (pino): one line per request, each with the request id;
+// JSON, or readable lines on a terminal (LOG_FORMAT).
+import { createRequire } from "node:module";
 import { DriverException } from "@mikro-orm/core";
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from "pino";
 
 export type { Logger };
 
-/** `destination`: where the lines go (default stdout); tests pass a stream to read them. */
-export function createLogger(name: string, level: string = process.env.LOG_LEVEL ?? "info", destination?: DestinationStream): Logger {
+export type LogFormat = "json" | "pretty";
+
+/** LOG_FORMAT when set (json | pretty); otherwise readable lines on a terminal, JSON for anything that reads them. */
+export function logFormat(env: string | undefined = process.env.LOG_FORMAT, isTTY: boolean = process.stdout.isTTY === true): LogFormat {
+  if (env === "json" || env === "pretty") return env;
+  return isTTY ? "pretty" : "json";
+}
+
+type PrettyFactory = (options: Record<string, unknown>) => DestinationStream;
+let prettyFactory: PrettyFactory | null | undefined;
+
+/**
+ * pino-pretty is a development dependency: the production image (no terminal)
+ * writes JSON and does not install it. Asked for where it is missing, the
+ * lines stay JSON, with one warning saying why.
+ */
+function loadPretty(): PrettyFactory | null {
+  if (prettyFactory !== undefined) return prettyFactory;
+  try {
+    const mod = createRequire(import.meta.url)("pino-pretty") as PrettyFactory | { default: PrettyFactory };
+    prettyFactory = typeof mod === "function" ? mod : mod.default;
+  } catch {
+    prettyFactory = null;
+  }
+  return prettyFactory;
+}
+
+/**
+ * `destination`: where the lines go (default stdout); tests pass a stream to read them.
+ * `format`: json or pretty; by default logFormat() (LOG_FORMAT, or whether stdout is a terminal)
+ * for stdout, JSON for a given destination (what reads it parses it).
+ */
+export function createLogger(
+  name: string,
+  level: string = process.env.LOG_LEVEL ?? "info",
+  destination?: DestinationStream,
+  format: LogFormat = destination ? "json" : logFormat(),
+): Logger {
   const options: LoggerOptions = {
     level,
     base: { service: name },
@@ -16,6 +54,16 @@ export function createLogger(name: string, level: string = process.env.LOG_LEVEL
       censor: "[redacted]",
     },
   };
+  if (format === "pretty") {
+    const pretty = loadPretty();
+    if (pretty) {
+      const stream = pretty({ destination: destination ?? 1, colorize: destination ? false : undefined, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname,service", messageFormat: "{service}: {msg}", singleLine: true, sync: true });
+      return pino(options, stream);
+    }
+    const logger = destination ? pino(options, destination) : pino(options);
+    logger.warn("LOG_FORMAT=pretty needs pino-pretty, which is not installed (a development dependency): writing JSON");
+    return logger;
+  }
   return destination ? pino(options, destination) : pino(options);
 }
 

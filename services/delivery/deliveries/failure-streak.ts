@@ -40,6 +40,8 @@ export interface FailedDelivery {
   organisationId: string;
   clientId: string;
   subscriptionId: bigint;
+  /** The target's host, for the log line. */
+  host?: string;
 }
 
 export interface Streak {
@@ -123,7 +125,19 @@ export function createFailureStreak(options: FailureStreakOptions): FailureStrea
       const cancelled = await cancelWaiting(d);
       if (answer.disabled) {
         webhookSubscriptionsDisabled.inc();
-        logger.warn({ subscriptionId: d.subscriptionId.toString(), clientId: d.clientId, failures: streak.failures, cancelled }, "subscription disabled: every attempt failed");
+        logger.warn(
+          {
+            subscriptionId: d.subscriptionId.toString(),
+            organisationId: d.organisationId,
+            clientId: d.clientId,
+            host: d.host,
+            failures: streak.failures,
+            failingSince: streak.firstFailure.toISOString(),
+            lastError: streak.lastError,
+            cancelled,
+          },
+          "subscription disabled: every attempt failed",
+        );
       }
       return void remembered.delete(key);
     }

@@ -34,7 +34,7 @@ export interface DeliveryWorkerOptions {
   pollMs: number;
   leaseSeconds: number;
   /** Disables a subscription that only fails (deliveries/failure-streak.ts); never throws. */
-  failureStreak?: { failed(d: ClaimedDelivery): Promise<void> };
+  failureStreak?: { failed(d: ClaimedDelivery & { host?: string }): Promise<void> };
 }
 
 /** The wait before retry n (1-based) with ±20 % jitter, at least the (capped) Retry-After; undefined: give up. */
@@ -51,6 +51,35 @@ function attemptOutcome(result: SendResult): string {
   if (result.ok) return "succeeded";
   if (result.status === 410) return "gone";
   return result.kind === "timeout" || result.kind === "refused" ? result.kind : "failed";
+}
+
+/**
+ * What a log line says about an attempt: the subscription, its owner, the
+ * target's host (never the path, query or credentials of its URL), the
+ * attempt and its answer.
+ */
+export function logFields(d: ClaimedDelivery, targetUrl: string, result: SendResult) {
+  return {
+    subscriptionId: d.subscriptionId.toString(),
+    organisationId: d.organisationId,
+    clientId: d.clientId,
+    host: targetHost(targetUrl),
+    deliveryId: d.id.toString(),
+    eventId: d.eventId,
+    attempt: d.attempt,
+    status: result.status,
+    durationMs: result.durationMs,
+    ...(result.ok ? {} : { error: result.error }),
+  };
+}
+
+/** host[:port] of a target URL; userinfo, path and query stay out of the logs. */
+export function targetHost(targetUrl: string): string {
+  try {
+    return new URL(targetUrl).host;
+  } catch {
+    return "(not a URL)";
+  }
 }
 
 /** Claims that fail (the database is down) are tried again after these waits. */
@@ -146,29 +175,39 @@ export class DeliveryWorker {
     const base = { delivery: d, responseStatus: result.status, durationMs: result.durationMs, attemptedAt };
     webhookAttempts.inc({ outcome: attemptOutcome(result) });
     webhookAttemptDuration.observe(result.durationMs / 1000);
+    const fields = logFields(d, subscriber.targetUrl, result);
     if (result.ok) {
       await this.record({ ...base, status: "succeeded", outcome: "succeeded", error: "", nextAttemptAt: null });
+      this.options.logger.debug(fields, "delivery succeeded");
       return;
     }
     // REST Hooks: 410 Gone means the receiver wants no more events: the subscription is deleted.
     if (result.status === 410 && (await this.deleteSubscription(d))) {
       await this.options.store.record({ ...base, status: "gone", outcome: "gone", error: "HTTP 410: subscription deleted", nextAttemptAt: null });
       await this.options.store.cancelSubscription(d.subscriptionId);
+      this.options.logger.info(fields, "subscription deleted: the receiver answered 410 Gone");
       return;
     }
-    await this.recordFailure(d, result, base);
-    await this.options.failureStreak?.failed(d);
+    await this.recordFailure(d, result, base, fields);
+    await this.options.failureStreak?.failed({ ...d, host: fields.host });
   }
 
-  private async recordFailure(d: ClaimedDelivery, result: Extract<SendResult, { ok: false }>, base: Omit<Parameters<DeliveryStore["record"]>[0], "status" | "outcome" | "error" | "nextAttemptAt">) {
+  private async recordFailure(
+    d: ClaimedDelivery,
+    result: Extract<SendResult, { ok: false }>,
+    base: Omit<Parameters<DeliveryStore["record"]>[0], "status" | "outcome" | "error" | "nextAttemptAt">,
+    fields: ReturnType<typeof logFields>,
+  ) {
     const wait = d.once ? undefined : retryDelayMs(this.options.schedule, d.attempt, result.retryAfterMs, this.options.retryAfterMaxSeconds);
     if (wait === undefined) {
-      this.options.logger.warn({ deliveryId: d.id.toString(), attempts: d.attempt, error: result.error }, "delivery gave up");
       webhookGivenUp.inc();
       await this.record({ ...base, status: "gave_up", outcome: "gave_up", error: result.error, nextAttemptAt: null });
+      this.options.logger.warn(fields, d.once ? "delivery failed; a manual retry is tried once" : "delivery gave up: every retry failed");
       return;
     }
-    await this.record({ ...base, status: "pending", outcome: "failed", error: result.error, nextAttemptAt: new Date(Date.now() + wait) });
+    const nextAttemptAt = new Date(Date.now() + wait);
+    await this.record({ ...base, status: "pending", outcome: "failed", error: result.error, nextAttemptAt });
+    this.options.logger.info({ ...fields, nextRetryAt: nextAttemptAt.toISOString(), retryInMs: wait }, "delivery attempt failed; retried");
   }
 
   /** Records the attempt together with the others that finished meanwhile (one statement per batch). */
