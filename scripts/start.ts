@@ -9,7 +9,7 @@
 import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { existsSync } from "node:fs";
-import { readFile, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
@@ -31,6 +31,7 @@ import { onShutdown } from "../services/shared/service-main.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import type { FastifyInstance } from "fastify";
 import { createWebhookApp } from "../services/webhook/webhook-app.js";
+import { internalToken } from "./internal-token.js";
 
 const SERVICES = [
   // Consumers first, publishers last: a relay never publishes before its consumers listen.
@@ -40,17 +41,7 @@ const SERVICES = [
   { name: "organisation", create: createOrganisationApp, port: (c: Config) => c.ORGANISATION_RPC_PORT, portVariable: "ORGANISATION_RPC_PORT" },
 ] as const;
 
-export const INTERNAL_TOKEN_FILE = "internal-rpc-token";
 export const DEMO_FILE = "demo-credentials.json";
-
-/** Embedded start: a per-data-folder internal credential, so that even loopback callers must present it. */
-async function internalToken(dataDir: string): Promise<string> {
-  const file = path.join(dataDir, INTERNAL_TOKEN_FILE);
-  if (existsSync(file)) return (await readFile(file, "utf8")).trim();
-  const token = randomBytes(32).toString("base64url");
-  await writeFile(file, `${token}\n`, { mode: 0o600 });
-  return token;
-}
 
 async function main(): Promise<void> {
   let config = loadConfigOrExit();
