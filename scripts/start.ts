@@ -31,6 +31,8 @@ import { onShutdown } from "../services/shared/service-main.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import type { FastifyInstance } from "fastify";
 import { createWebhookApp } from "../services/webhook/webhook-app.js";
+import { OrganisationEntity } from "../services/organisation/organisations/organisation.entity.js";
+import type { MikroORM } from "@mikro-orm/postgresql";
 import { internalToken } from "./internal-token.js";
 
 const SERVICES = [
@@ -54,7 +56,8 @@ async function main(): Promise<void> {
   // this process writes later is made without group or other access.
   if (embeddedDb) process.umask(0o077);
   await makePrivateFolder(dataDir);
-  // The demo is made once per embedded data folder; the marker is written when it exists.
+  // The demo is made once per embedded data folder (the marker is written when
+  // it exists), and on real PostgreSQL when the database has no organisation yet.
   const freshDataDir = embeddedDb && !existsSync(path.join(dataDir, DEMO_FILE));
   if (config.INTERNAL_RPC_TOKEN.length === 0) config = withInternalTokens(config, [await internalToken(dataDir)]);
 
@@ -124,7 +127,8 @@ async function main(): Promise<void> {
     for (const app of apps) await app.start();
 
     // Demo data first: once /readyz answers 200, everything printed here is true.
-    const demo = freshDataDir ? await createDemo(config, dataDir) : undefined;
+    const emptyDatabase = !embeddedDb && (await hasNoOrganisation(apps));
+    const demo = freshDataDir || emptyDatabase ? await createDemo(config, dataDir, freshDataDir ? "fresh data folder" : "empty database") : undefined;
     gateway = await buildGateway({
       clients: createServiceClients(config),
       serviceUrls: serviceUrls(config),
@@ -152,8 +156,15 @@ async function main(): Promise<void> {
   }
 }
 
-/** A fresh data folder gets a demo organisation, member and OAuth client, printed once and kept in DEMO_FILE. */
-async function createDemo(config: Config, dataDir: string): Promise<string> {
+/** Real PostgreSQL: no organisation at all (a new deployment's database, not one in use). */
+async function hasNoOrganisation(apps: ServiceApp[]): Promise<boolean> {
+  const organisation = apps.find((app) => app.name === "organisation") as ServiceApp & { orm?: MikroORM };
+  if (!organisation?.orm) return false;
+  return (await organisation.orm.em.fork().count(OrganisationEntity, {})) === 0;
+}
+
+/** A fresh data folder (or an empty database) gets a demo organisation, member and OAuth client, printed once and kept in DEMO_FILE. */
+async function createDemo(config: Config, dataDir: string, why: string): Promise<string> {
   const rpc = { timeoutMs: config.RPC_TIMEOUT_MS, internalToken: config.internalToken };
   const organisations = createRpcClient(OrganisationService, { baseUrl: config.organisationRpcUrl, ...rpc });
   const auth = createRpcClient(AuthService, { baseUrl: config.authRpcUrl, ...rpc });
@@ -178,7 +189,7 @@ async function createDemo(config: Config, dataDir: string): Promise<string> {
   };
   await writeFile(path.join(dataDir, DEMO_FILE), `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
   return [
-      "  demo data (fresh data folder):",
+      `  demo data (${why}):`,
       `    organisation   ${demo.organisation.name} (${demo.organisation.id})`,
       `    member login   ${demo.member.email} / ${password}`,
       `    OAuth client   client_id=${demo.client.client_id}`,
