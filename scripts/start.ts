@@ -144,7 +144,9 @@ async function main(): Promise<void> {
     await listenOn(gatewayListen, () => gateway!.listen({ host: gatewayListen.host, port: gatewayListen.port }));
 
     const backends = `${embeddedDb ? `PGlite in ${dataDir}` : "PostgreSQL"}, ${bus.kind === "nats" ? "NATS JetStream" : "in-process bus"}`;
-    process.stdout.write(`\nbizcard platform ready (${backends})\n  gateway: http://${config.GATEWAY_HOST}:${config.GATEWAY_PORT}\n`);
+    process.stdout.write(
+      `\nbizcard platform ready (${backends})\n  gateway: http://${config.GATEWAY_HOST}:${config.GATEWAY_PORT}\n  issuer (PUBLIC_URL): ${config.publicUrl}\n`,
+    );
     if (demo) process.stdout.write(demo);
     else if (existsSync(path.join(dataDir, DEMO_FILE))) process.stdout.write(`  demo credentials: ${path.join(dataDir, DEMO_FILE)}\n`);
     process.stdout.write("\n");

@@ -1,7 +1,8 @@
 // `npm start` with DATABASE_URL on a database with no organisation: the same
 // first run as the embedded start (a demo organisation, member and client,
 // printed and kept in DATA_DIR), usable at once; a second start on that
-// database, which has an organisation now, makes none.
+// database, which has an organisation now, makes none. The ready banner
+// prints the issuer (PUBLIC_URL).
 import { readFileSync, rmSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -58,6 +59,8 @@ describe("npm start on a PostgreSQL database with no organisation", () => {
     const out = await start();
     expect(out).toContain("(PostgreSQL, NATS JetStream)");
     expect(out).toContain("  demo data (empty database):\n");
+    // The banner names the issuer: PUBLIC_URL, here unset, so the default on GATEWAY_PORT.
+    expect(out).toContain(`  issuer (PUBLIC_URL): http://localhost:${env.GATEWAY_PORT}\n`);
     const file = path.join(env.DATA_DIR!, "demo-credentials.json");
     const demo = JSON.parse(readFileSync(file, "utf8")) as {
       organisation: { id: string; name: string };
@@ -80,8 +83,13 @@ describe("npm start on a PostgreSQL database with no organisation", () => {
     expect(client?.redirectUris).toEqual(["http://127.0.0.1:9876/callback"]);
     await stop();
 
+    env.PUBLIC_URL = `http://127.0.0.1:${env.GATEWAY_PORT}/`;
     const again = await start();
     expect(again).not.toContain("demo data (");
+    // The issuer the banner prints is the one the metadata document names.
+    const metadata = (await (await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/.well-known/oauth-authorization-server`)).json()) as { issuer: string };
+    expect(metadata.issuer).toBe(`http://127.0.0.1:${env.GATEWAY_PORT}`);
+    expect(again).toContain(`  issuer (PUBLIC_URL): ${metadata.issuer}\n`);
     expect(again).toContain(`  demo credentials: ${file}\n`);
     await stop();
   }, 240_000);
