@@ -88,10 +88,15 @@ async function main(): Promise<void> {
       ...SERVICES.map((svc) => ({ variable: svc.portVariable, host: config.RPC_HOST, port: svc.port(config) })),
       { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT },
     ]);
+    if (config.NATS_URL) progress(`connecting to NATS at ${config.NATS_URL}`);
     bus = await openBus(config, "bizcard", logger);
     // A fresh data folder: one initdb, in a worker thread, copied for each service
     // (embedded-postgres.ts); then the PGlite instances start together.
-    if (embeddedDb) await prepareEmbeddedPostgres(dataDir, SERVICES.map((svc) => svc.name));
+    if (embeddedDb) {
+      const fresh = !SERVICES.every((svc) => existsSync(path.join(dataDir, "pglite", svc.name, "PG_VERSION")));
+      progress(fresh ? `creating the databases in ${dataDir} (first start: one initdb, copied for each service)` : `opening the databases in ${dataDir}`);
+      await prepareEmbeddedPostgres(dataDir, SERVICES.map((svc) => svc.name));
+    }
     const embedded = embeddedDb
       ? await Promise.all(SERVICES.map((svc) => startEmbeddedPostgres(dataDir, svc.name)))
       : [];
@@ -105,6 +110,7 @@ async function main(): Promise<void> {
         bus: bus!,
         logger: log,
       };
+      progress(`starting ${svc.name}${config.MIGRATE_ON_START ? ": migrating its schema" : ""}`);
       const app = await svc.create(deps);
       apps.push(app);
       servers.push(
@@ -124,11 +130,14 @@ async function main(): Promise<void> {
       // under the URL the clients use to reach this service.
       undoInProcess.push(serveInProcess(serviceUrls(config)[svc.name], servers.at(-1)!.inProcess));
     }
+    progress("starting the background work (outbox relays, event consumers, delivery)");
     for (const app of apps) await app.start();
 
     // Demo data first: once /readyz answers 200, everything printed here is true.
     const emptyDatabase = !embeddedDb && (await hasNoOrganisation(apps));
+    if (freshDataDir || emptyDatabase) progress("creating the demo organisation, member and client");
     const demo = freshDataDir || emptyDatabase ? await createDemo(config, dataDir, freshDataDir ? "fresh data folder" : "empty database") : undefined;
+    progress("starting the gateway");
     gateway = await buildGateway({
       clients: createServiceClients(config),
       serviceUrls: serviceUrls(config),
@@ -156,6 +165,11 @@ async function main(): Promise<void> {
     exitIfPortInUse("bizcard", err);
     process.exit(1);
   }
+}
+
+/** What a start is doing, on stdout beside the banner, so that a cold start is not silent before "ready". */
+function progress(step: string): void {
+  process.stdout.write(`bizcard: ${step}\n`);
 }
 
 /** Real PostgreSQL: no organisation at all (a new deployment's database, not one in use). */

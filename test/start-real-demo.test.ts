@@ -57,6 +57,15 @@ async function stop(): Promise<void> {
 describe("npm start on a PostgreSQL database with no organisation", () => {
   it("creates and prints the demo organisation, member and client, which work at once; a second start makes none", async () => {
     const out = await start();
+    // A cold start says what it is doing before "ready".
+    const steps = out.slice(0, out.indexOf("bizcard platform ready")).split("\n").filter((l) => l.startsWith("bizcard: "));
+    expect(steps).toEqual([
+      `bizcard: connecting to NATS at ${env.NATS_URL}`,
+      ...["delivery", "webhook", "auth", "organisation"].map((name) => `bizcard: starting ${name}: migrating its schema`),
+      "bizcard: starting the background work (outbox relays, event consumers, delivery)",
+      "bizcard: creating the demo organisation, member and client",
+      "bizcard: starting the gateway",
+    ]);
     expect(out).toContain("(PostgreSQL, NATS JetStream)");
     expect(out).toContain("  demo data (empty database):\n");
     // The banner names the issuer: PUBLIC_URL, here unset, so the default on GATEWAY_PORT.
