@@ -1,12 +1,13 @@
 // `npm run start:distributed`: five processes on the real PostgreSQL and NATS,
 // each line prefixed with its process's name; an OAuth client_credentials
-// token, /oauth/me and a webhook delivery to a loopback receiver end to end;
+// token, /oauth/me, the authorization-code walk and a webhook delivery to a loopback receiver end to end;
 // SIGTERM stops every process; a missing backend is named in one line.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import net from "node:net";
 import path from "node:path";
 import { connect } from "nats";
+import * as oauth from "oauth4webapi";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
@@ -116,6 +117,58 @@ describe("npm run start:distributed", () => {
     const body = JSON.parse(arrived.body) as { type: string; data: { id: string } };
     expect(body.type).toBe("contact.created");
     expect(JSON.stringify(body)).toContain(contact!.id);
+  });
+
+  it("walks the authorization-code flow with PKCE across the processes: login, consent, code, /oauth/me", { timeout: 60_000 }, async () => {
+    const rpc = { timeoutMs: 10_000, internalToken: TOKEN };
+    const organisations = createRpcClient(OrganisationService, { baseUrl: `http://127.0.0.1:${ports.ORGANISATION_RPC_PORT}`, ...rpc });
+    const auth = createRpcClient(AuthService, { baseUrl: `http://127.0.0.1:${ports.AUTH_RPC_PORT}`, ...rpc });
+    const email = `${uniqueName("m")}@example.com`;
+    const { organisation } = await organisations.createOrganisation({ name: "Walk Co", ownerEmail: email, ownerPassword: "correct horse battery" });
+    const redirectUri = "http://127.0.0.1:9876/callback";
+    const { client } = await auth.createClient({ name: "Walker", redirectUris: [redirectUri], public: true });
+    const insecure = { [oauth.allowInsecureRequests]: true };
+    const as = await oauth.processDiscoveryResponse(new URL(base), await oauth.discoveryRequest(new URL(base), { algorithm: "oauth2", ...insecure }));
+    const c: oauth.Client = { client_id: client!.clientId };
+    const verifier = oauth.generateRandomCodeVerifier();
+    const state = oauth.generateRandomState();
+    const authorize = new URL(as.authorization_endpoint!);
+    authorize.search = new URLSearchParams({
+      response_type: "code",
+      client_id: c.client_id,
+      redirect_uri: redirectUri,
+      scope: "organisation:read",
+      state,
+      code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: "S256",
+    }).toString();
+
+    // A browser that keeps the session cookie and follows nothing by itself.
+    let cookie = "";
+    const go = async (url: string, init: RequestInit = {}) => {
+      const res = await fetch(new URL(url, base), { ...init, redirect: "manual", headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) } });
+      const set = res.headers.get("set-cookie");
+      if (set) cookie = set.split(";")[0]!;
+      return res;
+    };
+    const unescape = (v: string) => v.replace(/&(amp|lt|gt|quot|#39|#x27);/g, (_, e: string) => ({ amp: "&", lt: "<", gt: ">", quot: '"', "#39": "'", "#x27": "'" })[e]!);
+    const submitForm = async (html: string, fields: Record<string, string>) => {
+      const hidden = Object.fromEntries([...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [unescape(m[1]!), unescape(m[2]!)]));
+      const action = unescape(/<form[^>]* action="([^"]+)"/.exec(html)![1]!);
+      return go(action, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ ...hidden, ...fields }).toString() });
+    };
+    const started = await go(authorize.href);
+    expect(started.status).toBe(303);
+    const loggedIn = await submitForm(await (await go(started.headers.get("location")!)).text(), { email, password: "correct horse battery" });
+    expect(loggedIn.status).toBe(303);
+    const decided = await submitForm(await (await go(loggedIn.headers.get("location")!)).text(), { decision: "allow" });
+    expect(decided.status).toBe(303);
+    const params = oauth.validateAuthResponse(as, c, new URL(decided.headers.get("location")!), state);
+    const tokens = await oauth.processAuthorizationCodeResponse(as, c, await oauth.authorizationCodeGrantRequest(as, c, oauth.None(), params, redirectUri, verifier, insecure));
+    expect(tokens.scope).toBe("organisation:read");
+    const me = await fetch(`${base}/oauth/me`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
+    expect(me.status).toBe(200);
+    expect(await me.json()).toEqual({ id: organisation!.id, name: "Walk Co" });
   });
 
   it("stops every process on SIGTERM, none left", { timeout: 60_000 }, async () => {
