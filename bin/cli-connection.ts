@@ -6,9 +6,9 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 
-export type ServiceName = "organisation" | "auth" | "delivery";
+export type ServiceName = "organisation" | "auth" | "webhook" | "delivery";
 
-const DEFAULT_PORTS: Record<ServiceName, number> = { auth: 7101, organisation: 7102, delivery: 7104 };
+const DEFAULT_PORTS: Record<ServiceName, number> = { auth: 7101, organisation: 7102, webhook: 7103, delivery: 7104 };
 
 /** The URL the command calls a service on: <NAME>_RPC_URL, else loopback on <NAME>_RPC_PORT or the default port. */
 export function serviceUrl(name: ServiceName, env: NodeJS.ProcessEnv = process.env): string {
