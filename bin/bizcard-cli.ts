@@ -14,8 +14,6 @@
 // the usage on stderr and exits 2; an RPC failure prints one line on stderr and
 // exits 1. With --json, the output is one JSON object and nothing else, errors
 // included: {"error", "error_description"} on stdout, with the same exit status.
-import { existsSync, readFileSync } from "node:fs";
-import path from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
@@ -26,6 +24,7 @@ import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { contactJson } from "../services/shared/contact-json.js";
 import { createRpcClient } from "../services/shared/rpc/client.js";
 import { deliveriesLog } from "./deliveries-log.js";
+import { explainFailure, internalCredential, serviceUrl, type ServiceName } from "./cli-connection.js";
 
 const CONTACT_FLAGS = {
   "first-name": "firstName",
@@ -143,27 +142,20 @@ function groupUsage(group: string): string | undefined {
   return lines.length ? `usage:\n${lines.map((l) => `  ${l}`).join("\n")}\n(bizcard --help for every command)` : undefined;
 }
 
-/** Servers accept any credential of the comma-separated list; clients send the first. */
-function internalToken(): string | undefined {
-  const file = path.resolve(process.env.DATA_DIR ?? "./data", "internal-rpc-token");
-  const list = process.env.INTERNAL_RPC_TOKEN || (existsSync(file) ? readFileSync(file, "utf8") : "");
-  return list.split(",")[0]?.trim() || undefined;
+function clients() {
+  const credential = internalCredential();
+  const options = (name: ServiceName) => ({ baseUrl: serviceUrl(name), timeoutMs: 15_000, internalToken: credential.token });
+  return {
+    organisations: createRpcClient(OrganisationService, options("organisation")),
+    auth: createRpcClient(AuthService, options("auth")),
+    webhook: createRpcClient(WebhookService, options("webhook")),
+    deliveries: createRpcClient(DeliveryService, options("delivery")),
+  };
 }
 
-function clients() {
-  const options = (url: string) => ({ baseUrl: url, timeoutMs: 15_000, internalToken: internalToken() });
-  return {
-    organisations: createRpcClient(
-      OrganisationService,
-      options(process.env.ORGANISATION_RPC_URL ?? `http://127.0.0.1:${process.env.ORGANISATION_RPC_PORT ?? 7102}`),
-    ),
-    auth: createRpcClient(AuthService, options(process.env.AUTH_RPC_URL ?? `http://127.0.0.1:${process.env.AUTH_RPC_PORT ?? 7101}`)),
-    webhook: createRpcClient(WebhookService, options(process.env.WEBHOOK_RPC_URL ?? `http://127.0.0.1:${process.env.WEBHOOK_RPC_PORT ?? 7103}`)),
-    deliveries: createRpcClient(
-      DeliveryService,
-      options(process.env.DELIVERY_RPC_URL ?? `http://127.0.0.1:${process.env.DELIVERY_RPC_PORT ?? 7104}`),
-    ),
-  };
+/** The service a command calls. */
+function serviceOf(argv: string[]): ServiceName {
+  return argv[0] === "client" ? "auth" : argv[0] === "deliveries" ? "delivery" : "organisation";
 }
 
 function contactFields(values: Record<string, unknown>): Partial<ContactFields> {
@@ -336,6 +328,7 @@ try {
 } catch (err) {
   if (err instanceof UsageError) fail(json, 2, "invalid_usage", err.message, `bizcard: ${err.message}\n${err.usage}\n`);
   const e = ConnectError.from(err);
-  const message = e.rawMessage || e.message;
+  const service = serviceOf(argv);
+  const message = explainFailure(e, service, serviceUrl(service), internalCredential());
   fail(json, 1, codeName(e.code), message, `bizcard: ${message} (${codeName(e.code)})\n`);
 }

@@ -1,7 +1,7 @@
 // The gateway as its own process. With NATS_URL it listens on the bus for
 // revocations and caches bearer checks (bearer-cache.ts); without it, every
 // bearer check is one RPC to the auth service.
-import { loadConfigOrExit, requireInternalToken } from "../services/shared/config.js";
+import { GATEWAY_PROCESS_CHECKS, loadConfigOrExit } from "../services/shared/config.js";
 import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import { startMetricsListener } from "../services/shared/metrics/metrics-listener.js";
@@ -10,7 +10,7 @@ import { exitIfPortInUse, listenOn } from "../services/shared/port-in-use.js";
 import { buildGateway, gatewayTimeouts } from "./app.js";
 import { createServiceClients, serviceUrls } from "./clients.js";
 
-const config = loadConfigOrExit([requireInternalToken]);
+const config = loadConfigOrExit(GATEWAY_PROCESS_CHECKS);
 const logger = createLogger("gateway", config.LOG_LEVEL);
 // The in-process bus would hear nothing in a process of its own: no bus, no bearer cache.
 const bus = config.NATS_URL ? await openBus(config, "gateway", logger) : undefined;

@@ -9,7 +9,7 @@
 import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { existsSync } from "node:fs";
-import { readFile, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
@@ -32,6 +32,9 @@ import { onShutdown } from "../services/shared/service-main.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import type { FastifyInstance } from "fastify";
 import { createWebhookApp } from "../services/webhook/webhook-app.js";
+import { OrganisationEntity } from "../services/organisation/organisations/organisation.entity.js";
+import type { MikroORM } from "@mikro-orm/postgresql";
+import { internalToken } from "./internal-token.js";
 
 const SERVICES = [
   // Consumers first, publishers last: a relay never publishes before its consumers listen.
@@ -41,17 +44,7 @@ const SERVICES = [
   { name: "organisation", create: createOrganisationApp, port: (c: Config) => c.ORGANISATION_RPC_PORT, portVariable: "ORGANISATION_RPC_PORT" },
 ] as const;
 
-export const INTERNAL_TOKEN_FILE = "internal-rpc-token";
 export const DEMO_FILE = "demo-credentials.json";
-
-/** Embedded start: a per-data-folder internal credential, so that even loopback callers must present it. */
-async function internalToken(dataDir: string): Promise<string> {
-  const file = path.join(dataDir, INTERNAL_TOKEN_FILE);
-  if (existsSync(file)) return (await readFile(file, "utf8")).trim();
-  const token = randomBytes(32).toString("base64url");
-  await writeFile(file, `${token}\n`, { mode: 0o600 });
-  return token;
-}
 
 async function main(): Promise<void> {
   let config = loadConfigOrExit();
@@ -64,7 +57,8 @@ async function main(): Promise<void> {
   // this process writes later is made without group or other access.
   if (embeddedDb) process.umask(0o077);
   await makePrivateFolder(dataDir);
-  // The demo is made once per embedded data folder; the marker is written when it exists.
+  // The demo is made once per embedded data folder (the marker is written when
+  // it exists), and on real PostgreSQL when the database has no organisation yet.
   const freshDataDir = embeddedDb && !existsSync(path.join(dataDir, DEMO_FILE));
   if (config.INTERNAL_RPC_TOKEN.length === 0) config = withInternalTokens(config, [await internalToken(dataDir)]);
 
@@ -98,10 +92,15 @@ async function main(): Promise<void> {
       { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT },
       { variable: "GATEWAY_METRICS_PORT", host: config.RPC_HOST, port: config.GATEWAY_METRICS_PORT },
     ]);
+    if (config.NATS_URL) progress(`connecting to NATS at ${config.NATS_URL}`);
     bus = await openBus(config, "bizcard", logger);
     // A fresh data folder: one initdb, in a worker thread, copied for each service
     // (embedded-postgres.ts); then the PGlite instances start together.
-    if (embeddedDb) await prepareEmbeddedPostgres(dataDir, SERVICES.map((svc) => svc.name));
+    if (embeddedDb) {
+      const fresh = !SERVICES.every((svc) => existsSync(path.join(dataDir, "pglite", svc.name, "PG_VERSION")));
+      progress(fresh ? `creating the databases in ${dataDir} (first start: one initdb, copied for each service)` : `opening the databases in ${dataDir}`);
+      await prepareEmbeddedPostgres(dataDir, SERVICES.map((svc) => svc.name));
+    }
     const embedded = embeddedDb
       ? await Promise.all(SERVICES.map((svc) => startEmbeddedPostgres(dataDir, svc.name)))
       : [];
@@ -115,6 +114,7 @@ async function main(): Promise<void> {
         bus: bus!,
         logger: log,
       };
+      progress(`starting ${svc.name}${config.MIGRATE_ON_START ? ": migrating its schema" : ""}`);
       const app = await svc.create(deps);
       apps.push(app);
       servers.push(
@@ -134,10 +134,14 @@ async function main(): Promise<void> {
       // under the URL the clients use to reach this service.
       undoInProcess.push(serveInProcess(serviceUrls(config)[svc.name], servers.at(-1)!.inProcess));
     }
+    progress("starting the background work (outbox relays, event consumers, delivery)");
     for (const app of apps) await app.start();
 
     // Demo data first: once /readyz answers 200, everything printed here is true.
-    const demo = freshDataDir ? await createDemo(config, dataDir) : undefined;
+    const emptyDatabase = !embeddedDb && (await hasNoOrganisation(apps));
+    if (freshDataDir || emptyDatabase) progress("creating the demo organisation, member and client");
+    const demo = freshDataDir || emptyDatabase ? await createDemo(config, dataDir, freshDataDir ? "fresh data folder" : "empty database") : undefined;
+    progress("starting the gateway");
     gateway = await buildGateway({
       clients: createServiceClients(config),
       serviceUrls: serviceUrls(config),
@@ -156,7 +160,9 @@ async function main(): Promise<void> {
     metrics = await listenOn(metricsListen, () => startMetricsListener(metricsListen.host, metricsListen.port));
 
     const backends = `${embeddedDb ? `PGlite in ${dataDir}` : "PostgreSQL"}, ${bus.kind === "nats" ? "NATS JetStream" : "in-process bus"}`;
-    process.stdout.write(`\nbizcard platform ready (${backends})\n  gateway: http://${config.GATEWAY_HOST}:${config.GATEWAY_PORT}\n`);
+    process.stdout.write(
+      `\nbizcard platform ready (${backends})\n  gateway: http://${config.GATEWAY_HOST}:${config.GATEWAY_PORT}\n  issuer (PUBLIC_URL): ${config.publicUrl}\n`,
+    );
     if (demo) process.stdout.write(demo);
     else if (existsSync(path.join(dataDir, DEMO_FILE))) process.stdout.write(`  demo credentials: ${path.join(dataDir, DEMO_FILE)}\n`);
     process.stdout.write("\n");
@@ -168,8 +174,20 @@ async function main(): Promise<void> {
   }
 }
 
-/** A fresh data folder gets a demo organisation, member and OAuth client, printed once and kept in DEMO_FILE. */
-async function createDemo(config: Config, dataDir: string): Promise<string> {
+/** What a start is doing, on stdout beside the banner, so that a cold start is not silent before "ready". */
+function progress(step: string): void {
+  process.stdout.write(`bizcard: ${step}\n`);
+}
+
+/** Real PostgreSQL: no organisation at all (a new deployment's database, not one in use). */
+async function hasNoOrganisation(apps: ServiceApp[]): Promise<boolean> {
+  const organisation = apps.find((app) => app.name === "organisation") as ServiceApp & { orm?: MikroORM };
+  if (!organisation?.orm) return false;
+  return (await organisation.orm.em.fork().count(OrganisationEntity, {})) === 0;
+}
+
+/** A fresh data folder (or an empty database) gets a demo organisation, member and OAuth client, printed once and kept in DEMO_FILE. */
+async function createDemo(config: Config, dataDir: string, why: string): Promise<string> {
   const rpc = { timeoutMs: config.RPC_TIMEOUT_MS, internalToken: config.internalToken };
   const organisations = createRpcClient(OrganisationService, { baseUrl: config.organisationRpcUrl, ...rpc });
   const auth = createRpcClient(AuthService, { baseUrl: config.authRpcUrl, ...rpc });
@@ -194,7 +212,7 @@ async function createDemo(config: Config, dataDir: string): Promise<string> {
   };
   await writeFile(path.join(dataDir, DEMO_FILE), `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
   return [
-      "  demo data (fresh data folder):",
+      `  demo data (${why}):`,
       `    organisation   ${demo.organisation.name} (${demo.organisation.id})`,
       `    member login   ${demo.member.email} / ${password}`,
       `    OAuth client   client_id=${demo.client.client_id}`,

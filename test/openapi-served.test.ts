@@ -89,7 +89,7 @@ describe("the answer checker", () => {
     const gateway = await documentGateway("https://bizcard.test", {}, (g) => {
       problems = checkAnswersAgainstDocument(g);
       // Drift made on purpose: /healthz answering a status the document does not have.
-      g.addHook("preSerialization", async (request, _reply, payload) => (request.url === "/healthz" ? { status: "fine" } : payload));
+      g.addHook("preSerialization", async (request, _reply, payload) => (request.url === "/healthz" ? { ...(payload as object), status: "fine" } : payload));
     });
     const res = await gateway.inject({ method: "GET", url: "/healthz" });
     await gateway.close();

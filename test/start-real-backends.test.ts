@@ -61,7 +61,7 @@ describe("npm start on PostgreSQL and NATS JetStream", () => {
     platform = spawnProcess("npm", ["start", "--silent"], env);
     await httpReady(`http://127.0.0.1:${env.GATEWAY_PORT}/readyz`, 120_000, platform);
     expect(platform.output()).toContain("(PostgreSQL, NATS JetStream)");
-    expect(platform.output()).not.toContain("demo data"); // demo data is for a fresh embedded data folder only
+    expect(platform.output()).toContain("demo data (empty database):"); // a database with no organisation gets the demo
 
     const org = await cli(["org", "create", "--name", "Real", "--email", "real@backends.test", "--password", "password-real"]);
     expect(org.code).toBe(0);

@@ -1,9 +1,10 @@
-// GET /healthz: the process is up. GET /readyz: the services the gateway
+// GET /healthz: the process is up, and its version (and git commit where known). GET /readyz: the services the gateway
 // needs to serve (and through them their databases and the bus) answer their
 // own /readyz; 503 names which do not. The body reports every service.
 import type { FastifyInstance } from "fastify";
 import { HttpError, sendError } from "../errors.js";
 import { DEFAULT_ERROR, HEADERS, error, json } from "../schemas/common.js";
+import { readBuildInfo } from "../build-info.js";
 import { Health, Readiness } from "../schemas/organisation.js";
 
 const noStore = { "cache-control": HEADERS.noStore };
@@ -12,7 +13,11 @@ const HEALTHZ = {
   summary: "Liveness: the gateway process is up",
   tags: ["Health"],
   security: [],
-  response: { 200: json("Up", Health, { status: "ok" }, noStore), 400: DEFAULT_ERROR, default: DEFAULT_ERROR },
+  response: {
+    200: json("Up", Health, { status: "ok", version: "0.1.0", commit: "a25ffb2c0e1d4f7b9a8c6e5d4c3b2a1f0e9d8c7b" }, noStore),
+    400: DEFAULT_ERROR,
+    default: DEFAULT_ERROR,
+  },
 };
 const READYZ = {
   operationId: "getReadiness",
@@ -55,7 +60,8 @@ async function ready(url: string, timeoutMs: number): Promise<boolean> {
 
 export function healthRoutes(app: FastifyInstance, options: HealthRouteOptions): void {
   const optional = new Set(options.optional ?? OPTIONAL);
-  app.get("/healthz", { schema: HEALTHZ }, async (_req, reply) => reply.header("cache-control", "no-store").send({ status: "ok" }));
+  const build = readBuildInfo();
+  app.get("/healthz", { schema: HEALTHZ }, async (_req, reply) => reply.header("cache-control", "no-store").send({ status: "ok", ...build }));
 
   app.get("/readyz", { schema: READYZ }, async (_req, reply) => {
     const names = Object.keys(options.services);

@@ -42,7 +42,13 @@ export const Organisation = z
   .object({ id: z.string().describe("The organisation's id"), name: z.string().describe("Its name, for a connection's label") })
   .meta({ id: "Organisation", description: "The token's organisation" });
 
-export const Health = z.object({ status: z.literal("ok") }).describe("The process is up");
+export const Health = z
+  .object({
+    status: z.literal("ok"),
+    version: z.string().describe("The platform's version (package.json)"),
+    commit: z.string().optional().describe("The git commit it was built from, where known"),
+  })
+  .describe("The process is up, and what it runs");
 
 export const Readiness = z
   .object({

@@ -318,6 +318,16 @@ export function requireInternalToken(config: Config): void {
   }
 }
 
+// What a platform process checks at start when it runs on its own (services/shared/service-main.ts,
+// gateway/main.ts); test/compose-processes.test.ts holds docker-compose.yml to them.
+/** A service (auth, organisation, webhook, delivery) as its own process. */
+export const SERVICE_PROCESS_CHECKS: ((config: Config) => void)[] = [
+  (c) => requireBackends(c, { database: true, nats: true }),
+  (c) => requireInternalToken(c),
+];
+/** The gateway as its own process (NATS_URL is optional: without it, bearer checks are not cached). */
+export const GATEWAY_PROCESS_CHECKS: ((config: Config) => void)[] = [(c) => requireInternalToken(c)];
+
 /** The configuration with these internal credentials (the embedded start's generated one). */
 export function withInternalTokens(config: Config, tokens: string[]): Config {
   return { ...config, INTERNAL_RPC_TOKEN: tokens, internalToken: tokens[0] };

@@ -1,6 +1,6 @@
 // The body of every services/<name>/main.ts: read the configuration, open the
 // real backends, listen, and drain on SIGTERM/SIGINT.
-import { loadConfigOrExit, requireBackends, requireInternalToken, type Config } from "./config.js";
+import { SERVICE_PROCESS_CHECKS, loadConfigOrExit, type Config } from "./config.js";
 import { openBus } from "./event-bus/open-bus.js";
 import { exitIfPortInUse, listenOn } from "./port-in-use.js";
 import { createLogger, type Logger } from "./logger.js";
@@ -14,10 +14,7 @@ export interface ServiceMainOptions {
 }
 
 export async function serviceMain(options: ServiceMainOptions): Promise<void> {
-  const config = loadConfigOrExit([
-    (c) => requireBackends(c, { database: true, nats: true }),
-    requireInternalToken,
-  ]);
+  const config = loadConfigOrExit(SERVICE_PROCESS_CHECKS);
   const logger = createLogger(options.name, config.LOG_LEVEL);
   // Signals are handled from the first moment: a stop during start (waiting for
   // NATS, migrating) closes what is open so far and exits 0.

@@ -1,0 +1,54 @@
+// What /healthz reports about the running code: the package's version and,
+// where known, the git commit. Read once when the gateway starts (never per
+// request, never by running git): GIT_COMMIT when the deployment sets it (an
+// image built from a clone without .git), else the checkout's .git.
+import { existsSync, readFileSync, statSync } from "node:fs";
+import path from "node:path";
+
+export interface BuildInfo {
+  version: string;
+  commit?: string;
+}
+
+const PACKAGE_NAME = "bizcard-oauth-platform";
+
+/** The folder holding this platform's package.json: the checkout, or /app in the image (above dist/). */
+function packageRoot(from: string): string | undefined {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    const file = path.join(dir, "package.json");
+    if (existsSync(file) && (JSON.parse(readFileSync(file, "utf8")) as { name?: string }).name === PACKAGE_NAME) return dir;
+    if (path.dirname(dir) === dir) return undefined;
+  }
+}
+
+const read = (file: string) => (existsSync(file) ? readFileSync(file, "utf8").trim() : undefined);
+
+/** HEAD's commit from .git (a folder, or a worktree's file pointing at one), without git. */
+function gitCommit(root: string): string | undefined {
+  const dotGit = path.join(root, ".git");
+  if (!existsSync(dotGit)) return undefined;
+  const gitDir = statSync(dotGit).isDirectory() ? dotGit : path.resolve(root, read(dotGit)!.replace(/^gitdir:\s*/, ""));
+  const commonDir = existsSync(path.join(gitDir, "commondir")) ? path.resolve(gitDir, read(path.join(gitDir, "commondir"))!) : gitDir;
+  const head = read(path.join(gitDir, "HEAD"));
+  if (!head) return undefined;
+  if (!head.startsWith("ref:")) return head;
+  const ref = head.slice(4).trim();
+  const loose = read(path.join(gitDir, ref)) ?? read(path.join(commonDir, ref));
+  if (loose) return loose;
+  const packed = read(path.join(commonDir, "packed-refs"));
+  return packed?.split("\n").find((l) => l.endsWith(` ${ref}`))?.split(" ")[0];
+}
+
+export function readBuildInfo(env: NodeJS.ProcessEnv = process.env, from = import.meta.dirname): BuildInfo {
+  const root = packageRoot(from);
+  const version = root ? ((JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { version?: string }).version ?? "unknown") : "unknown";
+  let commit = env.GIT_COMMIT?.trim() || undefined;
+  if (!commit && root) {
+    try {
+      commit = gitCommit(root);
+    } catch {
+      commit = undefined; // an unreadable .git: the version alone
+    }
+  }
+  return commit && /^[0-9a-f]{7,64}$/i.test(commit) ? { version, commit } : { version };
+}

@@ -1,0 +1,126 @@
+// `npm run start:distributed`: the platform as docker-compose.yml runs it, each
+// service and the gateway as its own process, without Docker. It needs the
+// real backends (DATABASE_URL and NATS_URL; a process of its own cannot share
+// PGlite or an in-process bus). The children run their main.ts through tsx,
+// as `npm start` does, so no build step can leave a stale dist/ behind; the
+// compose file runs the same entry points compiled (scripts/platform-processes.ts).
+// Each child's lines are prefixed with its name; SIGINT (Ctrl-C) or SIGTERM
+// stops them all, and a child that dies stops the rest.
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { loadConfigOrExit, requireBackends, type Config } from "../services/shared/config.js";
+import { makePrivateFolder } from "../services/shared/private-folder.js";
+import { internalToken } from "./internal-token.js";
+import { PLATFORM_PROCESSES, tsxCommand, type PlatformProcess } from "./platform-processes.js";
+
+const STOP_TIMEOUT_MS = 30_000;
+const READY_TIMEOUT_MS = 180_000;
+const width = Math.max(...PLATFORM_PROCESSES.map((p) => p.name.length));
+
+const say = (line: string) => process.stdout.write(`${"start".padEnd(width)} | ${line}\n`);
+
+interface Child {
+  proc: PlatformProcess;
+  child: ChildProcess;
+  exited: Promise<void>;
+}
+
+// The services' own requirements, but for the credential: made here when unset, as npm start does.
+const config = loadConfigOrExit([(c) => requireBackends(c, { database: true, nats: true })]);
+const env: NodeJS.ProcessEnv = { ...process.env };
+if (config.INTERNAL_RPC_TOKEN.length === 0) {
+  // As npm start: one credential per data folder, where bizcard looks for it.
+  const dataDir = path.resolve(config.DATA_DIR);
+  await makePrivateFolder(dataDir);
+  env.INTERNAL_RPC_TOKEN = await internalToken(dataDir);
+  say(`INTERNAL_RPC_TOKEN is unset: using the one in ${path.join(dataDir, "internal-rpc-token")}`);
+}
+
+const children: Child[] = [];
+let stopping = false;
+
+function prefixLines(name: string, stream: NodeJS.ReadableStream, out: NodeJS.WriteStream): void {
+  createInterface({ input: stream, crlfDelay: Infinity }).on("line", (line) => out.write(`${name.padEnd(width)} | ${line}\n`));
+}
+
+function start(proc: PlatformProcess): Child {
+  const [command, ...args] = tsxCommand(proc);
+  say(`starting ${proc.name}: ${command} ${args.join(" ")}`);
+  // Its own process group: a Ctrl-C reaches this process only, which stops the children in order.
+  const child = spawn(command === "node" ? process.execPath : command!, args, { env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  say(`${proc.name} is pid ${child.pid}`);
+  prefixLines(proc.name, child.stdout!, process.stdout);
+  prefixLines(proc.name, child.stderr!, process.stderr);
+  const exited = new Promise<void>((resolve) => {
+    child.once("exit", (code, signal) => {
+      if (!stopping) {
+        say(`${proc.name} exited (${signal ?? `code ${code}`}): stopping the others`);
+        void stopAll(1);
+      }
+      resolve();
+    });
+  });
+  return { proc, child, exited };
+}
+
+async function stopAll(exitCode: number): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  say("stopping every process");
+  const stopOne = async ({ proc, child, exited }: Child) => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => {
+      say(`${proc.name} did not stop within ${STOP_TIMEOUT_MS} ms: killing it`);
+      child.kill("SIGKILL");
+    }, STOP_TIMEOUT_MS);
+    await exited;
+    clearTimeout(timer);
+  };
+  // The gateway first, so that no request reaches a service that is draining.
+  await Promise.all(children.filter((c) => c.proc.name === "gateway").map(stopOne));
+  await Promise.all(children.filter((c) => c.proc.name !== "gateway").map(stopOne));
+  say("bizcard platform stopped");
+  process.exit(exitCode);
+}
+
+process.on("SIGINT", () => void stopAll(0));
+process.on("SIGTERM", () => void stopAll(0));
+
+/** Where this process can reach a child's /readyz (a wildcard listening address answers on loopback). */
+function readyUrl(proc: PlatformProcess, c: Config): string {
+  const host = proc.name === "gateway" ? c.GATEWAY_HOST : c.RPC_HOST;
+  const reachable = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host.includes(":") ? `[${host}]` : host;
+  return `http://${reachable}:${c[proc.readyPort]}/readyz`;
+}
+
+async function waitReady(proc: PlatformProcess): Promise<void> {
+  const url = readyUrl(proc, config);
+  const end = Date.now() + READY_TIMEOUT_MS;
+  while (!stopping) {
+    const ok = await fetch(url, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false);
+    if (ok) return;
+    if (Date.now() > end) throw new Error(`${proc.name} was not ready at ${url} within ${READY_TIMEOUT_MS} ms`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+say(`PostgreSQL at ${new URL(config.DATABASE_URL!).host}, NATS at ${config.NATS_URL}; each service migrates its own schema as it starts`);
+for (const proc of PLATFORM_PROCESSES) children.push(start(proc));
+try {
+  await Promise.all(PLATFORM_PROCESSES.map(async (proc) => {
+    await waitReady(proc);
+    if (!stopping) say(`${proc.name} ready`);
+  }));
+} catch (err) {
+  say((err as Error).message);
+  await stopAll(1);
+}
+if (!stopping) {
+  process.stdout.write(
+    `\nbizcard platform ready (${PLATFORM_PROCESSES.length} processes, PostgreSQL, NATS JetStream)\n` +
+      `  gateway: http://${config.GATEWAY_HOST}:${config.GATEWAY_PORT}\n` +
+      `  issuer (PUBLIC_URL): ${config.publicUrl}\n\n`,
+  );
+}
