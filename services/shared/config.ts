@@ -1,8 +1,8 @@
 // Configuration comes from environment variables, read and validated once at
 // start. A bad or missing value stops the process with one line that names
 // the variable (see `exitOnConfigError`). The README has the table.
-import { isIP } from "node:net";
 import { z } from "zod";
+import { isAddressOrCidr, isDnsServer } from "./net/address-syntax.js";
 
 export class ConfigError extends Error {
   constructor(readonly variable: string, message: string) {
@@ -222,23 +222,6 @@ const shape = {
   /** Delivery: finished deliveries and attempts are kept this many days after their last activity. */
   DELIVERY_LOG_RETENTION_DAYS: int(30, 1, 3650),
 };
-
-/** 10.0.0.1, ::1, 10.0.0.0/8, fd00::/8 */
-/** "1.2.3.4", "1.2.3.4:53", "::1", "[::1]:53" (what dns.Resolver.setServers takes). */
-function isDnsServer(value: string): boolean {
-  if (isIP(value)) return true;
-  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(value);
-  if (!m || Number(m[3]) < 1 || Number(m[3]) > 65535) return false;
-  return m[1] !== undefined ? isIP(m[1]) === 6 : isIP(m[2]!) === 4;
-}
-
-function isAddressOrCidr(value: string): boolean {
-  const [address, prefix, ...rest] = value.split("/");
-  const family = isIP(address ?? "");
-  if (family === 0 || rest.length > 0) return false;
-  if (prefix === undefined) return true;
-  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
-}
 
 export type Config = z.output<z.ZodObject<typeof shape>> & {
   /** The internal credential this process sends: the first of INTERNAL_RPC_TOKEN (undefined when unset). */
