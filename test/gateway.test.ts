@@ -90,7 +90,8 @@ describe("health and readiness", () => {
     expect(a.status).toBe(200);
     expect(a.headers.get("content-type")).toMatch(/^application\/json/);
     expect(a.headers.get("cache-control")).toBe("no-store");
-    expect(a.body).toEqual({ status: "ok" });
+    // The version (and, where known, the commit) tells an operator what runs.
+    expect(a.body).toMatchObject({ status: "ok", version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
   });
 
   it("GET /readyz is 200 and names every service it checked", async () => {
