@@ -2,13 +2,11 @@
 // whether it is active, disabled or deleted and why, as its owner reads it
 // over REST (GET /oauth/webhooks/subscriptions/{id}/deliveries). It answers
 // for a deleted subscription too while its log is kept.
-import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import type { DeliveryService } from "../gen/bizcard/delivery/v1/delivery_pb.js";
 import type { Subscription, WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { subscriptionState } from "../services/delivery/subscription-state.js";
-
-const time = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : null);
+import { attemptJson } from "../services/shared/delivery-json.js";
 
 export async function deliveriesLog(
   args: { organisationId: string; clientId: string; subscriptionId: bigint; limit: number },
@@ -27,19 +25,7 @@ export async function deliveriesLog(
   const res = await deliveries.listDeliveryAttempts({ owner, subscriptionId: args.subscriptionId, pageSize: args.limit });
   const state = subscriptionState(subscription, res.attempts[0]);
   if (!state) throw missing;
-  const attempts = res.attempts.map((a) => ({
-    id: a.id,
-    delivery_id: a.deliveryId.toString(),
-    event_id: a.eventId,
-    event_type: a.eventType,
-    attempt: a.attempt,
-    status_code: a.responseStatus || null,
-    outcome: a.outcome,
-    error: a.error || null,
-    duration_ms: a.durationMs,
-    attempted_at: time(a.attemptTime),
-    next_retry_at: time(a.nextAttemptTime),
-  }));
+  const attempts = res.attempts.map(attemptJson);
   const head = `subscription ${args.subscriptionId} (${state.state})${state.reason ? `: ${state.reason}` : ""}`;
   const lines = attempts.map(
     (a) =>

@@ -28,7 +28,7 @@ import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { z } from "zod";
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
-import type { Delivery, DeliveryAttempt, DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
+import type { Delivery, DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
 import type { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import type { Bearer } from "../bearer.js";
 import { rpcOptions } from "../clients.js";
@@ -38,51 +38,13 @@ import { DEFAULT_ERROR, HEADERS, IdParam, ListQuery, bearerErrors, error, json, 
 import { AttemptList, Delivery as DeliveryOut, attemptExample, deliveryExample } from "../schemas/subscriptions.js";
 import { headerSafe, subscriptionState } from "../../services/delivery/subscription-state.js";
 import { SUBSCRIPTIONS_PATH, readIntParam, subscriptionErrors } from "./subscriptions.js";
+import { attemptJson } from "../../services/shared/delivery-json.js";
 
 const LIST_DEFAULT = 50;
 const LIST_MAX = 100;
 const NO_STORE = { "cache-control": "no-store" };
 
 const iso = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : null);
-
-/** One POST of one event to the subscription's target_url. */
-export interface AttemptJson {
-  /** The attempt (a UUID). */
-  id: string;
-  /** The delivery (one event for this subscription) it belongs to: what the retry route takes. */
-  delivery_id: number;
-  /** The event's id: the webhook-id header the receiver got, the same on every attempt. */
-  event_id: string;
-  event_type: string;
-  /** 1 for the first POST of the delivery, 2 for its first retry, … */
-  attempt: number;
-  /** The HTTP status the receiver answered; null when none came (timeout, refused, network error). */
-  status_code: number | null;
-  /** "succeeded", "failed" (retried at next_retry_at), "gave_up" (no retry left), "gone" (410: subscription deleted). */
-  outcome: string;
-  /** null on success; else "HTTP <status>", "timeout: …", "refused: …" or "network: …". */
-  error: string | null;
-  duration_ms: number;
-  attempted_at: string;
-  /** When the next attempt of this delivery was planned after this one; null when none was. */
-  next_retry_at: string | null;
-}
-
-export function attemptJson(a: DeliveryAttempt): AttemptJson {
-  return {
-    id: a.id,
-    delivery_id: Number(a.deliveryId),
-    event_id: a.eventId,
-    event_type: a.eventType,
-    attempt: a.attempt,
-    status_code: a.responseStatus || null,
-    outcome: a.outcome,
-    error: a.error || null,
-    duration_ms: a.durationMs,
-    attempted_at: iso(a.attemptTime) ?? "",
-    next_retry_at: iso(a.nextAttemptTime),
-  };
-}
 
 /** One event for this subscription, across its attempts. */
 export interface DeliveryJson {
