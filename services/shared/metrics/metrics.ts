@@ -17,79 +17,53 @@ function once<T>(name: string, make: () => T): T {
   return (registry.getSingleMetric(name) as T | undefined) ?? make();
 }
 
+function histogram<L extends string>(config: client.HistogramConfiguration<L>): client.Histogram<L> {
+  return once(config.name, () => new client.Histogram(config));
+}
+
+function counter<L extends string>(config: client.CounterConfiguration<L>): client.Counter<L> {
+  return once(config.name, () => new client.Counter(config));
+}
+
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-export const httpRequestDuration = once(
-  "http_server_request_duration_seconds",
-  () =>
-    new client.Histogram({
-      name: "http_server_request_duration_seconds",
-      help: "Gateway HTTP requests by method, route template and status.",
-      labelNames: ["method", "route", "status"] as const,
-      buckets: LATENCY_BUCKETS,
-    }),
-);
+export const httpRequestDuration = histogram({
+  name: "http_server_request_duration_seconds",
+  help: "Gateway HTTP requests by method, route template and status.",
+  labelNames: ["method", "route", "status"] as const,
+  buckets: LATENCY_BUCKETS,
+});
 
-export const rpcServerDuration = once(
-  "rpc_server_duration_seconds",
-  () =>
-    new client.Histogram({
-      name: "rpc_server_duration_seconds",
-      help: "Connect RPCs served, by service, method and Connect code (ok on success).",
-      labelNames: ["service", "method", "code"] as const,
-      buckets: LATENCY_BUCKETS,
-    }),
-);
+export const rpcServerDuration = histogram({
+  name: "rpc_server_duration_seconds",
+  help: "Connect RPCs served, by service, method and Connect code (ok on success).",
+  labelNames: ["service", "method", "code"] as const,
+  buckets: LATENCY_BUCKETS,
+});
 
-export const oauthTokensIssued = once(
-  "oauth_tokens_issued_total",
-  () => new client.Counter({ name: "oauth_tokens_issued_total", help: "Tokens issued at the token endpoint, by grant type.", labelNames: ["grant_type"] as const }),
-);
+export const oauthTokensIssued = counter({ name: "oauth_tokens_issued_total", help: "Tokens issued at the token endpoint, by grant type.", labelNames: ["grant_type"] as const });
 
-export const oauthTokenErrors = once(
-  "oauth_token_errors_total",
-  () => new client.Counter({ name: "oauth_token_errors_total", help: "Token endpoint error answers, by OAuth error code.", labelNames: ["error"] as const }),
-);
+export const oauthTokenErrors = counter({ name: "oauth_token_errors_total", help: "Token endpoint error answers, by OAuth error code.", labelNames: ["error"] as const });
 
-export const oauthLoginFailures = once(
-  "oauth_login_failures_total",
-  () => new client.Counter({ name: "oauth_login_failures_total", help: "Member logins refused for a wrong email or password." }),
-);
+export const oauthLoginFailures = counter({ name: "oauth_login_failures_total", help: "Member logins refused for a wrong email or password." });
 
-export const rateLimitRefusals = once(
-  "rate_limit_refusals_total",
-  () => new client.Counter({ name: "rate_limit_refusals_total", help: "Requests refused by a failure limit, by limit.", labelNames: ["limit"] as const }),
-);
+export const rateLimitRefusals = counter({ name: "rate_limit_refusals_total", help: "Requests refused by a failure limit, by limit.", labelNames: ["limit"] as const });
 
-export const webhookAttempts = once(
-  "webhook_delivery_attempts_total",
-  () =>
-    new client.Counter({
-      name: "webhook_delivery_attempts_total",
-      help: "Webhook POSTs made, by outcome (succeeded, failed, timeout, gone, refused).",
-      labelNames: ["outcome"] as const,
-    }),
-);
+export const webhookAttempts = counter({
+  name: "webhook_delivery_attempts_total",
+  help: "Webhook POSTs made, by outcome (succeeded, failed, timeout, gone, refused).",
+  labelNames: ["outcome"] as const,
+});
 
-export const webhookAttemptDuration = once(
-  "webhook_delivery_attempt_duration_seconds",
-  () =>
-    new client.Histogram({
-      name: "webhook_delivery_attempt_duration_seconds",
-      help: "How long each webhook POST took, to the end of the answer or the error.",
-      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
-    }),
-);
+export const webhookAttemptDuration = histogram({
+  name: "webhook_delivery_attempt_duration_seconds",
+  help: "How long each webhook POST took, to the end of the answer or the error.",
+  buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
+});
 
-export const webhookGivenUp = once(
-  "webhook_deliveries_given_up_total",
-  () => new client.Counter({ name: "webhook_deliveries_given_up_total", help: "Deliveries given up after their last retry." }),
-);
+export const webhookGivenUp = counter({ name: "webhook_deliveries_given_up_total", help: "Deliveries given up after their last retry." });
 
-export const webhookSubscriptionsDisabled = once(
-  "webhook_subscriptions_disabled_total",
-  () => new client.Counter({ name: "webhook_subscriptions_disabled_total", help: "Subscriptions disabled because every attempt failed." }),
-);
+export const webhookSubscriptionsDisabled = counter({ name: "webhook_subscriptions_disabled_total", help: "Subscriptions disabled because every attempt failed." });
 
 /** A gauge whose value is read from its sources on each scrape. */
 function scrapedGauge(name: string, help: string, labelName: string | undefined, sources: Set<GaugeSource>) {
