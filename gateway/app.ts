@@ -23,7 +23,8 @@ import { eventTypeRoutes } from "./routes/event-types.js";
 import { landingRoutes } from "./routes/landing.js";
 import { docsPageRoutes } from "./openapi/docs-page.js";
 import { meRoutes } from "./routes/me.js";
-import { metadataRoutes } from "./routes/metadata.js";
+import { DEFAULT_REGISTRATION, metadataRoutes, type RegistrationOptions } from "./routes/metadata.js";
+import { protectedResources } from "./resources.js";
 import { revokeRoutes } from "./routes/revoke.js";
 import { subscriptionRoutes } from "./routes/subscriptions.js";
 import { tokenRoutes } from "./routes/token.js";
@@ -49,6 +50,11 @@ export interface GatewayTimeouts {
 }
 
 export const DEFAULT_TIMEOUTS: GatewayTimeouts = { requestMs: 10_000, headersMs: 5_000, keepAliveMs: 72_000 };
+
+/** The registration options of a gateway's config. */
+export function gatewayRegistration(config: Config): RegistrationOptions {
+  return { dynamicRegistration: config.OAUTH_DYNAMIC_REGISTRATION, clientMetadataDocuments: config.OAUTH_CLIENT_METADATA_DOCUMENTS };
+}
 
 export function gatewayTimeouts(config: Config): GatewayTimeouts {
   return {
@@ -80,6 +86,8 @@ export interface GatewayOptions {
   publicUrl?: string;
   /** BEARER_CACHE_MS: how long a bearer check is kept at most (default 30 s; 0 turns the cache off). */
   bearerCacheMs?: number;
+  /** OAUTH_DYNAMIC_REGISTRATION and OAUTH_CLIENT_METADATA_DOCUMENTS (metadata, POST /oauth/register). */
+  registration?: Partial<RegistrationOptions>;
   /**
    * The OpenAPI document's `webhooks` (the event catalog, gateway/openapi/events.ts
    * webhooksObject()); none when not given.
@@ -183,10 +191,12 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   app.addHook("onClose", () => bearerCache.close());
   // Declared up front, so every request object keeps one shape (set by requireScope).
   app.decorateRequest("bearer", undefined);
-  const bearer = createBearer(bearerCache);
+  const resources = protectedResources(issuer);
+  const registration = { ...DEFAULT_REGISTRATION, ...options.registration };
+  const bearer = createBearer(bearerCache, resources);
 
   healthRoutes(app, { services: options.serviceUrls });
-  metadataRoutes(app, issuer);
+  metadataRoutes(app, issuer, resources, registration);
   tokenRoutes(app, auth);
   revokeRoutes(app, auth);
   introspectRoutes(app, auth, issuer);

@@ -27,6 +27,8 @@ export interface BearerPrincipal {
   memberId: string;
   /** When the token expires, ms since the epoch. */
   expiresAt: number;
+  /** The resource identifier the token was issued for (RFC 8707); empty from an auth service that predates audiences. */
+  audience: string;
   /**
    * The organisation's public fields (GET /oauth/me), loaded once and kept as
    * long as this check is cached, so the hot path makes no RPC at all.
@@ -142,6 +144,7 @@ export class BearerCache {
       clientId: res.clientId,
       scopes: res.scopes,
       memberId: res.memberId,
+      audience: res.audience,
       expiresAt: res.expireTime ? timestampMs(res.expireTime) : Date.now() + this.options.ttlMs,
     };
   }

@@ -7,7 +7,7 @@ import { createLogger } from "../services/shared/logger.js";
 import { startMetricsListener } from "../services/shared/metrics/metrics-listener.js";
 import { onShutdown } from "../services/shared/service-main.js";
 import { exitIfPortInUse, listenOn } from "../services/shared/port-in-use.js";
-import { buildGateway, gatewayTimeouts } from "./app.js";
+import { buildGateway, gatewayRegistration, gatewayTimeouts } from "./app.js";
 import { createServiceClients, serviceUrls } from "./clients.js";
 
 const config = loadConfigOrExit(GATEWAY_PROCESS_CHECKS);
@@ -24,6 +24,7 @@ const app = await buildGateway({
   bus,
   publicUrl: config.publicUrl,
   bearerCacheMs: config.BEARER_CACHE_MS,
+  registration: gatewayRegistration(config),
 });
 const listen = { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT };
 await listenOn(listen, () => app.listen({ host: listen.host, port: listen.port })).catch((err) => {

@@ -13,7 +13,7 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { buildGateway, gatewayTimeouts } from "../gateway/app.js";
+import { buildGateway, gatewayRegistration, gatewayTimeouts } from "../gateway/app.js";
 import { createServiceClients, serviceUrls } from "../gateway/clients.js";
 import { createAuthApp } from "../services/auth/auth-app.js";
 import { createDeliveryApp } from "../services/delivery/delivery-app.js";
@@ -152,6 +152,7 @@ async function main(): Promise<void> {
       bus,
       publicUrl: config.publicUrl,
       bearerCacheMs: config.BEARER_CACHE_MS,
+      registration: gatewayRegistration(config),
     });
     const gatewayListen = { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT };
     await listenOn(gatewayListen, () => gateway!.listen({ host: gatewayListen.host, port: gatewayListen.port }));

@@ -95,6 +95,7 @@ describe("GET /.well-known/oauth-authorization-server (RFC 8414)", () => {
       introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
       code_challenge_methods_supported: ["S256"],
       authorization_response_iss_parameter_supported: true,
+      client_id_metadata_document_supported: true,
     });
   });
 
@@ -122,7 +123,7 @@ describe("bearer checks on GET /oauth/me (RFC 6750)", () => {
     for (const headers of [{}, { authorization: basic(app.id, app.secret) }] as Record<string, string>[]) {
       const res = await fetch(`${a}/oauth/me`, { headers });
       expect(res.status).toBe(401);
-      expect(res.headers.get("www-authenticate")).toBe('Bearer realm="bizcard"');
+      expect(res.headers.get("www-authenticate")).toBe(`Bearer realm="bizcard", resource_metadata="${a}/.well-known/oauth-protected-resource"`);
       expect(await res.json()).toEqual({ error: "invalid_token", error_description: expect.any(String) });
     }
   });
@@ -132,7 +133,7 @@ describe("bearer checks on GET /oauth/me (RFC 6750)", () => {
     for (const headers of [{}, { authorization: `Bearer ${token}` }] as Record<string, string>[]) {
       const res = await fetch(`${a}/oauth/me?access_token=${token}`, { headers });
       expect(res.status).toBe(400);
-      expect(res.headers.get("www-authenticate")).toMatch(/^Bearer realm="bizcard", error="invalid_request", error_description="[^"]+"$/);
+      expect(res.headers.get("www-authenticate")).toMatch(/^Bearer realm="bizcard", resource_metadata="[^"]+", error="invalid_request", error_description="[^"]+"$/);
       expect(await res.json()).toEqual({ error: "invalid_request", error_description: expect.stringMatching(/Authorization header/) });
     }
   });
@@ -141,7 +142,7 @@ describe("bearer checks on GET /oauth/me (RFC 6750)", () => {
     for (const token of ["bca_doesnotexist0000000000000000000000000000000", "not a token", "a,b", `${"x".repeat(600)}`]) {
       const res = await fetch(`${a}/oauth/me`, { headers: { authorization: `Bearer ${token}` } });
       expect(res.status, token).toBe(401);
-      expect(res.headers.get("www-authenticate")).toMatch(/^Bearer realm="bizcard", error="invalid_token", error_description="[^"]+"$/);
+      expect(res.headers.get("www-authenticate")).toMatch(/^Bearer realm="bizcard", resource_metadata="[^"]+", error="invalid_token", error_description="[^"]+"$/);
       expect(await res.json()).toEqual({ error: "invalid_token", error_description: expect.any(String) });
     }
   });
@@ -157,7 +158,7 @@ describe("bearer checks on GET /oauth/me (RFC 6750)", () => {
     const res = await me(a, token);
     expect(res.status).toBe(403);
     expect(res.headers.get("www-authenticate")).toBe(
-      'Bearer realm="bizcard", error="insufficient_scope", error_description="this resource needs the scope organisation:read", scope="organisation:read"',
+      `Bearer realm="bizcard", resource_metadata="${a}/.well-known/oauth-protected-resource", error="insufficient_scope", error_description="this resource needs the scope organisation:read", scope="organisation:read"`,
     );
     expect(await res.json()).toEqual({ error: "insufficient_scope", error_description: "this resource needs the scope organisation:read" });
   });
@@ -293,7 +294,7 @@ describe("an expired access token (RFC 6750 §3.1)", () => {
     }
     const res = await me(b, token);
     expect(res.status).toBe(401);
-    expect(res.headers.get("www-authenticate")).toMatch(/^Bearer realm="bizcard", error="invalid_token"/);
+    expect(res.headers.get("www-authenticate")).toMatch(/^Bearer realm="bizcard", resource_metadata="[^"]+", error="invalid_token"/);
     expect(((await res.json()) as { error: string }).error).toBe("invalid_token");
   });
 });

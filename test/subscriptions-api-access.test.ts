@@ -85,10 +85,10 @@ describe("tokens and scopes (RFC 6750)", () => {
       ["GET", "/oauth/contacts"],
     ] as const) {
       const none = await call(undefined, method, path, body);
-      expect(none.headers.get("www-authenticate")).toBe('Bearer realm="bizcard"');
+      expect(none.headers.get("www-authenticate")).toBe(`Bearer realm="bizcard", resource_metadata="${base}/.well-known/oauth-protected-resource"`);
       await expectError(none, 401, "invalid_token");
       const bad = await call(undefined, method, path, body, { authorization: "Bearer bca_not-a-real-token" });
-      expect(bad.headers.get("www-authenticate")).toMatch(/^Bearer realm="bizcard", error="invalid_token"/);
+      expect(bad.headers.get("www-authenticate")).toMatch(/^Bearer realm="bizcard", resource_metadata="[^"]+", error="invalid_token"/);
       await expectError(bad, 401, "invalid_token");
     }
   });
@@ -98,19 +98,21 @@ describe("tokens and scopes (RFC 6750)", () => {
     const cases: [Client, string, string, unknown, string][] = [
       [contactsOnly, "GET", PATH, undefined, "webhooks:read"],
       [contactsOnly, "GET", `${PATH}/1`, undefined, "webhooks:read"],
-      [reader, "POST", PATH, body, "webhooks:write"],
-      [reader, "PUT", `${PATH}/1`, {}, "webhooks:write"],
+      // Subscribing needs both: the challenge names every scope it needs (MCP step-up).
+      [reader, "POST", PATH, body, "webhooks:write contacts:read"],
+      [reader, "PUT", `${PATH}/1`, {}, "webhooks:write contacts:read"],
       [reader, "DELETE", `${PATH}/1`, undefined, "webhooks:write"],
-      [writer, "POST", PATH, body, "contacts:read"],
-      [writer, "PUT", `${PATH}/1`, {}, "contacts:read"],
+      [writer, "POST", PATH, body, "webhooks:write contacts:read"],
+      [writer, "PUT", `${PATH}/1`, {}, "webhooks:write contacts:read"],
       [reader, "GET", "/oauth/contacts", undefined, "contacts:read"],
     ];
     for (const [client, method, path, payload, scope] of cases) {
       const res = await call(client, method, path, payload);
+      const description = scope.includes(" ") ? `this request needs the scopes ${scope}` : `this resource needs the scope ${scope}`;
       expect(res.headers.get("www-authenticate"), `${method} ${path}`).toBe(
-        `Bearer realm="bizcard", error="insufficient_scope", error_description="this resource needs the scope ${scope}", scope="${scope}"`,
+        `Bearer realm="bizcard", resource_metadata="${base}/.well-known/oauth-protected-resource", error="insufficient_scope", error_description="${description}", scope="${scope}"`,
       );
-      await expectError(res, 403, "insufficient_scope", `this resource needs the scope ${scope}`);
+      await expectError(res, 403, "insufficient_scope", description);
     }
     // What each may do: read with webhooks:read; delete with webhooks:write alone.
     expect((await call(reader, "GET", PATH)).status).toBe(200);

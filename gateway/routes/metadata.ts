@@ -1,12 +1,25 @@
-// GET /.well-known/oauth-authorization-server (RFC 8414): exactly what this
-// server supports, so that a strict client (oauth4webapi, openid-client)
-// configures itself from it.
+// The discovery documents: GET /.well-known/oauth-authorization-server (RFC
+// 8414), exactly what this server supports, so that a strict client
+// (oauth4webapi, openid-client) configures itself from it; and the protected
+// resources' metadata (RFC 9728), which an agent reaches from a 401's
+// resource_metadata and which names the authorization server.
 import type { FastifyInstance } from "fastify";
 import { ALL_SCOPES } from "../../services/auth/scopes.js";
 import { GRANT_TYPES } from "../../services/auth/clients/grant-types.js";
-import { metadataRoute } from "../schemas/oauth-routes.js";
+import { DOCS_PATH } from "../openapi/docs-page.js";
+import type { ProtectedResource, ProtectedResources } from "../resources.js";
+import { metadataRoute, protectedResourceRoute } from "../schemas/oauth-routes.js";
 
-export function authorizationServerMetadata(issuer: string): Record<string, unknown> {
+export interface RegistrationOptions {
+  /** OAUTH_DYNAMIC_REGISTRATION: POST /oauth/register is served and advertised. */
+  dynamicRegistration: boolean;
+  /** OAUTH_CLIENT_METADATA_DOCUMENTS: an https client_id names the client's metadata document. */
+  clientMetadataDocuments: boolean;
+}
+
+export const DEFAULT_REGISTRATION: RegistrationOptions = { dynamicRegistration: false, clientMetadataDocuments: true };
+
+export function authorizationServerMetadata(issuer: string, registration: RegistrationOptions = DEFAULT_REGISTRATION): Record<string, unknown> {
   return {
     /*
      * RFC 8414 §2: "issuer REQUIRED. The authorization server's issuer
@@ -20,10 +33,13 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
     token_endpoint: `${issuer}/oauth/token`,
     revocation_endpoint: `${issuer}/oauth/revoke`,
     introspection_endpoint: `${issuer}/oauth/introspect`,
+    // RFC 8414 §2 registration_endpoint: "OPTIONAL. URL of the authorization server's OAuth 2.0 Dynamic Client Registration endpoint".
+    ...(registration.dynamicRegistration ? { registration_endpoint: `${issuer}/oauth/register` } : {}),
     scopes_supported: [...ALL_SCOPES],
     response_types_supported: ["code"],
     response_modes_supported: ["query"],
     grant_types_supported: [...GRANT_TYPES],
+    // "none": public clients, those with a metadata document among them.
     token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
     // RFC 7009 lets public clients revoke their own tokens (client_id only).
     revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
@@ -33,13 +49,44 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
     code_challenge_methods_supported: ["S256"],
     // RFC 9207 §3: the authorization response carries iss.
     authorization_response_iss_parameter_supported: true,
+    // Client ID Metadata Documents: an https client_id is fetched as the client's metadata.
+    ...(registration.clientMetadataDocuments ? { client_id_metadata_document_supported: true } : {}),
   };
 }
 
-export function metadataRoutes(app: FastifyInstance, issuer: string): void {
-  const metadata = authorizationServerMetadata(issuer);
-  const body = JSON.stringify(metadata);
-  app.get("/.well-known/oauth-authorization-server", { schema: metadataRoute(metadata) }, async (_request, reply) =>
-    reply.header("cache-control", "public, max-age=300").type("application/json; charset=utf-8").send(body),
-  );
+const NAMES = { api: "bizcard REST API", mcp: "bizcard MCP server" };
+
+/** RFC 9728 §2: the metadata of one protected resource. */
+export function protectedResourceMetadata(issuer: string, resource: ProtectedResource): Record<string, unknown> {
+  return {
+    // RFC 9728 §3.3: "The "resource" value returned MUST be identical to the
+    // protected resource's resource identifier value into which the
+    // well-known URI path suffix was inserted".
+    resource: resource.identifier,
+    authorization_servers: [issuer],
+    scopes_supported: [...ALL_SCOPES],
+    bearer_methods_supported: ["header"],
+    resource_name: NAMES[resource.name],
+    resource_documentation: `${issuer}${DOCS_PATH}`,
+  };
+}
+
+export function metadataRoutes(
+  app: FastifyInstance,
+  issuer: string,
+  resources: ProtectedResources,
+  registration: RegistrationOptions = DEFAULT_REGISTRATION,
+): void {
+  const serve = (path: string, schema: object, document: Record<string, unknown>) => {
+    const body = JSON.stringify(document);
+    app.get(path, { schema }, async (_request, reply) =>
+      reply.header("cache-control", "public, max-age=300").type("application/json; charset=utf-8").send(body),
+    );
+  };
+  const metadata = authorizationServerMetadata(issuer, registration);
+  serve("/.well-known/oauth-authorization-server", metadataRoute(metadata), metadata);
+  const api = protectedResourceMetadata(issuer, resources.api);
+  serve(resources.api.metadataPath, protectedResourceRoute("getApiResourceMetadata", "The REST API's protected resource metadata", api), api);
+  const mcp = protectedResourceMetadata(issuer, resources.mcp);
+  serve(resources.mcp.metadataPath, protectedResourceRoute("getMcpResourceMetadata", "The MCP endpoint's protected resource metadata", mcp), mcp);
 }

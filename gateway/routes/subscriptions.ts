@@ -25,7 +25,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookH
 import type { EventType } from "../../gen/bizcard/events/v1/events_pb.js";
 import { TargetUnavailableSchema, type Subscription, type WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { eventTypeOf, nameOfEventType, type KnownEventType } from "../../services/shared/event-types.js";
-import { insufficientScope, type Bearer } from "../bearer.js";
+import type { Bearer } from "../bearer.js";
 import { rpcOptions } from "../clients.js";
 import { HttpError, errorHandler } from "../errors.js";
 import { badCursor, linkNext, readListQuery } from "../list-paging.js";
@@ -224,10 +224,8 @@ const SCHEMAS = {
 export function subscriptionRoutes(app: FastifyInstance, bearer: Bearer, webhook: Client<typeof WebhookService>, publicUrl: string): void {
   const read = bearer.requireScope("webhooks:read") as onRequestAsyncHookHandler;
   const write = bearer.requireScope("webhooks:write") as onRequestAsyncHookHandler;
-  // After `write` (which sets request.bearer): every event type is contact.*.
-  const contacts: onRequestAsyncHookHandler = async (request) => {
-    if (!request.bearer!.scopes.includes("contacts:read")) throw insufficientScope("contacts:read");
-  };
+  // Creating one: every event type is contact.*, so contacts:read too.
+  const writeContacts = bearer.requireScope(["webhooks:write", "contacts:read"]) as onRequestAsyncHookHandler;
   const owner = (request: FastifyRequest) => ({ organisationId: request.bearer!.organisationId, clientId: request.bearer!.clientId });
   const location = (id: bigint) => `${publicUrl}${SUBSCRIPTIONS_PATH}/${id}`;
   const errorHandlerOption = { errorHandler: subscriptionErrors };
@@ -239,7 +237,7 @@ export function subscriptionRoutes(app: FastifyInstance, bearer: Bearer, webhook
     return reply.headers(NO_STORE).send(res.subscriptions.map(subscriptionJson));
   });
 
-  app.post(SUBSCRIPTIONS_PATH, { schema: SCHEMAS.create, onRequest: [write, contacts], preValidation: jsonBody, ...errorHandlerOption }, async (request, reply) => {
+  app.post(SUBSCRIPTIONS_PATH, { schema: SCHEMAS.create, onRequest: writeContacts, preValidation: jsonBody, ...errorHandlerOption }, async (request, reply) => {
     const fields = fieldsOf(request) as Required<SubscriptionFields>;
     const res = await webhook.createSubscription(
       { owner: owner(request), targetUrl: fields.target_url, eventType: fields.event_type },
@@ -260,7 +258,7 @@ export function subscriptionRoutes(app: FastifyInstance, bearer: Bearer, webhook
     return reply.headers(NO_STORE).send(subscriptionJson(res.subscription!));
   });
 
-  app.put(`${SUBSCRIPTIONS_PATH}/:id`, { schema: SCHEMAS.update, onRequest: [write, contacts], preValidation: jsonBody, ...errorHandlerOption }, async (request, reply) => {
+  app.put(`${SUBSCRIPTIONS_PATH}/:id`, { schema: SCHEMAS.update, onRequest: writeContacts, preValidation: jsonBody, ...errorHandlerOption }, async (request, reply) => {
     const id = readId(request);
     const fields = fieldsOf(request);
     const res = await webhook.updateSubscription(

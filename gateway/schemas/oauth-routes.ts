@@ -6,6 +6,7 @@ import {
   ConsentRequest,
   Introspection,
   OAUTH_NO_STORE,
+  ProtectedResourceMetadata,
   ServerMetadata,
   TokenRequest,
   TokenResponse,
@@ -101,6 +102,21 @@ export const metadataRoute = (example: Record<string, unknown>) => ({
   security: [],
   response: {
     200: json("The metadata document", ServerMetadata, example, {
+      "cache-control": { type: "string", const: "public, max-age=300", description: "It may be cached for five minutes", required: true },
+    }),
+    400: DEFAULT_ERROR,
+    default: DEFAULT_ERROR,
+  },
+});
+
+export const protectedResourceRoute = (operationId: string, summary: string, example: Record<string, unknown>) => ({
+  operationId,
+  summary,
+  description: "RFC 9728: the resource's identifier, the authorization server that issues its tokens, its scopes. Every 401 and 403 of the resource names this document in WWW-Authenticate (resource_metadata).",
+  tags: TAGS,
+  security: [],
+  response: {
+    200: json("The metadata document", ProtectedResourceMetadata, example, {
       "cache-control": { type: "string", const: "public, max-age=300", description: "It may be cached for five minutes", required: true },
     }),
     400: DEFAULT_ERROR,

@@ -80,8 +80,24 @@ export const ServerMetadata = z
     introspection_endpoint_auth_methods_supported: z.array(z.string()),
     code_challenge_methods_supported: z.array(z.string()),
     authorization_response_iss_parameter_supported: z.boolean(),
+    registration_endpoint: z.string().optional().describe("RFC 7591 dynamic registration; present only when it is turned on"),
+    client_id_metadata_document_supported: z
+      .boolean()
+      .optional()
+      .describe("An https URL may be used as client_id: it names the client's metadata document (Client ID Metadata Documents)"),
   })
   .describe("RFC 8414 §2");
+
+export const ProtectedResourceMetadata = z
+  .object({
+    resource: z.string().describe("The resource identifier: what a token request names as resource (RFC 8707)"),
+    authorization_servers: z.array(z.string()).describe("The issuer of the tokens this resource accepts"),
+    scopes_supported: z.array(z.string()),
+    bearer_methods_supported: z.array(z.string()),
+    resource_name: z.string(),
+    resource_documentation: z.string(),
+  })
+  .describe("RFC 9728 §2");
 
 export const AuthorizeQuery = documentOnly(
   z.object({

@@ -139,6 +139,13 @@ const shape = {
     .pipe(z.array(z.string().refine(isDnsServer, "expected IP addresses with optional ports, comma-separated"))),
   /** Allow http redirect URIs on hosts other than loopback (development only). */
   OAUTH_ALLOW_INSECURE_REDIRECTS: bool(false),
+  /**
+   * Client ID Metadata Documents: a client_id that is an https URL names the
+   * client's metadata, which the auth service fetches (on by default).
+   */
+  OAUTH_CLIENT_METADATA_DOCUMENTS: bool(true),
+  /** Dynamic client registration (RFC 7591) at POST /oauth/register (off by default). */
+  OAUTH_DYNAMIC_REGISTRATION: bool(false),
   OUTBOX_POLL_MS: int(1000, 10, 60_000),
   /**
    * How long a dead relay's lease blocks the next one (one relay publishes at a time).

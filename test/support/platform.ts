@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
-import { buildGateway, type GatewayOptions } from "../../gateway/app.js";
+import { buildGateway, gatewayRegistration, type GatewayOptions } from "../../gateway/app.js";
 import { createServiceClients } from "../../gateway/clients.js";
 import { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
@@ -201,6 +201,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
       const app = await buildGateway({
         clients: createServiceClients(config),
         serviceUrls: g.serviceUrls ?? { ...urls },
+        registration: gatewayRegistration(config),
         logger: gatewayLogger,
         ...(g.timeouts ? { timeouts: g.timeouts } : {}),
         ...(g.trustedProxies ? { trustedProxies: g.trustedProxies } : {}),

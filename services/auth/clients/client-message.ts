@@ -1,8 +1,14 @@
 // A client's registration as the RPC contract shows it (bizcard.auth.v1.Client).
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { ClientSchema, type Client as ClientMessage } from "../../../gen/bizcard/auth/v1/auth_pb.js";
-import type { Client } from "./client.entity.js";
+import { ClientRegistration, ClientSchema, type Client as ClientMessage } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import type { Client, ClientRegistrationKind } from "./client.entity.js";
+
+export const REGISTRATION: Record<ClientRegistrationKind, ClientRegistration> = {
+  operator: ClientRegistration.OPERATOR,
+  dynamic: ClientRegistration.DYNAMIC,
+  metadata_document: ClientRegistration.METADATA_DOCUMENT,
+};
 
 export const toClientMessage = (c: Client): ClientMessage =>
   create(ClientSchema, {
@@ -14,4 +20,8 @@ export const toClientMessage = (c: Client): ClientMessage =>
     ownerOrganisationId: c.ownerOrganisationId ?? "",
     createTime: timestampFromDate(c.createdAt),
     grantTypes: c.grantTypes,
+    registration: REGISTRATION[(c.registration as ClientRegistrationKind | undefined) ?? "operator"],
+    clientUri: c.clientUri ?? "",
+    applicationType: c.applicationType ?? "web",
+    tokenEndpointAuthMethod: c.tokenEndpointAuthMethod ?? (c.public ? "none" : "client_secret_basic"),
   });

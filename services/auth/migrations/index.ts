@@ -5,6 +5,7 @@ import { TokensAuthSchema } from "./2026-11-23-tokens.js";
 import { InteractionsSchema } from "./2026-11-23-interactions.js";
 import { CodeRedirectUriSchema } from "./2026-11-24-code-redirect-uri.js";
 import { ExpiryIndexesSchema } from "./2026-11-25-expiry-indexes.js";
+import { ClientRegistrationSchema } from "./2026-11-26-client-registration.js";
 
 export const authMigrations: MigrationObject[] = [
   { name: "2026-11-22-initial", class: InitialAuthSchema },
@@ -12,4 +13,5 @@ export const authMigrations: MigrationObject[] = [
   { name: "2026-11-23-interactions", class: InteractionsSchema },
   { name: "2026-11-24-code-redirect-uri", class: CodeRedirectUriSchema },
   { name: "2026-11-25-expiry-indexes", class: ExpiryIndexesSchema },
+  { name: "2026-11-26-client-registration", class: ClientRegistrationSchema },
 ];

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file bizcard/auth/v1/auth.proto.
  */
 export const file_bizcard_auth_v1_auth: GenFile = /*@__PURE__*/
-  fileDesc("ChpiaXpjYXJkL2F1dGgvdjEvYXV0aC5wcm90bxIPYml6Y2FyZC5hdXRoLnYxIm0KCk9BdXRoRXJyb3ISDQoFZXJyb3IYASABKAkSGQoRZXJyb3JfZGVzY3JpcHRpb24YAiABKAkSGAoQcmVkaXJlY3RfYWxsb3dlZBgDIAEoCBIbChNyZXRyeV9hZnRlcl9zZWNvbmRzGAQgASgFIsUBCgZDbGllbnQSEQoJY2xpZW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSFQoNcmVkaXJlY3RfdXJpcxgDIAMoCRIOCgZzY29wZXMYBCADKAkSDgoGcHVibGljGAUgASgIEh0KFW93bmVyX29yZ2FuaXNhdGlvbl9pZBgGIAEoCRIvCgtjcmVhdGVfdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLZ3JhbnRfdHlwZXMYCCADKAkijgEKE0NyZWF0ZUNsaWVudFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIVCg1yZWRpcmVjdF91cmlzGAIgAygJEg4KBnNjb3BlcxgDIAMoCRIOCgZwdWJsaWMYBCABKAgSHQoVb3duZXJfb3JnYW5pc2F0aW9uX2lkGAUgASgJEhMKC2dyYW50X3R5cGVzGAYgAygJIlYKFENyZWF0ZUNsaWVudFJlc3BvbnNlEicKBmNsaWVudBgBIAEoCzIXLmJpemNhcmQuYXV0aC52MS5DbGllbnQSFQoNY2xpZW50X3NlY3JldBgCIAEoCSIlChBHZXRDbGllbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSI8ChFHZXRDbGllbnRSZXNwb25zZRInCgZjbGllbnQYASABKAsyFy5iaXpjYXJkLmF1dGgudjEuQ2xpZW50IsUBChdBdXRob3JpemF0aW9uUGFyYW1ldGVycxIVCg1yZXNwb25zZV90eXBlGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIUCgxyZWRpcmVjdF91cmkYAyABKAkSDQoFc2NvcGUYBCABKAkSDQoFc3RhdGUYBSABKAkSFgoOY29kZV9jaGFsbGVuZ2UYBiABKAkSHQoVY29kZV9jaGFsbGVuZ2VfbWV0aG9kGAcgASgJEhUKDXJlc3BvbnNlX21vZGUYCCABKAkiigEKGVN0YXJ0QXV0aG9yaXphdGlvblJlcXVlc3QSPAoKcGFyYW1ldGVycxgBIAEoCzIoLmJpemNhcmQuYXV0aC52MS5BdXRob3JpemF0aW9uUGFyYW1ldGVycxIbChNyZXBlYXRlZF9wYXJhbWV0ZXJzGAIgAygJEhIKCnNlc3Npb25faWQYAyABKAkiSQoaU3RhcnRBdXRob3JpemF0aW9uUmVzcG9uc2USFgoOaW50ZXJhY3Rpb25faWQYASABKAkSEwoLcmVkaXJlY3RfdG8YAiABKAkiGgoYU3RhcnRBY2NvdW50TG9naW5SZXF1ZXN0IjMKGVN0YXJ0QWNjb3VudExvZ2luUmVzcG9uc2USFgoOaW50ZXJhY3Rpb25faWQYASABKAkixwIKC0ludGVyYWN0aW9uEgoKAmlkGAEgASgJEi4KBGtpbmQYAiABKA4yIC5iaXpjYXJkLmF1dGgudjEuSW50ZXJhY3Rpb25LaW5kEhIKCmNzcmZfdG9rZW4YAyABKAkSLwoLZXhwaXJlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKBmNsaWVudBgFIAEoCzIXLmJpemNhcmQuYXV0aC52MS5DbGllbnQSDgoGc2NvcGVzGAYgAygJEjwKCnBhcmFtZXRlcnMYByABKAsyKC5iaXpjYXJkLmF1dGgudjEuQXV0aG9yaXphdGlvblBhcmFtZXRlcnMSEQoJbG9nZ2VkX2luGAggASgIEhQKDG1lbWJlcl9lbWFpbBgJIAEoCRIXCg9vcmdhbmlzYXRpb25faWQYCiABKAkiQwoVR2V0SW50ZXJhY3Rpb25SZXF1ZXN0EhYKDmludGVyYWN0aW9uX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkiSwoWR2V0SW50ZXJhY3Rpb25SZXNwb25zZRIxCgtpbnRlcmFjdGlvbhgBIAEoCzIcLmJpemNhcmQuYXV0aC52MS5JbnRlcmFjdGlvbiJzCgxMb2dpblJlcXVlc3QSFgoOaW50ZXJhY3Rpb25faWQYASABKAkSEgoKY3NyZl90b2tlbhgCIAEoCRINCgVlbWFpbBgDIAEoCRIQCghwYXNzd29yZBgEIAEoCRIWCg5yZW1vdGVfYWRkcmVzcxgFIAEoCSKHAQoNTG9naW5SZXNwb25zZRISCgpzZXNzaW9uX2lkGAEgASgJEi8KC2V4cGlyZV90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCgtpbnRlcmFjdGlvbhgDIAEoCzIcLmJpemNhcmQuYXV0aC52MS5JbnRlcmFjdGlvbiLIAQoURGVjaWRlQ29uc2VudFJlcXVlc3QSFgoOaW50ZXJhY3Rpb25faWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRISCgpjc3JmX3Rva2VuGAMgASgJEjIKCGRlY2lzaW9uGAQgASgOMiAuYml6Y2FyZC5hdXRoLnYxLkNvbnNlbnREZWNpc2lvbhI8CgpwYXJhbWV0ZXJzGAUgASgLMiguYml6Y2FyZC5hdXRoLnYxLkF1dGhvcml6YXRpb25QYXJhbWV0ZXJzIiwKFURlY2lkZUNvbnNlbnRSZXNwb25zZRITCgtyZWRpcmVjdF90bxgBIAEoCSKQAQoHU2Vzc2lvbhIRCgltZW1iZXJfaWQYASABKAkSFwoPb3JnYW5pc2F0aW9uX2lkGAIgASgJEhQKDG1lbWJlcl9lbWFpbBgDIAEoCRISCgpjc3JmX3Rva2VuGAQgASgJEi8KC2V4cGlyZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCInChFHZXRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIj8KEkdldFNlc3Npb25SZXNwb25zZRIpCgdzZXNzaW9uGAEgASgLMhguYml6Y2FyZC5hdXRoLnYxLlNlc3Npb24iNwoNTG9nb3V0UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhIKCmNzcmZfdG9rZW4YAiABKAkiEAoOTG9nb3V0UmVzcG9uc2UiLQoXTGlzdEFwcGxpY2F0aW9uc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSJtChhMaXN0QXBwbGljYXRpb25zUmVzcG9uc2USKQoHc2Vzc2lvbhgBIAEoCzIYLmJpemNhcmQuYXV0aC52MS5TZXNzaW9uEiYKBmdyYW50cxgCIAMoCzIWLmJpemNhcmQuYXV0aC52MS5HcmFudCJVChhSZXZva2VBcHBsaWNhdGlvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRISCgpjc3JmX3Rva2VuGAIgASgJEhEKCWNsaWVudF9pZBgDIAEoCSIbChlSZXZva2VBcHBsaWNhdGlvblJlc3BvbnNlIk0KEUNsaWVudENyZWRlbnRpYWxzEhEKCWNsaWVudF9pZBgBIAEoCRIVCg1jbGllbnRfc2VjcmV0GAIgASgJEg4KBm1ldGhvZBgDIAEoCSLXAQoURXhjaGFuZ2VUb2tlblJlcXVlc3QSEgoKZ3JhbnRfdHlwZRgBIAEoCRIyCgZjbGllbnQYAiABKAsyIi5iaXpjYXJkLmF1dGgudjEuQ2xpZW50Q3JlZGVudGlhbHMSDAoEY29kZRgDIAEoCRIUCgxyZWRpcmVjdF91cmkYBCABKAkSFQoNY29kZV92ZXJpZmllchgFIAEoCRIVCg1yZWZyZXNoX3Rva2VuGAYgASgJEg0KBXNjb3BlGAcgASgJEhYKDnJlbW90ZV9hZGRyZXNzGAggASgJInsKFUV4Y2hhbmdlVG9rZW5SZXNwb25zZRIUCgxhY2Nlc3NfdG9rZW4YASABKAkSEgoKdG9rZW5fdHlwZRgCIAEoCRISCgpleHBpcmVzX2luGAMgASgDEhUKDXJlZnJlc2hfdG9rZW4YBCABKAkSDQoFc2NvcGUYBSABKAkijAEKFkludHJvc3BlY3RUb2tlblJlcXVlc3QSMgoGY2xpZW50GAEgASgLMiIuYml6Y2FyZC5hdXRoLnYxLkNsaWVudENyZWRlbnRpYWxzEg0KBXRva2VuGAIgASgJEhcKD3Rva2VuX3R5cGVfaGludBgDIAEoCRIWCg5yZW1vdGVfYWRkcmVzcxgEIAEoCSKTAQoXSW50cm9zcGVjdFRva2VuUmVzcG9uc2USDgoGYWN0aXZlGAEgASgIEg0KBXNjb3BlGAIgASgJEhEKCWNsaWVudF9pZBgDIAEoCRISCgp0b2tlbl90eXBlGAQgASgJEgsKA2V4cBgFIAEoAxILCgNpYXQYBiABKAMSCwoDc3ViGAcgASgJEgsKA2lzcxgIIAEoCSKIAQoSUmV2b2tlVG9rZW5SZXF1ZXN0EjIKBmNsaWVudBgBIAEoCzIiLmJpemNhcmQuYXV0aC52MS5DbGllbnRDcmVkZW50aWFscxINCgV0b2tlbhgCIAEoCRIXCg90b2tlbl90eXBlX2hpbnQYAyABKAkSFgoOcmVtb3RlX2FkZHJlc3MYBCABKAkiFQoTUmV2b2tlVG9rZW5SZXNwb25zZSI2Ch5BdXRoZW50aWNhdGVBY2Nlc3NUb2tlblJlcXVlc3QSFAoMYWNjZXNzX3Rva2VuGAEgASgJIqEBCh9BdXRoZW50aWNhdGVBY2Nlc3NUb2tlblJlc3BvbnNlEhcKD29yZ2FuaXNhdGlvbl9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSDgoGc2NvcGVzGAMgAygJEhEKCW1lbWJlcl9pZBgEIAEoCRIvCgtleHBpcmVfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiugEKBUdyYW50EhcKD29yZ2FuaXNhdGlvbl9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSDgoGc2NvcGVzGAMgAygJEi8KC2NyZWF0ZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLY2xpZW50X25hbWUYBiABKAkiLAoRTGlzdEdyYW50c1JlcXVlc3QSFwoPb3JnYW5pc2F0aW9uX2lkGAEgASgJIjwKEkxpc3RHcmFudHNSZXNwb25zZRImCgZncmFudHMYASADKAsyFi5iaXpjYXJkLmF1dGgudjEuR3JhbnQiQAoSUmV2b2tlR3JhbnRSZXF1ZXN0EhcKD29yZ2FuaXNhdGlvbl9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkiFQoTUmV2b2tlR3JhbnRSZXNwb25zZSpxCg9JbnRlcmFjdGlvbktpbmQSIAocSU5URVJBQ1RJT05fS0lORF9VTlNQRUNJRklFRBAAEh4KGklOVEVSQUNUSU9OX0tJTkRfQVVUSE9SSVpFEAESHAoYSU5URVJBQ1RJT05fS0lORF9BQ0NPVU5UEAIqagoPQ29uc2VudERlY2lzaW9uEiAKHENPTlNFTlRfREVDSVNJT05fVU5TUEVDSUZJRUQQABIaChZDT05TRU5UX0RFQ0lTSU9OX0FMTE9XEAESGQoVQ09OU0VOVF9ERUNJU0lPTl9ERU5ZEAIy6gwKC0F1dGhTZXJ2aWNlElsKDENyZWF0ZUNsaWVudBIkLmJpemNhcmQuYXV0aC52MS5DcmVhdGVDbGllbnRSZXF1ZXN0GiUuYml6Y2FyZC5hdXRoLnYxLkNyZWF0ZUNsaWVudFJlc3BvbnNlElIKCUdldENsaWVudBIhLmJpemNhcmQuYXV0aC52MS5HZXRDbGllbnRSZXF1ZXN0GiIuYml6Y2FyZC5hdXRoLnYxLkdldENsaWVudFJlc3BvbnNlEm0KElN0YXJ0QXV0aG9yaXphdGlvbhIqLmJpemNhcmQuYXV0aC52MS5TdGFydEF1dGhvcml6YXRpb25SZXF1ZXN0GisuYml6Y2FyZC5hdXRoLnYxLlN0YXJ0QXV0aG9yaXphdGlvblJlc3BvbnNlEmoKEVN0YXJ0QWNjb3VudExvZ2luEikuYml6Y2FyZC5hdXRoLnYxLlN0YXJ0QWNjb3VudExvZ2luUmVxdWVzdBoqLmJpemNhcmQuYXV0aC52MS5TdGFydEFjY291bnRMb2dpblJlc3BvbnNlEmEKDkdldEludGVyYWN0aW9uEiYuYml6Y2FyZC5hdXRoLnYxLkdldEludGVyYWN0aW9uUmVxdWVzdBonLmJpemNhcmQuYXV0aC52MS5HZXRJbnRlcmFjdGlvblJlc3BvbnNlEkYKBUxvZ2luEh0uYml6Y2FyZC5hdXRoLnYxLkxvZ2luUmVxdWVzdBoeLmJpemNhcmQuYXV0aC52MS5Mb2dpblJlc3BvbnNlEl4KDURlY2lkZUNvbnNlbnQSJS5iaXpjYXJkLmF1dGgudjEuRGVjaWRlQ29uc2VudFJlcXVlc3QaJi5iaXpjYXJkLmF1dGgudjEuRGVjaWRlQ29uc2VudFJlc3BvbnNlElUKCkdldFNlc3Npb24SIi5iaXpjYXJkLmF1dGgudjEuR2V0U2Vzc2lvblJlcXVlc3QaIy5iaXpjYXJkLmF1dGgudjEuR2V0U2Vzc2lvblJlc3BvbnNlEkkKBkxvZ291dBIeLmJpemNhcmQuYXV0aC52MS5Mb2dvdXRSZXF1ZXN0Gh8uYml6Y2FyZC5hdXRoLnYxLkxvZ291dFJlc3BvbnNlEmcKEExpc3RBcHBsaWNhdGlvbnMSKC5iaXpjYXJkLmF1dGgudjEuTGlzdEFwcGxpY2F0aW9uc1JlcXVlc3QaKS5iaXpjYXJkLmF1dGgudjEuTGlzdEFwcGxpY2F0aW9uc1Jlc3BvbnNlEmoKEVJldm9rZUFwcGxpY2F0aW9uEikuYml6Y2FyZC5hdXRoLnYxLlJldm9rZUFwcGxpY2F0aW9uUmVxdWVzdBoqLmJpemNhcmQuYXV0aC52MS5SZXZva2VBcHBsaWNhdGlvblJlc3BvbnNlEl4KDUV4Y2hhbmdlVG9rZW4SJS5iaXpjYXJkLmF1dGgudjEuRXhjaGFuZ2VUb2tlblJlcXVlc3QaJi5iaXpjYXJkLmF1dGgudjEuRXhjaGFuZ2VUb2tlblJlc3BvbnNlEmQKD0ludHJvc3BlY3RUb2tlbhInLmJpemNhcmQuYXV0aC52MS5JbnRyb3NwZWN0VG9rZW5SZXF1ZXN0GiguYml6Y2FyZC5hdXRoLnYxLkludHJvc3BlY3RUb2tlblJlc3BvbnNlElgKC1Jldm9rZVRva2VuEiMuYml6Y2FyZC5hdXRoLnYxLlJldm9rZVRva2VuUmVxdWVzdBokLmJpemNhcmQuYXV0aC52MS5SZXZva2VUb2tlblJlc3BvbnNlEnwKF0F1dGhlbnRpY2F0ZUFjY2Vzc1Rva2VuEi8uYml6Y2FyZC5hdXRoLnYxLkF1dGhlbnRpY2F0ZUFjY2Vzc1Rva2VuUmVxdWVzdBowLmJpemNhcmQuYXV0aC52MS5BdXRoZW50aWNhdGVBY2Nlc3NUb2tlblJlc3BvbnNlElUKCkxpc3RHcmFudHMSIi5iaXpjYXJkLmF1dGgudjEuTGlzdEdyYW50c1JlcXVlc3QaIy5iaXpjYXJkLmF1dGgudjEuTGlzdEdyYW50c1Jlc3BvbnNlElgKC1Jldm9rZUdyYW50EiMuYml6Y2FyZC5hdXRoLnYxLlJldm9rZUdyYW50UmVxdWVzdBokLmJpemNhcmQuYXV0aC52MS5SZXZva2VHcmFudFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("ChpiaXpjYXJkL2F1dGgvdjEvYXV0aC5wcm90bxIPYml6Y2FyZC5hdXRoLnYxIm0KCk9BdXRoRXJyb3ISDQoFZXJyb3IYASABKAkSGQoRZXJyb3JfZGVzY3JpcHRpb24YAiABKAkSGAoQcmVkaXJlY3RfYWxsb3dlZBgDIAEoCBIbChNyZXRyeV9hZnRlcl9zZWNvbmRzGAQgASgFItICCgZDbGllbnQSEQoJY2xpZW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSFQoNcmVkaXJlY3RfdXJpcxgDIAMoCRIOCgZzY29wZXMYBCADKAkSDgoGcHVibGljGAUgASgIEh0KFW93bmVyX29yZ2FuaXNhdGlvbl9pZBgGIAEoCRIvCgtjcmVhdGVfdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLZ3JhbnRfdHlwZXMYCCADKAkSOQoMcmVnaXN0cmF0aW9uGAkgASgOMiMuYml6Y2FyZC5hdXRoLnYxLkNsaWVudFJlZ2lzdHJhdGlvbhISCgpjbGllbnRfdXJpGAogASgJEhgKEGFwcGxpY2F0aW9uX3R5cGUYCyABKAkSIgoadG9rZW5fZW5kcG9pbnRfYXV0aF9tZXRob2QYDCABKAkijgEKE0NyZWF0ZUNsaWVudFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIVCg1yZWRpcmVjdF91cmlzGAIgAygJEg4KBnNjb3BlcxgDIAMoCRIOCgZwdWJsaWMYBCABKAgSHQoVb3duZXJfb3JnYW5pc2F0aW9uX2lkGAUgASgJEhMKC2dyYW50X3R5cGVzGAYgAygJIlYKFENyZWF0ZUNsaWVudFJlc3BvbnNlEicKBmNsaWVudBgBIAEoCzIXLmJpemNhcmQuYXV0aC52MS5DbGllbnQSFQoNY2xpZW50X3NlY3JldBgCIAEoCSIlChBHZXRDbGllbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSI8ChFHZXRDbGllbnRSZXNwb25zZRInCgZjbGllbnQYASABKAsyFy5iaXpjYXJkLmF1dGgudjEuQ2xpZW50IoECChVSZWdpc3RlckNsaWVudFJlcXVlc3QSFQoNcmVkaXJlY3RfdXJpcxgBIAMoCRIiChp0b2tlbl9lbmRwb2ludF9hdXRoX21ldGhvZBgCIAEoCRITCgtncmFudF90eXBlcxgDIAMoCRIWCg5yZXNwb25zZV90eXBlcxgEIAMoCRITCgtjbGllbnRfbmFtZRgFIAEoCRISCgpjbGllbnRfdXJpGAYgASgJEg0KBXNjb3BlGAcgASgJEhgKEGFwcGxpY2F0aW9uX3R5cGUYCCABKAkSFgoOcmVtb3RlX2FkZHJlc3MYCSABKAkSFgoOcHJlc2VudF9maWVsZHMYCiADKAkiWAoWUmVnaXN0ZXJDbGllbnRSZXNwb25zZRInCgZjbGllbnQYASABKAsyFy5iaXpjYXJkLmF1dGgudjEuQ2xpZW50EhUKDWNsaWVudF9zZWNyZXQYAiABKAkiTwoSTGlzdENsaWVudHNSZXF1ZXN0EjkKDHJlZ2lzdHJhdGlvbhgBIAEoDjIjLmJpemNhcmQuYXV0aC52MS5DbGllbnRSZWdpc3RyYXRpb24iPwoTTGlzdENsaWVudHNSZXNwb25zZRIoCgdjbGllbnRzGAEgAygLMhcuYml6Y2FyZC5hdXRoLnYxLkNsaWVudCIoChNEZWxldGVDbGllbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSIWChREZWxldGVDbGllbnRSZXNwb25zZSLXAQoXQXV0aG9yaXphdGlvblBhcmFtZXRlcnMSFQoNcmVzcG9uc2VfdHlwZRgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSFAoMcmVkaXJlY3RfdXJpGAMgASgJEg0KBXNjb3BlGAQgASgJEg0KBXN0YXRlGAUgASgJEhYKDmNvZGVfY2hhbGxlbmdlGAYgASgJEh0KFWNvZGVfY2hhbGxlbmdlX21ldGhvZBgHIAEoCRIVCg1yZXNwb25zZV9tb2RlGAggASgJEhAKCHJlc291cmNlGAkgAygJIooBChlTdGFydEF1dGhvcml6YXRpb25SZXF1ZXN0EjwKCnBhcmFtZXRlcnMYASABKAsyKC5iaXpjYXJkLmF1dGgudjEuQXV0aG9yaXphdGlvblBhcmFtZXRlcnMSGwoTcmVwZWF0ZWRfcGFyYW1ldGVycxgCIAMoCRISCgpzZXNzaW9uX2lkGAMgASgJIkkKGlN0YXJ0QXV0aG9yaXphdGlvblJlc3BvbnNlEhYKDmludGVyYWN0aW9uX2lkGAEgASgJEhMKC3JlZGlyZWN0X3RvGAIgASgJIhoKGFN0YXJ0QWNjb3VudExvZ2luUmVxdWVzdCIzChlTdGFydEFjY291bnRMb2dpblJlc3BvbnNlEhYKDmludGVyYWN0aW9uX2lkGAEgASgJIscCCgtJbnRlcmFjdGlvbhIKCgJpZBgBIAEoCRIuCgRraW5kGAIgASgOMiAuYml6Y2FyZC5hdXRoLnYxLkludGVyYWN0aW9uS2luZBISCgpjc3JmX3Rva2VuGAMgASgJEi8KC2V4cGlyZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgZjbGllbnQYBSABKAsyFy5iaXpjYXJkLmF1dGgudjEuQ2xpZW50Eg4KBnNjb3BlcxgGIAMoCRI8CgpwYXJhbWV0ZXJzGAcgASgLMiguYml6Y2FyZC5hdXRoLnYxLkF1dGhvcml6YXRpb25QYXJhbWV0ZXJzEhEKCWxvZ2dlZF9pbhgIIAEoCBIUCgxtZW1iZXJfZW1haWwYCSABKAkSFwoPb3JnYW5pc2F0aW9uX2lkGAogASgJIkMKFUdldEludGVyYWN0aW9uUmVxdWVzdBIWCg5pbnRlcmFjdGlvbl9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJIksKFkdldEludGVyYWN0aW9uUmVzcG9uc2USMQoLaW50ZXJhY3Rpb24YASABKAsyHC5iaXpjYXJkLmF1dGgudjEuSW50ZXJhY3Rpb24icwoMTG9naW5SZXF1ZXN0EhYKDmludGVyYWN0aW9uX2lkGAEgASgJEhIKCmNzcmZfdG9rZW4YAiABKAkSDQoFZW1haWwYAyABKAkSEAoIcGFzc3dvcmQYBCABKAkSFgoOcmVtb3RlX2FkZHJlc3MYBSABKAkihwEKDUxvZ2luUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoCRIvCgtleHBpcmVfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoLaW50ZXJhY3Rpb24YAyABKAsyHC5iaXpjYXJkLmF1dGgudjEuSW50ZXJhY3Rpb24iyAEKFERlY2lkZUNvbnNlbnRSZXF1ZXN0EhYKDmludGVyYWN0aW9uX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEgoKY3NyZl90b2tlbhgDIAEoCRIyCghkZWNpc2lvbhgEIAEoDjIgLmJpemNhcmQuYXV0aC52MS5Db25zZW50RGVjaXNpb24SPAoKcGFyYW1ldGVycxgFIAEoCzIoLmJpemNhcmQuYXV0aC52MS5BdXRob3JpemF0aW9uUGFyYW1ldGVycyIsChVEZWNpZGVDb25zZW50UmVzcG9uc2USEwoLcmVkaXJlY3RfdG8YASABKAkikAEKB1Nlc3Npb24SEQoJbWVtYmVyX2lkGAEgASgJEhcKD29yZ2FuaXNhdGlvbl9pZBgCIAEoCRIUCgxtZW1iZXJfZW1haWwYAyABKAkSEgoKY3NyZl90b2tlbhgEIAEoCRIvCgtleHBpcmVfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiJwoRR2V0U2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSI/ChJHZXRTZXNzaW9uUmVzcG9uc2USKQoHc2Vzc2lvbhgBIAEoCzIYLmJpemNhcmQuYXV0aC52MS5TZXNzaW9uIjcKDUxvZ291dFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRISCgpjc3JmX3Rva2VuGAIgASgJIhAKDkxvZ291dFJlc3BvbnNlIi0KF0xpc3RBcHBsaWNhdGlvbnNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkibQoYTGlzdEFwcGxpY2F0aW9uc1Jlc3BvbnNlEikKB3Nlc3Npb24YASABKAsyGC5iaXpjYXJkLmF1dGgudjEuU2Vzc2lvbhImCgZncmFudHMYAiADKAsyFi5iaXpjYXJkLmF1dGgudjEuR3JhbnQiVQoYUmV2b2tlQXBwbGljYXRpb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEgoKY3NyZl90b2tlbhgCIAEoCRIRCgljbGllbnRfaWQYAyABKAkiGwoZUmV2b2tlQXBwbGljYXRpb25SZXNwb25zZSJNChFDbGllbnRDcmVkZW50aWFscxIRCgljbGllbnRfaWQYASABKAkSFQoNY2xpZW50X3NlY3JldBgCIAEoCRIOCgZtZXRob2QYAyABKAki6QEKFEV4Y2hhbmdlVG9rZW5SZXF1ZXN0EhIKCmdyYW50X3R5cGUYASABKAkSMgoGY2xpZW50GAIgASgLMiIuYml6Y2FyZC5hdXRoLnYxLkNsaWVudENyZWRlbnRpYWxzEgwKBGNvZGUYAyABKAkSFAoMcmVkaXJlY3RfdXJpGAQgASgJEhUKDWNvZGVfdmVyaWZpZXIYBSABKAkSFQoNcmVmcmVzaF90b2tlbhgGIAEoCRINCgVzY29wZRgHIAEoCRIWCg5yZW1vdGVfYWRkcmVzcxgIIAEoCRIQCghyZXNvdXJjZRgJIAMoCSJ7ChVFeGNoYW5nZVRva2VuUmVzcG9uc2USFAoMYWNjZXNzX3Rva2VuGAEgASgJEhIKCnRva2VuX3R5cGUYAiABKAkSEgoKZXhwaXJlc19pbhgDIAEoAxIVCg1yZWZyZXNoX3Rva2VuGAQgASgJEg0KBXNjb3BlGAUgASgJIowBChZJbnRyb3NwZWN0VG9rZW5SZXF1ZXN0EjIKBmNsaWVudBgBIAEoCzIiLmJpemNhcmQuYXV0aC52MS5DbGllbnRDcmVkZW50aWFscxINCgV0b2tlbhgCIAEoCRIXCg90b2tlbl90eXBlX2hpbnQYAyABKAkSFgoOcmVtb3RlX2FkZHJlc3MYBCABKAkioAEKF0ludHJvc3BlY3RUb2tlblJlc3BvbnNlEg4KBmFjdGl2ZRgBIAEoCBINCgVzY29wZRgCIAEoCRIRCgljbGllbnRfaWQYAyABKAkSEgoKdG9rZW5fdHlwZRgEIAEoCRILCgNleHAYBSABKAMSCwoDaWF0GAYgASgDEgsKA3N1YhgHIAEoCRILCgNpc3MYCCABKAkSCwoDYXVkGAkgASgJIogBChJSZXZva2VUb2tlblJlcXVlc3QSMgoGY2xpZW50GAEgASgLMiIuYml6Y2FyZC5hdXRoLnYxLkNsaWVudENyZWRlbnRpYWxzEg0KBXRva2VuGAIgASgJEhcKD3Rva2VuX3R5cGVfaGludBgDIAEoCRIWCg5yZW1vdGVfYWRkcmVzcxgEIAEoCSIVChNSZXZva2VUb2tlblJlc3BvbnNlIjYKHkF1dGhlbnRpY2F0ZUFjY2Vzc1Rva2VuUmVxdWVzdBIUCgxhY2Nlc3NfdG9rZW4YASABKAkiswEKH0F1dGhlbnRpY2F0ZUFjY2Vzc1Rva2VuUmVzcG9uc2USFwoPb3JnYW5pc2F0aW9uX2lkGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIOCgZzY29wZXMYAyADKAkSEQoJbWVtYmVyX2lkGAQgASgJEi8KC2V4cGlyZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghhdWRpZW5jZRgGIAEoCSL8AQoFR3JhbnQSFwoPb3JnYW5pc2F0aW9uX2lkGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIOCgZzY29wZXMYAyADKAkSLwoLY3JlYXRlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtjbGllbnRfbmFtZRgGIAEoCRJAChNjbGllbnRfcmVnaXN0cmF0aW9uGAcgASgOMiMuYml6Y2FyZC5hdXRoLnYxLkNsaWVudFJlZ2lzdHJhdGlvbiIsChFMaXN0R3JhbnRzUmVxdWVzdBIXCg9vcmdhbmlzYXRpb25faWQYASABKAkiPAoSTGlzdEdyYW50c1Jlc3BvbnNlEiYKBmdyYW50cxgBIAMoCzIWLmJpemNhcmQuYXV0aC52MS5HcmFudCJAChJSZXZva2VHcmFudFJlcXVlc3QSFwoPb3JnYW5pc2F0aW9uX2lkGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCSIVChNSZXZva2VHcmFudFJlc3BvbnNlKqcBChJDbGllbnRSZWdpc3RyYXRpb24SIwofQ0xJRU5UX1JFR0lTVFJBVElPTl9VTlNQRUNJRklFRBAAEiAKHENMSUVOVF9SRUdJU1RSQVRJT05fT1BFUkFUT1IQARIfChtDTElFTlRfUkVHSVNUUkFUSU9OX0RZTkFNSUMQAhIpCiVDTElFTlRfUkVHSVNUUkFUSU9OX01FVEFEQVRBX0RPQ1VNRU5UEAMqcQoPSW50ZXJhY3Rpb25LaW5kEiAKHElOVEVSQUNUSU9OX0tJTkRfVU5TUEVDSUZJRUQQABIeChpJTlRFUkFDVElPTl9LSU5EX0FVVEhPUklaRRABEhwKGElOVEVSQUNUSU9OX0tJTkRfQUNDT1VOVBACKmoKD0NvbnNlbnREZWNpc2lvbhIgChxDT05TRU5UX0RFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASGgoWQ09OU0VOVF9ERUNJU0lPTl9BTExPVxABEhkKFUNPTlNFTlRfREVDSVNJT05fREVOWRACMoQPCgtBdXRoU2VydmljZRJbCgxDcmVhdGVDbGllbnQSJC5iaXpjYXJkLmF1dGgudjEuQ3JlYXRlQ2xpZW50UmVxdWVzdBolLmJpemNhcmQuYXV0aC52MS5DcmVhdGVDbGllbnRSZXNwb25zZRJSCglHZXRDbGllbnQSIS5iaXpjYXJkLmF1dGgudjEuR2V0Q2xpZW50UmVxdWVzdBoiLmJpemNhcmQuYXV0aC52MS5HZXRDbGllbnRSZXNwb25zZRJhCg5SZWdpc3RlckNsaWVudBImLmJpemNhcmQuYXV0aC52MS5SZWdpc3RlckNsaWVudFJlcXVlc3QaJy5iaXpjYXJkLmF1dGgudjEuUmVnaXN0ZXJDbGllbnRSZXNwb25zZRJYCgtMaXN0Q2xpZW50cxIjLmJpemNhcmQuYXV0aC52MS5MaXN0Q2xpZW50c1JlcXVlc3QaJC5iaXpjYXJkLmF1dGgudjEuTGlzdENsaWVudHNSZXNwb25zZRJbCgxEZWxldGVDbGllbnQSJC5iaXpjYXJkLmF1dGgudjEuRGVsZXRlQ2xpZW50UmVxdWVzdBolLmJpemNhcmQuYXV0aC52MS5EZWxldGVDbGllbnRSZXNwb25zZRJtChJTdGFydEF1dGhvcml6YXRpb24SKi5iaXpjYXJkLmF1dGgudjEuU3RhcnRBdXRob3JpemF0aW9uUmVxdWVzdBorLmJpemNhcmQuYXV0aC52MS5TdGFydEF1dGhvcml6YXRpb25SZXNwb25zZRJqChFTdGFydEFjY291bnRMb2dpbhIpLmJpemNhcmQuYXV0aC52MS5TdGFydEFjY291bnRMb2dpblJlcXVlc3QaKi5iaXpjYXJkLmF1dGgudjEuU3RhcnRBY2NvdW50TG9naW5SZXNwb25zZRJhCg5HZXRJbnRlcmFjdGlvbhImLmJpemNhcmQuYXV0aC52MS5HZXRJbnRlcmFjdGlvblJlcXVlc3QaJy5iaXpjYXJkLmF1dGgudjEuR2V0SW50ZXJhY3Rpb25SZXNwb25zZRJGCgVMb2dpbhIdLmJpemNhcmQuYXV0aC52MS5Mb2dpblJlcXVlc3QaHi5iaXpjYXJkLmF1dGgudjEuTG9naW5SZXNwb25zZRJeCg1EZWNpZGVDb25zZW50EiUuYml6Y2FyZC5hdXRoLnYxLkRlY2lkZUNvbnNlbnRSZXF1ZXN0GiYuYml6Y2FyZC5hdXRoLnYxLkRlY2lkZUNvbnNlbnRSZXNwb25zZRJVCgpHZXRTZXNzaW9uEiIuYml6Y2FyZC5hdXRoLnYxLkdldFNlc3Npb25SZXF1ZXN0GiMuYml6Y2FyZC5hdXRoLnYxLkdldFNlc3Npb25SZXNwb25zZRJJCgZMb2dvdXQSHi5iaXpjYXJkLmF1dGgudjEuTG9nb3V0UmVxdWVzdBofLmJpemNhcmQuYXV0aC52MS5Mb2dvdXRSZXNwb25zZRJnChBMaXN0QXBwbGljYXRpb25zEiguYml6Y2FyZC5hdXRoLnYxLkxpc3RBcHBsaWNhdGlvbnNSZXF1ZXN0GikuYml6Y2FyZC5hdXRoLnYxLkxpc3RBcHBsaWNhdGlvbnNSZXNwb25zZRJqChFSZXZva2VBcHBsaWNhdGlvbhIpLmJpemNhcmQuYXV0aC52MS5SZXZva2VBcHBsaWNhdGlvblJlcXVlc3QaKi5iaXpjYXJkLmF1dGgudjEuUmV2b2tlQXBwbGljYXRpb25SZXNwb25zZRJeCg1FeGNoYW5nZVRva2VuEiUuYml6Y2FyZC5hdXRoLnYxLkV4Y2hhbmdlVG9rZW5SZXF1ZXN0GiYuYml6Y2FyZC5hdXRoLnYxLkV4Y2hhbmdlVG9rZW5SZXNwb25zZRJkCg9JbnRyb3NwZWN0VG9rZW4SJy5iaXpjYXJkLmF1dGgudjEuSW50cm9zcGVjdFRva2VuUmVxdWVzdBooLmJpemNhcmQuYXV0aC52MS5JbnRyb3NwZWN0VG9rZW5SZXNwb25zZRJYCgtSZXZva2VUb2tlbhIjLmJpemNhcmQuYXV0aC52MS5SZXZva2VUb2tlblJlcXVlc3QaJC5iaXpjYXJkLmF1dGgudjEuUmV2b2tlVG9rZW5SZXNwb25zZRJ8ChdBdXRoZW50aWNhdGVBY2Nlc3NUb2tlbhIvLmJpemNhcmQuYXV0aC52MS5BdXRoZW50aWNhdGVBY2Nlc3NUb2tlblJlcXVlc3QaMC5iaXpjYXJkLmF1dGgudjEuQXV0aGVudGljYXRlQWNjZXNzVG9rZW5SZXNwb25zZRJVCgpMaXN0R3JhbnRzEiIuYml6Y2FyZC5hdXRoLnYxLkxpc3RHcmFudHNSZXF1ZXN0GiMuYml6Y2FyZC5hdXRoLnYxLkxpc3RHcmFudHNSZXNwb25zZRJYCgtSZXZva2VHcmFudBIjLmJpemNhcmQuYXV0aC52MS5SZXZva2VHcmFudFJlcXVlc3QaJC5iaXpjYXJkLmF1dGgudjEuUmV2b2tlR3JhbnRSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * The error of RFC 6749 §5.2 / §4.1.2.1, carried in ConnectError details.
@@ -61,6 +61,8 @@ export const OAuthErrorSchema: GenMessage<OAuthError> = /*@__PURE__*/
  */
 export type Client = Message<"bizcard.auth.v1.Client"> & {
   /**
+   * "bc_…", or for a metadata document client the document's https URL.
+   *
    * @generated from field: string client_id = 1;
    */
   clientId: string;
@@ -107,6 +109,32 @@ export type Client = Message<"bizcard.auth.v1.Client"> & {
    * @generated from field: repeated string grant_types = 8;
    */
   grantTypes: string[];
+
+  /**
+   * @generated from field: bizcard.auth.v1.ClientRegistration registration = 9;
+   */
+  registration: ClientRegistration;
+
+  /**
+   * RFC 7591 §2 client_uri: the application's home page, when it gave one.
+   *
+   * @generated from field: string client_uri = 10;
+   */
+  clientUri: string;
+
+  /**
+   * RFC 7591 §2 application_type: "web" or "native".
+   *
+   * @generated from field: string application_type = 11;
+   */
+  applicationType: string;
+
+  /**
+   * "client_secret_basic", "client_secret_post" or "none".
+   *
+   * @generated from field: string token_endpoint_auth_method = 12;
+   */
+  tokenEndpointAuthMethod: string;
 };
 
 /**
@@ -222,6 +250,172 @@ export const GetClientResponseSchema: GenMessage<GetClientResponse> = /*@__PURE_
   messageDesc(file_bizcard_auth_v1_auth, 5);
 
 /**
+ * RFC 7591 §2 client metadata, as the gateway read it from the JSON body.
+ * Metadata the server does not keep (logo_uri, contacts, ...) is ignored.
+ *
+ * @generated from message bizcard.auth.v1.RegisterClientRequest
+ */
+export type RegisterClientRequest = Message<"bizcard.auth.v1.RegisterClientRequest"> & {
+  /**
+   * @generated from field: repeated string redirect_uris = 1;
+   */
+  redirectUris: string[];
+
+  /**
+   * Empty means "client_secret_basic" (RFC 7591 §2).
+   *
+   * @generated from field: string token_endpoint_auth_method = 2;
+   */
+  tokenEndpointAuthMethod: string;
+
+  /**
+   * @generated from field: repeated string grant_types = 3;
+   */
+  grantTypes: string[];
+
+  /**
+   * @generated from field: repeated string response_types = 4;
+   */
+  responseTypes: string[];
+
+  /**
+   * @generated from field: string client_name = 5;
+   */
+  clientName: string;
+
+  /**
+   * @generated from field: string client_uri = 6;
+   */
+  clientUri: string;
+
+  /**
+   * Space-separated; empty means every scope the server knows.
+   *
+   * @generated from field: string scope = 7;
+   */
+  scope: string;
+
+  /**
+   * "web" (default) or "native" (loopback and private-use redirect URIs).
+   *
+   * @generated from field: string application_type = 8;
+   */
+  applicationType: string;
+
+  /**
+   * The caller's address, for the registration rate limit.
+   *
+   * @generated from field: string remote_address = 9;
+   */
+  remoteAddress: string;
+
+  /**
+   * Which members of the request were present at all, so that an empty
+   * value sent explicitly can be told from one left out.
+   *
+   * @generated from field: repeated string present_fields = 10;
+   */
+  presentFields: string[];
+};
+
+/**
+ * Describes the message bizcard.auth.v1.RegisterClientRequest.
+ * Use `create(RegisterClientRequestSchema)` to create a new message.
+ */
+export const RegisterClientRequestSchema: GenMessage<RegisterClientRequest> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 6);
+
+/**
+ * @generated from message bizcard.auth.v1.RegisterClientResponse
+ */
+export type RegisterClientResponse = Message<"bizcard.auth.v1.RegisterClientResponse"> & {
+  /**
+   * @generated from field: bizcard.auth.v1.Client client = 1;
+   */
+  client?: Client | undefined;
+
+  /**
+   * Absent for public clients ("none").
+   *
+   * @generated from field: string client_secret = 2;
+   */
+  clientSecret: string;
+};
+
+/**
+ * Describes the message bizcard.auth.v1.RegisterClientResponse.
+ * Use `create(RegisterClientResponseSchema)` to create a new message.
+ */
+export const RegisterClientResponseSchema: GenMessage<RegisterClientResponse> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 7);
+
+/**
+ * @generated from message bizcard.auth.v1.ListClientsRequest
+ */
+export type ListClientsRequest = Message<"bizcard.auth.v1.ListClientsRequest"> & {
+  /**
+   * UNSPECIFIED lists every client.
+   *
+   * @generated from field: bizcard.auth.v1.ClientRegistration registration = 1;
+   */
+  registration: ClientRegistration;
+};
+
+/**
+ * Describes the message bizcard.auth.v1.ListClientsRequest.
+ * Use `create(ListClientsRequestSchema)` to create a new message.
+ */
+export const ListClientsRequestSchema: GenMessage<ListClientsRequest> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 8);
+
+/**
+ * @generated from message bizcard.auth.v1.ListClientsResponse
+ */
+export type ListClientsResponse = Message<"bizcard.auth.v1.ListClientsResponse"> & {
+  /**
+   * @generated from field: repeated bizcard.auth.v1.Client clients = 1;
+   */
+  clients: Client[];
+};
+
+/**
+ * Describes the message bizcard.auth.v1.ListClientsResponse.
+ * Use `create(ListClientsResponseSchema)` to create a new message.
+ */
+export const ListClientsResponseSchema: GenMessage<ListClientsResponse> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 9);
+
+/**
+ * @generated from message bizcard.auth.v1.DeleteClientRequest
+ */
+export type DeleteClientRequest = Message<"bizcard.auth.v1.DeleteClientRequest"> & {
+  /**
+   * @generated from field: string client_id = 1;
+   */
+  clientId: string;
+};
+
+/**
+ * Describes the message bizcard.auth.v1.DeleteClientRequest.
+ * Use `create(DeleteClientRequestSchema)` to create a new message.
+ */
+export const DeleteClientRequestSchema: GenMessage<DeleteClientRequest> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 10);
+
+/**
+ * @generated from message bizcard.auth.v1.DeleteClientResponse
+ */
+export type DeleteClientResponse = Message<"bizcard.auth.v1.DeleteClientResponse"> & {
+};
+
+/**
+ * Describes the message bizcard.auth.v1.DeleteClientResponse.
+ * Use `create(DeleteClientResponseSchema)` to create a new message.
+ */
+export const DeleteClientResponseSchema: GenMessage<DeleteClientResponse> = /*@__PURE__*/
+  messageDesc(file_bizcard_auth_v1_auth, 11);
+
+/**
  * The parameters of an authorization request (RFC 6749 §4.1.1, RFC 7636 §4.3).
  *
  * @generated from message bizcard.auth.v1.AuthorizationParameters
@@ -268,6 +462,14 @@ export type AuthorizationParameters = Message<"bizcard.auth.v1.AuthorizationPara
    * @generated from field: string response_mode = 8;
    */
   responseMode: string;
+
+  /**
+   * RFC 8707 resource indicators, each an identifier of a protected resource
+   * the server knows (PUBLIC_URL, PUBLIC_URL/mcp); else invalid_target.
+   *
+   * @generated from field: repeated string resource = 9;
+   */
+  resource: string[];
 };
 
 /**
@@ -275,7 +477,7 @@ export type AuthorizationParameters = Message<"bizcard.auth.v1.AuthorizationPara
  * Use `create(AuthorizationParametersSchema)` to create a new message.
  */
 export const AuthorizationParametersSchema: GenMessage<AuthorizationParameters> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 6);
+  messageDesc(file_bizcard_auth_v1_auth, 12);
 
 /**
  * @generated from message bizcard.auth.v1.StartAuthorizationRequest
@@ -307,7 +509,7 @@ export type StartAuthorizationRequest = Message<"bizcard.auth.v1.StartAuthorizat
  * Use `create(StartAuthorizationRequestSchema)` to create a new message.
  */
 export const StartAuthorizationRequestSchema: GenMessage<StartAuthorizationRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 7);
+  messageDesc(file_bizcard_auth_v1_auth, 13);
 
 /**
  * @generated from message bizcard.auth.v1.StartAuthorizationResponse
@@ -332,7 +534,7 @@ export type StartAuthorizationResponse = Message<"bizcard.auth.v1.StartAuthoriza
  * Use `create(StartAuthorizationResponseSchema)` to create a new message.
  */
 export const StartAuthorizationResponseSchema: GenMessage<StartAuthorizationResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 8);
+  messageDesc(file_bizcard_auth_v1_auth, 14);
 
 /**
  * @generated from message bizcard.auth.v1.StartAccountLoginRequest
@@ -345,7 +547,7 @@ export type StartAccountLoginRequest = Message<"bizcard.auth.v1.StartAccountLogi
  * Use `create(StartAccountLoginRequestSchema)` to create a new message.
  */
 export const StartAccountLoginRequestSchema: GenMessage<StartAccountLoginRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 9);
+  messageDesc(file_bizcard_auth_v1_auth, 15);
 
 /**
  * @generated from message bizcard.auth.v1.StartAccountLoginResponse
@@ -362,7 +564,7 @@ export type StartAccountLoginResponse = Message<"bizcard.auth.v1.StartAccountLog
  * Use `create(StartAccountLoginResponseSchema)` to create a new message.
  */
 export const StartAccountLoginResponseSchema: GenMessage<StartAccountLoginResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 10);
+  messageDesc(file_bizcard_auth_v1_auth, 16);
 
 /**
  * @generated from message bizcard.auth.v1.Interaction
@@ -432,7 +634,7 @@ export type Interaction = Message<"bizcard.auth.v1.Interaction"> & {
  * Use `create(InteractionSchema)` to create a new message.
  */
 export const InteractionSchema: GenMessage<Interaction> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 11);
+  messageDesc(file_bizcard_auth_v1_auth, 17);
 
 /**
  * @generated from message bizcard.auth.v1.GetInteractionRequest
@@ -454,7 +656,7 @@ export type GetInteractionRequest = Message<"bizcard.auth.v1.GetInteractionReque
  * Use `create(GetInteractionRequestSchema)` to create a new message.
  */
 export const GetInteractionRequestSchema: GenMessage<GetInteractionRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 12);
+  messageDesc(file_bizcard_auth_v1_auth, 18);
 
 /**
  * @generated from message bizcard.auth.v1.GetInteractionResponse
@@ -471,7 +673,7 @@ export type GetInteractionResponse = Message<"bizcard.auth.v1.GetInteractionResp
  * Use `create(GetInteractionResponseSchema)` to create a new message.
  */
 export const GetInteractionResponseSchema: GenMessage<GetInteractionResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 13);
+  messageDesc(file_bizcard_auth_v1_auth, 19);
 
 /**
  * @generated from message bizcard.auth.v1.LoginRequest
@@ -510,7 +712,7 @@ export type LoginRequest = Message<"bizcard.auth.v1.LoginRequest"> & {
  * Use `create(LoginRequestSchema)` to create a new message.
  */
 export const LoginRequestSchema: GenMessage<LoginRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 14);
+  messageDesc(file_bizcard_auth_v1_auth, 20);
 
 /**
  * @generated from message bizcard.auth.v1.LoginResponse
@@ -539,7 +741,7 @@ export type LoginResponse = Message<"bizcard.auth.v1.LoginResponse"> & {
  * Use `create(LoginResponseSchema)` to create a new message.
  */
 export const LoginResponseSchema: GenMessage<LoginResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 15);
+  messageDesc(file_bizcard_auth_v1_auth, 21);
 
 /**
  * @generated from message bizcard.auth.v1.DecideConsentRequest
@@ -580,7 +782,7 @@ export type DecideConsentRequest = Message<"bizcard.auth.v1.DecideConsentRequest
  * Use `create(DecideConsentRequestSchema)` to create a new message.
  */
 export const DecideConsentRequestSchema: GenMessage<DecideConsentRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 16);
+  messageDesc(file_bizcard_auth_v1_auth, 22);
 
 /**
  * @generated from message bizcard.auth.v1.DecideConsentResponse
@@ -599,7 +801,7 @@ export type DecideConsentResponse = Message<"bizcard.auth.v1.DecideConsentRespon
  * Use `create(DecideConsentResponseSchema)` to create a new message.
  */
 export const DecideConsentResponseSchema: GenMessage<DecideConsentResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 17);
+  messageDesc(file_bizcard_auth_v1_auth, 23);
 
 /**
  * @generated from message bizcard.auth.v1.Session
@@ -638,7 +840,7 @@ export type Session = Message<"bizcard.auth.v1.Session"> & {
  * Use `create(SessionSchema)` to create a new message.
  */
 export const SessionSchema: GenMessage<Session> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 18);
+  messageDesc(file_bizcard_auth_v1_auth, 24);
 
 /**
  * @generated from message bizcard.auth.v1.GetSessionRequest
@@ -655,7 +857,7 @@ export type GetSessionRequest = Message<"bizcard.auth.v1.GetSessionRequest"> & {
  * Use `create(GetSessionRequestSchema)` to create a new message.
  */
 export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 19);
+  messageDesc(file_bizcard_auth_v1_auth, 25);
 
 /**
  * @generated from message bizcard.auth.v1.GetSessionResponse
@@ -672,7 +874,7 @@ export type GetSessionResponse = Message<"bizcard.auth.v1.GetSessionResponse"> &
  * Use `create(GetSessionResponseSchema)` to create a new message.
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 20);
+  messageDesc(file_bizcard_auth_v1_auth, 26);
 
 /**
  * @generated from message bizcard.auth.v1.LogoutRequest
@@ -694,7 +896,7 @@ export type LogoutRequest = Message<"bizcard.auth.v1.LogoutRequest"> & {
  * Use `create(LogoutRequestSchema)` to create a new message.
  */
 export const LogoutRequestSchema: GenMessage<LogoutRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 21);
+  messageDesc(file_bizcard_auth_v1_auth, 27);
 
 /**
  * @generated from message bizcard.auth.v1.LogoutResponse
@@ -707,7 +909,7 @@ export type LogoutResponse = Message<"bizcard.auth.v1.LogoutResponse"> & {
  * Use `create(LogoutResponseSchema)` to create a new message.
  */
 export const LogoutResponseSchema: GenMessage<LogoutResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 22);
+  messageDesc(file_bizcard_auth_v1_auth, 28);
 
 /**
  * @generated from message bizcard.auth.v1.ListApplicationsRequest
@@ -724,7 +926,7 @@ export type ListApplicationsRequest = Message<"bizcard.auth.v1.ListApplicationsR
  * Use `create(ListApplicationsRequestSchema)` to create a new message.
  */
 export const ListApplicationsRequestSchema: GenMessage<ListApplicationsRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 23);
+  messageDesc(file_bizcard_auth_v1_auth, 29);
 
 /**
  * @generated from message bizcard.auth.v1.ListApplicationsResponse
@@ -746,7 +948,7 @@ export type ListApplicationsResponse = Message<"bizcard.auth.v1.ListApplications
  * Use `create(ListApplicationsResponseSchema)` to create a new message.
  */
 export const ListApplicationsResponseSchema: GenMessage<ListApplicationsResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 24);
+  messageDesc(file_bizcard_auth_v1_auth, 30);
 
 /**
  * @generated from message bizcard.auth.v1.RevokeApplicationRequest
@@ -773,7 +975,7 @@ export type RevokeApplicationRequest = Message<"bizcard.auth.v1.RevokeApplicatio
  * Use `create(RevokeApplicationRequestSchema)` to create a new message.
  */
 export const RevokeApplicationRequestSchema: GenMessage<RevokeApplicationRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 25);
+  messageDesc(file_bizcard_auth_v1_auth, 31);
 
 /**
  * @generated from message bizcard.auth.v1.RevokeApplicationResponse
@@ -786,7 +988,7 @@ export type RevokeApplicationResponse = Message<"bizcard.auth.v1.RevokeApplicati
  * Use `create(RevokeApplicationResponseSchema)` to create a new message.
  */
 export const RevokeApplicationResponseSchema: GenMessage<RevokeApplicationResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 26);
+  messageDesc(file_bizcard_auth_v1_auth, 32);
 
 /**
  * @generated from message bizcard.auth.v1.ClientCredentials
@@ -815,7 +1017,7 @@ export type ClientCredentials = Message<"bizcard.auth.v1.ClientCredentials"> & {
  * Use `create(ClientCredentialsSchema)` to create a new message.
  */
 export const ClientCredentialsSchema: GenMessage<ClientCredentials> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 27);
+  messageDesc(file_bizcard_auth_v1_auth, 33);
 
 /**
  * @generated from message bizcard.auth.v1.ExchangeTokenRequest
@@ -862,6 +1064,13 @@ export type ExchangeTokenRequest = Message<"bizcard.auth.v1.ExchangeTokenRequest
    * @generated from field: string remote_address = 8;
    */
   remoteAddress: string;
+
+  /**
+   * RFC 8707 §2.2 resource indicators as sent (one token has one audience).
+   *
+   * @generated from field: repeated string resource = 9;
+   */
+  resource: string[];
 };
 
 /**
@@ -869,7 +1078,7 @@ export type ExchangeTokenRequest = Message<"bizcard.auth.v1.ExchangeTokenRequest
  * Use `create(ExchangeTokenRequestSchema)` to create a new message.
  */
 export const ExchangeTokenRequestSchema: GenMessage<ExchangeTokenRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 28);
+  messageDesc(file_bizcard_auth_v1_auth, 34);
 
 /**
  * @generated from message bizcard.auth.v1.ExchangeTokenResponse
@@ -906,7 +1115,7 @@ export type ExchangeTokenResponse = Message<"bizcard.auth.v1.ExchangeTokenRespon
  * Use `create(ExchangeTokenResponseSchema)` to create a new message.
  */
 export const ExchangeTokenResponseSchema: GenMessage<ExchangeTokenResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 29);
+  messageDesc(file_bizcard_auth_v1_auth, 35);
 
 /**
  * @generated from message bizcard.auth.v1.IntrospectTokenRequest
@@ -938,7 +1147,7 @@ export type IntrospectTokenRequest = Message<"bizcard.auth.v1.IntrospectTokenReq
  * Use `create(IntrospectTokenRequestSchema)` to create a new message.
  */
 export const IntrospectTokenRequestSchema: GenMessage<IntrospectTokenRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 30);
+  messageDesc(file_bizcard_auth_v1_auth, 36);
 
 /**
  * @generated from message bizcard.auth.v1.IntrospectTokenResponse
@@ -985,6 +1194,13 @@ export type IntrospectTokenResponse = Message<"bizcard.auth.v1.IntrospectTokenRe
    * @generated from field: string iss = 8;
    */
   iss: string;
+
+  /**
+   * RFC 7662 §2.2 aud: the resource identifier the token is for.
+   *
+   * @generated from field: string aud = 9;
+   */
+  aud: string;
 };
 
 /**
@@ -992,7 +1208,7 @@ export type IntrospectTokenResponse = Message<"bizcard.auth.v1.IntrospectTokenRe
  * Use `create(IntrospectTokenResponseSchema)` to create a new message.
  */
 export const IntrospectTokenResponseSchema: GenMessage<IntrospectTokenResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 31);
+  messageDesc(file_bizcard_auth_v1_auth, 37);
 
 /**
  * @generated from message bizcard.auth.v1.RevokeTokenRequest
@@ -1024,7 +1240,7 @@ export type RevokeTokenRequest = Message<"bizcard.auth.v1.RevokeTokenRequest"> &
  * Use `create(RevokeTokenRequestSchema)` to create a new message.
  */
 export const RevokeTokenRequestSchema: GenMessage<RevokeTokenRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 32);
+  messageDesc(file_bizcard_auth_v1_auth, 38);
 
 /**
  * @generated from message bizcard.auth.v1.RevokeTokenResponse
@@ -1037,7 +1253,7 @@ export type RevokeTokenResponse = Message<"bizcard.auth.v1.RevokeTokenResponse">
  * Use `create(RevokeTokenResponseSchema)` to create a new message.
  */
 export const RevokeTokenResponseSchema: GenMessage<RevokeTokenResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 33);
+  messageDesc(file_bizcard_auth_v1_auth, 39);
 
 /**
  * @generated from message bizcard.auth.v1.AuthenticateAccessTokenRequest
@@ -1054,7 +1270,7 @@ export type AuthenticateAccessTokenRequest = Message<"bizcard.auth.v1.Authentica
  * Use `create(AuthenticateAccessTokenRequestSchema)` to create a new message.
  */
 export const AuthenticateAccessTokenRequestSchema: GenMessage<AuthenticateAccessTokenRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 34);
+  messageDesc(file_bizcard_auth_v1_auth, 40);
 
 /**
  * @generated from message bizcard.auth.v1.AuthenticateAccessTokenResponse
@@ -1086,6 +1302,14 @@ export type AuthenticateAccessTokenResponse = Message<"bizcard.auth.v1.Authentic
    * @generated from field: google.protobuf.Timestamp expire_time = 5;
    */
   expireTime?: Timestamp | undefined;
+
+  /**
+   * The resource identifier the token was issued for (its audience, RFC 8707):
+   * PUBLIC_URL (the REST API) or PUBLIC_URL/mcp.
+   *
+   * @generated from field: string audience = 6;
+   */
+  audience: string;
 };
 
 /**
@@ -1093,7 +1317,7 @@ export type AuthenticateAccessTokenResponse = Message<"bizcard.auth.v1.Authentic
  * Use `create(AuthenticateAccessTokenResponseSchema)` to create a new message.
  */
 export const AuthenticateAccessTokenResponseSchema: GenMessage<AuthenticateAccessTokenResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 35);
+  messageDesc(file_bizcard_auth_v1_auth, 41);
 
 /**
  * @generated from message bizcard.auth.v1.Grant
@@ -1132,6 +1356,13 @@ export type Grant = Message<"bizcard.auth.v1.Grant"> & {
    * @generated from field: string client_name = 6;
    */
   clientName: string;
+
+  /**
+   * How the application registered (pages mark self-registered ones).
+   *
+   * @generated from field: bizcard.auth.v1.ClientRegistration client_registration = 7;
+   */
+  clientRegistration: ClientRegistration;
 };
 
 /**
@@ -1139,7 +1370,7 @@ export type Grant = Message<"bizcard.auth.v1.Grant"> & {
  * Use `create(GrantSchema)` to create a new message.
  */
 export const GrantSchema: GenMessage<Grant> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 36);
+  messageDesc(file_bizcard_auth_v1_auth, 42);
 
 /**
  * @generated from message bizcard.auth.v1.ListGrantsRequest
@@ -1158,7 +1389,7 @@ export type ListGrantsRequest = Message<"bizcard.auth.v1.ListGrantsRequest"> & {
  * Use `create(ListGrantsRequestSchema)` to create a new message.
  */
 export const ListGrantsRequestSchema: GenMessage<ListGrantsRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 37);
+  messageDesc(file_bizcard_auth_v1_auth, 43);
 
 /**
  * @generated from message bizcard.auth.v1.ListGrantsResponse
@@ -1177,7 +1408,7 @@ export type ListGrantsResponse = Message<"bizcard.auth.v1.ListGrantsResponse"> &
  * Use `create(ListGrantsResponseSchema)` to create a new message.
  */
 export const ListGrantsResponseSchema: GenMessage<ListGrantsResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 38);
+  messageDesc(file_bizcard_auth_v1_auth, 44);
 
 /**
  * @generated from message bizcard.auth.v1.RevokeGrantRequest
@@ -1201,7 +1432,7 @@ export type RevokeGrantRequest = Message<"bizcard.auth.v1.RevokeGrantRequest"> &
  * Use `create(RevokeGrantRequestSchema)` to create a new message.
  */
 export const RevokeGrantRequestSchema: GenMessage<RevokeGrantRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 39);
+  messageDesc(file_bizcard_auth_v1_auth, 45);
 
 /**
  * @generated from message bizcard.auth.v1.RevokeGrantResponse
@@ -1214,7 +1445,46 @@ export type RevokeGrantResponse = Message<"bizcard.auth.v1.RevokeGrantResponse">
  * Use `create(RevokeGrantResponseSchema)` to create a new message.
  */
 export const RevokeGrantResponseSchema: GenMessage<RevokeGrantResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_auth_v1_auth, 40);
+  messageDesc(file_bizcard_auth_v1_auth, 46);
+
+/**
+ * How a client came to be known to the server.
+ *
+ * @generated from enum bizcard.auth.v1.ClientRegistration
+ */
+export enum ClientRegistration {
+  /**
+   * @generated from enum value: CLIENT_REGISTRATION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Registered by an operator (bizcard client create, CreateClient).
+   *
+   * @generated from enum value: CLIENT_REGISTRATION_OPERATOR = 1;
+   */
+  OPERATOR = 1,
+
+  /**
+   * Self-registered at POST /oauth/register (RFC 7591).
+   *
+   * @generated from enum value: CLIENT_REGISTRATION_DYNAMIC = 2;
+   */
+  DYNAMIC = 2,
+
+  /**
+   * An https client_id whose Client ID Metadata Document the server fetched.
+   *
+   * @generated from enum value: CLIENT_REGISTRATION_METADATA_DOCUMENT = 3;
+   */
+  METADATA_DOCUMENT = 3,
+}
+
+/**
+ * Describes the enum bizcard.auth.v1.ClientRegistration.
+ */
+export const ClientRegistrationSchema: GenEnum<ClientRegistration> = /*@__PURE__*/
+  enumDesc(file_bizcard_auth_v1_auth, 0);
 
 /**
  * @generated from enum bizcard.auth.v1.InteractionKind
@@ -1244,7 +1514,7 @@ export enum InteractionKind {
  * Describes the enum bizcard.auth.v1.InteractionKind.
  */
 export const InteractionKindSchema: GenEnum<InteractionKind> = /*@__PURE__*/
-  enumDesc(file_bizcard_auth_v1_auth, 0);
+  enumDesc(file_bizcard_auth_v1_auth, 1);
 
 /**
  * @generated from enum bizcard.auth.v1.ConsentDecision
@@ -1270,7 +1540,7 @@ export enum ConsentDecision {
  * Describes the enum bizcard.auth.v1.ConsentDecision.
  */
 export const ConsentDecisionSchema: GenEnum<ConsentDecision> = /*@__PURE__*/
-  enumDesc(file_bizcard_auth_v1_auth, 1);
+  enumDesc(file_bizcard_auth_v1_auth, 2);
 
 /**
  * AuthService is the OAuth 2.0 authorization server behind the gateway:
@@ -1325,6 +1595,41 @@ export const AuthService: GenService<{
     methodKind: "unary";
     input: typeof GetClientRequestSchema;
     output: typeof GetClientResponseSchema;
+  },
+  /**
+   * Dynamic client registration (RFC 7591), POST /oauth/register: refused
+   * with NOT_FOUND when OAUTH_DYNAMIC_REGISTRATION is off. Bad metadata is
+   * INVALID_ARGUMENT with OAuthError.error "invalid_client_metadata" or
+   * "invalid_redirect_uri" (RFC 7591 §3.2.2); too many registrations from one
+   * address is RESOURCE_EXHAUSTED with retry_after_seconds.
+   *
+   * @generated from rpc bizcard.auth.v1.AuthService.RegisterClient
+   */
+  registerClient: {
+    methodKind: "unary";
+    input: typeof RegisterClientRequestSchema;
+    output: typeof RegisterClientResponseSchema;
+  },
+  /**
+   * The clients, newest first, optionally only those of one registration kind.
+   *
+   * @generated from rpc bizcard.auth.v1.AuthService.ListClients
+   */
+  listClients: {
+    methodKind: "unary";
+    input: typeof ListClientsRequestSchema;
+    output: typeof ListClientsResponseSchema;
+  },
+  /**
+   * Deletes a client with its grants and tokens; bizcard.grant.revoked is
+   * published for each grant (through the outbox). NOT_FOUND when unknown.
+   *
+   * @generated from rpc bizcard.auth.v1.AuthService.DeleteClient
+   */
+  deleteClient: {
+    methodKind: "unary";
+    input: typeof DeleteClientRequestSchema;
+    output: typeof DeleteClientResponseSchema;
   },
   /**
    * GET /oauth/authorize. Validates the authorization request (RFC 6749
