@@ -10,20 +10,20 @@
 // refreshes when its access token is revoked.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
-import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import {
   connectAgent,
+  MEMBER,
   MemoryAuthProvider,
   recordingFetch,
+  startAgentPlatform,
   startMetadataHost,
   toolText,
   type MetadataHost,
   type Observed,
 } from "./support/mcp-agent.js";
-import { startPlatform, type Platform } from "./support/platform.js";
+import type { Platform } from "./support/platform.js";
 import { waitFor } from "./support/processes.js";
 
-const MEMBER = { organisation: "Agent Cards", email: "owner@agent.test", password: "correct horse battery" };
 // The agent's loopback callback: the person's browser would land there; the test reads the code off the 303.
 const CALLBACK = "http://127.0.0.1:33418/callback";
 const TOOLS = [
@@ -34,22 +34,6 @@ const TOOLS = [
   "list_contacts",
   "list_webhook_subscriptions",
 ];
-
-async function startAgentPlatform(config: Record<string, string>): Promise<Platform> {
-  const platform = await startPlatform({
-    gateway: { publicUrlPort: true, bus: true },
-    config: { OAUTH_ALLOW_INSECURE_REDIRECTS: "true", ...config },
-    member: MEMBER,
-  });
-  // Contacts of the member's organisation, and of another one the agent must never see.
-  const organisations = platform.organisation.client(OrganisationService);
-  for (const [firstName, lastName] of [["Ada", "Lovelace"], ["Grace", "Hopper"]]) {
-    await organisations.createContact({ organisationId: platform.organisationId, fields: { firstName, lastName } });
-  }
-  const other = await organisations.createOrganisation({ name: "Other Cards", ownerEmail: "owner@other.test", ownerPassword: "another horse battery" });
-  await organisations.createContact({ organisationId: other.organisation!.id, fields: { firstName: "Mallory", lastName: "Outsider" } });
-  return platform;
-}
 
 const line = (r: Observed) => `${r.method} ${r.path.split("?")[0]} ${r.status}`;
 const form = (r: Observed) => new URLSearchParams(r.body);
@@ -151,7 +135,8 @@ describe("an agent that names its Client ID Metadata Document", () => {
   beforeAll(async () => {
     host = await startMetadataHost();
     documentUrl = host.serve("/agent/client.json", {});
-    platform = await startAgentPlatform({ OAUTH_CLIENT_METADATA_CA_FILE: host.caFile });
+    // A loopback document host is a development setting (OAUTH_ALLOW_INSECURE_REDIRECTS); its certificate is trusted.
+    platform = await startAgentPlatform({ OAUTH_ALLOW_INSECURE_REDIRECTS: "true", OAUTH_CLIENT_METADATA_CA_FILE: host.caFile });
     host.serve("/agent/client.json", {
       client_id: documentUrl,
       client_name: "Test Agent",

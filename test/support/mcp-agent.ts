@@ -17,6 +17,33 @@ import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { expect } from "vitest";
+import { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
+import { startPlatform, type Platform } from "./platform.js";
+
+/** The person who consents: the owner of the organisation whose contacts the agent reads. */
+export const MEMBER = { organisation: "Agent Cards", email: "owner@agent.test", password: "correct horse battery" };
+
+/**
+ * The platform an agent connects to, its gateway where PUBLIC_URL says (the
+ * issuer and the resource identifiers are the address used), with `config`:
+ * contacts in MEMBER's organisation (Ada Lovelace, Grace Hopper) and in
+ * another one (Mallory Outsider) that the agent must never see.
+ */
+export async function startAgentPlatform(config: Record<string, string>): Promise<Platform> {
+  const platform = await startPlatform({
+    gateway: { publicUrlPort: true, bus: true },
+    config,
+    member: MEMBER,
+  });
+  // Contacts of the member's organisation, and of another one the agent must never see.
+  const organisations = platform.organisation.client(OrganisationService);
+  for (const [firstName, lastName] of [["Ada", "Lovelace"], ["Grace", "Hopper"]]) {
+    await organisations.createContact({ organisationId: platform.organisationId, fields: { firstName, lastName } });
+  }
+  const other = await organisations.createOrganisation({ name: "Other Cards", ownerEmail: "owner@other.test", ownerPassword: "another horse battery" });
+  await organisations.createContact({ organisationId: other.organisation!.id, fields: { firstName: "Mallory", lastName: "Outsider" } });
+  return platform;
+}
 
 /** The agent's side of OAuth, in memory: what it registered, its tokens, the URL it was sent to. */
 export class MemoryAuthProvider implements OAuthClientProvider {
