@@ -31,6 +31,9 @@ export const MEMBER = { organisation: "Agent Cards", email: "owner@agent.test", 
  */
 export async function startAgentPlatform(config: Record<string, string>): Promise<Platform> {
   const platform = await startPlatform({
+    auth: true,
+    webhook: true,
+    delivery: true,
     gateway: { publicUrlPort: true, bus: true },
     config,
     member: MEMBER,
