@@ -35,6 +35,14 @@ const TOOLS = [
   "list_webhook_subscriptions",
 ];
 
+/** A tools/list at /mcp with `token`, as a bare HTTP client sends it. */
+const mcpPost = (mcp: string, token: string) =>
+  fetch(mcp, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+  });
+
 const line = (r: Observed) => `${r.method} ${r.path.split("?")[0]} ${r.status}`;
 const form = (r: Observed) => new URLSearchParams(r.body);
 
@@ -93,6 +101,16 @@ async function journey(platform: Platform, provider: MemoryAuthProvider, registr
   const me = await fetch(`${base}/oauth/me`, { headers: { authorization: `Bearer ${first.access_token}` } });
   expect(me.status).toBe(401);
   expect(me.headers.get("www-authenticate")).toMatch(/^Bearer /);
+  // And a token of the REST API (client_credentials, no resource) is refused at /mcp.
+  const app = await platform.createClient("REST App", [CALLBACK], { scopes: ["contacts:read"], ownerOrganisationId: platform.organisationId, grantTypes: ["client_credentials"] });
+  const rest = await fetch(`${base}/oauth/token`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ grant_type: "client_credentials", client_id: app.clientId, client_secret: app.clientSecret }).toString(),
+  });
+  expect(rest.status).toBe(200);
+  const restToken = ((await rest.json()) as { access_token: string }).access_token;
+  expect((await mcpPost(mcp, restToken)).status).toBe(401);
 
   // Refresh: the access token revoked (RFC 7009, a public client names itself), the
   // next call is a 401, and the SDK refreshes with its refresh token and carries on.
@@ -102,14 +120,7 @@ async function journey(platform: Platform, provider: MemoryAuthProvider, registr
     body: new URLSearchParams({ token: first.access_token, token_type_hint: "access_token", client_id: clientId }).toString(),
   });
   expect(revoke.status).toBe(200);
-  await waitFor(async () => {
-    const res = await fetch(mcp, {
-      method: "POST",
-      headers: { authorization: `Bearer ${first.access_token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
-    });
-    return res.status === 401 || undefined;
-  }, 10_000, "the revoked token refused at /mcp");
+  await waitFor(async () => (await mcpPost(mcp, first.access_token)).status === 401 || undefined, 10_000, "the revoked token refused at /mcp");
   const before = requests.length;
   const again = toolText(await client.callTool({ name: "list_contacts", arguments: {} }));
   expect(again).toContain("Lovelace");
