@@ -16,7 +16,7 @@ await new Promise<void>((resolve) => callback.listen(0, "127.0.0.1", resolve));
 const redirectUrl = `http://127.0.0.1:${(callback.address() as AddressInfo).port}/callback`;
 const code = new Promise<string>((resolve) =>
   callback.on("request", (req, res) => {
-    res.end("Authorized: you can close this tab.");
+    res.writeHead(200, { connection: "close" }).end("Authorized: you can close this tab.");
     resolve(new URL(req.url ?? "/", redirectUrl).searchParams.get("code") ?? "");
   }),
 );
