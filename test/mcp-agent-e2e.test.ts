@@ -64,6 +64,7 @@ async function journey(platform: Platform, provider: MemoryAuthProvider, registr
     "GET /.well-known/oauth-protected-resource/mcp 200",
     "GET /.well-known/oauth-authorization-server 200",
   ]);
+  expect(requests[0]!.challenge).toContain(`resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`);
   const clientId = registration(requests.slice(3));
   expect(provider.client?.client_id).toBe(clientId);
   expect(consentHtml).toContain("Test Agent");

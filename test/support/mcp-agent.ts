@@ -117,6 +117,8 @@ export interface Observed {
   status: number;
   /** The request's form or JSON body, for the token and registration requests. */
   body: string;
+  /** The answer's WWW-Authenticate, if any. */
+  challenge: string | null;
 }
 
 /** A fetch that records each request the agent made and its answer's status. */
@@ -127,7 +129,7 @@ export function recordingFetch(): { fetch: typeof fetch; requests: Observed[] } 
     const body = request.body ? await request.clone().text() : "";
     const res = await fetch(request);
     const url = new URL(request.url);
-    requests.push({ method: request.method, path: `${url.pathname}${url.search}`, status: res.status, body });
+    requests.push({ method: request.method, path: `${url.pathname}${url.search}`, status: res.status, body, challenge: res.headers.get("www-authenticate") });
     return res;
   };
   return { fetch: recording, requests };
