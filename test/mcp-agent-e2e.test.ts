@@ -146,9 +146,8 @@ describe("an agent that names its Client ID Metadata Document", () => {
 
   beforeAll(async () => {
     host = await startMetadataHost();
-    documentUrl = host.serve("/agent/client.json", {});
-    // A loopback document host is a development setting (OAUTH_ALLOW_INSECURE_REDIRECTS); its certificate is trusted.
-    platform = await startAgentPlatform({ OAUTH_ALLOW_INSECURE_REDIRECTS: "true", OAUTH_CLIENT_METADATA_CA_FILE: host.caFile });
+    // The agent's metadata document: its client_id is the document's own URL.
+    documentUrl = `${host.base}/agent/client.json`;
     host.serve("/agent/client.json", {
       client_id: documentUrl,
       client_name: "Test Agent",
@@ -157,6 +156,8 @@ describe("an agent that names its Client ID Metadata Document", () => {
       response_types: ["code"],
       token_endpoint_auth_method: "none",
     });
+    // A loopback document host is a development setting (OAUTH_ALLOW_INSECURE_REDIRECTS); its certificate is trusted.
+    platform = await startAgentPlatform({ OAUTH_ALLOW_INSECURE_REDIRECTS: "true", OAUTH_CLIENT_METADATA_CA_FILE: host.caFile });
   }, 60_000);
 
   afterAll(async () => {

@@ -227,7 +227,7 @@ export interface MetadataHost {
   /** The paths asked, in order. */
   requests: string[];
   /** Serves `document` as JSON at `path`. */
-  serve(path: string, document: unknown): string;
+  serve(path: string, document: unknown): void;
   close(): Promise<void>;
 }
 
@@ -258,7 +258,6 @@ export async function startMetadataHost(): Promise<MetadataHost> {
     requests,
     serve(p, document) {
       documents.set(p, JSON.stringify(document));
-      return `${base}${p}`;
     },
     close: async () => {
       server.closeAllConnections();
