@@ -1,4 +1,4 @@
-// An AI agent in forty lines: the MCP SDK's client connects to the MCP endpoint,
+// An AI agent on the MCP SDK's client, as short as it gets: it connects to the MCP endpoint,
 // registers itself (dynamic registration: start the platform with
 // OAUTH_DYNAMIC_REGISTRATION=true), asks you to open the authorization URL,
 // takes the code at its loopback callback, then lists the tools and the contacts.
@@ -14,10 +14,12 @@ const url = new URL(process.argv[2] ?? "http://localhost:8080/mcp");
 const callback = createServer();
 await new Promise<void>((resolve) => callback.listen(0, "127.0.0.1", resolve));
 const redirectUrl = `http://127.0.0.1:${(callback.address() as AddressInfo).port}/callback`;
-const code = new Promise<string>((resolve) =>
+const code = new Promise<string>((resolve, reject) =>
   callback.on("request", (req, res) => {
-    res.writeHead(200, { connection: "close" }).end("Authorized: you can close this tab.");
-    resolve(new URL(req.url ?? "/", redirectUrl).searchParams.get("code") ?? "");
+    const answer = new URL(req.url ?? "/", redirectUrl).searchParams;
+    res.writeHead(200, { connection: "close" }).end(answer.has("code") ? "Authorized: you can close this tab." : "Not authorized.");
+    if (answer.has("code")) resolve(answer.get("code")!);
+    else reject(new Error(`not authorized: ${answer.get("error") ?? "no code"} ${answer.get("error_description") ?? ""}`));
   }),
 );
 
