@@ -1,9 +1,11 @@
 // `bizcard client list` and `bizcard client delete` (bin/bizcard.js as an
 // operator runs it) against the real auth service: self-registered clients
 // are listed apart from the operator's; deleting one ends its grants and
-// tokens, and the gateway (caching bearer checks, told over the bus) answers
-// its access token 401 from then on.
+// tokens: the gateway (caching bearer checks, told over the bus) answers its
+// access token 401 from then on, and the webhook service (told by the same
+// bizcard.grant.revoked) deletes the subscriptions it made.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { authorizationCode, pkce } from "./support/browser-authorization.js";
 import { startPlatform, type Platform } from "./support/platform.js";
 import { spawnProcess, waitFor } from "./support/processes.js";
@@ -51,7 +53,8 @@ beforeAll(async () => {
   platform = await startPlatform({
     token: TOKEN,
     auth: true,
-    config: { OAUTH_DYNAMIC_REGISTRATION: "true", BEARER_CACHE_MS: "600000" },
+    config: { OAUTH_DYNAMIC_REGISTRATION: "true", BEARER_CACHE_MS: "600000", WEBHOOK_ALLOW_INSECURE_TARGETS: "true" },
+    webhook: true,
     gateway: { publicUrlPort: true, bus: true },
     member: { organisation: "CLI Clients Org", ...MEMBER },
   });
@@ -66,7 +69,7 @@ beforeAll(async () => {
   const { verifier, challenge } = pkce();
   const code = await authorizationCode(
     platform.base,
-    { client_id: clientId, redirect_uri: REDIRECT, scope: "organisation:read", code_challenge: challenge, code_challenge_method: "S256" },
+    { client_id: clientId, redirect_uri: REDIRECT, scope: "organisation:read contacts:read webhooks:write", code_challenge: challenge, code_challenge_method: "S256" },
     MEMBER,
   );
   const tokenRes = await fetch(`${platform.base}/oauth/token`, {
@@ -77,7 +80,16 @@ beforeAll(async () => {
   const tokens = (await tokenRes.json()) as { access_token: string; refresh_token: string };
   expect(tokenRes.status).toBe(200);
   dynamic = { clientId, accessToken: tokens.access_token, refreshToken: tokens.refresh_token };
+  const subscribed = await fetch(`${platform.base}/oauth/webhooks/subscriptions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${dynamic.accessToken}`, "content-type": "application/json" },
+    body: JSON.stringify({ target_url: "http://127.0.0.1:45999/hook", event_type: "contact.created" }),
+  });
+  expect(subscribed.status, await subscribed.clone().text()).toBe(201);
 }, 120_000);
+
+const subscriptionsOf = async (clientId: string) =>
+  (await platform.webhook.client(WebhookService).listSubscriptions({ owner: { organisationId: platform.organisationId, clientId } })).subscriptions;
 
 afterAll(async () => {
   await platform?.stop();
@@ -119,13 +131,15 @@ describe("bizcard client list", { timeout: 60_000 }, () => {
 });
 
 describe("bizcard client delete", { timeout: 60_000 }, () => {
-  it("deletes the client with its grants and tokens: its access token is 401 at /oauth/me, its refresh token refused", async () => {
+  it("deletes the client with its grants and tokens: its access token is 401 at /oauth/me, its refresh token refused, its webhooks gone", async () => {
     expect((await me(dynamic.accessToken)).status).toBe(200);
+    expect(await subscriptionsOf(dynamic.clientId)).toHaveLength(1);
     const run = await bizcard(["client", "delete", dynamic.clientId, "--json"]);
     expect(run.code, run.stderr).toBe(0);
     expect(onlyJson(run)).toEqual({ client_id: dynamic.clientId, deleted: true });
     // The gateway cached the check above; bizcard.grant.revoked drops it.
     await waitFor(async () => (await me(dynamic.accessToken)).status === 401, 15_000, "the deleted client's token refused");
+    await waitFor(async () => (await subscriptionsOf(dynamic.clientId)).length === 0, 15_000, "the deleted client's subscriptions gone");
     const refreshed = await fetch(`${platform.base}/oauth/token`, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },

@@ -137,6 +137,25 @@ describe("registration turned on", () => {
     expect(refreshed.status, JSON.stringify(refreshed.body)).toBe(200);
   });
 
+  it("a native public client registered with a portless loopback URI may redirect to any port of it (RFC 8252 §7.3)", async () => {
+    const client = await registered({ redirect_uris: ["http://127.0.0.1/callback"], token_endpoint_auth_method: "none" });
+    const { challenge } = pkce();
+    const code = await authorizationCode(
+      base,
+      { client_id: client.client_id as string, redirect_uri: "http://127.0.0.1:51515/callback", code_challenge: challenge, code_challenge_method: "S256" },
+      MEMBER,
+    );
+    expect(code).toMatch(/^bcc_/);
+  });
+
+  it("a member sent as null counts as left out", async () => {
+    const client = await registered({ redirect_uris: ["https://null.example/cb"], client_uri: null, client_name: null, grant_types: null, application_type: null });
+    expect(client).not.toHaveProperty("client_uri");
+    expect(client.client_name).toBe("null.example");
+    expect(client.grant_types).toEqual(["authorization_code"]);
+    expect(client.application_type).toBe("web");
+  });
+
   it("a public client without PKCE is refused at the authorization endpoint", async () => {
     const client = await registered({ redirect_uris: [LOOPBACK_REDIRECT], token_endpoint_auth_method: "none" });
     const res = await fetch(`${base}/oauth/authorize?${new URLSearchParams({ response_type: "code", client_id: client.client_id as string, redirect_uri: LOOPBACK_REDIRECT, state: "s" })}`, {
