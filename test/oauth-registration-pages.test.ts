@@ -77,7 +77,7 @@ describe("the consent page", () => {
     const text = textOf(consentHtml);
     expect(text).toContain("Claimed Agent wants to access your bizcard organisation");
     expect(text).toContain("This application registered itself; it is not registered with this bizcard service.");
-    expect(text).toContain("If you allow, the access goes to localhost:47011");
+    expect(text).toContain("If you allow, the code that grants access is sent to localhost:47011");
     expect(consentHtml).toContain('<div class="caution" role="note">');
   });
 
@@ -85,7 +85,7 @@ describe("the consent page", () => {
     const { consentHtml } = await consentFor(DOCUMENT_CLIENT, "https://agent.example/cb");
     const text = textOf(consentHtml);
     expect(text).toContain(`This application is identified by ${DOCUMENT_CLIENT} ; it is not registered with this bizcard service.`);
-    expect(text).toContain("If you allow, the access goes to agent.example");
+    expect(text).toContain("If you allow, the code that grants access is sent to agent.example");
   });
 
   it("of an operator's client has no such caution", async () => {

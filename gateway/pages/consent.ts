@@ -12,7 +12,7 @@ export const consent = `<% layout("@layout", { title: "Allow access?" }) %>
 <% } else { %>
 <p>This application registered itself; it is not registered with this bizcard service.</p>
 <% } %>
-<p>Its name is its own claim. If you allow, the access goes to <strong class="host"><%= it.redirectHost %></strong>: allow only if you trust it.</p>
+<p>Its name is its own claim. If you allow, the code that grants access is sent to <strong class="host"><%= it.redirectHost %></strong>: allow only if you trust it.</p>
 </div>
 <% } %>
 <h2 class="section-title">This will allow <span class="app-name"><%= it.clientName %></span> to:</h2>
