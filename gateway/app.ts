@@ -25,6 +25,7 @@ import { docsPageRoutes } from "./openapi/docs-page.js";
 import { meRoutes } from "./routes/me.js";
 import { DEFAULT_REGISTRATION, metadataRoutes, type RegistrationOptions } from "./routes/metadata.js";
 import { protectedResources } from "./resources.js";
+import { registerRoutes } from "./routes/register.js";
 import { revokeRoutes } from "./routes/revoke.js";
 import { subscriptionRoutes } from "./routes/subscriptions.js";
 import { tokenRoutes } from "./routes/token.js";
@@ -199,6 +200,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   metadataRoutes(app, issuer, resources, registration);
   tokenRoutes(app, auth);
   revokeRoutes(app, auth);
+  registerRoutes(app, auth, { enabled: registration.dynamicRegistration });
   introspectRoutes(app, auth, issuer);
   meRoutes(app, bearer, options.clients.organisation);
   subscriptionRoutes(app, bearer, options.clients.webhook, issuer);
