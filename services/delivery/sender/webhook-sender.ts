@@ -8,8 +8,8 @@
 // destinations (services/shared/net/safe-lookup.ts); redirects are not
 // followed (undici's request follows none: a 3xx is an answer like any other
 // non-2xx); the whole attempt, connect to the end of the body, is bounded by
-// one timeout, and at most
-// MAX_RESPONSE_BYTES of the answer are read, then dropped.
+// one timeout, and at most MAX_RESPONSE_BYTES of the answer are read, then
+// dropped.
 import { performance } from "node:perf_hooks";
 import { Webhook } from "standardwebhooks";
 import { Agent, request } from "undici";
