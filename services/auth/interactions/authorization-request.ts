@@ -1,7 +1,8 @@
 // The authorization request (RFC 6749 §4.1.1, RFC 7636 §4.3, RFC 9700): its
 // validation, and the error redirects of RFC 6749 §4.1.2.1 with RFC 9207's iss.
-import { type AuthorizationParameters, type Client as ClientMessage } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import { ClientRegistration, type AuthorizationParameters, type Client as ClientMessage } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import type { ClientLookup } from "../clients/client-resolver.js";
+import { unlistedRedirectUri } from "../clients/metadata-document/document-refusal.js";
 import { redirectUriMatches } from "../clients/redirect-uri.js";
 import {
   InvalidRequest,
@@ -72,7 +73,10 @@ export async function validateAuthorizationRequest(
  */
 function resolveRedirectUri(client: ClientMessage, sent: string): string {
   if (sent) {
-    if (!redirectUriMatches(client.redirectUris, sent, client)) throw onPageOnly(new InvalidRequest("redirect_uri is not one the client registered"));
+    if (!redirectUriMatches(client.redirectUris, sent, client)) {
+      const listed = client.registration === ClientRegistration.METADATA_DOCUMENT ? unlistedRedirectUri(client.clientId) : undefined;
+      throw onPageOnly(new InvalidRequest(listed ?? "redirect_uri is not one the client registered"));
+    }
     return sent;
   }
   if (client.redirectUris.length === 1) return client.redirectUris[0]!;

@@ -23,3 +23,7 @@ export class DocumentRefusal extends Error {
     return onPageOnly(new InvalidRequest(this.message));
   }
 }
+
+/** An authorization request's redirect_uri that the client's document does not list. */
+export const unlistedRedirectUri = (url: string): string =>
+  `the client's metadata document at ${url} does not list this redirect_uri among its redirect_uris`;

@@ -85,7 +85,8 @@ export function createDocumentFetcher(options: DocumentFetcherOptions): Document
         return { body: Buffer.concat(chunks).toString("utf8"), cacheControl: header(res.headers["cache-control"]) };
       } finally {
         // Whatever is left of the body is not wanted (an error above, or a cap reached).
-        if (!res.body.destroyed) res.body.destroy();
+        // undici's body reports being destroyed early as an AbortError: expected here.
+        if (!res.body.destroyed) res.body.on("error", () => undefined).destroy();
       }
     } catch (err) {
       if (err instanceof DocumentRefusal) throw err;
@@ -111,5 +112,6 @@ function refusalOf(err: unknown, signal: AbortSignal, timeoutMs: number, refuse:
     return refuse(`did not answer within ${seconds(timeoutMs)}`, err);
   }
   if (e?.code === "ENOTFOUND" || e?.code === "ENODATA") return refuse("could not be fetched: its host name has no address", err);
+  if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY/.test(e?.code ?? "")) return refuse(`could not be fetched: its TLS certificate is not trusted (${e.code})`, err);
   return refuse(`could not be fetched (${e?.code ?? e?.name ?? "network error"})`, err);
 }
