@@ -101,6 +101,21 @@ describe("refused documents: an error page saying what was wrong, never a redire
     expect(Date.now() - started).toBeLessThan(TIMEOUT_MS + 1400);
   });
 
+  it("a slow document within a shorter call deadline: the fetch ends before the gateway's RPC timeout, and the page says so", async () => {
+    const doc = documents.serve("/slow-deadline.json", (url) => ({ body: documentFor(url), delayMs: 4000 }));
+    const auth = await platform.startService(createAuthApp, platform.gatewayConfig({ OAUTH_CLIENT_METADATA_TIMEOUT_MS: "5000" }));
+    const gateway = await platform.addGateway({ config: { AUTH_RPC_URL: auth.server.url, RPC_TIMEOUT_MS: "2000" } });
+    try {
+      const started = Date.now();
+      const page = await refusedPage(doc.url, gateway.base);
+      expect(page).toMatch(/the client's metadata document at \S+ did not answer within 1\.\d s/);
+      expect(Date.now() - started).toBeLessThan(2000);
+    } finally {
+      await gateway.close();
+      await auth.stop();
+    }
+  });
+
   it("invalid JSON, JSON that is not an object, and a type that is not JSON", async () => {
     await expectRefused("/invalid.json", () => ({ body: '{"client_id": ' }), /is not valid JSON/);
     await expectRefused("/array.json", (url) => ({ body: [url] }), /is not a JSON object/);

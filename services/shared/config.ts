@@ -141,7 +141,7 @@ const shape = {
   OAUTH_ALLOW_INSECURE_REDIRECTS: bool(false),
   /** Client ID Metadata Documents: a client_id that is an https URL names the client's metadata, which the auth service fetches. */
   OAUTH_CLIENT_METADATA_DOCUMENTS: bool(true),
-  /** The whole fetch of one client metadata document (connect to the end of the body), in ms; keep it under RPC_TIMEOUT_MS. */
+  /** The whole fetch of one client metadata document (connect to the end of the body), in ms; shortened to end before the RPC's deadline. */
   OAUTH_CLIENT_METADATA_TIMEOUT_MS: int(5000, 100, 60_000),
   /** PEM certificates trusted besides the system's roots when fetching client metadata documents (a private CA). */
   OAUTH_CLIENT_METADATA_CA_FILE: z.string().optional().transform((v) => (v?.trim() ? v.trim() : undefined)),

@@ -26,6 +26,19 @@ import { storeDocumentClient } from "./metadata-document/document-store.js";
 /** The client of an authorization request, or null when there is none (an unknown client_id). */
 export type ClientLookup = (clientId: string) => Promise<ClientMessage | null>;
 
+/**
+ * A lookup within a call: `remainingMs` is what is left of the call's
+ * deadline (HandlerContext.timeoutMs()), and a document fetch ends
+ * DEADLINE_MARGIN_MS before it, so that its refusal, not the caller's
+ * timeout, is what the member sees.
+ */
+export type ClientResolver = (clientId: string, remainingMs?: number) => Promise<ClientMessage | null>;
+
+/** Left of a call's deadline for storing the client and answering, after a document fetch. */
+export const DEADLINE_MARGIN_MS = 500;
+/** The shortest fetch tried, however little of the deadline is left. */
+const MIN_FETCH_MS = 100;
+
 export interface ClientResolverDeps {
   orm: MikroORM;
   config: Config;
@@ -38,7 +51,7 @@ export interface ClientResolverDeps {
  * A lookup for authorization requests. A metadata document that cannot be
  * fetched or used throws invalid_request shown on the page (never a redirect).
  */
-export function createClientResolver(deps: ClientResolverDeps): ClientLookup {
+export function createClientResolver(deps: ClientResolverDeps): ClientResolver {
   const { orm, config } = deps;
   const documents = config.OAUTH_CLIENT_METADATA_DOCUMENTS;
   const allowInsecure = deps.allowInsecureRedirects;
@@ -51,15 +64,17 @@ export function createClientResolver(deps: ClientResolverDeps): ClientLookup {
       })
     : undefined;
 
-  const fetchAndStore = async (url: URL) => {
-    const fetched = await fetchDocument!(url);
+  const fetchAndStore = async (url: URL, remainingMs: number | undefined) => {
+    const configured = config.OAUTH_CLIENT_METADATA_TIMEOUT_MS;
+    const timeoutMs = remainingMs === undefined ? configured : Math.max(MIN_FETCH_MS, Math.min(configured, remainingMs - DEADLINE_MARGIN_MS));
+    const fetched = await fetchDocument!(url, timeoutMs);
     const metadata = parseDocument(url.href, fetched.body, { allowInsecure });
     const fetchedAt = new Date();
     const expiresAt = new Date(fetchedAt.getTime() + cacheSeconds(fetched.cacheControl) * 1000);
     return storeDocumentClient(orm, AUTH_SCHEMA, { url: url.href, metadata, fetchedAt, expiresAt });
   };
 
-  return async (clientId) => {
+  return async (clientId, remainingMs) => {
     if (!clientId) return null;
     const row = await orm.em.fork().findOne(ClientEntity, { id: clientId });
     const isDocumentClient = row?.registration === "metadata_document";
@@ -68,7 +83,7 @@ export function createClientResolver(deps: ClientResolverDeps): ClientLookup {
     if (row && !isDocumentClient) return toClientMessage(row);
     if (row?.metadataExpiresAt && row.metadataExpiresAt.getTime() > Date.now()) return toClientMessage(row);
     try {
-      return toClientMessage(await fetchAndStore(checkDocumentUrl(clientId, allowInsecure)));
+      return toClientMessage(await fetchAndStore(checkDocumentUrl(clientId, allowInsecure), remainingMs));
     } catch (err) {
       if (!(err instanceof DocumentRefusal)) throw err;
       deps.logger?.warn({ err, clientId: err.url }, "client metadata document refused");

@@ -75,8 +75,9 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
   };
 
   return {
-    startAuthorization: oauthHandler(async (req) => {
-      const validation = await validateAuthorizationRequest(findClient, issuer, req.parameters ?? create(AuthorizationParametersSchema), req.repeatedParameters);
+    startAuthorization: oauthHandler(async (req, context) => {
+      const lookup = (clientId: string) => findClient(clientId, context.timeoutMs());
+      const validation = await validateAuthorizationRequest(lookup, issuer, req.parameters ?? create(AuthorizationParametersSchema), req.repeatedParameters);
       if (validation.redirectTo !== undefined) return { redirectTo: validation.redirectTo, interactionId: "" };
       await sweep();
       const interactionId = await interactions.create("authorize", validation.request, req.sessionId);

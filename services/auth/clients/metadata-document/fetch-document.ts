@@ -37,7 +37,8 @@ export interface DocumentFetcherOptions {
   extraCa?: string;
 }
 
-export type DocumentFetcher = (url: URL) => Promise<FetchedDocument>;
+/** Fetches the document at `url` within `timeoutMs` (the configured timeout when unset). */
+export type DocumentFetcher = (url: URL, timeoutMs?: number) => Promise<FetchedDocument>;
 
 const seconds = (ms: number) => `${Number((ms / 1000).toFixed(1))} s`;
 
@@ -54,9 +55,9 @@ export function createDocumentFetcher(options: DocumentFetcherOptions): Document
     headersTimeout: options.timeoutMs,
     bodyTimeout: options.timeoutMs,
   });
-  return async (url) => {
+  return async (url, timeoutMs = options.timeoutMs) => {
     const refuse = (what: string, cause?: unknown) => new DocumentRefusal(url.href, what, { cause });
-    const signal = AbortSignal.timeout(options.timeoutMs);
+    const signal = AbortSignal.timeout(timeoutMs);
     try {
       checkLiteralHost(url, options.allowInsecure);
       const res = await request(url, {
@@ -64,6 +65,8 @@ export function createDocumentFetcher(options: DocumentFetcherOptions): Document
         method: "GET",
         headers: { accept: "application/json", "user-agent": USER_AGENT },
         signal,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
         reset: true,
       });
       try {
@@ -90,7 +93,7 @@ export function createDocumentFetcher(options: DocumentFetcherOptions): Document
       }
     } catch (err) {
       if (err instanceof DocumentRefusal) throw err;
-      throw refusalOf(err, signal, options.timeoutMs, refuse);
+      throw refusalOf(err, signal, timeoutMs, refuse);
     }
   };
 }
