@@ -79,8 +79,9 @@ export function createClientResolver(deps: ClientResolverDeps): ClientResolver {
     const row = await orm.em.fork().findOne(ClientEntity, { id: clientId });
     const isDocumentClient = row?.registration === "metadata_document";
     // Off: a URL is an unknown client_id, and so is a document client kept from before.
-    if (!documents || !isDocumentClientId(clientId)) return row && !(isDocumentClient && !documents) ? toClientMessage(row) : null;
-    if (row && !isDocumentClient) return toClientMessage(row);
+    if (isDocumentClient && !documents) return null;
+    if (!documents || !isDocumentClientId(clientId) || (row && !isDocumentClient)) return row ? toClientMessage(row) : null;
+    // The kept copy, until it expires (metadata-document/cache-lifetime.ts).
     if (row?.metadataExpiresAt && row.metadataExpiresAt.getTime() > Date.now()) return toClientMessage(row);
     try {
       return toClientMessage(await fetchAndStore(checkDocumentUrl(clientId, allowInsecure), remainingMs));
