@@ -52,7 +52,7 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
   const schema = AUTH_SCHEMA;
   const interactions = createInteractionStore(orm, schema, config.INTERACTION_TTL_SECONDS);
   const sessions = createSessionStore(orm, schema, config.SESSION_TTL_SECONDS);
-  const findClient = createClientResolver(deps);
+  const resolveClient = createClientResolver(deps);
 
   // Expired interactions and sessions are never read (every read checks the
   // expiry); a writer deletes them at most once a minute per process.
@@ -76,7 +76,7 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
 
   return {
     startAuthorization: oauthHandler(async (req, context) => {
-      const lookup = (clientId: string) => findClient(clientId, context.timeoutMs());
+      const lookup = (clientId: string) => resolveClient(clientId, context.timeoutMs());
       const validation = await validateAuthorizationRequest(lookup, issuer, req.parameters ?? create(AuthorizationParametersSchema), req.repeatedParameters);
       if (validation.redirectTo !== undefined) return { redirectTo: validation.redirectTo, interactionId: "" };
       await sweep();
