@@ -1,9 +1,8 @@
 // The authorization request (RFC 6749 §4.1.1, RFC 7636 §4.3, RFC 9700): its
 // validation, and the error redirects of RFC 6749 §4.1.2.1 with RFC 9207's iss.
-import type { MikroORM } from "@mikro-orm/postgresql";
-import { type AuthorizationParameters, type Client as ClientMessage } from "../../../gen/bizcard/auth/v1/auth_pb.js";
-import { toClientMessage } from "../clients/client-message.js";
-import { ClientEntity } from "../clients/client.entity.js";
+import { ClientRegistration, type AuthorizationParameters, type Client as ClientMessage } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import type { ClientLookup } from "../clients/client-resolver.js";
+import { unlistedRedirectUri } from "../clients/metadata-document/document-refusal.js";
 import { redirectUriMatches } from "../clients/redirect-uri.js";
 import {
   InvalidRequest,
@@ -29,20 +28,13 @@ export type Validation = { request: ValidatedRequest; redirectTo?: undefined } |
 // RFC 7636 §4.2: code-challenge = 43*128unreserved; unreserved = ALPHA / DIGIT / "-" / "." / "_" / "~"
 const CODE_CHALLENGE = /^[A-Za-z0-9\-._~]{43,128}$/;
 
-/** The client of a request, as its registration says (null when there is none). */
-export async function findClient(orm: MikroORM, clientId: string): Promise<ClientMessage | null> {
-  if (!clientId) return null;
-  const client = await orm.em.fork().findOne(ClientEntity, { id: clientId });
-  return client ? toClientMessage(client) : null;
-}
-
 /**
  * Validates an authorization request. Throws (page only, never a redirect)
  * for an unknown client or a redirect_uri that is not registered; returns the
  * error redirect for anything else that is wrong.
  */
 export async function validateAuthorizationRequest(
-  orm: MikroORM,
+  findClient: ClientLookup,
   issuer: string,
   params: AuthorizationParameters,
   repeated: readonly string[],
@@ -59,7 +51,7 @@ export async function validateAuthorizationRequest(
   // error and MUST NOT automatically redirect the user-agent to the invalid
   // redirection URI."
   if (!params.clientId) throw onPageOnly(new InvalidRequest("client_id is required"));
-  const client = await findClient(orm, params.clientId);
+  const client = await findClient(params.clientId);
   if (!client) throw onPageOnly(new InvalidRequest("unknown client_id"));
   const redirectUri = resolveRedirectUri(client, params.redirectUri);
 
@@ -81,7 +73,10 @@ export async function validateAuthorizationRequest(
  */
 function resolveRedirectUri(client: ClientMessage, sent: string): string {
   if (sent) {
-    if (!redirectUriMatches(client.redirectUris, sent, client)) throw onPageOnly(new InvalidRequest("redirect_uri is not one the client registered"));
+    if (!redirectUriMatches(client.redirectUris, sent, client)) {
+      const listed = client.registration === ClientRegistration.METADATA_DOCUMENT ? unlistedRedirectUri(client.clientId) : undefined;
+      throw onPageOnly(new InvalidRequest(listed ?? "redirect_uri is not one the client registered"));
+    }
     return sent;
   }
   if (client.redirectUris.length === 1) return client.redirectUris[0]!;

@@ -22,6 +22,7 @@ import { AUTH_SCHEMA } from "../auth-schema.js";
 import type { AuthServiceDeps } from "../auth-service-deps.js";
 import { oauthLoginFailures } from "../../shared/metrics/metrics.js";
 import { AccessDenied, InvalidCredentials, InvalidCsrfToken, InvalidRequest, LoginRequired, oauthHandler, onPageOnly } from "../oauth-errors.js";
+import { createClientResolver } from "../clients/client-resolver.js";
 import { errorRedirect, validateAuthorizationRequest, withQuery, type ValidatedRequest } from "./authorization-request.js";
 import { createInteractionStore, type InteractionRow } from "./interaction-store.js";
 import { tokensEqual } from "./secrets.js";
@@ -51,6 +52,7 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
   const schema = AUTH_SCHEMA;
   const interactions = createInteractionStore(orm, schema, config.INTERACTION_TTL_SECONDS);
   const sessions = createSessionStore(orm, schema, config.SESSION_TTL_SECONDS);
+  const resolveClient = createClientResolver(deps);
 
   // Expired interactions and sessions are never read (every read checks the
   // expiry); a writer deletes them at most once a minute per process.
@@ -73,8 +75,9 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
   };
 
   return {
-    startAuthorization: oauthHandler(async (req) => {
-      const validation = await validateAuthorizationRequest(orm, issuer, req.parameters ?? create(AuthorizationParametersSchema), req.repeatedParameters);
+    startAuthorization: oauthHandler(async (req, context) => {
+      const lookup = (clientId: string) => resolveClient(clientId, context.timeoutMs());
+      const validation = await validateAuthorizationRequest(lookup, issuer, req.parameters ?? create(AuthorizationParametersSchema), req.repeatedParameters);
       if (validation.redirectTo !== undefined) return { redirectTo: validation.redirectTo, interactionId: "" };
       await sweep();
       const interactionId = await interactions.create("authorize", validation.request, req.sessionId);

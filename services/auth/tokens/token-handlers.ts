@@ -27,7 +27,7 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
   const schema = AUTH_SCHEMA;
   const t = (table: string) => `"${schema}"."${table}"`;
   const tables = { schema, accessTtlSeconds: config.ACCESS_TOKEN_TTL_SECONDS, refreshTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS };
-  const clientAuth = { orm, schema, limits: deps.limits };
+  const clientAuth = { orm, schema, limits: deps.limits, metadataDocuments: config.OAUTH_CLIENT_METADATA_DOCUMENTS };
   const exchange = createTokenEndpoint({
     ...clientAuth,
     tables,
