@@ -23,6 +23,10 @@ COPY scripts ./scripts
 RUN npm run build
 
 FROM node:22-bookworm-slim
+# The commit built (docker build --build-arg GIT_COMMIT=$(git rev-parse HEAD)):
+# /healthz answers it. The image holds no .git to read it from.
+ARG GIT_COMMIT=""
+ENV GIT_COMMIT=$GIT_COMMIT
 ENV NODE_ENV=production \
     NPM_CONFIG_UPDATE_NOTIFIER=false \
     NPM_CONFIG_FUND=false

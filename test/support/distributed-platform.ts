@@ -108,6 +108,8 @@ export function environment(databaseUrl: string, poolMax: number): { service: Re
       RPC_HOST: "127.0.0.1",
       GATEWAY_METRICS_PORT: "0",
       PUBLIC_URL: `http://127.0.0.1:${ports.gateway}`,
+      // As in docker-compose.yml: revocations reach its bearer cache over the bus.
+      ...(natsUrl ? { NATS_URL: natsUrl, NATS_STREAM: STREAM, NATS_SUBJECT_PREFIX: PREFIX } : {}),
     },
   };
 }

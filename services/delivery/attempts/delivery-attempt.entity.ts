@@ -30,6 +30,8 @@ export const DeliveryAttemptEntity = defineEntity({
       name: "delivery_attempt_owner_subscription_index",
       properties: ["organisationId", "clientId", "subscriptionId", "attemptedAt", "id"],
     },
+    // The pruning's batches (delivery-prune.ts).
+    { name: "delivery_attempt_attempted_at_index", properties: ["attemptedAt"] },
   ],
 });
 

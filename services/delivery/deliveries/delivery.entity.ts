@@ -33,6 +33,8 @@ export const DeliveryEntity = defineEntity({
     { name: "delivery_due_index", properties: ["status", "nextAttemptAt"] },
     { name: "delivery_owner_subscription_index", properties: ["organisationId", "clientId", "subscriptionId", "id"] },
     { name: "delivery_status_index", properties: ["status", "id"] },
+    // The pruning's batches (delivery-prune.ts).
+    { name: "delivery_updated_at_index", properties: ["updatedAt"] },
   ],
 });
 
@@ -50,6 +52,7 @@ export const DeliveryEventEntity = defineEntity({
     streamSequence: p.bigint("number").nullable(),
     createdAt: p.datetime(3),
   },
+  indexes: [{ name: "delivery_event_created_at_index", properties: ["createdAt"] }],
 });
 
 /** The last stream sequence a durable consumer handled (see ConsumerOptions.startAfterSequence). */

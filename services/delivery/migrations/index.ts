@@ -3,9 +3,11 @@ import type { MigrationObject } from "@mikro-orm/core";
 import { DeliveryAttemptOwner } from "./2026-11-22-attempt-owner.js";
 import { InitialDeliverySchema } from "./2026-11-22-initial.js";
 import { DeliverySchema } from "./2026-11-24-deliveries.js";
+import { PruneIndexesSchema } from "./2026-11-26-prune-indexes.js";
 
 export const deliveryMigrations: MigrationObject[] = [
   { name: "2026-11-22-initial", class: InitialDeliverySchema },
   { name: "2026-11-22-attempt-owner", class: DeliveryAttemptOwner },
   { name: "2026-11-24-deliveries", class: DeliverySchema },
+  { name: "2026-11-26-prune-indexes", class: PruneIndexesSchema },
 ];
