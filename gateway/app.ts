@@ -25,7 +25,7 @@ import { docsPageRoutes } from "./openapi/docs-page.js";
 import { mcpRoutes } from "./mcp/route.js";
 import { meRoutes } from "./routes/me.js";
 import { DEFAULT_REGISTRATION, metadataRoutes, type RegistrationOptions } from "./routes/metadata.js";
-import { protectedResources } from "./resources.js";
+import { protectedResources } from "../services/shared/protected-resources.js";
 import { revokeRoutes } from "./routes/revoke.js";
 import { subscriptionRoutes } from "./routes/subscriptions.js";
 import { tokenRoutes } from "./routes/token.js";

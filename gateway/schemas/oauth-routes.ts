@@ -37,7 +37,7 @@ export const TOKEN_ROUTE = {
   body: TokenRequest,
   response: {
     200: json("The token (RFC 6749 §5.1)", TokenResponse, { access_token: "bca_2mVZcT1w9qJxLr0aP3sK", token_type: "Bearer", expires_in: 3600, scope: "contacts:read" }, OAUTH_NO_STORE),
-    400: error("RFC 6749 §5.2: invalid_request, invalid_grant, unauthorized_client, unsupported_grant_type or invalid_scope", "invalid_request", "grant_type is required", OAUTH_NO_STORE),
+    400: error("RFC 6749 §5.2: invalid_request, invalid_grant, unauthorized_client, unsupported_grant_type or invalid_scope; RFC 8707 §2: invalid_target", "invalid_request", "grant_type is required", OAUTH_NO_STORE),
     401: invalidClient,
     429: oauthRateLimited,
     503: unavailable,

@@ -56,6 +56,10 @@ export class InvalidScope extends OAuthFailure {
 export class UnsupportedResponseType extends OAuthFailure {
   readonly error = "unsupported_response_type";
 }
+// RFC 8707 §2: "The requested resource is invalid, missing, unknown, or malformed."
+export class InvalidTarget extends OAuthFailure {
+  readonly error = "invalid_target";
+}
 export class AccessDenied extends OAuthFailure {
   readonly error = "access_denied";
   override readonly code = Code.PermissionDenied;
