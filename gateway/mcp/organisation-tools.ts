@@ -28,7 +28,8 @@ export function organisationTools(server: McpServer, context: ToolContext, beare
     title: "Organisation",
     description: "The organisation this connection acts for: its id and name.",
     input: toolArguments({}),
-    output: Organisation,
+    // The shape, not the named schema: a tool's outputSchema must be an object schema itself, not a $ref.
+    output: z.object(Organisation.shape),
     annotations: READ_ONLY,
     async run(_args, { principal, rpc }) {
       const organisation = await bearer.organisation(principal, async (id) => {
@@ -55,7 +56,7 @@ export function organisationTools(server: McpServer, context: ToolContext, beare
     title: "Contact",
     description: "One of the organisation's contacts, by id.",
     input: toolArguments({ id: ContactId }),
-    output: Contact,
+    output: z.object(Contact.shape),
     annotations: READ_ONLY,
     async run({ id }, { rpc }) {
       const res = await organisations.getContact({ id, organisationId }, rpc);

@@ -35,7 +35,10 @@ export function webhookTools(server: McpServer, context: ToolContext, webhook: C
     title: "Create a webhook subscription",
     description:
       "Subscribes an https target_url to an event type. The signing secret is in the answer of the call that creates it, never again; the same target_url and event_type again answers the existing subscription (created: false, no secret).",
-    input: toolArguments({ target_url: CreateSubscriptionBody.shape.target_url, event_type: CreateSubscriptionBody.shape.event_type }),
+    input: toolArguments({
+      target_url: CreateSubscriptionBody.shape.target_url.describe(Subscription.shape.target_url.description ?? ""),
+      event_type: CreateSubscriptionBody.shape.event_type.describe("The event the target receives"),
+    }),
     output: z.object({
       created: z.boolean().describe("false: the subscription existed already"),
       subscription: Subscription.extend({ secret: SubscriptionCreated.shape.secret.optional() }),

@@ -3,7 +3,10 @@
 // themselves are MCP's (initialize, tools/list, tools/call, …), not repeated here.
 import { z } from "zod";
 
-const Id = z.union([z.string(), z.number().int()]).describe("The request's id; absent on a notification");
+// Each branch described: a bare union of types would be written as a type list, which strict JSON Schema tools refuse.
+const StringId = z.string().describe("A string id");
+const NumberId = z.int().describe("A number id");
+const Id = z.union([StringId, NumberId]).describe("The request's id; absent on a notification");
 
 export const JsonRpcMessage = z
   .looseObject({
@@ -23,7 +26,7 @@ export const JsonRpcBody = z
 const JsonRpcResponse = z
   .looseObject({
     jsonrpc: z.literal("2.0"),
-    id: Id.nullable(),
+    id: z.union([StringId, NumberId, z.null().describe("null: the request could not be read")]).describe("The id of the request answered"),
     result: z.record(z.string(), z.unknown()).optional().describe("The method's result (a tool's: content, structuredContent, isError)"),
     error: z.object({ code: z.int(), message: z.string(), data: z.unknown().optional() }).optional().describe("A JSON-RPC error"),
   })
