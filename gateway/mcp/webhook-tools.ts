@@ -14,7 +14,12 @@ import { defineTool, toolArguments } from "./define-tool.js";
 import { NextCursor, listArguments } from "./list-arguments.js";
 import type { ToolContext } from "./tool-results.js";
 
-const SubscriptionId = Subscription.shape.id.describe("The subscription's id, as list_webhook_subscriptions shows it");
+/** The id as the representation has it (a number), refused in the words of the REST path's {id}. */
+const badId = (iss: { input?: unknown }) => `id: expected a positive integer, not ${JSON.stringify(iss.input)?.slice(0, 40) ?? "nothing"}`;
+const SubscriptionId = z
+  .int({ error: badId })
+  .positive({ error: badId })
+  .describe("The subscription's id, as list_webhook_subscriptions shows it");
 
 export function webhookTools(server: McpServer, context: ToolContext, webhook: Client<typeof WebhookService>): void {
   const owner = { organisationId: context.principal.organisationId, clientId: context.principal.clientId };
