@@ -5,6 +5,8 @@ import { JsonRpcAnswer, JsonRpcBody, JsonRpcRefusal, initializeExample, toolResu
 import { TOOL_SCOPES } from "./tool-scopes.js";
 
 const noStore = { "cache-control": HEADERS.noStore };
+// Not on every 403 (a refused Origin has none): the header without its `required`.
+const { required: _always, ...stepUpChallenge } = HEADERS.wwwAuthenticate;
 const tools = Object.entries(TOOL_SCOPES)
   .map(([name, scopes]) => `\`${name}\` (${scopes.join(" + ")})`)
   .join(", ");
@@ -27,7 +29,7 @@ export const MCP_SCHEMA = {
     ),
     ...bearerErrors("of the tool called"),
     403: error("A tool called without the scopes it needs (the challenge's scope names them all), or a browser Origin other than this server's", "insufficient_scope", "this request needs the scopes webhooks:write contacts:read", {
-      "www-authenticate": { ...HEADERS.wwwAuthenticate, required: false, description: "On insufficient_scope: the challenge, with scope= every scope the call needs" },
+      "www-authenticate": { ...stepUpChallenge, description: "On insufficient_scope: the challenge, with scope= every scope the call needs" },
     }),
     406: error("The Accept header does not list both application/json and text/event-stream", "not_acceptable", "the Accept header must list both application/json and text/event-stream (MCP Streamable HTTP)"),
     415: error("The body is not application/json", "unsupported_media_type", "send the JSON-RPC message as application/json"),
