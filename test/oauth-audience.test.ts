@@ -85,6 +85,40 @@ describe("the authorization code flow with resource", () => {
   });
 });
 
+describe("the consent carries the resources unchanged", () => {
+  const json = (body: Record<string, unknown>) => ({
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+
+  it("a JSON consent names them as an array (in any order), and gets the code", async () => {
+    const { callback } = await authorize(suite, [["resource", suite.api], ["resource", suite.mcp]], (b, action, fields) => {
+      const single = Object.fromEntries(fields.filter(([n]) => n !== "resource"));
+      return b.go(action, json({ ...single, resource: [suite.mcp, suite.api], decision: "allow" }));
+    });
+    expect(callback.searchParams.get("code")).toMatch(/^bcc_/);
+  });
+
+  it("a consent that leaves a resource out, or adds one, is refused (400), and the page's own form still gets the code", async () => {
+    for (const change of [
+      (fields: [string, string][]) => fields.filter(([n, v]) => !(n === "resource" && v === suite.mcp)),
+      (fields: [string, string][]) => [...fields, ["resource", suite.api] as [string, string]],
+    ]) {
+      let answer: Response | undefined;
+      await authorize(suite, [["resource", suite.mcp]], async (b, action, fields) => {
+        const changed = change(fields);
+        answer = await b.go(action, json({ ...Object.fromEntries(changed), resource: changed.filter(([n]) => n === "resource").map(([, v]) => v), decision: "allow" }));
+        expect(answer.status).toBe(400);
+        expect(await answer.json()).toMatchObject({ error: "invalid_request", error_description: expect.stringMatching(/resource/) });
+        // Then the page's own form, unchanged: the code.
+        return b.submit(action, [...fields, ["decision", "allow"]]);
+      });
+      expect(answer?.status).toBe(400);
+    }
+  });
+});
+
 describe("invalid_target", () => {
   it("an unknown, relative, fragment or garbage resource at /oauth/authorize: the error redirect", async () => {
     for (const resource of ["https://elsewhere.example/mcp", "/mcp", `${suite.mcp}#x`, `${suite.mcp}//`, "not a uri"]) {

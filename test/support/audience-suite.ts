@@ -81,11 +81,16 @@ export interface Authorized {
   consentFields: [string, string][];
 }
 
+/** How the consent is posted: the page's form as is (the default), or otherwise. */
+export type Decide = (b: ReturnType<typeof browser>, action: string, fields: [string, string][]) => Promise<Response>;
+
+const submitForm: Decide = (b, action, fields) => b.submit(action, [...fields, ["decision", "allow"]]);
+
 /**
  * An authorization request with these extra parameters (resource repeated as
  * given), through login and consent as a browser submits them.
  */
-export async function authorize(suite: AudienceSuite, extra: [string, string][]): Promise<Authorized> {
+export async function authorize(suite: AudienceSuite, extra: [string, string][], decide: Decide = submitForm): Promise<Authorized> {
   const verifier = randomBytes(32).toString("base64url");
   const query = new URLSearchParams([
     ["response_type", "code"],
@@ -109,8 +114,8 @@ export async function authorize(suite: AudienceSuite, extra: [string, string][])
   expect(consent.status).toBe(200);
   const consentHtml = await consent.text();
   const consentFields = hiddenFields(consentHtml);
-  const decided = await b.submit(formAction(consentHtml), [...consentFields, ["decision", "allow"]]);
-  expect(decided.status).toBe(303);
+  const decided = await decide(b, formAction(consentHtml), consentFields);
+  expect(decided.status, await decided.clone().text()).toBe(303);
   return { callback: new URL(decided.headers.get("location")!), verifier, consentFields };
 }
 
