@@ -102,11 +102,16 @@ export async function authorize(suite: AudienceSuite, extra: [string, string][],
     ["code_challenge_method", "S256"],
     ...extra,
   ]);
+  return { ...(await consentAt(suite, `/oauth/authorize?${query}`, decide)), verifier };
+}
+
+/** An authorization URL, through login and consent in a fresh browser. */
+export async function consentAt(suite: AudienceSuite, authorizationUrl: string, decide: Decide = submitForm): Promise<Omit<Authorized, "verifier">> {
   const b = browser(suite.api);
-  const start = await b.go(`/oauth/authorize?${query}`);
+  const start = await b.go(authorizationUrl);
   expect(start.status).toBe(303);
   const location = start.headers.get("location")!;
-  if (!location.startsWith("/oauth/interaction/")) return { callback: new URL(location), verifier, consentFields: [] };
+  if (!location.startsWith("/oauth/interaction/")) return { callback: new URL(location), consentFields: [] };
   const loginHtml = await (await b.go(location)).text();
   const loggedIn = await b.submit(formAction(loginHtml), [...hiddenFields(loginHtml), ["email", EMAIL], ["password", PASSWORD]]);
   expect(loggedIn.status).toBe(303);
@@ -116,7 +121,7 @@ export async function authorize(suite: AudienceSuite, extra: [string, string][],
   const consentFields = hiddenFields(consentHtml);
   const decided = await decide(b, formAction(consentHtml), consentFields);
   expect(decided.status, await decided.clone().text()).toBe(303);
-  return { callback: new URL(decided.headers.get("location")!), verifier, consentFields };
+  return { callback: new URL(decided.headers.get("location")!), consentFields };
 }
 
 export interface TokenAnswer {
