@@ -48,8 +48,8 @@ export function createGrantStore(deps: GrantStoreDeps): GrantStore {
         ]);
         await em.execute(
           `insert into ${t("authorization_code")}
-             ("hash", "grant_id", "client_id", "organisation_id", "member_id", "redirect_uri", "redirect_uri_omitted", "scopes", "code_challenge", "expires_at")
-           values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, now() + make_interval(secs => ?))`,
+             ("hash", "grant_id", "client_id", "organisation_id", "member_id", "redirect_uri", "redirect_uri_omitted", "scopes", "resources", "code_challenge", "expires_at")
+           values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, now() + make_interval(secs => ?))`,
           [
             tokenHash(code),
             grant.id,
@@ -59,6 +59,7 @@ export function createGrantStore(deps: GrantStoreDeps): GrantStore {
             request.redirectUri,
             request.redirectUriOmitted ?? false,
             JSON.stringify(request.scopes),
+            JSON.stringify(request.resources ?? []),
             request.codeChallenge,
             deps.codeTtlSeconds,
           ],

@@ -15,6 +15,8 @@ import {
 } from "../oauth-errors.js";
 import { ALL_SCOPES, isScope } from "../scopes.js";
 import type { StoredParameters } from "./interaction.entity.js";
+import { protectedResources } from "../../shared/protected-resources.js";
+import { resourcesNamed } from "../resource-indicators.js";
 
 export interface ValidatedRequest {
   client: ClientMessage;
@@ -65,7 +67,7 @@ export async function validateAuthorizationRequest(
 
   const fail = (failure: OAuthFailure): Validation => ({ redirectTo: errorRedirect(redirectUri, failure, params.state, issuer) });
   try {
-    return { request: checkRequest(client, redirectUri, params, repeated) };
+    return { request: checkRequest(client, redirectUri, params, repeated, issuer) };
   } catch (err) {
     if (err instanceof OAuthFailure && err.redirectAllowed) return fail(err);
     throw err;
@@ -88,7 +90,13 @@ function resolveRedirectUri(client: ClientMessage, sent: string): string {
   throw onPageOnly(new InvalidRequest("redirect_uri is required"));
 }
 
-function checkRequest(client: ClientMessage, redirectUri: string, params: AuthorizationParameters, repeated: readonly string[]): ValidatedRequest {
+function checkRequest(
+  client: ClientMessage,
+  redirectUri: string,
+  params: AuthorizationParameters,
+  repeated: readonly string[],
+  issuer: string,
+): ValidatedRequest {
   if (repeated.length) throw new InvalidRequest(`${clean(repeated.join(", "))} given more than once`);
   // OAuth 2.0 Multiple Response Type Encoding Practices §2.1: code's default
   // response mode is query, the only one offered.
@@ -103,6 +111,9 @@ function checkRequest(client: ClientMessage, redirectUri: string, params: Author
   }
   checkPkce(client, params);
   const scopes = checkScope(client, params.scope);
+  // RFC 8707 §2: resource "may be used multiple times" here; each must name
+  // a resource of this server, else invalid_target.
+  const resources = resourcesNamed(protectedResources(issuer), params.resource);
   return {
     client,
     scopes,
@@ -115,6 +126,7 @@ function checkRequest(client: ClientMessage, redirectUri: string, params: Author
       state: params.state,
       codeChallenge: params.codeChallenge,
       codeChallengeMethod: params.codeChallengeMethod,
+      resources,
     },
   };
 }
