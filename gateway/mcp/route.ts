@@ -14,8 +14,15 @@
 //
 // GET (a server-to-client stream) and DELETE (ending a session) are not
 // served: "The server MUST either return Content-Type: text/event-stream in
-// response to this HTTP GET, or else return HTTP 405 Method Not Allowed",
-// which the gateway's router answers with Allow: POST.
+// response to this HTTP GET, or else return HTTP 405 Method Not Allowed";
+// "The server MAY respond to this request with HTTP 405 Method Not Allowed,
+// indicating that the server does not allow clients to terminate sessions."
+// The gateway's router answers both 405 with Allow: POST.
+//
+// The SDK's web-standard transport answers a Request with a Response, which
+// this route sends through the reply: the gateway's headers (x-request-id,
+// nosniff), its log line and error handler stay as on every route, and with
+// JSON answers (no event stream) nothing needs the raw socket.
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler, preHandlerAsyncHookHandler, preValidationAsyncHookHandler } from "fastify";
 import type { Bearer } from "../bearer.js";
