@@ -144,4 +144,24 @@ describe("HTTP", () => {
     const body = (await res.json()) as { error: { message: string } };
     expect(body.error.message).toMatch(/Unsupported protocol version/);
   });
+
+  it("odd JSON-RPC is answered by the protocol, never a 500", async () => {
+    const auth = { authorization: `Bearer ${await tokenFor(app)}` };
+    const cases: [body: unknown, status: number][] = [
+      [{ jsonrpc: "2.0", id: 5, method: "no/such/method" }, 200],
+      [{ jsonrpc: "2.0", id: 6, method: "tools/call" }, 200],
+      [{ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "get_contact", arguments: "not an object" } }, 200],
+      [{ jsonrpc: "2.0", id: 8, result: {} }, 202],
+      [[initialize, { ...initialize, id: 2 }], 400],
+      [{ jsonrpc: "2.0", id: 9, method: 42 }, 400],
+    ];
+    for (const [body, status] of cases) {
+      const res = await post(body, auth);
+      expect(res.status, JSON.stringify(body)).toBe(status);
+      if (status !== 200) continue;
+      // A JSON-RPC error, or a tool error: either way the agent reads what went wrong.
+      const answer = (await res.json()) as { error?: { message: string }; result?: { isError?: boolean } };
+      expect(answer.error !== undefined || answer.result?.isError === true, JSON.stringify(answer)).toBe(true);
+    }
+  });
 });
