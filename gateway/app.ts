@@ -26,6 +26,7 @@ import { mcpRoutes } from "./mcp/route.js";
 import { meRoutes } from "./routes/me.js";
 import { DEFAULT_REGISTRATION, metadataRoutes, type RegistrationOptions } from "./routes/metadata.js";
 import { protectedResources } from "../services/shared/protected-resources.js";
+import { registerRoutes } from "./routes/register.js";
 import { revokeRoutes } from "./routes/revoke.js";
 import { subscriptionRoutes } from "./routes/subscriptions.js";
 import { tokenRoutes } from "./routes/token.js";
@@ -200,6 +201,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   metadataRoutes(app, issuer, resources, registration);
   tokenRoutes(app, auth);
   revokeRoutes(app, auth);
+  registerRoutes(app, auth, { enabled: registration.dynamicRegistration });
   introspectRoutes(app, auth, issuer);
   meRoutes(app, bearer, options.clients.organisation);
   subscriptionRoutes(app, bearer, options.clients.webhook, issuer);

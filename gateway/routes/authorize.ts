@@ -22,6 +22,7 @@ import { NO_STORE, OAuthError, oauthErrorHandler } from "../oauth-errors.js";
 import { readParams, readRepeated, type Params } from "../oauth-params.js";
 import { EXPIRED_PAGE, oauthDetail, pageErrorHandler, seeOther, sendMessage, sendPage } from "../pages/page-reply.js";
 import { pages, type ScopeText } from "../pages/pages.js";
+import { selfRegistered } from "../pages/self-registered.js";
 import type { SessionCookie } from "../session-cookie.js";
 import { AUTHORIZE_ROUTE, CONSENT_ROUTE } from "../schemas/oauth-routes.js";
 
@@ -103,6 +104,7 @@ function sendConsentPage(reply: FastifyReply, interaction: Interaction): Fastify
     memberEmail: interaction.memberEmail,
     scopes: scopeTexts(interaction.scopes),
     redirectHost: redirectHost(redirectUri),
+    selfRegistered: interaction.client ? selfRegistered(interaction.client.registration, interaction.client.clientId) : undefined,
     fields,
   });
   return sendPage(reply, 200, html, redirectTarget(redirectUri));

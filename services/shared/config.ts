@@ -146,6 +146,8 @@ const shape = {
   OAUTH_CLIENT_METADATA_DOCUMENTS: bool(true),
   /** Dynamic client registration (RFC 7591) at POST /oauth/register (off by default). */
   OAUTH_DYNAMIC_REGISTRATION: bool(false),
+  /** Dynamic registrations (POST /oauth/register) per hour from one address, before 429. */
+  OAUTH_REGISTRATION_LIMIT: int(20, 1, 1_000_000),
   OUTBOX_POLL_MS: int(1000, 10, 60_000),
   /**
    * How long a dead relay's lease blocks the next one (one relay publishes at a time).

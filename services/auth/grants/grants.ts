@@ -4,7 +4,9 @@ import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { GrantSchema, type Grant } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import { ClientRegistration, GrantSchema, type Grant } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import type { ClientRegistrationKind } from "../clients/client.entity.js";
+import { REGISTRATION } from "../clients/client-message.js";
 import { tokenHash } from "../../shared/token-hash.js";
 import { ALL_SCOPES } from "../scopes.js";
 import { newTokenValue } from "./token-values.js";
@@ -69,14 +71,14 @@ export function createGrantStore(deps: GrantStoreDeps): GrantStore {
     },
 
     async listGrants(organisationId: string): Promise<Grant[]> {
-      const rows: { organisation_id: string; client_id: string; scopes: string[]; created_at: Date; updated_at: Date; name: string }[] =
-        await orm.em.fork().execute(
-          `select g."organisation_id", g."client_id", g."scopes", g."created_at", g."updated_at", c."name"
-             from ${t("grant")} g join ${t("client")} c on c."id" = g."client_id"
-            where g."organisation_id" = ?
-            order by g."created_at" desc, g."id" desc`,
-          [organisationId],
-        );
+      type Row = { organisation_id: string; client_id: string; scopes: string[]; created_at: Date; updated_at: Date };
+      const rows: (Row & { name: string; registration: ClientRegistrationKind })[] = await orm.em.fork().execute(
+        `select g."organisation_id", g."client_id", g."scopes", g."created_at", g."updated_at", c."name", c."registration"
+           from ${t("grant")} g join ${t("client")} c on c."id" = g."client_id"
+          where g."organisation_id" = ?
+          order by g."created_at" desc, g."id" desc`,
+        [organisationId],
+      );
       return rows.map((r) =>
         create(GrantSchema, {
           organisationId: r.organisation_id,
@@ -85,6 +87,7 @@ export function createGrantStore(deps: GrantStoreDeps): GrantStore {
           createTime: timestampFromDate(new Date(r.created_at)),
           updateTime: timestampFromDate(new Date(r.updated_at)),
           clientName: r.name,
+          clientRegistration: REGISTRATION[r.registration] ?? ClientRegistration.OPERATOR,
         }),
       );
     },
