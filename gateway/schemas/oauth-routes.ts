@@ -83,7 +83,7 @@ export const INTROSPECT_ROUTE = {
     200: json(
       "The token's state",
       Introspection,
-      { active: true, scope: "contacts:read", client_id: "bc_4c1d2e9f", token_type: "Bearer", exp: 1768473000, iat: 1768469400, sub: "9d3c2b1a-0f4e-4d5c-8b7a-6e5f4d3c2b1a", iss: "https://bizcard.example" },
+      { active: true, scope: "contacts:read", client_id: "bc_4c1d2e9f", token_type: "Bearer", exp: 1768473000, iat: 1768469400, sub: "9d3c2b1a-0f4e-4d5c-8b7a-6e5f4d3c2b1a", iss: "https://bizcard.example", aud: "https://bizcard.example" },
       OAUTH_NO_STORE,
     ),
     400: error("The token is missing, or the request is malformed", "invalid_request", "token is required", OAUTH_NO_STORE),

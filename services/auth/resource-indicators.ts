@@ -42,10 +42,17 @@ export function tokenResource(resources: ProtectedResources, values: readonly st
  * must be one the grant covers, else invalid_target. Without a resource: the
  * only one named, else the REST API when it may be had.
  */
-export function audienceWithin(allowed: readonly ResourceName[], requested: ResourceName | undefined): ResourceName {
+export function audienceWithin(
+  resources: ProtectedResources,
+  allowed: readonly ResourceName[],
+  requested: ResourceName | undefined,
+): ResourceName {
   const permitted: readonly ResourceName[] = allowed.length ? allowed : ["api"];
   if (requested !== undefined) {
-    if (!permitted.includes(requested)) throw new InvalidTarget(`resource was not named by the authorization request; at most: ${permitted.join(", ")}`);
+    if (!permitted.includes(requested)) {
+      const names = permitted.map((n) => resources[n].identifier).join(", ");
+      throw new InvalidTarget(`resource was not named by the authorization request, which allows: ${names}`);
+    }
     return requested;
   }
   if (permitted.length === 1) return permitted[0]!;

@@ -67,7 +67,7 @@ export const authorizationCodeGrant: GrantModule = {
     // RFC 8707 §2.2: the resource must be one the authorization request named
     // (none named: the REST API); without one, the token is for the only one
     // named, or the REST API. The code stays unused when this fails.
-    const audience = audienceWithin(code.resources, tokenResource(deps.resources, request.resource));
+    const audience = audienceWithin(deps.resources, code.resources, tokenResource(deps.resources, request.resource));
     const family = randomUUID();
     const issued = await deps.orm.em.fork().transactional(async (em) => {
       // The grant first (grant-lock.ts): a revocation running now either ends

@@ -60,7 +60,7 @@ export const refreshTokenGrant: GrantModule = {
       const scopes = narrowScope(request.scope, row.scopes);
       // The audience of the token refreshed, or another resource the
       // authorization request named (RFC 8707 §2.2: else invalid_target).
-      const audience = requested === undefined ? row.audience : audienceWithin(row.resources, requested);
+      const audience = requested === undefined ? row.audience : audienceWithin(deps.resources, row.resources, requested);
       const next = await issueTokens(em, deps.tables, {
         clientId: client.id,
         organisationId: row.organisation_id,
