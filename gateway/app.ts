@@ -22,6 +22,7 @@ import { deliveryRoutes } from "./routes/deliveries.js";
 import { eventTypeRoutes } from "./routes/event-types.js";
 import { landingRoutes } from "./routes/landing.js";
 import { docsPageRoutes } from "./openapi/docs-page.js";
+import { mcpRoutes } from "./mcp/route.js";
 import { meRoutes } from "./routes/me.js";
 import { DEFAULT_REGISTRATION, metadataRoutes, type RegistrationOptions } from "./routes/metadata.js";
 import { protectedResources } from "../services/shared/protected-resources.js";
@@ -206,6 +207,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   subscriptionRoutes(app, bearer, options.clients.webhook, issuer);
   deliveryRoutes(app, bearer, options.clients.webhook, options.clients.delivery, issuer);
   contactRoutes(app, bearer, options.clients.organisation, issuer);
+  mcpRoutes(app, bearer, options.clients, issuer);
   eventTypeRoutes(app);
   const sessionCookie = createSessionCookie(options.publicUrl ?? "http://localhost");
   authorizeRoutes(app, auth, sessionCookie);
