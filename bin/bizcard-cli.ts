@@ -2,6 +2,8 @@
 //   bizcard org create --name NAME --email EMAIL --password PASSWORD [--json]
 //   bizcard client create --name NAME --redirect-uri URI [--redirect-uri URI…] [--public] [--scope "A B"] [--grant-type G…] [--json]
 //   bizcard client create --name NAME --owner-org ID [--redirect-uri URI…] [--scope "A B"] [--grant-type G…] [--json]
+//   bizcard client list [--self-registered] [--json]
+//   bizcard client delete CLIENT_ID [--json]
 //   bizcard contact create --org ID (--first-name F | --last-name L) [FIELD…] [--json]
 //   bizcard contact update --org ID --id ID FIELD [FIELD…] [--json]
 //   bizcard deliveries failed [--org ID] [--limit N] [--json]
@@ -23,6 +25,7 @@ import { OrganisationService, type ContactFields } from "../gen/bizcard/organisa
 import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { contactJson } from "../services/shared/contact-json.js";
 import { createRpcClient } from "../services/shared/rpc/client.js";
+import { createClient, deleteClient, listClients } from "./client-commands.js";
 import { deliveriesLog } from "./deliveries-log.js";
 import { explainFailure, internalCredential, serviceUrl, type ServiceName } from "./cli-connection.js";
 
@@ -51,6 +54,8 @@ interface CommandSpec {
   required: string[];
   /** At least one flag of each group must be given. */
   oneOf: { flags: string[]; missing: string }[];
+  /** Arguments after the command, each required, in this order (usage names). */
+  positionals?: string[];
 }
 
 const COMMANDS: Record<string, CommandSpec> = {
@@ -75,6 +80,19 @@ const COMMANDS: Record<string, CommandSpec> = {
     },
     required: ["name"],
     oneOf: [{ flags: ["redirect-uri", "owner-org"], missing: "missing --redirect-uri (or --owner-org for a client an organisation owns)" }],
+  },
+  "client list": {
+    usage: ["bizcard client list [--self-registered] [--json]"],
+    options: { "self-registered": { type: "boolean" } },
+    required: [],
+    oneOf: [],
+  },
+  "client delete": {
+    usage: ["bizcard client delete CLIENT_ID [--json]"],
+    options: {},
+    required: [],
+    oneOf: [],
+    positionals: ["CLIENT_ID"],
   },
   "contact create": {
     usage: ["bizcard contact create --org ID (--first-name F | --last-name L) [FIELD…] [--json]"],
@@ -167,7 +185,7 @@ function contactFields(values: Record<string, unknown>): Partial<ContactFields> 
 }
 
 /** The command and its flag values, checked against its spec; a UsageError otherwise. */
-function parse(argv: string[]): { command: string; values: Record<string, unknown> } {
+function parse(argv: string[]): { command: string; values: Record<string, unknown>; positionals: string[] } {
   const [group = "", action] = argv;
   if (!group) throw new UsageError("no command");
   const command = `${group} ${action ?? ""}`.trim();
@@ -181,21 +199,25 @@ function parse(argv: string[]): { command: string; values: Record<string, unknow
   }
   const usage = `usage:\n${spec.usage.map((l) => `  ${l}`).join("\n")}\n(bizcard --help for every command)`;
   let values: Record<string, unknown>;
+  let positionals: string[];
+  const names = spec.positionals ?? [];
   try {
-    ({ values } = parseArgs({ args: argv.slice(2), options: { ...spec.options, json: { type: "boolean" } }, strict: true, allowPositionals: false }));
+    ({ values, positionals } = parseArgs({ args: argv.slice(2), options: { ...spec.options, json: { type: "boolean" } }, strict: true, allowPositionals: names.length > 0 }));
   } catch (err) {
     throw new UsageError((err as Error).message, usage);
   }
+  if (positionals.length < names.length) throw new UsageError(`missing ${names.slice(positionals.length).join(", ")}`, usage);
+  if (positionals.length > names.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[names.length])}`, usage);
   const missing = spec.required.filter((k) => values[k] === undefined);
   if (missing.length) throw new UsageError(`missing --${missing.join(", --")}`, usage);
   for (const group of spec.oneOf) {
     if (!group.flags.some((k) => values[k] !== undefined)) throw new UsageError(group.missing, usage);
   }
-  return { command, values };
+  return { command, values, positionals };
 }
 
 async function run(argv: string[]): Promise<{ json: unknown; text: string }> {
-  const { command, values } = parse(argv);
+  const { command, values, positionals } = parse(argv);
   const { organisations, auth, deliveries, webhook } = clients();
 
   switch (command) {
@@ -211,34 +233,12 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string }> {
       };
       return { json, text: `organisation ${json.organisation.id} "${json.organisation.name}"\nuser ${json.user.id} ${json.user.email}` };
     }
-    case "client create": {
-      const scope = typeof values.scope === "string" ? values.scope.split(/\s+/).filter(Boolean) : [];
-      const res = await auth.createClient({
-        name: values.name as string,
-        redirectUris: (values["redirect-uri"] as string[] | undefined) ?? [],
-        public: Boolean(values.public),
-        ownerOrganisationId: (values["owner-org"] as string | undefined) ?? "",
-        scopes: scope,
-        grantTypes: (values["grant-type"] as string[] | undefined) ?? [],
-      });
-      const c = res.client!;
-      const json = {
-        client_id: c.clientId,
-        ...(res.clientSecret ? { client_secret: res.clientSecret } : {}),
-        name: c.name,
-        redirect_uris: c.redirectUris,
-        scopes: c.scopes,
-      };
-      const lines = [`client_id     ${json.client_id}`];
-      if (res.clientSecret) lines.push(`client_secret ${res.clientSecret}   (shown once)`);
-      lines.push(
-        `name          ${c.name}`,
-        `redirect_uris ${c.redirectUris.join(" ")}`,
-        `scopes        ${c.scopes.join(" ")}`,
-        `grant_types   ${c.grantTypes.join(" ")}`,
-      );
-      return { json, text: lines.join("\n") };
-    }
+    case "client create":
+      return createClient(auth, values);
+    case "client list":
+      return listClients(auth, values);
+    case "client delete":
+      return deleteClient(auth, positionals[0]!);
     case "contact create":
     case "contact update": {
       const fields = contactFields(values);

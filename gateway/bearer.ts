@@ -24,7 +24,7 @@ import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from "f
 import { OAuthErrorSchema } from "../gen/bizcard/auth/v1/auth_pb.js";
 import type { BearerCache, BearerPrincipal } from "./bearer-cache.js";
 import { HttpError } from "./errors.js";
-import type { ProtectedResources, ResourceName } from "./resources.js";
+import type { ProtectedResources, ResourceName } from "../services/shared/protected-resources.js";
 
 declare module "fastify" {
   interface FastifyRequest {

@@ -7,19 +7,34 @@ export type Params = Record<string, string>;
 /**
  * RFC 6749 §3.1: "Parameters sent without a value MUST be treated as if they
  * were omitted from the request. [...] Request and response parameters MUST
- * NOT be included more than once."
+ * NOT be included more than once." Parameters an extension lets repeat
+ * (`repeatable`, read with readRepeated()) are left out.
  */
-export function readParams(body: unknown): Params {
+export function readParams(body: unknown, repeatable: readonly string[] = []): Params {
   if (body === undefined || body === null) return {};
   if (typeof body !== "object" || Array.isArray(body)) throw new OAuthError("invalid_request", "the body must be a set of parameters");
   const out: Params = {};
   for (const [key, value] of Object.entries(body as Record<string, unknown>)) {
+    if (repeatable.includes(key)) continue;
     if (Array.isArray(value)) throw new OAuthError("invalid_request", `parameter ${key} is included more than once`);
     if (value === undefined || value === null || value === "") continue;
     if (typeof value !== "string") throw new OAuthError("invalid_request", `parameter ${key} must be a string`);
     out[key] = value;
   }
   return out;
+}
+
+/**
+ * A parameter that may be included more than once (RFC 8707 §2: resource "may
+ * be used multiple times"): every value, from a repeated form field or a JSON
+ * string or array of strings. Empty values count as omitted.
+ */
+export function readRepeated(body: unknown, name: string): string[] {
+  if (body === undefined || body === null || typeof body !== "object" || Array.isArray(body)) return [];
+  const value = (body as Record<string, unknown>)[name];
+  const values = Array.isArray(value) ? value : value === undefined || value === null ? [] : [value];
+  if (values.some((v) => typeof v !== "string")) throw new OAuthError("invalid_request", `parameter ${name} must be a string or strings`);
+  return (values as string[]).filter((v) => v !== "");
 }
 
 export interface PresentedClient {

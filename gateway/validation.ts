@@ -41,12 +41,23 @@ function first(issues: z.core.$ZodIssue[], data: unknown): z.core.$ZodIssue {
   return [...issues].sort((a, b) => rank(a) - rank(b))[0]!;
 }
 
-export const validatorCompiler: FastifySchemaCompiler<z.ZodType> = ({ schema, httpPart }) => {
-  // Nothing returned as `value`: the request keeps its part exactly as it came (no body stays undefined).
-  if (DOCUMENT_ONLY.has(schema)) return () => ({});
-  return (data) => {
-    const result = schema.safeParse(data);
-    if (result.success) return { value: result.data };
-    return { error: new HttpError(400, "invalid_request", describe(first(result.error.issues, data), httpPart ?? "request")) };
+/**
+ * The compiler of routes whose contract names another error code for a
+ * request that does not validate (RFC 7591: invalid_client_metadata). Typed
+ * as the route's schema wants it (a route's option is typed by its whole
+ * schema object); fastify calls it with each part's zod schema.
+ */
+export function validatorAnswering<S = z.ZodType>(error: string): FastifySchemaCompiler<S> {
+  return ({ schema, httpPart }) => {
+    const zod = schema as unknown as z.ZodType;
+    // Nothing returned as `value`: the request keeps its part exactly as it came (no body stays undefined).
+    if (DOCUMENT_ONLY.has(zod)) return () => ({});
+    return (data) => {
+      const result = zod.safeParse(data);
+      if (result.success) return { value: result.data };
+      return { error: new HttpError(400, error, describe(first(result.error.issues, data), httpPart ?? "request")) };
+    };
   };
-};
+}
+
+export const validatorCompiler = validatorAnswering<z.ZodType>("invalid_request");

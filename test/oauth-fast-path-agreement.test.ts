@@ -8,7 +8,9 @@
 // Each pair of answers must be the same to a client (status, error,
 // error_description, WWW-Authenticate, Retry-After, the token's shape and
 // scope), and a success on the fast side must have been the fast path's (the
-// pipeline's client authentication, which reads the limits, never ran).
+// pipeline's client authentication, which reads the limits, never ran),
+// except for a request naming a resource (RFC 8707), which the fast path
+// leaves to the pipeline.
 // And grant_type is judged by the auth service alone: the gateway forwards it.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -50,8 +52,14 @@ interface Case {
   clients?: Record<string, RegisterOptions>;
   /** Run before the pair is sent, from the case's address (counters to push over a limit). */
   before?: (c: Record<string, Registered>, address: string) => Promise<void>;
-  expected: { status: number; error?: string; scope?: string };
+  expected: { status: number; error?: string; scope?: string; audience?: string };
+  /** The fast path leaves this request to the pipeline (it names a resource). */
+  pipelineOnly?: boolean;
 }
+
+/** The resource identifiers the auth services (one PUBLIC_URL) know. */
+const restApi = () => agreement.platform.config.publicUrl;
+const mcp = () => `${agreement.platform.config.publicUrl}/mcp`;
 
 const SCOPED = { scopes: ["organisation:read", "webhooks:read"] };
 
@@ -125,6 +133,31 @@ const CASES: Case[] = [
     expected: { status: 401, error: "invalid_client" },
   },
   {
+    name: "resource: the REST API",
+    request: ({ a }) => cc(a!, { resource: restApi() }),
+    expected: { status: 200, scope: "organisation:read webhooks:read", audience: "api" },
+    pipelineOnly: true,
+  },
+  {
+    name: "resource: the MCP endpoint",
+    request: ({ a }) => cc(a!, { resource: mcp() }),
+    expected: { status: 200, scope: "organisation:read webhooks:read", audience: "mcp" },
+    pipelineOnly: true,
+  },
+  {
+    name: "resource unknown",
+    request: ({ a }) => cc(a!, { resource: "https://elsewhere.example/mcp" }),
+    expected: { status: 400, error: "invalid_target" },
+    pipelineOnly: true,
+  },
+  {
+    name: "resource unknown, wrong secret",
+    request: ({ a }) => cc({ ...a!, secret: "bcs_wrong" }, { resource: "https://elsewhere.example/mcp" }),
+    expected: { status: 401, error: "invalid_client" },
+    pipelineOnly: true,
+  },
+  { name: "no resource: the REST API", request: ({ a }) => cc(a!), expected: { status: 200, audience: "api" } },
+  {
     name: "wrong secret, client over its failure limit",
     before: async ({ a }, address) => {
       for (let i = 0; i < CLIENT_LIMIT; i++) await send(agreement.pipeline, cc({ ...a!, secret: "bcs_guess" }), address);
@@ -187,11 +220,12 @@ describe("the fast path and the pipeline answer alike", () => {
       expect(viaFast.status, JSON.stringify(viaFast)).toBe(c.expected.status);
       if (c.expected.error) expect(viaFast.error).toBe(c.expected.error);
       if (c.expected.scope) expect(viaFast.token?.scope).toBe(c.expected.scope);
+      if (c.expected.audience) expect(viaFast.token?.stored).toMatchObject({ audience: c.expected.audience });
       expect(viaFast.cacheControl).toBe("no-store");
       expect(viaFast).toEqual(viaPipeline);
       if (viaFast.status === 200) {
         // The success was the fast path's; the other side's, the pipeline's.
-        expect(fastPathAnswered).toBe(true);
+        expect(fastPathAnswered).toBe(!c.pipelineOnly);
         expect(pipeline.checks()).toBeGreaterThan(pipelineChecks);
         expect(viaFast.token).toMatchObject({
           prefix: "bca_",

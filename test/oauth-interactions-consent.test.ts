@@ -44,6 +44,7 @@ describe("consent", () => {
       memberId: expect.any(String),
       redirectUri: "https://app.example/cb?tenant=1",
       redirectUriOmitted: false,
+      resources: [],
       scopes: ["organisation:read", "webhooks:write"],
       codeChallenge: CHALLENGE,
     });

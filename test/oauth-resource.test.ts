@@ -33,19 +33,18 @@ let app: { id: string; secret: string };
 let narrow: { id: string; secret: string };
 let publicClientId: string;
 
-/** A gateway with its own bus connection (on NATS: a second process's view), listening where its issuer says. */
-async function startGateway(name: string): Promise<string> {
-  return (await platform.addGateway({ name, publicUrlPort: true, ownBus: true })).base;
-}
-
 beforeAll(async () => {
-  platform = await startPlatform({ token: TOKEN, auth: true });
+  // Gateway a listens where PUBLIC_URL (the issuer, and the REST API's
+  // resource identifier: the audience of its tokens) says; gateway b, with
+  // its own bus connection (on NATS: a second process's view), is another
+  // process of the same deployment: the same PUBLIC_URL, another address.
+  platform = await startPlatform({ token: TOKEN, auth: true, gateway: { publicUrlPort: true, bus: true } });
   ({ db, organisation, auth } = platform);
   const { bus, config: baseConfig } = platform;
   // On NATS, the stream exists before the timed revocations (its creation is not what they measure).
   if (bus.kind === "nats") await bus.publish(`${baseConfig.NATS_SUBJECT_PREFIX}.warm.up`, new Uint8Array(), "warm-up");
-  a = await startGateway("gateway-a");
-  b = await startGateway("gateway-b");
+  a = platform.base;
+  b = (await platform.addGateway({ name: "gateway-b", publicUrl: a, ownBus: true })).base;
   orgName = "Resource Cards";
   const created = await organisation.client(OrganisationService).createOrganisation({ name: orgName, ownerEmail: "owner@resource.test", ownerPassword: "password-r" });
   orgId = created.organisation!.id;
@@ -99,12 +98,12 @@ describe("GET /.well-known/oauth-authorization-server (RFC 8414)", () => {
     });
   });
 
-  it("validates in a strict client (oauth4webapi)", async () => {
-    const issuer = new URL(b);
-    const response = await oauth.discoveryRequest(issuer, { algorithm: "oauth2", [oauth.allowInsecureRequests]: true });
+  it("validates in a strict client (oauth4webapi), from either process of the deployment", async () => {
+    const issuer = new URL(a);
+    const response = await oauth.discoveryRequest(new URL(b), { algorithm: "oauth2", [oauth.allowInsecureRequests]: true });
     const as = await oauth.processDiscoveryResponse(issuer, response);
-    expect(as.issuer).toBe(b);
-    expect(as.token_endpoint).toBe(`${b}/oauth/token`);
+    expect(as.issuer).toBe(a);
+    expect(as.token_endpoint).toBe(`${a}/oauth/token`);
   });
 });
 

@@ -32,6 +32,7 @@ export const TAGS = [
   { name: "Webhook subscriptions", description: "REST Hooks: subscribe a target URL to contact events" },
   { name: "Deliveries", description: "Every POST made to a subscription's target, and sending one again" },
   { name: "Organisation", description: "The token's organisation and its contacts" },
+  { name: "MCP", description: "The Model Context Protocol endpoint for AI agents: the same data and scopes as the REST routes, as tools" },
   { name: "Health", description: "Liveness and readiness" },
   WEBHOOK_TAG,
 ];

@@ -1,5 +1,6 @@
 // The connected applications of the member's organisation: each with its
-// scopes in plain words, when access was granted, and a Revoke form; logout.
+// scopes in plain words (marked when it registered itself), when access was
+// granted, and a Revoke form; logout.
 export const applications = `<% layout("@layout", { title: "Connected applications", wide: true }) %>
 <div class="heading-row">
 <h1 id="page-title">Connected applications</h1>
@@ -23,7 +24,7 @@ export const applications = `<% layout("@layout", { title: "Connected applicatio
 <tbody>
 <% for (const app of it.applications) { %>
 <tr>
-<th scope="row" class="app-name"><%= app.name %></th>
+<th scope="row" class="app-name"><%= app.name %><% if (app.selfRegistered) { %> <span class="badge" title="Not registered with this bizcard service<%= app.selfRegistered.identifiedBy ? "; identified by " + app.selfRegistered.identifiedBy : "" %>">self-registered</span><% } %></th>
 <td><ul class="scopes scopes-compact">
 <% for (const scope of app.scopes) { %>
 <li><%= scope.description %></li>

@@ -1,9 +1,20 @@
 // The consent page: which application asks, for what (each scope in plain
-// words), on whose behalf, and where the answer goes; Allow and Deny post the
+// words), on whose behalf, and where the answer goes; for an application the
+// operator did not register, a caution saying so. Allow and Deny post the
 // interaction's fields back with its CSRF token.
 export const consent = `<% layout("@layout", { title: "Allow access?" }) %>
 <h1 id="page-title"><span class="app-name"><%= it.clientName %></span> wants to access your bizcard organisation</h1>
 <p class="lead">Signed in as <strong class="who"><%= it.memberEmail %></strong></p>
+<% if (it.selfRegistered) { %>
+<div class="caution" role="note">
+<% if (it.selfRegistered.identifiedBy) { %>
+<p>This application is identified by <strong class="client-id"><%= it.selfRegistered.identifiedBy %></strong>; it is not registered with this bizcard service.</p>
+<% } else { %>
+<p>This application registered itself; it is not registered with this bizcard service.</p>
+<% } %>
+<p>Its name is its own claim. If you allow, the code that grants access is sent to <strong class="host"><%= it.redirectHost %></strong>: allow only if you trust it.</p>
+</div>
+<% } %>
 <h2 class="section-title">This will allow <span class="app-name"><%= it.clientName %></span> to:</h2>
 <ul class="scopes">
 <% for (const scope of it.scopes) { %>

@@ -43,6 +43,11 @@ a { color: var(--accent-dark); }
 :focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 input:focus-visible { border-color: var(--accent); }
 .alert { margin: 0 0 1rem; padding: .75rem 1rem; border-radius: 8px; background: #fef3f2; border: 1px solid #f0b8b2; color: var(--danger); }
+.caution { margin: 0 0 1.25rem; padding: .75rem 1rem; border-radius: 8px; background: #fffaeb; border: 1px solid #fedf89; color: #7a2e0e; overflow-wrap: anywhere; }
+.caution p { margin: 0 0 .35rem; }
+.caution p:last-child { margin: 0; }
+.caution strong { color: var(--ink); }
+.badge { display: inline-block; margin-left: .35rem; font-size: .75rem; font-weight: 600; color: #7a2e0e; background: #fffaeb; border: 1px solid #fedf89; padding: 0 .4rem; border-radius: 999px; vertical-align: middle; white-space: nowrap; }
 .notice { margin: 0 0 1rem; padding: .75rem 1rem; border-radius: 8px; background: #ecfdf3; border: 1px solid #a6e9c5; color: #05603a; }
 .scopes { margin: 0; padding: 0; list-style: none; display: grid; gap: .5rem; }
 .scopes > li { padding: .65rem .8rem; border: 1px solid var(--line); border-radius: 8px; display: flex; flex-wrap: wrap; justify-content: space-between; gap: .25rem .75rem; }

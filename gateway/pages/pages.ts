@@ -9,6 +9,7 @@ import { landing } from "./landing.js";
 import { layout } from "./layout.js";
 import { login } from "./login.js";
 import { message } from "./message.js";
+import type { SelfRegistered } from "./self-registered.js";
 
 const eta = new Eta({ autoEscape: true, cache: true });
 eta.loadTemplate("@layout", layout);
@@ -43,6 +44,8 @@ export interface ConsentPage {
   scopes: ScopeText[];
   /** Where the browser goes after the decision (the redirect URI's host). */
   redirectHost: string;
+  /** Set for an application the operator did not register. */
+  selfRegistered?: SelfRegistered;
   /** The request's fields, carried as hidden inputs (name, value). */
   fields: [string, string][];
 }
@@ -51,7 +54,7 @@ export interface ApplicationsPage {
   csrfToken: string;
   memberEmail: string;
   notice?: string;
-  applications: { clientId: string; name: string; scopes: ScopeText[]; granted: string; grantedIso: string }[];
+  applications: { clientId: string; name: string; selfRegistered?: SelfRegistered; scopes: ScopeText[]; granted: string; grantedIso: string }[];
 }
 
 export interface MessagePage {

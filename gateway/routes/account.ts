@@ -11,6 +11,7 @@ import { rpcOptions } from "../clients.js";
 import { readParams } from "../oauth-params.js";
 import { oauthDetail, pageErrorHandler, seeOther, sendPage } from "../pages/page-reply.js";
 import { pages } from "../pages/pages.js";
+import { selfRegistered } from "../pages/self-registered.js";
 import type { SessionCookie } from "../session-cookie.js";
 import { interactionPath, scopeTexts } from "./authorize.js";
 
@@ -65,6 +66,7 @@ export function accountRoutes(app: FastifyInstance, auth: Client<typeof AuthServ
         return {
           clientId: grant.clientId,
           name: grant.clientName || grant.clientId,
+          selfRegistered: selfRegistered(grant.clientRegistration, grant.clientId),
           scopes: scopeTexts(grant.scopes),
           granted: granted ? `${DATE.format(granted)} UTC` : "",
           grantedIso: granted ? granted.toISOString() : "",

@@ -19,9 +19,10 @@ import { SCOPES, isScope } from "../../services/auth/scopes.js";
 import { rpcOptions } from "../clients.js";
 import { HttpError, sendError } from "../errors.js";
 import { NO_STORE, OAuthError, oauthErrorHandler } from "../oauth-errors.js";
-import { readParams, type Params } from "../oauth-params.js";
+import { readParams, readRepeated, type Params } from "../oauth-params.js";
 import { EXPIRED_PAGE, oauthDetail, pageErrorHandler, seeOther, sendMessage, sendPage } from "../pages/page-reply.js";
 import { pages, type ScopeText } from "../pages/pages.js";
+import { selfRegistered } from "../pages/self-registered.js";
 import type { SessionCookie } from "../session-cookie.js";
 import { AUTHORIZE_ROUTE, CONSENT_ROUTE } from "../schemas/oauth-routes.js";
 
@@ -86,10 +87,14 @@ export function loginPage(interaction: Interaction, extra: { email?: string; mes
   });
 }
 
+/** RFC 8707 §2: resource may be repeated in the authorization request (and so in the consent). */
+const RESOURCE = "resource";
+
 function sendConsentPage(reply: FastifyReply, interaction: Interaction): FastifyReply {
   const p = interaction.parameters;
   const fields = (Object.entries(PARAMETERS) as [Wire, keyof Fields][])
     .map(([wire, field]): [string, string] => [wire, p?.[field] ?? ""])
+    .concat((p?.resource ?? []).map((value): [string, string] => [RESOURCE, value]))
     .filter(([, value]) => value !== "");
   const redirectUri = p?.redirectUri ?? "";
   const html = pages.consent({
@@ -99,6 +104,7 @@ function sendConsentPage(reply: FastifyReply, interaction: Interaction): Fastify
     memberEmail: interaction.memberEmail,
     scopes: scopeTexts(interaction.scopes),
     redirectHost: redirectHost(redirectUri),
+    selfRegistered: interaction.client ? selfRegistered(interaction.client.registration, interaction.client.clientId) : undefined,
     fields,
   });
   return sendPage(reply, 200, html, redirectTarget(redirectUri));
@@ -132,15 +138,20 @@ export function authorizeRoutes(app: FastifyInstance, auth: Client<typeof AuthSe
   app.get("/oauth/authorize", { schema: AUTHORIZE_ROUTE, errorHandler: pageErrorHandler }, async (request, reply) => {
     const query = (request.query ?? {}) as Record<string, string | string[] | undefined>;
     // RFC 6749 §3.1: "Request and response parameters MUST NOT be included
-    // more than once." The auth service decides what that answers.
-    const repeatedParameters = Object.keys(query).filter((name) => Array.isArray(query[name]));
+    // more than once." The auth service decides what that answers. RFC 8707
+    // §2: resource "may be used multiple times": all its values go.
+    const repeatedParameters = Object.keys(query).filter((name) => name !== RESOURCE && Array.isArray(query[name]));
     const first = (name: string) => {
       const value = query[name];
       return Array.isArray(value) ? value[0] : value;
     };
     try {
       const res = await auth.startAuthorization(
-        { parameters: parametersFrom(first), repeatedParameters, sessionId: cookie.read(request) ?? "" },
+        {
+          parameters: { ...parametersFrom(first), resource: readRepeated(query, RESOURCE) },
+          repeatedParameters,
+          sessionId: cookie.read(request) ?? "",
+        },
         rpcOptions(request),
       );
       return seeOther(reply, res.redirectTo || interactionPath(res.interactionId));
@@ -206,7 +217,7 @@ export function authorizeRoutes(app: FastifyInstance, auth: Client<typeof AuthSe
   // The consent decision: the page's form, or JSON from a client with a session.
   app.post("/oauth/authorize/consent", { schema: CONSENT_ROUTE, errorHandler: consentErrorHandler }, async (request, reply) => {
     const json = isJson(request);
-    const params: Params = readParams(request.body);
+    const params: Params = readParams(request.body, [RESOURCE]);
     const decision =
       params.decision === "allow" ? ConsentDecision.ALLOW : params.decision === "deny" ? ConsentDecision.DENY : undefined;
     if (decision === undefined) throw new OAuthError("invalid_request", "decision must be allow or deny");
@@ -221,7 +232,7 @@ export function authorizeRoutes(app: FastifyInstance, auth: Client<typeof AuthSe
     try {
       if (!sessionId) throw new OAuthError("login_required", "sign in first: the session cookie is missing");
       const res = await auth.decideConsent(
-        { interactionId, sessionId, csrfToken: params.csrf_token ?? "", decision, parameters: parametersFrom((name) => params[name]) },
+        { interactionId, sessionId, csrfToken: params.csrf_token ?? "", decision, parameters: { ...parametersFrom((name) => params[name]), resource: readRepeated(request.body, RESOURCE) } },
         rpcOptions(request),
       );
       if (json) return reply.status(303).headers(NO_STORE).header("location", res.redirectTo).send();

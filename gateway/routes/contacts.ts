@@ -16,8 +16,8 @@ import { DEFAULT_ERROR, HEADERS, ListQuery, bearerErrors, error, json, needs } f
 import { ContactList, contactExample } from "../schemas/organisation.js";
 
 export const CONTACTS_PATH = "/oauth/contacts";
-const LIST_DEFAULT = 10;
-const LIST_MAX = 100;
+export const LIST_DEFAULT = 10;
+export const LIST_MAX = 100;
 
 const SCHEMA = {
   operationId: "listContacts",

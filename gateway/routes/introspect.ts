@@ -49,6 +49,7 @@ export function introspectRoutes(app: FastifyInstance, auth: Client<typeof AuthS
       ...(res.iat ? { iat: Number(res.iat) } : {}),
       ...(res.sub ? { sub: res.sub } : {}),
       iss: res.iss || issuer,
+      ...(res.aud ? { aud: res.aud } : {}),
     });
   });
 }

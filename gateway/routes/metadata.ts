@@ -7,7 +7,7 @@ import type { FastifyInstance } from "fastify";
 import { ALL_SCOPES } from "../../services/auth/scopes.js";
 import { GRANT_TYPES } from "../../services/auth/clients/grant-types.js";
 import { DOCS_PATH } from "../openapi/docs-page.js";
-import type { ProtectedResource, ProtectedResources } from "../resources.js";
+import type { ProtectedResource, ProtectedResources } from "../../services/shared/protected-resources.js";
 import { metadataRoute, protectedResourceRoute } from "../schemas/oauth-routes.js";
 
 export interface RegistrationOptions {

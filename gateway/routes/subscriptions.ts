@@ -40,8 +40,8 @@ import {
 } from "../schemas/subscriptions.js";
 
 export const SUBSCRIPTIONS_PATH = "/oauth/webhooks/subscriptions";
-const LIST_DEFAULT = 50;
-const LIST_MAX = 100;
+export const LIST_DEFAULT = 50;
+export const LIST_MAX = 100;
 const INT64_MAX = 2n ** 63n - 1n;
 
 const NO_STORE = { "cache-control": "no-store" };

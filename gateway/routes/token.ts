@@ -8,12 +8,20 @@ import type { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
 import { rpcOptions } from "../clients.js";
 import { oauthTokenErrors, oauthTokensIssued } from "../../services/shared/metrics/metrics.js";
 import { NO_STORE, oauthErrorFrom, oauthErrorHandler } from "../oauth-errors.js";
-import { presentedClient, readParams } from "../oauth-params.js";
+import { presentedClient, readParams, readRepeated } from "../oauth-params.js";
 import { TOKEN_ROUTE } from "../schemas/oauth-routes.js";
 
 /** The metric labels: RFC 6749's grant types and §5.2 error codes; anything else is one bucket, never the sent value. */
 const GRANT_TYPES = new Set(["authorization_code", "client_credentials", "refresh_token"]);
-const TOKEN_ERRORS = new Set(["invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type", "invalid_scope"]);
+const TOKEN_ERRORS = new Set([
+  "invalid_request",
+  "invalid_client",
+  "invalid_grant",
+  "unauthorized_client",
+  "unsupported_grant_type",
+  "invalid_scope",
+  "invalid_target",
+]);
 
 const tokenErrorHandler: typeof oauthErrorHandler = (err, request, reply) => {
   const known = oauthErrorFrom(err);
@@ -24,7 +32,8 @@ const tokenErrorHandler: typeof oauthErrorHandler = (err, request, reply) => {
 
 export function tokenRoutes(app: FastifyInstance, auth: Client<typeof AuthService>): void {
   app.post("/oauth/token", { schema: TOKEN_ROUTE, errorHandler: tokenErrorHandler }, async (request, reply) => {
-    const params = readParams(request.body);
+    // RFC 8707 §2: resource may be repeated; the auth service judges how many.
+    const params = readParams(request.body, ["resource"]);
     // grant_type, and whether credentials are needed, are the auth service's
     // to judge (tokens/token-endpoint.ts): a request without credentials goes
     // there too, so that an unknown grant_type is answered as such first.
@@ -37,6 +46,7 @@ export function tokenRoutes(app: FastifyInstance, auth: Client<typeof AuthServic
       codeVerifier: params.code_verifier ?? "",
       refreshToken: params.refresh_token ?? "",
       scope: params.scope ?? "",
+      resource: readRepeated(request.body, "resource"),
       remoteAddress: request.ip,
     };
     const token = await auth.exchangeToken(exchange, rpcOptions(request));

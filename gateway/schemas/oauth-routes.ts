@@ -37,7 +37,7 @@ export const TOKEN_ROUTE = {
   body: TokenRequest,
   response: {
     200: json("The token (RFC 6749 §5.1)", TokenResponse, { access_token: "bca_2mVZcT1w9qJxLr0aP3sK", token_type: "Bearer", expires_in: 3600, scope: "contacts:read" }, OAUTH_NO_STORE),
-    400: error("RFC 6749 §5.2: invalid_request, invalid_grant, unauthorized_client, unsupported_grant_type or invalid_scope", "invalid_request", "grant_type is required", OAUTH_NO_STORE),
+    400: error("RFC 6749 §5.2: invalid_request, invalid_grant, unauthorized_client, unsupported_grant_type or invalid_scope; RFC 8707 §2: invalid_target", "invalid_request", "grant_type is required", OAUTH_NO_STORE),
     401: invalidClient,
     429: oauthRateLimited,
     503: unavailable,
@@ -83,7 +83,7 @@ export const INTROSPECT_ROUTE = {
     200: json(
       "The token's state",
       Introspection,
-      { active: true, scope: "contacts:read", client_id: "bc_4c1d2e9f", token_type: "Bearer", exp: 1768473000, iat: 1768469400, sub: "9d3c2b1a-0f4e-4d5c-8b7a-6e5f4d3c2b1a", iss: "https://bizcard.example" },
+      { active: true, scope: "contacts:read", client_id: "bc_4c1d2e9f", token_type: "Bearer", exp: 1768473000, iat: 1768469400, sub: "9d3c2b1a-0f4e-4d5c-8b7a-6e5f4d3c2b1a", iss: "https://bizcard.example", aud: "https://bizcard.example" },
       OAUTH_NO_STORE,
     ),
     400: error("The token is missing, or the request is malformed", "invalid_request", "token is required", OAUTH_NO_STORE),

@@ -10,6 +10,9 @@ import { HEADERS, error, json, type HeaderSpec, type Response } from "./common.j
 
 const scopeList = `Space-separated scopes: ${ALL_SCOPES.join(", ")}`;
 
+/** RFC 8707: a string, or (JSON) an array of strings; in a form, the parameter repeated. */
+const resourceIndicator = (description: string) => z.union([z.string(), z.array(z.string())]).optional().describe(description);
+
 const clientCredentials = {
   client_id: z.string().optional().describe("The client's id, when not sent with HTTP Basic (a public client sends only this)"),
   client_secret: z.string().optional().describe("client_secret_post: the secret, when not sent with HTTP Basic"),
@@ -24,6 +27,9 @@ export const TokenRequest = documentOnly(
       code_verifier: z.string().optional().describe("authorization_code: the PKCE verifier (RFC 7636)"),
       refresh_token: z.string().optional().describe("refresh_token: the refresh token"),
       scope: z.string().optional().describe(`client_credentials, refresh_token: ${scopeList}; all the client may have when left out`),
+      resource: resourceIndicator(
+        "RFC 8707: the protected resource the token is for: PUBLIC_URL (the REST API, the default) or PUBLIC_URL/mcp. One resource per token (several distinct ones: invalid_target); authorization_code and refresh_token: one the authorization request named, and a refresh without it keeps the token's",
+      ),
       ...clientCredentials,
     })
     .describe("RFC 6749 §3.2: form-encoded (or JSON); each parameter at most once, unknown ones ignored")
@@ -61,6 +67,7 @@ export const Introspection = z
     iat: z.number().int().optional(),
     sub: z.string().optional().describe("The organisation the token acts for"),
     iss: z.string().optional(),
+    aud: z.string().optional().describe("RFC 8707: the resource identifier the token is for (PUBLIC_URL or PUBLIC_URL/mcp)"),
   })
   .meta({ id: "Introspection", description: "RFC 7662 §2.2: an inactive token is only {\"active\": false}" });
 
@@ -109,6 +116,9 @@ export const AuthorizeQuery = documentOnly(
     code_challenge: z.string().optional().describe("RFC 7636: BASE64URL(SHA256(code_verifier)); required for a public client"),
     code_challenge_method: z.literal("S256").optional().describe("S256 only; required with code_challenge"),
     response_mode: z.literal("query").optional(),
+    resource: resourceIndicator(
+      "RFC 8707, repeatable: the protected resources the tokens may be for, PUBLIC_URL (the REST API) and/or PUBLIC_URL/mcp; none: the REST API. One resource per token: the token request picks one",
+    ),
   }),
 );
 

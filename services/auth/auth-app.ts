@@ -78,6 +78,7 @@ export async function createAuthApp(
     issuer: config.publicUrl,
     grants,
     limits,
+    logger,
     onEventCommitted,
   });
   return {

@@ -10,6 +10,7 @@ import { toClientMessage } from "./clients/client-message.js";
 import { hashSecret, newClientId, newClientSecret } from "./clients/client-secret.js";
 import { checkGrantTypes } from "./clients/grant-types.js";
 import { checkRedirectUri } from "./clients/redirect-uri.js";
+import { createRegistrationHandlers } from "./clients/registration.js";
 import { ALL_SCOPES, isScope } from "./scopes.js";
 import { createInteractionHandlers } from "./interactions/interaction-handlers.js";
 import { createTokenHandlers } from "./tokens/token-handlers.js";
@@ -18,7 +19,12 @@ export { AUTH_SCHEMA } from "./auth-schema.js";
 export type { AuthServiceDeps } from "./auth-service-deps.js";
 
 export function createAuthService(deps: AuthServiceDeps): Partial<ServiceImpl<typeof AuthService>> {
-  return { ...createClientHandlers(deps), ...createTokenHandlers(deps), ...createInteractionHandlers(deps) };
+  return {
+    ...createClientHandlers(deps),
+    ...createRegistrationHandlers(deps),
+    ...createTokenHandlers(deps),
+    ...createInteractionHandlers(deps),
+  };
 }
 
 function createClientHandlers(deps: AuthServiceDeps): Pick<ServiceImpl<typeof AuthService>, "createClient" | "getClient"> {

@@ -56,6 +56,10 @@ export class InvalidScope extends OAuthFailure {
 export class UnsupportedResponseType extends OAuthFailure {
   readonly error = "unsupported_response_type";
 }
+// RFC 8707 §2: "The requested resource is invalid, missing, unknown, or malformed."
+export class InvalidTarget extends OAuthFailure {
+  readonly error = "invalid_target";
+}
 export class AccessDenied extends OAuthFailure {
   readonly error = "access_denied";
   override readonly code = Code.PermissionDenied;
@@ -64,6 +68,16 @@ export class AccessDenied extends OAuthFailure {
 export class InvalidToken extends OAuthFailure {
   readonly error = "invalid_token";
   override readonly code = Code.PermissionDenied;
+}
+// RFC 7591 §3.2.2: "invalid_redirect_uri: The value of one or more
+// redirection URIs is invalid." "invalid_client_metadata: The value of one of
+// the client metadata fields is invalid and the server has rejected this
+// request."
+export class InvalidRedirectUri extends OAuthFailure {
+  readonly error = "invalid_redirect_uri";
+}
+export class InvalidClientMetadata extends OAuthFailure {
+  readonly error = "invalid_client_metadata";
 }
 // The pages' own failures (not RFC 6749 codes; the gateway shows them on a page).
 export class InvalidCredentials extends OAuthFailure {
@@ -94,6 +108,13 @@ export function rateLimited(error: "invalid_client" | "invalid_credentials", ret
     retryAfterSeconds: Math.max(1, Math.ceil(retryAfterSeconds)),
   });
   return new ConnectError("too many failed attempts", Code.ResourceExhausted, undefined, [{ desc: OAuthErrorSchema, value: detail }]);
+}
+
+/** Too many requests that were not failures (registrations): RESOURCE_EXHAUSTED, error rate_limited, and Retry-After. */
+export function tooManyRequests(limit: "registration", description: string, retryAfterSeconds: number): ConnectError {
+  rateLimitRefusals.inc({ limit });
+  const detail = create(OAuthErrorSchema, { error: "rate_limited", errorDescription: description, retryAfterSeconds: Math.max(1, Math.ceil(retryAfterSeconds)) });
+  return new ConnectError(description, Code.ResourceExhausted, undefined, [{ desc: OAuthErrorSchema, value: detail }]);
 }
 
 /**

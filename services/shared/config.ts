@@ -139,13 +139,16 @@ const shape = {
     .pipe(z.array(z.string().refine(isDnsServer, "expected IP addresses with optional ports, comma-separated"))),
   /** Allow http redirect URIs on hosts other than loopback (development only). */
   OAUTH_ALLOW_INSECURE_REDIRECTS: bool(false),
-  /**
-   * Client ID Metadata Documents: a client_id that is an https URL names the
-   * client's metadata, which the auth service fetches (on by default).
-   */
+  /** Client ID Metadata Documents: a client_id that is an https URL names the client's metadata, which the auth service fetches. */
   OAUTH_CLIENT_METADATA_DOCUMENTS: bool(true),
+  /** The whole fetch of one client metadata document (connect to the end of the body), in ms; shortened to end before the RPC's deadline. */
+  OAUTH_CLIENT_METADATA_TIMEOUT_MS: int(5000, 100, 60_000),
+  /** PEM certificates trusted besides the system's roots when fetching client metadata documents (a private CA). */
+  OAUTH_CLIENT_METADATA_CA_FILE: z.string().optional().transform((v) => (v?.trim() ? v.trim() : undefined)),
   /** Dynamic client registration (RFC 7591) at POST /oauth/register (off by default). */
   OAUTH_DYNAMIC_REGISTRATION: bool(false),
+  /** Dynamic registrations (POST /oauth/register) per hour from one address, before 429. */
+  OAUTH_REGISTRATION_LIMIT: int(20, 1, 1_000_000),
   OUTBOX_POLL_MS: int(1000, 10, 60_000),
   /**
    * How long a dead relay's lease blocks the next one (one relay publishes at a time).

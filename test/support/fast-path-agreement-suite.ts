@@ -146,7 +146,7 @@ export async function send(s: Side, request: Request, address: string): Promise<
   if (typeof body.access_token === "string") {
     const [row] = await s.auth.app.orm.em
       .fork()
-      .execute(`select "client_id", "organisation_id", "member_id", "grant_id", "family", "scopes" from "auth"."access_token" where "hash" = ?`, [
+      .execute(`select "client_id", "organisation_id", "member_id", "grant_id", "family", "scopes", "audience" from "auth"."access_token" where "hash" = ?`, [
         tokenHash(body.access_token),
       ]);
     seen.token = {

@@ -1,4 +1,5 @@
 import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+import type { ResourceName } from "../../shared/protected-resources.js";
 import { GrantEntity } from "./grant.entity.js";
 
 /** A single-use authorization code (RFC 6749 §4.1.2), stored by its hash. */
@@ -25,6 +26,8 @@ export const AuthorizationCodeEntity = defineEntity({
     /** The authorization request named no redirect_uri: the token request need not either. */
     redirectUriOmitted: p.boolean().default(false),
     scopes: p.json<string[]>(),
+    /** RFC 8707: the resources the authorization request named (empty: the REST API only). */
+    resources: p.json<ResourceName[]>().default([]),
     /** RFC 7636 S256 challenge; "" when the confidential client sent none. */
     codeChallenge: p.text(),
     expiresAt: p.datetime(3).index("authorization_code_expires_at_index"),

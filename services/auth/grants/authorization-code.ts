@@ -5,6 +5,8 @@ import { InvalidGrant } from "../oauth-errors.js";
 import { issueTokens, tokenAnswer } from "./issue-tokens.js";
 import type { GrantModule } from "./grant-module.js";
 import { lockGrantForIssue } from "./grant-lock.js";
+import type { ResourceName } from "../../shared/protected-resources.js";
+import { audienceWithin, tokenResource } from "../resource-indicators.js";
 
 /** RFC 7636 §4.1: code-verifier = 43*128unreserved; unreserved = ALPHA / DIGIT / "-" / "." / "_" / "~". */
 const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
@@ -17,6 +19,7 @@ interface CodeRow {
   redirect_uri: string;
   redirect_uri_omitted: boolean;
   scopes: string[];
+  resources: ResourceName[];
   code_challenge: string;
   used: boolean;
   expired: boolean;
@@ -35,7 +38,7 @@ export const authorizationCodeGrant: GrantModule = {
     const { schema } = deps.tables;
     const hash = tokenHash(request.code);
     const [code]: CodeRow[] = await deps.orm.em.fork().execute(
-      `select "grant_id", "client_id", "organisation_id", "member_id", "redirect_uri", "redirect_uri_omitted", "scopes", "code_challenge",
+      `select "grant_id", "client_id", "organisation_id", "member_id", "redirect_uri", "redirect_uri_omitted", "scopes", "resources", "code_challenge",
               "used_at" is not null as "used", "expires_at" <= now() as "expired"
          from "${schema}"."authorization_code" where "hash" = ?`,
       [hash],
@@ -61,6 +64,10 @@ export const authorizationCodeGrant: GrantModule = {
     // authorization server MUST deny the request and SHOULD revoke (when
     // possible) all tokens previously issued based on that authorization code."
     if (code.used) return replayed(code);
+    // RFC 8707 §2.2: the resource must be one the authorization request named
+    // (none named: the REST API); without one, the token is for the only one
+    // named, or the REST API. The code stays unused when this fails.
+    const audience = audienceWithin(deps.resources, code.resources, tokenResource(deps.resources, request.resource));
     const family = randomUUID();
     const issued = await deps.orm.em.fork().transactional(async (em) => {
       // The grant first (grant-lock.ts): a revocation running now either ends
@@ -80,7 +87,8 @@ export const authorizationCodeGrant: GrantModule = {
         grantId: code.grant_id,
         family,
         scopes: code.scopes,
-        refresh: client.grantTypes.includes("refresh_token") ? { scopes: code.scopes } : undefined,
+        audience,
+        refresh: client.grantTypes.includes("refresh_token") ? { scopes: code.scopes, resources: code.resources } : undefined,
       });
     });
     if (issued === "revoked") throw new InvalidGrant(UNKNOWN);

@@ -3,6 +3,7 @@
 import { UnauthorizedClient } from "../oauth-errors.js";
 import { issueTokens, tokenAnswer } from "./issue-tokens.js";
 import { narrowScope } from "./scope-parameter.js";
+import { tokenResource } from "../resource-indicators.js";
 import type { GrantModule } from "./grant-module.js";
 
 /**
@@ -27,6 +28,8 @@ export const clientCredentialsGrant: GrantModule = {
     }
     const organisationId = client.ownerOrganisationId;
     const scopes = narrowScope(request.scope, client.scopes);
+    // RFC 8707 §2.2: the resource the token is for; none: the REST API.
+    const audience = tokenResource(deps.resources, request.resource) ?? "api";
     // RFC 6749 §4.4.3: "A refresh token SHOULD NOT be included."
     const issued = await issueTokens(deps.orm.em.fork(), deps.tables, {
       clientId: client.id,
@@ -35,6 +38,7 @@ export const clientCredentialsGrant: GrantModule = {
       grantId: null,
       family: null,
       scopes,
+      audience,
     });
     return tokenAnswer(issued);
   },

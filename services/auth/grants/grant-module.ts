@@ -7,6 +7,7 @@
 // refresh retry answer) lives here.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { ExchangeTokenRequest, ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import type { ProtectedResources } from "../../shared/protected-resources.js";
 import type { TokenTables } from "./issue-tokens.js";
 import type { GrantType } from "../clients/grant-types.js";
 import type { GrantStore } from "./grant-store.js";
@@ -33,6 +34,8 @@ export interface GrantDeps {
   grants: GrantStore;
   /** REFRESH_RETRY_WINDOW_SECONDS. */
   refreshRetryWindowSeconds: number;
+  /** The protected resources a token may be for (RFC 8707 audiences). */
+  resources: ProtectedResources;
 }
 
 export interface GrantContext {

@@ -2,6 +2,7 @@
 // interaction side (login, consent, connected applications) and the token
 // side (codes, grants, tokens, revocation). Implemented in grants.ts.
 import type { Grant } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import type { ResourceName } from "../../shared/protected-resources.js";
 
 export interface CodeRequest {
   clientId: string;
@@ -17,6 +18,8 @@ export interface CodeRequest {
   redirectUriOmitted?: boolean;
   /** The scopes consented to, in the server's order. */
   scopes: string[];
+  /** RFC 8707: the resources the authorization request named (none: the REST API only). */
+  resources?: ResourceName[];
   /** RFC 7636 S256 challenge; "" when the (confidential) client sent none. */
   codeChallenge: string;
 }

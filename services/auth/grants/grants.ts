@@ -4,7 +4,9 @@ import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { GrantSchema, type Grant } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import { ClientRegistration, GrantSchema, type Grant } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import type { ClientRegistrationKind } from "../clients/client.entity.js";
+import { REGISTRATION } from "../clients/client-message.js";
 import { tokenHash } from "../../shared/token-hash.js";
 import { ALL_SCOPES } from "../scopes.js";
 import { newTokenValue } from "./token-values.js";
@@ -48,8 +50,8 @@ export function createGrantStore(deps: GrantStoreDeps): GrantStore {
         ]);
         await em.execute(
           `insert into ${t("authorization_code")}
-             ("hash", "grant_id", "client_id", "organisation_id", "member_id", "redirect_uri", "redirect_uri_omitted", "scopes", "code_challenge", "expires_at")
-           values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, now() + make_interval(secs => ?))`,
+             ("hash", "grant_id", "client_id", "organisation_id", "member_id", "redirect_uri", "redirect_uri_omitted", "scopes", "resources", "code_challenge", "expires_at")
+           values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, now() + make_interval(secs => ?))`,
           [
             tokenHash(code),
             grant.id,
@@ -59,6 +61,7 @@ export function createGrantStore(deps: GrantStoreDeps): GrantStore {
             request.redirectUri,
             request.redirectUriOmitted ?? false,
             JSON.stringify(request.scopes),
+            JSON.stringify(request.resources ?? []),
             request.codeChallenge,
             deps.codeTtlSeconds,
           ],
@@ -68,14 +71,14 @@ export function createGrantStore(deps: GrantStoreDeps): GrantStore {
     },
 
     async listGrants(organisationId: string): Promise<Grant[]> {
-      const rows: { organisation_id: string; client_id: string; scopes: string[]; created_at: Date; updated_at: Date; name: string }[] =
-        await orm.em.fork().execute(
-          `select g."organisation_id", g."client_id", g."scopes", g."created_at", g."updated_at", c."name"
-             from ${t("grant")} g join ${t("client")} c on c."id" = g."client_id"
-            where g."organisation_id" = ?
-            order by g."created_at" desc, g."id" desc`,
-          [organisationId],
-        );
+      type Row = { organisation_id: string; client_id: string; scopes: string[]; created_at: Date; updated_at: Date };
+      const rows: (Row & { name: string; registration: ClientRegistrationKind })[] = await orm.em.fork().execute(
+        `select g."organisation_id", g."client_id", g."scopes", g."created_at", g."updated_at", c."name", c."registration"
+           from ${t("grant")} g join ${t("client")} c on c."id" = g."client_id"
+          where g."organisation_id" = ?
+          order by g."created_at" desc, g."id" desc`,
+        [organisationId],
+      );
       return rows.map((r) =>
         create(GrantSchema, {
           organisationId: r.organisation_id,
@@ -84,6 +87,7 @@ export function createGrantStore(deps: GrantStoreDeps): GrantStore {
           createTime: timestampFromDate(new Date(r.created_at)),
           updateTime: timestampFromDate(new Date(r.updated_at)),
           clientName: r.name,
+          clientRegistration: REGISTRATION[r.registration] ?? ClientRegistration.OPERATOR,
         }),
       );
     },

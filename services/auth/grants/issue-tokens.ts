@@ -3,6 +3,7 @@
 import { create } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { ExchangeTokenResponseSchema, type ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import type { ResourceName } from "../../shared/protected-resources.js";
 import { tokenHash } from "../../shared/token-hash.js";
 import { newTokenValue } from "./token-values.js";
 
@@ -21,8 +22,13 @@ export interface TokensToIssue {
   family: string | null;
   /** The access token's scopes. */
   scopes: string[];
-  /** With a refresh token carrying these (the family's originally granted) scopes. */
-  refresh?: { scopes: string[] };
+  /** RFC 8707: the resource the access token is for (the refresh token keeps it for its successor). */
+  audience: ResourceName;
+  /**
+   * With a refresh token carrying these (the family's originally granted)
+   * scopes and the resources the authorization request named.
+   */
+  refresh?: { scopes: string[]; resources: ResourceName[] };
 }
 
 export interface IssuedTokens {
@@ -39,22 +45,35 @@ export async function issueTokens(em: EntityManager, tables: TokenTables, t: Tok
   const expiresAt = now + tables.accessTtlSeconds * 1000;
   await em.execute(
     `insert into "${tables.schema}"."access_token"
-       ("hash", "client_id", "organisation_id", "member_id", "grant_id", "family", "scopes", "created_at", "expires_at")
-     values (?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?)`,
-    [tokenHash(accessToken), t.clientId, t.organisationId, t.memberId, t.grantId, t.family, JSON.stringify(t.scopes), new Date(now), new Date(expiresAt)],
+       ("hash", "client_id", "organisation_id", "member_id", "grant_id", "family", "scopes", "audience", "created_at", "expires_at")
+     values (?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?)`,
+    [
+      tokenHash(accessToken),
+      t.clientId,
+      t.organisationId,
+      t.memberId,
+      t.grantId,
+      t.family,
+      JSON.stringify(t.scopes),
+      t.audience,
+      new Date(now),
+      new Date(expiresAt),
+    ],
   );
   let refreshToken = "";
   if (t.refresh && t.grantId && t.family && t.memberId) {
     refreshToken = newTokenValue("refresh");
     await em.execute(
-      `insert into "${tables.schema}"."refresh_token" ("hash", "grant_id", "family", "member_id", "scopes", "created_at", "expires_at")
-       values (?, ?, ?, ?, ?::jsonb, ?, ?)`,
+      `insert into "${tables.schema}"."refresh_token" ("hash", "grant_id", "family", "member_id", "scopes", "audience", "resources", "created_at", "expires_at")
+       values (?, ?, ?, ?, ?::jsonb, ?, ?::jsonb, ?, ?)`,
       [
         tokenHash(refreshToken),
         t.grantId,
         t.family,
         t.memberId,
         JSON.stringify(t.refresh.scopes),
+        t.audience,
+        JSON.stringify(t.refresh.resources),
         new Date(now),
         new Date(now + tables.refreshTtlSeconds * 1000),
       ],

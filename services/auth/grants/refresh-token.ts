@@ -9,12 +9,16 @@ import { openAnswer, sealAnswer } from "./retry-answer.js";
 import { narrowScope } from "./scope-parameter.js";
 import type { GrantModule } from "./grant-module.js";
 import { lockGrantOfRefreshToken } from "./grant-lock.js";
+import type { ResourceName } from "../../shared/protected-resources.js";
+import { audienceWithin, tokenResource } from "../resource-indicators.js";
 
 interface RefreshRow {
   grant_id: string;
   family: string;
   member_id: string;
   scopes: string[];
+  audience: ResourceName;
+  resources: ResourceName[];
   organisation_id: string;
   client_id: string;
 }
@@ -31,6 +35,8 @@ export const refreshTokenGrant: GrantModule = {
     const { schema } = deps.tables;
     const presented = request.refreshToken;
     const hash = tokenHash(presented);
+    // RFC 8707 §2.2 (checked before anything changes): at most one known resource.
+    const requested = tokenResource(deps.resources, request.resource);
     const issued = await deps.orm.em.fork().transactional(async (em) => {
       // The grant first (grant-lock.ts): a revocation of the grant or of this
       // family running now either ends before this (nothing left to rotate)
@@ -45,13 +51,16 @@ export const refreshTokenGrant: GrantModule = {
            from "${schema}"."grant" g
           where r."hash" = ? and r."rotated_at" is null and r."expires_at" > now()
             and g."id" = r."grant_id" and g."client_id" = ?
-          returning r."grant_id", r."family", r."member_id", r."scopes", g."organisation_id", g."client_id"`,
+          returning r."grant_id", r."family", r."member_id", r."scopes", r."audience", r."resources", g."organisation_id", g."client_id"`,
         [hash, client.id],
       );
       if (!row) return undefined;
       // RFC 6749 §6: "The requested scope MUST NOT include any scope not
       // originally granted by the resource owner" (a failure rolls the rotation back).
       const scopes = narrowScope(request.scope, row.scopes);
+      // The audience of the token refreshed, or another resource the
+      // authorization request named (RFC 8707 §2.2: else invalid_target).
+      const audience = requested === undefined ? row.audience : audienceWithin(deps.resources, row.resources, requested);
       const next = await issueTokens(em, deps.tables, {
         clientId: client.id,
         organisationId: row.organisation_id,
@@ -59,7 +68,8 @@ export const refreshTokenGrant: GrantModule = {
         grantId: row.grant_id,
         family: row.family,
         scopes,
-        refresh: { scopes: row.scopes },
+        audience,
+        refresh: { scopes: row.scopes, resources: row.resources },
       });
       await em.execute(`update "${schema}"."refresh_token" set "retry_answer" = ? where "hash" = ?`, [sealAnswer(presented, next), hash]);
       return next;
@@ -68,7 +78,7 @@ export const refreshTokenGrant: GrantModule = {
 
     // Not rotated now: unknown, expired, another client's, or rotated before.
     const [old]: (RefreshRow & { rotated: boolean; in_window: boolean; retry_answer: Buffer | null })[] = await deps.orm.em.fork().execute(
-      `select r."grant_id", r."family", r."member_id", r."scopes", g."organisation_id", g."client_id",
+      `select r."grant_id", r."family", r."member_id", r."scopes", r."audience", r."resources", g."organisation_id", g."client_id",
               r."rotated_at" is not null as "rotated",
               r."rotated_at" > now() - make_interval(secs => ?) as "in_window",
               r."retry_answer"

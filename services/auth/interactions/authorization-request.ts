@@ -1,9 +1,8 @@
 // The authorization request (RFC 6749 §4.1.1, RFC 7636 §4.3, RFC 9700): its
 // validation, and the error redirects of RFC 6749 §4.1.2.1 with RFC 9207's iss.
-import type { MikroORM } from "@mikro-orm/postgresql";
-import { type AuthorizationParameters, type Client as ClientMessage } from "../../../gen/bizcard/auth/v1/auth_pb.js";
-import { toClientMessage } from "../clients/client-message.js";
-import { ClientEntity } from "../clients/client.entity.js";
+import { ClientRegistration, type AuthorizationParameters, type Client as ClientMessage } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import type { ClientLookup } from "../clients/client-resolver.js";
+import { unlistedRedirectUri } from "../clients/metadata-document/document-refusal.js";
 import { redirectUriMatches } from "../clients/redirect-uri.js";
 import {
   InvalidRequest,
@@ -15,6 +14,8 @@ import {
 } from "../oauth-errors.js";
 import { ALL_SCOPES, isScope } from "../scopes.js";
 import type { StoredParameters } from "./interaction.entity.js";
+import { protectedResources } from "../../shared/protected-resources.js";
+import { resourcesNamed } from "../resource-indicators.js";
 
 export interface ValidatedRequest {
   client: ClientMessage;
@@ -29,20 +30,13 @@ export type Validation = { request: ValidatedRequest; redirectTo?: undefined } |
 // RFC 7636 §4.2: code-challenge = 43*128unreserved; unreserved = ALPHA / DIGIT / "-" / "." / "_" / "~"
 const CODE_CHALLENGE = /^[A-Za-z0-9\-._~]{43,128}$/;
 
-/** The client of a request, as its registration says (null when there is none). */
-export async function findClient(orm: MikroORM, clientId: string): Promise<ClientMessage | null> {
-  if (!clientId) return null;
-  const client = await orm.em.fork().findOne(ClientEntity, { id: clientId });
-  return client ? toClientMessage(client) : null;
-}
-
 /**
  * Validates an authorization request. Throws (page only, never a redirect)
  * for an unknown client or a redirect_uri that is not registered; returns the
  * error redirect for anything else that is wrong.
  */
 export async function validateAuthorizationRequest(
-  orm: MikroORM,
+  findClient: ClientLookup,
   issuer: string,
   params: AuthorizationParameters,
   repeated: readonly string[],
@@ -59,13 +53,13 @@ export async function validateAuthorizationRequest(
   // error and MUST NOT automatically redirect the user-agent to the invalid
   // redirection URI."
   if (!params.clientId) throw onPageOnly(new InvalidRequest("client_id is required"));
-  const client = await findClient(orm, params.clientId);
+  const client = await findClient(params.clientId);
   if (!client) throw onPageOnly(new InvalidRequest("unknown client_id"));
   const redirectUri = resolveRedirectUri(client, params.redirectUri);
 
   const fail = (failure: OAuthFailure): Validation => ({ redirectTo: errorRedirect(redirectUri, failure, params.state, issuer) });
   try {
-    return { request: checkRequest(client, redirectUri, params, repeated) };
+    return { request: checkRequest(client, redirectUri, params, repeated, issuer) };
   } catch (err) {
     if (err instanceof OAuthFailure && err.redirectAllowed) return fail(err);
     throw err;
@@ -81,14 +75,23 @@ export async function validateAuthorizationRequest(
  */
 function resolveRedirectUri(client: ClientMessage, sent: string): string {
   if (sent) {
-    if (!redirectUriMatches(client.redirectUris, sent, client)) throw onPageOnly(new InvalidRequest("redirect_uri is not one the client registered"));
+    if (!redirectUriMatches(client.redirectUris, sent, client)) {
+      const listed = client.registration === ClientRegistration.METADATA_DOCUMENT ? unlistedRedirectUri(client.clientId) : undefined;
+      throw onPageOnly(new InvalidRequest(listed ?? "redirect_uri is not one the client registered"));
+    }
     return sent;
   }
   if (client.redirectUris.length === 1) return client.redirectUris[0]!;
   throw onPageOnly(new InvalidRequest("redirect_uri is required"));
 }
 
-function checkRequest(client: ClientMessage, redirectUri: string, params: AuthorizationParameters, repeated: readonly string[]): ValidatedRequest {
+function checkRequest(
+  client: ClientMessage,
+  redirectUri: string,
+  params: AuthorizationParameters,
+  repeated: readonly string[],
+  issuer: string,
+): ValidatedRequest {
   if (repeated.length) throw new InvalidRequest(`${clean(repeated.join(", "))} given more than once`);
   // OAuth 2.0 Multiple Response Type Encoding Practices §2.1: code's default
   // response mode is query, the only one offered.
@@ -103,6 +106,9 @@ function checkRequest(client: ClientMessage, redirectUri: string, params: Author
   }
   checkPkce(client, params);
   const scopes = checkScope(client, params.scope);
+  // RFC 8707 §2: resource "may be used multiple times" here; each must name
+  // a resource of this server, else invalid_target.
+  const resources = resourcesNamed(protectedResources(issuer), params.resource);
   return {
     client,
     scopes,
@@ -115,6 +121,7 @@ function checkRequest(client: ClientMessage, redirectUri: string, params: Author
       state: params.state,
       codeChallenge: params.codeChallenge,
       codeChallengeMethod: params.codeChallengeMethod,
+      resources,
     },
   };
 }

@@ -18,10 +18,13 @@ import {
 } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import { normaliseEmail } from "../../shared/email.js";
 import { notFound } from "../../shared/validation.js";
+import { protectedResources, type ProtectedResources } from "../../shared/protected-resources.js";
+import { resourcesNamed } from "../resource-indicators.js";
 import { AUTH_SCHEMA } from "../auth-schema.js";
 import type { AuthServiceDeps } from "../auth-service-deps.js";
 import { oauthLoginFailures } from "../../shared/metrics/metrics.js";
 import { AccessDenied, InvalidCredentials, InvalidCsrfToken, InvalidRequest, LoginRequired, oauthHandler, onPageOnly } from "../oauth-errors.js";
+import { createClientResolver } from "../clients/client-resolver.js";
 import { errorRedirect, validateAuthorizationRequest, withQuery, type ValidatedRequest } from "./authorization-request.js";
 import { createInteractionStore, type InteractionRow } from "./interaction-store.js";
 import { tokensEqual } from "./secrets.js";
@@ -51,6 +54,8 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
   const schema = AUTH_SCHEMA;
   const interactions = createInteractionStore(orm, schema, config.INTERACTION_TTL_SECONDS);
   const sessions = createSessionStore(orm, schema, config.SESSION_TTL_SECONDS);
+  const resolveClient = createClientResolver(deps);
+  const resources = protectedResources(issuer);
 
   // Expired interactions and sessions are never read (every read checks the
   // expiry); a writer deletes them at most once a minute per process.
@@ -73,8 +78,9 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
   };
 
   return {
-    startAuthorization: oauthHandler(async (req) => {
-      const validation = await validateAuthorizationRequest(orm, issuer, req.parameters ?? create(AuthorizationParametersSchema), req.repeatedParameters);
+    startAuthorization: oauthHandler(async (req, context) => {
+      const lookup = (clientId: string) => resolveClient(clientId, context.timeoutMs());
+      const validation = await validateAuthorizationRequest(lookup, issuer, req.parameters ?? create(AuthorizationParametersSchema), req.repeatedParameters);
       if (validation.redirectTo !== undefined) return { redirectTo: validation.redirectTo, interactionId: "" };
       await sweep();
       const interactionId = await interactions.create("authorize", validation.request, req.sessionId);
@@ -90,7 +96,7 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
       const row = await interactions.find(req.interactionId, req.sessionId);
       // An authorization request whose client has since been deleted is over too.
       if (!row || (row.kind === "authorize" && !row.client)) throw notFound("interaction");
-      return { interaction: toInteractionMessage(row) };
+      return { interaction: toInteractionMessage(row, resources) };
     }),
 
     login: oauthHandler(async (req) => {
@@ -123,7 +129,7 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
       const { secret, session } = await sessions.open({ memberId: member.id, organisationId: member.organisationId, memberEmail: member.email });
       const bound = await interactions.find(interaction.id, secret);
       if (!bound) throw notFound("interaction");
-      return { sessionId: secret, expireTime: timestampFromDate(session.expiresAt), interaction: toInteractionMessage(bound) };
+      return { sessionId: secret, expireTime: timestampFromDate(session.expiresAt), interaction: toInteractionMessage(bound, resources) };
     }),
 
     decideConsent: oauthHandler(async (req) => {
@@ -139,7 +145,7 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
       // The consent is the member's who logged in for this interaction (or
       // whose session viewed it), never another browser's.
       if (interaction.memberId !== session.memberId) throw new LoginRequired("this consent belongs to another login; log in again");
-      checkSameRequest(params, interaction);
+      checkSameRequest(params, interaction, resources);
       const request: ValidatedRequest = { client: interaction.client, parameters: interaction.parameters, scopes: interaction.scopes };
       if (req.decision !== ConsentDecision.ALLOW && req.decision !== ConsentDecision.DENY) {
         throw onPageOnly(new InvalidRequest("decision must be allow or deny"));
@@ -161,6 +167,7 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
         redirectUri: parameters.redirectUri,
         redirectUriOmitted: !parameters.redirectUriSent,
         scopes: request.scopes,
+        resources: parameters.resources ?? [],
         codeChallenge: parameters.codeChallenge,
       });
       // RFC 6749 §4.1.2: code, and state "if the "state" parameter was present
@@ -203,10 +210,20 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
  * The consent names what it decides on; it must be the request the
  * interaction was validated as (the gateway's form carries the interaction's
  * parameters). Compared as a client would send them: redirect_uri and scope
- * may be left out when the request left them out, scope in any order.
+ * may be left out when the request left them out, scope in any order; the
+ * resources (RFC 8707) as the request named them, in any order.
  */
-function checkSameRequest(sent: AuthorizationParameters, interaction: InteractionRow): void {
+function checkSameRequest(sent: AuthorizationParameters, interaction: InteractionRow, resources: ProtectedResources): void {
   const stored = interaction.parameters!;
+  const sameResources = (() => {
+    const named = stored.resources ?? [];
+    try {
+      const sentNames = resourcesNamed(resources, sent.resource);
+      return sentNames.length === named.length && sentNames.every((n) => named.includes(n));
+    } catch {
+      return false;
+    }
+  })();
   const sameScope = (() => {
     const names = sent.scope.split(" ").filter(Boolean);
     if (!names.length) return !stored.scope;
@@ -220,13 +237,14 @@ function checkSameRequest(sent: AuthorizationParameters, interaction: Interactio
     sent.responseType !== "" && sent.responseType !== "code" && "response_type",
     sent.codeChallenge !== stored.codeChallenge && "code_challenge",
     sent.codeChallengeMethod !== stored.codeChallengeMethod && "code_challenge_method",
+    !sameResources && "resource",
   ].filter((m): m is string => Boolean(m));
   if (mismatched.length) {
     throw onPageOnly(new InvalidRequest(`the consent does not match the authorization request: ${mismatched.join(", ")}`));
   }
 }
 
-function toInteractionMessage(row: InteractionRow): Interaction {
+function toInteractionMessage(row: InteractionRow, resources: ProtectedResources): Interaction {
   const p = row.parameters;
   return create(InteractionSchema, {
     id: row.id,
@@ -244,6 +262,7 @@ function toInteractionMessage(row: InteractionRow): Interaction {
           state: p.state,
           codeChallenge: p.codeChallenge,
           codeChallengeMethod: p.codeChallengeMethod,
+          resource: (p.resources ?? []).map((n) => resources[n].identifier),
         })
       : undefined,
     loggedIn: row.loggedIn,

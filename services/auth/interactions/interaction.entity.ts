@@ -1,4 +1,5 @@
 import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+import type { ResourceName } from "../../shared/protected-resources.js";
 
 /** The validated authorization request an AUTHORIZE interaction holds (its parameters, as the consent must repeat them). */
 export interface StoredParameters {
@@ -13,6 +14,8 @@ export interface StoredParameters {
   state: string;
   codeChallenge: string;
   codeChallengeMethod: string;
+  /** RFC 8707: the resources the request named, once each (none, or absent: the REST API only). */
+  resources?: ResourceName[];
 }
 
 export const InteractionEntity = defineEntity({

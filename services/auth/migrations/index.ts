@@ -6,6 +6,7 @@ import { InteractionsSchema } from "./2026-11-23-interactions.js";
 import { CodeRedirectUriSchema } from "./2026-11-24-code-redirect-uri.js";
 import { ExpiryIndexesSchema } from "./2026-11-25-expiry-indexes.js";
 import { ClientRegistrationSchema } from "./2026-11-26-client-registration.js";
+import { TokenAudienceSchema } from "./2026-11-27-token-audience.js";
 
 export const authMigrations: MigrationObject[] = [
   { name: "2026-11-22-initial", class: InitialAuthSchema },
@@ -14,4 +15,5 @@ export const authMigrations: MigrationObject[] = [
   { name: "2026-11-24-code-redirect-uri", class: CodeRedirectUriSchema },
   { name: "2026-11-25-expiry-indexes", class: ExpiryIndexesSchema },
   { name: "2026-11-26-client-registration", class: ClientRegistrationSchema },
+  { name: "2026-11-27-token-audience", class: TokenAudienceSchema },
 ];

@@ -33,7 +33,7 @@ import type { FailureKind, FailureLimits } from "./failure-limits.js";
  * idle timeout, or a second instance's) still exists, and preparing it again
  * fails ("prepared statement ... already exists").
  */
-function unnamedStatements(orm: MikroORM) {
+export function unnamedStatements(orm: MikroORM) {
   const knex = orm.em.getConnection().getKnex();
   return {
     async query(q: { text: string; values?: unknown[] }) {

@@ -1,4 +1,5 @@
 import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+import type { ResourceName } from "../../shared/protected-resources.js";
 import { GrantEntity } from "../grants/grant.entity.js";
 
 /** An opaque access token (bca_…), stored by its hash; read by one indexed statement per bearer check. */
@@ -26,6 +27,8 @@ export const AccessTokenEntity = defineEntity({
     /** The refresh-token family it was issued with (revoked with that family); null without one. */
     family: p.uuid().nullable().index("access_token_family_index"),
     scopes: p.json<string[]>(),
+    /** RFC 8707: the protected resource it is for (services/shared/protected-resources.ts). */
+    audience: p.text().$type<ResourceName>().default("api"),
     createdAt: p.datetime(3),
     expiresAt: p.datetime(3).index("access_token_expires_at_index"),
   },

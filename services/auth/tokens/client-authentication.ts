@@ -11,6 +11,8 @@ export interface ClientAuthenticationDeps {
   orm: MikroORM;
   schema: string;
   limits: FailureLimits;
+  /** OAUTH_CLIENT_METADATA_DOCUMENTS: when off, a metadata document client kept from before is unknown (on when unset). */
+  metadataDocuments?: boolean;
 }
 
 interface ClientRow {
@@ -20,6 +22,7 @@ interface ClientRow {
   scopes: string[];
   grant_types: string[];
   secret_hash: string | null;
+  registration: string;
 }
 
 /** Why the credentials are refused, or undefined when they are right. */
@@ -81,7 +84,7 @@ export async function authenticateClient(
     deps.orm.em
       .fork()
       .execute<ClientRow[]>(
-        `select "id", "public", "owner_organisation_id", "scopes", "grant_types", "secret_hash" from "${deps.schema}"."client" where "id" = ?`,
+        `select "id", "public", "owner_organisation_id", "scopes", "grant_types", "secret_hash", "registration" from "${deps.schema}"."client" where "id" = ?`,
         [clientId],
       ),
     deps.limits.check("client", clientId, remoteAddress).then(
@@ -89,7 +92,7 @@ export async function authenticateClient(
       (err: unknown) => err,
     ),
   ]);
-  const row = rows[0];
+  const row = rows[0]?.registration === "metadata_document" && deps.metadataDocuments === false ? undefined : rows[0];
   const failure = refusal(row, credentials);
   if (failure !== undefined || !row) {
     await deps.limits.consume("client", clientId, remoteAddress);

@@ -25,7 +25,9 @@
 //   failure limits' own SQL (rate-limit/failure-limits.ts), so that a right
 //   secret is refused (by the pipeline: 429) while a limit is exceeded.
 // Limits that offer no SQL (a test's in-memory FailureLimits) leave every
-// request to the pipeline.
+// request to the pipeline, and so does a request naming a resource (RFC 8707;
+// resource-indicators.ts): its token's audience is the column's default, the
+// REST API, here.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { ExchangeTokenRequest, ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import { tokenHash } from "../../shared/token-hash.js";
@@ -176,6 +178,7 @@ export function createClientCredentialsFastPath(deps: FastPathDeps): (request: E
   return async (request) => {
     const credentials = request.client;
     if (request.grantType !== "client_credentials" || !credentials?.clientId || !presentsSecret(credentials)) return undefined;
+    if (request.resource.length) return undefined;
     const scopes = askedScopes(request.scope);
     if (scopes === undefined) return undefined;
 

@@ -1,4 +1,5 @@
 import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+import type { ResourceName } from "../../shared/protected-resources.js";
 import { GrantEntity } from "../grants/grant.entity.js";
 
 /** A rotating refresh token (bcr_…), stored by its hash. */
@@ -21,6 +22,10 @@ export const RefreshTokenEntity = defineEntity({
     memberId: p.uuid(),
     /** The scopes originally granted to the family (a refresh may only narrow them). */
     scopes: p.json<string[]>(),
+    /** RFC 8707: the audience of the access token issued with it (a refresh without resource keeps it). */
+    audience: p.text().$type<ResourceName>().default("api"),
+    /** The resources the authorization request named (empty: the REST API only); a refresh may ask for one of them. */
+    resources: p.json<ResourceName[]>().default([]),
     createdAt: p.datetime(3),
     expiresAt: p.datetime(3).index("refresh_token_expires_at_index"),
     /** When it was exchanged for its successor; null while current. */

@@ -8,6 +8,7 @@ import {
   IntrospectTokenResponseSchema,
   type AuthService,
 } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import { protectedResources, type ResourceName } from "../../shared/protected-resources.js";
 import { tokenHash } from "../../shared/token-hash.js";
 import { invalid, notFound, requireUuid } from "../../shared/validation.js";
 import { AUTH_SCHEMA } from "../auth-schema.js";
@@ -27,12 +28,14 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
   const schema = AUTH_SCHEMA;
   const t = (table: string) => `"${schema}"."${table}"`;
   const tables = { schema, accessTtlSeconds: config.ACCESS_TOKEN_TTL_SECONDS, refreshTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS };
-  const clientAuth = { orm, schema, limits: deps.limits };
+  const clientAuth = { orm, schema, limits: deps.limits, metadataDocuments: config.OAUTH_CLIENT_METADATA_DOCUMENTS };
+  const resources = protectedResources(deps.issuer);
   const exchange = createTokenEndpoint({
     ...clientAuth,
     tables,
     grants: deps.grants,
     refreshRetryWindowSeconds: config.REFRESH_RETRY_WINDOW_SECONDS,
+    resources,
     // Unset DATABASE_URL: the embedded start's PGlite (client-credentials-fast-path.ts).
     preparedStatements: Boolean(config.DATABASE_URL),
   });
@@ -50,18 +53,20 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
       if (client.public) throw new InvalidClient("introspection is for confidential clients");
       const inactive = create(IntrospectTokenResponseSchema, { active: false });
       const hash = tokenHash(req.token);
-      let row: { client_id: string; organisation_id: string; scopes: string[]; created_at: Date; expires_at: Date } | undefined;
+      let row:
+        | { client_id: string; organisation_id: string; scopes: string[]; audience: ResourceName; created_at: Date; expires_at: Date }
+        | undefined;
       let tokenType = "";
       if (req.token.startsWith(TOKEN_PREFIX.access)) {
         [row] = await orm.em.fork().execute(
-          `select "client_id", "organisation_id", "scopes", "created_at", "expires_at" from ${t("access_token")}
+          `select "client_id", "organisation_id", "scopes", "audience", "created_at", "expires_at" from ${t("access_token")}
             where "hash" = ? and "expires_at" > now()`,
           [hash],
         );
         tokenType = "Bearer";
       } else if (req.token.startsWith(TOKEN_PREFIX.refresh)) {
         [row] = await orm.em.fork().execute(
-          `select g."client_id", g."organisation_id", r."scopes", r."created_at", r."expires_at"
+          `select g."client_id", g."organisation_id", r."scopes", r."audience", r."created_at", r."expires_at"
              from ${t("refresh_token")} r join ${t("grant")} g on g."id" = r."grant_id"
             where r."hash" = ? and r."rotated_at" is null and r."expires_at" > now()`,
           [hash],
@@ -78,6 +83,10 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
         iat: seconds(row.created_at),
         sub: row.organisation_id,
         iss: deps.issuer,
+        // RFC 7662 §2.2 aud: "Service-specific string identifier or list of
+        // string identifiers representing the intended audience for this
+        // token": the resource identifier it was issued for (RFC 8707).
+        aud: resources[row.audience].identifier,
       });
     }),
 
@@ -128,12 +137,19 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
 
     // One indexed statement, no unit of work: the gateway's bearer check.
     authenticateAccessToken: oauthHandler(async (req) => {
-      const [row]: { client_id: string; organisation_id: string; member_id: string | null; scopes: string[]; expires_at: Date }[] =
+      const [row]: {
+        client_id: string;
+        organisation_id: string;
+        member_id: string | null;
+        scopes: string[];
+        audience: ResourceName;
+        expires_at: Date;
+      }[] =
         req.accessToken
           ? await orm.em
               .getConnection()
               .execute(
-                `select "client_id", "organisation_id", "member_id", "scopes", "expires_at" from ${t("access_token")}
+                `select "client_id", "organisation_id", "member_id", "scopes", "audience", "expires_at" from ${t("access_token")}
                   where "hash" = ? and "expires_at" > now()`,
                 [tokenHash(req.accessToken)],
               )
@@ -145,6 +161,7 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
         scopes: row.scopes,
         memberId: row.member_id ?? "",
         expireTime: timestampFromDate(new Date(row.expires_at)),
+        audience: resources[row.audience].identifier,
       });
     }),
 

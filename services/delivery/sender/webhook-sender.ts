@@ -5,15 +5,16 @@
 // libraries verify." The signature is made by that library, not by hand.
 //
 // Sent through an undici Agent whose connect-time lookup refuses non-public
-// destinations (safe-lookup.ts); redirects are not followed (undici's request
-// follows none: a 3xx is an answer like any other non-2xx); the whole attempt,
-// connect to the end of the body, is bounded by one timeout, and at most
-// MAX_RESPONSE_BYTES of the answer are read, then dropped.
+// destinations (services/shared/net/safe-lookup.ts); redirects are not
+// followed (undici's request follows none: a 3xx is an answer like any other
+// non-2xx); the whole attempt, connect to the end of the body, is bounded by
+// one timeout, and at most MAX_RESPONSE_BYTES of the answer are read, then
+// dropped.
 import { performance } from "node:perf_hooks";
 import { Webhook } from "standardwebhooks";
 import { Agent, request } from "undici";
 import type { Resolver } from "../../shared/net/dns-resolver.js";
-import { DestinationRefusedError, checkLiteralHost, safeLookup } from "./safe-lookup.js";
+import { DestinationRefusedError, checkLiteralHost, safeLookup } from "../../shared/net/safe-lookup.js";
 
 const MAX_RESPONSE_BYTES = 64 * 1024;
 const USER_AGENT = "bizcard-webhooks/1";

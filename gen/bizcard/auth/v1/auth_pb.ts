@@ -296,7 +296,8 @@ export type RegisterClientRequest = Message<"bizcard.auth.v1.RegisterClientReque
   scope: string;
 
   /**
-   * "web" (default) or "native" (loopback and private-use redirect URIs).
+   * "web" or "native" (loopback and private-use redirect URIs). Empty: native
+   * when every redirect URI is loopback http or a private-use scheme, else web.
    *
    * @generated from field: string application_type = 8;
    */

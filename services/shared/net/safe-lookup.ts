@@ -1,4 +1,6 @@
-// The destination check at connect time. CONTRACT: target URLs are "checked
+// The destination check at connect time, of webhook deliveries
+// (services/delivery) and of client metadata document fetches (services/auth).
+// CONTRACT: target URLs are "checked
 // on create and update, and again on every delivery (DNS rebinding)". The
 // name is resolved here, when undici connects, and the connection goes to an
 // address that was checked, never to one looked up again later: the idea of
@@ -12,8 +14,8 @@
 // skips it), so checkLiteralHost covers them before the request.
 import { isIP } from "node:net";
 import type { LookupFunction } from "node:net";
-import type { Resolver } from "../../shared/net/dns-resolver.js";
-import { ipRefusal } from "../../shared/net/ip-address.js";
+import type { Resolver } from "./dns-resolver.js";
+import { ipRefusal } from "./ip-address.js";
 
 /** The destination is not allowed: the attempt is logged as refused, no connection is made. */
 export class DestinationRefusedError extends Error {
