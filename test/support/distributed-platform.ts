@@ -81,6 +81,10 @@ export function environment(databaseUrl: string, poolMax: number): { service: Re
     ORGANISATION_RPC_URL: rpcUrl("organisation"),
     WEBHOOK_RPC_URL: rpcUrl("webhook"),
     DELIVERY_RPC_URL: rpcUrl("delivery"),
+    // The issuer and the tokens' audience: the auth service and the gateway agree on it.
+    PUBLIC_URL: `http://127.0.0.1:${ports.gateway}`,
+    OAUTH_DYNAMIC_REGISTRATION: "false",
+    OAUTH_CLIENT_METADATA_DOCUMENTS: "true",
   };
   return {
     service: {
@@ -107,7 +111,6 @@ export function environment(databaseUrl: string, poolMax: number): { service: Re
       // Its /metrics on any free loopback port (docker-compose.yml: 9464 on 0.0.0.0, inside the network).
       RPC_HOST: "127.0.0.1",
       GATEWAY_METRICS_PORT: "0",
-      PUBLIC_URL: `http://127.0.0.1:${ports.gateway}`,
       // As in docker-compose.yml: revocations reach its bearer cache over the bus.
       ...(natsUrl ? { NATS_URL: natsUrl, NATS_STREAM: STREAM, NATS_SUBJECT_PREFIX: PREFIX } : {}),
     },
