@@ -2,7 +2,10 @@
 // start. A bad or missing value stops the process with one line that names
 // the variable (see `exitOnConfigError`). The README has the table.
 import { z } from "zod";
-import { isAddressOrCidr, isDnsServer } from "./net/address-syntax.js";
+import { bool, int, optionalUrl, port } from "./config-fields.js";
+import { oauthSettings } from "./config-oauth.js";
+import { webhookSettings } from "./config-webhooks.js";
+import { isAddressOrCidr } from "./net/address-syntax.js";
 
 export class ConfigError extends Error {
   constructor(readonly variable: string, message: string) {
@@ -11,37 +14,9 @@ export class ConfigError extends Error {
   }
 }
 
-/** A whole number; blank counts as unset (what `VAR=` in a .env file or an empty `${VAR}` gives). */
-const int = (fallback: number, min: number, max: number) =>
-  z
-    .string()
-    .optional()
-    .transform((v) => (v?.trim() ? v.trim() : undefined))
-    .pipe(z.string().regex(/^\d{1,9}$/, "expected a whole number").optional())
-    .transform((v) => (v === undefined ? fallback : Number(v)))
-    .pipe(z.number().min(min, `expected ${min} to ${max}`).max(max, `expected ${min} to ${max}`));
-const port = (fallback: number) => int(fallback, 0, 65535);
-const bool = (fallback: boolean) =>
-  z
-    .enum(["true", "false", "1", "0", "yes", "no"], { message: "expected true or false" })
-    .default(fallback ? "true" : "false")
-    .transform((v) => v === "true" || v === "1" || v === "yes");
-const url = (protocols: string[]) =>
-  z.string().refine((v) => {
-    try {
-      return protocols.includes(new URL(v).protocol);
-    } catch {
-      return false;
-    }
-  }, `expected a ${protocols.join(" or ")} URL`);
-const optionalUrl = (protocols: string[]) =>
-  z
-    .string()
-    .optional()
-    .transform((v) => (v === "" ? undefined : v))
-    .pipe(url(protocols).optional());
-
 const shape = {
+  ...oauthSettings,
+  ...webhookSettings,
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /**
    * json: one JSON object a line; pretty: readable lines (pino-pretty, a development dependency).
@@ -121,34 +96,6 @@ const shape = {
   PUBLIC_URL: optionalUrl(["http:", "https:"]),
   /** Embedded start: where PGlite keeps its data. */
   DATA_DIR: z.string().min(1).default("./data"),
-  /** Allow http and private/loopback webhook targets (development and tests only). */
-  WEBHOOK_ALLOW_INSECURE_TARGETS: bool(false),
-  // Webhook subscriptions (the webhook service).
-  /** The most subscriptions one (organisation, client application) pair may have; a create past it is a 400. */
-  WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR: int(100, 1, 100_000),
-  /**
-   * The longest a target_url's DNS lookup (A and AAAA, c-ares) may take, when a
-   * subscription is saved (past it, 503) and when a delivery connects (past it, a failed attempt).
-   */
-  WEBHOOK_DNS_TIMEOUT_MS: int(3000, 100, 30_000),
-  /** DNS servers for those lookups, at save and delivery time alike ("ip" or "ip:port" or "[ipv6]:port", comma-separated); unset: the system's (resolv.conf). */
-  WEBHOOK_DNS_SERVERS: z
-    .string()
-    .optional()
-    .transform((v) => (v ?? "").split(",").map((s) => s.trim()).filter(Boolean))
-    .pipe(z.array(z.string().refine(isDnsServer, "expected IP addresses with optional ports, comma-separated"))),
-  /** Allow http redirect URIs on hosts other than loopback (development only). */
-  OAUTH_ALLOW_INSECURE_REDIRECTS: bool(false),
-  /** Client ID Metadata Documents: a client_id that is an https URL names the client's metadata, which the auth service fetches. */
-  OAUTH_CLIENT_METADATA_DOCUMENTS: bool(true),
-  /** The whole fetch of one client metadata document (connect to the end of the body), in ms; shortened to end before the RPC's deadline. */
-  OAUTH_CLIENT_METADATA_TIMEOUT_MS: int(5000, 100, 60_000),
-  /** PEM certificates trusted besides the system's roots when fetching client metadata documents (a private CA). */
-  OAUTH_CLIENT_METADATA_CA_FILE: z.string().optional().transform((v) => (v?.trim() ? v.trim() : undefined)),
-  /** Dynamic client registration (RFC 7591) at POST /oauth/register (off by default). */
-  OAUTH_DYNAMIC_REGISTRATION: bool(false),
-  /** Dynamic registrations (POST /oauth/register) per hour from one address, before 429. */
-  OAUTH_REGISTRATION_LIMIT: int(20, 1, 1_000_000),
   OUTBOX_POLL_MS: int(1000, 10, 60_000),
   /**
    * How long a dead relay's lease blocks the next one (one relay publishes at a time).
@@ -157,67 +104,8 @@ const shape = {
   OUTBOX_LEASE_MS: int(15_000, 500, 300_000),
   /** How long the relay waits for the broker to store one event; a publish starts only while the lease outlasts it. */
   OUTBOX_PUBLISH_TIMEOUT_MS: int(3000, 100, 60_000),
-  /** OAuth: access token lifetime (expires_in). */
-  ACCESS_TOKEN_TTL_SECONDS: int(3600, 60, 86_400),
-  /** OAuth: a refresh token's lifetime; each rotation issues a new one with a fresh lifetime. */
-  REFRESH_TOKEN_TTL_SECONDS: int(180 * 86_400, 3600, 730 * 86_400),
-  /** OAuth: how long an authorization code can be exchanged (single use). */
-  AUTHORIZATION_CODE_TTL_SECONDS: int(60, 10, 600),
-  /** OAuth: the same refresh token presented again within this long returns the same new pair (a lost answer's retry). */
-  REFRESH_RETRY_WINDOW_SECONDS: int(30, 0, 300),
-  /** Login and consent: how long an authorization request waits for the member. */
-  INTERACTION_TTL_SECONDS: int(600, 60, 3600),
-  /** A member's login session on the pages (absolute lifetime). */
-  SESSION_TTL_SECONDS: int(8 * 3600, 300, 30 * 86_400),
-  /** Failed logins per minute for one email from one address, before 429. */
-  RATE_LIMIT_LOGIN_FAILURES: int(10, 1, 100_000),
-  /** Failed client authentications per minute for one client_id from one address, before 429. */
-  RATE_LIMIT_CLIENT_AUTH_FAILURES: int(10, 1, 100_000),
-  /** Failed logins and client authentications per minute from one address, whatever the email or client, before 429. */
-  RATE_LIMIT_ADDRESS_FAILURES: int(100, 1, 1_000_000),
   /** Gateway: how long a bearer check is cached; revocations (on the bus) drop entries at once. 0 turns the cache off. */
   BEARER_CACHE_MS: int(30_000, 0, 600_000),
-  // Webhook delivery (services/delivery).
-  /**
-   * Delivery: the waits before each retry, in seconds (decimals allowed), after
-   * the first attempt fails; each is stretched or shrunk by up to 20 % (jitter).
-   * When all have failed, the delivery gives up. The default spans about 21 hours.
-   */
-  DELIVERY_RETRY_SCHEDULE_SECONDS: z
-    .string()
-    .default("5,30,120,600,1800,7200,21600,43200")
-    .transform((v) => v.split(",").map((s) => s.trim()))
-    .pipe(
-      z
-        .array(z.string().regex(/^\d{1,6}(\.\d{1,3})?$/, "expected seconds separated by commas, e.g. 5,30,120"))
-        .min(1)
-        .max(50)
-        .transform((list) => list.map(Number)),
-    ),
-  /** Delivery: a target's Retry-After is honoured up to this many seconds. */
-  DELIVERY_RETRY_AFTER_MAX_SECONDS: int(3600, 0, 86_400),
-  /** Delivery: the whole of one POST (connect, answer, body), in ms; past it the attempt is a timeout. */
-  DELIVERY_TIMEOUT_MS: int(10_000, 100, 120_000),
-  /** Delivery: POSTs in flight at once per delivery process. */
-  DELIVERY_CONCURRENCY: int(32, 1, 1000),
-  /** Delivery: how often an idle worker looks for due deliveries (new events wake it at once in its own process). */
-  DELIVERY_POLL_MS: int(500, 10, 60_000),
-  /**
-   * Delivery: a claimed delivery returns to the others after this long if its
-   * worker died; more than DELIVERY_TIMEOUT_MS plus the time to record the attempt.
-   */
-  DELIVERY_CLAIM_LEASE_SECONDS: int(60, 5, 3600),
-  // Disabling a subscription that only fails (services/delivery/deliveries/failure-streak.ts).
-  /**
-   * Delivery: a subscription whose every attempt has failed for this long (no
-   * success since, and none since its owner last changed or re-enabled it) is
-   * disabled: shown with disabled_at and disabled_reason, sent nothing until a
-   * PUT re-enables it. 0 never disables. Default 5 days: longer than one
-   * delivery's retry schedule, so a receiver down over a long weekend is kept.
-   */
-  WEBHOOK_DISABLE_AFTER_FAILING_SECONDS: int(5 * 86_400, 0, 365 * 86_400),
-  /** Delivery: and at least this many failed attempts in that streak (a rarely-used subscription is not disabled on two failures). */
-  WEBHOOK_DISABLE_AFTER_FAILURES: int(10, 1, 100_000),
   /** Gateway: a request's head and body must have arrived within this long (else 408); stalled bodies end here. */
   GATEWAY_REQUEST_TIMEOUT_MS: int(10_000, 100, 600_000),
   /** Gateway: a request's head must have arrived within this long (else 408); never more than the request timeout. */

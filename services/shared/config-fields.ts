@@ -1,0 +1,34 @@
+// The kinds of value the configuration reads (config.ts): each a zod schema
+// of an environment variable's string.
+import { z } from "zod";
+
+/** A whole number; blank counts as unset (what `VAR=` in a .env file or an empty `${VAR}` gives). */
+export const int = (fallback: number, min: number, max: number) =>
+  z
+    .string()
+    .optional()
+    .transform((v) => (v?.trim() ? v.trim() : undefined))
+    .pipe(z.string().regex(/^\d{1,9}$/, "expected a whole number").optional())
+    .transform((v) => (v === undefined ? fallback : Number(v)))
+    .pipe(z.number().min(min, `expected ${min} to ${max}`).max(max, `expected ${min} to ${max}`));
+export const port = (fallback: number) => int(fallback, 0, 65535);
+export const bool = (fallback: boolean) =>
+  z
+    .enum(["true", "false", "1", "0", "yes", "no"], { message: "expected true or false" })
+    .default(fallback ? "true" : "false")
+    .transform((v) => v === "true" || v === "1" || v === "yes");
+export const url = (protocols: string[]) =>
+  z.string().refine((v) => {
+    try {
+      return protocols.includes(new URL(v).protocol);
+    } catch {
+      return false;
+    }
+  }, `expected a ${protocols.join(" or ")} URL`);
+export const optionalUrl = (protocols: string[]) =>
+  z
+    .string()
+    .optional()
+    .transform((v) => (v === "" ? undefined : v))
+    .pipe(url(protocols).optional());
+
