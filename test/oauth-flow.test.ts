@@ -10,6 +10,7 @@ import * as oauth from "oauth4webapi";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "./support/processes.js";
 import { startPlatform, type Platform } from "./support/platform.js";
+import { browser, formAction, hiddenFields } from "./support/html-forms.js";
 
 const TOKEN = "f".repeat(40);
 const EMAIL = "owner@flow.test";
@@ -40,34 +41,6 @@ afterAll(async () => {
   await platform?.stop();
 });
 
-/** The HTML escapes eta writes, undone (attribute values). */
-const unescape = (s: string) =>
-  s.replace(/&(amp|lt|gt|quot|#39|#x27);/g, (_, e: string) => ({ amp: "&", lt: "<", gt: ">", quot: '"', "#39": "'", "#x27": "'" })[e]!);
-
-/** Every hidden input of a page's form, as a browser would submit it. */
-function hiddenFields(html: string): Record<string, string> {
-  const fields: Record<string, string> = {};
-  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) fields[unescape(m[1]!)] = unescape(m[2]!);
-  return fields;
-}
-
-/** A minimal browser: follows nothing by itself, keeps the session cookie. */
-function browser() {
-  let cookie = "";
-  const go = async (url: string, init: RequestInit = {}) => {
-    const res = await fetch(new URL(url, issuer), {
-      ...init,
-      redirect: "manual",
-      headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) },
-    });
-    const set = res.headers.get("set-cookie");
-    if (set) cookie = set.split(";")[0]!;
-    return res;
-  };
-  const submit = (url: string, fields: Record<string, string>) =>
-    go(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() });
-  return { go, submit, cookie: () => cookie };
-}
 
 describe("the authorization-code flow with oauth4webapi", () => {
   it("discovery, PKCE, login, consent, code, /oauth/me, refresh, introspection, revocation", async () => {
@@ -93,7 +66,7 @@ describe("the authorization-code flow with oauth4webapi", () => {
     }).toString();
 
     // The browser: the request, the login page and its form, the consent page and its form.
-    const b = browser();
+    const b = browser(issuer);
     const start = await b.go(authorize.href);
     expect(start.status).toBe(303);
     const interaction = start.headers.get("location")!;
@@ -101,7 +74,7 @@ describe("the authorization-code flow with oauth4webapi", () => {
     const loginPage = await b.go(interaction);
     expect(loginPage.status).toBe(200);
     const loginHtml = await loginPage.text();
-    const loginAction = unescape(/<form[^>]* action="([^"]+)"/.exec(loginHtml)![1]!);
+    const loginAction = formAction(loginHtml);
     const loggedIn = await b.submit(loginAction, { ...hiddenFields(loginHtml), email: EMAIL, password: PASSWORD });
     expect(loggedIn.status).toBe(303);
     expect(b.cookie()).toMatch(/^bizcard_session=/);
@@ -109,7 +82,7 @@ describe("the authorization-code flow with oauth4webapi", () => {
     expect(consentPage.status).toBe(200);
     const consentHtml = await consentPage.text();
     expect(consentHtml).toContain("Strict Zap");
-    const consentAction = unescape(/<form[^>]* action="([^"]+)"/.exec(consentHtml)![1]!);
+    const consentAction = formAction(consentHtml);
     const decided = await b.submit(consentAction, { ...hiddenFields(consentHtml), decision: "allow" });
     expect(decided.status).toBe(303);
     const callback = new URL(decided.headers.get("location")!);

@@ -5,6 +5,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { expect } from "vitest";
 import { startPlatform, type Platform } from "./platform.js";
+import { browser, formAction, hiddenFieldList } from "./html-forms.js";
 
 export const EMAIL = "owner@audience.test";
 export const PASSWORD = "correct horse battery";
@@ -45,33 +46,7 @@ export async function startAudienceSuite(organisation: string): Promise<Audience
   };
 }
 
-const unescape = (s: string) =>
-  s.replace(/&(amp|lt|gt|quot|#39|#x27);/g, (_, e: string) => ({ amp: "&", lt: "<", gt: ">", quot: '"', "#39": "'", "#x27": "'" })[e]!);
-
-/** Every hidden input of a page's form, in order (a repeated name stays repeated). */
-function hiddenFields(html: string): [string, string][] {
-  return [...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [unescape(m[1]!), unescape(m[2]!)]);
-}
-
-const formAction = (html: string) => unescape(/<form[^>]* action="([^"]+)"/.exec(html)![1]!);
-
-/** A minimal browser that keeps the session cookie and follows nothing by itself. */
-export function browser(base: string) {
-  let cookie = "";
-  const go = async (url: string, init: RequestInit = {}) => {
-    const res = await fetch(new URL(url, base), {
-      ...init,
-      redirect: "manual",
-      headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) },
-    });
-    const set = res.headers.get("set-cookie");
-    if (set) cookie = set.split(";")[0]!;
-    return res;
-  };
-  const submit = (url: string, fields: [string, string][]) =>
-    go(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() });
-  return { go, submit };
-}
+export { browser } from "./html-forms.js";
 
 export interface Authorized {
   /** Where the browser was sent back to (with code, or error). */
@@ -113,12 +88,12 @@ export async function consentAt(suite: AudienceSuite, authorizationUrl: string, 
   const location = start.headers.get("location")!;
   if (!location.startsWith("/oauth/interaction/")) return { callback: new URL(location), consentFields: [] };
   const loginHtml = await (await b.go(location)).text();
-  const loggedIn = await b.submit(formAction(loginHtml), [...hiddenFields(loginHtml), ["email", EMAIL], ["password", PASSWORD]]);
+  const loggedIn = await b.submit(formAction(loginHtml), [...hiddenFieldList(loginHtml), ["email", EMAIL], ["password", PASSWORD]]);
   expect(loggedIn.status).toBe(303);
   const consent = await b.go(loggedIn.headers.get("location")!);
   expect(consent.status).toBe(200);
   const consentHtml = await consent.text();
-  const consentFields = hiddenFields(consentHtml);
+  const consentFields = hiddenFieldList(consentHtml);
   const decided = await decide(b, formAction(consentHtml), consentFields);
   expect(decided.status, await decided.clone().text()).toBe(303);
   return { callback: new URL(decided.headers.get("location")!), consentFields };

@@ -4,16 +4,9 @@
 // platform registered (a self-registered one, a metadata document's).
 import { createHash, randomBytes } from "node:crypto";
 import { expect } from "vitest";
+import { hiddenFields } from "./html-forms.js";
 
-const unescape = (s: string) =>
-  s.replace(/&(amp|lt|gt|quot|#39|#x27);/g, (_, e: string) => ({ amp: "&", lt: "<", gt: ">", quot: '"', "#39": "'", "#x27": "'" })[e]!);
-
-/** Every hidden input of a page's forms. */
-export function hiddenFields(html: string): Record<string, string> {
-  const fields: Record<string, string> = {};
-  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) fields[unescape(m[1]!)] = unescape(m[2]!);
-  return fields;
-}
+export { hiddenFields } from "./html-forms.js";
 
 /** A PKCE pair (RFC 7636 §4.1, §4.2: S256). */
 export function pkce(): { verifier: string; challenge: string } {

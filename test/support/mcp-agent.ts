@@ -19,6 +19,7 @@ import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } fr
 import { expect } from "vitest";
 import { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { startPlatform, type Platform } from "./platform.js";
+import { browser, formAction, hiddenFields } from "./html-forms.js";
 
 /** The person who consents: the owner of the organisation whose contacts the agent reads. */
 export const MEMBER = { organisation: "Agent Cards", email: "owner@agent.test", password: "correct horse battery" };
@@ -135,17 +136,7 @@ export function recordingFetch(): { fetch: typeof fetch; requests: Observed[] } 
   return { fetch: recording, requests };
 }
 
-/** The HTML escapes eta writes, undone (attribute values). */
-const unescape = (s: string) =>
-  s.replace(/&(amp|lt|gt|quot|#39|#x27);/g, (_, e: string) => ({ amp: "&", lt: "<", gt: ">", quot: '"', "#39": "'", "#x27": "'" })[e]!);
-
-function formOf(html: string): { action: string; fields: Record<string, string> } {
-  const action = /<form[^>]* action="([^"]+)"/.exec(html);
-  if (!action) throw new Error(`no form in the page:\n${html}`);
-  const fields: Record<string, string> = {};
-  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) fields[unescape(m[1]!)] = unescape(m[2]!);
-  return { action: unescape(action[1]!), fields };
-}
+const formOf = (html: string) => ({ action: formAction(html), fields: hiddenFields(html) });
 
 /**
  * The person: opens the authorization URL in a browser without JavaScript,
@@ -157,19 +148,7 @@ export async function walkConsent(
   member: { email: string; password: string },
   seen: (consentHtml: string) => void = () => {},
 ): Promise<URL> {
-  let cookie = "";
-  const go = async (url: string | URL, init: RequestInit = {}) => {
-    const res = await fetch(new URL(url, authorizationUrl), {
-      ...init,
-      redirect: "manual",
-      headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) },
-    });
-    const set = res.headers.get("set-cookie");
-    if (set) cookie = set.split(";")[0]!;
-    return res;
-  };
-  const submit = (action: string, fields: Record<string, string>) =>
-    go(action, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() });
+  const { go, submit } = browser(authorizationUrl);
   const expectStatus = async (res: Response, status: number) => {
     if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${await res.text()}`);
     return res;

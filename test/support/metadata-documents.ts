@@ -83,33 +83,4 @@ export async function startDocumentServer(tls?: { keyFile: string; certFile: str
   };
 }
 
-/** The HTML escapes eta writes, undone (attribute values). */
-export const unescapeHtml = (s: string) =>
-  s.replace(/&(amp|lt|gt|quot|#39|#x27);/g, (_, e: string) => ({ amp: "&", lt: "<", gt: ">", quot: '"', "#39": "'", "#x27": "'" })[e]!);
-
-/** Every hidden input of a page's form, as a browser would submit it. */
-export function hiddenFields(html: string): Record<string, string> {
-  const fields: Record<string, string> = {};
-  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) fields[unescapeHtml(m[1]!)] = unescapeHtml(m[2]!);
-  return fields;
-}
-
-export const formAction = (html: string) => unescapeHtml(/<form[^>]* action="([^"]+)"/.exec(html)![1]!);
-
-/** A minimal browser against the gateway at `base`: follows nothing by itself, keeps the session cookie. */
-export function browser(base: string) {
-  let cookie = "";
-  const go = async (url: string, init: RequestInit = {}) => {
-    const res = await fetch(new URL(url, base), {
-      ...init,
-      redirect: "manual",
-      headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) },
-    });
-    const set = res.headers.get("set-cookie");
-    if (set) cookie = set.split(";")[0]!;
-    return res;
-  };
-  const submit = (url: string, fields: Record<string, string>) =>
-    go(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() });
-  return { go, submit };
-}
+export { browser, formAction, hiddenFields, unescapeHtml } from "./html-forms.js";

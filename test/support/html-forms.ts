@@ -1,0 +1,44 @@
+// The pages as a browser without JavaScript uses them: the hidden fields and
+// action of a page's form, and a minimal browser that keeps the session
+// cookie and follows nothing by itself (each suite checks every redirect).
+
+/** The HTML escapes eta writes, undone (attribute values). */
+export const unescapeHtml = (s: string) =>
+  s.replace(/&(amp|lt|gt|quot|#39|#x27);/g, (_, e: string) => ({ amp: "&", lt: "<", gt: ">", quot: '"', "#39": "'", "#x27": "'" })[e]!);
+
+/** Every hidden input of a page's forms, in order (a repeated name stays repeated). */
+export function hiddenFieldList(html: string): [string, string][] {
+  return [...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [unescapeHtml(m[1]!), unescapeHtml(m[2]!)]);
+}
+
+/** Every hidden input of a page's forms, by name (the last of a repeated one). */
+export function hiddenFields(html: string): Record<string, string> {
+  return Object.fromEntries(hiddenFieldList(html));
+}
+
+/** The action of the page's (first) form. */
+export function formAction(html: string): string {
+  const action = /<form[^>]* action="([^"]+)"/.exec(html);
+  if (!action) throw new Error(`no form in the page:\n${html}`);
+  return unescapeHtml(action[1]!);
+}
+
+export type FormFields = Record<string, string> | [string, string][];
+
+/** A minimal browser against `base`: follows nothing by itself, keeps the session cookie. */
+export function browser(base: string | URL) {
+  let cookie = "";
+  const go = async (url: string | URL, init: RequestInit = {}) => {
+    const res = await fetch(new URL(url, base), {
+      ...init,
+      redirect: "manual",
+      headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) },
+    });
+    const set = res.headers.get("set-cookie");
+    if (set) cookie = set.split(";")[0]!;
+    return res;
+  };
+  const submit = (url: string | URL, fields: FormFields) =>
+    go(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() });
+  return { go, submit, cookie: () => cookie };
+}
