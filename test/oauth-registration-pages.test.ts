@@ -76,7 +76,7 @@ describe("the consent page", () => {
     const { consentHtml } = await consentFor(dynamicId, "http://localhost:47011/callback");
     const text = textOf(consentHtml);
     expect(text).toContain("Claimed Agent wants to access your bizcard organisation");
-    expect(text).toContain("This application registered itself; it is not registered with this bizcard service.");
+    expect(text).toContain("This application registered itself; it is not registered with your organisation: bizcard knows only what it says of itself.");
     expect(text).toContain("If you allow, the code that grants access is sent to localhost:47011");
     expect(consentHtml).toContain('<div class="caution" role="note">');
   });
@@ -84,7 +84,7 @@ describe("the consent page", () => {
   it("of a metadata document client names the URL that identifies it", async () => {
     const { consentHtml } = await consentFor(DOCUMENT_CLIENT, "https://agent.example/cb");
     const text = textOf(consentHtml);
-    expect(text).toContain(`This application is identified by ${DOCUMENT_CLIENT} ; it is not registered with this bizcard service.`);
+    expect(text).toContain(`This application is identified by ${DOCUMENT_CLIENT} ; it is not registered with your organisation: bizcard knows only what it says of itself.`);
     expect(text).toContain("If you allow, the code that grants access is sent to agent.example");
   });
 

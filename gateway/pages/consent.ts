@@ -8,9 +8,9 @@ export const consent = `<% layout("@layout", { title: "Allow access?" }) %>
 <% if (it.selfRegistered) { %>
 <div class="caution" role="note">
 <% if (it.selfRegistered.identifiedBy) { %>
-<p>This application is identified by <strong class="client-id"><%= it.selfRegistered.identifiedBy %></strong>; it is not registered with this bizcard service.</p>
+<p>This application is identified by <strong class="client-id"><%= it.selfRegistered.identifiedBy %></strong>; it is not registered with your organisation: bizcard knows only what it says of itself.</p>
 <% } else { %>
-<p>This application registered itself; it is not registered with this bizcard service.</p>
+<p>This application registered itself; it is not registered with your organisation: bizcard knows only what it says of itself.</p>
 <% } %>
 <p>Its name is its own claim. If you allow, the code that grants access is sent to <strong class="host"><%= it.redirectHost %></strong>: allow only if you trust it.</p>
 </div>
