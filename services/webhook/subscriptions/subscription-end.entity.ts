@@ -14,7 +14,7 @@ export const SubscriptionEndEntity = defineEntity({
   tableName: "subscription_end",
   properties: {
     /** The subscription's id (identity values are never reused). */
-    id: p.bigint("bigint").primary(),
+    id: p.bigint("bigint").primary().autoincrement(false),
     organisationId: p.uuid(),
     clientId: p.text(),
     targetUrl: p.text(),
