@@ -1,10 +1,11 @@
 // `bizcard deliveries log`: a subscription's delivery log, newest first, and
 // whether it is active, disabled or deleted and why, as its owner reads it
 // over REST (GET /oauth/webhooks/subscriptions/{id}/deliveries). It answers
-// for a deleted subscription too while its log is kept.
-import { Code, ConnectError, type Client } from "@connectrpc/connect";
+// for a deleted subscription too while its log or its recorded end is kept.
+import type { Client } from "@connectrpc/connect";
 import type { DeliveryService } from "../gen/bizcard/delivery/v1/delivery_pb.js";
-import type { Subscription, WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
+import type { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
+import { subscriptionOrEnd } from "../services/delivery/subscription-or-end.js";
 import { subscriptionState } from "../services/delivery/subscription-state.js";
 import { attemptJson } from "../services/shared/delivery-json.js";
 
@@ -14,16 +15,9 @@ export async function deliveriesLog(
   webhook: Client<typeof WebhookService>,
 ): Promise<{ json: unknown; text: string }> {
   const owner = { organisationId: args.organisationId, clientId: args.clientId };
-  let subscription: Subscription | undefined;
-  let missing: unknown;
-  try {
-    subscription = (await webhook.getSubscription({ owner, id: args.subscriptionId })).subscription;
-  } catch (err) {
-    if (!(err instanceof ConnectError && err.code === Code.NotFound)) throw err;
-    missing = err;
-  }
+  const { subscription, end, missing } = await subscriptionOrEnd(webhook, owner, args.subscriptionId);
   const res = await deliveries.listDeliveryAttempts({ owner, subscriptionId: args.subscriptionId, pageSize: args.limit });
-  const state = subscriptionState(subscription, res.attempts[0]);
+  const state = subscriptionState(subscription, res.attempts[0], end);
   if (!state) throw missing;
   const attempts = res.attempts.map(attemptJson);
   const head = `subscription ${args.subscriptionId} (${state.state})${state.reason ? `: ${state.reason}` : ""}`;

@@ -86,7 +86,7 @@ describe("the delivery log of a subscription that stopped", () => {
     const res = await log(app, subscription.id);
     expect(res.status).toBe(200);
     expect(res.headers.get("subscription-state")).toBe("deleted");
-    expect(res.headers.get("subscription-state-reason")).toMatch(/^deleted by its owner/);
+    expect(res.headers.get("subscription-state-reason")).toMatch(/^deleted at \d{4}-\S+Z by its owner \(DELETE\)$/);
     expect(((await res.json()) as { outcome: string }[]).map((a) => a.outcome)).toEqual(["succeeded"]);
     expect((await log(app, 987654)).status).toBe(404);
   });

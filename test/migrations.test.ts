@@ -16,7 +16,7 @@ import { OrganisationEntity } from "../services/organisation/organisations/organ
 import { openServiceDatabase } from "../services/shared/database.js";
 import { createLogger } from "../services/shared/logger.js";
 import { webhookMigrations } from "../services/webhook/migrations/index.js";
-import { SubscriptionEntity } from "../services/webhook/subscriptions/subscription.entity.js";
+import { WEBHOOK_ENTITIES } from "../services/webhook/webhook-app.js";
 import { WEBHOOK_SCHEMA } from "../services/webhook/webhook-service.js";
 import { createTestDatabase, type TestDatabase } from "./support/backends.js";
 
@@ -33,7 +33,7 @@ const SERVICES = [
     migrations: organisationMigrations,
     tables: ["contact", "member", "organisation", "outbox", "outbox_lease"],
   },
-  { schema: WEBHOOK_SCHEMA, entities: [SubscriptionEntity], migrations: webhookMigrations, tables: ["subscription"] },
+  { schema: WEBHOOK_SCHEMA, entities: WEBHOOK_ENTITIES, migrations: webhookMigrations, tables: ["subscription", "subscription_end"] },
   { schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations, tables: ["consumer_position", "delivery", "delivery_attempt", "delivery_event"] },
 ];
 

@@ -32,7 +32,7 @@ import { OrganisationEntity } from "../services/organisation/organisations/organ
 import { openServiceDatabase } from "../services/shared/database.js";
 import { createLogger } from "../services/shared/logger.js";
 import { webhookMigrations } from "../services/webhook/migrations/index.js";
-import { SubscriptionEntity } from "../services/webhook/subscriptions/subscription.entity.js";
+import { WEBHOOK_ENTITIES } from "../services/webhook/webhook-app.js";
 import { WEBHOOK_SCHEMA } from "../services/webhook/webhook-service.js";
 import { createTestDatabase, type TestDatabase } from "./support/backends.js";
 
@@ -45,7 +45,7 @@ const TABLES_WITHOUT_ENTITY: Record<string, string[]> = {
 const SERVICES = [
   { schema: AUTH_SCHEMA, entities: AUTH_ENTITIES, migrations: authMigrations },
   { schema: ORGANISATION_SCHEMA, entities: [OrganisationEntity, MemberEntity, ContactEntity], migrations: organisationMigrations },
-  { schema: WEBHOOK_SCHEMA, entities: [SubscriptionEntity], migrations: webhookMigrations },
+  { schema: WEBHOOK_SCHEMA, entities: WEBHOOK_ENTITIES, migrations: webhookMigrations },
   { schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations },
 ];
 

@@ -6,7 +6,7 @@
 import type { Client } from "@connectrpc/connect";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
-import type { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
+import { SubscriptionEndReason, type WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { eventTypeOf } from "../../services/shared/event-types.js";
 import { LIST_DEFAULT, LIST_MAX, subscriptionJson } from "../routes/subscriptions.js";
 import { CreateSubscriptionBody, Subscription, SubscriptionCreated, SubscriptionList } from "../schemas/subscriptions.js";
@@ -64,7 +64,7 @@ export function webhookTools(server: McpServer, context: ToolContext, webhook: C
     output: z.object({ deleted: z.literal(true), id: SubscriptionId }),
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     async run({ id }, { rpc }) {
-      await webhook.deleteSubscription({ owner, id: BigInt(id) }, rpc);
+      await webhook.deleteSubscription({ owner, id: BigInt(id), reason: SubscriptionEndReason.DELETED_BY_OWNER }, rpc);
       return { deleted: true as const, id };
     },
   });

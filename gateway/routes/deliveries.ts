@@ -19,10 +19,11 @@
 // delivery service answers an empty list for a subscription its caller does
 // not own, and the client must get 404 for another pair's subscription, as on
 // every subscription route. A deleted subscription's log stays readable by
-// its pair while the delivery service keeps it (DELIVERY_LOG_RETENTION_DAYS):
-// it is 404 only when that log is empty too. Every list answer says whether
-// the subscription is active, disabled or deleted and why
-// (Subscription-State, Subscription-State-Reason). A disabled subscription (every attempt failed for
+// its pair while the delivery service keeps it, or the webhook service its
+// recorded end (both DELIVERY_LOG_RETENTION_DAYS): it is 404 only when both
+// are gone. Every list answer says whether the subscription is active,
+// disabled or deleted, and why and when (Subscription-State,
+// Subscription-State-Reason). A disabled subscription (every attempt failed for
 // a while) sends nothing: its retry is 409 until a PUT re-enables it.
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
@@ -36,6 +37,7 @@ import { HttpError } from "../errors.js";
 import { linkNext, readListQuery } from "../list-paging.js";
 import { DEFAULT_ERROR, HEADERS, IdParam, ListQuery, bearerErrors, error, json, needs } from "../schemas/common.js";
 import { AttemptList, Delivery as DeliveryOut, attemptExample, deliveryExample } from "../schemas/subscriptions.js";
+import { subscriptionOrEnd } from "../../services/delivery/subscription-or-end.js";
 import { headerSafe, subscriptionState } from "../../services/delivery/subscription-state.js";
 import { SUBSCRIPTIONS_PATH, readIntParam, subscriptionErrors } from "./subscriptions.js";
 import { attemptJson } from "../../services/shared/delivery-json.js";
@@ -91,7 +93,7 @@ const LIST_SCHEMA = {
   summary: "The delivery log of a subscription",
   description:
     "Every attempt (each POST to the target), newest first, with its event, HTTP status, duration and error. " +
-    "A deleted subscription's log stays readable by its owner for the retention period; the Subscription-State headers say why it stopped.",
+    "A deleted subscription's log stays readable by its owner for the retention period, even once empty; the Subscription-State headers say why and when it stopped.",
   tags: TAGS,
   security: needs("webhooks:read"),
   params: z.object({ id: subscriptionId }),
@@ -103,18 +105,21 @@ const LIST_SCHEMA = {
       "subscription-state": {
         type: "string",
         enum: ["active", "disabled", "deleted"],
-        description: "active: receives events; disabled: every attempt failed for a while (a PUT enables it); deleted (by a 410 answer, by its owner, or with the application's access)",
+        description: "active: receives events; disabled: every attempt failed for a while (a PUT enables it); deleted (by its owner, with the application's access, or by a 410 answer)",
         required: true,
       },
       "subscription-state-reason": {
         type: "string",
-        description: "Why it is disabled or deleted, or that its last delivery gave up; absent otherwise",
+        description:
+          "Why and when it was disabled or deleted, or that its last delivery gave up; absent otherwise. A deleted subscription says who ended it: " +
+          "\"deleted at <time> by its owner (DELETE)\", \"deleted at <time>: the application's access to the organisation was revoked\" or " +
+          "\"deleted at <time>: the target answered 410 Gone (it asked for no more events)\"",
         example: "deleted at 2026-11-24T09:12:03.000Z: the target answered 410 Gone (it asked for no more events)",
       },
     }),
     400: error("The id, limit or cursor is not valid", "invalid_request", "limit: expected a whole number from 1 to 100"),
     ...bearerErrors("webhooks:read"),
-    404: error("No such subscription of this token's pair, and no delivery log of it kept", "not_found", "subscription 42 not found"),
+    404: error("No such subscription of this token's pair, and nothing of it kept (its end and delivery log are pruned after the retention period)", "not_found", "subscription 42 not found"),
     default: DEFAULT_ERROR,
   },
 };
@@ -159,19 +164,12 @@ export function deliveryRoutes(
   app.get(`${SUBSCRIPTIONS_PATH}/:id/deliveries`, { schema: LIST_SCHEMA, onRequest: read, ...errorHandlerOption }, async (request, reply) => {
     const id = readIntParam(request, "id");
     const { limit, cursor } = readListQuery(request, LIST_DEFAULT, LIST_MAX);
-    let subscription;
-    let missing: unknown;
-    try {
-      subscription = await ownSubscription(request, id);
-    } catch (err) {
-      if (!(err instanceof ConnectError && err.code === Code.NotFound)) throw err;
-      missing = err;
-    }
+    const { subscription, end, missing } = await subscriptionOrEnd(webhook, owner(request), id, rpcOptions(request));
     const list = (pageSize: number, pageToken: string) =>
       delivery.listDeliveryAttempts({ owner: owner(request), subscriptionId: id, pageSize, pageToken }, rpcOptions(request));
     const res = await list(limit, cursor);
     const newest = cursor ? (await list(1, "")).attempts[0] : res.attempts[0];
-    const state = subscriptionState(subscription, newest);
+    const state = subscriptionState(subscription, newest, end);
     if (!state) throw missing;
     linkNext(reply, publicUrl, `${SUBSCRIPTIONS_PATH}/${id}/deliveries`, limit, res.nextPageToken);
     reply.header("subscription-state", state.state);

@@ -23,7 +23,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { z } from "zod";
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler, preValidationAsyncHookHandler } from "fastify";
 import type { EventType } from "../../gen/bizcard/events/v1/events_pb.js";
-import { TargetUnavailableSchema, type Subscription, type WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
+import { SubscriptionEndReason, TargetUnavailableSchema, type Subscription, type WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { eventTypeOf, nameOfEventType, type KnownEventType } from "../../services/shared/event-types.js";
 import type { Bearer } from "../bearer.js";
 import { rpcOptions } from "../clients.js";
@@ -269,7 +269,7 @@ export function subscriptionRoutes(app: FastifyInstance, bearer: Bearer, webhook
   });
 
   app.delete(`${SUBSCRIPTIONS_PATH}/:id`, { schema: SCHEMAS.delete, onRequest: write, ...errorHandlerOption }, async (request, reply) => {
-    await webhook.deleteSubscription({ owner: owner(request), id: readId(request) }, rpcOptions(request));
+    await webhook.deleteSubscription({ owner: owner(request), id: readId(request), reason: SubscriptionEndReason.DELETED_BY_OWNER }, rpcOptions(request));
     return reply.status(204).headers(NO_STORE).send();
   });
 }

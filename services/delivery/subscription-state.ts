@@ -1,11 +1,14 @@
 // Why a subscription stopped receiving, told from what remains: the
-// subscription as the webhook service has it now (or nothing: deleted) and
-// the newest attempt of its delivery log, which the delivery service keeps
-// after the subscription is deleted (until DELIVERY_LOG_RETENTION_DAYS prunes
-// it). The REST delivery log and `bizcard deliveries log` both answer it.
-import { timestampDate } from "@bufbuild/protobuf/wkt";
+// subscription as the webhook service has it now, or the end it recorded when
+// it was deleted (who, why, when; GetSubscriptionEnd), and the newest attempt
+// of its delivery log, which the delivery service keeps after the
+// subscription is deleted. Both are kept for DELIVERY_LOG_RETENTION_DAYS. A
+// subscription deleted before ends were recorded has neither: its reason is
+// guessed from the log. The REST delivery log and `bizcard deliveries log`
+// both answer it.
+import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { DeliveryAttempt } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
-import type { Subscription } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
+import { SubscriptionEndReason, type Subscription, type SubscriptionEnd } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 
 export interface SubscriptionState {
   /** active: receives events; disabled: every attempt failed for a while (a PUT enables it); deleted. */
@@ -14,21 +17,42 @@ export interface SubscriptionState {
   reason: string | null;
 }
 
+const iso = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : "");
+
+/** The recorded end, in words. */
+function endReason(end: SubscriptionEnd): string {
+  const at = iso(end.endTime);
+  switch (end.reason) {
+    case SubscriptionEndReason.GRANT_REVOKED:
+      return `deleted at ${at}: the application's access to the organisation was revoked`;
+    case SubscriptionEndReason.GONE:
+      return `deleted at ${at}: the target answered 410 Gone (it asked for no more events)`;
+    default:
+      return `deleted at ${at} by its owner (DELETE)`;
+  }
+}
+
 /**
- * undefined: no subscription and no delivery log either (never the caller's,
- * or pruned): the caller answers 404.
+ * undefined: no subscription, no recorded end and no delivery log either
+ * (never the caller's, or pruned): the caller answers 404.
  */
-export function subscriptionState(subscription: Subscription | undefined, newest: DeliveryAttempt | undefined): SubscriptionState | undefined {
-  const at = newest?.attemptTime ? timestampDate(newest.attemptTime).toISOString() : "";
+export function subscriptionState(
+  subscription: Subscription | undefined,
+  newest: DeliveryAttempt | undefined,
+  end?: SubscriptionEnd,
+): SubscriptionState | undefined {
+  const at = iso(newest?.attemptTime);
   if (subscription) {
     if (subscription.disableTime) {
-      const since = timestampDate(subscription.disableTime).toISOString();
+      const since = iso(subscription.disableTime);
       return { state: "disabled", reason: `disabled at ${since}: ${subscription.disabledReason || "every delivery attempt failed"}` };
     }
     if (newest?.outcome === "gave_up") return { state: "active", reason: `the last delivery gave up at ${at}: every retry failed (the last: ${newest.error || "no answer"})` };
     return { state: "active", reason: null };
   }
+  if (end) return { state: "deleted", reason: endReason(end) };
   if (!newest) return undefined;
+  // Deleted before ends were recorded: what the log tells.
   if (newest.outcome === "gone") return { state: "deleted", reason: `deleted at ${at}: the target answered 410 Gone (it asked for no more events)` };
   return { state: "deleted", reason: "deleted by its owner (DELETE), or when the application's access to the organisation was revoked" };
 }

@@ -1,15 +1,16 @@
 // CONTRACT: "Revoking an application's access for an organisation deletes
 // that pair's subscriptions." The auth service publishes grant.revoked
 // (withdrawn, refresh-token reuse, code replay) through its outbox; this
-// durable consumer deletes the pair's subscriptions. At least once: deleting
-// twice deletes nothing more.
+// durable consumer deletes the pair's subscriptions, recording each end
+// (grant_revoked) in the same statement. At least once: deleting twice deletes
+// nothing more, and records nothing more.
 import { fromBinary } from "@bufbuild/protobuf";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { GrantRevokedSchema } from "../../gen/bizcard/events/v1/events_pb.js";
 import type { Consumer, EventBus } from "../shared/event-bus/event-bus.js";
 import type { Logger } from "../shared/logger.js";
 import { isUuid } from "../shared/validation.js";
-import { SubscriptionEntity } from "./subscriptions/subscription.entity.js";
+import { endSubscriptions } from "./subscriptions/subscription-end.js";
 
 export const GRANT_REVOKED_CONSUMER = "webhook-grant-revoked";
 
@@ -27,9 +28,8 @@ export function consumeGrantRevoked(deps: { bus: EventBus; orm: MikroORM; logger
       deps.logger.error({ eventId: event.eventId }, "grant.revoked without a valid pair; skipped");
       return;
     }
-    const deleted = await deps.orm.em
-      .fork()
-      .nativeDelete(SubscriptionEntity, { organisationId: event.organisationId.toLowerCase(), clientId: event.clientId });
+    const pair = { organisationId: event.organisationId.toLowerCase(), clientId: event.clientId };
+    const deleted = await endSubscriptions(deps.orm.em.fork(), pair, "grant_revoked");
     deps.logger.info(
       { eventId: event.eventId, organisationId: event.organisationId, clientId: event.clientId, reason: event.reason, deleted },
       "grant revoked: the pair's subscriptions deleted",

@@ -6,8 +6,13 @@ import type { Consumer } from "../shared/event-bus/event-bus.js";
 import { targetResolver, type Resolver } from "../shared/net/dns-resolver.js";
 import { consumeGrantRevoked } from "./grant-revoked-consumer.js";
 import { webhookMigrations } from "./migrations/index.js";
+import { SubscriptionEndEntity } from "./subscriptions/subscription-end.entity.js";
 import { SubscriptionEntity } from "./subscriptions/subscription.entity.js";
+import { startWebhookPruning } from "./webhook-prune.js";
 import { WEBHOOK_SCHEMA, createWebhookService } from "./webhook-service.js";
+
+/** Every table of the webhook schema (schema-diff test: entities == migrations). */
+export const WEBHOOK_ENTITIES = [SubscriptionEntity, SubscriptionEndEntity];
 
 export interface WebhookAppOptions {
   /**
@@ -25,7 +30,7 @@ export interface WebhookAppOptions {
 
 export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookAppOptions = {}): Promise<ServiceApp> {
   const { config, bus, logger } = deps;
-  const orm = await openServiceDatabase(deps, { schema: WEBHOOK_SCHEMA, entities: [SubscriptionEntity], migrations: webhookMigrations });
+  const orm = await openServiceDatabase(deps, { schema: WEBHOOK_SCHEMA, entities: WEBHOOK_ENTITIES, migrations: webhookMigrations });
   // One flag for http and private destinations: development and tests turn it on.
   const allowInsecureTargets = config.WEBHOOK_ALLOW_INSECURE_TARGETS;
   if (allowInsecureTargets) logger.warn("WEBHOOK_ALLOW_INSECURE_TARGETS is on: http and private target URLs are accepted");
@@ -38,15 +43,18 @@ export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookApp
     maxSubscriptionsPerPair: config.WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR,
   });
   let grantRevoked: Consumer | undefined;
+  let pruning: { stop(): Promise<void> } | undefined;
   return {
     name: "webhook",
     routes: (router) => router.service(WebhookService, service),
     readiness: () => runChecks({ database: () => pingDatabase(orm) }, { bus: () => bus.ping() }),
     start: async () => {
+      pruning = startWebhookPruning({ orm, schema: WEBHOOK_SCHEMA, settings: config, logger });
       if (options.consumeGrantRevoked !== false) grantRevoked = await consumeGrantRevoked({ bus, orm, logger });
     },
     close: async () => {
       await grantRevoked?.stop();
+      await pruning?.stop();
       await orm.close();
     },
   };

@@ -28,6 +28,8 @@ import { invalid, notFound, requireUuid } from "../shared/validation.js";
 import { SubscriptionEntity, type Subscription } from "./subscriptions/subscription.entity.js";
 import type { Resolver } from "../shared/net/dns-resolver.js";
 import { checkDestination, parseTargetUrl } from "./subscriptions/target-url.js";
+import { SubscriptionEndEntity } from "./subscriptions/subscription-end.entity.js";
+import { endReasonOf, endSubscriptions, toSubscriptionEndMessage } from "./subscriptions/subscription-end.js";
 
 export const WEBHOOK_SCHEMA = "webhook";
 
@@ -188,7 +190,7 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
     async deleteSubscription(req) {
       const pair = readOwner(req.owner);
       const id = readId(req.id);
-      const deleted = await orm.em.fork().nativeDelete(SubscriptionEntity, { id, ...pair });
+      const deleted = await endSubscriptions(orm.em.fork(), pair, endReasonOf(req.reason), id);
       if (deleted === 0) throw notFound("subscription");
       return {};
     },
@@ -203,8 +205,16 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
 
     async deletePairSubscriptions(req) {
       const pair = readOwner(req.owner);
-      const deletedCount = await orm.em.fork().nativeDelete(SubscriptionEntity, pair);
+      const deletedCount = await endSubscriptions(orm.em.fork(), pair, "grant_revoked");
       return { deletedCount };
+    },
+
+    async getSubscriptionEnd(req) {
+      const pair = readOwner(req.owner);
+      const id = readId(req.id);
+      const end = await orm.em.fork().findOne(SubscriptionEndEntity, { id, ...pair });
+      if (!end) throw notFound("subscription end");
+      return { end: toSubscriptionEndMessage(end) };
     },
 
     async disableSubscription(req) {

@@ -13,7 +13,7 @@
 // schedule of growing intervals over about a day, configurable."
 import type { Client } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Subscriber, WebhookService } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
+import { SubscriptionEndReason, type Subscriber, type WebhookService } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { eventTypeOf } from "../../shared/event-types.js";
 import type { Logger } from "../../shared/logger.js";
 import { withJitter, type Backoff } from "../../shared/loop/backoff.js";
@@ -238,7 +238,8 @@ export class DeliveryWorker {
   /** True once the subscription is gone (deleted now, or already). */
   private async deleteSubscription(d: ClaimedDelivery): Promise<boolean> {
     try {
-      await this.options.webhook.deleteSubscription({ owner: { organisationId: d.organisationId, clientId: d.clientId }, id: d.subscriptionId });
+      const owner = { organisationId: d.organisationId, clientId: d.clientId };
+      await this.options.webhook.deleteSubscription({ owner, id: d.subscriptionId, reason: SubscriptionEndReason.GONE });
       return true;
     } catch (err) {
       if (err instanceof ConnectError && err.code === Code.NotFound) return true;

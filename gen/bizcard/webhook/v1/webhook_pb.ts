@@ -2,8 +2,8 @@
 // @generated from file bizcard/webhook/v1/webhook.proto (package bizcard.webhook.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { EventType } from "../../events/v1/events_pb.js";
 import { file_bizcard_events_v1_events } from "../../events/v1/events_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file bizcard/webhook/v1/webhook.proto.
  */
 export const file_bizcard_webhook_v1_webhook: GenFile = /*@__PURE__*/
-  fileDesc("CiBiaXpjYXJkL3dlYmhvb2svdjEvd2ViaG9vay5wcm90bxISYml6Y2FyZC53ZWJob29rLnYxIjMKBU93bmVyEhcKD29yZ2FuaXNhdGlvbl9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkijQIKDFN1YnNjcmlwdGlvbhIKCgJpZBgBIAEoAxISCgp0YXJnZXRfdXJsGAIgASgJEjAKCmV2ZW50X3R5cGUYAyABKA4yHC5iaXpjYXJkLmV2ZW50cy52MS5FdmVudFR5cGUSLwoLY3JlYXRlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxkaXNhYmxlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2Rpc2FibGVkX3JlYXNvbhgHIAEoCSKLAQoZQ3JlYXRlU3Vic2NyaXB0aW9uUmVxdWVzdBIoCgVvd25lchgBIAEoCzIZLmJpemNhcmQud2ViaG9vay52MS5Pd25lchISCgp0YXJnZXRfdXJsGAIgASgJEjAKCmV2ZW50X3R5cGUYAyABKA4yHC5iaXpjYXJkLmV2ZW50cy52MS5FdmVudFR5cGUidQoaQ3JlYXRlU3Vic2NyaXB0aW9uUmVzcG9uc2USNgoMc3Vic2NyaXB0aW9uGAEgASgLMiAuYml6Y2FyZC53ZWJob29rLnYxLlN1YnNjcmlwdGlvbhIOCgZzZWNyZXQYAiABKAkSDwoHY3JlYXRlZBgDIAEoCCJOChZHZXRTdWJzY3JpcHRpb25SZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEgoKAmlkGAIgASgDIlEKF0dldFN1YnNjcmlwdGlvblJlc3BvbnNlEjYKDHN1YnNjcmlwdGlvbhgBIAEoCzIgLmJpemNhcmQud2ViaG9vay52MS5TdWJzY3JpcHRpb24iawoYTGlzdFN1YnNjcmlwdGlvbnNSZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIm0KGUxpc3RTdWJzY3JpcHRpb25zUmVzcG9uc2USNwoNc3Vic2NyaXB0aW9ucxgBIAMoCzIgLmJpemNhcmQud2ViaG9vay52MS5TdWJzY3JpcHRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIr8BChlVcGRhdGVTdWJzY3JpcHRpb25SZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEgoKAmlkGAIgASgDEhcKCnRhcmdldF91cmwYAyABKAlIAIgBARI1CgpldmVudF90eXBlGAQgASgOMhwuYml6Y2FyZC5ldmVudHMudjEuRXZlbnRUeXBlSAGIAQFCDQoLX3RhcmdldF91cmxCDQoLX2V2ZW50X3R5cGUiVAoaVXBkYXRlU3Vic2NyaXB0aW9uUmVzcG9uc2USNgoMc3Vic2NyaXB0aW9uGAEgASgLMiAuYml6Y2FyZC53ZWJob29rLnYxLlN1YnNjcmlwdGlvbiJRChlEZWxldGVTdWJzY3JpcHRpb25SZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEgoKAmlkGAIgASgDIhwKGkRlbGV0ZVN1YnNjcmlwdGlvblJlc3BvbnNlIlwKClN1YnNjcmliZXISFwoPc3Vic2NyaXB0aW9uX2lkGAEgASgDEhEKCWNsaWVudF9pZBgCIAEoCRISCgp0YXJnZXRfdXJsGAMgASgJEg4KBnNlY3JldBgEIAEoCSJjChZMaXN0U3Vic2NyaWJlcnNSZXF1ZXN0EhcKD29yZ2FuaXNhdGlvbl9pZBgBIAEoCRIwCgpldmVudF90eXBlGAIgASgOMhwuYml6Y2FyZC5ldmVudHMudjEuRXZlbnRUeXBlIk4KF0xpc3RTdWJzY3JpYmVyc1Jlc3BvbnNlEjMKC3N1YnNjcmliZXJzGAEgAygLMh4uYml6Y2FyZC53ZWJob29rLnYxLlN1YnNjcmliZXIiSgoeRGVsZXRlUGFpclN1YnNjcmlwdGlvbnNSZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyIjgKH0RlbGV0ZVBhaXJTdWJzY3JpcHRpb25zUmVzcG9uc2USFQoNZGVsZXRlZF9jb3VudBgBIAEoBSIoChFUYXJnZXRVbmF2YWlsYWJsZRITCgtkZXNjcmlwdGlvbhgBIAEoCSKVAQoaRGlzYWJsZVN1YnNjcmlwdGlvblJlcXVlc3QSKAoFb3duZXIYASABKAsyGS5iaXpjYXJkLndlYmhvb2sudjEuT3duZXISCgoCaWQYAiABKAMSMQoNZmFpbGluZ19zaW5jZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGcmVhc29uGAQgASgJImcKG0Rpc2FibGVTdWJzY3JpcHRpb25SZXNwb25zZRI2CgxzdWJzY3JpcHRpb24YASABKAsyIC5iaXpjYXJkLndlYmhvb2sudjEuU3Vic2NyaXB0aW9uEhAKCGRpc2FibGVkGAIgASgIMrYHCg5XZWJob29rU2VydmljZRJzChJDcmVhdGVTdWJzY3JpcHRpb24SLS5iaXpjYXJkLndlYmhvb2sudjEuQ3JlYXRlU3Vic2NyaXB0aW9uUmVxdWVzdBouLmJpemNhcmQud2ViaG9vay52MS5DcmVhdGVTdWJzY3JpcHRpb25SZXNwb25zZRJqCg9HZXRTdWJzY3JpcHRpb24SKi5iaXpjYXJkLndlYmhvb2sudjEuR2V0U3Vic2NyaXB0aW9uUmVxdWVzdBorLmJpemNhcmQud2ViaG9vay52MS5HZXRTdWJzY3JpcHRpb25SZXNwb25zZRJwChFMaXN0U3Vic2NyaXB0aW9ucxIsLmJpemNhcmQud2ViaG9vay52MS5MaXN0U3Vic2NyaXB0aW9uc1JlcXVlc3QaLS5iaXpjYXJkLndlYmhvb2sudjEuTGlzdFN1YnNjcmlwdGlvbnNSZXNwb25zZRJzChJVcGRhdGVTdWJzY3JpcHRpb24SLS5iaXpjYXJkLndlYmhvb2sudjEuVXBkYXRlU3Vic2NyaXB0aW9uUmVxdWVzdBouLmJpemNhcmQud2ViaG9vay52MS5VcGRhdGVTdWJzY3JpcHRpb25SZXNwb25zZRJzChJEZWxldGVTdWJzY3JpcHRpb24SLS5iaXpjYXJkLndlYmhvb2sudjEuRGVsZXRlU3Vic2NyaXB0aW9uUmVxdWVzdBouLmJpemNhcmQud2ViaG9vay52MS5EZWxldGVTdWJzY3JpcHRpb25SZXNwb25zZRJqCg9MaXN0U3Vic2NyaWJlcnMSKi5iaXpjYXJkLndlYmhvb2sudjEuTGlzdFN1YnNjcmliZXJzUmVxdWVzdBorLmJpemNhcmQud2ViaG9vay52MS5MaXN0U3Vic2NyaWJlcnNSZXNwb25zZRKCAQoXRGVsZXRlUGFpclN1YnNjcmlwdGlvbnMSMi5iaXpjYXJkLndlYmhvb2sudjEuRGVsZXRlUGFpclN1YnNjcmlwdGlvbnNSZXF1ZXN0GjMuYml6Y2FyZC53ZWJob29rLnYxLkRlbGV0ZVBhaXJTdWJzY3JpcHRpb25zUmVzcG9uc2USdgoTRGlzYWJsZVN1YnNjcmlwdGlvbhIuLmJpemNhcmQud2ViaG9vay52MS5EaXNhYmxlU3Vic2NyaXB0aW9uUmVxdWVzdBovLmJpemNhcmQud2ViaG9vay52MS5EaXNhYmxlU3Vic2NyaXB0aW9uUmVzcG9uc2ViBnByb3RvMw", [file_bizcard_events_v1_events, file_google_protobuf_timestamp]);
+  fileDesc("CiBiaXpjYXJkL3dlYmhvb2svdjEvd2ViaG9vay5wcm90bxISYml6Y2FyZC53ZWJob29rLnYxIjMKBU93bmVyEhcKD29yZ2FuaXNhdGlvbl9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkijQIKDFN1YnNjcmlwdGlvbhIKCgJpZBgBIAEoAxISCgp0YXJnZXRfdXJsGAIgASgJEjAKCmV2ZW50X3R5cGUYAyABKA4yHC5iaXpjYXJkLmV2ZW50cy52MS5FdmVudFR5cGUSLwoLY3JlYXRlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxkaXNhYmxlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2Rpc2FibGVkX3JlYXNvbhgHIAEoCSKLAQoZQ3JlYXRlU3Vic2NyaXB0aW9uUmVxdWVzdBIoCgVvd25lchgBIAEoCzIZLmJpemNhcmQud2ViaG9vay52MS5Pd25lchISCgp0YXJnZXRfdXJsGAIgASgJEjAKCmV2ZW50X3R5cGUYAyABKA4yHC5iaXpjYXJkLmV2ZW50cy52MS5FdmVudFR5cGUidQoaQ3JlYXRlU3Vic2NyaXB0aW9uUmVzcG9uc2USNgoMc3Vic2NyaXB0aW9uGAEgASgLMiAuYml6Y2FyZC53ZWJob29rLnYxLlN1YnNjcmlwdGlvbhIOCgZzZWNyZXQYAiABKAkSDwoHY3JlYXRlZBgDIAEoCCJOChZHZXRTdWJzY3JpcHRpb25SZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEgoKAmlkGAIgASgDIlEKF0dldFN1YnNjcmlwdGlvblJlc3BvbnNlEjYKDHN1YnNjcmlwdGlvbhgBIAEoCzIgLmJpemNhcmQud2ViaG9vay52MS5TdWJzY3JpcHRpb24iawoYTGlzdFN1YnNjcmlwdGlvbnNSZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIm0KGUxpc3RTdWJzY3JpcHRpb25zUmVzcG9uc2USNwoNc3Vic2NyaXB0aW9ucxgBIAMoCzIgLmJpemNhcmQud2ViaG9vay52MS5TdWJzY3JpcHRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIr8BChlVcGRhdGVTdWJzY3JpcHRpb25SZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEgoKAmlkGAIgASgDEhcKCnRhcmdldF91cmwYAyABKAlIAIgBARI1CgpldmVudF90eXBlGAQgASgOMhwuYml6Y2FyZC5ldmVudHMudjEuRXZlbnRUeXBlSAGIAQFCDQoLX3RhcmdldF91cmxCDQoLX2V2ZW50X3R5cGUiVAoaVXBkYXRlU3Vic2NyaXB0aW9uUmVzcG9uc2USNgoMc3Vic2NyaXB0aW9uGAEgASgLMiAuYml6Y2FyZC53ZWJob29rLnYxLlN1YnNjcmlwdGlvbiKMAQoZRGVsZXRlU3Vic2NyaXB0aW9uUmVxdWVzdBIoCgVvd25lchgBIAEoCzIZLmJpemNhcmQud2ViaG9vay52MS5Pd25lchIKCgJpZBgCIAEoAxI5CgZyZWFzb24YAyABKA4yKS5iaXpjYXJkLndlYmhvb2sudjEuU3Vic2NyaXB0aW9uRW5kUmVhc29uIswBCg9TdWJzY3JpcHRpb25FbmQSCgoCaWQYASABKAMSEgoKdGFyZ2V0X3VybBgCIAEoCRIwCgpldmVudF90eXBlGAMgASgOMhwuYml6Y2FyZC5ldmVudHMudjEuRXZlbnRUeXBlEjkKBnJlYXNvbhgEIAEoDjIpLmJpemNhcmQud2ViaG9vay52MS5TdWJzY3JpcHRpb25FbmRSZWFzb24SLAoIZW5kX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlEKGUdldFN1YnNjcmlwdGlvbkVuZFJlcXVlc3QSKAoFb3duZXIYASABKAsyGS5iaXpjYXJkLndlYmhvb2sudjEuT3duZXISCgoCaWQYAiABKAMiTgoaR2V0U3Vic2NyaXB0aW9uRW5kUmVzcG9uc2USMAoDZW5kGAEgASgLMiMuYml6Y2FyZC53ZWJob29rLnYxLlN1YnNjcmlwdGlvbkVuZCIcChpEZWxldGVTdWJzY3JpcHRpb25SZXNwb25zZSJcCgpTdWJzY3JpYmVyEhcKD3N1YnNjcmlwdGlvbl9pZBgBIAEoAxIRCgljbGllbnRfaWQYAiABKAkSEgoKdGFyZ2V0X3VybBgDIAEoCRIOCgZzZWNyZXQYBCABKAkiYwoWTGlzdFN1YnNjcmliZXJzUmVxdWVzdBIXCg9vcmdhbmlzYXRpb25faWQYASABKAkSMAoKZXZlbnRfdHlwZRgCIAEoDjIcLmJpemNhcmQuZXZlbnRzLnYxLkV2ZW50VHlwZSJOChdMaXN0U3Vic2NyaWJlcnNSZXNwb25zZRIzCgtzdWJzY3JpYmVycxgBIAMoCzIeLmJpemNhcmQud2ViaG9vay52MS5TdWJzY3JpYmVyIkoKHkRlbGV0ZVBhaXJTdWJzY3JpcHRpb25zUmVxdWVzdBIoCgVvd25lchgBIAEoCzIZLmJpemNhcmQud2ViaG9vay52MS5Pd25lciI4Ch9EZWxldGVQYWlyU3Vic2NyaXB0aW9uc1Jlc3BvbnNlEhUKDWRlbGV0ZWRfY291bnQYASABKAUiKAoRVGFyZ2V0VW5hdmFpbGFibGUSEwoLZGVzY3JpcHRpb24YASABKAkilQEKGkRpc2FibGVTdWJzY3JpcHRpb25SZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEgoKAmlkGAIgASgDEjEKDWZhaWxpbmdfc2luY2UYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnJlYXNvbhgEIAEoCSJnChtEaXNhYmxlU3Vic2NyaXB0aW9uUmVzcG9uc2USNgoMc3Vic2NyaXB0aW9uGAEgASgLMiAuYml6Y2FyZC53ZWJob29rLnYxLlN1YnNjcmlwdGlvbhIQCghkaXNhYmxlZBgCIAEoCCq7AQoVU3Vic2NyaXB0aW9uRW5kUmVhc29uEicKI1NVQlNDUklQVElPTl9FTkRfUkVBU09OX1VOU1BFQ0lGSUVEEAASLAooU1VCU0NSSVBUSU9OX0VORF9SRUFTT05fREVMRVRFRF9CWV9PV05FUhABEikKJVNVQlNDUklQVElPTl9FTkRfUkVBU09OX0dSQU5UX1JFVk9LRUQQAhIgChxTVUJTQ1JJUFRJT05fRU5EX1JFQVNPTl9HT05FEAMyqwgKDldlYmhvb2tTZXJ2aWNlEnMKEkNyZWF0ZVN1YnNjcmlwdGlvbhItLmJpemNhcmQud2ViaG9vay52MS5DcmVhdGVTdWJzY3JpcHRpb25SZXF1ZXN0Gi4uYml6Y2FyZC53ZWJob29rLnYxLkNyZWF0ZVN1YnNjcmlwdGlvblJlc3BvbnNlEmoKD0dldFN1YnNjcmlwdGlvbhIqLmJpemNhcmQud2ViaG9vay52MS5HZXRTdWJzY3JpcHRpb25SZXF1ZXN0GisuYml6Y2FyZC53ZWJob29rLnYxLkdldFN1YnNjcmlwdGlvblJlc3BvbnNlEnAKEUxpc3RTdWJzY3JpcHRpb25zEiwuYml6Y2FyZC53ZWJob29rLnYxLkxpc3RTdWJzY3JpcHRpb25zUmVxdWVzdBotLmJpemNhcmQud2ViaG9vay52MS5MaXN0U3Vic2NyaXB0aW9uc1Jlc3BvbnNlEnMKElVwZGF0ZVN1YnNjcmlwdGlvbhItLmJpemNhcmQud2ViaG9vay52MS5VcGRhdGVTdWJzY3JpcHRpb25SZXF1ZXN0Gi4uYml6Y2FyZC53ZWJob29rLnYxLlVwZGF0ZVN1YnNjcmlwdGlvblJlc3BvbnNlEnMKEkRlbGV0ZVN1YnNjcmlwdGlvbhItLmJpemNhcmQud2ViaG9vay52MS5EZWxldGVTdWJzY3JpcHRpb25SZXF1ZXN0Gi4uYml6Y2FyZC53ZWJob29rLnYxLkRlbGV0ZVN1YnNjcmlwdGlvblJlc3BvbnNlEnMKEkdldFN1YnNjcmlwdGlvbkVuZBItLmJpemNhcmQud2ViaG9vay52MS5HZXRTdWJzY3JpcHRpb25FbmRSZXF1ZXN0Gi4uYml6Y2FyZC53ZWJob29rLnYxLkdldFN1YnNjcmlwdGlvbkVuZFJlc3BvbnNlEmoKD0xpc3RTdWJzY3JpYmVycxIqLmJpemNhcmQud2ViaG9vay52MS5MaXN0U3Vic2NyaWJlcnNSZXF1ZXN0GisuYml6Y2FyZC53ZWJob29rLnYxLkxpc3RTdWJzY3JpYmVyc1Jlc3BvbnNlEoIBChdEZWxldGVQYWlyU3Vic2NyaXB0aW9ucxIyLmJpemNhcmQud2ViaG9vay52MS5EZWxldGVQYWlyU3Vic2NyaXB0aW9uc1JlcXVlc3QaMy5iaXpjYXJkLndlYmhvb2sudjEuRGVsZXRlUGFpclN1YnNjcmlwdGlvbnNSZXNwb25zZRJ2ChNEaXNhYmxlU3Vic2NyaXB0aW9uEi4uYml6Y2FyZC53ZWJob29rLnYxLkRpc2FibGVTdWJzY3JpcHRpb25SZXF1ZXN0Gi8uYml6Y2FyZC53ZWJob29rLnYxLkRpc2FibGVTdWJzY3JpcHRpb25SZXNwb25zZWIGcHJvdG8z", [file_bizcard_events_v1_events, file_google_protobuf_timestamp]);
 
 /**
  * The pair a subscription (and its delivery log) belongs to. Both fields are
@@ -310,6 +310,13 @@ export type DeleteSubscriptionRequest = Message<"bizcard.webhook.v1.DeleteSubscr
    * @generated from field: int64 id = 2;
    */
   id: bigint;
+
+  /**
+   * Who deletes it; UNSPECIFIED is DELETED_BY_OWNER.
+   *
+   * @generated from field: bizcard.webhook.v1.SubscriptionEndReason reason = 3;
+   */
+  reason: SubscriptionEndReason;
 };
 
 /**
@@ -318,6 +325,84 @@ export type DeleteSubscriptionRequest = Message<"bizcard.webhook.v1.DeleteSubscr
  */
 export const DeleteSubscriptionRequestSchema: GenMessage<DeleteSubscriptionRequest> = /*@__PURE__*/
   messageDesc(file_bizcard_webhook_v1_webhook, 10);
+
+/**
+ * A deleted subscription, as it was, and why and when it ended.
+ *
+ * @generated from message bizcard.webhook.v1.SubscriptionEnd
+ */
+export type SubscriptionEnd = Message<"bizcard.webhook.v1.SubscriptionEnd"> & {
+  /**
+   * @generated from field: int64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * @generated from field: string target_url = 2;
+   */
+  targetUrl: string;
+
+  /**
+   * @generated from field: bizcard.events.v1.EventType event_type = 3;
+   */
+  eventType: EventType;
+
+  /**
+   * @generated from field: bizcard.webhook.v1.SubscriptionEndReason reason = 4;
+   */
+  reason: SubscriptionEndReason;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp end_time = 5;
+   */
+  endTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message bizcard.webhook.v1.SubscriptionEnd.
+ * Use `create(SubscriptionEndSchema)` to create a new message.
+ */
+export const SubscriptionEndSchema: GenMessage<SubscriptionEnd> = /*@__PURE__*/
+  messageDesc(file_bizcard_webhook_v1_webhook, 11);
+
+/**
+ * @generated from message bizcard.webhook.v1.GetSubscriptionEndRequest
+ */
+export type GetSubscriptionEndRequest = Message<"bizcard.webhook.v1.GetSubscriptionEndRequest"> & {
+  /**
+   * @generated from field: bizcard.webhook.v1.Owner owner = 1;
+   */
+  owner?: Owner | undefined;
+
+  /**
+   * @generated from field: int64 id = 2;
+   */
+  id: bigint;
+};
+
+/**
+ * Describes the message bizcard.webhook.v1.GetSubscriptionEndRequest.
+ * Use `create(GetSubscriptionEndRequestSchema)` to create a new message.
+ */
+export const GetSubscriptionEndRequestSchema: GenMessage<GetSubscriptionEndRequest> = /*@__PURE__*/
+  messageDesc(file_bizcard_webhook_v1_webhook, 12);
+
+/**
+ * @generated from message bizcard.webhook.v1.GetSubscriptionEndResponse
+ */
+export type GetSubscriptionEndResponse = Message<"bizcard.webhook.v1.GetSubscriptionEndResponse"> & {
+  /**
+   * @generated from field: bizcard.webhook.v1.SubscriptionEnd end = 1;
+   */
+  end?: SubscriptionEnd | undefined;
+};
+
+/**
+ * Describes the message bizcard.webhook.v1.GetSubscriptionEndResponse.
+ * Use `create(GetSubscriptionEndResponseSchema)` to create a new message.
+ */
+export const GetSubscriptionEndResponseSchema: GenMessage<GetSubscriptionEndResponse> = /*@__PURE__*/
+  messageDesc(file_bizcard_webhook_v1_webhook, 13);
 
 /**
  * @generated from message bizcard.webhook.v1.DeleteSubscriptionResponse
@@ -330,7 +415,7 @@ export type DeleteSubscriptionResponse = Message<"bizcard.webhook.v1.DeleteSubsc
  * Use `create(DeleteSubscriptionResponseSchema)` to create a new message.
  */
 export const DeleteSubscriptionResponseSchema: GenMessage<DeleteSubscriptionResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_webhook_v1_webhook, 11);
+  messageDesc(file_bizcard_webhook_v1_webhook, 14);
 
 /**
  * @generated from message bizcard.webhook.v1.Subscriber
@@ -362,7 +447,7 @@ export type Subscriber = Message<"bizcard.webhook.v1.Subscriber"> & {
  * Use `create(SubscriberSchema)` to create a new message.
  */
 export const SubscriberSchema: GenMessage<Subscriber> = /*@__PURE__*/
-  messageDesc(file_bizcard_webhook_v1_webhook, 12);
+  messageDesc(file_bizcard_webhook_v1_webhook, 15);
 
 /**
  * @generated from message bizcard.webhook.v1.ListSubscribersRequest
@@ -386,7 +471,7 @@ export type ListSubscribersRequest = Message<"bizcard.webhook.v1.ListSubscribers
  * Use `create(ListSubscribersRequestSchema)` to create a new message.
  */
 export const ListSubscribersRequestSchema: GenMessage<ListSubscribersRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_webhook_v1_webhook, 13);
+  messageDesc(file_bizcard_webhook_v1_webhook, 16);
 
 /**
  * @generated from message bizcard.webhook.v1.ListSubscribersResponse
@@ -403,7 +488,7 @@ export type ListSubscribersResponse = Message<"bizcard.webhook.v1.ListSubscriber
  * Use `create(ListSubscribersResponseSchema)` to create a new message.
  */
 export const ListSubscribersResponseSchema: GenMessage<ListSubscribersResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_webhook_v1_webhook, 14);
+  messageDesc(file_bizcard_webhook_v1_webhook, 17);
 
 /**
  * @generated from message bizcard.webhook.v1.DeletePairSubscriptionsRequest
@@ -420,7 +505,7 @@ export type DeletePairSubscriptionsRequest = Message<"bizcard.webhook.v1.DeleteP
  * Use `create(DeletePairSubscriptionsRequestSchema)` to create a new message.
  */
 export const DeletePairSubscriptionsRequestSchema: GenMessage<DeletePairSubscriptionsRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_webhook_v1_webhook, 15);
+  messageDesc(file_bizcard_webhook_v1_webhook, 18);
 
 /**
  * @generated from message bizcard.webhook.v1.DeletePairSubscriptionsResponse
@@ -437,7 +522,7 @@ export type DeletePairSubscriptionsResponse = Message<"bizcard.webhook.v1.Delete
  * Use `create(DeletePairSubscriptionsResponseSchema)` to create a new message.
  */
 export const DeletePairSubscriptionsResponseSchema: GenMessage<DeletePairSubscriptionsResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_webhook_v1_webhook, 16);
+  messageDesc(file_bizcard_webhook_v1_webhook, 19);
 
 /**
  * The detail of an UNAVAILABLE Create/UpdateSubscription whose target_url
@@ -458,7 +543,7 @@ export type TargetUnavailable = Message<"bizcard.webhook.v1.TargetUnavailable"> 
  * Use `create(TargetUnavailableSchema)` to create a new message.
  */
 export const TargetUnavailableSchema: GenMessage<TargetUnavailable> = /*@__PURE__*/
-  messageDesc(file_bizcard_webhook_v1_webhook, 17);
+  messageDesc(file_bizcard_webhook_v1_webhook, 20);
 
 /**
  * @generated from message bizcard.webhook.v1.DisableSubscriptionRequest
@@ -494,7 +579,7 @@ export type DisableSubscriptionRequest = Message<"bizcard.webhook.v1.DisableSubs
  * Use `create(DisableSubscriptionRequestSchema)` to create a new message.
  */
 export const DisableSubscriptionRequestSchema: GenMessage<DisableSubscriptionRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_webhook_v1_webhook, 18);
+  messageDesc(file_bizcard_webhook_v1_webhook, 21);
 
 /**
  * @generated from message bizcard.webhook.v1.DisableSubscriptionResponse
@@ -518,7 +603,47 @@ export type DisableSubscriptionResponse = Message<"bizcard.webhook.v1.DisableSub
  * Use `create(DisableSubscriptionResponseSchema)` to create a new message.
  */
 export const DisableSubscriptionResponseSchema: GenMessage<DisableSubscriptionResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_webhook_v1_webhook, 19);
+  messageDesc(file_bizcard_webhook_v1_webhook, 22);
+
+/**
+ * Why a subscription was deleted.
+ *
+ * @generated from enum bizcard.webhook.v1.SubscriptionEndReason
+ */
+export enum SubscriptionEndReason {
+  /**
+   * @generated from enum value: SUBSCRIPTION_END_REASON_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Its owner deleted it (REST DELETE, the MCP tool).
+   *
+   * @generated from enum value: SUBSCRIPTION_END_REASON_DELETED_BY_OWNER = 1;
+   */
+  DELETED_BY_OWNER = 1,
+
+  /**
+   * The application's access to the organisation ended (the grant was
+   * revoked, or the client application deleted).
+   *
+   * @generated from enum value: SUBSCRIPTION_END_REASON_GRANT_REVOKED = 2;
+   */
+  GRANT_REVOKED = 2,
+
+  /**
+   * The target answered 410 Gone (REST Hooks): the delivery service deleted it.
+   *
+   * @generated from enum value: SUBSCRIPTION_END_REASON_GONE = 3;
+   */
+  GONE = 3,
+}
+
+/**
+ * Describes the enum bizcard.webhook.v1.SubscriptionEndReason.
+ */
+export const SubscriptionEndReasonSchema: GenEnum<SubscriptionEndReason> = /*@__PURE__*/
+  enumDesc(file_bizcard_webhook_v1_webhook, 0);
 
 /**
  * WebhookService owns REST Hooks subscriptions. Every subscription belongs to
@@ -579,6 +704,7 @@ export const WebhookService: GenService<{
   /**
    * Also what the delivery service calls, with the subscription's pair, when
    * a target answers 410 Gone (REST Hooks); NOT_FOUND when already gone.
+   * Records the end (GetSubscriptionEnd) in the same transaction.
    *
    * @generated from rpc bizcard.webhook.v1.WebhookService.DeleteSubscription
    */
@@ -586,6 +712,21 @@ export const WebhookService: GenService<{
     methodKind: "unary";
     input: typeof DeleteSubscriptionRequestSchema;
     output: typeof DeleteSubscriptionResponseSchema;
+  },
+  /**
+   * Why and when one of the owner's subscriptions ended: every deletion
+   * (DeleteSubscription, DeletePairSubscriptions, a revoked grant) records
+   * one, kept for DELIVERY_LOG_RETENTION_DAYS like the delivery log.
+   * NOT_FOUND for a subscription that still exists, one of another pair, one
+   * that never existed, one whose end was pruned, or one deleted before ends
+   * were recorded.
+   *
+   * @generated from rpc bizcard.webhook.v1.WebhookService.GetSubscriptionEnd
+   */
+  getSubscriptionEnd: {
+    methodKind: "unary";
+    input: typeof GetSubscriptionEndRequestSchema;
+    output: typeof GetSubscriptionEndResponseSchema;
   },
   /**
    * For the delivery service: who subscribes to this event type in this
@@ -600,7 +741,8 @@ export const WebhookService: GenService<{
     output: typeof ListSubscribersResponseSchema;
   },
   /**
-   * Deletes every subscription of a pair (the grant was revoked).
+   * Deletes every subscription of a pair (the grant was revoked); each end
+   * is recorded with reason GRANT_REVOKED.
    *
    * @generated from rpc bizcard.webhook.v1.WebhookService.DeletePairSubscriptions
    */
