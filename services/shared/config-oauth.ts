@@ -21,6 +21,8 @@ export const oauthSettings = {
    * the endpoint's Origin check and its CORS answers. Comma-separated; none by default.
    */
   MCP_ALLOWED_ORIGINS: origins(),
+  /** Client ID Metadata Document fetches (not cache hits) per minute caused by one address's authorization requests, before 429. */
+  OAUTH_CLIENT_METADATA_FETCH_LIMIT: int(30, 1, 1_000_000),
   /** OAuth: access token lifetime (expires_in). */
   ACCESS_TOKEN_TTL_SECONDS: int(3600, 60, 86_400),
   /** OAuth: a refresh token's lifetime; each rotation issues a new one with a fresh lifetime. */
