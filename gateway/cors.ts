@@ -32,7 +32,8 @@ const READABLE = ["www-authenticate", "retry-after", "x-request-id"];
 /** How long a browser may keep a preflight's answer, in seconds. */
 const PREFLIGHT_MAX_AGE = 600;
 
-const DISCOVERY: FastifyCorsOptions = { origin: "*", methods: ["GET"], exposedHeaders: ["x-request-id"] };
+/** MCP clients send MCP-Protocol-Version when they fetch the metadata (the SDK's client/auth.js). */
+const DISCOVERY: FastifyCorsOptions = { origin: "*", methods: ["GET"], allowedHeaders: ["mcp-protocol-version", "x-request-id"], exposedHeaders: ["x-request-id"] };
 
 const OAUTH: FastifyCorsOptions = {
   origin: "*",

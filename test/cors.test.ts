@@ -73,12 +73,13 @@ describe("discovery documents: any origin, GET", () => {
     }
   });
 
-  it("the preflight is 204, GET only, with no body", async () => {
+  it("the preflight is 204, GET only, with the header an MCP client sends, and no body", async () => {
     for (const path of paths) {
-      const res = await preflight(path, PAGE, "GET");
+      const res = await preflight(path, PAGE, "GET", "mcp-protocol-version");
       expect(res.status, path).toBe(204);
       expect(res.headers.get("access-control-allow-origin"), path).toBe("*");
       expect(list(res.headers.get("access-control-allow-methods")), path).toEqual(["get"]);
+      expect(list(res.headers.get("access-control-allow-headers")), path).toContain("mcp-protocol-version");
       expect(await res.text()).toBe("");
     }
   });
