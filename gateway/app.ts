@@ -13,6 +13,7 @@ import { BearerCache } from "./bearer-cache.js";
 import { registerBodyParsers } from "./body-parsers.js";
 import type { ServiceClients } from "./clients.js";
 import { Connections } from "./connections.js";
+import { mcpOrigins, registerCors } from "./cors.js";
 import { HttpError, errorHandler, sendError, toHttpError } from "./errors.js";
 import { RouteTable, requestGuards } from "./request-guards.js";
 import { healthRoutes } from "./routes/health.js";
@@ -95,6 +96,8 @@ export interface GatewayOptions {
    * webhooksObject()); none when not given.
    */
   webhooks?: OpenApiOptions["webhooks"];
+  /** MCP_ALLOWED_ORIGINS: the browser origins, besides PUBLIC_URL's, whose pages may call /mcp. */
+  mcpAllowedOrigins?: string[];
 }
 
 export const DEFAULT_ISSUER = "http://localhost:8080";
@@ -173,6 +176,10 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     );
   });
 
+  const issuer = (options.publicUrl ?? DEFAULT_ISSUER).replace(/\/+$/, "");
+  const mcpAllowed = mcpOrigins(issuer, options.mcpAllowedOrigins);
+  // Before the guards: their refusals carry the CORS headers too (cors.ts).
+  await registerCors(app, mcpAllowed);
   const routes = new RouteTable();
   routes.attach(app);
   requestGuards(app, routes);
@@ -180,7 +187,6 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   app.setNotFoundHandler((request, reply) => sendError(reply, routes.notFound(request)));
   app.setErrorHandler(errorHandler);
 
-  const issuer = (options.publicUrl ?? DEFAULT_ISSUER).replace(/\/+$/, "");
   // Before any route: @fastify/swagger collects the routes as they are added.
   await registerOpenApi(app, { publicUrl: issuer, webhooks: options.webhooks ?? webhooksObject() });
   const auth = options.clients.auth;
@@ -207,7 +213,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   subscriptionRoutes(app, bearer, options.clients.webhook, issuer);
   deliveryRoutes(app, bearer, options.clients.webhook, options.clients.delivery, issuer);
   contactRoutes(app, bearer, options.clients.organisation, issuer);
-  mcpRoutes(app, bearer, options.clients, issuer);
+  mcpRoutes(app, bearer, options.clients, issuer, mcpAllowed);
   eventTypeRoutes(app);
   const sessionCookie = createSessionCookie(options.publicUrl ?? "http://localhost");
   authorizeRoutes(app, auth, sessionCookie);

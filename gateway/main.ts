@@ -25,6 +25,7 @@ const app = await buildGateway({
   publicUrl: config.publicUrl,
   bearerCacheMs: config.BEARER_CACHE_MS,
   registration: gatewayRegistration(config),
+  mcpAllowedOrigins: config.MCP_ALLOWED_ORIGINS,
 });
 const listen = { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT };
 await listenOn(listen, () => app.listen({ host: listen.host, port: listen.port })).catch((err) => {

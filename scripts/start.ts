@@ -153,6 +153,7 @@ async function main(): Promise<void> {
       publicUrl: config.publicUrl,
       bearerCacheMs: config.BEARER_CACHE_MS,
       registration: gatewayRegistration(config),
+      mcpAllowedOrigins: config.MCP_ALLOWED_ORIGINS,
     });
     const gatewayListen = { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT };
     await listenOn(gatewayListen, () => gateway!.listen({ host: gatewayListen.host, port: gatewayListen.port }));

@@ -195,9 +195,14 @@ describe("registration turned on", () => {
 
   it("a self-registered client cannot use client_credentials even with its secret", async () => {
     const client = await registered({ redirect_uris: ["https://cc.example/cb"] });
-    const res = await token({ grant_type: "client_credentials", client_id: client.client_id as string, client_secret: client.client_secret as string });
-    expect(res.status).toBe(400);
-    expect(res.body.error).toBe("unauthorized_client");
+    // Its secret with HTTP Basic, the method it registered by default (client_secret_basic).
+    const credentials = Buffer.from(`${encodeURIComponent(client.client_id as string)}:${encodeURIComponent(client.client_secret as string)}`).toString("base64");
+    const res = await fetch(`${base}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${credentials}` },
+      body: new URLSearchParams({ grant_type: "client_credentials" }).toString(),
+    });
+    await expectError(res, 400, "unauthorized_client");
   });
 });
 

@@ -4,7 +4,8 @@
 //   1. Origin: the MCP transport says "Servers MUST validate the Origin
 //      header on all incoming connections to prevent DNS rebinding attacks.
 //      If the Origin header is present and invalid, servers MUST respond
-//      with HTTP 403 Forbidden." Valid is the issuer's own origin; a request
+//      with HTTP 403 Forbidden." Valid are the issuer's own origin and
+//      MCP_ALLOWED_ORIGINS (the list the CORS answers use); a request
 //      without Origin (an agent, not a browser) passes.
 //   2. The bearer token, issued for the /mcp resource (RFC 8707): else 401
 //      with resource_metadata, before the body is read.
@@ -38,11 +39,10 @@ export const MCP_PATH = "/mcp";
 /** The request headers the transport reads (the body it gets parsed). */
 const TRANSPORT_HEADERS = ["accept", "content-type", "mcp-protocol-version", "mcp-session-id", "last-event-id"];
 
-function originCheck(issuer: string): onRequestAsyncHookHandler {
-  const allowed = new URL(issuer).origin;
+function originCheck(allowed: readonly string[]): onRequestAsyncHookHandler {
   return async (request) => {
     const origin = request.headers.origin;
-    if (origin !== undefined && origin !== allowed) {
+    if (origin !== undefined && !allowed.includes(origin)) {
       throw new HttpError(403, "forbidden", `requests from the origin ${JSON.stringify(origin.slice(0, 100))} are not accepted here`);
     }
   };
@@ -73,9 +73,13 @@ function webRequest(request: FastifyRequest, issuer: string): Request {
   return new Request(`${issuer}${MCP_PATH}`, { method: "POST", headers });
 }
 
-export function mcpRoutes(app: FastifyInstance, bearer: Bearer, clients: ServiceClients, issuer: string): void {
+/**
+ * `origins`: the pages allowed to call /mcp (cors.ts mcpOrigins: PUBLIC_URL's
+ * origin and MCP_ALLOWED_ORIGINS), the same list as the CORS answers.
+ */
+export function mcpRoutes(app: FastifyInstance, bearer: Bearer, clients: ServiceClients, issuer: string, origins: readonly string[]): void {
   const deps: McpServerDeps = { version: readBuildInfo().version, bearer, organisations: clients.organisation, webhook: clients.webhook };
-  const origin = originCheck(issuer);
+  const origin = originCheck(origins);
   const authenticate: onRequestAsyncHookHandler = async (request) => {
     request.bearer = await bearer.authenticate(request, "mcp");
   };

@@ -66,8 +66,10 @@ export const CSRF_PAGE: MessagePage = {
   text: "The form you sent was not the one this page gave you, or it has expired. Go back, reload the page and try again.",
 };
 
-export function rateLimitedPage(seconds: number): MessagePage {
+/** The page of a refusal with Retry-After: failed sign-ins, or (`detail`) another limit saying what happened. */
+export function rateLimitedPage(seconds: number, detail?: string): MessagePage {
   const wait = seconds >= 90 ? `${Math.ceil(seconds / 60)} minutes` : `${seconds} second${seconds === 1 ? "" : "s"}`;
+  if (detail) return { title: "Too many requests", text: `This server refused the request for now. Wait ${wait}, then try again.`, detail };
   return { title: "Too many attempts", text: `Too many sign-in attempts failed. Wait ${wait}, then try again.` };
 }
 
@@ -75,7 +77,8 @@ export function rateLimitedPage(seconds: number): MessagePage {
 export function pageErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const detail = oauthDetail(err);
   if (detail?.retryAfterSeconds) {
-    return sendMessage(reply, 429, rateLimitedPage(detail.retryAfterSeconds), { "retry-after": String(detail.retryAfterSeconds) });
+    const what = detail.error === "rate_limited" ? detail.errorDescription : undefined;
+    return sendMessage(reply, 429, rateLimitedPage(detail.retryAfterSeconds, what), { "retry-after": String(detail.retryAfterSeconds) });
   }
   if (detail?.error === "invalid_csrf_token") return sendMessage(reply, 403, CSRF_PAGE);
   if (err instanceof ConnectError && err.code === Code.NotFound) return sendMessage(reply, 404, EXPIRED_PAGE);

@@ -151,6 +151,7 @@ export function authorizeRoutes(app: FastifyInstance, auth: Client<typeof AuthSe
           parameters: { ...parametersFrom(first), resource: readRepeated(query, RESOURCE) },
           repeatedParameters,
           sessionId: cookie.read(request) ?? "",
+          remoteAddress: request.ip,
         },
         rpcOptions(request),
       );

@@ -110,8 +110,11 @@ export function rateLimited(error: "invalid_client" | "invalid_credentials", ret
   return new ConnectError("too many failed attempts", Code.ResourceExhausted, undefined, [{ desc: OAuthErrorSchema, value: detail }]);
 }
 
-/** Too many requests that were not failures (registrations): RESOURCE_EXHAUSTED, error rate_limited, and Retry-After. */
-export function tooManyRequests(limit: "registration", description: string, retryAfterSeconds: number): ConnectError {
+/** The limits on requests that are no failures (rate-limit/address-limit.ts). */
+export type RequestLimitName = "registration" | "metadata_fetch";
+
+/** Too many requests that were not failures (registrations, metadata document fetches): RESOURCE_EXHAUSTED, error rate_limited, and Retry-After. */
+export function tooManyRequests(limit: RequestLimitName, description: string, retryAfterSeconds: number): ConnectError {
   rateLimitRefusals.inc({ limit });
   const detail = create(OAuthErrorSchema, { error: "rate_limited", errorDescription: description, retryAfterSeconds: Math.max(1, Math.ceil(retryAfterSeconds)) });
   return new ConnectError(description, Code.ResourceExhausted, undefined, [{ desc: OAuthErrorSchema, value: detail }]);

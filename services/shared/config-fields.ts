@@ -32,3 +32,19 @@ export const optionalUrl = (protocols: string[]) =>
     .transform((v) => (v === "" ? undefined : v))
     .pipe(url(protocols).optional());
 
+/** A web origin exactly as a browser sends it in Origin: scheme://host[:port], lower case, no default port, no path. */
+const isOrigin = (v: string): boolean => {
+  try {
+    const u = new URL(v);
+    return (u.protocol === "https:" || u.protocol === "http:") && u.origin === v;
+  } catch {
+    return false;
+  }
+};
+/** Comma-separated web origins; blank counts as none. */
+export const origins = () =>
+  z
+    .string()
+    .optional()
+    .transform((v) => (v ?? "").split(",").map((s) => s.trim()).filter(Boolean))
+    .pipe(z.array(z.string().refine(isOrigin, "expected origins such as https://agent.example (scheme, host and port as a browser sends them: no path, no trailing slash), comma-separated")));

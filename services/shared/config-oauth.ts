@@ -1,7 +1,7 @@
 // The OAuth settings of the configuration (config.ts): the auth service's
 // tokens, pages, limits and client registration.
 import { z } from "zod";
-import { bool, int } from "./config-fields.js";
+import { bool, int, origins } from "./config-fields.js";
 
 export const oauthSettings = {
   /** Allow http redirect URIs on hosts other than loopback (development only). */
@@ -16,6 +16,13 @@ export const oauthSettings = {
   OAUTH_DYNAMIC_REGISTRATION: bool(false),
   /** Dynamic registrations (POST /oauth/register) per hour from one address, before 429. */
   OAUTH_REGISTRATION_LIMIT: int(20, 1, 1_000_000),
+  /**
+   * The browser origins (besides PUBLIC_URL's own) whose pages may call /mcp:
+   * the endpoint's Origin check and its CORS answers. Comma-separated; none by default.
+   */
+  MCP_ALLOWED_ORIGINS: origins(),
+  /** Client ID Metadata Document fetches (not cache hits) per minute caused by one address's authorization requests, before 429. */
+  OAUTH_CLIENT_METADATA_FETCH_LIMIT: int(30, 1, 1_000_000),
   /** OAuth: access token lifetime (expires_in). */
   ACCESS_TOKEN_TTL_SECONDS: int(3600, 60, 86_400),
   /** OAuth: a refresh token's lifetime; each rotation issues a new one with a fresh lifetime. */

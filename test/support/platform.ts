@@ -202,6 +202,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
         clients: createServiceClients(config),
         serviceUrls: g.serviceUrls ?? { ...urls },
         registration: gatewayRegistration(config),
+        mcpAllowedOrigins: config.MCP_ALLOWED_ORIGINS,
         logger: gatewayLogger,
         ...(g.timeouts ? { timeouts: g.timeouts } : {}),
         ...(g.trustedProxies ? { trustedProxies: g.trustedProxies } : {}),

@@ -14,6 +14,7 @@ import { ConfigError, type Config } from "../../shared/config.js";
 import type { Logger } from "../../shared/logger.js";
 import { targetResolver } from "../../shared/net/dns-resolver.js";
 import { AUTH_SCHEMA } from "../auth-schema.js";
+import { createAddressLimit } from "../rate-limit/address-limit.js";
 import { toClientMessage } from "./client-message.js";
 import { ClientEntity } from "./client.entity.js";
 import { cacheSeconds } from "./metadata-document/cache-lifetime.js";
@@ -26,13 +27,22 @@ import { storeDocumentClient } from "./metadata-document/document-store.js";
 /** The client of an authorization request, or null when there is none (an unknown client_id). */
 export type ClientLookup = (clientId: string) => Promise<ClientMessage | null>;
 
-/**
- * A lookup within a call: `remainingMs` is what is left of the call's
- * deadline (HandlerContext.timeoutMs()), and a document fetch ends
- * DEADLINE_MARGIN_MS before it, so that its refusal, not the caller's
- * timeout, is what the member sees.
- */
-export type ClientResolver = (clientId: string, remainingMs?: number) => Promise<ClientMessage | null>;
+/** The authorization request a lookup is made for. */
+export interface LookupContext {
+  /**
+   * What is left of the call's deadline (HandlerContext.timeoutMs()): a
+   * document fetch ends DEADLINE_MARGIN_MS before it, so that its refusal,
+   * not the caller's timeout, is what the member sees.
+   */
+  remainingMs?: number;
+  /** The browser's address: document fetches (not the kept copies) count against its limit. */
+  remoteAddress?: string;
+}
+
+export type ClientResolver = (clientId: string, context?: LookupContext) => Promise<ClientMessage | null>;
+
+/** A minute: OAUTH_CLIENT_METADATA_FETCH_LIMIT is per minute. */
+const FETCH_LIMIT_WINDOW_SECONDS = 60;
 
 /** Left of a call's deadline for storing the client and answering, after a document fetch. */
 export const DEADLINE_MARGIN_MS = 500;
@@ -63,6 +73,16 @@ export function createClientResolver(deps: ClientResolverDeps): ClientResolver {
         extraCa: readCaFile(config.OAUTH_CLIENT_METADATA_CA_FILE),
       })
     : undefined;
+  // Anyone can send an authorization request naming a new https client_id,
+  // and each one makes this service fetch that URL: at most so many a minute
+  // per address, cache hits free.
+  const fetchLimit = createAddressLimit(orm, AUTH_SCHEMA, {
+    name: "metadata_fetch",
+    points: config.OAUTH_CLIENT_METADATA_FETCH_LIMIT,
+    windowSeconds: FETCH_LIMIT_WINDOW_SECONDS,
+    description:
+      "too many authorization requests from this address named applications whose client metadata document this server had to fetch; try again later",
+  });
 
   const fetchAndStore = async (url: URL, remainingMs: number | undefined) => {
     const configured = config.OAUTH_CLIENT_METADATA_TIMEOUT_MS;
@@ -74,7 +94,7 @@ export function createClientResolver(deps: ClientResolverDeps): ClientResolver {
     return storeDocumentClient(orm, AUTH_SCHEMA, { url: url.href, metadata, fetchedAt, expiresAt });
   };
 
-  return async (clientId, remainingMs) => {
+  return async (clientId, context = {}) => {
     if (!clientId) return null;
     const row = await orm.em.fork().findOne(ClientEntity, { id: clientId });
     const isDocumentClient = row?.registration === "metadata_document";
@@ -84,7 +104,9 @@ export function createClientResolver(deps: ClientResolverDeps): ClientResolver {
     // The kept copy, until it expires (metadata-document/cache-lifetime.ts).
     if (row?.metadataExpiresAt && row.metadataExpiresAt.getTime() > Date.now()) return toClientMessage(row);
     try {
-      return toClientMessage(await fetchAndStore(checkDocumentUrl(clientId, allowInsecure), remainingMs));
+      const url = checkDocumentUrl(clientId, allowInsecure);
+      await fetchLimit.consume(context.remoteAddress ?? "");
+      return toClientMessage(await fetchAndStore(url, context.remainingMs));
     } catch (err) {
       if (!(err instanceof DocumentRefusal)) throw err;
       deps.logger?.warn({ err, clientId: err.url }, "client metadata document refused");

@@ -8,7 +8,7 @@ import { AUTH_SCHEMA } from "../auth-schema.js";
 import type { AuthServiceDeps } from "../auth-service-deps.js";
 import { enqueueGrantRevoked } from "../grants/grant-events.js";
 import { oauthHandler } from "../oauth-errors.js";
-import { createRegistrationLimit } from "../rate-limit/registration-limit.js";
+import { createAddressLimit } from "../rate-limit/address-limit.js";
 import { ClientEntity, type ClientRegistrationKind } from "./client.entity.js";
 import { checkClientMetadata } from "./client-metadata.js";
 import { REGISTRATION, toClientMessage } from "./client-message.js";
@@ -22,7 +22,13 @@ const KIND_OF = new Map<ClientRegistration, ClientRegistrationKind>(
 
 export function createRegistrationHandlers(deps: AuthServiceDeps): RegistrationHandlers {
   const { orm, config } = deps;
-  const limit = createRegistrationLimit(orm, AUTH_SCHEMA, config.OAUTH_REGISTRATION_LIMIT);
+  // Every registration attempt counts, a refused one too: the endpoint is open to anyone.
+  const limit = createAddressLimit(orm, AUTH_SCHEMA, {
+    name: "registration",
+    points: config.OAUTH_REGISTRATION_LIMIT,
+    windowSeconds: 3600,
+    description: "too many client registrations from this address; try again later",
+  });
   const events = { schema: AUTH_SCHEMA, subjectPrefix: config.NATS_SUBJECT_PREFIX };
   const t = (table: string) => `"${AUTH_SCHEMA}"."${table}"`;
 

@@ -79,7 +79,7 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
 
   return {
     startAuthorization: oauthHandler(async (req, context) => {
-      const lookup = (clientId: string) => resolveClient(clientId, context.timeoutMs());
+      const lookup = (clientId: string) => resolveClient(clientId, { remainingMs: context.timeoutMs(), remoteAddress: req.remoteAddress });
       const validation = await validateAuthorizationRequest(lookup, issuer, req.parameters ?? create(AuthorizationParametersSchema), req.repeatedParameters);
       if (validation.redirectTo !== undefined) return { redirectTo: validation.redirectTo, interactionId: "" };
       await sweep();

@@ -1,10 +1,12 @@
 // What the auth service prunes (services/shared/prune/): expired codes and
 // tokens (tokens/expired-sweep.ts), expired member sessions and browser
-// interactions, and the failure counters whose window has ended.
+// interactions, the failure counters whose window has ended, and the clients
+// kept from metadata documents that nobody uses (clients/metadata-document/).
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { Logger } from "../../shared/logger.js";
 import type { PruneTarget } from "../../shared/prune/batch-delete.js";
 import { startPruning, type PruneSettings } from "../../shared/prune/prune-loop.js";
+import { unusedDocumentClients } from "../clients/metadata-document/unused-clients.js";
 import { RATE_LIMIT_TABLE } from "../rate-limit/postgres-failure-limits.js";
 import { expiredTokenTargets } from "../tokens/expired-sweep.js";
 
@@ -16,6 +18,7 @@ export function authPruneTargets(schema: string): PruneTarget[] {
     { name: "interactions", table: table("interaction"), where: `t."expires_at" <= now()` },
     // rate-limiter-flexible's "expire" is epoch milliseconds; a row past it counts nothing.
     { name: "rate-limit counters", table: table(RATE_LIMIT_TABLE), where: `t."expire" < (extract(epoch from now()) * 1000)::bigint` },
+    unusedDocumentClients(schema),
   ];
 }
 

@@ -23,6 +23,26 @@ interface ClientRow {
   grant_types: string[];
   secret_hash: string | null;
   registration: string;
+  token_endpoint_auth_method: string | null;
+}
+
+/**
+ * RFC 7591 §2: "token_endpoint_auth_method: String indicator of the
+ * requested authentication method for the token endpoint. [...]
+ * "client_secret_post": The client uses the HTTP POST parameters as defined
+ * in OAuth 2.0, Section 2.3.1. "client_secret_basic": The client uses HTTP
+ * Basic as defined in OAuth 2.0, Section 2.3.1." A client that registered
+ * one method authenticates with that one (here, and at revocation and
+ * introspection); an operator's client (null) may use either.
+ */
+const WHERE_SECRET_GOES: Record<string, string> = {
+  client_secret_basic: "send the secret with HTTP Basic (the Authorization header), not in the body",
+  client_secret_post: "send the secret in the body (client_secret), not with HTTP Basic",
+};
+
+function wrongMethod(registered: string | null, method: string): string | undefined {
+  if (registered === null || registered === method || !(registered in WHERE_SECRET_GOES)) return undefined;
+  return `client authentication failed: this client is registered with token_endpoint_auth_method ${registered}; ${WHERE_SECRET_GOES[registered]}`;
 }
 
 /** Why the credentials are refused, or undefined when they are right. */
@@ -32,6 +52,8 @@ function refusal(row: ClientRow | undefined, credentials: ClientCredentials): st
     if (credentials.clientSecret !== "") return "client authentication failed: a public client has no secret";
   } else if (credentials.method === "none") {
     return "client authentication is required: send the client secret (Basic or client_secret)";
+  } else if (wrongMethod(row.token_endpoint_auth_method, credentials.method)) {
+    return wrongMethod(row.token_endpoint_auth_method, credentials.method);
   } else if (!secretMatches(credentials.clientSecret, row.secret_hash)) {
     return "client authentication failed";
   }
@@ -47,14 +69,15 @@ export const presentsSecret = (credentials: ClientCredentials): boolean =>
 
 /**
  * refusal() for credentials that presentsSecret(), as a SQL boolean on a row
- * `client` of the client table, `secretHash` being where the statement binds
- * hashSecret() of the presented secret: true when they are right (the
- * client is confidential and its secret's hash matches). Comparing hashes in
- * SQL, not in constant time, tells an attacker nothing: the secret is 256
- * random bits (clients/client-secret.ts).
+ * `client` of the client table, `secretHash` and `method` being where the
+ * statement binds hashSecret() of the presented secret and the credentials'
+ * method: true when they are right (the client is confidential, registered
+ * no other method, and its secret's hash matches). Comparing hashes in SQL,
+ * not in constant time, tells an attacker nothing: the secret is 256 random
+ * bits (clients/client-secret.ts).
  */
-export const secretAuthenticatesSql = (client: string, secretHash: string): string =>
-  `(not ${client}."public" and ${client}."secret_hash" = ${secretHash})`;
+export const secretAuthenticatesSql = (client: string, secretHash: string, method: string): string =>
+  `(not ${client}."public" and (${client}."token_endpoint_auth_method" is null or ${client}."token_endpoint_auth_method" = ${method}) and ${client}."secret_hash" = ${secretHash})`;
 
 export const CLIENT_AUTHENTICATION_REQUIRED = "client authentication is required (client_id and client_secret, or Basic)";
 
@@ -84,7 +107,7 @@ export async function authenticateClient(
     deps.orm.em
       .fork()
       .execute<ClientRow[]>(
-        `select "id", "public", "owner_organisation_id", "scopes", "grant_types", "secret_hash", "registration" from "${deps.schema}"."client" where "id" = ?`,
+        `select "id", "public", "owner_organisation_id", "scopes", "grant_types", "secret_hash", "registration", "token_endpoint_auth_method" from "${deps.schema}"."client" where "id" = ?`,
         [clientId],
       ),
     deps.limits.check("client", clientId, remoteAddress).then(

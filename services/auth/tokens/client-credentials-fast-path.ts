@@ -66,20 +66,21 @@ const MAX_BATCH = 64;
 
 /**
  * The statement. Each request is a row of the arrays $1-$4 (numbered by
- * "n"), each of its counters a row of $5-$7; $8 created_at, $9 expires_at,
- * $10 the failure limits' now.
+ * "n"), with $11 (its client authentication method), each of its
+ * counters a row of $5-$7; $8 created_at, $9 expires_at, $10 the failure
+ * limits' now.
  */
 function statement(schema: string, limits: StoredFailureCheck): string {
   return `with "request" as (
-            select * from unnest($1::text[], $2::text[], $3::text[], $4::text[]) with ordinality
-              as r("hash", "client_id", "secret_hash", "scopes", "n")),
+            select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $11::text[]) with ordinality
+              as r("hash", "client_id", "secret_hash", "scopes", "method", "n")),
           "counter" as (
             select * from unnest($5::bigint[], $6::text[], $7::integer[]) as k("n", "key", "limit"))
           insert into ${quote(schema)}."access_token"
             ("hash", "client_id", "organisation_id", "member_id", "grant_id", "family", "scopes", "created_at", "expires_at")
           select r."hash", c."id", c."owner_organisation_id", null, null, null, coalesce(r."scopes"::jsonb, c."scopes"), $8, $9
             from "request" r join ${quote(schema)}."client" c on c."id" = r."client_id"
-           where ${secretAuthenticatesSql("c", 'r."secret_hash"')}
+           where ${secretAuthenticatesSql("c", 'r."secret_hash"', 'r."method"')}
              and ${allowsGrantTypeSql("c", "client_credentials")}
              and ${mayUseClientCredentialsSql("c")}
              and (r."scopes" is null or ${scopeWithinSql('c."scopes"', 'r."scopes"::jsonb')})
@@ -107,6 +108,7 @@ interface Pending {
   hash: string;
   clientId: string;
   secretHash: string;
+  method: string;
   scopes: string | null;
   counters: { key: string; limit: number }[];
   resolve(answer: { scopes: string[]; now: number; expiresAt: number } | undefined): void;
@@ -146,6 +148,7 @@ export function createClientCredentialsFastPath(deps: FastPathDeps): (request: E
       new Date(now).toISOString(),
       new Date(expiresAt).toISOString(),
       stored.now(),
+      batch.map((p) => p.method),
     ];
     // A connection of the service's pool, without the ORM's per-query work
     // (as the limiter's store: rate-limit/postgres-failure-limits.ts).
@@ -188,6 +191,7 @@ export function createClientCredentialsFastPath(deps: FastPathDeps): (request: E
         hash: tokenHash(accessToken),
         clientId: credentials.clientId,
         secretHash: hashSecret(credentials.clientSecret),
+        method: credentials.method,
         scopes: scopes === null ? null : JSON.stringify(scopes),
         counters: stored.counters("client", credentials.clientId, request.remoteAddress),
         resolve,
