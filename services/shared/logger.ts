@@ -63,6 +63,8 @@ export function createLogger(
     timestamp: pino.stdTimeFunctions.isoTime,
     serializers: { err: safeError },
     mixin: traceFields,
+    // pino's default merge writes the line's fields into the mixin's object: not into the shared empty one.
+    mixinMergeStrategy: (fields: object, mixed: object) => (mixed === NO_FIELDS ? fields : Object.assign(mixed, fields)),
     redact: {
       paths: ["password", "*.password", "client_secret", "*.client_secret", "authorization", "*.authorization"],
       censor: "[redacted]",
