@@ -171,5 +171,23 @@ describe.each(variants)("trace context on $name", ({ embedded }) => {
     }, 10_000, "the gateway's and the auth service's lines");
     expect(lines.gateway.status).toBe(401);
     expect(lines.rpc.requestId).toBe(res.headers.get("x-request-id"));
+
+    // Without one (or with an invalid one), the gateway starts the trace its RPCs continue.
+    for (const traceparent of [undefined, "00-not-a-trace-01"]) {
+      const started = await fetch(`${platform.base}/oauth/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", ...(traceparent ? { traceparent } : {}) },
+        body: "grant_type=client_credentials&client_id=bc_nobody&client_secret=bcs_nothing",
+      });
+      expect(started.status).toBe(401);
+      const requestId = started.headers.get("x-request-id");
+      const pair = await waitFor(() => {
+        const gateway = captured.lines.find((l) => l.msg === "request" && l.requestId === requestId);
+        const rpc = captured.lines.find((l) => l.msg === "rpc" && l.requestId === requestId);
+        return gateway && rpc ? { gateway, rpc } : undefined;
+      }, 10_000, "the lines of a request without a valid traceparent");
+      expect(pair.gateway.traceId).toMatch(/^[0-9a-f]{32}$/);
+      expect(pair.rpc.traceId).toBe(pair.gateway.traceId);
+    }
   });
 });
