@@ -10,9 +10,12 @@ import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { WebhookService, type Owner } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { startSpan, startTracing, tracesUrl, tracingState, type Tracing } from "../services/shared/trace/tracing.js";
+import { createRpcClient } from "../services/shared/rpc/client.js";
+import { TEST_NATS_URL, createTestDatabase, testConfig, type TestDatabase } from "./support/backends.js";
 import { startPlatform, type Platform } from "./support/platform.js";
-import { waitFor } from "./support/processes.js";
+import { freePort, httpReady, spawnTs, waitFor, type Spawned } from "./support/processes.js";
 import { startReceiver, type Receiver } from "./support/receiver.js";
+import { deleteStream } from "./support/stream.js";
 
 interface ExportedSpan {
   traceId: string;
@@ -163,5 +166,50 @@ describe("with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     await tracing.flush();
     const span = collector.spans.find((s) => s.traceId === traceId);
     expect(span).toMatchObject({ name: "work", service: "renamed", path: "/custom/traces" });
+  });
+});
+
+describe("a service process (main.ts) with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
+  let db: TestDatabase;
+  let proc: Spawned | undefined;
+  const config = testConfig();
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+
+  afterAll(async () => {
+    await proc?.kill("SIGKILL");
+    await db?.drop();
+    await deleteStream(TEST_NATS_URL, config.NATS_STREAM).catch(() => undefined);
+  });
+
+  it("exports its spans as bizcard-<name>, the last ones when it drains on SIGTERM", async () => {
+    const port = await freePort();
+    const token = "x".repeat(40);
+    proc = spawnTs("services/organisation/main.ts", {
+      DATABASE_URL: db.url,
+      DATABASE_POOL_MAX: String(db.poolMax),
+      NATS_URL: TEST_NATS_URL,
+      NATS_STREAM: config.NATS_STREAM,
+      NATS_SUBJECT_PREFIX: config.NATS_SUBJECT_PREFIX,
+      ORGANISATION_RPC_PORT: String(port),
+      INTERNAL_RPC_TOKEN: token,
+      LOG_LEVEL: "warn",
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.base,
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: undefined,
+      OTEL_SERVICE_NAME: undefined,
+    });
+    await httpReady(`http://127.0.0.1:${port}/healthz`, 60_000, proc);
+    const traceId = newTraceId();
+    const client = createRpcClient(OrganisationService, { baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 10_000, internalToken: token });
+    await client.createOrganisation(
+      { name: "Process", ownerEmail: `${randomUUID()}@process.test`, ownerPassword: "correct horse" },
+      { headers: { traceparent: `00-${traceId}-${newSpanId()}-01` } },
+    );
+    // The batch's delay has not passed: the drain sends it.
+    expect(await proc.kill("SIGTERM"), proc.output()).toBe(0);
+    const span = await waitFor(() => collector.spans.find((s) => s.traceId === traceId), 10_000, "the process's span");
+    expect(span).toMatchObject({ name: "bizcard.organisation.v1.OrganisationService/CreateOrganisation", service: "bizcard-organisation" });
   });
 });
