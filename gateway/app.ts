@@ -195,7 +195,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   await registerOpenApi(app, { publicUrl: issuer, webhooks: options.webhooks ?? webhooksObject() });
   const auth = options.clients.auth;
   const bearerCache = await BearerCache.open({
-    authenticate: (accessToken) => auth.authenticateAccessToken({ accessToken }),
+    authenticate: (accessToken, call) => auth.authenticateAccessToken({ accessToken }, call),
     bus: options.bus,
     ttlMs: options.bearerCacheMs ?? 30_000,
     logger: options.logger,

@@ -172,6 +172,16 @@ describe.each(variants)("trace context on $name", ({ embedded }) => {
     expect(lines.gateway.status).toBe(401);
     expect(lines.rpc.requestId).toBe(res.headers.get("x-request-id"));
 
+    // The bearer check is one of the request's RPCs too.
+    const checked = newTraceId();
+    const refused = await fetch(`${platform.base}/oauth/me`, { headers: { authorization: "Bearer not-a-token", traceparent: `00-${checked}-${newSpanId()}-01` } });
+    expect(refused.status).toBe(401);
+    await waitFor(
+      () => captured.lines.find((l) => l.msg === "rpc" && l.procedure === "bizcard.auth.v1.AuthService/AuthenticateAccessToken" && l.traceId === checked),
+      10_000,
+      "the bearer check's line",
+    );
+
     // Without one (or with an invalid one), the gateway starts the trace its RPCs continue.
     for (const traceparent of [undefined, "00-not-a-trace-01"]) {
       const started = await fetch(`${platform.base}/oauth/token`, {
