@@ -1,7 +1,7 @@
 // The REST gateway: the documented paths and form-encoded OAuth requests,
 // mapped onto the RPC services. Built here, served by main.ts.
 import { randomUUID } from "node:crypto";
-import type { Server } from "node:http";
+import type { IncomingMessage, Server } from "node:http";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyHttpOptions, type FastifyInstance } from "fastify";
 import type { Config } from "../services/shared/config.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
@@ -40,6 +40,7 @@ import { registerOpenApi, type OpenApiOptions } from "./openapi/document.js";
 import { webhooksObject } from "./openapi/events.js";
 import { openapiRoutes } from "./openapi/routes.js";
 import { validatorCompiler } from "./validation.js";
+import { endRequestTrace, requestTraceId } from "./trace.js";
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -136,6 +137,8 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     // The caller's request id when it is sane, else a new one; routes pass it to
     // every RPC they make (rpcOptions), so it reaches the services' log lines.
     genReqId: (req) => acceptRequestId(req.headers[REQUEST_ID_HEADER] as string | undefined) ?? randomUUID(),
+    // The request's lines carry its trace id too (trace.ts).
+    childLoggerFactory: (logger, bindings, options, raw) => logger.child({ ...bindings, traceId: requestTraceId(raw as IncomingMessage) }, options),
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
   };
   const app = Fastify(fastifyOptions);
@@ -164,6 +167,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
       { method: request.method, route: request.routeOptions.url ?? "unmatched", status: reply.statusCode },
       reply.elapsedTime / 1000,
     );
+    endRequestTrace(request.raw, reply.statusCode, request.routeOptions.url);
     request.log.info(
       {
         method: request.method,
@@ -191,7 +195,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   await registerOpenApi(app, { publicUrl: issuer, webhooks: options.webhooks ?? webhooksObject() });
   const auth = options.clients.auth;
   const bearerCache = await BearerCache.open({
-    authenticate: (accessToken) => auth.authenticateAccessToken({ accessToken }),
+    authenticate: (accessToken, call) => auth.authenticateAccessToken({ accessToken }, call),
     bus: options.bus,
     ttlMs: options.bearerCacheMs ?? 30_000,
     logger: options.logger,

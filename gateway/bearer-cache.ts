@@ -36,9 +36,18 @@ export interface BearerPrincipal {
   organisation?: Promise<{ id: string; name: string }>;
 }
 
+/** An RPC's per-call headers (rpcOptions, clients.ts). */
+export interface RpcCallOptions {
+  headers: Record<string, string>;
+}
+
 export interface BearerCacheOptions {
-  /** The RPC: resolves the token, or rejects (invalid_token, or the service's failure). */
-  authenticate: (accessToken: string) => Promise<AuthenticateAccessTokenResponse>;
+  /**
+   * The RPC: resolves the token, or rejects (invalid_token, or the service's
+   * failure). `call`: the options of the request that asked (its request id
+   * and trace context); concurrent requests sharing one RPC share the first's.
+   */
+  authenticate: (accessToken: string, call?: RpcCallOptions) => Promise<AuthenticateAccessTokenResponse>;
   /** The bus revocations travel on; without one nothing is cached. */
   bus?: EventBus;
   /** BEARER_CACHE_MS: the longest a check is kept (0: never). */
@@ -108,9 +117,9 @@ export class BearerCache {
   }
 
   /** The token's principal: cached, or one RPC shared by the concurrent requests presenting it. */
-  lookup(accessToken: string): Promise<BearerPrincipal> {
+  lookup(accessToken: string, call?: RpcCallOptions): Promise<BearerPrincipal> {
     const caching = this.caching;
-    if (!caching) return this.resolve(accessToken);
+    if (!caching) return this.resolve(accessToken, call);
     const hash = tokenHash(accessToken);
     const entry = this.entries.get(hash);
     if (entry) {
@@ -125,7 +134,7 @@ export class BearerCache {
     const pending = this.inflight.get(hash);
     if (pending) return pending;
     const generation = this.generation;
-    const started = this.resolve(accessToken).then((principal) => {
+    const started = this.resolve(accessToken, call).then((principal) => {
       if (generation === this.generation && this.caching) this.store(hash, principal);
       return principal;
     });
@@ -137,8 +146,8 @@ export class BearerCache {
     return started;
   }
 
-  private async resolve(accessToken: string): Promise<BearerPrincipal> {
-    const res = await this.options.authenticate(accessToken);
+  private async resolve(accessToken: string, call: RpcCallOptions | undefined): Promise<BearerPrincipal> {
+    const res = await this.options.authenticate(accessToken, call);
     return {
       organisationId: res.organisationId,
       clientId: res.clientId,

@@ -23,6 +23,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from "fastify";
 import { OAuthErrorSchema } from "../gen/bizcard/auth/v1/auth_pb.js";
 import type { BearerCache, BearerPrincipal } from "./bearer-cache.js";
+import { rpcOptions } from "./clients.js";
 import { HttpError } from "./errors.js";
 import type { ProtectedResources, ResourceName } from "../services/shared/protected-resources.js";
 
@@ -169,7 +170,7 @@ export function createBearer(cache: BearerCache, resources: ProtectedResources):
     const token = presentedToken(request, challenges);
     let principal: BearerPrincipal;
     try {
-      principal = await cache.lookup(token);
+      principal = await cache.lookup(token, rpcOptions(request));
     } catch (err) {
       throw fromAuthService(err, challenges);
     }

@@ -6,7 +6,9 @@ import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation
 import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import type { Config } from "../services/shared/config.js";
 import { REQUEST_ID_HEADER } from "../services/shared/request-context.js";
+import type { IncomingMessage } from "node:http";
 import { createRpcClient } from "../services/shared/rpc/client.js";
+import { traceHeaders } from "./trace.js";
 
 export interface ServiceClients {
   auth: Client<typeof AuthService>;
@@ -36,9 +38,10 @@ export function createServiceClients(config: Config): ServiceClients {
 }
 
 /**
- * Options for an RPC made while serving a request: its request id travels in
- * a header (explicitly: no AsyncLocalStorage on the gateway's hot path).
+ * Options for an RPC made while serving a request: its request id and trace
+ * context (trace.ts) travel in headers (explicitly: no AsyncLocalStorage on
+ * the gateway's hot path).
  */
-export function rpcOptions(request: { id: string }): { headers: Record<string, string> } {
-  return { headers: { [REQUEST_ID_HEADER]: request.id } };
+export function rpcOptions(request: { id: string; raw: IncomingMessage }): { headers: Record<string, string> } {
+  return { headers: { [REQUEST_ID_HEADER]: request.id, ...traceHeaders(request.raw) } };
 }

@@ -6,12 +6,15 @@ import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import { startMetricsListener } from "../services/shared/metrics/metrics-listener.js";
 import { onShutdown } from "../services/shared/service-main.js";
+import { startTracing } from "../services/shared/trace/tracing.js";
 import { exitIfPortInUse, listenOn } from "../services/shared/port-in-use.js";
 import { buildGateway, gatewayRegistration, gatewayTimeouts } from "./app.js";
 import { createServiceClients, serviceUrls } from "./clients.js";
 
 const config = loadConfigOrExit(GATEWAY_PROCESS_CHECKS);
 const logger = createLogger("gateway", config.LOG_LEVEL);
+// Spans are exported only when OTEL_EXPORTER_OTLP_ENDPOINT (or …_TRACES_ENDPOINT) is set.
+const tracing = await startTracing("gateway");
 // The in-process bus would hear nothing in a process of its own: no bus, no bearer cache.
 const bus = config.NATS_URL ? await openBus(config, "gateway", logger) : undefined;
 if (!bus) logger.info("NATS_URL is unset: bearer checks are not cached (each one is an RPC to the auth service)");
@@ -42,4 +45,5 @@ onShutdown(logger, async () => {
   await metrics.close();
   await app.close();
   await bus?.close();
+  await tracing.shutdown().catch((err: unknown) => logger.warn({ err }, "spans not exported"));
 });

@@ -29,6 +29,7 @@ import { PortInUseError, checkPortsFree, exitIfPortInUse, listenOn } from "../se
 import { makePrivateFolder } from "../services/shared/private-folder.js";
 import { startMetricsListener, type MetricsListener } from "../services/shared/metrics/metrics-listener.js";
 import { onShutdown } from "../services/shared/service-main.js";
+import { startTracing } from "../services/shared/trace/tracing.js";
 import type { EventBus } from "../services/shared/event-bus/event-bus.js";
 import type { FastifyInstance } from "fastify";
 import { createWebhookApp } from "../services/webhook/webhook-app.js";
@@ -49,6 +50,8 @@ export const DEMO_FILE = "demo-credentials.json";
 async function main(): Promise<void> {
   let config = loadConfigOrExit();
   const logger = createLogger("bizcard", config.LOG_LEVEL);
+  // Spans are exported only when OTEL_EXPORTER_OTLP_ENDPOINT (or …_TRACES_ENDPOINT) is set.
+  const tracing = await startTracing("bizcard");
   const embeddedDb = !config.DATABASE_URL;
   const dataDir = path.resolve(config.DATA_DIR);
   // The data folder is the owner's only (0700, files 0600), also one an older
@@ -78,6 +81,7 @@ async function main(): Promise<void> {
     for (const app of [...apps].reverse()) await app.close().catch((err) => logger.error({ err }, "close failed"));
     await bus?.close();
     for (const db of databases) await db.close();
+    await tracing.shutdown().catch((err: unknown) => logger.warn({ err }, "spans not exported"));
   };
   // Signals are handled from the first moment: a stop during start closes what is open so far.
   onShutdown(logger, async () => {

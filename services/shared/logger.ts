@@ -1,12 +1,25 @@
-// Structured logs (pino): one line per request, each with the request id;
-// JSON, or readable lines on a terminal (LOG_FORMAT).
+// Structured logs (pino): one line per request, each with the request id and
+// the trace id of the work it describes; JSON, or readable lines on a
+// terminal (LOG_FORMAT).
 import { createRequire } from "node:module";
 import { DriverException } from "@mikro-orm/core";
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from "pino";
+import { currentTraceId } from "./request-context.js";
 
 export type { Logger };
 
 export type LogFormat = "json" | "pretty";
+
+const NO_FIELDS = Object.freeze({});
+
+/**
+ * Every line written while a request (or a delivery) is being served carries
+ * its trace id, so a trace's lines are found in every process it went through.
+ */
+function traceFields(): object {
+  const traceId = currentTraceId();
+  return traceId === undefined ? NO_FIELDS : { traceId };
+}
 
 /** LOG_FORMAT when set (json | pretty); otherwise readable lines on a terminal, JSON for anything that reads them. */
 export function logFormat(env: string | undefined = process.env.LOG_FORMAT, isTTY: boolean = process.stdout.isTTY === true): LogFormat {
@@ -49,6 +62,9 @@ export function createLogger(
     base: { service: name },
     timestamp: pino.stdTimeFunctions.isoTime,
     serializers: { err: safeError },
+    mixin: traceFields,
+    // pino's default merge writes the line's fields into the mixin's object: not into the shared empty one.
+    mixinMergeStrategy: (fields: object, mixed: object) => (mixed === NO_FIELDS ? fields : Object.assign(mixed, fields)),
     redact: {
       paths: ["password", "*.password", "client_secret", "*.client_secret", "authorization", "*.authorization"],
       censor: "[redacted]",

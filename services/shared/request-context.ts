@@ -1,8 +1,10 @@
-// The request id travels with a request across RPC calls: the gateway (or the
-// first RPC server) assigns it, interceptors copy it into the next call.
+// The request id and the trace context travel with a request across RPC
+// calls: the gateway (or the first RPC server) assigns them, interceptors copy
+// them into the next call.
 //
-// The id of the request being served is kept in an AsyncLocalStorage for the
-// calls its handler makes (rpc/client.ts reads it). Measured on this project's
+// What the request being served goes by is kept in an AsyncLocalStorage for
+// the calls its handler makes (rpc/client.ts reads it), the events it writes
+// (outbox/writer.ts) and its log lines (logger.ts). Measured on this project's
 // machine (GetOrganisation, service in its own process, CPU per call on both
 // sides, several rounds): keeping it only in processes that call other
 // services saved nothing measurable, because MikroORM's own AsyncLocalStorage
@@ -10,11 +12,16 @@
 // the whole process at a service's first transaction anyway.
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
+import { traceIdOf } from "./trace/traceparent.js";
 
 export const REQUEST_ID_HEADER = "x-request-id";
 
-interface RequestContext {
+export interface RequestContext {
   requestId: string;
+  /** W3C traceparent whose parent id is the span of the work being done (trace/tracing.ts). */
+  traceparent?: string;
+  /** W3C tracestate as the caller sent it (passed on unchanged). */
+  tracestate?: string;
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();
@@ -32,9 +39,30 @@ export function runWithRequestId<T>(requestId: string, fn: () => T): T {
   return storage.run({ requestId }, fn);
 }
 
+/** Runs `fn` in `context`: calls, events and log lines made inside carry its ids. */
+export function runInRequest<T>(context: RequestContext, fn: () => T): T {
+  return storage.run(context, fn);
+}
+
 /** The id of the request being served (undefined outside one). */
 export function currentRequestId(): string | undefined {
   return storage.getStore()?.requestId;
+}
+
+/** The request being served (undefined outside one). */
+export function currentRequest(): RequestContext | undefined {
+  return storage.getStore();
+}
+
+/** The traceparent calls made now send (undefined outside a request). */
+export function currentTraceparent(): string | undefined {
+  return storage.getStore()?.traceparent;
+}
+
+/** The trace id of the work being done, for log lines (undefined outside one). */
+export function currentTraceId(): string | undefined {
+  const traceparent = storage.getStore()?.traceparent;
+  return traceparent === undefined ? undefined : traceIdOf(traceparent);
 }
 
 /** An incoming id is kept only when it is short and printable; otherwise a new one is made. */

@@ -5,6 +5,7 @@ import { openBus } from "./event-bus/open-bus.js";
 import { exitIfPortInUse, listenOn } from "./port-in-use.js";
 import { createLogger, type Logger } from "./logger.js";
 import { startRpcServer } from "./rpc/server.js";
+import { startTracing } from "./trace/tracing.js";
 import type { ServiceApp, ServiceAppDeps } from "./service-app.js";
 
 export interface ServiceMainOptions {
@@ -23,6 +24,9 @@ export async function serviceMain(options: ServiceMainOptions): Promise<void> {
     for (const close of closers.reverse()) await close();
   });
   try {
+    // Spans are exported only when OTEL_EXPORTER_OTLP_ENDPOINT (or …_TRACES_ENDPOINT) is set.
+    const tracing = await startTracing(options.name);
+    closers.push(() => tracing.shutdown().catch((err: unknown) => logger.warn({ err }, "spans not exported")));
     const bus = await openBus(config, options.name, logger);
     closers.push(() => bus.close());
     const app = await options.create({

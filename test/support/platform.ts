@@ -17,7 +17,7 @@ import { createOrganisationApp } from "../../services/organisation/organisation-
 import type { Config } from "../../services/shared/config.js";
 import type { EventBus } from "../../services/shared/event-bus/event-bus.js";
 import { openBus } from "../../services/shared/event-bus/open-bus.js";
-import { createLogger } from "../../services/shared/logger.js";
+import { createLogger, type Logger } from "../../services/shared/logger.js";
 import type { ServiceApp, ServiceAppDeps } from "../../services/shared/service-app.js";
 import { createWebhookApp } from "../../services/webhook/webhook-app.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./backends.js";
@@ -80,6 +80,8 @@ export interface PlatformOptions {
   gateway?: boolean | GatewayChoice;
   /** An organisation with this owner, made once the services run. */
   member?: { organisation: string; email: string; password: string };
+  /** The services' logger (their apps and RPC servers; a test reads their lines); stdout by default. */
+  logger?: Logger;
 }
 
 export interface RunningGateway {
@@ -178,7 +180,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
     if (!given) stops.push(() => bus.close());
 
     const startOne = async <A extends ServiceApp>(create: Create<A>, config: Config): Promise<StartedService<A>> => {
-      const service = await startService(create, { config, db, bus });
+      const service = await startService(create, { config, db, bus, logger: options.logger });
       let stopped: Promise<void> | undefined;
       const stopOnce = () => (stopped ??= service.stop());
       stops.push(stopOnce);

@@ -4,7 +4,7 @@ import type { Client } from "@connectrpc/connect";
 import type { Config } from "../../services/shared/config.js";
 import type { EventBus } from "../../services/shared/event-bus/event-bus.js";
 import { openBus } from "../../services/shared/event-bus/open-bus.js";
-import { createLogger } from "../../services/shared/logger.js";
+import { createLogger, type Logger } from "../../services/shared/logger.js";
 import { createRpcClient } from "../../services/shared/rpc/client.js";
 import { startRpcServer, type RunningServer } from "../../services/shared/rpc/server.js";
 import type { ServiceApp, ServiceAppDeps } from "../../services/shared/service-app.js";
@@ -20,9 +20,9 @@ export interface StartedService<A extends ServiceApp> {
 
 export async function startService<A extends ServiceApp>(
   create: (deps: ServiceAppDeps) => Promise<A>,
-  options: { config: Config; db: TestDatabase; bus: EventBus },
+  options: { config: Config; db: TestDatabase; bus: EventBus; logger?: Logger },
 ): Promise<StartedService<A>> {
-  const logger = createLogger("test", options.config.LOG_LEVEL);
+  const logger = options.logger ?? createLogger("test", options.config.LOG_LEVEL);
   const app = await create({
     config: options.config,
     databaseUrl: options.db.url,

@@ -7,6 +7,7 @@ import { CodeRedirectUriSchema } from "./2026-11-24-code-redirect-uri.js";
 import { ExpiryIndexesSchema } from "./2026-11-25-expiry-indexes.js";
 import { ClientRegistrationSchema } from "./2026-11-26-client-registration.js";
 import { TokenAudienceSchema } from "./2026-11-27-token-audience.js";
+import { OutboxTraceContextSchema } from "./2026-11-28-trace-context.js";
 
 export const authMigrations: MigrationObject[] = [
   { name: "2026-11-22-initial", class: InitialAuthSchema },
@@ -16,4 +17,5 @@ export const authMigrations: MigrationObject[] = [
   { name: "2026-11-25-expiry-indexes", class: ExpiryIndexesSchema },
   { name: "2026-11-26-client-registration", class: ClientRegistrationSchema },
   { name: "2026-11-27-token-audience", class: TokenAudienceSchema },
+  { name: "2026-11-28-trace-context", class: OutboxTraceContextSchema },
 ];

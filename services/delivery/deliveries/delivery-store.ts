@@ -12,6 +12,8 @@ export interface FanOutEvent {
   body: string;
   /** The event's JetStream sequence; undefined on the in-process bus. */
   streamSequence: number | undefined;
+  /** The W3C traceparent the event arrived with, if any. */
+  traceparent: string | undefined;
   subscribers: { subscriptionId: bigint; clientId: string }[];
 }
 
@@ -35,6 +37,8 @@ export interface ClaimedDelivery {
   once: boolean;
   body: string;
   claimId: string;
+  /** The event's W3C traceparent (undefined for an event that came without one). */
+  traceparent: string | undefined;
 }
 
 export interface AttemptRecord {
@@ -62,16 +66,16 @@ export function createDeliveryStore(orm: MikroORM) {
      */
     async recordFanOut(f: FanOutBatch): Promise<number> {
       const events = JSON.stringify(
-        f.events.map((e) => ({ event_id: e.eventId, event_type: e.eventType, organisation_id: e.organisationId, body: e.body, seq: e.streamSequence ?? null })),
+        f.events.map((e) => ({ event_id: e.eventId, event_type: e.eventType, organisation_id: e.organisationId, body: e.body, seq: e.streamSequence ?? null, traceparent: e.traceparent ?? null })),
       );
       const subs = JSON.stringify(
         f.events.flatMap((e) => e.subscribers.map((s) => ({ event_id: e.eventId, id: s.subscriptionId.toString(), client_id: s.clientId }))),
       );
       const [row] = await execute<{ n: number }>(
         `with "event" as (
-           insert into ${S}."delivery_event" ("event_id", "event_type", "organisation_id", "body", "stream_sequence", "created_at")
-           select e."event_id", e."event_type", e."organisation_id", e."body", e."seq", now()
-             from jsonb_to_recordset(?::jsonb) as e("event_id" uuid, "event_type" text, "organisation_id" uuid, "body" text, "seq" bigint)
+           insert into ${S}."delivery_event" ("event_id", "event_type", "organisation_id", "body", "stream_sequence", "traceparent", "created_at")
+           select e."event_id", e."event_type", e."organisation_id", e."body", e."seq", e."traceparent", now()
+             from jsonb_to_recordset(?::jsonb) as e("event_id" uuid, "event_type" text, "organisation_id" uuid, "body" text, "seq" bigint, "traceparent" text)
            on conflict ("event_id") do nothing
            returning "event_id", "event_type", "organisation_id"
          ), "rows" as (
@@ -114,7 +118,8 @@ export function createDeliveryStore(orm: MikroORM) {
            from "due" where d."id" = "due"."id"
          returning d."id"::text as "id", d."event_id", d."subscription_id"::text as "subscription_id", d."organisation_id", d."client_id",
            d."event_type", d."attempts", d."once",
-           (select e."body" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "body"`,
+           (select e."body" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "body",
+           (select e."traceparent" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "traceparent"`,
         [limit, leaseSeconds, claimId],
       );
       return rows.map((r) => ({
@@ -128,6 +133,7 @@ export function createDeliveryStore(orm: MikroORM) {
         once: Boolean(r.once),
         body: (r.body as string) ?? "",
         claimId,
+        traceparent: (r.traceparent as string | null) ?? undefined,
       }));
     },
 

@@ -51,6 +51,8 @@ export const DeliveryEventEntity = defineEntity({
     body: p.text(),
     streamSequence: p.bigint("number").nullable(),
     createdAt: p.datetime(3),
+    /** The W3C traceparent the event arrived with: every POST of it continues that trace. */
+    traceparent: p.text().nullable(),
   },
   indexes: [{ name: "delivery_event_created_at_index", properties: ["createdAt"] }],
 });

@@ -31,6 +31,9 @@
 // published. One created while the event is in flight may get it too.
 // In the embedded start the in-process bus hands events over one at a time
 // (batches of one).
+//
+// Trace context: an event's traceparent (the request that made it, carried by
+// the bus) is kept with the event; every POST of it continues that trace.
 import { fromBinary } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@connectrpc/connect";
@@ -41,6 +44,7 @@ import { consumeInBatches, type BusMessage, type Consumer, type EventBus } from 
 import { eventTypeName } from "../../shared/event-types.js";
 import type { Logger } from "../../shared/logger.js";
 import { isUuid } from "../../shared/validation.js";
+import { formatTraceparent, parseTraceparent } from "../../shared/trace/traceparent.js";
 import type { DeliveryStore } from "../deliveries/delivery-store.js";
 
 export const CONTACT_FAN_OUT_CONSUMER = "delivery-contacts";
@@ -79,14 +83,15 @@ export function consumeContactEvents(deps: {
       startAfterSequence: () => deps.store.position(CONTACT_FAN_OUT_CONSUMER),
     },
     async (messages) => {
-      const events = new Map<string, { event: ContactEvent; type: string; streamSequence: number | undefined }>();
+      const events = new Map<string, { event: ContactEvent; type: string; streamSequence: number | undefined; traceparent: string | undefined }>();
       let lastSequence: number | undefined;
       for (const message of messages) {
         if (message.streamSequence !== undefined) lastSequence = Math.max(lastSequence ?? 0, message.streamSequence);
         const decoded = decode(message, log);
         // Twice in one batch (published again past the duplicate window): once is enough.
         if (decoded && !events.has(decoded.event.eventId.toLowerCase())) {
-          events.set(decoded.event.eventId.toLowerCase(), { ...decoded, streamSequence: message.streamSequence });
+          const trace = parseTraceparent(message.traceparent);
+          events.set(decoded.event.eventId.toLowerCase(), { ...decoded, streamSequence: message.streamSequence, traceparent: trace && formatTraceparent(trace) });
         }
       }
       // One ListSubscribers per distinct (organisation, event type) of the batch, at once.
@@ -102,7 +107,7 @@ export function consumeContactEvents(deps: {
       const created = await deps.store.recordFanOut({
         consumer: CONTACT_FAN_OUT_CONSUMER,
         streamSequence: lastSequence,
-        events: [...events.values()].map(({ event, type, streamSequence }) => {
+        events: [...events.values()].map(({ event, type, streamSequence, traceparent }) => {
           const occurredAt = event.occurTime ? timestampDate(event.occurTime) : new Date();
           return {
             eventId: event.eventId.toLowerCase(),
@@ -110,6 +115,7 @@ export function consumeContactEvents(deps: {
             organisationId: event.organisationId.toLowerCase(),
             body: webhookBody(type, occurredAt, contactJson(event.contact!)),
             streamSequence,
+            traceparent,
             subscribers: found.get(`${event.organisationId.toLowerCase()} ${event.type}`)!.map((s) => ({ subscriptionId: s.subscriptionId, clientId: s.clientId })),
           };
         }),

@@ -4,10 +4,12 @@ import { DeliveryAttemptOwner } from "./2026-11-22-attempt-owner.js";
 import { InitialDeliverySchema } from "./2026-11-22-initial.js";
 import { DeliverySchema } from "./2026-11-24-deliveries.js";
 import { PruneIndexesSchema } from "./2026-11-26-prune-indexes.js";
+import { DeliveryTraceContextSchema } from "./2026-11-28-trace-context.js";
 
 export const deliveryMigrations: MigrationObject[] = [
   { name: "2026-11-22-initial", class: InitialDeliverySchema },
   { name: "2026-11-22-attempt-owner", class: DeliveryAttemptOwner },
   { name: "2026-11-24-deliveries", class: DeliverySchema },
   { name: "2026-11-26-prune-indexes", class: PruneIndexesSchema },
+  { name: "2026-11-28-trace-context", class: DeliveryTraceContextSchema },
 ];

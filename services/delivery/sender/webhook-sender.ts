@@ -15,6 +15,7 @@ import { Webhook } from "standardwebhooks";
 import { Agent, request } from "undici";
 import type { Resolver } from "../../shared/net/dns-resolver.js";
 import { DestinationRefusedError, checkLiteralHost, safeLookup } from "../../shared/net/safe-lookup.js";
+import { TRACEPARENT_HEADER } from "../../shared/trace/traceparent.js";
 
 const MAX_RESPONSE_BYTES = 64 * 1024;
 const USER_AGENT = "bizcard-webhooks/1";
@@ -26,6 +27,11 @@ export interface OutgoingWebhook {
   eventId: string;
   /** The JSON body, exactly as stored at fan-out. */
   body: string;
+  /**
+   * W3C traceparent sent as the header of that name: the event's trace,
+   * with this attempt as the parent, so a receiver can correlate.
+   */
+  traceparent?: string;
 }
 
 export type SendResult =
@@ -82,6 +88,7 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
             "webhook-id": webhook.eventId,
             "webhook-timestamp": String(Math.floor(timestamp.getTime() / 1000)),
             "webhook-signature": signature,
+            ...(webhook.traceparent ? { [TRACEPARENT_HEADER]: webhook.traceparent } : {}),
           },
           body: webhook.body,
           signal,

@@ -19,6 +19,8 @@ import type { Logger } from "../../shared/logger.js";
 import { withJitter, type Backoff } from "../../shared/loop/backoff.js";
 import { PollLoop } from "../../shared/loop/poll-loop.js";
 import { webhookAttemptDuration, webhookAttempts, webhookGivenUp } from "../../shared/metrics/metrics.js";
+import { runInRequest } from "../../shared/request-context.js";
+import { startSpan } from "../../shared/trace/tracing.js";
 import type { AttemptRecord, ClaimedDelivery, DeliveryStore } from "../deliveries/delivery-store.js";
 import type { SendResult, WebhookSender } from "../sender/webhook-sender.js";
 
@@ -169,9 +171,25 @@ export class DeliveryWorker {
     }
   }
 
-  private async deliver(d: ClaimedDelivery, subscriber: Subscriber): Promise<void> {
+  /**
+   * The attempt continues the event's trace (W3C Trace Context; a new one for
+   * an event that came without): the POST's traceparent has the attempt's
+   * span as its parent, and the attempt's log lines carry the trace id.
+   */
+  private deliver(d: ClaimedDelivery, subscriber: Subscriber): Promise<void> {
+    const span = startSpan("webhook POST", d.traceparent, "client", { "http.request.method": "POST", "webhook.event_id": d.eventId, "webhook.attempt": d.attempt });
+    return runInRequest({ requestId: `delivery:${d.id}`, traceparent: span.traceparent }, () => this.attempt(d, subscriber, span.traceparent)).then(
+      (result) => span.end(result.ok ? undefined : result.error, { "http.response.status_code": result.status }),
+      (err: unknown) => {
+        span.end(err);
+        throw err;
+      },
+    );
+  }
+
+  private async attempt(d: ClaimedDelivery, subscriber: Subscriber, traceparent: string): Promise<SendResult> {
     const attemptedAt = new Date();
-    const result = await this.options.sender.send({ url: subscriber.targetUrl, secret: subscriber.secret, eventId: d.eventId, body: d.body });
+    const result = await this.options.sender.send({ url: subscriber.targetUrl, secret: subscriber.secret, eventId: d.eventId, body: d.body, traceparent });
     const base = { delivery: d, responseStatus: result.status, durationMs: result.durationMs, attemptedAt };
     webhookAttempts.inc({ outcome: attemptOutcome(result) });
     webhookAttemptDuration.observe(result.durationMs / 1000);
@@ -179,17 +197,18 @@ export class DeliveryWorker {
     if (result.ok) {
       await this.record({ ...base, status: "succeeded", outcome: "succeeded", error: "", nextAttemptAt: null });
       this.options.logger.debug(fields, "delivery succeeded");
-      return;
+      return result;
     }
     // REST Hooks: 410 Gone means the receiver wants no more events: the subscription is deleted.
     if (result.status === 410 && (await this.deleteSubscription(d))) {
       await this.options.store.record({ ...base, status: "gone", outcome: "gone", error: "HTTP 410: subscription deleted", nextAttemptAt: null });
       await this.options.store.cancelSubscription(d.subscriptionId);
       this.options.logger.info(fields, "subscription deleted: the receiver answered 410 Gone");
-      return;
+      return result;
     }
     await this.recordFailure(d, result, base, fields);
     await this.options.failureStreak?.failed({ ...d, host: fields.host });
+    return result;
   }
 
   private async recordFailure(

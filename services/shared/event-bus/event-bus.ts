@@ -12,6 +12,8 @@ export interface BusMessage {
   deliveryCount: number;
   /** The message's sequence in the stream (JetStream only). */
   streamSequence?: number;
+  /** W3C traceparent of the work that made the event (header `traceparent`), when it had one. */
+  traceparent?: string;
 }
 
 export interface ConsumerOptions {
@@ -97,6 +99,8 @@ export interface OutgoingMessage {
   subject: string;
   data: Uint8Array;
   msgId: string;
+  /** W3C traceparent of the work that made the event: consumers continue its trace. */
+  traceparent?: string;
 }
 
 /** What `publishInOrder` got done: the first `published` messages were stored (acknowledged). */
@@ -132,7 +136,7 @@ export interface EventBus {
    * reject with a PublishDeferredError: some consumers have it, the others
    * must get it later (the in-process bus).
    */
-  publish(subject: string, data: Uint8Array, msgId: string): Promise<void>;
+  publish(subject: string, data: Uint8Array, msgId: string, traceparent?: string): Promise<void>;
   /**
    * Optional: sends all the messages at once, in this order, and waits for
    * their acknowledgements together. The broker stores a message only if it
@@ -187,7 +191,7 @@ export async function publishOneByOne(bus: EventBus, messages: readonly Outgoing
   for (const m of messages) {
     if (!(await hooks.beforeSend())) return {};
     try {
-      await bus.publish(m.subject, m.data, m.msgId);
+      await bus.publish(m.subject, m.data, m.msgId, m.traceparent);
       hooks.published(m.msgId);
     } catch (err) {
       if (!(err instanceof PublishDeferredError)) return { error: err };

@@ -113,7 +113,7 @@ export class InProcessBus implements EventBus {
     private readonly logger?: Logger,
   ) {}
 
-  async publish(subject: string, data: Uint8Array, msgId: string): Promise<void> {
+  async publish(subject: string, data: Uint8Array, msgId: string, traceparent?: string): Promise<void> {
     const matching = [...this.consumers.values()].filter((reg) => subjectMatches(reg.pattern, subject));
     const listening = [...this.subscribers].filter((sub) => subjectMatches(sub.pattern, subject));
     // A stream would keep the message for consumers to come; here the outbox row does.
@@ -128,7 +128,7 @@ export class InProcessBus implements EventBus {
       remember(this.announced, msgId);
       for (const sub of listening) {
         try {
-          await sub.handler({ subject, data: data.slice(), msgId, deliveryCount: 1 });
+          await sub.handler({ subject, data: data.slice(), msgId, deliveryCount: 1, ...(traceparent ? { traceparent } : {}) });
         } catch (err) {
           this.logger?.warn({ err, subject }, "subscriber failed; the message is not redelivered to it");
         }
@@ -154,7 +154,7 @@ export class InProcessBus implements EventBus {
       const count = (reg.deliveries.get(msgId) ?? 0) + 1;
       reg.deliveries.set(msgId, count);
       try {
-        await reg.handler({ subject, data: data.slice(), msgId, deliveryCount: count });
+        await reg.handler({ subject, data: data.slice(), msgId, deliveryCount: count, ...(traceparent ? { traceparent } : {}) });
       } catch (err) {
         const maxDeliver = reg.options.maxDeliver ?? 30;
         if (count < maxDeliver) {

@@ -1,8 +1,9 @@
 // NATS JetStream. One stream holds every subject under the prefix; the
 // stream's duplicate window drops a message whose Nats-Msg-Id it has seen, so
 // an outbox row published again after a crash reaches no consumer twice.
-import { RetentionPolicy, StorageType, connect, nanos, type JetStreamClient, type JetStreamManager, type NatsConnection } from "nats";
+import { RetentionPolicy, StorageType, connect, headers, nanos, type JetStreamClient, type JetStreamManager, type NatsConnection } from "nats";
 import type { Logger } from "../logger.js";
+import { TRACEPARENT_HEADER } from "../trace/traceparent.js";
 import {
   subjectFor,
   type BatchConsumerOptions,
@@ -107,7 +108,8 @@ export class NatsBus implements EventBus {
     const sub = this.nc.subscribe(subjectFor(this.options.prefix, subject), {
       callback: (err, m) => {
         if (err) return log.warn({ err }, "subscription error");
-        const message = { subject: m.subject, data: m.data, msgId: m.headers?.get("Nats-Msg-Id") ?? "", deliveryCount: 1 };
+        const traceparent = m.headers?.get(TRACEPARENT_HEADER);
+        const message = { subject: m.subject, data: m.data, msgId: m.headers?.get("Nats-Msg-Id") ?? "", deliveryCount: 1, ...(traceparent ? { traceparent } : {}) };
         try {
           const done = handler(message);
           if (done) done.catch((e: unknown) => log.warn({ err: e, subject: m.subject }, "subscriber failed; not redelivered"));
@@ -154,8 +156,12 @@ export class NatsBus implements EventBus {
     return this.streamReady;
   }
 
-  /** `afterMsgId`: stored only if the stream's last stored message is that one (publishInOrder). */
-  async publish(subject: string, data: Uint8Array, msgId: string, afterMsgId?: string): Promise<void> {
+  /**
+   * `traceparent`: sent as the message header of that name (W3C Trace Context
+   * over a message bus). `afterMsgId`: stored only if the stream's last stored
+   * message is that one (publishInOrder).
+   */
+  async publish(subject: string, data: Uint8Array, msgId: string, traceparent?: string, afterMsgId?: string): Promise<void> {
     // The outbox relay starts a publish only while its lease outlasts this
     // timeout: the message must not leave after it, stream check included.
     const timeoutMs = this.options.publishTimeoutMs ?? 3000;
@@ -166,6 +172,7 @@ export class NatsBus implements EventBus {
     try {
       await this.js.publish(subject, data, {
         msgID: msgId,
+        ...(traceparent ? { headers: traceHeader(traceparent) } : {}),
         expect: { streamName: this.options.stream, ...(afterMsgId === undefined ? {} : { lastMsgID: afterMsgId }) },
         timeout: left,
       });
@@ -202,7 +209,7 @@ export class NatsBus implements EventBus {
     // Sent in this order: each publish awaits the same settled stream check
     // (continuations run in the order they were queued), then writes its
     // request before its next await. Each has the whole publish timeout.
-    const acks = messages.map((m, i) => this.publish(m.subject, m.data, m.msgId, i > 0 ? messages[i - 1]!.msgId : undefined));
+    const acks = messages.map((m, i) => this.publish(m.subject, m.data, m.msgId, m.traceparent, i > 0 ? messages[i - 1]!.msgId : undefined));
     const settled = await Promise.allSettled(acks);
     const failed = settled.findIndex((s) => s.status === "rejected");
     if (failed === -1) return { published: messages.length };
@@ -291,6 +298,12 @@ export class NatsBus implements EventBus {
     await Promise.all([...this.consumers].map((c) => c.stop()));
     await this.nc.drain().catch(() => this.nc.close());
   }
+}
+
+function traceHeader(traceparent: string) {
+  const h = headers();
+  h.set(TRACEPARENT_HEADER, traceparent);
+  return h;
 }
 
 /** JetStream refused a message whose Nats-Expected-Last-Msg-Id was not the stream's last (JSStreamWrongLastMsgIDErr). */

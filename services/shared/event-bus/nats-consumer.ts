@@ -16,6 +16,7 @@ import {
 } from "nats";
 import { backoffDelay, type Backoff } from "../loop/backoff.js";
 import { PollLoop } from "../loop/poll-loop.js";
+import { TRACEPARENT_HEADER } from "../trace/traceparent.js";
 import type { Logger } from "../logger.js";
 import { consumerPendingSources } from "../metrics/metrics.js";
 import { addSource } from "../metrics/scrape-sources.js";
@@ -245,7 +246,9 @@ export function serveBatches(options: ConsumerOptions, settings: PullSettings, b
 }
 
 function busMessage(m: JsMsg): BusMessage {
+  const traceparent = m.headers?.get(TRACEPARENT_HEADER);
   return {
+    ...(traceparent ? { traceparent } : {}),
     subject: m.subject,
     data: m.data,
     msgId: m.headers?.get("Nats-Msg-Id") || `${m.info.stream}:${m.seq}`,

@@ -55,7 +55,7 @@ interface DeferredRow {
   failures: number;
 }
 
-type Row = { id: string; seq: string; subject: string; payload: Buffer };
+type Row = { id: string; seq: string; subject: string; payload: Buffer; traceparent: string | null };
 
 /** Failed batches and failed rounds. */
 const FAILURE_BACKOFF: Backoff = { baseMs: 500, maxMs: 30_000 };
@@ -248,7 +248,7 @@ export class OutboxRelay {
       for (let i = 0; going && i < ids.length; i += this.batchSize) {
         const chunk = ids.slice(i, i + this.batchSize);
         const rows: Row[] = await em.execute(
-          `select "id", "seq"::text as "seq", "subject", "payload" from "${schema}"."outbox"
+          `select "id", "seq"::text as "seq", "subject", "payload", "traceparent" from "${schema}"."outbox"
             where "id" in (${chunk.map(() => "?").join(",")}) and "published_at" is null order by "outbox"."seq"`,
           chunk,
         );
@@ -260,7 +260,7 @@ export class OutboxRelay {
     }
     if (going) {
       const rows: Row[] = await em.execute(
-        `select "id", "seq"::text as "seq", "subject", "payload" from "${schema}"."outbox"
+        `select "id", "seq"::text as "seq", "subject", "payload", "traceparent" from "${schema}"."outbox"
           where "published_at" is null and "seq" > ?::bigint order by "outbox"."seq" limit ?`,
         [this.cursor, this.batchSize],
       );
@@ -301,4 +301,9 @@ export class OutboxRelay {
   }
 }
 
-const toMessage = (row: Row): OutgoingMessage => ({ subject: row.subject, data: new Uint8Array(row.payload), msgId: row.id });
+const toMessage = (row: Row): OutgoingMessage => ({
+  subject: row.subject,
+  data: new Uint8Array(row.payload),
+  msgId: row.id,
+  ...(row.traceparent ? { traceparent: row.traceparent } : {}),
+});

@@ -21,9 +21,11 @@
 //
 // Every service that publishes has its own tables, created by its migration:
 //   <schema>.outbox (seq bigserial, id uuid primary key, subject text,
-//     payload bytea, created_at timestamptz, published_at timestamptz null)
+//     payload bytea, created_at timestamptz, published_at timestamptz null,
+//     traceparent text null)
 //   <schema>.outbox_lease (name text primary key, holder text, expires_at timestamptz)
 import type { EntityManager } from "@mikro-orm/postgresql";
+import { currentTraceparent } from "../request-context.js";
 
 export interface OutboxEvent {
   id: string;
@@ -35,6 +37,9 @@ export interface OutboxEvent {
 const outboxLockKey = (schema: string) => `bizcard.outbox:${schema}`;
 
 /**
+ * The event keeps the traceparent of the request that made the change (the
+ * relay sends it with the event, consumers continue that trace).
+ *
  * Call inside the transaction that makes the change, as its last statement:
  * from here to its commit, other event-writing transactions of the schema
  * wait (that is what makes seq follow commit order, see ORDER above).
@@ -43,9 +48,10 @@ export async function enqueueEvent(em: EntityManager, schema: string, event: Out
   // Transaction-scoped: released at commit or rollback by PostgreSQL itself, so
   // it does not matter which pooled connection runs the transaction.
   await em.execute(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, [outboxLockKey(schema)]);
-  await em.execute(`insert into "${schema}"."outbox" ("id", "subject", "payload") values (?, ?, ?)`, [
+  await em.execute(`insert into "${schema}"."outbox" ("id", "subject", "payload", "traceparent") values (?, ?, ?, ?)`, [
     event.id,
     event.subject,
     Buffer.from(event.payload),
+    currentTraceparent() ?? null,
   ]);
 }

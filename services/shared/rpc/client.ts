@@ -1,10 +1,11 @@
 // Clients between services: Connect over HTTP/1.1 with a deadline on every
-// call, the internal credential, and the caller's request id.
+// call, the internal credential, and the caller's request id and trace context.
 import http from "node:http";
 import { create, fromBinary, isMessage, toBinary, type DescMessage, type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client, type Interceptor, type Transport, type UnaryResponse } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
-import { REQUEST_ID_HEADER, currentRequestId } from "../request-context.js";
+import { REQUEST_ID_HEADER, currentRequest, currentRequestId } from "../request-context.js";
+import { TRACEPARENT_HEADER, TRACESTATE_HEADER } from "../trace/traceparent.js";
 import {
   CONNECT_VERSION,
   codeFromHttpStatus,
@@ -62,6 +63,11 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
     // An id the caller set explicitly wins; otherwise the one of the request being served.
     const requestId = currentRequestId();
     if (requestId && !req.header.has(REQUEST_ID_HEADER)) req.header.set(REQUEST_ID_HEADER, requestId);
+    const current = currentRequest();
+    if (current?.traceparent && !req.header.has(TRACEPARENT_HEADER)) {
+      req.header.set(TRACEPARENT_HEADER, current.traceparent);
+      if (current.tracestate) req.header.set(TRACESTATE_HEADER, current.tracestate);
+    }
     if (authorization) req.header.set(INTERNAL_AUTH_HEADER, authorization);
     return next(req);
   };
@@ -101,9 +107,14 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
       headers["content-type"] = contentTypeUnaryProto;
       headers["connect-protocol-version"] = protocolVersion;
       headers["user-agent"] ??= USER_AGENT;
-      if (headers[REQUEST_ID_HEADER] === undefined) {
-        const requestId = currentRequestId();
-        if (requestId) headers[REQUEST_ID_HEADER] = requestId;
+      const current = headers[REQUEST_ID_HEADER] === undefined || headers[TRACEPARENT_HEADER] === undefined ? currentRequest() : undefined;
+      if (current) {
+        headers[REQUEST_ID_HEADER] ??= current.requestId;
+        // W3C Trace Context: the caller's span is the parent of the next hop.
+        if (headers[TRACEPARENT_HEADER] === undefined && current.traceparent) {
+          headers[TRACEPARENT_HEADER] = current.traceparent;
+          if (current.tracestate) headers[TRACESTATE_HEADER] = current.tracestate;
+        }
       }
       if (authorization) headers[INTERNAL_AUTH_HEADER] = authorization;
       let url = urls.get(method.name);

@@ -1,9 +1,12 @@
 // The interceptors every RPC server runs: the internal credential, and the
-// request id with one log line per call and errors that never carry internals.
+// request id and trace context with one log line per call and errors that
+// never carry internals.
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "../logger.js";
-import { REQUEST_ID_HEADER, requestIdFrom, runWithRequestId } from "../request-context.js";
+import { REQUEST_ID_HEADER, requestIdFrom, runInRequest } from "../request-context.js";
+import { TRACEPARENT_HEADER, TRACESTATE_HEADER, acceptTracestate } from "../trace/traceparent.js";
+import { startSpan } from "../trace/tracing.js";
 import { isOutage } from "./outage.js";
 
 export const INTERNAL_AUTH_HEADER = "authorization";
@@ -39,7 +42,9 @@ const SERVER_FAULTS = new Set([Code.Internal, Code.Unknown, Code.DataLoss]);
 const OUTAGES = new Set([Code.Unavailable, Code.DeadlineExceeded, Code.Canceled]);
 
 /**
- * Request id, one log line per call, and unexpected errors turned into INTERNAL
+ * Request id and trace context (the caller's traceparent continued by this
+ * call's span; W3C Trace Context §3.2.2: an invalid one is not a reason to
+ * fail, a new trace starts instead), one log line per call, and unexpected errors turned into INTERNAL
  * with the cause logged. A call that succeeds is logged at debug (at info, the
  * line cost more than the read it described); an expected failure (a caller's
  * mistake, NotFound, Unimplemented, …) is one info line with its code and
@@ -54,15 +59,24 @@ const OUTAGES = new Set([Code.Unavailable, Code.DeadlineExceeded, Code.Canceled]
 export function contextInterceptor(logger: Logger): Interceptor {
   return (next) => (req) => {
     const requestId = requestIdFrom(req.header.get(REQUEST_ID_HEADER));
-    return runWithRequestId(requestId, async () => {
+    const span = startSpan(`${req.service.typeName}/${req.method.name}`, req.header.get(TRACEPARENT_HEADER), "server", {
+      "rpc.system": "connect_rpc",
+      "rpc.service": req.service.typeName,
+      "rpc.method": req.method.name,
+    });
+    const tracestate = acceptTracestate(req.header.get(TRACESTATE_HEADER));
+    return runInRequest({ requestId, traceparent: span.traceparent, tracestate }, async () => {
       const started = performance.now();
       try {
         const res = await next(req);
+        span.end();
         if (logger.isLevelEnabled("debug")) logger.debug(line(req, requestId, "ok", started), "rpc");
         return res;
       } catch (thrown) {
         let err = thrown;
         const fault = !(err instanceof ConnectError) || SERVER_FAULTS.has(err.code);
+        // A caller's mistake is not this span's failure.
+        span.end(fault ? thrown : undefined, { "rpc.connect_rpc.error_code": err instanceof ConnectError ? Code[err.code]! : "Internal" });
         if (fault && isOutage(err)) {
           err = new ConnectError("a backend is unavailable", Code.Unavailable, undefined, undefined, err instanceof ConnectError ? (err.cause ?? err) : err);
         }

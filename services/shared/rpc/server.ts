@@ -1,6 +1,6 @@
 // Serves one Connect service on its own port. Only a `main.ts` (or a test,
-// a bench, the embedded start) calls this. Every request: a request id
-// (taken from the caller or made), the internal credential check, strings
+// a bench, the embedded start) calls this. Every request: a request id and a
+// W3C trace context (taken from the caller or made), the internal credential check, strings
 // checked for what no handler can store, one log line, and errors that never
 // carry internals. The plain unary call takes the lean path (lean-server.ts);
 // everything else connect-node's adapter serves, with /healthz, /readyz and

@@ -1,0 +1,52 @@
+// The trace context of a gateway request: the client's W3C traceparent
+// continued by the request's span (or a new trace when it sent none, or one
+// that is invalid: W3C Trace Context §3.2.2, a vendor MUST NOT fail the request
+// for it), passed on every RPC the request makes (rpcOptions, clients.ts) and
+// bound to the request's log lines. Kept beside the request, not in an
+// AsyncLocalStorage: none on the gateway's hot path.
+import type { IncomingMessage } from "node:http";
+import { TRACEPARENT_HEADER, TRACESTATE_HEADER, acceptTracestate, traceIdOf } from "../services/shared/trace/traceparent.js";
+import { startSpan, type WorkSpan } from "../services/shared/trace/tracing.js";
+
+export interface RequestTrace {
+  span: WorkSpan;
+  tracestate: string | undefined;
+}
+
+const traces = new WeakMap<IncomingMessage, RequestTrace>();
+
+/** The request's trace, started at its first use. */
+export function requestTrace(raw: IncomingMessage): RequestTrace {
+  let found = traces.get(raw);
+  if (!found) {
+    const incoming = raw.headers[TRACEPARENT_HEADER];
+    const state = raw.headers[TRACESTATE_HEADER];
+    found = {
+      span: startSpan(raw.method ?? "HTTP", typeof incoming === "string" ? incoming : undefined, "server", { "http.request.method": raw.method ?? "" }),
+      tracestate: acceptTracestate(typeof state === "string" ? state : undefined),
+    };
+    traces.set(raw, found);
+  }
+  return found;
+}
+
+/** The trace id the request's log lines carry. */
+export function requestTraceId(raw: IncomingMessage): string {
+  return traceIdOf(requestTrace(raw).span.traceparent);
+}
+
+/** The trace headers of an RPC made while serving the request. */
+export function traceHeaders(raw: IncomingMessage): Record<string, string> {
+  const trace = requestTrace(raw);
+  return trace.tracestate
+    ? { [TRACEPARENT_HEADER]: trace.span.traceparent, [TRACESTATE_HEADER]: trace.tracestate }
+    : { [TRACEPARENT_HEADER]: trace.span.traceparent };
+}
+
+/** The answer went out: the request's span ends (a 5xx marks it failed). */
+export function endRequestTrace(raw: IncomingMessage, status: number, route: string | undefined): void {
+  const trace = traces.get(raw);
+  if (!trace) return;
+  traces.delete(raw);
+  trace.span.end(status >= 500 ? `HTTP ${status}` : undefined, { "http.response.status_code": status, ...(route ? { "http.route": route } : {}) });
+}
