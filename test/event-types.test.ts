@@ -133,7 +133,7 @@ describe("what a subscriber really receives matches the catalog", () => {
       expect(body).toMatchObject({ type: type.name, data: { id: contact.id } });
       // The headers are the documented ones, each valid against its parameter schema.
       const operation = webhooks[type.name as keyof typeof webhooks].post;
-      expect(operation.parameters.map((p) => p.name)).toEqual(["webhook-id", "webhook-timestamp", "webhook-signature"]);
+      expect(operation.parameters.map((p) => p.name)).toEqual(["webhook-id", "webhook-timestamp", "webhook-signature", "traceparent"]);
       for (const parameter of operation.parameters) {
         const value = received!.headers[parameter.name];
         expect(typeof value, parameter.name).toBe("string");
@@ -156,7 +156,7 @@ describe("what a subscriber really receives matches the catalog", () => {
 });
 
 describe("the webhooks object (OpenAPI 3.1)", () => {
-  it("one public POST per event type: the three headers required, a whole-body example, 2XX, 410 and default answers", () => {
+  it("one public POST per event type: the four headers required, a whole-body example, 2XX, 410 and default answers", () => {
     const webhooks = webhooksObject();
     expect(Object.keys(webhooks)).toEqual(["contact.created", "contact.updated"]);
     for (const [name, item] of Object.entries(webhooks)) {

@@ -152,6 +152,12 @@ function webhookPathItem(type: EventType) {
           { type: "string", pattern: "^v1,[A-Za-z0-9+/]+={0,2}( v1,[A-Za-z0-9+/]+={0,2})*$" },
           headers["webhook-signature"],
         ),
+        headerParameter(
+          "traceparent",
+          "W3C Trace Context: the trace of the change that caused this event (the trace id of the request that created or updated the contact; a new trace when that request had none), with this attempt's own parent id. Correlate by the trace id; it is not signed.",
+          { type: "string", pattern: "^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$" },
+          "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        ),
       ],
       requestBody: {
         required: true,
