@@ -11,6 +11,9 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
+import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
+import { WebhookService, type Owner } from "../gen/bizcard/webhook/v1/webhook_pb.js";
+import { createWebhookApp } from "../services/webhook/webhook-app.js";
 import { newSigningSecret } from "../services/webhook/webhook-service.js";
 import { apiCaller, expectError, type AppClient } from "./support/api-client.js";
 import { startPlatform, type Platform } from "./support/platform.js";
@@ -206,6 +209,25 @@ describe("POST /oauth/webhooks/subscriptions/{id}/rotate-secret", () => {
     const post = await nextPost(long, route, "StillFirst");
     expect(verifies(secret, post)).toBe(true);
     expect(post.headers["webhook-signature"]).toMatch(ONE_SIGNATURE);
+  });
+});
+
+describe("WEBHOOK_SECRET_OVERLAP_SECONDS=0", () => {
+  it("the old secret stops at once: no expiry in the answer, no previous secret for the sender", async () => {
+    // A second webhook service on the same database, configured without an overlap.
+    const config = long.platform.configWith({ WEBHOOK_SECRET_OVERLAP_SECONDS: "0" });
+    const none = await long.platform.startService((deps) => createWebhookApp(deps, { consumeGrantRevoked: false }), config);
+    const hooks = none.client(WebhookService);
+    const { id } = await subscribe(long, "no-overlap");
+    const owner = { organisationId: long.orgId, clientId: long.app.id } as Owner;
+    const rotated = await hooks.rotateSubscriptionSecret({ owner, id: BigInt(id) });
+    expect(rotated.secret).toMatch(SECRET);
+    expect(rotated.oldSecretExpireTime).toBeUndefined();
+    const { subscribers } = await hooks.listSubscribers({ organisationId: long.orgId, eventType: EventType.CONTACT_CREATED });
+    const mine = subscribers.find((s) => s.subscriptionId === BigInt(id))!;
+    expect(mine.secret).toBe(rotated.secret);
+    expect(mine.previousSecret).toBe("");
+    expect(mine.previousSecretExpireTime).toBeUndefined();
   });
 });
 
