@@ -70,8 +70,8 @@ export type Subscription = Message<"bizcard.webhook.v1.Subscription"> & {
   createTime?: Timestamp | undefined;
 
   /**
-   * The last change by its owner (create, update, re-enable); a disable by
-   * the delivery service leaves it alone.
+   * The last change by its owner (create, update, re-enable, secret
+   * rotation); a disable by the delivery service leaves it alone.
    *
    * @generated from field: google.protobuf.Timestamp update_time = 5;
    */
