@@ -131,10 +131,9 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
 }
 
 /**
- * Standard Webhooks: "The signature header is composed of a list of space
- * delimited signatures and their corresponding version identifiers. The
- * signature list is most commonly of length one. Though there could be any
- * number of signatures. For example: v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE= v1,bm9ldHUjKzFob2VudXRob2VodWUzMjRvdWVvdW9ldQo="
+ * Standard Webhooks: "To achieve this, the webhook is signed both using the
+ * current key, and using an old key (for a set period of time), and both
+ * signatures are sent, space delimited, in the `webhook-signature` header."
  * The new secret's first, then the old one's while the rotation's overlap lasts.
  */
 function signatures(webhook: OutgoingWebhook, timestamp: Date): string {

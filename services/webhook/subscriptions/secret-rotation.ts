@@ -1,11 +1,10 @@
 // Rotating a subscription's signing secret with an overlap: the new secret
 // signs from now on, and the one it replaces keeps signing too (a second
 // signature in the same webhook-signature header) for the overlap, so a
-// receiver verifies with either while it switches. Standard Webhooks: "the
-// signature header … is composed of a list of space delimited signatures …
-// so that it is possible to send multiple signatures (e.g. during secret
-// rotation)". One statement: a concurrent rotation of the same subscription
-// waits for the row and then replaces this one's secret in turn.
+// receiver verifies with either while it switches. Standard Webhooks: "The
+// reason it is a list, and not just one signature is to support zero downtime
+// secret rotation." One statement: a concurrent rotation of the same
+// subscription waits for the row, then replaces this one's secret in turn.
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Pair } from "../../shared/owner.js";
 import type { Subscription } from "./subscription.entity.js";
@@ -30,11 +29,10 @@ export async function rotateSecret(
   // On the right of SET, "secret" is the row's value before this update: the secret being replaced.
   const rows = await em.execute<{ id: string }[]>(
     `update ${SCHEMA}."subscription"
-        set "previous_secret" = case when ?::timestamptz is null then null else "secret" end,
-            "previous_secret_expires_at" = ?::timestamptz, "secret" = ?, "updated_at" = ?
+        set "previous_secret" = ${expiresAt ? `"secret"` : "null"}, "previous_secret_expires_at" = ?, "secret" = ?, "updated_at" = ?
       where "id" = ? and "organisation_id" = ? and "client_id" = ?
       returning "id"`,
-    [expiresAt, expiresAt, secret, now, id.toString(), pair.organisationId, pair.clientId],
+    [expiresAt, secret, now, id.toString(), pair.organisationId, pair.clientId],
   );
   return rows.length > 0 ? { previousSecretExpiresAt: expiresAt } : undefined;
 }
