@@ -6,6 +6,7 @@
 //   bizcard client delete CLIENT_ID [--json]
 //   bizcard contact create --org ID (--first-name F | --last-name L) [FIELD…] [--json]
 //   bizcard contact update --org ID --id ID FIELD [FIELD…] [--json]
+//   bizcard subscriptions rotate-secret ID --org ID --client CLIENT_ID [--json]
 //   bizcard deliveries failed [--org ID] [--limit N] [--json]
 //   bizcard deliveries log --org ID --client CLIENT_ID --subscription ID [--limit N] [--json]
 //   bizcard deliveries retry --org ID --client CLIENT_ID --subscription ID --id DELIVERY_ID [--json]
@@ -27,6 +28,7 @@ import { contactJson } from "../services/shared/contact-json.js";
 import { createRpcClient } from "../services/shared/rpc/client.js";
 import { createClient, deleteClient, listClients } from "./client-commands.js";
 import { deliveriesLog } from "./deliveries-log.js";
+import { SUBSCRIPTION_COMMANDS, rotateSecret } from "./subscription-commands.js";
 import { explainFailure, internalCredential, serviceUrl, type ServiceName } from "./cli-connection.js";
 
 const CONTACT_FLAGS = {
@@ -106,6 +108,7 @@ const COMMANDS: Record<string, CommandSpec> = {
     required: ["org", "id"],
     oneOf: [{ flags: CONTACT_FLAG_NAMES, missing: "missing a FIELD to change" }],
   },
+  ...SUBSCRIPTION_COMMANDS,
   "deliveries failed": {
     usage: ["bizcard deliveries failed [--org ID] [--limit N] [--json]"],
     options: { org: str, limit: str },
@@ -139,7 +142,7 @@ FIELD: --first-name F  --last-name L  --email E  --phone P  --company C  --job-t
 --json: print one JSON object and nothing else; an error is {"error", "error_description"}.
 exit status: 0 done, 1 the service refused or could not be reached, 2 bad command or flag.
 
-environment: ORGANISATION_RPC_URL, AUTH_RPC_URL, DELIVERY_RPC_URL (default http://127.0.0.1:7102, :7101, :7104),
+environment: ORGANISATION_RPC_URL, AUTH_RPC_URL, WEBHOOK_RPC_URL, DELIVERY_RPC_URL (default http://127.0.0.1:7102, :7101, :7103, :7104),
   INTERNAL_RPC_TOKEN (default: read from DATA_DIR/internal-rpc-token, as npm start writes it)`;
 
 /** A bad command line; `usage` is the part of the usage that applies. */
@@ -173,7 +176,7 @@ function clients() {
 
 /** The service a command calls. */
 function serviceOf(argv: string[]): ServiceName {
-  return argv[0] === "client" ? "auth" : argv[0] === "deliveries" ? "delivery" : "organisation";
+  return argv[0] === "client" ? "auth" : argv[0] === "deliveries" ? "delivery" : argv[0] === "subscriptions" ? "webhook" : "organisation";
 }
 
 function contactFields(values: Record<string, unknown>): Partial<ContactFields> {
@@ -250,6 +253,10 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string }> {
       const json = contactJson(res.contact!);
       const name = [json.first_name, json.last_name].filter(Boolean).join(" ");
       return { json, text: `contact ${json.id} ${name}${json.email ? ` <${json.email}>` : ""}` };
+    }
+    case "subscriptions rotate-secret": {
+      if (!/^[1-9]\d{0,15}$/.test(positionals[0]!)) throw new UsageError(`ID: expected a subscription id (a positive whole number), not ${JSON.stringify(positionals[0]!.slice(0, 40))}`);
+      return rotateSecret(webhook, { organisationId: values.org as string, clientId: values.client as string, id: BigInt(positionals[0]!) });
     }
     case "deliveries failed": {
       const limit = values.limit === undefined ? 50 : wholeNumber("limit", values.limit as string, 1, 100);

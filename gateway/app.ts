@@ -30,6 +30,7 @@ import { protectedResources } from "../services/shared/protected-resources.js";
 import { registerRoutes } from "./routes/register.js";
 import { revokeRoutes } from "./routes/revoke.js";
 import { subscriptionRoutes } from "./routes/subscriptions.js";
+import { subscriptionSecretRoutes } from "./routes/subscription-secret.js";
 import { tokenRoutes } from "./routes/token.js";
 import { accountRoutes } from "./routes/account.js";
 import { authorizeRoutes } from "./routes/authorize.js";
@@ -215,6 +216,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   introspectRoutes(app, auth, issuer);
   meRoutes(app, bearer, options.clients.organisation);
   subscriptionRoutes(app, bearer, options.clients.webhook, issuer);
+  subscriptionSecretRoutes(app, bearer, options.clients.webhook);
   deliveryRoutes(app, bearer, options.clients.webhook, options.clients.delivery, issuer);
   contactRoutes(app, bearer, options.clients.organisation, issuer);
   mcpRoutes(app, bearer, options.clients, issuer, mcpAllowed);

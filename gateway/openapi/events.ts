@@ -101,7 +101,7 @@ export const VERIFY_TEXT = [
   "",
   "**Verify before trusting the body.** The subscription's `secret` (`whsec_…`) is shown once, in the `201` answer of `POST /oauth/webhooks/subscriptions`; keep it. " +
     "`webhook-signature` is `v1,<base64>`: the HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>` under the base64-decoded part of the secret after `whsec_` " +
-    "(a space-separated list when there are several). Compare in constant time, over the raw bytes as received (not re-serialised JSON), " +
+    "(a space-separated list when there are several: after `POST /oauth/webhooks/subscriptions/{id}/rotate-secret`, until its `previous_secret_expires_at`, `v1,<new> v1,<old>`, so either secret verifies). Compare in constant time, over the raw bytes as received (not re-serialised JSON), " +
     "and reject a `webhook-timestamp` more than 5 minutes from your clock (replays). " +
     "The `standardwebhooks` libraries do all of this: `new Webhook(secret).verify(rawBody, headers)`. " +
     `The examples here are signed with the made-up secret \`${EXAMPLE_SECRET}\`, so you can try your check on them.`,

@@ -21,6 +21,12 @@ export const webhookSettings = {
     .optional()
     .transform((v) => (v ?? "").split(",").map((s) => s.trim()).filter(Boolean))
     .pipe(z.array(z.string().refine(isDnsServer, "expected IP addresses with optional ports, comma-separated"))),
+  /**
+   * After a subscription's secret is rotated, how long its old secret keeps
+   * signing too (each POST then carries two signatures, new and old), so that
+   * a receiver can switch at its pace. 0: the old secret stops at once. At most 30 days.
+   */
+  WEBHOOK_SECRET_OVERLAP_SECONDS: int(86_400, 0, 30 * 86_400),
   // Webhook delivery (services/delivery).
   /**
    * Delivery: the waits before each retry, in seconds (decimals allowed), after

@@ -41,6 +41,7 @@ export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookApp
     resolve: options.resolve ?? targetResolver({ timeoutMs: resolveTimeoutMs, servers: config.WEBHOOK_DNS_SERVERS, allowInsecure: allowInsecureTargets }),
     resolveTimeoutMs,
     maxSubscriptionsPerPair: config.WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR,
+    secretOverlapSeconds: config.WEBHOOK_SECRET_OVERLAP_SECONDS,
   });
   let grantRevoked: Consumer | undefined;
   let pruning: { stop(): Promise<void> } | undefined;

@@ -30,6 +30,7 @@ import type { Resolver } from "../shared/net/dns-resolver.js";
 import { checkDestination, parseTargetUrl } from "./subscriptions/target-url.js";
 import { SubscriptionEndEntity } from "./subscriptions/subscription-end.entity.js";
 import { endReasonOf, endSubscriptions, toSubscriptionEndMessage } from "./subscriptions/subscription-end.js";
+import { rotateSecret, signingPreviousSecret } from "./subscriptions/secret-rotation.js";
 
 export const WEBHOOK_SCHEMA = "webhook";
 
@@ -44,6 +45,8 @@ export interface WebhookServiceDeps {
   resolveTimeoutMs: number;
   /** The most subscriptions one pair may have (WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR). */
   maxSubscriptionsPerPair: number;
+  /** How long a rotated secret keeps signing (WEBHOOK_SECRET_OVERLAP_SECONDS); 0: not at all. */
+  secretOverlapSeconds: number;
 }
 
 function readId(id: bigint): bigint {
@@ -70,8 +73,16 @@ export function toSubscriptionMessage(s: Subscription): SubscriptionMessage {
 /** The longest disabled_reason kept (DisableSubscription). */
 export const DISABLED_REASON_MAX_LENGTH = 500;
 
-const toSubscriberMessage = (s: Subscription): SubscriberMessage =>
-  create(SubscriberSchema, { subscriptionId: s.id, clientId: s.clientId, targetUrl: s.targetUrl, secret: s.secret });
+function toSubscriberMessage(s: Subscription): SubscriberMessage {
+  const previous = signingPreviousSecret(s);
+  return create(SubscriberSchema, {
+    subscriptionId: s.id,
+    clientId: s.clientId,
+    targetUrl: s.targetUrl,
+    secret: s.secret,
+    ...(previous ? { previousSecret: previous.secret, previousSecretExpireTime: timestampFromDate(previous.expiresAt) } : {}),
+  });
+}
 
 function duplicate(id: bigint): ConnectError {
   return new ConnectError(
@@ -215,6 +226,18 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
       const end = await orm.em.fork().findOne(SubscriptionEndEntity, { id, ...pair });
       if (!end) throw notFound("subscription end");
       return { end: toSubscriptionEndMessage(end) };
+    },
+
+    async rotateSubscriptionSecret(req) {
+      const pair = readOwner(req.owner);
+      const id = readId(req.id);
+      const secret = newSigningSecret();
+      const em = orm.em.fork();
+      const rotated = await rotateSecret(em, pair, id, secret, deps.secretOverlapSeconds);
+      if (!rotated) throw notFound("subscription");
+      const subscription = await findOwned(em, pair, id);
+      const expires = rotated.previousSecretExpiresAt;
+      return { subscription: toSubscriptionMessage(subscription), secret, ...(expires ? { oldSecretExpireTime: timestampFromDate(expires) } : {}) };
     },
 
     async disableSubscription(req) {

@@ -3,6 +3,7 @@
 // `webhook-id` (the event's id, the same on every retry),
 // `webhook-timestamp`, `webhook-signature` … as the `standardwebhooks`
 // libraries verify." The signature is made by that library, not by hand.
+// After a secret rotation, two signatures while the old secret's overlap lasts.
 //
 // Sent through an undici Agent whose connect-time lookup refuses non-public
 // destinations (services/shared/net/safe-lookup.ts); redirects are not
@@ -11,8 +12,10 @@
 // one timeout, and at most MAX_RESPONSE_BYTES of the answer are read, then
 // dropped.
 import { performance } from "node:perf_hooks";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Webhook } from "standardwebhooks";
 import { Agent, request } from "undici";
+import type { Subscriber } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import type { Resolver } from "../../shared/net/dns-resolver.js";
 import { DestinationRefusedError, checkLiteralHost, safeLookup } from "../../shared/net/safe-lookup.js";
 import { TRACEPARENT_HEADER } from "../../shared/trace/traceparent.js";
@@ -24,6 +27,11 @@ export interface OutgoingWebhook {
   url: string;
   /** Standard Webhooks secret, "whsec_…". */
   secret: string;
+  /**
+   * The secret before the subscription's last rotation, while it still signs:
+   * a second signature, made with it, follows the first until expiresAt.
+   */
+  previousSecret?: { secret: string; expiresAt: Date };
   eventId: string;
   /** The JSON body, exactly as stored at fan-out. */
   body: string;
@@ -32,6 +40,15 @@ export interface OutgoingWebhook {
    * with this attempt as the parent, so a receiver can correlate.
    */
   traceparent?: string;
+}
+
+/** The secrets a subscriber signs with (ListSubscribers): its secret, and the one before its last rotation while that still signs. */
+export function signingSecrets(subscriber: Subscriber): Pick<OutgoingWebhook, "secret" | "previousSecret"> {
+  const { previousSecret, previousSecretExpireTime } = subscriber;
+  return {
+    secret: subscriber.secret,
+    ...(previousSecret && previousSecretExpireTime ? { previousSecret: { secret: previousSecret, expiresAt: timestampDate(previousSecretExpireTime) } } : {}),
+  };
 }
 
 export type SendResult =
@@ -78,7 +95,7 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
         }
         checkLiteralHost(url, options.allowInsecure);
         const timestamp = new Date();
-        const signature = new Webhook(webhook.secret).sign(webhook.eventId, timestamp, webhook.body);
+        const signature = signatures(webhook, timestamp);
         const res = await request(url, {
           dispatcher: agent,
           method: "POST",
@@ -111,6 +128,18 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
     },
     close: () => agent.close(),
   };
+}
+
+/**
+ * Standard Webhooks: "To achieve this, the webhook is signed both using the
+ * current key, and using an old key (for a set period of time), and both
+ * signatures are sent, space delimited, in the `webhook-signature` header."
+ * The new secret's first, then the old one's while the rotation's overlap lasts.
+ */
+function signatures(webhook: OutgoingWebhook, timestamp: Date): string {
+  const sign = (secret: string) => new Webhook(secret).sign(webhook.eventId, timestamp, webhook.body);
+  const previous = webhook.previousSecret;
+  return previous && previous.expiresAt > timestamp ? `${sign(webhook.secret)} ${sign(previous.secret)}` : sign(webhook.secret);
 }
 
 function classify(err: unknown, signal: AbortSignal, timeoutMs: number): { kind: "timeout" | "refused" | "network"; error: string } {

@@ -22,7 +22,7 @@ import { webhookAttemptDuration, webhookAttempts, webhookGivenUp } from "../../s
 import { runInRequest } from "../../shared/request-context.js";
 import { startSpan } from "../../shared/trace/tracing.js";
 import type { AttemptRecord, ClaimedDelivery, DeliveryStore } from "../deliveries/delivery-store.js";
-import type { SendResult, WebhookSender } from "../sender/webhook-sender.js";
+import { signingSecrets, type SendResult, type WebhookSender } from "../sender/webhook-sender.js";
 
 export interface DeliveryWorkerOptions {
   store: DeliveryStore;
@@ -189,7 +189,7 @@ export class DeliveryWorker {
 
   private async attempt(d: ClaimedDelivery, subscriber: Subscriber, traceparent: string): Promise<SendResult> {
     const attemptedAt = new Date();
-    const result = await this.options.sender.send({ url: subscriber.targetUrl, secret: subscriber.secret, eventId: d.eventId, body: d.body, traceparent });
+    const result = await this.options.sender.send({ url: subscriber.targetUrl, ...signingSecrets(subscriber), eventId: d.eventId, body: d.body, traceparent });
     const base = { delivery: d, responseStatus: result.status, durationMs: result.durationMs, attemptedAt };
     webhookAttempts.inc({ outcome: attemptOutcome(result) });
     webhookAttemptDuration.observe(result.durationMs / 1000);

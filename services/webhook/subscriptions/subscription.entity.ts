@@ -17,6 +17,9 @@ export const SubscriptionEntity = defineEntity({
     eventType: p.enum([...EVENT_TYPE_NAMES]),
     /** "whsec_" + base64 of 32 random bytes (Standard Webhooks signing secret). */
     secret: p.text().hidden(),
+    /** The secret before the last rotation: it signs too until previousSecretExpiresAt; null when none does. */
+    previousSecret: p.text().nullable(),
+    previousSecretExpiresAt: p.datetime(3).nullable(),
     createdAt: p.datetime(3).onCreate(() => new Date()),
     updatedAt: p.datetime(3).onCreate(() => new Date()),
     /** Set while disabled by the delivery service (every attempt failed for WEBHOOK_DISABLE_AFTER_FAILING_SECONDS); ListSubscribers skips it. */
