@@ -53,6 +53,12 @@ export interface AttemptRecord {
   nextAttemptAt: Date | null;
 }
 
+/** A retried delivery's row (its columns, as the database returned them) and the database's time of the retry. */
+export interface RetriedDelivery {
+  row: Record<string, unknown>;
+  now: Date;
+}
+
 export function createDeliveryStore(orm: MikroORM) {
   const execute = <T = Record<string, unknown>>(sql: string, params: unknown[] = []) => orm.em.fork().execute<T[]>(sql, params);
   return {
@@ -249,24 +255,31 @@ export function createDeliveryStore(orm: MikroORM) {
     /**
      * RetryDelivery: due now. A finished one (succeeded, gave_up) gets one more
      * attempt (`once`); a pending one is moved to now, unless a worker has it
-     * in hand. Returns the row's status, or undefined when the owner has no such delivery.
+     * in hand (then that attempt is the one). Returns the row as this statement
+     * left it, before any worker could claim it (a claim moves next_attempt_at
+     * a lease ahead: that is not when it is sent), with the database's clock;
+     * undefined when the owner has no such delivery.
      */
-    async retryNow(owner: { organisationId: string; clientId: string }, subscriptionId: bigint, id: bigint): Promise<string | undefined> {
-      const [row] = await execute<{ status: string }>(
+    async retryNow(owner: { organisationId: string; clientId: string }, subscriptionId: bigint, id: bigint): Promise<RetriedDelivery | undefined> {
+      const [row] = await execute<Record<string, unknown>>(
         `with "target" as (
-           select "id", "status", "claim_id", "next_attempt_at" from ${S}."delivery"
+           select * from ${S}."delivery"
             where "id" = ? and "organisation_id" = ? and "client_id" = ? and "subscription_id" = ? for update
          ), "updated" as (
            update ${S}."delivery" d set "status" = 'pending', "once" = (t."status" <> 'pending'), "next_attempt_at" = now(), "claim_id" = null, "updated_at" = now()
              from "target" t
             where d."id" = t."id" and t."status" in ('pending', 'succeeded', 'gave_up')
               and (t."claim_id" is null or t."next_attempt_at" <= now())
-           returning d."status"
+           returning d.*
          )
-         select coalesce((select "status" from "updated"), (select "status" from "target")) as "status" from "target"`,
+         select *, now() as "now" from "updated"
+         union all
+         select *, now() as "now" from "target" where not exists (select 1 from "updated")`,
         [id.toString(), owner.organisationId, owner.clientId, subscriptionId.toString()],
       );
-      return row?.status;
+      if (!row) return undefined;
+      const { now, ...delivery } = row;
+      return { row: delivery, now: new Date(now as string | Date) };
     },
   };
 }
