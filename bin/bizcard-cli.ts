@@ -264,7 +264,7 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string }> {
       const list = res.deliveries.map(ownedDeliveryJson);
       const lines = list.map(
         (d) =>
-          `delivery ${d.id}  ${d.updated_at}  ${d.event_type} ${d.event_id}  subscription ${d.subscription_id} (org ${d.organisation_id}, client ${d.client_id})  ${d.attempts} attempts, last: ${d.error ?? d.status_code}`,
+          `delivery ${d.id}  ${d.updated_at}  ${d.event_type} ${d.event_id}  subscription ${d.subscription_id} (org ${d.organisation_id}, client ${d.client_id})  ${d.attempts} attempts, last: ${d.error ?? d.status_code ?? "no answer"}`,
       );
       return { json: { deliveries: list }, text: lines.length ? lines.join("\n") : "no failed deliveries" };
     }

@@ -11,8 +11,9 @@
 // the subscriptions (`?limit=` 1 to 100, default 50; `Link: <…>; rel="next"`).
 //
 // The retry sends the delivery (the event, to this subscription) again now:
-// 202 Accepted with the delivery, its status "pending"; the attempt shows in
-// the list when it is made. A delivery that already succeeded or gave up gets
+// 202 Accepted with the delivery, its status "pending", next_retry_at when
+// the retry was taken (the time the POST goes out, not a worker's claim
+// lease); the attempt shows in the list when it is made. A delivery that already succeeded or gave up gets
 // one more attempt; a waiting one is moved to now.
 //
 // The subscription is read first (GetSubscription with the token's pair): the

@@ -99,7 +99,7 @@ export const Delivery = z
     attempts: z.number().int().min(0).describe("Attempts made so far"),
     status_code: z.number().int().nullable().describe("Of the last attempt"),
     error: z.string().nullable().describe("Of the last attempt"),
-    next_retry_at: Time.nullable().describe("While pending: when it is sent next"),
+    next_retry_at: Time.nullable().describe("While pending: when it is sent next; now when a worker is sending it (the retry route's answer: when the retry was taken)"),
     created_at: Time,
     updated_at: Time,
   })
