@@ -19,11 +19,11 @@ export interface AttemptJson {
   /** The event's id: the webhook-id header the receiver got, the same on every attempt. */
   event_id: string;
   event_type: string;
-  /** 1 for the first POST of the delivery, 2 for its first retry, … */
+  /** 1 for the first POST of the delivery, 2 for its first retry, …; 0 for a skipped event (nothing sent). */
   attempt: number;
   /** The HTTP status the receiver answered; null when none came (timeout, refused, network error). */
   status_code: number | null;
-  /** "succeeded", "failed" (retried at next_retry_at), "gave_up" (no retry left), "gone" (410: subscription deleted). */
+  /** "succeeded", "failed" (retried at next_retry_at), "gave_up" (no retry left), "gone" (410: subscription deleted), "skipped" (subscription disabled). */
   outcome: string;
   /** null on success; else "HTTP <status>", "timeout: …", "refused: …" or "network: …". */
   error: string | null;
@@ -55,7 +55,7 @@ export interface DeliveryJson {
   event_id: string;
   event_type: string;
   subscription_id: number;
-  /** "pending", "succeeded", "gave_up", "gone" or "cancelled". */
+  /** "pending", "succeeded", "gave_up", "gone", "cancelled" or "skipped" (the subscription was disabled). */
   status: string;
   /** Attempts made so far. */
   attempts: number;
