@@ -20,11 +20,11 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
-import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { DeliveryService, type Delivery } from "../gen/bizcard/delivery/v1/delivery_pb.js";
+import { DeliveryService } from "../gen/bizcard/delivery/v1/delivery_pb.js";
 import { OrganisationService, type ContactFields } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { contactJson } from "../services/shared/contact-json.js";
+import { deliveryJson, ownedDeliveryJson } from "../services/shared/delivery-json.js";
 import { createRpcClient } from "../services/shared/rpc/client.js";
 import { createClient, deleteClient, listClients } from "./client-commands.js";
 import { deliveriesLog } from "./deliveries-log.js";
@@ -261,10 +261,10 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string }> {
     case "deliveries failed": {
       const limit = values.limit === undefined ? 50 : wholeNumber("limit", values.limit as string, 1, 100);
       const res = await deliveries.listFailedDeliveries({ organisationId: (values.org as string | undefined) ?? "", pageSize: limit });
-      const list = res.deliveries.map(deliveryJson);
+      const list = res.deliveries.map(ownedDeliveryJson);
       const lines = list.map(
         (d) =>
-          `delivery ${d.id}  ${d.updated_at}  ${d.event_type} ${d.event_id}  subscription ${d.subscription_id} (org ${d.organisation_id}, client ${d.client_id})  ${d.attempts} attempts, last: ${d.error || d.response_status}`,
+          `delivery ${d.id}  ${d.updated_at}  ${d.event_type} ${d.event_id}  subscription ${d.subscription_id} (org ${d.organisation_id}, client ${d.client_id})  ${d.attempts} attempts, last: ${d.error ?? d.status_code ?? "no answer"}`,
       );
       return { json: { deliveries: list }, text: lines.length ? lines.join("\n") : "no failed deliveries" };
     }
@@ -280,7 +280,7 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string }> {
         deliveryId: BigInt(wholeNumber("id", values.id as string, 1, Number.MAX_SAFE_INTEGER)),
       });
       const json = deliveryJson(res.delivery!);
-      return { json, text: `delivery ${json.id} ${json.status}, next attempt ${json.next_attempt_at ?? "none"}` };
+      return { json, text: `delivery ${json.id} ${json.status}, next attempt ${json.next_retry_at ?? "none"}` };
     }
   }
   throw new UsageError(`unknown command: ${command}`);
@@ -290,26 +290,6 @@ function wholeNumber(flag: string, value: string, min: number, max: number): num
   const n = /^\d{1,16}$/.test(value) ? Number(value) : NaN;
   if (!(n >= min && n <= max)) throw new UsageError(`--${flag}: expected a whole number from ${min} to ${max}`);
   return n;
-}
-
-/** A delivery as `bizcard deliveries … --json` prints it. */
-function deliveryJson(d: Delivery) {
-  const time = (t: Delivery["createTime"]) => (t ? timestampDate(t).toISOString() : null);
-  return {
-    id: d.id.toString(),
-    event_id: d.eventId,
-    event_type: d.eventType,
-    subscription_id: d.subscriptionId.toString(),
-    organisation_id: d.owner?.organisationId ?? "",
-    client_id: d.owner?.clientId ?? "",
-    status: d.status,
-    attempts: d.attempts,
-    response_status: d.responseStatus,
-    error: d.error,
-    next_attempt_at: time(d.nextAttemptTime),
-    created_at: time(d.createTime),
-    updated_at: time(d.updateTime),
-  };
 }
 
 /** snake_case name of a Connect code: "not_found", "invalid_argument", … */

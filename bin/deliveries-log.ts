@@ -26,5 +26,5 @@ export async function deliveriesLog(
       `${a.attempted_at}  delivery ${a.delivery_id} attempt ${a.attempt}  ${a.outcome}  ${a.error ?? a.status_code ?? ""}` +
       `${a.next_retry_at ? `  next retry ${a.next_retry_at}` : ""}`,
   );
-  return { json: { subscription_id: args.subscriptionId.toString(), state: state.state, reason: state.reason, attempts }, text: [head, ...lines].join("\n") };
+  return { json: { subscription_id: Number(args.subscriptionId), state: state.state, reason: state.reason, attempts }, text: [head, ...lines].join("\n") };
 }

@@ -222,17 +222,17 @@ describe("retries", () => {
     expect(JSON.parse(stdout)).toEqual({
       deliveries: [
         {
-          id: gaveUp!.id.toString(),
+          id: Number(gaveUp!.id),
           event_id: sub.route.requests[0]!.headers["webhook-id"],
           event_type: "contact.created",
-          subscription_id: sub.subscription.id.toString(),
+          subscription_id: Number(sub.subscription.id),
           organisation_id: sub.organisationId,
           client_id: sub.owner.clientId,
           status: "gave_up",
           attempts: 4,
-          response_status: 502,
+          status_code: 502,
           error: "HTTP 502",
-          next_attempt_at: null,
+          next_retry_at: null,
           created_at: expect.stringMatching(RFC3339),
           updated_at: expect.stringMatching(RFC3339),
         },

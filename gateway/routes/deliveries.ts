@@ -11,8 +11,9 @@
 // the subscriptions (`?limit=` 1 to 100, default 50; `Link: <…>; rel="next"`).
 //
 // The retry sends the delivery (the event, to this subscription) again now:
-// 202 Accepted with the delivery, its status "pending"; the attempt shows in
-// the list when it is made. A delivery that already succeeded or gave up gets
+// 202 Accepted with the delivery, its status "pending", next_retry_at when
+// the retry was taken (the time the POST goes out, not a worker's claim
+// lease); the attempt shows in the list when it is made. A delivery that already succeeded or gave up gets
 // one more attempt; a waiting one is moved to now.
 //
 // The subscription is read first (GetSubscription with the token's pair): the
@@ -25,11 +26,10 @@
 // disabled or deleted, and why and when (Subscription-State,
 // Subscription-State-Reason). A disabled subscription (every attempt failed for
 // a while) sends nothing: its retry is 409 until a PUT re-enables it.
-import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { z } from "zod";
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
-import type { Delivery, DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
+import type { DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
 import type { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import type { Bearer } from "../bearer.js";
 import { rpcOptions } from "../clients.js";
@@ -40,48 +40,11 @@ import { AttemptList, Delivery as DeliveryOut, attemptExample, deliveryExample }
 import { subscriptionOrEnd } from "../../services/delivery/subscription-or-end.js";
 import { headerSafe, subscriptionState } from "../../services/delivery/subscription-state.js";
 import { SUBSCRIPTIONS_PATH, readIntParam, subscriptionErrors } from "./subscriptions.js";
-import { attemptJson } from "../../services/shared/delivery-json.js";
+import { attemptJson, deliveryJson } from "../../services/shared/delivery-json.js";
 
 const LIST_DEFAULT = 50;
 const LIST_MAX = 100;
 const NO_STORE = { "cache-control": "no-store" };
-
-const iso = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : null);
-
-/** One event for this subscription, across its attempts. */
-export interface DeliveryJson {
-  id: number;
-  event_id: string;
-  event_type: string;
-  subscription_id: number;
-  /** "pending", "succeeded", "gave_up", "gone" or "cancelled". */
-  status: string;
-  /** Attempts made so far. */
-  attempts: number;
-  /** Of the last attempt. */
-  status_code: number | null;
-  error: string | null;
-  /** While pending: when it is sent next. */
-  next_retry_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export function deliveryJson(d: Delivery): DeliveryJson {
-  return {
-    id: Number(d.id),
-    event_id: d.eventId,
-    event_type: d.eventType,
-    subscription_id: Number(d.subscriptionId),
-    status: d.status,
-    attempts: d.attempts,
-    status_code: d.responseStatus || null,
-    error: d.error || null,
-    next_retry_at: iso(d.nextAttemptTime),
-    created_at: iso(d.createTime) ?? "",
-    updated_at: iso(d.updateTime) ?? "",
-  };
-}
 
 const TAGS = ["Deliveries"];
 const noStore = { "cache-control": HEADERS.noStore };

@@ -77,10 +77,15 @@ export const Attempt = z
     delivery_id: z.number().int().positive().describe("The delivery (one event for this subscription) it belongs to: what the retry route takes"),
     event_id: z.string().describe("The event's id: the webhook-id header the receiver got, the same on every attempt"),
     event_type: EventTypeName,
-    attempt: z.number().int().positive().describe("1 for the first POST of the delivery, 2 for its first retry, …"),
+    attempt: z.number().int().min(0).describe("1 for the first POST of the delivery, 2 for its first retry, …; 0 for a skipped event (nothing was sent)"),
     status_code: z.number().int().nullable().describe("The HTTP status the receiver answered; null when none came"),
-    outcome: z.enum(["succeeded", "failed", "gave_up", "gone"]).describe('"failed" is retried at next_retry_at; "gone": the receiver answered 410'),
-    error: z.string().nullable().describe('null on success; else "HTTP <status>", "timeout: …", "refused: …" or "network: …"'),
+    outcome: z
+      .enum(["succeeded", "failed", "gave_up", "gone", "skipped"])
+      .describe('"failed" is retried at next_retry_at; "gone": the receiver answered 410; "skipped": the event happened while the subscription was disabled, nothing was sent'),
+    error: z
+      .string()
+      .nullable()
+      .describe('null on success; else "HTTP <status>", "timeout: …", "refused: …", "network: …" or "skipped: the subscription was disabled"'),
     duration_ms: z.number().int().min(0),
     attempted_at: Time,
     next_retry_at: Time.nullable().describe("When the next attempt of this delivery was planned after this one; null when none was"),
@@ -95,11 +100,13 @@ export const Delivery = z
     event_id: z.string(),
     event_type: EventTypeName,
     subscription_id: z.number().int().positive(),
-    status: z.enum(["pending", "succeeded", "gave_up", "gone", "cancelled"]),
+    status: z
+      .enum(["pending", "succeeded", "gave_up", "gone", "cancelled", "skipped"])
+      .describe('"cancelled": not sent, the subscription was disabled or deleted when it was due; "skipped": the event happened while the subscription was disabled'),
     attempts: z.number().int().min(0).describe("Attempts made so far"),
     status_code: z.number().int().nullable().describe("Of the last attempt"),
     error: z.string().nullable().describe("Of the last attempt"),
-    next_retry_at: Time.nullable().describe("While pending: when it is sent next"),
+    next_retry_at: Time.nullable().describe("While pending: when it is sent next; now when a worker is sending it (the retry route's answer: when the retry was taken)"),
     created_at: Time,
     updated_at: Time,
   })

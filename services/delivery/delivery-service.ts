@@ -33,8 +33,21 @@ const toAttemptMessage = (a: DeliveryAttempt) =>
     ...(a.nextAttemptAt ? { nextAttemptTime: timestampFromDate(a.nextAttemptAt) } : {}),
   });
 
-export const toDeliveryMessage = (d: Delivery) =>
-  create(DeliverySchema, {
+/**
+ * When a pending delivery is really sent: a row a worker holds (its claim's
+ * lease not yet over) is being sent now, and next_attempt_at is that lease,
+ * not a plan; a due row goes at the workers' next look (now); else its
+ * next_attempt_at. Undefined when it is not pending.
+ */
+export function sendsAt(d: Pick<Delivery, "status" | "nextAttemptAt" | "claimId">, now: Date): Date | undefined {
+  if (d.status !== "pending" || !d.nextAttemptAt) return undefined;
+  if (d.claimId) return now;
+  return d.nextAttemptAt > now ? d.nextAttemptAt : now;
+}
+
+export const toDeliveryMessage = (d: Delivery, now: Date) => {
+  const next = sendsAt(d, now);
+  return create(DeliverySchema, {
     id: d.id,
     eventId: d.eventId,
     eventType: d.eventType,
@@ -44,11 +57,11 @@ export const toDeliveryMessage = (d: Delivery) =>
     attempts: d.attempts,
     responseStatus: d.lastResponseStatus,
     error: d.lastError,
-    // A pending row's next_attempt_at while a worker holds it is the claim's lease, not a plan: still "pending, next at".
-    ...(d.status === "pending" && d.nextAttemptAt ? { nextAttemptTime: timestampFromDate(d.nextAttemptAt) } : {}),
+    ...(next ? { nextAttemptTime: timestampFromDate(next) } : {}),
     createTime: timestampFromDate(d.createdAt),
     updateTime: timestampFromDate(d.updatedAt),
   });
+};
 
 const positiveId = (field: string, value: bigint) => {
   if (value <= 0n) throw invalid(field, "expected a positive integer");
@@ -72,21 +85,23 @@ export function createDeliveryService(deps: { orm: MikroORM; store: DeliveryStor
       const page = await readPage(int64IdKeyset<Delivery>(), req, (after, options) =>
         deps.orm.em.fork().find(DeliveryEntity, { ...owner, subscriptionId, ...after }, options),
       );
-      return { deliveries: page.rows.map(toDeliveryMessage), nextPageToken: page.nextPageToken };
+      const now = new Date();
+      return { deliveries: page.rows.map((d) => toDeliveryMessage(d, now)), nextPageToken: page.nextPageToken };
     },
 
     async retryDelivery(req) {
       const owner = readOwner(req.owner);
       const subscriptionId = positiveId("subscription_id", req.subscriptionId);
       const id = positiveId("delivery_id", req.deliveryId);
-      const status = await deps.store.retryNow(owner, subscriptionId, id);
-      if (status === undefined) throw notFound("delivery");
-      if (status === "gone" || status === "cancelled") {
+      const retried = await deps.store.retryNow(owner, subscriptionId, id);
+      if (retried === undefined) throw notFound("delivery");
+      // The row as the retry left it, not read again: a worker woken by it may already hold it.
+      const row = deps.orm.em.fork().map(DeliveryEntity, retried.row);
+      if (row.status === "gone" || row.status === "cancelled") {
         throw new ConnectError("the delivery's subscription was deleted: nothing to send to", Code.FailedPrecondition);
       }
       deps.onRetry();
-      const row = await deps.orm.em.fork().findOneOrFail(DeliveryEntity, { id, ...owner });
-      return { delivery: toDeliveryMessage(row) };
+      return { delivery: toDeliveryMessage(row, retried.now) };
     },
 
     async listFailedDeliveries(req) {
@@ -94,7 +109,8 @@ export function createDeliveryService(deps: { orm: MikroORM; store: DeliveryStor
       const page = await readPage(int64IdKeyset<Delivery>(), req, (after, options) =>
         deps.orm.em.fork().find(DeliveryEntity, { status: "gave_up", ...(organisationId ? { organisationId } : {}), ...after }, options),
       );
-      return { deliveries: page.rows.map(toDeliveryMessage), nextPageToken: page.nextPageToken };
+      const now = new Date();
+      return { deliveries: page.rows.map((d) => toDeliveryMessage(d, now)), nextPageToken: page.nextPageToken };
     },
   };
 }

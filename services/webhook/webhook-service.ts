@@ -80,6 +80,7 @@ function toSubscriberMessage(s: Subscription): SubscriberMessage {
     clientId: s.clientId,
     targetUrl: s.targetUrl,
     secret: s.secret,
+    disabled: !!s.disabledAt,
     ...(previous ? { previousSecret: previous.secret, previousSecretExpireTime: timestampFromDate(previous.expiresAt) } : {}),
   });
 }
@@ -209,8 +210,10 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
     async listSubscribers(req) {
       const organisationId = requireUuid("organisation_id", req.organisationId);
       const eventType = eventTypeName(req.eventType);
-      // A disabled subscription gets nothing until its owner re-enables it.
-      const rows = await orm.em.fork().find(SubscriptionEntity, { organisationId, eventType, disabledAt: null }, { orderBy: { id: "asc" } });
+      // A disabled subscription gets nothing until its owner re-enables it (listed, marked, only when asked).
+      const rows = await orm.em
+        .fork()
+        .find(SubscriptionEntity, { organisationId, eventType, ...(req.includeDisabled ? {} : { disabledAt: null }) }, { orderBy: { id: "asc" } });
       return { subscribers: rows.map(toSubscriberMessage) };
     },
 

@@ -104,13 +104,13 @@ export async function attempts(client: Client, subscriptionId: number, query = "
 export const createContact = (organisationId: string, firstName: string) =>
   orgs.createContact({ organisationId, fields: { firstName, lastName: "Lovelace", email: "ada@example.test" } });
 
-/** Registers the file's platform: started before its tests, stopped after. */
-export function useDeliveryApiSuite(): void {
+/** Registers the file's platform: started before its tests, stopped after; `config` changes the shared settings. */
+export function useDeliveryApiSuite(config: Record<string, string> = {}): void {
   beforeAll(async () => {
     receiver = await startReceiver();
     platform = await startPlatform({
       token: TOKEN,
-      config: shared,
+      config: { ...shared, ...config },
       auth: true,
       webhook: true,
       delivery: true,

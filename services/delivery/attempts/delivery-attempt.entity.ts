@@ -1,6 +1,6 @@
 import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
 
-/** One POST of one event to one subscription's target_url, stored with the subscription's owner. */
+/** One POST of one event to one subscription's target_url (or, attempt 0, an event skipped while it was disabled), stored with the subscription's owner. */
 export const DeliveryAttemptEntity = defineEntity({
   name: "DeliveryAttempt",
   tableName: "delivery_attempt",

@@ -5,6 +5,9 @@ import { randomUUID } from "node:crypto";
 
 const S = `"delivery"`;
 
+/** The error of a delivery (and its log line) skipped because its subscription was disabled. */
+export const SKIPPED_ERROR = "skipped: the subscription was disabled";
+
 export interface FanOutEvent {
   eventId: string;
   eventType: string;
@@ -14,7 +17,8 @@ export interface FanOutEvent {
   streamSequence: number | undefined;
   /** The W3C traceparent the event arrived with, if any. */
   traceparent: string | undefined;
-  subscribers: { subscriptionId: bigint; clientId: string }[];
+  /** skipped: the subscription is disabled; its row is recorded as skipped, not sent. */
+  subscribers: { subscriptionId: bigint; clientId: string; skipped?: boolean }[];
 }
 
 export interface FanOutBatch {
@@ -53,6 +57,12 @@ export interface AttemptRecord {
   nextAttemptAt: Date | null;
 }
 
+/** A retried delivery's row (its columns, as the database returned them) and the database's time of the retry. */
+export interface RetriedDelivery {
+  row: Record<string, unknown>;
+  now: Date;
+}
+
 export function createDeliveryStore(orm: MikroORM) {
   const execute = <T = Record<string, unknown>>(sql: string, params: unknown[] = []) => orm.em.fork().execute<T[]>(sql, params);
   return {
@@ -62,14 +72,18 @@ export function createDeliveryStore(orm: MikroORM) {
      * position. An event and its rows are written together or not at all, so
      * an event already recorded has all its rows: a redelivered event adds
      * nothing, not even for a subscription created since (and the unique
-     * (event, subscription) pair stands behind that). Returns the rows created.
+     * (event, subscription) pair stands behind that). A disabled
+     * subscription's row is "skipped" (never due) with its line in the log, so
+     * that its owner sees what it missed. Returns the pending rows created.
      */
     async recordFanOut(f: FanOutBatch): Promise<number> {
       const events = JSON.stringify(
         f.events.map((e) => ({ event_id: e.eventId, event_type: e.eventType, organisation_id: e.organisationId, body: e.body, seq: e.streamSequence ?? null, traceparent: e.traceparent ?? null })),
       );
       const subs = JSON.stringify(
-        f.events.flatMap((e) => e.subscribers.map((s) => ({ event_id: e.eventId, id: s.subscriptionId.toString(), client_id: s.clientId }))),
+        f.events.flatMap((e) =>
+          e.subscribers.map((s) => ({ event_id: e.eventId, id: s.subscriptionId.toString(), client_id: s.clientId, skipped: s.skipped === true })),
+        ),
       );
       const [row] = await execute<{ n: number }>(
         `with "event" as (
@@ -79,17 +93,26 @@ export function createDeliveryStore(orm: MikroORM) {
            on conflict ("event_id") do nothing
            returning "event_id", "event_type", "organisation_id"
          ), "rows" as (
-           insert into ${S}."delivery" ("event_id", "subscription_id", "organisation_id", "client_id", "event_type", "status", "next_attempt_at", "created_at", "updated_at")
-           select e."event_id", s."id", e."organisation_id", s."client_id", e."event_type", 'pending', now(), now(), now()
-             from "event" e join jsonb_to_recordset(?::jsonb) as s("event_id" uuid, "id" bigint, "client_id" text) on s."event_id" = e."event_id"
+           insert into ${S}."delivery" ("event_id", "subscription_id", "organisation_id", "client_id", "event_type", "status", "next_attempt_at",
+             "last_error", "created_at", "updated_at")
+           select e."event_id", s."id", e."organisation_id", s."client_id", e."event_type",
+                  case when s."skipped" then 'skipped' else 'pending' end, case when s."skipped" then null else now() end,
+                  case when s."skipped" then '${SKIPPED_ERROR}' else '' end, now(), now()
+             from "event" e join jsonb_to_recordset(?::jsonb) as s("event_id" uuid, "id" bigint, "client_id" text, "skipped" boolean) on s."event_id" = e."event_id"
            on conflict ("event_id", "subscription_id") do nothing
-           returning 1
+           returning "id", "event_id", "subscription_id", "organisation_id", "client_id", "event_type", "status", "created_at"
+         ), "skipped" as (
+           insert into ${S}."delivery_attempt" ("id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
+             "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at")
+           select gen_random_uuid(), r."organisation_id", r."client_id", r."event_id", r."subscription_id", r."id", r."event_type",
+                  0, 0, 'skipped', '${SKIPPED_ERROR}', 0, r."created_at", null
+             from "rows" r where r."status" = 'skipped'
          ), "position" as (
            insert into ${S}."consumer_position" ("name", "stream_sequence", "updated_at")
            select ?, ?::bigint, now() where ?::bigint is not null
            on conflict ("name") do update set "stream_sequence" = greatest("consumer_position"."stream_sequence", excluded."stream_sequence"), "updated_at" = now()
          )
-         select count(*)::int as "n" from "rows"`,
+         select count(*)::int as "n" from "rows" where "status" = 'pending'`,
         [events, subs, f.consumer, f.streamSequence ?? null, f.streamSequence ?? null],
       );
       return row?.n ?? 0;
@@ -247,26 +270,33 @@ export function createDeliveryStore(orm: MikroORM) {
     },
 
     /**
-     * RetryDelivery: due now. A finished one (succeeded, gave_up) gets one more
+     * RetryDelivery: due now. A finished one (succeeded, gave_up, skipped) gets one more
      * attempt (`once`); a pending one is moved to now, unless a worker has it
-     * in hand. Returns the row's status, or undefined when the owner has no such delivery.
+     * in hand (then that attempt is the one). Returns the row as this statement
+     * left it, before any worker could claim it (a claim moves next_attempt_at
+     * a lease ahead: that is not when it is sent), with the database's clock;
+     * undefined when the owner has no such delivery.
      */
-    async retryNow(owner: { organisationId: string; clientId: string }, subscriptionId: bigint, id: bigint): Promise<string | undefined> {
-      const [row] = await execute<{ status: string }>(
+    async retryNow(owner: { organisationId: string; clientId: string }, subscriptionId: bigint, id: bigint): Promise<RetriedDelivery | undefined> {
+      const [row] = await execute<Record<string, unknown>>(
         `with "target" as (
-           select "id", "status", "claim_id", "next_attempt_at" from ${S}."delivery"
+           select * from ${S}."delivery"
             where "id" = ? and "organisation_id" = ? and "client_id" = ? and "subscription_id" = ? for update
          ), "updated" as (
            update ${S}."delivery" d set "status" = 'pending', "once" = (t."status" <> 'pending'), "next_attempt_at" = now(), "claim_id" = null, "updated_at" = now()
              from "target" t
-            where d."id" = t."id" and t."status" in ('pending', 'succeeded', 'gave_up')
+            where d."id" = t."id" and t."status" in ('pending', 'succeeded', 'gave_up', 'skipped')
               and (t."claim_id" is null or t."next_attempt_at" <= now())
-           returning d."status"
+           returning d.*
          )
-         select coalesce((select "status" from "updated"), (select "status" from "target")) as "status" from "target"`,
+         select *, now() as "now" from "updated"
+         union all
+         select *, now() as "now" from "target" where not exists (select 1 from "updated")`,
         [id.toString(), owner.organisationId, owner.clientId, subscriptionId.toString()],
       );
-      return row?.status;
+      if (!row) return undefined;
+      const { now, ...delivery } = row;
+      return { row: delivery, now: new Date(now as string | Date) };
     },
   };
 }

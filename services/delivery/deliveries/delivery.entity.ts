@@ -5,7 +5,8 @@ import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
  * and sent by the workers. status: "pending" (due at next_attempt_at; a
  * worker's claim pushes next_attempt_at by the claim lease and sets
  * claim_id), "succeeded", "gave_up", "gone" (410), "cancelled" (the
- * subscription was deleted before it was sent). `once`: a manual retry of a
+ * subscription was deleted before it was sent), "skipped" (the event came
+ * while the subscription was disabled: never sent unless retried). `once`: a manual retry of a
  * finished delivery, which gives up after one failed attempt.
  */
 export const DeliveryEntity = defineEntity({

@@ -25,7 +25,10 @@
 // (the compose file runs one delivery process) or accept that narrow case.
 //
 // Who gets an event: the subscriptions that ListSubscribers returns when the
-// event's batch is handled, read afresh for every batch (no cache). So a
+// event's batch is handled, read afresh for every batch (no cache). A
+// disabled subscription's delivery is recorded as skipped (status and log
+// outcome "skipped", kept like the rest of the log): nothing is sent, and its
+// owner sees what it missed while it was disabled. So a
 // subscription whose CreateSubscription returned before the contact change
 // committed gets the event: its row was committed before the event was even
 // published. One created while the event is in flight may get it too.
@@ -99,7 +102,10 @@ export function consumeContactEvents(deps: {
       for (const { event } of events.values()) {
         const key = `${event.organisationId.toLowerCase()} ${event.type}`;
         if (!lookups.has(key)) {
-          lookups.set(key, deps.webhook.listSubscribers({ organisationId: event.organisationId, eventType: event.type }).then((r) => r.subscribers));
+          lookups.set(
+            key,
+            deps.webhook.listSubscribers({ organisationId: event.organisationId, eventType: event.type, includeDisabled: true }).then((r) => r.subscribers),
+          );
         }
       }
       const found = new Map<string, Subscriber[]>();
@@ -116,7 +122,9 @@ export function consumeContactEvents(deps: {
             body: webhookBody(type, occurredAt, contactJson(event.contact!)),
             streamSequence,
             traceparent,
-            subscribers: found.get(`${event.organisationId.toLowerCase()} ${event.type}`)!.map((s) => ({ subscriptionId: s.subscriptionId, clientId: s.clientId })),
+            subscribers: found
+              .get(`${event.organisationId.toLowerCase()} ${event.type}`)!
+              .map((s) => ({ subscriptionId: s.subscriptionId, clientId: s.clientId, skipped: s.disabled })),
           };
         }),
       });

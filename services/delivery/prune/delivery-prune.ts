@@ -1,6 +1,6 @@
 // What the delivery service prunes (services/shared/prune/): the delivery log
 // past DELIVERY_LOG_RETENTION_DAYS. A delivery goes once it is finished
-// (succeeded, gave up, gone, cancelled) and its last activity is older than
+// (succeeded, gave up, gone, cancelled, skipped) and its last activity is older than
 // the retention; a pending one stays whatever its age (it is still being
 // tried). Attempts go by their own time; an event's body goes once no
 // delivery of it is left and it is older than the retention.

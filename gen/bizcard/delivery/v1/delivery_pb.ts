@@ -49,7 +49,9 @@ export type DeliveryAttempt = Message<"bizcard.delivery.v1.DeliveryAttempt"> & {
 
   /**
    * "succeeded"; "failed" (retried at next_attempt_time); "gave_up" (the
-   * schedule is exhausted); "gone" (410: the subscription was deleted).
+   * schedule is exhausted); "gone" (410: the subscription was deleted);
+   * "skipped" (attempt 0: the event came while the subscription was
+   * disabled, nothing was sent).
    *
    * @generated from field: string outcome = 6;
    */
@@ -135,7 +137,8 @@ export type Delivery = Message<"bizcard.delivery.v1.Delivery"> & {
   /**
    * "pending" (waiting for its next attempt), "succeeded", "gave_up",
    * "gone" (the target answered 410; the subscription was deleted),
-   * "cancelled" (the subscription was deleted before it could be sent).
+   * "cancelled" (the subscription was deleted before it could be sent),
+   * "skipped" (the event came while the subscription was disabled).
    *
    * @generated from field: string status = 6;
    */
@@ -161,7 +164,7 @@ export type Delivery = Message<"bizcard.delivery.v1.Delivery"> & {
   error: string;
 
   /**
-   * Set while pending.
+   * Set while pending: when it is sent (now while a worker is sending it).
    *
    * @generated from field: google.protobuf.Timestamp next_attempt_time = 10;
    */
