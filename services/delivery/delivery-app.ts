@@ -52,6 +52,7 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
     schedule: config.DELIVERY_RETRY_SCHEDULE_SECONDS,
     retryAfterMaxSeconds: config.DELIVERY_RETRY_AFTER_MAX_SECONDS,
     concurrency: config.DELIVERY_CONCURRENCY,
+    maxInFlightPerSubscription: config.WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION,
     pollMs: config.DELIVERY_POLL_MS,
     leaseSeconds: config.DELIVERY_CLAIM_LEASE_SECONDS,
     failureStreak: createFailureStreak({
