@@ -84,6 +84,13 @@ it("a target that never answers holds only the cap, not the workers: another sub
     await waitFor(() => (hanging.route.arrivals.length >= CAP * 3 ? true : undefined), 20_000, "retries of the hanging target");
     expect(hanging.route.maxOpen).toBe(CAP);
     expect(quick.route.maxOpen).toBeLessThanOrEqual(CAP);
+    // Operators see it: the deliveries held in every process, and the subscription at its cap.
+    const metrics = await waitFor(async () => {
+      const text = await (await fetch(`${platform.delivery.server.url}/metrics`)).text();
+      return /^webhook_subscriptions_at_in_flight_cap 1$/m.test(text) ? text : undefined;
+    }, 10_000, "the subscription at its cap in the metrics");
+    expect(metrics).toMatch(new RegExp(`^webhook_deliveries_in_flight ${CAP}$`, "m"));
+    expect(metrics).toContain("# TYPE webhook_subscriptions_at_in_flight_cap gauge\n");
   } finally {
     await second.stop();
   }

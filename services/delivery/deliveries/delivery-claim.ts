@@ -21,6 +21,19 @@ export interface ClaimOptions {
   maxInFlightPerSubscription?: number;
 }
 
+/** The deliveries held now (claimed, lease running) in every process, and the subscriptions holding `cap` or more of them. */
+export async function inFlightNow(orm: MikroORM, cap: number): Promise<{ deliveries: number; subscriptionsAtCap: number }> {
+  const [row] = await orm.em.fork().execute<{ deliveries: number; at_cap: number }[]>(
+    `select coalesce(sum("n"), 0)::int as "deliveries", count(*) filter (where "n" >= ?)::int as "at_cap" from (
+       select count(*) as "n" from ${S}."delivery"
+        where "status" = 'pending' and "claim_id" is not null and "next_attempt_at" > now()
+        group by "subscription_id"
+     ) as "held"`,
+    [cap],
+  );
+  return { deliveries: row?.deliveries ?? 0, subscriptionsAtCap: row?.at_cap ?? 0 };
+}
+
 /**
  * Claims up to `limit` due rows: FOR UPDATE SKIP LOCKED, so a row a manual
  * retry holds is passed over; the claim moves next_attempt_at a lease ahead,
