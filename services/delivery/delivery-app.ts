@@ -4,11 +4,12 @@ import { openServiceDatabase, pingDatabase } from "../shared/database.js";
 import type { Consumer } from "../shared/event-bus/event-bus.js";
 import { targetResolver, type Resolver } from "../shared/net/dns-resolver.js";
 import { createRpcClient } from "../shared/rpc/client.js";
-import { deliveriesDueSources } from "../shared/metrics/metrics.js";
+import { deliveriesDueSources, deliveriesInFlightSources, subscriptionsAtCapSources } from "../shared/metrics/metrics.js";
 import { addSource } from "../shared/metrics/scrape-sources.js";
 import { runChecks } from "../shared/rpc/health.js";
 import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
 import { DeliveryAttemptEntity } from "./attempts/delivery-attempt.entity.js";
+import { inFlightNow } from "./deliveries/delivery-claim.js";
 import { createDeliveryStore } from "./deliveries/delivery-store.js";
 import { createFailureStreak } from "./deliveries/failure-streak.js";
 import { ConsumerPositionEntity, DeliveryEntity, DeliveryEventEntity } from "./deliveries/delivery.entity.js";
@@ -52,6 +53,7 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
     schedule: config.DELIVERY_RETRY_SCHEDULE_SECONDS,
     retryAfterMaxSeconds: config.DELIVERY_RETRY_AFTER_MAX_SECONDS,
     concurrency: config.DELIVERY_CONCURRENCY,
+    maxInFlightPerSubscription: config.WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION,
     pollMs: config.DELIVERY_POLL_MS,
     leaseSeconds: config.DELIVERY_CLAIM_LEASE_SECONDS,
     failureStreak: createFailureStreak({
@@ -69,6 +71,10 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
       .execute(`select count(*)::int as "n" from "${DELIVERY_SCHEMA}"."delivery" where "status" = 'pending' and "next_attempt_at" <= now()`);
     return [["", row.n as number]];
   });
+  // webhook_deliveries_in_flight and webhook_subscriptions_at_in_flight_cap (the claimed rows' own partial index serves them).
+  const cap = config.WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION;
+  const stopInFlight = addSource(deliveriesInFlightSources, async () => [["", (await inFlightNow(orm, cap)).deliveries]]);
+  const stopAtCap = addSource(subscriptionsAtCapSources, async () => [["", (await inFlightNow(orm, cap)).subscriptionsAtCap]]);
   let fanOut: Consumer | undefined;
   let pruning: { stop(): Promise<void> } | undefined;
   return {
@@ -82,6 +88,8 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
     },
     close: async () => {
       stopMetrics();
+      stopInFlight();
+      stopAtCap();
       await fanOut?.stop();
       await worker.stop();
       await pruning?.stop();

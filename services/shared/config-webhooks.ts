@@ -50,6 +50,12 @@ export const webhookSettings = {
   DELIVERY_TIMEOUT_MS: int(10_000, 100, 120_000),
   /** Delivery: POSTs in flight at once per delivery process. */
   DELIVERY_CONCURRENCY: int(32, 1, 1000),
+  /**
+   * Delivery: the most POSTs in flight to one subscription at once, across
+   * every delivery process (counted in the database at each claim), so a slow
+   * or hanging target holds at most this many of the workers' slots.
+   */
+  WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: int(4, 1, 1000),
   /** Delivery: how often an idle worker looks for due deliveries (new events wake it at once in its own process). */
   DELIVERY_POLL_MS: int(500, 10, 60_000),
   /**

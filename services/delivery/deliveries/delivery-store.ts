@@ -2,6 +2,7 @@
 // the fan-out's write, the workers' claim and record, and the manual retry.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { randomUUID } from "node:crypto";
+import { claimDue } from "./delivery-claim.js";
 
 const S = `"delivery"`;
 
@@ -123,28 +124,9 @@ export function createDeliveryStore(orm: MikroORM) {
       return row ? Number(row.s) : undefined;
     },
 
-    /**
-     * Claims up to `limit` due rows for this worker: FOR UPDATE SKIP LOCKED, so
-     * workers running at once never take the same row; the claim moves
-     * next_attempt_at a lease ahead, so a dead worker's rows come back then.
-     */
-    async claim(limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]> {
-      const claimId = randomUUID();
-      const rows = await execute<Record<string, unknown>>(
-        `with "due" as (
-           select "id" from ${S}."delivery"
-            where "status" = 'pending' and "next_attempt_at" <= now()
-            order by "next_attempt_at" limit ? for update skip locked
-         )
-         update ${S}."delivery" d
-            set "next_attempt_at" = now() + make_interval(secs => ?), "claim_id" = ?, "attempts" = d."attempts" + 1, "updated_at" = now()
-           from "due" where d."id" = "due"."id"
-         returning d."id"::text as "id", d."event_id", d."subscription_id"::text as "subscription_id", d."organisation_id", d."client_id",
-           d."event_type", d."attempts", d."once",
-           (select e."body" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "body",
-           (select e."traceparent" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "traceparent"`,
-        [limit, leaseSeconds, claimId],
-      );
+    /** Claims up to `limit` due rows for this worker (delivery-claim.ts: the per-subscription cap, the owners' turns). */
+    async claim(limit: number, leaseSeconds: number, maxInFlightPerSubscription?: number): Promise<ClaimedDelivery[]> {
+      const { claimId, rows } = await claimDue(orm, { limit, leaseSeconds, maxInFlightPerSubscription });
       return rows.map((r) => ({
         id: BigInt(r.id as string),
         eventId: r.event_id as string,

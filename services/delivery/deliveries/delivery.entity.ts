@@ -36,6 +36,11 @@ export const DeliveryEntity = defineEntity({
     { name: "delivery_status_index", properties: ["status", "id"] },
     // The pruning's batches (delivery-prune.ts).
     { name: "delivery_updated_at_index", properties: ["updatedAt"] },
+    // The claim's per-subscription in-flight count (delivery-claim.ts): the claimed rows only.
+    {
+      name: "delivery_in_flight_index",
+      expression: `create index "delivery_in_flight_index" on "delivery"."delivery" ("subscription_id", "next_attempt_at") where "claim_id" is not null`,
+    },
   ],
 });
 

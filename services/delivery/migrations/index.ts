@@ -5,6 +5,7 @@ import { InitialDeliverySchema } from "./2026-11-22-initial.js";
 import { DeliverySchema } from "./2026-11-24-deliveries.js";
 import { PruneIndexesSchema } from "./2026-11-26-prune-indexes.js";
 import { DeliveryTraceContextSchema } from "./2026-11-28-trace-context.js";
+import { DeliveryInFlightIndexSchema } from "./2026-11-30-in-flight-index.js";
 
 export const deliveryMigrations: MigrationObject[] = [
   { name: "2026-11-22-initial", class: InitialDeliverySchema },
@@ -12,4 +13,5 @@ export const deliveryMigrations: MigrationObject[] = [
   { name: "2026-11-24-deliveries", class: DeliverySchema },
   { name: "2026-11-26-prune-indexes", class: PruneIndexesSchema },
   { name: "2026-11-28-trace-context", class: DeliveryTraceContextSchema },
+  { name: "2026-11-30-in-flight-index", class: DeliveryInFlightIndexSchema },
 ];

@@ -33,6 +33,8 @@ export interface DeliveryWorkerOptions {
   schedule: number[];
   retryAfterMaxSeconds: number;
   concurrency: number;
+  /** POSTs in flight to one subscription, across every delivery process (WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION); undefined: no cap. */
+  maxInFlightPerSubscription?: number;
   pollMs: number;
   leaseSeconds: number;
   /** Disables a subscription that only fails (deliveries/failure-streak.ts); never throws. */
@@ -90,6 +92,8 @@ const FAILURE_BACKOFF: Backoff = { baseMs: 500, maxMs: 30_000 };
 export class DeliveryWorker {
   private readonly loop: PollLoop;
   private inFlight = 0;
+  /** This process's POSTs in flight, per subscription. */
+  private readonly inFlightTo = new Map<bigint, number>();
   private readonly running = new Set<Promise<void>>();
   /** The last claim got as many rows as it asked for: more may be due. */
   private backlog = false;
@@ -126,7 +130,7 @@ export class DeliveryWorker {
     const free = this.options.concurrency - this.inFlight;
     // Full: wait for a slot (a finishing POST wakes the loop), at most a poll.
     if (free <= 0) return this.options.pollMs;
-    const claimed = await this.options.store.claim(free, this.options.leaseSeconds);
+    const claimed = await this.options.store.claim(free, this.options.leaseSeconds, this.options.maxInFlightPerSubscription);
     this.backlog = claimed.length === free;
     if (claimed.length > 0) await this.dispatch(claimed);
     return this.backlog ? 0 : this.options.pollMs;
@@ -158,17 +162,28 @@ export class DeliveryWorker {
           continue;
         }
         this.inFlight++;
+        this.inFlightTo.set(d.subscriptionId, (this.inFlightTo.get(d.subscriptionId) ?? 0) + 1);
         const task = this.deliver(d, subscriber)
           .catch((err) => this.options.logger.error({ err, deliveryId: d.id.toString() }, "delivery not recorded; it comes back after its claim lease"))
           .finally(() => {
             this.inFlight--;
+            const atCap = this.slotFreed(d.subscriptionId);
             this.running.delete(task);
-            // A slot is free: refill it at once if more rows may be due.
-            if (this.backlog) this.wake();
+            // A slot is free: refill it at once if more rows may be due, or if the
+            // subscription was at its cap here (its next rows may be waiting for this slot).
+            if (this.backlog || atCap) this.wake();
           });
         this.running.add(task);
       }
     }
+  }
+
+  /** Counts a subscription's POST as finished; true when the subscription had its cap in flight here. */
+  private slotFreed(subscriptionId: bigint): boolean {
+    const n = this.inFlightTo.get(subscriptionId) ?? 1;
+    if (n <= 1) this.inFlightTo.delete(subscriptionId);
+    else this.inFlightTo.set(subscriptionId, n - 1);
+    return this.options.maxInFlightPerSubscription !== undefined && n >= this.options.maxInFlightPerSubscription;
   }
 
   /**

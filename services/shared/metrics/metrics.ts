@@ -89,10 +89,19 @@ export const outboxPendingSources = new Set<GaugeSource>();
 export const outboxOldestSources = new Set<GaugeSource>();
 export const consumerPendingSources = new Set<GaugeSource>();
 export const deliveriesDueSources = new Set<GaugeSource>();
+export const deliveriesInFlightSources = new Set<GaugeSource>();
+export const subscriptionsAtCapSources = new Set<GaugeSource>();
 scrapedGauge("outbox_pending_events", "Outbox rows not yet published, by service.", "service", outboxPendingSources);
 scrapedGauge("outbox_oldest_pending_age_seconds", "Age of the oldest unpublished outbox row (0 when none), by service.", "service", outboxOldestSources);
 scrapedGauge("eventbus_consumer_pending_messages", "Messages on the bus not yet handled, by durable consumer.", "consumer", consumerPendingSources);
 scrapedGauge("webhook_deliveries_due", "Pending deliveries whose next attempt is due now.", undefined, deliveriesDueSources);
+scrapedGauge("webhook_deliveries_in_flight", "Deliveries a worker holds now (claimed, lease running), in every delivery process.", undefined, deliveriesInFlightSources);
+scrapedGauge(
+  "webhook_subscriptions_at_in_flight_cap",
+  "Subscriptions with WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION deliveries in flight (a slow or hanging target).",
+  undefined,
+  subscriptionsAtCapSources,
+);
 
 /** The text a scraper reads, and its content type. */
 export async function scrape(): Promise<{ contentType: string; body: string }> {

@@ -1,0 +1,83 @@
+// The workers' claim: due deliveries, at most a cap in flight per
+// subscription across every delivery process, handed out round the owners.
+//
+// The cap is counted from the rows themselves (pending, claimed, lease not
+// run out), so nothing has to be kept in step: a worker that dies holds its
+// subscription's slots only until its claim lease ends. A count read in the
+// claim's own statement would be that statement's snapshot, blind to a claim
+// another process is committing at that moment; so claims take turns on one
+// transaction-level advisory lock, and each counts (in a statement that
+// starts after the lock is granted) what every earlier claim committed. A
+// claim is one short statement, so the turns are short.
+import type { MikroORM } from "@mikro-orm/postgresql";
+import { randomUUID } from "node:crypto";
+
+const S = `"delivery"`;
+
+export interface ClaimOptions {
+  limit: number;
+  leaseSeconds: number;
+  /** The most deliveries of one subscription claimed at once (in every process); undefined: no cap. */
+  maxInFlightPerSubscription?: number;
+}
+
+/** The deliveries held now (claimed, lease running) in every process, and the subscriptions holding `cap` or more of them. */
+export async function inFlightNow(orm: MikroORM, cap: number): Promise<{ deliveries: number; subscriptionsAtCap: number }> {
+  const [row] = await orm.em.fork().execute<{ deliveries: number; at_cap: number }[]>(
+    `select coalesce(sum("n"), 0)::int as "deliveries", count(*) filter (where "n" >= ?)::int as "at_cap" from (
+       select count(*) as "n" from ${S}."delivery"
+        where "status" = 'pending' and "claim_id" is not null and "next_attempt_at" > now()
+        group by "subscription_id"
+     ) as "held"`,
+    [cap],
+  );
+  return { deliveries: row?.deliveries ?? 0, subscriptionsAtCap: row?.at_cap ?? 0 };
+}
+
+/**
+ * Claims up to `limit` due rows: FOR UPDATE SKIP LOCKED, so a row a manual
+ * retry holds is passed over; the claim moves next_attempt_at a lease ahead,
+ * so a dead worker's rows come back then. Each subscription's due rows are
+ * ranked oldest first ("turn") and only the first (cap - in flight) are
+ * candidates; the candidates are then ranked within their owner
+ * (organisation, client application) by turn, and the claim takes every
+ * owner's first before any owner's second: an owner with a long queue does
+ * not hold back another's event that just came.
+ */
+export async function claimDue(orm: MikroORM, o: ClaimOptions): Promise<{ claimId: string; rows: Record<string, unknown>[] }> {
+  const claimId = randomUUID();
+  const cap = o.maxInFlightPerSubscription ?? null;
+  const rows = await orm.em.fork().transactional(async (em) => {
+    await em.execute(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, ["delivery.claim"]);
+    return em.execute<Record<string, unknown>[]>(
+      `with "in_flight" as (
+         select "subscription_id", count(*)::int as "n" from ${S}."delivery"
+          where "status" = 'pending' and "claim_id" is not null and "next_attempt_at" > now()
+          group by "subscription_id"
+       ), "ranked" as (
+         select d."id", d."organisation_id", d."client_id", d."subscription_id", d."next_attempt_at",
+           row_number() over (partition by d."subscription_id" order by d."next_attempt_at", d."id") as "turn"
+           from ${S}."delivery" d where d."status" = 'pending' and d."next_attempt_at" <= now()
+       ), "candidate" as (
+         select r."id", r."next_attempt_at",
+           row_number() over (partition by r."organisation_id", r."client_id" order by r."turn", r."next_attempt_at", r."id") as "round"
+           from "ranked" r left join "in_flight" f on f."subscription_id" = r."subscription_id"
+          where ?::int is null or r."turn" <= ?::int - coalesce(f."n", 0)
+       ), "due" as (
+         select d."id" from ${S}."delivery" d
+          where d."id" in (select c."id" from "candidate" c order by c."round", c."next_attempt_at", c."id" limit ?)
+            and d."status" = 'pending' and d."next_attempt_at" <= now()
+            for update skip locked
+       )
+       update ${S}."delivery" d
+          set "next_attempt_at" = now() + make_interval(secs => ?), "claim_id" = ?, "attempts" = d."attempts" + 1, "updated_at" = now()
+         from "due" where d."id" = "due"."id"
+       returning d."id"::text as "id", d."event_id", d."subscription_id"::text as "subscription_id", d."organisation_id", d."client_id",
+         d."event_type", d."attempts", d."once",
+         (select e."body" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "body",
+         (select e."traceparent" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "traceparent"`,
+      [cap, cap, o.limit, o.leaseSeconds, claimId],
+    );
+  });
+  return { claimId, rows };
+}
