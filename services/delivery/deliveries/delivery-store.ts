@@ -56,6 +56,8 @@ export interface AttemptRecord {
   durationMs: number;
   attemptedAt: Date;
   nextAttemptAt: Date | null;
+  /** The target asked to wait (subscription-pause.ts): the whole subscription is paused until then. */
+  pause?: { until: Date; reason: string };
 }
 
 /** A retried delivery's row (its columns, as the database returned them) and the database's time of the retry. */
@@ -200,7 +202,8 @@ export function createDeliveryStore(orm: MikroORM) {
     /**
      * Several attempts (each with its delivery's new state) in ONE statement,
      * as record() does one: the states only where the claim is still the
-     * worker's; every attempt is logged.
+     * worker's; every attempt is logged; a subscription whose target asked
+     * to wait is paused (the latest answer's pause replaces an earlier one).
      */
     async recordMany(list: AttemptRecord[]): Promise<void> {
       if (list.length === 0) return;
@@ -222,13 +225,21 @@ export function createDeliveryStore(orm: MikroORM) {
           outcome: a.outcome,
           duration_ms: a.durationMs,
           attempted_at: a.attemptedAt.toISOString(),
+          paused_until: a.pause?.until.toISOString() ?? null,
+          pause_reason: a.pause?.reason ?? null,
         })),
       );
       await execute(
         `with "input" as (
            select * from jsonb_to_recordset(?::jsonb) as r("delivery_id" bigint, "claim_id" uuid, "status" text, "next_attempt_at" timestamptz,
              "response_status" int, "error" text, "attempt_id" uuid, "organisation_id" uuid, "client_id" text, "event_id" uuid,
-             "subscription_id" bigint, "event_type" text, "attempt" int, "outcome" text, "duration_ms" int, "attempted_at" timestamptz)
+             "subscription_id" bigint, "event_type" text, "attempt" int, "outcome" text, "duration_ms" int, "attempted_at" timestamptz,
+             "paused_until" timestamptz, "pause_reason" text)
+         ), "paused" as (
+           insert into ${S}."subscription_pause" ("subscription_id", "paused_until", "reason", "updated_at")
+           select distinct on ("subscription_id") "subscription_id", "paused_until", "pause_reason", now()
+             from "input" where "paused_until" is not null order by "subscription_id", "paused_until" desc
+           on conflict ("subscription_id") do update set "paused_until" = excluded."paused_until", "reason" = excluded."reason", "updated_at" = now()
          ), "updated" as (
            update ${S}."delivery" d set "status" = i."status", "next_attempt_at" = i."next_attempt_at", "claim_id" = null, "once" = false,
              "last_response_status" = i."response_status", "last_error" = i."error", "updated_at" = now()

@@ -22,6 +22,7 @@ import { webhookAttemptDuration, webhookAttempts, webhookGivenUp } from "../../s
 import { runInRequest } from "../../shared/request-context.js";
 import { startSpan } from "../../shared/trace/tracing.js";
 import type { AttemptRecord, ClaimedDelivery, DeliveryStore } from "../deliveries/delivery-store.js";
+import { pauseAsked } from "../deliveries/subscription-pause.js";
 import { signingSecrets, type SendResult, type WebhookSender } from "../sender/webhook-sender.js";
 
 export interface DeliveryWorkerOptions {
@@ -233,14 +234,19 @@ export class DeliveryWorker {
     fields: ReturnType<typeof logFields>,
   ) {
     const wait = d.once ? undefined : retryDelayMs(this.options.schedule, d.attempt, result.retryAfterMs, this.options.retryAfterMaxSeconds);
+    // The target asked to wait: the whole subscription pauses (recorded with the attempt).
+    const pause = pauseAsked(result, this.options.retryAfterMaxSeconds);
+    if (pause) this.options.logger.info({ ...fields, pausedUntil: pause.until.toISOString() }, "subscription paused: the target asked to wait");
+    const paused = pause ? { pause } : {};
     if (wait === undefined) {
       webhookGivenUp.inc();
-      await this.record({ ...base, status: "gave_up", outcome: "gave_up", error: result.error, nextAttemptAt: null });
+      await this.record({ ...base, ...paused, status: "gave_up", outcome: "gave_up", error: result.error, nextAttemptAt: null });
       this.options.logger.warn(fields, d.once ? "delivery failed; a manual retry is tried once" : "delivery gave up: every retry failed");
       return;
     }
-    const nextAttemptAt = new Date(Date.now() + wait);
-    await this.record({ ...base, status: "pending", outcome: "failed", error: result.error, nextAttemptAt });
+    // Not before the subscription's pause ends.
+    const nextAttemptAt = new Date(Math.max(Date.now() + wait, pause?.until.getTime() ?? 0));
+    await this.record({ ...base, ...paused, status: "pending", outcome: "failed", error: result.error, nextAttemptAt });
     this.options.logger.info({ ...fields, nextRetryAt: nextAttemptAt.toISOString(), retryInMs: wait }, "delivery attempt failed; retried");
   }
 
