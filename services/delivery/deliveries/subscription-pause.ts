@@ -1,7 +1,9 @@
 // Throttling by the target: an answer that asks the client to wait (with
-// Retry-After) pauses the whole subscription, not only the one delivery. The
-// pause is written with the attempt (DeliveryStore.recordMany) and the claim
-// passes over the subscription until it ends (delivery-claim.ts).
+// Retry-After) pauses the whole subscription, not only the one delivery; a
+// 503 without one halves the subscription's in-flight cap, which grows back
+// by one per success (additive increase, multiplicative decrease). Written
+// with the attempt (DeliveryStore.recordMany); the claim reads it
+// (delivery-claim.ts).
 import type { SendResult } from "../sender/webhook-sender.js";
 
 /**
@@ -18,16 +20,24 @@ import type { SendResult } from "../sender/webhook-sender.js";
  */
 const PAUSING_STATUSES = new Set([429, 502, 503, 504]);
 
-export interface SubscriptionPauseAsked {
-  until: Date;
+/** What an answer asks of its whole subscription. */
+export interface Throttle {
+  /** Nothing of the subscription is sent before then. */
+  pausedUntil?: Date;
+  /** The subscription's in-flight cap is halved. */
+  halveCap?: boolean;
   /** e.g. "HTTP 429 with Retry-After". */
   reason: string;
 }
 
-/** The pause an answer asks for (capped at retryAfterMaxSeconds); undefined: the answer pauses nothing. */
-export function pauseAsked(result: SendResult, retryAfterMaxSeconds: number, now = Date.now()): SubscriptionPauseAsked | undefined {
-  if (result.ok || result.retryAfterMs === undefined || !PAUSING_STATUSES.has(result.status)) return undefined;
+/** The throttle an answer asks for (a pause capped at retryAfterMaxSeconds); undefined: it throttles nothing. */
+export function throttleAsked(result: SendResult, retryAfterMaxSeconds: number, now = Date.now()): Throttle | undefined {
+  if (result.ok) return undefined;
+  if (result.retryAfterMs === undefined) {
+    return result.status === 503 ? { halveCap: true, reason: "HTTP 503 without Retry-After" } : undefined;
+  }
+  if (!PAUSING_STATUSES.has(result.status)) return undefined;
   const waitMs = Math.min(result.retryAfterMs, retryAfterMaxSeconds * 1000);
   if (waitMs <= 0) return undefined;
-  return { until: new Date(now + waitMs), reason: `HTTP ${result.status} with Retry-After` };
+  return { pausedUntil: new Date(now + waitMs), reason: `HTTP ${result.status} with Retry-After` };
 }
