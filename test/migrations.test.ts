@@ -34,7 +34,7 @@ const SERVICES = [
     tables: ["contact", "member", "organisation", "outbox", "outbox_lease"],
   },
   { schema: WEBHOOK_SCHEMA, entities: WEBHOOK_ENTITIES, migrations: webhookMigrations, tables: ["subscription", "subscription_end"] },
-  { schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations, tables: ["consumer_position", "delivery", "delivery_attempt", "delivery_event"] },
+  { schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations, tables: ["consumer_position", "delivery", "delivery_attempt", "delivery_event", "subscription_pause"] },
 ];
 
 let db: TestDatabase;

@@ -12,6 +12,7 @@ import { DeliveryAttemptEntity } from "./attempts/delivery-attempt.entity.js";
 import { inFlightNow } from "./deliveries/delivery-claim.js";
 import { createDeliveryStore } from "./deliveries/delivery-store.js";
 import { createFailureStreak } from "./deliveries/failure-streak.js";
+import { SubscriptionPauseEntity } from "./deliveries/subscription-pause.entity.js";
 import { ConsumerPositionEntity, DeliveryEntity, DeliveryEventEntity } from "./deliveries/delivery.entity.js";
 import { DELIVERY_SCHEMA, createDeliveryService } from "./delivery-service.js";
 import { consumeContactEvents } from "./fan-out/contact-fan-out.js";
@@ -21,7 +22,7 @@ import { createWebhookSender } from "./sender/webhook-sender.js";
 import { DeliveryWorker } from "./worker/delivery-worker.js";
 
 /** Every table of the delivery schema (schema-diff test: entities == migrations). */
-export const DELIVERY_ENTITIES = [DeliveryAttemptEntity, DeliveryEntity, DeliveryEventEntity, ConsumerPositionEntity];
+export const DELIVERY_ENTITIES = [DeliveryAttemptEntity, DeliveryEntity, DeliveryEventEntity, ConsumerPositionEntity, SubscriptionPauseEntity];
 
 export interface DeliveryAppOptions {
   /** How target hostnames are resolved when connecting; tests inject one. */

@@ -42,7 +42,9 @@ export async function inFlightNow(orm: MikroORM, cap: number): Promise<{ deliver
  * candidates; the candidates are then ranked within their owner
  * (organisation, client application) by turn, and the claim takes every
  * owner's first before any owner's second: an owner with a long queue does
- * not hold back another's event that just came.
+ * not hold back another's event that just came. A subscription its target
+ * throttled (subscription_pause) has no candidates until its paused_until,
+ * and its own in_flight_cap, when set, in place of the configured cap.
  */
 export async function claimDue(orm: MikroORM, o: ClaimOptions): Promise<{ claimId: string; rows: Record<string, unknown>[] }> {
   const claimId = randomUUID();
@@ -62,7 +64,9 @@ export async function claimDue(orm: MikroORM, o: ClaimOptions): Promise<{ claimI
          select r."id", r."next_attempt_at",
            row_number() over (partition by r."organisation_id", r."client_id" order by r."turn", r."next_attempt_at", r."id") as "round"
            from "ranked" r left join "in_flight" f on f."subscription_id" = r."subscription_id"
-          where ?::int is null or r."turn" <= ?::int - coalesce(f."n", 0)
+             left join ${S}."subscription_pause" p on p."subscription_id" = r."subscription_id"
+          where (?::int is null or r."turn" <= coalesce(p."in_flight_cap", ?::int) - coalesce(f."n", 0))
+            and (p."paused_until" is null or p."paused_until" <= now())
        ), "due" as (
          select d."id" from ${S}."delivery" d
           where d."id" in (select c."id" from "candidate" c order by c."round", c."next_attempt_at", c."id" limit ?)

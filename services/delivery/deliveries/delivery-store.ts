@@ -3,6 +3,7 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { randomUUID } from "node:crypto";
 import { claimDue } from "./delivery-claim.js";
+import type { Throttle } from "./subscription-pause.js";
 
 const S = `"delivery"`;
 
@@ -56,6 +57,8 @@ export interface AttemptRecord {
   durationMs: number;
   attemptedAt: Date;
   nextAttemptAt: Date | null;
+  /** What the answer asks of the whole subscription (subscription-pause.ts): a pause, a halved in-flight cap. */
+  throttle?: Throttle;
 }
 
 /** A retried delivery's row (its columns, as the database returned them) and the database's time of the retry. */
@@ -200,9 +203,13 @@ export function createDeliveryStore(orm: MikroORM) {
     /**
      * Several attempts (each with its delivery's new state) in ONE statement,
      * as record() does one: the states only where the claim is still the
-     * worker's; every attempt is logged.
+     * worker's; every attempt is logged. A subscription its target throttled
+     * (subscription-pause.ts) is paused (the latest answer's pause replaces an
+     * earlier one) or has its in-flight cap (`cap`, the configured one)
+     * halved; each success grows a halved cap back by one. In a batch with
+     * both, the throttle wins.
      */
-    async recordMany(list: AttemptRecord[]): Promise<void> {
+    async recordMany(list: AttemptRecord[], cap?: number): Promise<void> {
       if (list.length === 0) return;
       const rows = JSON.stringify(
         list.map((a) => ({
@@ -222,13 +229,36 @@ export function createDeliveryStore(orm: MikroORM) {
           outcome: a.outcome,
           duration_ms: a.durationMs,
           attempted_at: a.attemptedAt.toISOString(),
+          paused_until: a.throttle?.pausedUntil?.toISOString() ?? null,
+          halve_cap: a.throttle?.halveCap === true && cap !== undefined,
+          throttle_reason: a.throttle?.reason ?? null,
         })),
       );
       await execute(
         `with "input" as (
            select * from jsonb_to_recordset(?::jsonb) as r("delivery_id" bigint, "claim_id" uuid, "status" text, "next_attempt_at" timestamptz,
              "response_status" int, "error" text, "attempt_id" uuid, "organisation_id" uuid, "client_id" text, "event_id" uuid,
-             "subscription_id" bigint, "event_type" text, "attempt" int, "outcome" text, "duration_ms" int, "attempted_at" timestamptz)
+             "subscription_id" bigint, "event_type" text, "attempt" int, "outcome" text, "duration_ms" int, "attempted_at" timestamptz,
+             "paused_until" timestamptz, "halve_cap" boolean, "throttle_reason" text)
+         ), "throttle" as (
+           select "subscription_id", max("paused_until") as "paused_until", bool_or("halve_cap") as "halve_cap",
+             count(*) filter (where "outcome" = 'succeeded')::int as "succeeded",
+             coalesce(max("throttle_reason") filter (where "paused_until" is not null), max("throttle_reason")) as "reason"
+             from "input" group by "subscription_id"
+         ), "throttled" as (
+           insert into ${S}."subscription_pause" as p ("subscription_id", "paused_until", "in_flight_cap", "reason", "updated_at")
+           select "subscription_id", "paused_until", case when "halve_cap" then greatest(1, ?::int / 2) end, "reason", now()
+             from "throttle" where "paused_until" is not null or "halve_cap"
+           on conflict ("subscription_id") do update set
+             "paused_until" = coalesce(excluded."paused_until", p."paused_until"),
+             "in_flight_cap" = case when excluded."in_flight_cap" is null then p."in_flight_cap" else greatest(1, coalesce(p."in_flight_cap", ?::int) / 2) end,
+             "reason" = excluded."reason", "updated_at" = now()
+         ), "grown" as (
+           update ${S}."subscription_pause" p
+              set "in_flight_cap" = case when p."in_flight_cap" + t."succeeded" >= ?::int then null else p."in_flight_cap" + t."succeeded" end, "updated_at" = now()
+             from "throttle" t
+            where p."subscription_id" = t."subscription_id" and p."in_flight_cap" is not null and t."succeeded" > 0
+              and t."paused_until" is null and not t."halve_cap"
          ), "updated" as (
            update ${S}."delivery" d set "status" = i."status", "next_attempt_at" = i."next_attempt_at", "claim_id" = null, "once" = false,
              "last_response_status" = i."response_status", "last_error" = i."error", "updated_at" = now()
@@ -238,7 +268,7 @@ export function createDeliveryStore(orm: MikroORM) {
            "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at")
          select "attempt_id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
            "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at" from "input"`,
-        [rows],
+        [rows, cap ?? null, cap ?? null, cap ?? null],
       );
     },
 

@@ -22,6 +22,7 @@ import { webhookAttemptDuration, webhookAttempts, webhookGivenUp } from "../../s
 import { runInRequest } from "../../shared/request-context.js";
 import { startSpan } from "../../shared/trace/tracing.js";
 import type { AttemptRecord, ClaimedDelivery, DeliveryStore } from "../deliveries/delivery-store.js";
+import { throttleAsked } from "../deliveries/subscription-pause.js";
 import { signingSecrets, type SendResult, type WebhookSender } from "../sender/webhook-sender.js";
 
 export interface DeliveryWorkerOptions {
@@ -233,14 +234,19 @@ export class DeliveryWorker {
     fields: ReturnType<typeof logFields>,
   ) {
     const wait = d.once ? undefined : retryDelayMs(this.options.schedule, d.attempt, result.retryAfterMs, this.options.retryAfterMaxSeconds);
+    // The target asked to wait, or is overloaded: the whole subscription is throttled (recorded with the attempt).
+    const throttle = throttleAsked(result, this.options.retryAfterMaxSeconds);
+    if (throttle) this.options.logger.info({ ...fields, pausedUntil: throttle.pausedUntil?.toISOString(), reason: throttle.reason }, "subscription throttled");
+    const throttled = throttle ? { throttle } : {};
     if (wait === undefined) {
       webhookGivenUp.inc();
-      await this.record({ ...base, status: "gave_up", outcome: "gave_up", error: result.error, nextAttemptAt: null });
+      await this.record({ ...base, ...throttled, status: "gave_up", outcome: "gave_up", error: result.error, nextAttemptAt: null });
       this.options.logger.warn(fields, d.once ? "delivery failed; a manual retry is tried once" : "delivery gave up: every retry failed");
       return;
     }
-    const nextAttemptAt = new Date(Date.now() + wait);
-    await this.record({ ...base, status: "pending", outcome: "failed", error: result.error, nextAttemptAt });
+    // Not before the subscription's pause ends.
+    const nextAttemptAt = new Date(Math.max(Date.now() + wait, throttle?.pausedUntil?.getTime() ?? 0));
+    await this.record({ ...base, ...throttled, status: "pending", outcome: "failed", error: result.error, nextAttemptAt });
     this.options.logger.info({ ...fields, nextRetryAt: nextAttemptAt.toISOString(), retryInMs: wait }, "delivery attempt failed; retried");
   }
 
@@ -258,7 +264,10 @@ export class DeliveryWorker {
       while (this.toRecord.length > 0) {
         const batch = this.toRecord.splice(0, 200);
         try {
-          await this.options.store.recordMany(batch.map((b) => b.record));
+          await this.options.store.recordMany(
+            batch.map((b) => b.record),
+            this.options.maxInFlightPerSubscription,
+          );
           for (const b of batch) b.resolve();
         } catch (err) {
           for (const b of batch) b.reject(err);

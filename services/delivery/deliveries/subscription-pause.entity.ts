@@ -1,0 +1,24 @@
+import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+
+/**
+ * A subscription its target throttled, written with the attempt that was
+ * answered so. 429, 502, 503 or 504 with Retry-After: no delivery of it is
+ * claimed before paused_until (a later pause moves it; one that has passed
+ * simply stays behind). 503 without Retry-After: in_flight_cap, its POSTs in
+ * flight at once, is halved (at least 1) and grows back by one per success
+ * (null again at the configured cap).
+ */
+export const SubscriptionPauseEntity = defineEntity({
+  name: "SubscriptionPause",
+  tableName: "subscription_pause",
+  properties: {
+    subscriptionId: p.bigint("bigint").primary().autoincrement(false),
+    pausedUntil: p.datetime(3).nullable(),
+    inFlightCap: p.integer().nullable(),
+    /** The last answer that throttled it, e.g. "HTTP 429 with Retry-After". */
+    reason: p.text(),
+    updatedAt: p.datetime(3),
+  },
+});
+
+export type SubscriptionPause = InferEntity<typeof SubscriptionPauseEntity>;
