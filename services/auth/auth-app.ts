@@ -21,7 +21,8 @@ import { AccessTokenEntity } from "./tokens/access-token.entity.js";
 import { RefreshTokenEntity } from "./tokens/refresh-token.entity.js";
 import { createPostgresFailureLimits } from "./rate-limit/postgres-failure-limits.js";
 import { RateLimitEntity } from "./rate-limit/rate-limit.entity.js";
-import { startAuthPruning } from "./prune/auth-prune.js";
+import { authPruneTargets } from "./prune/auth-prune.js";
+import { startPruning } from "../shared/prune/prune-loop.js";
 
 /** Every table of the auth schema but the outbox's (written with SQL by services/shared/outbox/). */
 export const AUTH_ENTITIES = [
@@ -90,7 +91,7 @@ export async function createAuthApp(
     readiness: () => runChecks({ database: () => pingDatabase(orm) }, { bus: () => bus.ping() }),
     start: async () => {
       relay.start();
-      pruning = startAuthPruning({ orm, schema: AUTH_SCHEMA, settings: config, logger });
+      pruning = startPruning({ orm, targets: () => authPruneTargets(AUTH_SCHEMA), settings: config, logger });
     },
     close: async () => {
       await pruning?.stop();

@@ -17,7 +17,8 @@ import { ConsumerPositionEntity, DeliveryEntity, DeliveryEventEntity } from "./d
 import { DELIVERY_SCHEMA, createDeliveryService } from "./delivery-service.js";
 import { consumeContactEvents } from "./fan-out/contact-fan-out.js";
 import { deliveryMigrations } from "./migrations/index.js";
-import { startDeliveryPruning } from "./prune/delivery-prune.js";
+import { deliveryPruneTargets } from "./prune/delivery-prune.js";
+import { startPruning } from "../shared/prune/prune-loop.js";
 import { createWebhookSender } from "./sender/webhook-sender.js";
 import { DeliveryWorker } from "./worker/delivery-worker.js";
 
@@ -84,7 +85,7 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
     readiness: () => runChecks({ database: () => pingDatabase(orm), bus: () => bus.ping() }),
     start: async () => {
       if (options.workers !== false) worker.start();
-      pruning = startDeliveryPruning({ orm, schema: DELIVERY_SCHEMA, settings: config, logger });
+      pruning = startPruning({ orm, targets: () => deliveryPruneTargets(DELIVERY_SCHEMA, config.DELIVERY_LOG_RETENTION_DAYS), settings: config, logger });
       if (options.fanOut !== false) fanOut = await consumeContactEvents({ bus, store, webhook, logger, onDeliveries: () => worker.wake() });
     },
     close: async () => {

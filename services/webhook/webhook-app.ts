@@ -8,7 +8,8 @@ import { consumeGrantRevoked } from "./grant-revoked-consumer.js";
 import { webhookMigrations } from "./migrations/index.js";
 import { SubscriptionEndEntity } from "./subscriptions/subscription-end.entity.js";
 import { SubscriptionEntity } from "./subscriptions/subscription.entity.js";
-import { startWebhookPruning } from "./webhook-prune.js";
+import { webhookPruneTargets } from "./webhook-prune.js";
+import { startPruning } from "../shared/prune/prune-loop.js";
 import { WEBHOOK_SCHEMA, createWebhookService } from "./webhook-service.js";
 
 /** Every table of the webhook schema (schema-diff test: entities == migrations). */
@@ -50,7 +51,7 @@ export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookApp
     routes: (router) => router.service(WebhookService, service),
     readiness: () => runChecks({ database: () => pingDatabase(orm) }, { bus: () => bus.ping() }),
     start: async () => {
-      pruning = startWebhookPruning({ orm, schema: WEBHOOK_SCHEMA, settings: config, logger });
+      pruning = startPruning({ orm, targets: () => webhookPruneTargets(WEBHOOK_SCHEMA, config.DELIVERY_LOG_RETENTION_DAYS), settings: config, logger });
       if (options.consumeGrantRevoked !== false) grantRevoked = await consumeGrantRevoked({ bus, orm, logger });
     },
     close: async () => {

@@ -2,10 +2,7 @@
 // tokens (tokens/expired-sweep.ts), expired member sessions and browser
 // interactions, the failure counters whose window has ended, and the clients
 // kept from metadata documents that nobody uses (clients/metadata-document/).
-import type { MikroORM } from "@mikro-orm/postgresql";
-import type { Logger } from "../../shared/logger.js";
 import type { PruneTarget } from "../../shared/prune/batch-delete.js";
-import { startPruning, type PruneSettings } from "../../shared/prune/prune-loop.js";
 import { unusedDocumentClients } from "../clients/metadata-document/unused-clients.js";
 import { RATE_LIMIT_TABLE } from "../rate-limit/postgres-failure-limits.js";
 import { expiredTokenTargets } from "../tokens/expired-sweep.js";
@@ -20,13 +17,4 @@ export function authPruneTargets(schema: string): PruneTarget[] {
     { name: "rate-limit counters", table: table(RATE_LIMIT_TABLE), where: `t."expire" < (extract(epoch from now()) * 1000)::bigint` },
     unusedDocumentClients(schema),
   ];
-}
-
-export function startAuthPruning(options: { orm: MikroORM; schema: string; settings: PruneSettings; logger: Logger }): { stop(): Promise<void> } {
-  return startPruning({
-    orm: options.orm,
-    targets: () => authPruneTargets(options.schema),
-    settings: options.settings,
-    logger: options.logger.child({ component: "prune" }),
-  });
 }

@@ -4,10 +4,7 @@
 // the retention; a pending one stays whatever its age (it is still being
 // tried). Attempts go by their own time; an event's body goes once no
 // delivery of it is left and it is older than the retention.
-import type { MikroORM } from "@mikro-orm/postgresql";
-import type { Logger } from "../../shared/logger.js";
 import type { PruneTarget } from "../../shared/prune/batch-delete.js";
-import { startPruning, type PruneSettings } from "../../shared/prune/prune-loop.js";
 
 export function deliveryPruneTargets(schema: string, retentionDays: number): PruneTarget[] {
   const table = (name: string) => `"${schema}"."${name}"`;
@@ -27,18 +24,4 @@ export function deliveryPruneTargets(schema: string, retentionDays: number): Pru
       params: [retentionDays],
     },
   ];
-}
-
-export function startDeliveryPruning(options: {
-  orm: MikroORM;
-  schema: string;
-  settings: PruneSettings & { DELIVERY_LOG_RETENTION_DAYS: number };
-  logger: Logger;
-}): { stop(): Promise<void> } {
-  return startPruning({
-    orm: options.orm,
-    targets: () => deliveryPruneTargets(options.schema, options.settings.DELIVERY_LOG_RETENTION_DAYS),
-    settings: options.settings,
-    logger: options.logger.child({ component: "prune" }),
-  });
 }

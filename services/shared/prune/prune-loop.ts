@@ -34,6 +34,7 @@ export function startPruning(options: {
   settings: PruneSettings;
   logger: Logger;
 }): { stop(): Promise<void> } {
+  const logger = options.logger.child({ component: "prune" });
   const intervalMs = options.settings.PRUNE_INTERVAL_SECONDS * 1000;
   let first = true;
   const loop = new PollLoop({
@@ -43,13 +44,13 @@ export function startPruning(options: {
       } else {
         const deleted = await pruneOnce(options.orm, options.targets(), options.settings.PRUNE_BATCH_SIZE);
         const total = Object.values(deleted).reduce((a, b) => a + b, 0);
-        if (total > 0) options.logger.info({ deleted }, "pruned %d expired rows", total);
-        else options.logger.debug("nothing to prune");
+        if (total > 0) logger.info({ deleted }, "pruned %d expired rows", total);
+        else logger.debug("nothing to prune");
       }
       return withJitter(intervalMs, JITTER);
     },
     backoff: { baseMs: Math.min(intervalMs, 5_000), maxMs: intervalMs, jitter: JITTER },
-    onError: (err, retryInMs) => options.logger.warn({ err, retryInMs }, "pruning failed; retrying"),
+    onError: (err, retryInMs) => logger.warn({ err, retryInMs }, "pruning failed; retrying"),
   });
   loop.start();
   return { stop: () => loop.stop() };
