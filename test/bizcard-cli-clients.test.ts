@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { authorizationCode, pkce } from "./support/browser-authorization.js";
 import { startPlatform, type Platform } from "./support/platform.js";
-import { spawnProcess, waitFor } from "./support/processes.js";
+import { runBizcard, waitFor, type BizcardRun } from "./support/processes.js";
 
 const TOKEN = "d".repeat(40);
 const MEMBER = { email: "owner@cli-clients.test", password: "correct horse battery" };
@@ -18,29 +18,17 @@ let platform: Platform;
 let operatorId: string;
 let dynamic: { clientId: string; accessToken: string; refreshToken: string };
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-async function bizcard(args: string[]): Promise<Run> {
-  const p = spawnProcess(process.execPath, ["bin/bizcard.js", ...args], {
+async function bizcard(args: string[]): Promise<BizcardRun> {
+  return runBizcard(args, {
     AUTH_RPC_URL: platform.auth.server.url,
     ORGANISATION_RPC_URL: platform.organisation.server.url,
     AUTH_RPC_PORT: undefined,
     DATA_DIR: undefined,
     INTERNAL_RPC_TOKEN: TOKEN,
   });
-  let stdout = "";
-  let stderr = "";
-  p.child.stdout!.on("data", (d) => (stdout += d));
-  p.child.stderr!.on("data", (d) => (stderr += d));
-  const code = await p.exited;
-  return { code, stdout, stderr };
 }
 
-function onlyJson(run: Run): Record<string, unknown> {
+function onlyJson(run: BizcardRun): Record<string, unknown> {
   const lines = run.stdout.split("\n").filter(Boolean);
   expect(lines, `stdout: ${run.stdout}\nstderr: ${run.stderr}`).toHaveLength(1);
   expect(run.stderr).toBe("");

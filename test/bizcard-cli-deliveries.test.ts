@@ -5,7 +5,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Attempt, Delivery } from "../gateway/schemas/subscriptions.js";
-import { spawnProcess, waitFor } from "./support/processes.js";
+import { runBizcard, waitFor } from "./support/processes.js";
 import {
   app,
   attempts,
@@ -34,17 +34,12 @@ const LogOut = z
 
 /** bin/bizcard.js against the suite's webhook and delivery services: exit status, stdout and stderr. */
 async function bizcard(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const p = spawnProcess(process.execPath, ["bin/bizcard.js", ...args], {
+  return runBizcard(args, {
     WEBHOOK_RPC_URL: platform.webhook.server.url,
     DELIVERY_RPC_URL: platform.delivery.server.url,
     INTERNAL_RPC_TOKEN: TOKEN,
     DATA_DIR: undefined,
   });
-  let stdout = "";
-  let stderr = "";
-  p.child.stdout!.on("data", (d) => (stdout += d));
-  p.child.stderr!.on("data", (d) => (stderr += d));
-  return { code: await p.exited, stdout, stderr };
 }
 
 /** The one JSON object a --json run printed, parsed with `schema` (which says what is wrong, if anything). */

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { startPlatform, type OrganisationApp, type Platform, type StartedService } from "./support/platform.js";
-import { freePort, spawnProcess } from "./support/processes.js";
+import { freePort, runBizcard, type BizcardRun } from "./support/processes.js";
 
 const TOKEN = "c".repeat(40);
 let platform: Platform;
@@ -13,15 +13,9 @@ let orgId: string;
 let otherOrgId: string;
 let contactId: string;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs bin/bizcard.js to its exit, against the test's organisation service unless `env` says otherwise. */
-async function bizcard(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
-  const p = spawnProcess(process.execPath, ["bin/bizcard.js", ...args], {
+async function bizcard(args: string[], env: Record<string, string | undefined> = {}): Promise<BizcardRun> {
+  return runBizcard(args, {
     ORGANISATION_RPC_URL: svc.server.url,
     AUTH_RPC_URL: undefined,
     ORGANISATION_RPC_PORT: undefined,
@@ -30,16 +24,10 @@ async function bizcard(args: string[], env: Record<string, string | undefined> =
     INTERNAL_RPC_TOKEN: TOKEN,
     ...env,
   });
-  let stdout = "";
-  let stderr = "";
-  p.child.stdout!.on("data", (d) => (stdout += d));
-  p.child.stderr!.on("data", (d) => (stderr += d));
-  const code = await p.exited;
-  return { code, stdout, stderr };
 }
 
 /** The single JSON object a --json run printed, and nothing else anywhere. */
-function onlyJson(run: Run): unknown {
+function onlyJson(run: BizcardRun): unknown {
   const lines = run.stdout.split("\n").filter(Boolean);
   expect(lines, `stdout: ${run.stdout}\nstderr: ${run.stderr}`).toHaveLength(1);
   expect(run.stderr, "--json prints nothing else").toBe("");

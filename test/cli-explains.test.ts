@@ -9,14 +9,14 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readBuildInfo } from "../gateway/build-info.js";
 import { startPlatform, type Platform } from "./support/platform.js";
-import { ROOT, freePort, spawnProcess } from "./support/processes.js";
+import { freePort, ROOT, runBizcard } from "./support/processes.js";
 
 const TOKEN = "e".repeat(40);
 let platform: Platform;
 let dataDir: string;
 
 async function bizcard(args: string[], env: Record<string, string | undefined>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const p = spawnProcess(process.execPath, ["bin/bizcard.js", ...args], {
+  return runBizcard(args, {
     ORGANISATION_RPC_URL: undefined,
     ORGANISATION_RPC_PORT: undefined,
     AUTH_RPC_URL: undefined,
@@ -25,12 +25,6 @@ async function bizcard(args: string[], env: Record<string, string | undefined>):
     DATA_DIR: dataDir,
     ...env,
   });
-  let stdout = "";
-  let stderr = "";
-  p.child.stdout!.on("data", (d) => (stdout += d));
-  p.child.stderr!.on("data", (d) => (stderr += d));
-  const code = await p.exited;
-  return { code, stdout, stderr };
 }
 
 const ORG = ["org", "create", "--name", "Explained", "--email", "x@explain.test", "--password", "password-explain"];

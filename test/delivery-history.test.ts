@@ -3,7 +3,7 @@
 // with the reason (Subscription-State, Subscription-State-Reason); another
 // application gets 404.
 import { describe, expect, it } from "vitest";
-import { spawnProcess, waitFor } from "./support/processes.js";
+import { runBizcard, waitFor } from "./support/processes.js";
 import {
   app,
   attempts,
@@ -26,15 +26,12 @@ useDeliveryApiSuite();
 
 /** bin/bizcard.js against the suite's webhook and delivery services: exit status and stdout. */
 async function bizcard(args: string[]): Promise<{ code: number | null; stdout: string }> {
-  const p = spawnProcess(process.execPath, ["bin/bizcard.js", ...args], {
+  return runBizcard(args, {
     WEBHOOK_RPC_URL: platform.webhook.server.url,
     DELIVERY_RPC_URL: platform.delivery.server.url,
     INTERNAL_RPC_TOKEN: TOKEN,
     DATA_DIR: undefined,
   });
-  let stdout = "";
-  p.child.stdout!.on("data", (d) => (stdout += d));
-  return { code: await p.exited, stdout };
 }
 
 const log = (client: typeof app, id: number) => call(client, "GET", `${PATH}/${id}/deliveries`);

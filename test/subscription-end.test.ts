@@ -27,7 +27,7 @@ import {
   TOKEN,
   useDeliveryApiSuite,
 } from "./support/delivery-api-suite.js";
-import { spawnProcess, waitFor } from "./support/processes.js";
+import { runBizcard, waitFor } from "./support/processes.js";
 import { rpcError } from "./support/rpc.js";
 
 useDeliveryApiSuite();
@@ -42,15 +42,12 @@ afterAll(async () => {
 
 /** bin/bizcard.js against the suite's webhook and delivery services: exit status and stdout. */
 async function bizcard(args: string[]): Promise<{ code: number | null; stdout: string }> {
-  const p = spawnProcess(process.execPath, ["bin/bizcard.js", ...args], {
+  return runBizcard(args, {
     WEBHOOK_RPC_URL: platform.webhook.server.url,
     DELIVERY_RPC_URL: platform.delivery.server.url,
     INTERNAL_RPC_TOKEN: TOKEN,
     DATA_DIR: undefined,
   });
-  let stdout = "";
-  p.child.stdout!.on("data", (d) => (stdout += d));
-  return { code: await p.exited, stdout };
 }
 
 const log = (client: Client, id: number, caller = call) => caller(client, "GET", `${PATH}/${id}/deliveries`);

@@ -17,7 +17,7 @@ import { createWebhookApp } from "../services/webhook/webhook-app.js";
 import { newSigningSecret } from "../services/webhook/webhook-service.js";
 import { apiCaller, expectError, type AppClient } from "./support/api-client.js";
 import { startPlatform, type Platform } from "./support/platform.js";
-import { spawnProcess, waitFor } from "./support/processes.js";
+import { runBizcard, waitFor } from "./support/processes.js";
 import { startReceiver, type Receiver } from "./support/receiver.js";
 
 const TOKEN = "r".repeat(40);
@@ -233,14 +233,11 @@ describe("WEBHOOK_SECRET_OVERLAP_SECONDS=0", () => {
 
 /** bin/bizcard.js against the long platform's webhook service: exit status and stdout. */
 async function bizcard(args: string[]): Promise<{ code: number | null; stdout: string }> {
-  const p = spawnProcess(process.execPath, ["bin/bizcard.js", ...args], {
+  return runBizcard(args, {
     WEBHOOK_RPC_URL: long.platform.webhook.server.url,
     INTERNAL_RPC_TOKEN: TOKEN,
     DATA_DIR: undefined,
   });
-  let stdout = "";
-  p.child.stdout!.on("data", (d) => (stdout += d));
-  return { code: await p.exited, stdout };
 }
 
 describe("bizcard subscriptions rotate-secret", () => {

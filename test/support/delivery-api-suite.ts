@@ -11,6 +11,7 @@ import type { ServiceApp } from "../../services/shared/service-app.js";
 import { apiCaller, type AppClient } from "./api-client.js";
 import { startPlatform, type Platform, type StartedService } from "./platform.js";
 import { startReceiver, type Receiver } from "./receiver.js";
+import type { AttemptJson } from "../../services/shared/delivery-json.js";
 
 export const TOKEN = "w".repeat(40);
 export const PATH = "/oauth/webhooks/subscriptions";
@@ -73,19 +74,8 @@ export interface SubscriptionBody {
   disabled_reason: string | null;
 }
 
-export interface AttemptBody {
-  id: string;
-  delivery_id: number;
-  event_id: string;
-  event_type: string;
-  attempt: number;
-  status_code: number | null;
-  outcome: string;
-  error: string | null;
-  duration_ms: number;
-  attempted_at: string;
-  next_retry_at: string | null;
-}
+/** An attempt as the delivery log route answers it: the one mapper's shape. */
+export type AttemptBody = AttemptJson;
 
 export async function subscribe(client: Client, target_url: string): Promise<SubscriptionBody> {
   const res = await call(client, "POST", PATH, { target_url, event_type: "contact.created" });

@@ -159,3 +159,19 @@ export class NatsServer {
     this.proc = undefined;
   }
 }
+
+export interface BizcardRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** The real `bizcard` command (bin/bizcard.js) run to its exit with `env`: exit status, stdout and stderr. */
+export async function runBizcard(args: string[], env: Record<string, string | undefined>): Promise<BizcardRun> {
+  const p = spawnProcess(process.execPath, [path.join(ROOT, "bin/bizcard.js"), ...args], env);
+  let stdout = "";
+  let stderr = "";
+  p.child.stdout!.on("data", (d) => (stdout += d));
+  p.child.stderr!.on("data", (d) => (stderr += d));
+  return { code: await p.exited, stdout, stderr };
+}
