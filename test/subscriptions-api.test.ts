@@ -34,7 +34,10 @@ describe("create", () => {
     expect(res.headers.get("content-type")).toMatch(/^application\/json/);
     expect(res.headers.get("cache-control")).toBe("no-store");
     const body = (await res.json()) as SubscriptionBody;
-    expect(Object.keys(body).sort()).toEqual(["created_at", "disabled_at", "disabled_reason", "event_type", "id", "secret", "target_url", "updated_at"]);
+    expect(Object.keys(body).sort()).toEqual([
+      "blocked_delivery_id", "blocked_since", "created_at", "disabled_at", "disabled_reason", "event_type", "id", "ordered",
+      "previous_secret_expires_at", "secret", "target_url", "throttled_until", "updated_at",
+    ]);
     expect(Number.isInteger(body.id) && body.id > 0).toBe(true);
     expect(body.target_url).toBe("https://hooks.example.test/zap/1?x=1");
     expect(body.event_type).toBe("contact.created");

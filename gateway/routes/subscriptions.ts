@@ -55,6 +55,15 @@ export interface SubscriptionJson {
   /** Set while disabled (every delivery attempt failed for a while); a PUT re-enables it. */
   disabled_at: string | null;
   disabled_reason: string | null;
+  /** Ordered delivery: one at a time, in commit order. */
+  ordered: boolean;
+  /** Set while a rotated-out secret still signs: until when. */
+  previous_secret_expires_at: string | null;
+  /** Set while its target asked for a pause (429/503 … with Retry-After). */
+  throttled_until: string | null;
+  /** Ordered subscriptions: set while a failing head blocks those behind it. */
+  blocked_since: string | null;
+  blocked_delivery_id: number | null;
 }
 
 export function subscriptionJson(s: Subscription): SubscriptionJson {
@@ -66,6 +75,11 @@ export function subscriptionJson(s: Subscription): SubscriptionJson {
     updated_at: s.updateTime ? timestampDate(s.updateTime).toISOString() : "",
     disabled_at: s.disableTime ? timestampDate(s.disableTime).toISOString() : null,
     disabled_reason: s.disableTime ? s.disabledReason : null,
+    ordered: s.ordered,
+    previous_secret_expires_at: s.previousSecretExpireTime ? timestampDate(s.previousSecretExpireTime).toISOString() : null,
+    throttled_until: null,
+    blocked_since: null,
+    blocked_delivery_id: null,
   };
 }
 
@@ -85,6 +99,7 @@ const readId = (request: FastifyRequest): bigint => readIntParam(request, "id");
 interface SubscriptionFields {
   target_url?: string;
   event_type?: EventType;
+  ordered?: boolean;
 }
 
 /**
@@ -104,8 +119,9 @@ const jsonBody: preValidationAsyncHookHandler = async (request) => {
 
 /** The checked body's writable fields (the read-only ones are ignored). */
 function fieldsOf(request: FastifyRequest): SubscriptionFields {
-  const body = request.body as { target_url?: string; event_type?: string };
+  const body = request.body as { target_url?: string; event_type?: string; ordered?: boolean };
   return {
+    ...(body.ordered !== undefined ? { ordered: body.ordered } : {}),
     ...(body.target_url !== undefined ? { target_url: body.target_url } : {}),
     ...(body.event_type !== undefined ? { event_type: eventTypeOf(body.event_type) } : {}),
   };
@@ -240,7 +256,7 @@ export function subscriptionRoutes(app: FastifyInstance, bearer: Bearer, webhook
   app.post(SUBSCRIPTIONS_PATH, { schema: SCHEMAS.create, onRequest: writeContacts, preValidation: jsonBody, ...errorHandlerOption }, async (request, reply) => {
     const fields = fieldsOf(request) as Required<SubscriptionFields>;
     const res = await webhook.createSubscription(
-      { owner: owner(request), targetUrl: fields.target_url, eventType: fields.event_type },
+      { owner: owner(request), targetUrl: fields.target_url, eventType: fields.event_type, ordered: fields.ordered ?? false },
       rpcOptions(request),
     );
     const subscription = res.subscription!;
@@ -262,7 +278,7 @@ export function subscriptionRoutes(app: FastifyInstance, bearer: Bearer, webhook
     const id = readId(request);
     const fields = fieldsOf(request);
     const res = await webhook.updateSubscription(
-      { owner: owner(request), id, targetUrl: fields.target_url, eventType: fields.event_type },
+      { owner: owner(request), id, targetUrl: fields.target_url, eventType: fields.event_type, ordered: fields.ordered },
       rpcOptions(request),
     );
     return reply.headers(NO_STORE).send(subscriptionJson(res.subscription!));

@@ -14,6 +14,11 @@ export const Subscription = z
     updated_at: Time,
     disabled_at: Time.nullable().describe("Set while disabled (every delivery attempt failed for a while); a PUT re-enables it"),
     disabled_reason: z.string().nullable().describe("Why it was disabled; null while enabled"),
+    ordered: z.boolean().describe("Ordered delivery: its events are POSTed one at a time, in the order they happened; a failing one holds back those behind it"),
+    previous_secret_expires_at: Time.nullable().describe("Set after a secret rotation while the old secret still signs too: until when"),
+    throttled_until: Time.nullable().describe("Set while the target asked for a pause (429, 502, 503 or 504 with Retry-After): nothing is sent before then"),
+    blocked_since: Time.nullable().describe("Ordered subscriptions: set while the oldest pending delivery failed and waits for its retry, holding back those behind it"),
+    blocked_delivery_id: z.number().int().positive().nullable().describe("The delivery that blocks (with blocked_since)"),
   })
   .meta({ id: "Subscription", description: "A webhook subscription of the token's (organisation, client application) pair" });
 
@@ -27,9 +32,20 @@ export const SubscriptionCreated = z
 export const SubscriptionList = z.array(Subscription).describe("The pair's subscriptions, newest first: one page");
 
 const BODY_NOTE =
-  "A JSON object. The read-only fields of a subscription (id, secret, created_at, updated_at, disabled_at, disabled_reason) may be sent back as read and are ignored; any other field is a 400.";
+  "A JSON object. The read-only fields of a subscription (id, secret, created_at, updated_at, disabled_at, disabled_reason, previous_secret_expires_at, throttled_until, blocked_since, blocked_delivery_id) may be sent back as read and are ignored; any other field is a 400.";
 
-export const READ_ONLY_FIELDS = ["id", "secret", "created_at", "updated_at", "disabled_at", "disabled_reason"] as const;
+export const READ_ONLY_FIELDS = [
+  "id",
+  "secret",
+  "created_at",
+  "updated_at",
+  "disabled_at",
+  "disabled_reason",
+  "previous_secret_expires_at",
+  "throttled_until",
+  "blocked_since",
+  "blocked_delivery_id",
+] as const;
 const readOnly = Object.fromEntries(READ_ONLY_FIELDS.map((name) => [name, z.unknown().optional().meta({ readOnly: true })]));
 const names = EVENT_TYPE_NAMES.join(" or ");
 
@@ -42,12 +58,13 @@ function body(required: boolean) {
     error: (iss) =>
       iss.input === undefined ? `event_type: required (${names})` : typeof iss.input === "string" ? `event_type: expected ${names}` : "event_type: expected a string",
   });
+  const ordered = z.boolean({ error: "ordered: expected true or false" }).optional();
   return z.strictObject(
-    { target_url: required ? targetUrl : targetUrl.optional(), event_type: required ? eventType : eventType.optional(), ...readOnly },
+    { target_url: required ? targetUrl : targetUrl.optional(), event_type: required ? eventType : eventType.optional(), ordered, ...readOnly },
     {
       error: (iss) =>
         iss.code === "unrecognized_keys"
-          ? `unknown field ${JSON.stringify(String(iss.keys[0]).slice(0, 40))}; a subscription has target_url and event_type`
+          ? `unknown field ${JSON.stringify(String(iss.keys[0]).slice(0, 40))}; a subscription has target_url, event_type and ordered`
           : "the body must be a JSON object",
     },
   );
@@ -69,6 +86,11 @@ export const subscriptionExample = {
   updated_at: "2026-01-15T09:30:00.000Z",
   disabled_at: null,
   disabled_reason: null,
+  ordered: false,
+  previous_secret_expires_at: null,
+  throttled_until: null,
+  blocked_since: null,
+  blocked_delivery_id: null,
 };
 
 export const Attempt = z

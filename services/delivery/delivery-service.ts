@@ -14,6 +14,8 @@ import { invalid, notFound, requireUuid } from "../shared/validation.js";
 import { DeliveryAttemptEntity, type DeliveryAttempt } from "./attempts/delivery-attempt.entity.js";
 import type { DeliveryStore } from "./deliveries/delivery-store.js";
 import { DeliveryEntity, type Delivery } from "./deliveries/delivery.entity.js";
+import { createRecovery } from "./recovery/recover-deliveries.js";
+import { createDeliveryStates } from "./states/delivery-states.js";
 
 export const DELIVERY_SCHEMA = "delivery";
 
@@ -69,6 +71,8 @@ const positiveId = (field: string, value: bigint) => {
 };
 
 export function createDeliveryService(deps: { orm: MikroORM; store: DeliveryStore; onRetry: () => void }): ServiceImpl<typeof DeliveryService> {
+  const recover = createRecovery();
+  const states = createDeliveryStates();
   return {
     async listDeliveryAttempts(req) {
       const owner = readOwner(req.owner);
@@ -112,5 +116,8 @@ export function createDeliveryService(deps: { orm: MikroORM; store: DeliveryStor
       const now = new Date();
       return { deliveries: page.rows.map((d) => toDeliveryMessage(d, now)), nextPageToken: page.nextPageToken };
     },
+
+    recoverDeliveries: (req) => recover(req),
+    getDeliveryStates: (req) => states(req),
   };
 }

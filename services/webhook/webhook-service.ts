@@ -60,6 +60,7 @@ export function newSigningSecret(): string {
 }
 
 export function toSubscriptionMessage(s: Subscription): SubscriptionMessage {
+  const previous = signingPreviousSecret(s);
   return create(SubscriptionSchema, {
     id: s.id,
     targetUrl: s.targetUrl,
@@ -67,6 +68,8 @@ export function toSubscriptionMessage(s: Subscription): SubscriptionMessage {
     createTime: timestampFromDate(s.createdAt),
     updateTime: timestampFromDate(s.updatedAt),
     ...(s.disabledAt ? { disableTime: timestampFromDate(s.disabledAt), disabledReason: s.disabledReason ?? "" } : {}),
+    ordered: s.ordered,
+    ...(previous ? { previousSecretExpireTime: timestampFromDate(previous.expiresAt) } : {}),
   });
 }
 
@@ -81,6 +84,7 @@ function toSubscriberMessage(s: Subscription): SubscriberMessage {
     targetUrl: s.targetUrl,
     secret: s.secret,
     disabled: !!s.disabledAt,
+    ordered: s.ordered,
     ...(previous ? { previousSecret: previous.secret, previousSecretExpireTime: timestampFromDate(previous.expiresAt) } : {}),
   });
 }
@@ -142,7 +146,7 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
         if (same) return { subscription: same, created: false };
         if ((await em.count(SubscriptionEntity, pair)) >= deps.maxSubscriptionsPerPair) throw limitReached(deps.maxSubscriptionsPerPair);
         const now = new Date();
-        const subscription = em.create(SubscriptionEntity, { ...pair, targetUrl: url, eventType, secret, createdAt: now, updatedAt: now });
+        const subscription = em.create(SubscriptionEntity, { ...pair, targetUrl: url, eventType, secret, ordered: req.ordered, createdAt: now, updatedAt: now });
         await em.flush();
         return { subscription, created: true };
       });
@@ -173,10 +177,10 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
       const eventType = req.eventType === undefined ? undefined : eventTypeName(req.eventType);
       const parsed = req.targetUrl === undefined ? undefined : parse(req.targetUrl);
       const current = await findOwned(orm.em.fork(), pair, id);
-      const next = { targetUrl: parsed?.href ?? current.targetUrl, eventType: eventType ?? current.eventType };
+      const next = { targetUrl: parsed?.href ?? current.targetUrl, eventType: eventType ?? current.eventType, ordered: req.ordered ?? current.ordered };
       // Nothing changes: the subscription as it is, update_time untouched. A
       // disabled one is re-enabled by any update, so that is a change.
-      if (next.targetUrl === current.targetUrl && next.eventType === current.eventType && !current.disabledAt) {
+      if (next.targetUrl === current.targetUrl && next.eventType === current.eventType && next.ordered === current.ordered && !current.disabledAt) {
         return { subscription: toSubscriptionMessage(current) };
       }
       if (parsed && parsed.href !== current.targetUrl) await destination(parsed);
@@ -184,12 +188,14 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
         await lockPair(em, pair);
         // Read again under the lock: a field this request leaves alone keeps what a concurrent update set.
         const subscription = await findOwned(em, pair, id);
-        const target = { targetUrl: parsed?.href ?? subscription.targetUrl, eventType: eventType ?? subscription.eventType };
-        if (subscription.targetUrl === target.targetUrl && subscription.eventType === target.eventType && !subscription.disabledAt) return subscription;
+        const target = { targetUrl: parsed?.href ?? subscription.targetUrl, eventType: eventType ?? subscription.eventType, ordered: req.ordered ?? subscription.ordered };
+        const same = subscription.targetUrl === target.targetUrl && subscription.eventType === target.eventType && subscription.ordered === target.ordered;
+        if (same && !subscription.disabledAt) return subscription;
         const clash = await findSame(em, pair, target.targetUrl, target.eventType);
         if (clash && clash.id !== subscription.id) throw duplicate(clash.id);
         subscription.targetUrl = target.targetUrl;
         subscription.eventType = target.eventType;
+        subscription.ordered = target.ordered;
         subscription.disabledAt = null;
         subscription.disabledReason = null;
         subscription.updatedAt = new Date();

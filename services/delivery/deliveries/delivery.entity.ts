@@ -28,6 +28,10 @@ export const DeliveryEntity = defineEntity({
     lastError: p.text().default(""),
     createdAt: p.datetime(3),
     updatedAt: p.datetime(3),
+    /** Its subscription's deliveries go one at a time, in commit order (webhook Subscription.ordered at fan-out). */
+    ordered: p.boolean().default(false),
+    /** The event's stream sequence (commit order); null on the in-process bus (the id is in commit order there). */
+    streamSequence: p.bigint("number").nullable(),
   },
   uniques: [{ name: "delivery_event_subscription_unique", properties: ["eventId", "subscriptionId"] }],
   indexes: [
@@ -40,6 +44,11 @@ export const DeliveryEntity = defineEntity({
     {
       name: "delivery_in_flight_index",
       expression: `create index "delivery_in_flight_index" on "delivery"."delivery" ("subscription_id", "next_attempt_at") where "claim_id" is not null`,
+    },
+    // An ordered subscription's head (delivery-claim.ts): its oldest pending delivery.
+    {
+      name: "delivery_ordered_head_index",
+      expression: `create index "delivery_ordered_head_index" on "delivery"."delivery" ("subscription_id", "stream_sequence", "id") where "status" = 'pending' and "ordered"`,
     },
   ],
 });

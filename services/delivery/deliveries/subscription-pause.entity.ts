@@ -17,6 +17,8 @@ export const SubscriptionPauseEntity = defineEntity({
     inFlightCap: p.integer().nullable(),
     /** The last answer that throttled it, e.g. "HTTP 429 with Retry-After". */
     reason: p.text(),
+    /** Timeouts in a row (reset by any answer): a run of them lowers in_flight_cap, as a 503 does. */
+    timeoutRun: p.integer().default(0),
     updatedAt: p.datetime(3),
   },
 });

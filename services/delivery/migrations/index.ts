@@ -7,6 +7,7 @@ import { PruneIndexesSchema } from "./2026-11-26-prune-indexes.js";
 import { DeliveryTraceContextSchema } from "./2026-11-28-trace-context.js";
 import { DeliveryInFlightIndexSchema } from "./2026-11-30-in-flight-index.js";
 import { DeliverySubscriptionPauseSchema } from "./2026-12-02-subscription-pause.js";
+import { DeliveryOrderedSchema } from "./2026-12-04-ordered-delivery.js";
 
 export const deliveryMigrations: MigrationObject[] = [
   { name: "2026-11-22-initial", class: InitialDeliverySchema },
@@ -16,4 +17,5 @@ export const deliveryMigrations: MigrationObject[] = [
   { name: "2026-11-28-trace-context", class: DeliveryTraceContextSchema },
   { name: "2026-11-30-in-flight-index", class: DeliveryInFlightIndexSchema },
   { name: "2026-12-02-subscription-pause", class: DeliverySubscriptionPauseSchema },
+  { name: "2026-12-04-ordered-delivery", class: DeliveryOrderedSchema },
 ];

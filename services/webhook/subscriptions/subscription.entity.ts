@@ -26,6 +26,8 @@ export const SubscriptionEntity = defineEntity({
     disabledAt: p.datetime(3).nullable(),
     /** Why, for the client's developer; null while enabled. */
     disabledReason: p.text().nullable(),
+    /** Ordered delivery (opt in): one at a time, in the order the events committed. */
+    ordered: p.boolean().default(false),
   },
   uniques: [
     { name: "subscription_pair_target_event_unique", properties: ["organisationId", "clientId", "targetUrl", "eventType"] },

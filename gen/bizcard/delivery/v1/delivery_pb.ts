@@ -14,7 +14,149 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file bizcard/delivery/v1/delivery.proto.
  */
 export const file_bizcard_delivery_v1_delivery: GenFile = /*@__PURE__*/
-  fileDesc("CiJiaXpjYXJkL2RlbGl2ZXJ5L3YxL2RlbGl2ZXJ5LnByb3RvEhNiaXpjYXJkLmRlbGl2ZXJ5LnYxIrkCCg9EZWxpdmVyeUF0dGVtcHQSCgoCaWQYASABKAkSEAoIZXZlbnRfaWQYAiABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAMgASgDEg8KB2F0dGVtcHQYBCABKAUSFwoPcmVzcG9uc2Vfc3RhdHVzGAUgASgFEg8KB291dGNvbWUYBiABKAkSDQoFZXJyb3IYByABKAkSEwoLZHVyYXRpb25fbXMYCCABKAUSMAoMYXR0ZW1wdF90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtkZWxpdmVyeV9pZBgKIAEoAxISCgpldmVudF90eXBlGAsgASgJEjUKEW5leHRfYXR0ZW1wdF90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLiAgoIRGVsaXZlcnkSCgoCaWQYASABKAMSEAoIZXZlbnRfaWQYAiABKAkSEgoKZXZlbnRfdHlwZRgDIAEoCRIXCg9zdWJzY3JpcHRpb25faWQYBCABKAMSKAoFb3duZXIYBSABKAsyGS5iaXpjYXJkLndlYmhvb2sudjEuT3duZXISDgoGc3RhdHVzGAYgASgJEhAKCGF0dGVtcHRzGAcgASgFEhcKD3Jlc3BvbnNlX3N0YXR1cxgIIAEoBRINCgVlcnJvchgJIAEoCRI1ChFuZXh0X2F0dGVtcHRfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLY3JlYXRlX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKHAQobTGlzdERlbGl2ZXJ5QXR0ZW1wdHNSZXF1ZXN0EigKBW93bmVyGAQgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEhcKD3N1YnNjcmlwdGlvbl9pZBgBIAEoAxIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJvChxMaXN0RGVsaXZlcnlBdHRlbXB0c1Jlc3BvbnNlEjYKCGF0dGVtcHRzGAEgAygLMiQuYml6Y2FyZC5kZWxpdmVyeS52MS5EZWxpdmVyeUF0dGVtcHQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIoEBChVMaXN0RGVsaXZlcmllc1JlcXVlc3QSKAoFb3duZXIYASABKAsyGS5iaXpjYXJkLndlYmhvb2sudjEuT3duZXISFwoPc3Vic2NyaXB0aW9uX2lkGAIgASgDEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJImQKFkxpc3REZWxpdmVyaWVzUmVzcG9uc2USMQoKZGVsaXZlcmllcxgBIAMoCzIdLmJpemNhcmQuZGVsaXZlcnkudjEuRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIm4KFFJldHJ5RGVsaXZlcnlSZXF1ZXN0EigKBW93bmVyGAEgASgLMhkuYml6Y2FyZC53ZWJob29rLnYxLk93bmVyEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoAxITCgtkZWxpdmVyeV9pZBgDIAEoAyJIChVSZXRyeURlbGl2ZXJ5UmVzcG9uc2USLwoIZGVsaXZlcnkYASABKAsyHS5iaXpjYXJkLmRlbGl2ZXJ5LnYxLkRlbGl2ZXJ5Il0KG0xpc3RGYWlsZWREZWxpdmVyaWVzUmVxdWVzdBIXCg9vcmdhbmlzYXRpb25faWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiagocTGlzdEZhaWxlZERlbGl2ZXJpZXNSZXNwb25zZRIxCgpkZWxpdmVyaWVzGAEgAygLMh0uYml6Y2FyZC5kZWxpdmVyeS52MS5EZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAky3gMKD0RlbGl2ZXJ5U2VydmljZRJ7ChRMaXN0RGVsaXZlcnlBdHRlbXB0cxIwLmJpemNhcmQuZGVsaXZlcnkudjEuTGlzdERlbGl2ZXJ5QXR0ZW1wdHNSZXF1ZXN0GjEuYml6Y2FyZC5kZWxpdmVyeS52MS5MaXN0RGVsaXZlcnlBdHRlbXB0c1Jlc3BvbnNlEmkKDkxpc3REZWxpdmVyaWVzEiouYml6Y2FyZC5kZWxpdmVyeS52MS5MaXN0RGVsaXZlcmllc1JlcXVlc3QaKy5iaXpjYXJkLmRlbGl2ZXJ5LnYxLkxpc3REZWxpdmVyaWVzUmVzcG9uc2USZgoNUmV0cnlEZWxpdmVyeRIpLmJpemNhcmQuZGVsaXZlcnkudjEuUmV0cnlEZWxpdmVyeVJlcXVlc3QaKi5iaXpjYXJkLmRlbGl2ZXJ5LnYxLlJldHJ5RGVsaXZlcnlSZXNwb25zZRJ7ChRMaXN0RmFpbGVkRGVsaXZlcmllcxIwLmJpemNhcmQuZGVsaXZlcnkudjEuTGlzdEZhaWxlZERlbGl2ZXJpZXNSZXF1ZXN0GjEuYml6Y2FyZC5kZWxpdmVyeS52MS5MaXN0RmFpbGVkRGVsaXZlcmllc1Jlc3BvbnNlYgZwcm90bzM", [file_bizcard_webhook_v1_webhook, file_google_protobuf_timestamp]);
+  fileDesc("CiJiaXpjYXJkL2RlbGl2ZXJ5L3YxL2RlbGl2ZXJ5LnByb3RvEhNiaXpjYXJkLmRlbGl2ZXJ5LnYxIogBChhSZWNvdmVyRGVsaXZlcmllc1JlcXVlc3QSKAoFb3duZXIYASABKAsyGS5iaXpjYXJkLndlYmhvb2sudjEuT3duZXISFwoPc3Vic2NyaXB0aW9uX2lkGAIgASgDEikKBXNpbmNlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIxChlSZWNvdmVyRGVsaXZlcmllc1Jlc3BvbnNlEhQKDHF1ZXVlZF9jb3VudBgBIAEoBSJeChhHZXREZWxpdmVyeVN0YXRlc1JlcXVlc3QSKAoFb3duZXIYASABKAsyGS5iaXpjYXJkLndlYmhvb2sudjEuT3duZXISGAoQc3Vic2NyaXB0aW9uX2lkcxgCIAMoAyLQAQoZU3Vic2NyaXB0aW9uRGVsaXZlcnlTdGF0ZRIXCg9zdWJzY3JpcHRpb25faWQYASABKAMSMwoPdGhyb3R0bGVkX3VudGlsGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1pbl9mbGlnaHRfY2FwGAMgASgFEjEKDWJsb2NrZWRfc2luY2UYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhsKE2Jsb2NrZWRfZGVsaXZlcnlfaWQYBSABKAMiWwoZR2V0RGVsaXZlcnlTdGF0ZXNSZXNwb25zZRI+CgZzdGF0ZXMYASADKAsyLi5iaXpjYXJkLmRlbGl2ZXJ5LnYxLlN1YnNjcmlwdGlvbkRlbGl2ZXJ5U3RhdGUiuQIKD0RlbGl2ZXJ5QXR0ZW1wdBIKCgJpZBgBIAEoCRIQCghldmVudF9pZBgCIAEoCRIXCg9zdWJzY3JpcHRpb25faWQYAyABKAMSDwoHYXR0ZW1wdBgEIAEoBRIXCg9yZXNwb25zZV9zdGF0dXMYBSABKAUSDwoHb3V0Y29tZRgGIAEoCRINCgVlcnJvchgHIAEoCRITCgtkdXJhdGlvbl9tcxgIIAEoBRIwCgxhdHRlbXB0X3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2RlbGl2ZXJ5X2lkGAogASgDEhIKCmV2ZW50X3R5cGUYCyABKAkSNQoRbmV4dF9hdHRlbXB0X3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIuICCghEZWxpdmVyeRIKCgJpZBgBIAEoAxIQCghldmVudF9pZBgCIAEoCRISCgpldmVudF90eXBlGAMgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgEIAEoAxIoCgVvd25lchgFIAEoCzIZLmJpemNhcmQud2ViaG9vay52MS5Pd25lchIOCgZzdGF0dXMYBiABKAkSEAoIYXR0ZW1wdHMYByABKAUSFwoPcmVzcG9uc2Vfc3RhdHVzGAggASgFEg0KBWVycm9yGAkgASgJEjUKEW5leHRfYXR0ZW1wdF90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtjcmVhdGVfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIocBChtMaXN0RGVsaXZlcnlBdHRlbXB0c1JlcXVlc3QSKAoFb3duZXIYBCABKAsyGS5iaXpjYXJkLndlYmhvb2sudjEuT3duZXISFwoPc3Vic2NyaXB0aW9uX2lkGAEgASgDEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIm8KHExpc3REZWxpdmVyeUF0dGVtcHRzUmVzcG9uc2USNgoIYXR0ZW1wdHMYASADKAsyJC5iaXpjYXJkLmRlbGl2ZXJ5LnYxLkRlbGl2ZXJ5QXR0ZW1wdBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkigQEKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBIoCgVvd25lchgBIAEoCzIZLmJpemNhcmQud2ViaG9vay52MS5Pd25lchIXCg9zdWJzY3JpcHRpb25faWQYAiABKAMSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkiZAoWTGlzdERlbGl2ZXJpZXNSZXNwb25zZRIxCgpkZWxpdmVyaWVzGAEgAygLMh0uYml6Y2FyZC5kZWxpdmVyeS52MS5EZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkibgoUUmV0cnlEZWxpdmVyeVJlcXVlc3QSKAoFb3duZXIYASABKAsyGS5iaXpjYXJkLndlYmhvb2sudjEuT3duZXISFwoPc3Vic2NyaXB0aW9uX2lkGAIgASgDEhMKC2RlbGl2ZXJ5X2lkGAMgASgDIkgKFVJldHJ5RGVsaXZlcnlSZXNwb25zZRIvCghkZWxpdmVyeRgBIAEoCzIdLmJpemNhcmQuZGVsaXZlcnkudjEuRGVsaXZlcnkiXQobTGlzdEZhaWxlZERlbGl2ZXJpZXNSZXF1ZXN0EhcKD29yZ2FuaXNhdGlvbl9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJqChxMaXN0RmFpbGVkRGVsaXZlcmllc1Jlc3BvbnNlEjEKCmRlbGl2ZXJpZXMYASADKAsyHS5iaXpjYXJkLmRlbGl2ZXJ5LnYxLkRlbGl2ZXJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCTLGBQoPRGVsaXZlcnlTZXJ2aWNlEnsKFExpc3REZWxpdmVyeUF0dGVtcHRzEjAuYml6Y2FyZC5kZWxpdmVyeS52MS5MaXN0RGVsaXZlcnlBdHRlbXB0c1JlcXVlc3QaMS5iaXpjYXJkLmRlbGl2ZXJ5LnYxLkxpc3REZWxpdmVyeUF0dGVtcHRzUmVzcG9uc2USaQoOTGlzdERlbGl2ZXJpZXMSKi5iaXpjYXJkLmRlbGl2ZXJ5LnYxLkxpc3REZWxpdmVyaWVzUmVxdWVzdBorLmJpemNhcmQuZGVsaXZlcnkudjEuTGlzdERlbGl2ZXJpZXNSZXNwb25zZRJmCg1SZXRyeURlbGl2ZXJ5EikuYml6Y2FyZC5kZWxpdmVyeS52MS5SZXRyeURlbGl2ZXJ5UmVxdWVzdBoqLmJpemNhcmQuZGVsaXZlcnkudjEuUmV0cnlEZWxpdmVyeVJlc3BvbnNlEnsKFExpc3RGYWlsZWREZWxpdmVyaWVzEjAuYml6Y2FyZC5kZWxpdmVyeS52MS5MaXN0RmFpbGVkRGVsaXZlcmllc1JlcXVlc3QaMS5iaXpjYXJkLmRlbGl2ZXJ5LnYxLkxpc3RGYWlsZWREZWxpdmVyaWVzUmVzcG9uc2UScgoRUmVjb3ZlckRlbGl2ZXJpZXMSLS5iaXpjYXJkLmRlbGl2ZXJ5LnYxLlJlY292ZXJEZWxpdmVyaWVzUmVxdWVzdBouLmJpemNhcmQuZGVsaXZlcnkudjEuUmVjb3ZlckRlbGl2ZXJpZXNSZXNwb25zZRJyChFHZXREZWxpdmVyeVN0YXRlcxItLmJpemNhcmQuZGVsaXZlcnkudjEuR2V0RGVsaXZlcnlTdGF0ZXNSZXF1ZXN0Gi4uYml6Y2FyZC5kZWxpdmVyeS52MS5HZXREZWxpdmVyeVN0YXRlc1Jlc3BvbnNlYgZwcm90bzM", [file_bizcard_webhook_v1_webhook, file_google_protobuf_timestamp]);
+
+/**
+ * @generated from message bizcard.delivery.v1.RecoverDeliveriesRequest
+ */
+export type RecoverDeliveriesRequest = Message<"bizcard.delivery.v1.RecoverDeliveriesRequest"> & {
+  /**
+   * Required.
+   *
+   * @generated from field: bizcard.webhook.v1.Owner owner = 1;
+   */
+  owner?: Owner | undefined;
+
+  /**
+   * @generated from field: int64 subscription_id = 2;
+   */
+  subscriptionId: bigint;
+
+  /**
+   * Required: deliveries created at or after this time.
+   *
+   * @generated from field: google.protobuf.Timestamp since = 3;
+   */
+  since?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message bizcard.delivery.v1.RecoverDeliveriesRequest.
+ * Use `create(RecoverDeliveriesRequestSchema)` to create a new message.
+ */
+export const RecoverDeliveriesRequestSchema: GenMessage<RecoverDeliveriesRequest> = /*@__PURE__*/
+  messageDesc(file_bizcard_delivery_v1_delivery, 0);
+
+/**
+ * @generated from message bizcard.delivery.v1.RecoverDeliveriesResponse
+ */
+export type RecoverDeliveriesResponse = Message<"bizcard.delivery.v1.RecoverDeliveriesResponse"> & {
+  /**
+   * How many deliveries were queued.
+   *
+   * @generated from field: int32 queued_count = 1;
+   */
+  queuedCount: number;
+};
+
+/**
+ * Describes the message bizcard.delivery.v1.RecoverDeliveriesResponse.
+ * Use `create(RecoverDeliveriesResponseSchema)` to create a new message.
+ */
+export const RecoverDeliveriesResponseSchema: GenMessage<RecoverDeliveriesResponse> = /*@__PURE__*/
+  messageDesc(file_bizcard_delivery_v1_delivery, 1);
+
+/**
+ * @generated from message bizcard.delivery.v1.GetDeliveryStatesRequest
+ */
+export type GetDeliveryStatesRequest = Message<"bizcard.delivery.v1.GetDeliveryStatesRequest"> & {
+  /**
+   * Required.
+   *
+   * @generated from field: bizcard.webhook.v1.Owner owner = 1;
+   */
+  owner?: Owner | undefined;
+
+  /**
+   * At most 100; ids of another owner's subscriptions are left out of the answer.
+   *
+   * @generated from field: repeated int64 subscription_ids = 2;
+   */
+  subscriptionIds: bigint[];
+};
+
+/**
+ * Describes the message bizcard.delivery.v1.GetDeliveryStatesRequest.
+ * Use `create(GetDeliveryStatesRequestSchema)` to create a new message.
+ */
+export const GetDeliveryStatesRequestSchema: GenMessage<GetDeliveryStatesRequest> = /*@__PURE__*/
+  messageDesc(file_bizcard_delivery_v1_delivery, 2);
+
+/**
+ * One subscription's delivery state.
+ *
+ * @generated from message bizcard.delivery.v1.SubscriptionDeliveryState
+ */
+export type SubscriptionDeliveryState = Message<"bizcard.delivery.v1.SubscriptionDeliveryState"> & {
+  /**
+   * @generated from field: int64 subscription_id = 1;
+   */
+  subscriptionId: bigint;
+
+  /**
+   * Set while its target asked for a pause (429/502/503/504 with
+   * Retry-After): nothing is sent before then.
+   *
+   * @generated from field: google.protobuf.Timestamp throttled_until = 2;
+   */
+  throttledUntil?: Timestamp | undefined;
+
+  /**
+   * Its lowered in-flight cap (503 without Retry-After, a run of timeouts);
+   * 0: the configured one.
+   *
+   * @generated from field: int32 in_flight_cap = 3;
+   */
+  inFlightCap: number;
+
+  /**
+   * Ordered subscriptions: set while the head (the oldest pending delivery)
+   * has failed and waits for its retry, blocking the deliveries behind it:
+   * the time of its first failed attempt, and its delivery id.
+   *
+   * @generated from field: google.protobuf.Timestamp blocked_since = 4;
+   */
+  blockedSince?: Timestamp | undefined;
+
+  /**
+   * @generated from field: int64 blocked_delivery_id = 5;
+   */
+  blockedDeliveryId: bigint;
+};
+
+/**
+ * Describes the message bizcard.delivery.v1.SubscriptionDeliveryState.
+ * Use `create(SubscriptionDeliveryStateSchema)` to create a new message.
+ */
+export const SubscriptionDeliveryStateSchema: GenMessage<SubscriptionDeliveryState> = /*@__PURE__*/
+  messageDesc(file_bizcard_delivery_v1_delivery, 3);
+
+/**
+ * @generated from message bizcard.delivery.v1.GetDeliveryStatesResponse
+ */
+export type GetDeliveryStatesResponse = Message<"bizcard.delivery.v1.GetDeliveryStatesResponse"> & {
+  /**
+   * @generated from field: repeated bizcard.delivery.v1.SubscriptionDeliveryState states = 1;
+   */
+  states: SubscriptionDeliveryState[];
+};
+
+/**
+ * Describes the message bizcard.delivery.v1.GetDeliveryStatesResponse.
+ * Use `create(GetDeliveryStatesResponseSchema)` to create a new message.
+ */
+export const GetDeliveryStatesResponseSchema: GenMessage<GetDeliveryStatesResponse> = /*@__PURE__*/
+  messageDesc(file_bizcard_delivery_v1_delivery, 4);
 
 /**
  * @generated from message bizcard.delivery.v1.DeliveryAttempt
@@ -101,7 +243,7 @@ export type DeliveryAttempt = Message<"bizcard.delivery.v1.DeliveryAttempt"> & {
  * Use `create(DeliveryAttemptSchema)` to create a new message.
  */
 export const DeliveryAttemptSchema: GenMessage<DeliveryAttempt> = /*@__PURE__*/
-  messageDesc(file_bizcard_delivery_v1_delivery, 0);
+  messageDesc(file_bizcard_delivery_v1_delivery, 5);
 
 /**
  * @generated from message bizcard.delivery.v1.Delivery
@@ -186,7 +328,7 @@ export type Delivery = Message<"bizcard.delivery.v1.Delivery"> & {
  * Use `create(DeliverySchema)` to create a new message.
  */
 export const DeliverySchema: GenMessage<Delivery> = /*@__PURE__*/
-  messageDesc(file_bizcard_delivery_v1_delivery, 1);
+  messageDesc(file_bizcard_delivery_v1_delivery, 6);
 
 /**
  * @generated from message bizcard.delivery.v1.ListDeliveryAttemptsRequest
@@ -227,7 +369,7 @@ export type ListDeliveryAttemptsRequest = Message<"bizcard.delivery.v1.ListDeliv
  * Use `create(ListDeliveryAttemptsRequestSchema)` to create a new message.
  */
 export const ListDeliveryAttemptsRequestSchema: GenMessage<ListDeliveryAttemptsRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_delivery_v1_delivery, 2);
+  messageDesc(file_bizcard_delivery_v1_delivery, 7);
 
 /**
  * @generated from message bizcard.delivery.v1.ListDeliveryAttemptsResponse
@@ -249,7 +391,7 @@ export type ListDeliveryAttemptsResponse = Message<"bizcard.delivery.v1.ListDeli
  * Use `create(ListDeliveryAttemptsResponseSchema)` to create a new message.
  */
 export const ListDeliveryAttemptsResponseSchema: GenMessage<ListDeliveryAttemptsResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_delivery_v1_delivery, 3);
+  messageDesc(file_bizcard_delivery_v1_delivery, 8);
 
 /**
  * @generated from message bizcard.delivery.v1.ListDeliveriesRequest
@@ -287,7 +429,7 @@ export type ListDeliveriesRequest = Message<"bizcard.delivery.v1.ListDeliveriesR
  * Use `create(ListDeliveriesRequestSchema)` to create a new message.
  */
 export const ListDeliveriesRequestSchema: GenMessage<ListDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_delivery_v1_delivery, 4);
+  messageDesc(file_bizcard_delivery_v1_delivery, 9);
 
 /**
  * @generated from message bizcard.delivery.v1.ListDeliveriesResponse
@@ -309,7 +451,7 @@ export type ListDeliveriesResponse = Message<"bizcard.delivery.v1.ListDeliveries
  * Use `create(ListDeliveriesResponseSchema)` to create a new message.
  */
 export const ListDeliveriesResponseSchema: GenMessage<ListDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_delivery_v1_delivery, 5);
+  messageDesc(file_bizcard_delivery_v1_delivery, 10);
 
 /**
  * @generated from message bizcard.delivery.v1.RetryDeliveryRequest
@@ -338,7 +480,7 @@ export type RetryDeliveryRequest = Message<"bizcard.delivery.v1.RetryDeliveryReq
  * Use `create(RetryDeliveryRequestSchema)` to create a new message.
  */
 export const RetryDeliveryRequestSchema: GenMessage<RetryDeliveryRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_delivery_v1_delivery, 6);
+  messageDesc(file_bizcard_delivery_v1_delivery, 11);
 
 /**
  * @generated from message bizcard.delivery.v1.RetryDeliveryResponse
@@ -355,7 +497,7 @@ export type RetryDeliveryResponse = Message<"bizcard.delivery.v1.RetryDeliveryRe
  * Use `create(RetryDeliveryResponseSchema)` to create a new message.
  */
 export const RetryDeliveryResponseSchema: GenMessage<RetryDeliveryResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_delivery_v1_delivery, 7);
+  messageDesc(file_bizcard_delivery_v1_delivery, 12);
 
 /**
  * @generated from message bizcard.delivery.v1.ListFailedDeliveriesRequest
@@ -386,7 +528,7 @@ export type ListFailedDeliveriesRequest = Message<"bizcard.delivery.v1.ListFaile
  * Use `create(ListFailedDeliveriesRequestSchema)` to create a new message.
  */
 export const ListFailedDeliveriesRequestSchema: GenMessage<ListFailedDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_delivery_v1_delivery, 8);
+  messageDesc(file_bizcard_delivery_v1_delivery, 13);
 
 /**
  * @generated from message bizcard.delivery.v1.ListFailedDeliveriesResponse
@@ -408,7 +550,7 @@ export type ListFailedDeliveriesResponse = Message<"bizcard.delivery.v1.ListFail
  * Use `create(ListFailedDeliveriesResponseSchema)` to create a new message.
  */
 export const ListFailedDeliveriesResponseSchema: GenMessage<ListFailedDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_delivery_v1_delivery, 9);
+  messageDesc(file_bizcard_delivery_v1_delivery, 14);
 
 /**
  * DeliveryService consumes contact events from JetStream and POSTs them,
@@ -468,6 +610,35 @@ export const DeliveryService: GenService<{
     methodKind: "unary";
     input: typeof ListFailedDeliveriesRequestSchema;
     output: typeof ListFailedDeliveriesResponseSchema;
+  },
+  /**
+   * Queues one new attempt, due now, oldest first, for every delivery of one
+   * of the owner's subscriptions created at or after `since` that failed
+   * (pending after a failed attempt: moved to now), gave up, was cancelled or
+   * was skipped while the subscription was disabled. Each is a single attempt
+   * (as RetryDelivery's of a finished delivery). NOT_FOUND for another
+   * owner's subscription or one that is gone; FAILED_PRECONDITION while the
+   * subscription is disabled (re-enable it first); INVALID_ARGUMENT for a
+   * missing `since` or one in the future.
+   *
+   * @generated from rpc bizcard.delivery.v1.DeliveryService.RecoverDeliveries
+   */
+  recoverDeliveries: {
+    methodKind: "unary";
+    input: typeof RecoverDeliveriesRequestSchema;
+    output: typeof RecoverDeliveriesResponseSchema;
+  },
+  /**
+   * What delivery knows of some of the owner's subscriptions: a pause its
+   * target asked for, a lowered in-flight cap, an ordered subscription's
+   * blocked head. A subscription with none of these is left out.
+   *
+   * @generated from rpc bizcard.delivery.v1.DeliveryService.GetDeliveryStates
+   */
+  getDeliveryStates: {
+    methodKind: "unary";
+    input: typeof GetDeliveryStatesRequestSchema;
+    output: typeof GetDeliveryStatesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_bizcard_delivery_v1_delivery, 0);
