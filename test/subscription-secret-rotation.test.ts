@@ -148,9 +148,16 @@ describe("POST /oauth/webhooks/subscriptions/{id}/rotate-secret", () => {
     expect(expires).toBeGreaterThanOrEqual(before + 86_400_000 - 1000);
     expect(expires).toBeLessThanOrEqual(Date.now() + 86_400_000 + 1000);
     // A change by its owner: updated_at moves; nothing else of the subscription changes.
-    const read = (await (await long.call(long.app, "GET", `${PATH}/${id}`)).json()) as { updated_at: string; target_url: string; disabled_at: null };
+    const read = (await (await long.call(long.app, "GET", `${PATH}/${id}`)).json()) as {
+      updated_at: string;
+      target_url: string;
+      disabled_at: null;
+      previous_secret_expires_at: string | null;
+    };
     expect(Date.parse(read.updated_at)).toBeGreaterThan(Date.parse(updatedAt));
     expect(read).toMatchObject({ target_url: route.url, disabled_at: null });
+    // The subscription itself says until when the old secret signs.
+    expect(read.previous_secret_expires_at).toBe(body.previous_secret_expires_at);
 
     const post = await nextPost(long, route, "Overlap");
     // Both signatures, new first, space-separated; standardwebhooks accepts either secret, not a third.
@@ -182,6 +189,9 @@ describe("POST /oauth/webhooks/subscriptions/{id}/rotate-secret", () => {
     expect(expires).toBeGreaterThanOrEqual(before + 1000 - 50);
     expect(expires).toBeLessThanOrEqual(Date.now() + 1000 + 50);
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, expires - Date.now()) + 200));
+    // Once the overlap is over, the subscription no longer shows one.
+    const read = (await (await short.call(short.app, "GET", `${PATH}/${id}`)).json()) as { previous_secret_expires_at: string | null };
+    expect(read.previous_secret_expires_at).toBeNull();
 
     const post = await nextPost(short, route, "After");
     expect(post.headers["webhook-signature"]).toMatch(ONE_SIGNATURE);
