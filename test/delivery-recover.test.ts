@@ -50,7 +50,7 @@ async function recover(client: typeof app, id: number, since: string): Promise<{
   return body;
 }
 
-describe("POST /oauth/webhooks/subscriptions/{id}/recover", () => {
+describe("POST /oauth/webhooks/subscriptions/{id}/recover", { timeout: 120_000 }, () => {
   it("after an outage: every failed event arrives once more, in event order; what succeeded is not sent again", async () => {
     let mode: "up" | "down" | "down, retry in an hour" = "up";
     const target = receiver.route("/recover/outage", (): Answer =>
