@@ -10,6 +10,7 @@
 //   bizcard deliveries failed [--org ID] [--limit N] [--json]
 //   bizcard deliveries log --org ID --client CLIENT_ID --subscription ID [--limit N] [--json]
 //   bizcard deliveries retry --org ID --client CLIENT_ID --subscription ID --id DELIVERY_ID [--json]
+//   bizcard deliveries recover SUBSCRIPTION_ID --org ID --client CLIENT_ID --since TIME [--json]
 //   bizcard --help
 // Flags outside [brackets] are required. The organisation is always named
 // explicitly (--org): the organisation service refuses contact calls without it.
@@ -28,6 +29,7 @@ import { deliveryJson, ownedDeliveryJson } from "../services/shared/delivery-jso
 import { createRpcClient } from "../services/shared/rpc/client.js";
 import { createClient, deleteClient, listClients } from "./client-commands.js";
 import { deliveriesLog } from "./deliveries-log.js";
+import { RECOVER_COMMAND, recoverDeliveries, recoverUsageProblem } from "./deliveries-recover.js";
 import { SUBSCRIPTION_COMMANDS, rotateSecret } from "./subscription-commands.js";
 import { explainFailure, internalCredential, serviceUrl, type ServiceName } from "./cli-connection.js";
 
@@ -127,6 +129,7 @@ const COMMANDS: Record<string, CommandSpec> = {
     required: ["org", "client", "subscription", "id"],
     oneOf: [],
   },
+  ...RECOVER_COMMAND,
 };
 
 const USAGE = `usage:
@@ -281,6 +284,12 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string }> {
       });
       const json = deliveryJson(res.delivery!);
       return { json, text: `delivery ${json.id} ${json.status}, next attempt ${json.next_retry_at ?? "none"}` };
+    }
+    case "deliveries recover": {
+      const [subscriptionId, since] = [positionals[0]!, values.since as string];
+      const problem = recoverUsageProblem(subscriptionId, since);
+      if (problem) throw new UsageError(problem);
+      return recoverDeliveries(deliveries, { organisationId: values.org as string, clientId: values.client as string, subscriptionId, since });
     }
   }
   throw new UsageError(`unknown command: ${command}`);

@@ -81,7 +81,7 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
   let pruning: { stop(): Promise<void> } | undefined;
   return {
     name: "delivery",
-    routes: (router) => router.service(DeliveryService, createDeliveryService({ orm, store, onRetry: () => worker.wake() })),
+    routes: (router) => router.service(DeliveryService, createDeliveryService({ orm, store, webhook, onRetry: () => worker.wake() })),
     readiness: () => runChecks({ database: () => pingDatabase(orm), bus: () => bus.ping() }),
     start: async () => {
       if (options.workers !== false) worker.start();

@@ -5,9 +5,10 @@
 // listed, and are NOT_FOUND for a retry.
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type Client, type ServiceImpl } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { DeliveryAttemptSchema, DeliverySchema, DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
+import type { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { readOwner } from "../shared/owner.js";
 import { int64IdKeyset, readPage, timeIdKeyset } from "../shared/pagination.js";
 import { invalid, notFound, requireUuid } from "../shared/validation.js";
@@ -70,8 +71,14 @@ const positiveId = (field: string, value: bigint) => {
   return value;
 };
 
-export function createDeliveryService(deps: { orm: MikroORM; store: DeliveryStore; onRetry: () => void }): ServiceImpl<typeof DeliveryService> {
-  const recover = createRecovery();
+export function createDeliveryService(deps: {
+  orm: MikroORM;
+  store: DeliveryStore;
+  /** RecoverDeliveries reads the subscription (its owner, whether it is enabled). */
+  webhook: Client<typeof WebhookService>;
+  onRetry: () => void;
+}): ServiceImpl<typeof DeliveryService> {
+  const recover = createRecovery(deps);
   const states = createDeliveryStates();
   return {
     async listDeliveryAttempts(req) {
