@@ -65,8 +65,13 @@ export function consumeContactEvents(deps: {
   store: DeliveryStore;
   webhook: Client<typeof WebhookService>;
   logger: Logger;
-  /** Called after rows were written: the local workers look at once. */
-  onDeliveries: () => void;
+  /**
+   * Called after rows were written, before the batch is acknowledged: the
+   * local workers look at once. `ordered`: some rows are an ordered
+   * subscription's, which wait for the acknowledgement (the fan-out's
+   * watermark, delivery-claim.ts): the workers look again soon after.
+   */
+  onDeliveries: (ordered: boolean) => void;
 }): Promise<Consumer> {
   const log = deps.logger.child({ consumer: CONTACT_FAN_OUT_CONSUMER });
   return consumeInBatches(
@@ -124,11 +129,11 @@ export function consumeContactEvents(deps: {
             traceparent,
             subscribers: found
               .get(`${event.organisationId.toLowerCase()} ${event.type}`)!
-              .map((s) => ({ subscriptionId: s.subscriptionId, clientId: s.clientId, skipped: s.disabled })),
+              .map((s) => ({ subscriptionId: s.subscriptionId, clientId: s.clientId, skipped: s.disabled, ordered: s.ordered })),
           };
         }),
       });
-      if (created > 0) deps.onDeliveries();
+      if (created.created > 0) deps.onDeliveries(created.ordered > 0);
     },
   );
 }
