@@ -29,20 +29,23 @@ export interface ClaimOptions {
 }
 
 /**
- * The head of each ordered subscription that has a due ordered delivery: its
- * oldest pending ordered delivery by (stream_sequence, id), due or not,
- * claimed or not (a lateral look-up on delivery_ordered_head_index, one row
- * per subscription). Columns "subscription_id", "id". The one definition of an
- * ordered subscription's head; the subscription's blocked_since and
- * blocked_delivery_id are this row's.
+ * An ordered subscription's head: its oldest pending ordered delivery by
+ * (stream_sequence, id), due or not, claimed or not: one row ("id") of
+ * delivery_ordered_head_index. `subscriptionId` is an SQL expression (a
+ * column of the outer query, for a lateral join). The one definition of the
+ * head: the claim sends only it, and a subscription's blocked_since and
+ * blocked_delivery_id are its row's.
  */
-export const ORDERED_HEADS_SQL = `select s."subscription_id", h."id" from (
+export function orderedHeadSql(subscriptionId: string): string {
+  return `select o."id" from ${S}."delivery" o
+      where o."subscription_id" = ${subscriptionId} and o."status" = 'pending' and o."ordered"
+      order by o."stream_sequence", o."id" limit 1`;
+}
+
+/** The head ("id") of each ordered subscription that has a due ordered delivery (one look-up each). */
+const DUE_ORDERED_HEADS_SQL = `select h."id" from (
      select distinct "subscription_id" from ${S}."delivery" where "status" = 'pending' and "ordered" and "next_attempt_at" <= now()
-   ) s cross join lateral (
-     select o."id" from ${S}."delivery" o
-      where o."subscription_id" = s."subscription_id" and o."status" = 'pending' and o."ordered"
-      order by o."stream_sequence", o."id" limit 1
-   ) h`;
+   ) s cross join lateral (${orderedHeadSql(`s."subscription_id"`)}) h`;
 
 /** The deliveries held now (claimed, lease running) in every process, and the subscriptions holding `cap` or more of them. */
 export async function inFlightNow(orm: MikroORM, cap: number): Promise<{ deliveries: number; subscriptionsAtCap: number }> {
@@ -70,14 +73,17 @@ export async function inFlightNow(orm: MikroORM, cap: number): Promise<{ deliver
  * and its own in_flight_cap, when set, in place of the configured cap.
  *
  * Ordered delivery (a row marked "ordered" by the fan-out): such a row is a
- * candidate only when it is its subscription's head (ORDERED_HEADS_SQL: the
+ * candidate only when it is its subscription's head (orderedHeadSql: the
  * oldest pending one, so a head waiting for its retry holds back those
  * behind it, and once it succeeds or gives up the next is the head), nothing
  * of its subscription is in flight (so one at a time, whatever the cap), and
  * its event is at or below the fan-out's watermark: with several fan-out
  * processes a later batch can be recorded before an earlier one, and the
  * head must not be a later event whose earlier ones are not recorded yet.
- * Unordered rows are not affected.
+ * The watermark was read before this statement started, and the fan-out
+ * acknowledges a batch only after its rows committed: so this statement sees
+ * every row of every event at or below it, and a head at or below it is
+ * truly the oldest. Unordered rows are not affected.
  */
 export async function claimDue(orm: MikroORM, o: ClaimOptions): Promise<{ claimId: string; rows: Record<string, unknown>[] }> {
   const claimId = randomUUID();
@@ -90,7 +96,7 @@ export async function claimDue(orm: MikroORM, o: ClaimOptions): Promise<{ claimI
           where "status" = 'pending' and "claim_id" is not null and "next_attempt_at" > now()
           group by "subscription_id"
        ), "head" as (
-         ${ORDERED_HEADS_SQL}
+         ${DUE_ORDERED_HEADS_SQL}
        ), "ranked" as (
          select d."id", d."organisation_id", d."client_id", d."subscription_id", d."next_attempt_at", d."ordered",
            row_number() over (partition by d."subscription_id" order by d."next_attempt_at", d."id") as "turn"

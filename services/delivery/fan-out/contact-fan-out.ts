@@ -23,6 +23,13 @@
 // overtook, AND the consumer is lost before ack_wait hands that batch to
 // someone else, the recreated consumer starts after it. Run one fan-out
 // (the compose file runs one delivery process) or accept that narrow case.
+// Two processes' batches finishing out of order is why an ordered
+// subscription's rows carry their event's stream sequence, and why the claim
+// sends an ordered row only at or below the consumer's ack floor (the
+// fan-out's watermark, EventBus.ackFloor): a batch is acknowledged only after
+// its rows are written, so every event at or below the floor is recorded. In
+// the narrow case above, the lost batch's events are never recorded, and
+// ordered deliveries go on without them.
 //
 // Who gets an event: the subscriptions that ListSubscribers returns when the
 // event's batch is handled, read afresh for every batch (no cache). A
