@@ -14,7 +14,11 @@ export const Subscription = z
     updated_at: Time,
     disabled_at: Time.nullable().describe("Set while disabled (every delivery attempt failed for a while); a PUT re-enables it"),
     disabled_reason: z.string().nullable().describe("Why it was disabled; null while enabled"),
-    ordered: z.boolean().describe("Ordered delivery: its events are POSTed one at a time, in the order they happened; a failing one holds back those behind it"),
+    ordered: z
+      .boolean()
+      .describe(
+        "Ordered delivery: its events are POSTed one at a time, in the order they committed, across every delivery process; a failing one holds back those behind it until it succeeds or gives up (false: in parallel, a later event may arrive first)",
+      ),
     previous_secret_expires_at: Time.nullable().describe("Set after a secret rotation while the old secret still signs too: until when"),
     throttled_until: Time.nullable().describe("Set while the target asked for a pause (429, 502, 503 or 504 with Retry-After): nothing is sent before then"),
     blocked_since: Time.nullable().describe("Ordered subscriptions: set while the oldest pending delivery failed and waits for its retry, holding back those behind it"),
@@ -58,7 +62,10 @@ function body(required: boolean) {
     error: (iss) =>
       iss.input === undefined ? `event_type: required (${names})` : typeof iss.input === "string" ? `event_type: expected ${names}` : "event_type: expected a string",
   });
-  const ordered = z.boolean({ error: "ordered: expected true or false" }).optional();
+  const ordered = z
+    .boolean({ error: "ordered: expected true or false" })
+    .optional()
+    .describe("true: events are sent one at a time, in commit order (a failing one holds back those behind it); false by default on create, unchanged when absent on PUT");
   return z.strictObject(
     { target_url: required ? targetUrl : targetUrl.optional(), event_type: required ? eventType : eventType.optional(), ordered, ...readOnly },
     {

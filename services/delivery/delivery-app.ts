@@ -15,7 +15,7 @@ import { createFailureStreak } from "./deliveries/failure-streak.js";
 import { SubscriptionPauseEntity } from "./deliveries/subscription-pause.entity.js";
 import { ConsumerPositionEntity, DeliveryEntity, DeliveryEventEntity } from "./deliveries/delivery.entity.js";
 import { DELIVERY_SCHEMA, createDeliveryService } from "./delivery-service.js";
-import { consumeContactEvents } from "./fan-out/contact-fan-out.js";
+import { CONTACT_FAN_OUT_CONSUMER, consumeContactEvents } from "./fan-out/contact-fan-out.js";
 import { deliveryMigrations } from "./migrations/index.js";
 import { deliveryPruneTargets } from "./prune/delivery-prune.js";
 import { startPruning } from "../shared/prune/prune-loop.js";
@@ -58,6 +58,8 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
     maxInFlightPerSubscription: config.WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION,
     pollMs: config.DELIVERY_POLL_MS,
     leaseSeconds: config.DELIVERY_CLAIM_LEASE_SECONDS,
+    // The fan-out consumer's ack floor (every process fans out on one durable consumer).
+    ...(bus.ackFloor ? { fanOutFloor: () => bus.ackFloor!(CONTACT_FAN_OUT_CONSUMER) } : {}),
     failureStreak: createFailureStreak({
       orm,
       webhook,
@@ -86,7 +88,7 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
     start: async () => {
       if (options.workers !== false) worker.start();
       pruning = startPruning({ orm, targets: () => deliveryPruneTargets(DELIVERY_SCHEMA, config.DELIVERY_LOG_RETENTION_DAYS), settings: config, logger });
-      if (options.fanOut !== false) fanOut = await consumeContactEvents({ bus, store, webhook, logger, onDeliveries: () => worker.wake() });
+      if (options.fanOut !== false) fanOut = await consumeContactEvents({ bus, store, webhook, logger, onDeliveries: (ordered) => worker.fannedOut(ordered) });
     },
     close: async () => {
       stopMetrics();

@@ -2,7 +2,7 @@
 // the fan-out's write, the workers' claim and record, and the manual retry.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { randomUUID } from "node:crypto";
-import { claimDue } from "./delivery-claim.js";
+import { claimDue, type ClaimOptions } from "./delivery-claim.js";
 import type { Throttle } from "./subscription-pause.js";
 
 const S = `"delivery"`;
@@ -20,7 +20,8 @@ export interface FanOutEvent {
   /** The W3C traceparent the event arrived with, if any. */
   traceparent: string | undefined;
   /** skipped: the subscription is disabled; its row is recorded as skipped, not sent. */
-  subscribers: { subscriptionId: bigint; clientId: string; skipped?: boolean }[];
+  /** ordered: the subscription's deliveries go one at a time, in stream order (delivery-claim.ts). */
+  subscribers: { subscriptionId: bigint; clientId: string; skipped?: boolean; ordered?: boolean }[];
 }
 
 export interface FanOutBatch {
@@ -41,6 +42,8 @@ export interface ClaimedDelivery {
   /** This attempt's number (1 for the first). */
   attempt: number;
   once: boolean;
+  /** An ordered subscription's delivery (sent alone, as its head). */
+  ordered: boolean;
   body: string;
   claimId: string;
   /** The event's W3C traceparent (undefined for an event that came without one). */
@@ -78,33 +81,45 @@ export function createDeliveryStore(orm: MikroORM) {
      * nothing, not even for a subscription created since (and the unique
      * (event, subscription) pair stands behind that). A disabled
      * subscription's row is "skipped" (never due) with its line in the log, so
-     * that its owner sees what it missed. Returns the pending rows created.
+     * that its owner sees what it missed. An ordered subscription's rows are
+     * marked so and carry their event's stream sequence (commit order; null on
+     * the in-process bus, where the row id is in commit order). Returns the
+     * pending rows created, and how many of them are ordered.
      */
-    async recordFanOut(f: FanOutBatch): Promise<number> {
+    async recordFanOut(f: FanOutBatch): Promise<{ created: number; ordered: number }> {
       const events = JSON.stringify(
         f.events.map((e) => ({ event_id: e.eventId, event_type: e.eventType, organisation_id: e.organisationId, body: e.body, seq: e.streamSequence ?? null, traceparent: e.traceparent ?? null })),
       );
       const subs = JSON.stringify(
         f.events.flatMap((e) =>
-          e.subscribers.map((s) => ({ event_id: e.eventId, id: s.subscriptionId.toString(), client_id: s.clientId, skipped: s.skipped === true })),
+          e.subscribers.map((s) => ({
+            event_id: e.eventId,
+            id: s.subscriptionId.toString(),
+            client_id: s.clientId,
+            skipped: s.skipped === true,
+            ordered: s.ordered === true,
+          })),
         ),
       );
-      const [row] = await execute<{ n: number }>(
+      const [row] = await execute<{ n: number; ordered: number }>(
         `with "event" as (
            insert into ${S}."delivery_event" ("event_id", "event_type", "organisation_id", "body", "stream_sequence", "traceparent", "created_at")
            select e."event_id", e."event_type", e."organisation_id", e."body", e."seq", e."traceparent", now()
              from jsonb_to_recordset(?::jsonb) as e("event_id" uuid, "event_type" text, "organisation_id" uuid, "body" text, "seq" bigint, "traceparent" text)
            on conflict ("event_id") do nothing
-           returning "event_id", "event_type", "organisation_id"
+           returning "event_id", "event_type", "organisation_id", "stream_sequence"
          ), "rows" as (
            insert into ${S}."delivery" ("event_id", "subscription_id", "organisation_id", "client_id", "event_type", "status", "next_attempt_at",
-             "last_error", "created_at", "updated_at")
+             "last_error", "ordered", "stream_sequence", "created_at", "updated_at")
            select e."event_id", s."id", e."organisation_id", s."client_id", e."event_type",
                   case when s."skipped" then 'skipped' else 'pending' end, case when s."skipped" then null else now() end,
-                  case when s."skipped" then '${SKIPPED_ERROR}' else '' end, now(), now()
-             from "event" e join jsonb_to_recordset(?::jsonb) as s("event_id" uuid, "id" bigint, "client_id" text, "skipped" boolean) on s."event_id" = e."event_id"
+                  case when s."skipped" then '${SKIPPED_ERROR}' else '' end, s."ordered", e."stream_sequence", now(), now()
+             from "event" e
+             join jsonb_to_recordset(?::jsonb) as s("event_id" uuid, "id" bigint, "client_id" text, "skipped" boolean, "ordered" boolean) on s."event_id" = e."event_id"
+            -- In event order: on the in-process bus (no sequence) the row id is an ordered subscription's order.
+            order by e."stream_sequence", e."event_id"
            on conflict ("event_id", "subscription_id") do nothing
-           returning "id", "event_id", "subscription_id", "organisation_id", "client_id", "event_type", "status", "created_at"
+           returning "id", "event_id", "subscription_id", "organisation_id", "client_id", "event_type", "status", "ordered", "created_at"
          ), "skipped" as (
            insert into ${S}."delivery_attempt" ("id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
              "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at")
@@ -116,10 +131,10 @@ export function createDeliveryStore(orm: MikroORM) {
            select ?, ?::bigint, now() where ?::bigint is not null
            on conflict ("name") do update set "stream_sequence" = greatest("consumer_position"."stream_sequence", excluded."stream_sequence"), "updated_at" = now()
          )
-         select count(*)::int as "n" from "rows" where "status" = 'pending'`,
+         select count(*)::int as "n", count(*) filter (where "ordered")::int as "ordered" from "rows" where "status" = 'pending'`,
         [events, subs, f.consumer, f.streamSequence ?? null, f.streamSequence ?? null],
       );
-      return row?.n ?? 0;
+      return { created: row?.n ?? 0, ordered: row?.ordered ?? 0 };
     },
 
     async position(consumer: string): Promise<number | undefined> {
@@ -127,9 +142,9 @@ export function createDeliveryStore(orm: MikroORM) {
       return row ? Number(row.s) : undefined;
     },
 
-    /** Claims up to `limit` due rows for this worker (delivery-claim.ts: the per-subscription cap, the owners' turns). */
-    async claim(limit: number, leaseSeconds: number, maxInFlightPerSubscription?: number): Promise<ClaimedDelivery[]> {
-      const { claimId, rows } = await claimDue(orm, { limit, leaseSeconds, maxInFlightPerSubscription });
+    /** Claims up to `limit` due rows for this worker (delivery-claim.ts: the per-subscription cap, the owners' turns, ordered heads). */
+    async claim(limit: number, leaseSeconds: number, maxInFlightPerSubscription?: number, watermark?: ClaimOptions["watermark"]): Promise<ClaimedDelivery[]> {
+      const { claimId, rows } = await claimDue(orm, { limit, leaseSeconds, maxInFlightPerSubscription, watermark });
       return rows.map((r) => ({
         id: BigInt(r.id as string),
         eventId: r.event_id as string,
@@ -139,6 +154,7 @@ export function createDeliveryStore(orm: MikroORM) {
         eventType: r.event_type as string,
         attempt: Number(r.attempts),
         once: Boolean(r.once),
+        ordered: Boolean(r.ordered),
         body: (r.body as string) ?? "",
         claimId,
         traceparent: (r.traceparent as string | null) ?? undefined,

@@ -23,6 +23,13 @@
 // overtook, AND the consumer is lost before ack_wait hands that batch to
 // someone else, the recreated consumer starts after it. Run one fan-out
 // (the compose file runs one delivery process) or accept that narrow case.
+// Two processes' batches finishing out of order is why an ordered
+// subscription's rows carry their event's stream sequence, and why the claim
+// sends an ordered row only at or below the consumer's ack floor (the
+// fan-out's watermark, EventBus.ackFloor): a batch is acknowledged only after
+// its rows are written, so every event at or below the floor is recorded. In
+// the narrow case above, the lost batch's events are never recorded, and
+// ordered deliveries go on without them.
 //
 // Who gets an event: the subscriptions that ListSubscribers returns when the
 // event's batch is handled, read afresh for every batch (no cache). A
@@ -65,8 +72,13 @@ export function consumeContactEvents(deps: {
   store: DeliveryStore;
   webhook: Client<typeof WebhookService>;
   logger: Logger;
-  /** Called after rows were written: the local workers look at once. */
-  onDeliveries: () => void;
+  /**
+   * Called after rows were written, before the batch is acknowledged: the
+   * local workers look at once. `ordered`: some rows are an ordered
+   * subscription's, which wait for the acknowledgement (the fan-out's
+   * watermark, delivery-claim.ts): the workers look again soon after.
+   */
+  onDeliveries: (ordered: boolean) => void;
 }): Promise<Consumer> {
   const log = deps.logger.child({ consumer: CONTACT_FAN_OUT_CONSUMER });
   return consumeInBatches(
@@ -124,11 +136,11 @@ export function consumeContactEvents(deps: {
             traceparent,
             subscribers: found
               .get(`${event.organisationId.toLowerCase()} ${event.type}`)!
-              .map((s) => ({ subscriptionId: s.subscriptionId, clientId: s.clientId, skipped: s.disabled })),
+              .map((s) => ({ subscriptionId: s.subscriptionId, clientId: s.clientId, skipped: s.disabled, ordered: s.ordered })),
           };
         }),
       });
-      if (created > 0) deps.onDeliveries();
+      if (created.created > 0) deps.onDeliveries(created.ordered > 0);
     },
   );
 }

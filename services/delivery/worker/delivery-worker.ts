@@ -23,6 +23,7 @@ import { runInRequest } from "../../shared/request-context.js";
 import { startSpan } from "../../shared/trace/tracing.js";
 import type { AttemptRecord, ClaimedDelivery, DeliveryStore } from "../deliveries/delivery-store.js";
 import { throttleAsked } from "../deliveries/subscription-pause.js";
+import { FanOutWatermark } from "./fan-out-watermark.js";
 import { signingSecrets, type SendResult, type WebhookSender } from "../sender/webhook-sender.js";
 
 export interface DeliveryWorkerOptions {
@@ -38,6 +39,13 @@ export interface DeliveryWorkerOptions {
   maxInFlightPerSubscription?: number;
   pollMs: number;
   leaseSeconds: number;
+  /**
+   * The fan-out's watermark (EventBus.ackFloor of the fan-out consumer): an
+   * ordered delivery of a later event is not claimed (delivery-claim.ts).
+   * Undefined: no watermark (the in-process bus). Undefined from the call:
+   * the consumer does not exist (yet), nothing counts as recorded.
+   */
+  fanOutFloor?: () => Promise<number | undefined>;
   /** Disables a subscription that only fails (deliveries/failure-streak.ts); never throws. */
   failureStreak?: { failed(d: ClaimedDelivery & { host?: string }): Promise<void> };
 }
@@ -100,8 +108,10 @@ export class DeliveryWorker {
   private backlog = false;
   private readonly toRecord: { record: AttemptRecord; resolve: () => void; reject: (err: unknown) => void }[] = [];
   private recording = false;
+  private readonly watermark: FanOutWatermark | undefined;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
+    if (options.fanOutFloor) this.watermark = new FanOutWatermark(options.fanOutFloor, options.logger);
     this.loop = new PollLoop({
       round: () => this.round(),
       backoff: FAILURE_BACKOFF,
@@ -120,8 +130,19 @@ export class DeliveryWorker {
     this.loop.wake();
   }
 
+  /**
+   * The fan-out here recorded deliveries (before acknowledging them): look
+   * now; ordered ones wait for the acknowledgement to raise the watermark,
+   * so look again a few times shortly after.
+   */
+  fannedOut(ordered: boolean): void {
+    this.wake();
+    if (ordered) this.watermark?.relookSoon(() => this.wake());
+  }
+
   /** Stops claiming and waits for the POSTs in flight to be recorded. */
   async stop(): Promise<void> {
+    this.watermark?.stop();
     await this.loop.stop();
     await Promise.allSettled([...this.running]);
   }
@@ -131,7 +152,7 @@ export class DeliveryWorker {
     const free = this.options.concurrency - this.inFlight;
     // Full: wait for a slot (a finishing POST wakes the loop), at most a poll.
     if (free <= 0) return this.options.pollMs;
-    const claimed = await this.options.store.claim(free, this.options.leaseSeconds, this.options.maxInFlightPerSubscription);
+    const claimed = await this.options.store.claim(free, this.options.leaseSeconds, this.options.maxInFlightPerSubscription, await this.watermark?.current());
     this.backlog = claimed.length === free;
     if (claimed.length > 0) await this.dispatch(claimed);
     return this.backlog ? 0 : this.options.pollMs;
@@ -171,8 +192,9 @@ export class DeliveryWorker {
             const atCap = this.slotFreed(d.subscriptionId);
             this.running.delete(task);
             // A slot is free: refill it at once if more rows may be due, or if the
-            // subscription was at its cap here (its next rows may be waiting for this slot).
-            if (this.backlog || atCap) this.wake();
+            // subscription was at its cap here (its next rows may be waiting for this slot),
+            // or was ordered (its next one is the head now).
+            if (this.backlog || atCap || d.ordered) this.wake();
           });
         this.running.add(task);
       }

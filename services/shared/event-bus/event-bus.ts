@@ -169,6 +169,16 @@ export interface EventBus {
    * `connected` goes false, since messages sent meanwhile are lost to them.
    */
   subscribe(subject: string, handler: SubscriptionHandler): Promise<Consumer>;
+  /**
+   * Optional (JetStream): durable consumer `durable`'s ack floor, a stream
+   * sequence at or below which every message of the consumer was
+   * acknowledged (or given up); 0 when nothing is known to be, undefined when
+   * the consumer does not exist (yet, or lost). A consumer that acks only
+   * after recording what a message carries has recorded everything up to it.
+   * The in-process bus has none: it hands messages over one at a time, in
+   * order, in one process.
+   */
+  ackFloor?(durable: string): Promise<number | undefined>;
   /** True while the broker connection is up (always, in process). */
   readonly connected: boolean;
   /** Calls `listener` on every change of `connected`; returns the way to stop listening. */

@@ -17,7 +17,7 @@ import {
   type PublishedInOrder,
   type SubscriptionHandler,
 } from "./event-bus.js";
-import { isNotFound, runDurable, serveBatches, serveMessages, type DurableContext, type PullSettings, type Serve } from "./nats-consumer.js";
+import { consumerAckFloor, isNotFound, runDurable, serveBatches, serveMessages, type DurableContext, type PullSettings, type Serve } from "./nats-consumer.js";
 
 export interface NatsBusOptions {
   servers: string;
@@ -286,6 +286,11 @@ export class NatsBus implements EventBus {
     };
     this.consumers.add(consumer);
     return consumer;
+  }
+
+  /** The durable consumer's ack floor (nats-consumer.ts consumerAckFloor). */
+  ackFloor(durable: string): Promise<number | undefined> {
+    return consumerAckFloor(this.jsm, this.options.stream, durable);
   }
 
   async ping(): Promise<void> {

@@ -257,6 +257,38 @@ function busMessage(m: JsMsg): BusMessage {
   };
 }
 
+/**
+ * EventBus.ackFloor from the consumer's info. What nats-server (2.9/2.10)
+ * reports, checked against a real server (test/nats-ack-floor.test.ts):
+ * - ack_floor.stream_seq: every message of the consumer at or below it is
+ *   acked (or terminated). It moves only when the server has processed the
+ *   acks, a few ms after the client sent them (acks are not awaited), so a
+ *   caller that just acked looks again shortly after.
+ * - With nothing acknowledged yet it is 0, even on a consumer created with
+ *   opt_start_seq (created again after a loss, ConsumerOptions
+ *   .startAfterSequence): there delivered.stream_seq is opt_start_seq - 1 and
+ *   the ack floor stays 0 until the first ack. Everything before
+ *   opt_start_seq was recorded by the owner before (that is where it asked to
+ *   start), so opt_start_seq - 1 counts as acknowledged.
+ * - With nothing in hand (num_ack_pending 0) everything delivered is acked:
+ *   delivered.stream_seq counts too (the consumer delivers in stream order,
+ *   and a message it skipped is another subject's).
+ * The floor is the largest of these three. Messages of other subjects above
+ * it are not the consumer's and do not matter to it.
+ */
+export async function consumerAckFloor(jsm: JetStreamManager, stream: string, durable: string): Promise<number | undefined> {
+  let info: ConsumerInfo;
+  try {
+    info = await jsm.consumers.info(stream, durable);
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+  const started = info.config.deliver_policy === DeliverPolicy.StartSequence && info.config.opt_start_seq ? info.config.opt_start_seq - 1 : 0;
+  const idle = info.num_ack_pending === 0 ? info.delivered.stream_seq : 0;
+  return Math.max(info.ack_floor.stream_seq, started, idle);
+}
+
 export function isNotFound(err: unknown): boolean {
   const e = err as { code?: string; api_error?: { code?: number; err_code?: number } };
   return e?.api_error?.code === 404 || e?.code === "404";
