@@ -213,7 +213,6 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
             where d."id" = t."id" and t."status" in ('pending', 'succeeded', 'gave_up', 'skipped')
               and (t."claim_id" is null or t."next_attempt_at" <= now())
            returning d.*
-         )
          ), "pause" as (
            select p."paused_until" from ${S}."subscription_pause" p
             where p."subscription_id" = ? and p."paused_until" > now() and exists (select 1 from "target")
