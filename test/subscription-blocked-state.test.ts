@@ -14,7 +14,7 @@ import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { DeliveryService } from "../gen/bizcard/delivery/v1/delivery_pb.js";
-import { app, call, foreign, orgId, otherOrgId, PATH, platform, receiver, useDeliveryApiSuite } from "./support/delivery-api-suite.js";
+import { app, base, call, foreign, orgId, otherOrgId, PATH, platform, receiver, useDeliveryApiSuite } from "./support/delivery-api-suite.js";
 
 useDeliveryApiSuite();
 
@@ -57,6 +57,22 @@ async function listed(id: number): Promise<Shown | undefined> {
   const body = (await res.json()) as Shown[];
   expect(res.status, JSON.stringify(body)).toBe(200);
   return body.find((s) => s.id === id);
+}
+
+/** The app's subscription as the MCP tool list_webhook_subscriptions shows it (a raw tools/call, as an agent's HTTP client sends it). */
+async function mcpListed(id: number): Promise<Shown | undefined> {
+  const form = new URLSearchParams({ grant_type: "client_credentials", client_id: app.id, client_secret: app.secret, scope: "webhooks:read", resource: `${base}/mcp` });
+  const token = await fetch(`${base}/oauth/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form.toString() });
+  const { access_token } = (await token.json()) as { access_token: string };
+  const res = await fetch(`${base}/mcp`, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25", authorization: `Bearer ${access_token}` },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "list_webhook_subscriptions", arguments: { limit: 100 } } }),
+  });
+  const body = (await res.json()) as { result: { isError?: boolean; structuredContent: { subscriptions: Shown[] } } };
+  expect(res.status, JSON.stringify(body)).toBe(200);
+  expect(body.result.isError ?? false, JSON.stringify(body)).toBe(false);
+  return body.result.structuredContent.subscriptions.find((s) => s.id === id);
 }
 
 /** A pending delivery of the app's subscription, as the fan-out writes it (ordered: with its event's stream sequence), due in an hour. */
@@ -107,6 +123,7 @@ it("an ordered subscription's failed head: blocked_since is its first failed att
   const blocked = { blocked_since: firstFailure, blocked_delivery_id: head, throttled_until: null };
   expect(await getOne(id)).toMatchObject(blocked);
   expect(await listed(id)).toMatchObject(blocked);
+  expect(await mcpListed(id)).toEqual(await getOne(id));
 
   // Another owner's application asks the delivery service about the same id: nothing of it.
   const states = await platform.delivery

@@ -71,7 +71,9 @@ function effects(list: AttemptRecord[], o: RecordOptions): Effect[] {
     const key = a.delivery.subscriptionId.toString();
     bySubscription.set(key, [...(bySubscription.get(key) ?? []), a]);
   }
-  return [...bySubscription].map(([id, rows]) => {
+  // In id order: two processes recording at once update their common subscriptions' rows in the same order.
+  const ordered = [...bySubscription].sort(([a], [b]) => (BigInt(a) < BigInt(b) ? -1 : BigInt(a) > BigInt(b) ? 1 : 0));
+  return ordered.map(([id, rows]) => {
     const lastAnswer = Math.max(-Infinity, ...rows.filter((a) => a.responseStatus > 0).map(endOf));
     const timeouts = o.cap === undefined ? 0 : rows.filter((a) => a.timedOut && endOf(a) > lastAnswer).length;
     const paused = rows.filter((a) => a.throttle?.pausedUntil).sort((x, y) => y.throttle!.pausedUntil!.getTime() - x.throttle!.pausedUntil!.getTime())[0];
