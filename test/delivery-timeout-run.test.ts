@@ -3,7 +3,9 @@
 // once per wave (the POSTs in flight when it was halved time out together),
 // and each success grows it back by one, up to
 // WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION (a simple AIMD). The delivery
-// service's state of the subscription shows the lowered cap meanwhile.
+// service's state of the subscription shows the lowered cap meanwhile. The
+// same wave answered 503 without Retry-After, its answers recorded apart,
+// halves the cap once too.
 import { randomUUID } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -21,6 +23,7 @@ const CAP = 4;
 const TIMEOUT_MS = 600;
 const HOLD_MS = 500;
 const MARGIN_MS = 150;
+const OVERLOAD_STEP_MS = 80;
 
 /** A request as the receiver saw it: when it came, how many (itself included) were open then, whether it was left hanging. */
 interface Arrival {
@@ -35,9 +38,10 @@ let platform: Platform;
 let server: http.Server;
 /**
  * Per path: the first half second's requests are answered 429 with Retry-After: 1 (the queue builds up meanwhile); the next `hang` are
- * never answered (the sender's timeout ends them); the rest get 200 after HOLD_MS.
+ * never answered (the sender's timeout ends them); the next `overloaded` get 503 without Retry-After, one after the other;
+ * the rest get 200 after HOLD_MS.
  */
-const routes = new Map<string, { hang: number; arrivals: Arrival[]; answering: number; firstAt?: number }>();
+const routes = new Map<string, { hang: number; overloaded: number; arrivals: Arrival[]; answering: number; firstAt?: number }>();
 
 beforeAll(async () => {
   server = http.createServer((req, res) => {
@@ -52,7 +56,8 @@ beforeAll(async () => {
       route.arrivals.push({ at: now, open: 0, hung: false, paused: true });
       return void res.writeHead(429, { "retry-after": "1" }).end();
     }
-    const hung = route.arrivals.filter((a) => !a.paused).length < route.hang;
+    const i = route.arrivals.filter((a) => !a.paused).length;
+    const hung = i < route.hang;
     // Open: the answered ones not yet answered, and the hung ones whose POST has not timed out yet: the sender gives up
     // DELIVERY_TIMEOUT_MS after it sent, a little before they came here (less a margin for a loaded machine's
     // connecting); whatever their connection does after, they are over.
@@ -60,10 +65,15 @@ beforeAll(async () => {
     if (!hung) route.answering++;
     route.arrivals.push({ at: now, open: route.answering + hanging + (hung ? 1 : 0), hung, paused: false });
     if (hung) return;
-    setTimeout(() => {
-      route.answering--;
-      res.writeHead(200).end();
-    }, HOLD_MS);
+    // The overloaded ones: 503 without Retry-After, each answered OVERLOAD_STEP_MS after the one before (recorded apart).
+    const overloaded = i - route.hang < route.overloaded;
+    setTimeout(
+      () => {
+        route.answering--;
+        res.writeHead(overloaded ? 503 : 200).end();
+      },
+      overloaded ? HOLD_MS + (i - route.hang) * OVERLOAD_STEP_MS : HOLD_MS,
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   platform = await startPlatform({
@@ -87,12 +97,12 @@ afterAll(async () => {
   await new Promise<void>((resolve) => server?.close(() => resolve()));
 });
 
-async function subscribeWithQueue(name: string, hang: number, count: number) {
+async function subscribeWithQueue(name: string, answers: { hang?: number; overloaded?: number }, count: number) {
   const orgs = platform.organisation.client(OrganisationService);
   const org = await orgs.createOrganisation({ name, ownerEmail: `${randomUUID()}@timeouts.test`, ownerPassword: "correct horse" });
   const owner = { organisationId: org.organisation!.id, clientId: "zapier" } as Owner;
   const path = `/timeouts/${randomUUID()}`;
-  const route = { hang, arrivals: [] as Arrival[], answering: 0 };
+  const route = { hang: answers.hang ?? 0, overloaded: answers.overloaded ?? 0, arrivals: [] as Arrival[], answering: 0 };
   routes.set(path, route);
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`;
   const { subscription } = await platform.webhook.client(WebhookService).createSubscription({ owner, targetUrl: url, eventType: EventType.CONTACT_CREATED });
@@ -102,6 +112,25 @@ async function subscribeWithQueue(name: string, hang: number, count: number) {
 
 const states = async (owner: Owner, subscriptionId: bigint) =>
   (await platform.delivery.client(DeliveryService).getDeliveryStates({ owner, subscriptionIds: [subscriptionId] })).states;
+
+/** The delivery service's state of the subscription, read again and again while `work` runs: the lowered caps it showed. */
+async function watchStates(owner: Owner, subscriptionId: bigint, work: () => Promise<void>): Promise<{ cap: number; paused: boolean }[]> {
+  const shown: { cap: number; paused: boolean }[] = [];
+  let watching = true;
+  const watch = (async () => {
+    while (watching) {
+      for (const s of await states(owner, subscriptionId)) shown.push({ cap: s.inFlightCap, paused: s.throttledUntil !== undefined });
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  try {
+    await work();
+  } finally {
+    watching = false;
+    await watch;
+  }
+  return shown;
+}
 
 async function allSucceeded(owner: Owner, subscriptionId: bigint, count: number) {
   const log = platform.delivery.client(DeliveryService);
@@ -117,22 +146,8 @@ async function allSucceeded(owner: Owner, subscriptionId: bigint, count: number)
 
 it(`a run of ${TIMEOUT_RUN_HALVES_CAP} timeouts halves the subscription's in-flight cap once, and successes grow it back`, async () => {
   const count = 16;
-  const { owner, subscriptionId, all } = await subscribeWithQueue("Hanging", CAP, count);
-  // Meanwhile the delivery service's state of the subscription, read again and again: the lowered caps it showed.
-  const shown: { cap: number; paused: boolean }[] = [];
-  let watching = true;
-  const watch = (async () => {
-    while (watching) {
-      for (const s of await states(owner, subscriptionId)) shown.push({ cap: s.inFlightCap, paused: s.throttledUntil !== undefined });
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  })();
-  try {
-    await allSucceeded(owner, subscriptionId, count);
-  } finally {
-    watching = false;
-    await watch;
-  }
+  const { owner, subscriptionId, all } = await subscribeWithQueue("Hanging", { hang: CAP }, count);
+  const shown = await watchStates(owner, subscriptionId, () => allSucceeded(owner, subscriptionId, count));
   // Halved once (to 2, never 1: the four timeouts are one wave), then grown back by one per success; never paused.
   const lowered = shown.filter((s) => s.cap > 0);
   expect(Math.min(...lowered.map((s) => s.cap))).toBe(CAP / 2);
@@ -158,7 +173,7 @@ it(`a run of ${TIMEOUT_RUN_HALVES_CAP} timeouts halves the subscription's in-fli
 
 it(`fewer than ${TIMEOUT_RUN_HALVES_CAP} timeouts in a row leave the cap as it is`, async () => {
   const count = 12;
-  const { owner, subscriptionId, all } = await subscribeWithQueue("Slow once", TIMEOUT_RUN_HALVES_CAP - 1, count);
+  const { owner, subscriptionId, all } = await subscribeWithQueue("Slow once", { hang: TIMEOUT_RUN_HALVES_CAP - 1 }, count);
   await allSucceeded(owner, subscriptionId, count);
   const arrivals = all.filter((a) => !a.paused);
   expect(arrivals.filter((a) => a.hung)).toHaveLength(TIMEOUT_RUN_HALVES_CAP - 1);
@@ -167,5 +182,19 @@ it(`fewer than ${TIMEOUT_RUN_HALVES_CAP} timeouts in a row leave the cap as it i
   const later = arrivals.filter((a) => a.at > lastHung.at + TIMEOUT_MS);
   expect(later.length).toBeGreaterThan(CAP);
   expect(Math.max(...later.map((a) => a.open))).toBe(CAP);
+  expect(await states(owner, subscriptionId)).toEqual([]);
+});
+
+it("503s without Retry-After answered to one wave, recorded apart, halve the cap once (not again within DELIVERY_TIMEOUT_MS)", async () => {
+  const count = 12;
+  const { owner, subscriptionId, all } = await subscribeWithQueue("Overloaded apart", { overloaded: CAP }, count);
+  const shown = await watchStates(owner, subscriptionId, () => allSucceeded(owner, subscriptionId, count));
+  const arrivals = all.filter((a) => !a.paused);
+  // The cap's worth went at once, and was answered 503 one after the other, OVERLOAD_STEP_MS apart.
+  expect(Math.max(...arrivals.slice(0, CAP).map((a) => a.open))).toBe(CAP);
+  expect(arrivals.slice(CAP)).toHaveLength(count);
+  // Halved once, to 2; a halving per answer would have come down to 1.
+  const lowered = shown.filter((s) => s.cap > 0);
+  expect(Math.min(...lowered.map((s) => s.cap))).toBe(CAP / 2);
   expect(await states(owner, subscriptionId)).toEqual([]);
 });
