@@ -216,7 +216,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   registerRoutes(app, auth, { enabled: registration.dynamicRegistration });
   introspectRoutes(app, auth, issuer);
   meRoutes(app, bearer, options.clients.organisation);
-  subscriptionRoutes(app, bearer, options.clients.webhook, issuer);
+  subscriptionRoutes(app, bearer, options.clients.webhook, options.clients.delivery, issuer);
   subscriptionSecretRoutes(app, bearer, options.clients.webhook);
   subscriptionRecoverRoutes(app, bearer, options.clients.delivery);
   deliveryRoutes(app, bearer, options.clients.webhook, options.clients.delivery, issuer);

@@ -78,7 +78,7 @@ function webRequest(request: FastifyRequest, issuer: string): Request {
  * origin and MCP_ALLOWED_ORIGINS), the same list as the CORS answers.
  */
 export function mcpRoutes(app: FastifyInstance, bearer: Bearer, clients: ServiceClients, issuer: string, origins: readonly string[]): void {
-  const deps: McpServerDeps = { version: readBuildInfo().version, bearer, organisations: clients.organisation, webhook: clients.webhook };
+  const deps: McpServerDeps = { version: readBuildInfo().version, bearer, organisations: clients.organisation, webhook: clients.webhook, delivery: clients.delivery };
   const origin = originCheck(origins);
   const authenticate: onRequestAsyncHookHandler = async (request) => {
     request.bearer = await bearer.authenticate(request, "mcp");

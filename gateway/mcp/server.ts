@@ -3,6 +3,7 @@
 // the request's token.
 import type { Client } from "@connectrpc/connect";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
 import type { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
 import type { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import type { Bearer } from "../bearer.js";
@@ -18,6 +19,7 @@ export interface McpServerDeps {
   bearer: Bearer;
   organisations: Client<typeof OrganisationService>;
   webhook: Client<typeof WebhookService>;
+  delivery: Client<typeof DeliveryService>;
 }
 
 const INSTRUCTIONS =
@@ -26,6 +28,6 @@ const INSTRUCTIONS =
 export function createMcpServer(deps: McpServerDeps, context: ToolContext): McpServer {
   const server = new McpServer({ name: SERVER_NAME, version: deps.version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
   organisationTools(server, context, deps.bearer, deps.organisations);
-  webhookTools(server, context, deps.webhook);
+  webhookTools(server, context, deps.webhook, deps.delivery);
   return server;
 }

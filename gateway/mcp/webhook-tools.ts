@@ -6,9 +6,11 @@
 import type { Client } from "@connectrpc/connect";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
+import type { DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
 import { SubscriptionEndReason, type WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { eventTypeOf } from "../../services/shared/event-types.js";
-import { LIST_DEFAULT, LIST_MAX, subscriptionJson } from "../routes/subscriptions.js";
+import { subscriptionJson, subscriptionsJson } from "../routes/subscription-json.js";
+import { LIST_DEFAULT, LIST_MAX } from "../routes/subscriptions.js";
 import { CreateSubscriptionBody, Subscription, SubscriptionCreated, SubscriptionList } from "../schemas/subscriptions.js";
 import { defineTool, toolArguments } from "./define-tool.js";
 import { NextCursor, listArguments } from "./list-arguments.js";
@@ -21,7 +23,8 @@ const SubscriptionId = z
   .positive({ error: badId })
   .describe("The subscription's id, as list_webhook_subscriptions shows it");
 
-export function webhookTools(server: McpServer, context: ToolContext, webhook: Client<typeof WebhookService>): void {
+/** `delivery`: each listed subscription's throttled_until, blocked_since and blocked_delivery_id, as REST (null when it cannot answer). */
+export function webhookTools(server: McpServer, context: ToolContext, webhook: Client<typeof WebhookService>, delivery: Client<typeof DeliveryService>): void {
   const owner = { organisationId: context.principal.organisationId, clientId: context.principal.clientId };
 
   defineTool(server, context, "list_webhook_subscriptions", {
@@ -32,7 +35,8 @@ export function webhookTools(server: McpServer, context: ToolContext, webhook: C
     annotations: { readOnlyHint: true, openWorldHint: false },
     async run({ limit, cursor }, { rpc }) {
       const res = await webhook.listSubscriptions({ owner, pageSize: limit ?? LIST_DEFAULT, pageToken: cursor ?? "" }, rpc);
-      return { subscriptions: res.subscriptions.map(subscriptionJson), next_cursor: res.nextPageToken || null };
+      const subscriptions = await subscriptionsJson(delivery, owner, res.subscriptions, rpc, context.log);
+      return { subscriptions, next_cursor: res.nextPageToken || null };
     },
   });
 

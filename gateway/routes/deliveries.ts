@@ -13,7 +13,8 @@
 // The retry sends the delivery (the event, to this subscription) again now:
 // 202 Accepted with the delivery, its status "pending", next_retry_at when
 // the retry was taken (the time the POST goes out, not a worker's claim
-// lease); the attempt shows in the list when it is made. A delivery that already succeeded or gave up gets
+// lease; the end of the subscription's pause while its target asked for
+// one); the attempt shows in the list when it is made. A delivery that already succeeded or gave up gets
 // one more attempt; a waiting one is moved to now.
 //
 // The subscription is read first (GetSubscription with the token's pair): the
@@ -90,7 +91,9 @@ const LIST_SCHEMA = {
 const RETRY_SCHEMA = {
   operationId: "retryDelivery",
   summary: "Send a delivery again now",
-  description: "A delivery that succeeded or gave up gets one more attempt; a waiting one is moved to now. The attempt shows in the log when it is made.",
+  description:
+    "A delivery that succeeded or gave up gets one more attempt; a waiting one is moved to now. The attempt shows in the log when it is made. " +
+    "While the subscription's target asked for a pause (throttled_until), it is sent when the pause ends, and next_retry_at says so.",
   tags: TAGS,
   security: needs("webhooks:write"),
   params: z.object({ id: subscriptionId, delivery_id: IdParam("delivery_id", "The delivery's id (delivery_id in the log)") }),

@@ -19,12 +19,12 @@
 // back what it read; any other unknown field is a 400 (a misspelt
 // "event_type" must not pass as "nothing to change").
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { z } from "zod";
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler, preValidationAsyncHookHandler } from "fastify";
 import type { EventType } from "../../gen/bizcard/events/v1/events_pb.js";
-import { SubscriptionEndReason, TargetUnavailableSchema, type Subscription, type WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
-import { eventTypeOf, nameOfEventType, type KnownEventType } from "../../services/shared/event-types.js";
+import type { DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
+import { SubscriptionEndReason, TargetUnavailableSchema, type WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
+import { eventTypeOf } from "../../services/shared/event-types.js";
 import type { Bearer } from "../bearer.js";
 import { rpcOptions } from "../clients.js";
 import { HttpError, errorHandler } from "../errors.js";
@@ -46,42 +46,9 @@ const INT64_MAX = 2n ** 63n - 1n;
 
 const NO_STORE = { "cache-control": "no-store" };
 
-export interface SubscriptionJson {
-  id: number;
-  target_url: string;
-  event_type: string;
-  created_at: string;
-  updated_at: string;
-  /** Set while disabled (every delivery attempt failed for a while); a PUT re-enables it. */
-  disabled_at: string | null;
-  disabled_reason: string | null;
-  /** Ordered delivery: one at a time, in commit order. */
-  ordered: boolean;
-  /** Set while a rotated-out secret still signs: until when. */
-  previous_secret_expires_at: string | null;
-  /** Set while its target asked for a pause (429/503 … with Retry-After). */
-  throttled_until: string | null;
-  /** Ordered subscriptions: set while a failing head blocks those behind it. */
-  blocked_since: string | null;
-  blocked_delivery_id: number | null;
-}
+import { deliveryStates, subscriptionJson, subscriptionsJson } from "./subscription-json.js";
 
-export function subscriptionJson(s: Subscription): SubscriptionJson {
-  return {
-    id: Number(s.id),
-    target_url: s.targetUrl,
-    event_type: nameOfEventType(s.eventType as KnownEventType),
-    created_at: s.createTime ? timestampDate(s.createTime).toISOString() : "",
-    updated_at: s.updateTime ? timestampDate(s.updateTime).toISOString() : "",
-    disabled_at: s.disableTime ? timestampDate(s.disableTime).toISOString() : null,
-    disabled_reason: s.disableTime ? s.disabledReason : null,
-    ordered: s.ordered,
-    previous_secret_expires_at: s.previousSecretExpireTime ? timestampDate(s.previousSecretExpireTime).toISOString() : null,
-    throttled_until: null,
-    blocked_since: null,
-    blocked_delivery_id: null,
-  };
-}
+export { subscriptionJson, type SubscriptionJson } from "./subscription-json.js";
 
 const invalid = (description: string) => new HttpError(400, "invalid_request", description);
 
@@ -237,7 +204,18 @@ const SCHEMAS = {
   },
 };
 
-export function subscriptionRoutes(app: FastifyInstance, bearer: Bearer, webhook: Client<typeof WebhookService>, publicUrl: string): void {
+/**
+ * `delivery`: GET (one and the list), PUT and a repeated POST answer each subscription's
+ * throttled_until, blocked_since and blocked_delivery_id from it
+ * (subscription-json.ts: null, and a warning logged, when it cannot answer).
+ */
+export function subscriptionRoutes(
+  app: FastifyInstance,
+  bearer: Bearer,
+  webhook: Client<typeof WebhookService>,
+  delivery: Client<typeof DeliveryService>,
+  publicUrl: string,
+): void {
   const read = bearer.requireScope("webhooks:read") as onRequestAsyncHookHandler;
   const write = bearer.requireScope("webhooks:write") as onRequestAsyncHookHandler;
   // Creating one: every event type is contact.*, so contacts:read too.
@@ -250,7 +228,7 @@ export function subscriptionRoutes(app: FastifyInstance, bearer: Bearer, webhook
     const { limit, cursor } = readListQuery(request, LIST_DEFAULT, LIST_MAX);
     const res = await webhook.listSubscriptions({ owner: owner(request), pageSize: limit, pageToken: cursor }, rpcOptions(request));
     linkNext(reply, publicUrl, SUBSCRIPTIONS_PATH, limit, res.nextPageToken);
-    return reply.headers(NO_STORE).send(res.subscriptions.map(subscriptionJson));
+    return reply.headers(NO_STORE).send(await subscriptionsJson(delivery, owner(request), res.subscriptions, rpcOptions(request), request.log));
   });
 
   app.post(SUBSCRIPTIONS_PATH, { schema: SCHEMAS.create, onRequest: writeContacts, preValidation: jsonBody, ...errorHandlerOption }, async (request, reply) => {
@@ -260,7 +238,7 @@ export function subscriptionRoutes(app: FastifyInstance, bearer: Bearer, webhook
       rpcOptions(request),
     );
     const subscription = res.subscription!;
-    if (!res.created) return reply.headers(NO_STORE).send(subscriptionJson(subscription));
+    if (!res.created) return reply.headers(NO_STORE).send((await subscriptionsJson(delivery, owner(request), [subscription], rpcOptions(request), request.log))[0]);
     // The secret, once: it is never shown again.
     return reply
       .status(201)
@@ -270,8 +248,13 @@ export function subscriptionRoutes(app: FastifyInstance, bearer: Bearer, webhook
   });
 
   app.get(`${SUBSCRIPTIONS_PATH}/:id`, { schema: SCHEMAS.get, onRequest: read, ...errorHandlerOption }, async (request, reply) => {
-    const res = await webhook.getSubscription({ owner: owner(request), id: readId(request) }, rpcOptions(request));
-    return reply.headers(NO_STORE).send(subscriptionJson(res.subscription!));
+    const id = readId(request);
+    // Both at once: the delivery state does not wait for the subscription (another pair's ids are left out of its answer).
+    const [res, states] = await Promise.all([
+      webhook.getSubscription({ owner: owner(request), id }, rpcOptions(request)),
+      deliveryStates(delivery, owner(request), [id], rpcOptions(request), request.log),
+    ]);
+    return reply.headers(NO_STORE).send(subscriptionJson(res.subscription!, states.get(id)));
   });
 
   app.put(`${SUBSCRIPTIONS_PATH}/:id`, { schema: SCHEMAS.update, onRequest: writeContacts, preValidation: jsonBody, ...errorHandlerOption }, async (request, reply) => {
@@ -281,7 +264,8 @@ export function subscriptionRoutes(app: FastifyInstance, bearer: Bearer, webhook
       { owner: owner(request), id, targetUrl: fields.target_url, eventType: fields.event_type, ordered: fields.ordered },
       rpcOptions(request),
     );
-    return reply.headers(NO_STORE).send(subscriptionJson(res.subscription!));
+    const [json] = await subscriptionsJson(delivery, owner(request), [res.subscription!], rpcOptions(request), request.log);
+    return reply.headers(NO_STORE).send(json);
   });
 
   app.delete(`${SUBSCRIPTIONS_PATH}/:id`, { schema: SCHEMAS.delete, onRequest: write, ...errorHandlerOption }, async (request, reply) => {

@@ -20,9 +20,13 @@ export const Subscription = z
         "Ordered delivery: its events are POSTed one at a time, in the order they committed, across every delivery process; a failing one holds back those behind it until it succeeds or gives up (false: in parallel, a later event may arrive first)",
       ),
     previous_secret_expires_at: Time.nullable().describe("Set after a secret rotation while the old secret still signs too: until when"),
-    throttled_until: Time.nullable().describe("Set while the target asked for a pause (429, 502, 503 or 504 with Retry-After): nothing is sent before then"),
-    blocked_since: Time.nullable().describe("Ordered subscriptions: set while the oldest pending delivery failed and waits for its retry, holding back those behind it"),
-    blocked_delivery_id: z.number().int().positive().nullable().describe("The delivery that blocks (with blocked_since)"),
+    throttled_until: Time.nullable().describe(
+      "Set while the target asked for a pause (429, 502, 503 or 504 with Retry-After): nothing is sent before then, a retry included. Null when the delivery service could not be asked (the subscription is answered anyway)",
+    ),
+    blocked_since: Time.nullable().describe(
+      "Ordered subscriptions: set while the oldest pending delivery (the head, in commit order) has failed and waits for its retry, holding back those behind it: its first failed attempt's time",
+    ),
+    blocked_delivery_id: z.number().int().positive().nullable().describe("The head delivery that blocks (with blocked_since): the one to look for in the log, or to retry"),
   })
   .meta({ id: "Subscription", description: "A webhook subscription of the token's (organisation, client application) pair" });
 
@@ -135,7 +139,9 @@ export const Delivery = z
     attempts: z.number().int().min(0).describe("Attempts made so far"),
     status_code: z.number().int().nullable().describe("Of the last attempt"),
     error: z.string().nullable().describe("Of the last attempt"),
-    next_retry_at: Time.nullable().describe("While pending: when it is sent next; now when a worker is sending it (the retry route's answer: when the retry was taken)"),
+    next_retry_at: Time.nullable().describe(
+      "While pending: when it is sent next; now when a worker is sending it (the retry route's answer: when the retry was taken); never before the end of its subscription's pause (throttled_until)",
+    ),
     created_at: Time,
     updated_at: Time,
   })

@@ -37,7 +37,8 @@ export interface DeliveryAppOptions {
 export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryAppOptions = {}): Promise<ServiceApp> {
   const { config, logger, bus } = deps;
   const orm = await openServiceDatabase(deps, { schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations });
-  const store = createDeliveryStore(orm);
+  // A halved in-flight cap is not halved again before the POSTs in flight then are answered or time out.
+  const store = createDeliveryStore(orm, { halvingWindowMs: config.DELIVERY_TIMEOUT_MS });
   const webhook = createRpcClient(WebhookService, { baseUrl: config.webhookRpcUrl, timeoutMs: config.RPC_TIMEOUT_MS, internalToken: config.internalToken });
   const allowInsecure = config.WEBHOOK_ALLOW_INSECURE_TARGETS;
   if (allowInsecure) logger.warn("WEBHOOK_ALLOW_INSECURE_TARGETS is on: deliveries go to http and private destinations too");

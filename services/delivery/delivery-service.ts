@@ -40,16 +40,19 @@ const toAttemptMessage = (a: DeliveryAttempt) =>
  * When a pending delivery is really sent: a row a worker holds (its claim's
  * lease not yet over) is being sent now, and next_attempt_at is that lease,
  * not a plan; a due row goes at the workers' next look (now); else its
- * next_attempt_at. Undefined when it is not pending.
+ * next_attempt_at; and never before its subscription's pause ends (its
+ * target asked for one: nothing of it is claimed before `pausedUntil`).
+ * Undefined when it is not pending.
  */
-export function sendsAt(d: Pick<Delivery, "status" | "nextAttemptAt" | "claimId">, now: Date): Date | undefined {
+export function sendsAt(d: Pick<Delivery, "status" | "nextAttemptAt" | "claimId">, now: Date, pausedUntil?: Date | null): Date | undefined {
   if (d.status !== "pending" || !d.nextAttemptAt) return undefined;
   if (d.claimId) return now;
-  return d.nextAttemptAt > now ? d.nextAttemptAt : now;
+  const at = d.nextAttemptAt > now ? d.nextAttemptAt : now;
+  return pausedUntil && pausedUntil > at ? pausedUntil : at;
 }
 
-export const toDeliveryMessage = (d: Delivery, now: Date) => {
-  const next = sendsAt(d, now);
+export const toDeliveryMessage = (d: Delivery, now: Date, pausedUntil?: Date | null) => {
+  const next = sendsAt(d, now, pausedUntil);
   return create(DeliverySchema, {
     id: d.id,
     eventId: d.eventId,
@@ -79,7 +82,7 @@ export function createDeliveryService(deps: {
   onRetry: () => void;
 }): ServiceImpl<typeof DeliveryService> {
   const recover = createRecovery(deps);
-  const states = createDeliveryStates();
+  const states = createDeliveryStates({ orm: deps.orm });
   return {
     async listDeliveryAttempts(req) {
       const owner = readOwner(req.owner);
@@ -97,7 +100,8 @@ export function createDeliveryService(deps: {
         deps.orm.em.fork().find(DeliveryEntity, { ...owner, subscriptionId, ...after }, options),
       );
       const now = new Date();
-      return { deliveries: page.rows.map((d) => toDeliveryMessage(d, now)), nextPageToken: page.nextPageToken };
+      const pausedUntil = page.rows.some((d) => d.status === "pending") ? await deps.store.pausedUntil(subscriptionId) : undefined;
+      return { deliveries: page.rows.map((d) => toDeliveryMessage(d, now, pausedUntil)), nextPageToken: page.nextPageToken };
     },
 
     async retryDelivery(req) {
@@ -112,7 +116,7 @@ export function createDeliveryService(deps: {
         throw new ConnectError("the delivery's subscription was deleted: nothing to send to", Code.FailedPrecondition);
       }
       deps.onRetry();
-      return { delivery: toDeliveryMessage(row, retried.now) };
+      return { delivery: toDeliveryMessage(row, retried.now, retried.pausedUntil) };
     },
 
     async listFailedDeliveries(req) {

@@ -62,7 +62,7 @@ export interface DeliveryJson {
   /** Of the last attempt. */
   status_code: number | null;
   error: string | null;
-  /** While pending: when it is sent next (now when an attempt is under way). */
+  /** While pending: when it is sent next (now when an attempt is under way; never before its subscription's pause ends). */
   next_retry_at: string | null;
   created_at: string;
   updated_at: string;

@@ -32,6 +32,8 @@ export const DeliveryAttemptEntity = defineEntity({
     },
     // The pruning's batches (delivery-prune.ts).
     { name: "delivery_attempt_attempted_at_index", properties: ["attemptedAt"] },
+    // An ordered subscription's blocked head: its first failed attempt (states/delivery-states.ts).
+    { name: "delivery_attempt_delivery_index", properties: ["deliveryId", "attemptedAt"] },
   ],
 });
 

@@ -2,8 +2,13 @@
 // the fan-out's write, the workers' claim and record, and the manual retry.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { randomUUID } from "node:crypto";
+import { recordAttempts, type AttemptRecord, type ClaimedDelivery } from "./attempt-record.js";
 import { claimDue, type ClaimOptions } from "./delivery-claim.js";
-import type { Throttle } from "./subscription-pause.js";
+
+export type { AttemptRecord, ClaimedDelivery } from "./attempt-record.js";
+
+/** DELIVERY_TIMEOUT_MS's default: a halved in-flight cap is not halved again sooner (attempt-record.ts). */
+const DEFAULT_HALVING_WINDOW_MS = 10_000;
 
 const S = `"delivery"`;
 
@@ -32,45 +37,20 @@ export interface FanOutBatch {
   consumer: string;
 }
 
-export interface ClaimedDelivery {
-  id: bigint;
-  eventId: string;
-  subscriptionId: bigint;
-  organisationId: string;
-  clientId: string;
-  eventType: string;
-  /** This attempt's number (1 for the first). */
-  attempt: number;
-  once: boolean;
-  /** An ordered subscription's delivery (sent alone, as its head). */
-  ordered: boolean;
-  body: string;
-  claimId: string;
-  /** The event's W3C traceparent (undefined for an event that came without one). */
-  traceparent: string | undefined;
-}
-
-export interface AttemptRecord {
-  delivery: ClaimedDelivery;
-  /** The delivery's state after this attempt. */
-  status: "pending" | "succeeded" | "gave_up" | "gone";
-  outcome: "succeeded" | "failed" | "gave_up" | "gone";
-  responseStatus: number;
-  error: string;
-  durationMs: number;
-  attemptedAt: Date;
-  nextAttemptAt: Date | null;
-  /** What the answer asks of the whole subscription (subscription-pause.ts): a pause, a halved in-flight cap. */
-  throttle?: Throttle;
-}
-
-/** A retried delivery's row (its columns, as the database returned them) and the database's time of the retry. */
+/** A retried delivery's row (its columns, as the database returned them), the database's time of the retry and its subscription's pause. */
 export interface RetriedDelivery {
   row: Record<string, unknown>;
   now: Date;
+  /** Set while its subscription is paused (its target asked for it): the retry is sent then, not now. */
+  pausedUntil: Date | null;
 }
 
-export function createDeliveryStore(orm: MikroORM) {
+export interface DeliveryStoreOptions {
+  /** A halved in-flight cap is not halved again within this (DELIVERY_TIMEOUT_MS). */
+  halvingWindowMs?: number;
+}
+
+export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions = {}) {
   const execute = <T = Record<string, unknown>>(sql: string, params: unknown[] = []) => orm.em.fork().execute<T[]>(sql, params);
   return {
     /**
@@ -216,77 +196,8 @@ export function createDeliveryStore(orm: MikroORM) {
       );
     },
 
-    /**
-     * Several attempts (each with its delivery's new state) in ONE statement,
-     * as record() does one: the states only where the claim is still the
-     * worker's; every attempt is logged. A subscription its target throttled
-     * (subscription-pause.ts) is paused (the latest answer's pause replaces an
-     * earlier one) or has its in-flight cap (`cap`, the configured one)
-     * halved; each success grows a halved cap back by one. In a batch with
-     * both, the throttle wins.
-     */
-    async recordMany(list: AttemptRecord[], cap?: number): Promise<void> {
-      if (list.length === 0) return;
-      const rows = JSON.stringify(
-        list.map((a) => ({
-          delivery_id: a.delivery.id.toString(),
-          claim_id: a.delivery.claimId,
-          status: a.status,
-          next_attempt_at: a.nextAttemptAt?.toISOString() ?? null,
-          response_status: a.responseStatus,
-          error: a.error,
-          attempt_id: randomUUID(),
-          organisation_id: a.delivery.organisationId,
-          client_id: a.delivery.clientId,
-          event_id: a.delivery.eventId,
-          subscription_id: a.delivery.subscriptionId.toString(),
-          event_type: a.delivery.eventType,
-          attempt: a.delivery.attempt,
-          outcome: a.outcome,
-          duration_ms: a.durationMs,
-          attempted_at: a.attemptedAt.toISOString(),
-          paused_until: a.throttle?.pausedUntil?.toISOString() ?? null,
-          halve_cap: a.throttle?.halveCap === true && cap !== undefined,
-          throttle_reason: a.throttle?.reason ?? null,
-        })),
-      );
-      await execute(
-        `with "input" as (
-           select * from jsonb_to_recordset(?::jsonb) as r("delivery_id" bigint, "claim_id" uuid, "status" text, "next_attempt_at" timestamptz,
-             "response_status" int, "error" text, "attempt_id" uuid, "organisation_id" uuid, "client_id" text, "event_id" uuid,
-             "subscription_id" bigint, "event_type" text, "attempt" int, "outcome" text, "duration_ms" int, "attempted_at" timestamptz,
-             "paused_until" timestamptz, "halve_cap" boolean, "throttle_reason" text)
-         ), "throttle" as (
-           select "subscription_id", max("paused_until") as "paused_until", bool_or("halve_cap") as "halve_cap",
-             count(*) filter (where "outcome" = 'succeeded')::int as "succeeded",
-             coalesce(max("throttle_reason") filter (where "paused_until" is not null), max("throttle_reason")) as "reason"
-             from "input" group by "subscription_id"
-         ), "throttled" as (
-           insert into ${S}."subscription_pause" as p ("subscription_id", "paused_until", "in_flight_cap", "reason", "updated_at")
-           select "subscription_id", "paused_until", case when "halve_cap" then greatest(1, ?::int / 2) end, "reason", now()
-             from "throttle" where "paused_until" is not null or "halve_cap"
-           on conflict ("subscription_id") do update set
-             "paused_until" = coalesce(excluded."paused_until", p."paused_until"),
-             "in_flight_cap" = case when excluded."in_flight_cap" is null then p."in_flight_cap" else greatest(1, coalesce(p."in_flight_cap", ?::int) / 2) end,
-             "reason" = excluded."reason", "updated_at" = now()
-         ), "grown" as (
-           update ${S}."subscription_pause" p
-              set "in_flight_cap" = case when p."in_flight_cap" + t."succeeded" >= ?::int then null else p."in_flight_cap" + t."succeeded" end, "updated_at" = now()
-             from "throttle" t
-            where p."subscription_id" = t."subscription_id" and p."in_flight_cap" is not null and t."succeeded" > 0
-              and t."paused_until" is null and not t."halve_cap"
-         ), "updated" as (
-           update ${S}."delivery" d set "status" = i."status", "next_attempt_at" = i."next_attempt_at", "claim_id" = null, "once" = false,
-             "last_response_status" = i."response_status", "last_error" = i."error", "updated_at" = now()
-             from "input" i where d."id" = i."delivery_id" and d."claim_id" = i."claim_id"
-         )
-         insert into ${S}."delivery_attempt" ("id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
-           "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at")
-         select "attempt_id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
-           "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at" from "input"`,
-        [rows, cap ?? null, cap ?? null, cap ?? null],
-      );
-    },
+    /** Several attempts in one statement, and what their answers ask of their subscriptions (attempt-record.ts). */
+    recordMany: (list: AttemptRecord[], cap?: number) => recordAttempts(orm, list, { cap, halvingWindowMs: options.halvingWindowMs ?? DEFAULT_HALVING_WINDOW_MS }),
 
     /** A subscription was deleted (410): its other waiting deliveries will not be sent. */
     async cancelSubscription(subscriptionId: bigint): Promise<void> {
@@ -316,15 +227,28 @@ export function createDeliveryStore(orm: MikroORM) {
             where d."id" = t."id" and t."status" in ('pending', 'succeeded', 'gave_up', 'skipped')
               and (t."claim_id" is null or t."next_attempt_at" <= now())
            returning d.*
+         ), "pause" as (
+           select p."paused_until" from ${S}."subscription_pause" p
+            where p."subscription_id" = ? and p."paused_until" > now() and exists (select 1 from "target")
          )
-         select *, now() as "now" from "updated"
+         select *, now() as "now", (select "paused_until" from "pause") as "paused_until" from "updated"
          union all
-         select *, now() as "now" from "target" where not exists (select 1 from "updated")`,
-        [id.toString(), owner.organisationId, owner.clientId, subscriptionId.toString()],
+         select *, now() as "now", (select "paused_until" from "pause") as "paused_until" from "target" where not exists (select 1 from "updated")`,
+        [id.toString(), owner.organisationId, owner.clientId, subscriptionId.toString(), subscriptionId.toString()],
       );
       if (!row) return undefined;
-      const { now, ...delivery } = row;
-      return { row: delivery, now: new Date(now as string | Date) };
+      const { now, paused_until, ...delivery } = row;
+      const date = (v: unknown) => new Date(v as string | Date);
+      return { row: delivery, now: date(now), pausedUntil: paused_until ? date(paused_until) : null };
+    },
+
+    /** The subscription's pause while it runs (its target asked for one); null when none does. */
+    async pausedUntil(subscriptionId: bigint): Promise<Date | null> {
+      const [row] = await execute<{ paused_until: Date | string }>(
+        `select "paused_until" from ${S}."subscription_pause" where "subscription_id" = ? and "paused_until" > now()`,
+        [subscriptionId.toString()],
+      );
+      return row ? new Date(row.paused_until) : null;
     },
   };
 }

@@ -1,7 +1,8 @@
 // Throttling by the target: an answer that asks the client to wait (with
 // Retry-After) pauses the whole subscription, not only the one delivery; a
 // 503 without one halves the subscription's in-flight cap, which grows back
-// by one per success (additive increase, multiplicative decrease). Written
+// by one per success (additive increase, multiplicative decrease); a run of
+// TIMEOUT_RUN_HALVES_CAP timeouts halves it as well. Written
 // with the attempt (DeliveryStore.recordMany); the claim reads it
 // (delivery-claim.ts).
 import type { SendResult } from "../sender/webhook-sender.js";
@@ -19,6 +20,16 @@ import type { SendResult } from "../sender/webhook-sender.js";
  * same way when they carry Retry-After.
  */
 const PAUSING_STATUSES = new Set([429, 502, 503, 504]);
+
+/**
+ * Timeouts in a row (no HTTP answer in between) that halve a subscription's
+ * in-flight cap, as a 503 without Retry-After does: a target that stops
+ * answering is overloaded too. 3: one timeout (or two) can be one slow
+ * request; three in a row, with no answer between them, are the target. The
+ * run starts again at 0 after it halves the cap, and any HTTP answer (2xx or
+ * not) ends it; a network error (refused, reset) neither counts nor ends it.
+ */
+export const TIMEOUT_RUN_HALVES_CAP = 3;
 
 /** What an answer asks of its whole subscription. */
 export interface Throttle {

@@ -228,7 +228,7 @@ export class DeliveryWorker {
   private async attempt(d: ClaimedDelivery, subscriber: Subscriber, traceparent: string): Promise<SendResult> {
     const attemptedAt = new Date();
     const result = await this.options.sender.send({ url: subscriber.targetUrl, ...signingSecrets(subscriber), eventId: d.eventId, body: d.body, traceparent });
-    const base = { delivery: d, responseStatus: result.status, durationMs: result.durationMs, attemptedAt };
+    const base = { delivery: d, responseStatus: result.status, durationMs: result.durationMs, attemptedAt, timedOut: !result.ok && result.kind === "timeout" };
     webhookAttempts.inc({ outcome: attemptOutcome(result) });
     webhookAttemptDuration.observe(result.durationMs / 1000);
     const fields = logFields(d, subscriber.targetUrl, result);
