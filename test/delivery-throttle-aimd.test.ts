@@ -14,7 +14,7 @@ import { waitFor } from "./support/processes.js";
 
 const TOKEN = "f".repeat(40);
 const CAP = 4;
-const HOLD_MS = 300;
+const HOLD_MS = 600;
 const OVERLOADED = 4;
 
 /** A request as the receiver saw it: when it came, how many (itself included) were open then, the answer's status. */
@@ -66,7 +66,10 @@ it("a 503 without Retry-After halves the subscription's in-flight cap, and succe
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/aimd`;
   const { subscription } = await platform.webhook.client(WebhookService).createSubscription({ owner, targetUrl: url, eventType: EventType.CONTACT_CREATED });
   const count = 16;
-  for (let i = 0; i < count; i++) await orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: `Overloaded${i}` } });
+  // All at once: under load, one by one could leave the first POST answered before the cap's worth is queued.
+  await Promise.all(
+    Array.from({ length: count }, (_, i) => orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: `Overloaded${i}` } })),
+  );
 
   const log = platform.delivery.client(DeliveryService);
   await waitFor(
