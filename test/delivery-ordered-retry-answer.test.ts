@@ -81,3 +81,41 @@ it("a retry of an ordered delivery behind a failing head answers the head's next
   expect(arrived.at).toBeGreaterThanOrEqual(Date.parse(headNext) - SLACK_MS);
   expect(route.requests.findIndex((r) => r === arrived)).toBeGreaterThan(route.requests.map(eventIdOf).lastIndexOf(headEvent));
 }, 120_000);
+
+it("a retry of an ordered delivery older than the blocked head makes it the head: it answers now and goes before the head's next attempt", async () => {
+  let fixed = false;
+  // The first event is answered 200; every other one 500 until fixed.
+  const route = receiver.route(`/ordered-older/${randomUUID()}`, (n) =>
+    !fixed && eventIdOf(route.requests[n - 1]!) !== eventIdOf(route.requests[0]!) ? { status: 500 } : { status: 200 },
+  );
+  const created = await call(app, "POST", PATH, { target_url: route.url, event_type: "contact.created", ordered: true });
+  const sub = (await created.json()) as { id: number };
+  expect(created.status, JSON.stringify(sub)).toBe(201);
+  await createContact(orgId, "Older");
+  const [done] = await waitFor(async () => {
+    const log = await attempts(app, sub.id);
+    return log[0]?.outcome === "succeeded" ? log : undefined;
+  }, 30_000, "the first event delivered");
+  await createContact(orgId, "Blocked");
+  const failed = await waitFor(async () => {
+    const log = await attempts(app, sub.id);
+    return log[0]?.outcome === "failed" ? log[0] : undefined;
+  }, 30_000, "the new head failed");
+  expect(failed.delivery_id).not.toBe(done!.delivery_id);
+
+  const before = route.requests.length;
+  const sent = Date.now();
+  const res = await call(app, "POST", `${PATH}/${sub.id}/deliveries/${done!.delivery_id}/retry`);
+  const answered = Date.now();
+  const body = (await res.json()) as DeliveryBody;
+  expect(res.status, JSON.stringify(body)).toBe(202);
+  expect(body.status).toBe("pending");
+  const at = Date.parse(body.next_retry_at!);
+  expect(at, "now: it is the head again").toBeGreaterThanOrEqual(sent - SLACK_MS);
+  expect(at).toBeLessThanOrEqual(answered + SLACK_MS);
+  // It goes next, before the blocked head's next attempt.
+  const again = await waitFor(() => route.requests[before], 30_000, "the retried POST");
+  expect(eventIdOf(again)).toBe(done!.event_id);
+  fixed = true;
+  await waitFor(async () => ((await attempts(app, sub.id))[0]?.outcome === "succeeded" && route.requests.length >= before + 2 ? true : undefined), 30_000, "the head after it");
+}, 120_000);
