@@ -14,7 +14,8 @@
 // 202 Accepted with the delivery, its status "pending", next_retry_at when
 // the retry was taken (the time the POST goes out, not a worker's claim
 // lease; the end of the subscription's pause while its target asked for
-// one); the attempt shows in the list when it is made. A delivery that already succeeded or gave up gets
+// one; for an ordered subscription's delivery behind its head, "not
+// before" the head's next attempt); the attempt shows in the list when it is made. A delivery that already succeeded or gave up gets
 // one more attempt; a waiting one is moved to now.
 //
 // The subscription is read first (GetSubscription with the token's pair): the
@@ -93,7 +94,8 @@ const RETRY_SCHEMA = {
   summary: "Send a delivery again now",
   description:
     "A delivery that succeeded or gave up gets one more attempt; a waiting one is moved to now. The attempt shows in the log when it is made. " +
-    "While the subscription's target asked for a pause (throttled_until), it is sent when the pause ends, and next_retry_at says so.",
+    "While the subscription's target asked for a pause (throttled_until), it is sent when the pause ends, and next_retry_at says so. " +
+    "An ordered subscription's delivery behind its head (an older pending one) goes only when it becomes the head: next_retry_at is then the earliest it can go (not before the head's next attempt).",
   tags: TAGS,
   security: needs("webhooks:write"),
   params: z.object({ id: subscriptionId, delivery_id: IdParam("delivery_id", "The delivery's id (delivery_id in the log)") }),

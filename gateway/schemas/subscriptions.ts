@@ -140,7 +140,7 @@ export const Delivery = z
     status_code: z.number().int().nullable().describe("Of the last attempt"),
     error: z.string().nullable().describe("Of the last attempt"),
     next_retry_at: Time.nullable().describe(
-      "While pending: when it is sent next; now when a worker is sending it (the retry route's answer: when the retry was taken); never before the end of its subscription's pause (throttled_until)",
+      "While pending: when it is sent next; now when a worker is sending it (the retry route's answer: when the retry was taken); never before the end of its subscription's pause (throttled_until); for an ordered subscription's delivery behind its head, not before the head's next attempt",
     ),
     created_at: Time,
     updated_at: Time,

@@ -15,6 +15,7 @@ import { invalid, notFound, requireUuid } from "../shared/validation.js";
 import { DeliveryAttemptEntity, type DeliveryAttempt } from "./attempts/delivery-attempt.entity.js";
 import type { DeliveryStore } from "./deliveries/delivery-store.js";
 import { DeliveryEntity, type Delivery } from "./deliveries/delivery.entity.js";
+import { readOrderedHead, waitsForHead, type OrderedHead } from "./deliveries/ordered-head.js";
 import { createRecovery } from "./recovery/recover-deliveries.js";
 import { createDeliveryStates } from "./states/delivery-states.js";
 
@@ -41,18 +42,27 @@ const toAttemptMessage = (a: DeliveryAttempt) =>
  * lease not yet over) is being sent now, and next_attempt_at is that lease,
  * not a plan; a due row goes at the workers' next look (now); else its
  * next_attempt_at; and never before its subscription's pause ends (its
- * target asked for one: nothing of it is claimed before `pausedUntil`).
- * Undefined when it is not pending.
+ * target asked for one: nothing of it is claimed before `pausedUntil`), nor,
+ * for an ordered delivery behind its subscription's head, before the head's
+ * next attempt (`head`: the claim sends the head only; ordered-head.ts): the
+ * earliest it can go ("not before"). Undefined when it is not pending.
  */
-export function sendsAt(d: Pick<Delivery, "status" | "nextAttemptAt" | "claimId">, now: Date, pausedUntil?: Date | null): Date | undefined {
+export function sendsAt(
+  d: Pick<Delivery, "id" | "status" | "nextAttemptAt" | "claimId" | "ordered" | "streamSequence">,
+  now: Date,
+  pausedUntil?: Date | null,
+  head?: OrderedHead | null,
+): Date | undefined {
   if (d.status !== "pending" || !d.nextAttemptAt) return undefined;
   if (d.claimId) return now;
-  const at = d.nextAttemptAt > now ? d.nextAttemptAt : now;
+  const own = d.nextAttemptAt > now ? d.nextAttemptAt : now;
+  const behindHead = waitsForHead(d, head ?? null, now);
+  const at = behindHead && behindHead > own ? behindHead : own;
   return pausedUntil && pausedUntil > at ? pausedUntil : at;
 }
 
-export const toDeliveryMessage = (d: Delivery, now: Date, pausedUntil?: Date | null) => {
-  const next = sendsAt(d, now, pausedUntil);
+export const toDeliveryMessage = (d: Delivery, now: Date, pausedUntil?: Date | null, head?: OrderedHead | null) => {
+  const next = sendsAt(d, now, pausedUntil, head);
   return create(DeliverySchema, {
     id: d.id,
     eventId: d.eventId,
@@ -100,8 +110,13 @@ export function createDeliveryService(deps: {
         deps.orm.em.fork().find(DeliveryEntity, { ...owner, subscriptionId, ...after }, options),
       );
       const now = new Date();
-      const pausedUntil = page.rows.some((d) => d.status === "pending") ? await deps.store.pausedUntil(subscriptionId) : undefined;
-      return { deliveries: page.rows.map((d) => toDeliveryMessage(d, now, pausedUntil)), nextPageToken: page.nextPageToken };
+      const pending = page.rows.filter((d) => d.status === "pending");
+      // The pause, and (only with pending ordered rows) the head they wait for: one statement each, in parallel.
+      const [pausedUntil, head] = await Promise.all([
+        pending.length > 0 ? deps.store.pausedUntil(subscriptionId) : undefined,
+        pending.some((d) => d.ordered) ? readOrderedHead(deps.orm, subscriptionId) : null,
+      ]);
+      return { deliveries: page.rows.map((d) => toDeliveryMessage(d, now, pausedUntil, head)), nextPageToken: page.nextPageToken };
     },
 
     async retryDelivery(req) {
@@ -116,7 +131,7 @@ export function createDeliveryService(deps: {
         throw new ConnectError("the delivery's subscription was deleted: nothing to send to", Code.FailedPrecondition);
       }
       deps.onRetry();
-      return { delivery: toDeliveryMessage(row, retried.now, retried.pausedUntil) };
+      return { delivery: toDeliveryMessage(row, retried.now, retried.pausedUntil, retried.orderedHead) };
     },
 
     async listFailedDeliveries(req) {

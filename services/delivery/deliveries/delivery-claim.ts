@@ -47,14 +47,20 @@ const DUE_ORDERED_HEADS_SQL = `select h."id" from (
      select distinct "subscription_id" from ${S}."delivery" where "status" = 'pending' and "ordered" and "next_attempt_at" <= now()
    ) s cross join lateral (${orderedHeadSql(`s."subscription_id"`)}) h`;
 
-/** The deliveries held now (claimed, lease running) in every process, and the subscriptions holding `cap` or more of them. */
+/**
+ * The deliveries held now (claimed, lease running) in every process, and the
+ * subscriptions at their cap: holding as many as the claim lets them have,
+ * their own lowered cap (subscription_pause.in_flight_cap) or else `cap`,
+ * and 1 for an ordered subscription's rows (one at a time).
+ */
 export async function inFlightNow(orm: MikroORM, cap: number): Promise<{ deliveries: number; subscriptionsAtCap: number }> {
   const [row] = await orm.em.fork().execute<{ deliveries: number; at_cap: number }[]>(
-    `select coalesce(sum("n"), 0)::int as "deliveries", count(*) filter (where "n" >= ?)::int as "at_cap" from (
-       select count(*) as "n" from ${S}."delivery"
+    `select coalesce(sum(h."n"), 0)::int as "deliveries",
+       count(*) filter (where h."n" >= least(coalesce(p."in_flight_cap", ?::int), case when h."ordered" then 1 end))::int as "at_cap" from (
+       select "subscription_id", count(*) as "n", bool_or("ordered") as "ordered" from ${S}."delivery"
         where "status" = 'pending' and "claim_id" is not null and "next_attempt_at" > now()
         group by "subscription_id"
-     ) as "held"`,
+     ) as h left join ${S}."subscription_pause" p on p."subscription_id" = h."subscription_id"`,
     [cap],
   );
   return { deliveries: row?.deliveries ?? 0, subscriptionsAtCap: row?.at_cap ?? 0 };

@@ -4,6 +4,7 @@ import type { MikroORM } from "@mikro-orm/postgresql";
 import { randomUUID } from "node:crypto";
 import { recordAttempts, type AttemptRecord, type ClaimedDelivery } from "./attempt-record.js";
 import { claimDue, type ClaimOptions } from "./delivery-claim.js";
+import { orderedHeadJsonSql, parseHead, type OrderedHead } from "./ordered-head.js";
 
 export type { AttemptRecord, ClaimedDelivery } from "./attempt-record.js";
 
@@ -43,6 +44,8 @@ export interface RetriedDelivery {
   now: Date;
   /** Set while its subscription is paused (its target asked for it): the retry is sent then, not now. */
   pausedUntil: Date | null;
+  /** An ordered delivery's subscription's head other than it (null for an unordered one): it goes after that head's next attempt, unless it comes first. */
+  orderedHead: OrderedHead | null;
 }
 
 export interface DeliveryStoreOptions {
@@ -230,16 +233,19 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
          ), "pause" as (
            select p."paused_until" from ${S}."subscription_pause" p
             where p."subscription_id" = ? and p."paused_until" > now() and exists (select 1 from "target")
+         ), "head" as (
+           select ${orderedHeadJsonSql(`t."subscription_id"`, `t."id"`)} as "head" from "target" t where t."ordered"
          )
-         select *, now() as "now", (select "paused_until" from "pause") as "paused_until" from "updated"
+         select *, now() as "now", (select "paused_until" from "pause") as "paused_until", (select "head" from "head") as "ordered_head" from "updated"
          union all
-         select *, now() as "now", (select "paused_until" from "pause") as "paused_until" from "target" where not exists (select 1 from "updated")`,
+         select *, now() as "now", (select "paused_until" from "pause") as "paused_until", (select "head" from "head") as "ordered_head"
+           from "target" where not exists (select 1 from "updated")`,
         [id.toString(), owner.organisationId, owner.clientId, subscriptionId.toString(), subscriptionId.toString()],
       );
       if (!row) return undefined;
-      const { now, paused_until, ...delivery } = row;
+      const { now, paused_until, ordered_head, ...delivery } = row;
       const date = (v: unknown) => new Date(v as string | Date);
-      return { row: delivery, now: date(now), pausedUntil: paused_until ? date(paused_until) : null };
+      return { row: delivery, now: date(now), pausedUntil: paused_until ? date(paused_until) : null, orderedHead: parseHead(ordered_head) };
     },
 
     /** The subscription's pause while it runs (its target asked for one); null when none does. */

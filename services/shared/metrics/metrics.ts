@@ -98,7 +98,7 @@ scrapedGauge("webhook_deliveries_due", "Pending deliveries whose next attempt is
 scrapedGauge("webhook_deliveries_in_flight", "Deliveries a worker holds now (claimed, lease running), in every delivery process.", undefined, deliveriesInFlightSources);
 scrapedGauge(
   "webhook_subscriptions_at_in_flight_cap",
-  "Subscriptions with WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION deliveries in flight (a slow or hanging target).",
+  "Subscriptions with as many deliveries in flight as their cap allows (WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION, a cap lowered by throttling, 1 for an ordered one): a slow or hanging target.",
   undefined,
   subscriptionsAtCapSources,
 );

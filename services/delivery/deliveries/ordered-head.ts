@@ -1,0 +1,73 @@
+// When a pending ordered delivery that is not its subscription's head can go
+// at the earliest: the claim sends an ordered subscription's head only
+// (delivery-claim.ts orderedHeadSql), so one behind it waits at least until
+// the head's next attempt. The answers (a retry, ListDeliveries) show that
+// time as "not before".
+import type { MikroORM } from "@mikro-orm/postgresql";
+
+const S = `"delivery"`;
+
+/** A subscription's head: its oldest pending ordered delivery by (stream_sequence, id). */
+export interface OrderedHead {
+  id: string;
+  streamSequence: number | null;
+  nextAttemptAt: Date | null;
+  claimId: string | null;
+}
+
+/**
+ * The head's columns as one JSON value (null when there is none), for a
+ * statement whose outer query has the subscription id as `subscriptionId`
+ * (an SQL expression); `excluding`: a row left out (one the same statement
+ * is changing, compared with the head in JS: headOf).
+ */
+export function orderedHeadJsonSql(subscriptionId: string, excluding = "null"): string {
+  return `(select json_build_object('id', o."id"::text, 'streamSequence', o."stream_sequence", 'nextAttemptAt', o."next_attempt_at", 'claimId', o."claim_id")
+     from ${S}."delivery" o
+    where o."subscription_id" = ${subscriptionId} and o."status" = 'pending' and o."ordered" and o."id" is distinct from ${excluding}
+    order by o."stream_sequence", o."id" limit 1)`;
+}
+
+/** A head as orderedHeadJsonSql returned it (the driver parses the JSON; its timestamps are strings). */
+export function parseHead(v: unknown): OrderedHead | null {
+  if (!v) return null;
+  const h = (typeof v === "string" ? JSON.parse(v) : v) as { id: string; streamSequence: number | string | null; nextAttemptAt: string | null; claimId: string | null };
+  return {
+    id: String(h.id),
+    streamSequence: h.streamSequence === null ? null : Number(h.streamSequence),
+    nextAttemptAt: h.nextAttemptAt ? new Date(h.nextAttemptAt) : null,
+    claimId: h.claimId,
+  };
+}
+
+/** The subscription's head now (one statement), or null when it has no pending ordered delivery. */
+export async function readOrderedHead(orm: MikroORM, subscriptionId: bigint): Promise<OrderedHead | null> {
+  const [row] = await orm.em.fork().execute<{ head: unknown }[]>(`select ${orderedHeadJsonSql("?")} as "head"`, [subscriptionId.toString()]);
+  return parseHead(row?.head);
+}
+
+type Row = { id: bigint | string; status: string; ordered: boolean; streamSequence?: number | null };
+
+/** Whether `a` comes before `b` in orderedHeadSql's order: stream_sequence (nulls last, as PostgreSQL sorts them), then id. */
+function before(a: { id: bigint | string; streamSequence?: number | null }, b: OrderedHead): boolean {
+  const seq = a.streamSequence ?? null;
+  if (seq !== b.streamSequence) {
+    if (seq === null) return false;
+    if (b.streamSequence === null) return true;
+    return seq < b.streamSequence;
+  }
+  return BigInt(a.id) < BigInt(b.id);
+}
+
+/**
+ * The earliest a pending ordered row can be sent while another is its
+ * subscription's head: the head's next attempt (now while a worker holds the
+ * head or it is due). Undefined for the head itself, a row that would come
+ * before `head` (a retry making it the head again), or any other row.
+ */
+export function waitsForHead(row: Row, head: OrderedHead | null, now: Date): Date | undefined {
+  if (!head || row.status !== "pending" || !row.ordered) return undefined;
+  if (String(row.id) === head.id || before(row, head)) return undefined;
+  if (head.claimId || !head.nextAttemptAt || head.nextAttemptAt <= now) return now;
+  return head.nextAttemptAt;
+}
