@@ -42,11 +42,6 @@ export function orderedHeadSql(subscriptionId: string): string {
       order by o."stream_sequence", o."id" limit 1`;
 }
 
-/** The head ("id") of each ordered subscription that has a due ordered delivery (one look-up each). */
-const DUE_ORDERED_HEADS_SQL = `select h."id" from (
-     select distinct "subscription_id" from ${S}."delivery" where "status" = 'pending' and "ordered" and "next_attempt_at" <= now()
-   ) s cross join lateral (${orderedHeadSql(`s."subscription_id"`)}) h`;
-
 /**
  * The deliveries held now (claimed, lease running) in every process, and the
  * subscriptions at their cap: holding as many as the claim lets them have,
@@ -69,27 +64,33 @@ export async function inFlightNow(orm: MikroORM, cap: number): Promise<{ deliver
 /**
  * Claims up to `limit` due rows: FOR UPDATE SKIP LOCKED, so a row a manual
  * retry holds is passed over; the claim moves next_attempt_at a lease ahead,
- * so a dead worker's rows come back then. Each subscription's due rows are
- * ranked oldest first ("turn") and only the first (cap - in flight) are
- * candidates; the candidates are then ranked within their owner
- * (organisation, client application) by turn, and the claim takes every
+ * so a dead worker's rows come back then.
+ *
+ * The work is per subscription, never per queued row, so a claim costs the
+ * same with a backlog of ten or of a hundred thousand: the subscriptions with
+ * pending deliveries are found by a loose index scan (one probe of
+ * delivery_pending_index each, "subs"), and each gives at most its free slots
+ * (cap - in flight) of its oldest due rows, read from the same index. The
+ * candidates are then ranked within their owner (organisation, client
+ * application) by their turn in their subscription, and the claim takes every
  * owner's first before any owner's second: an owner with a long queue does
  * not hold back another's event that just came. A subscription its target
  * throttled (subscription_pause) has no candidates until its paused_until,
  * and its own in_flight_cap, when set, in place of the configured cap.
  *
- * Ordered delivery (a row marked "ordered" by the fan-out): such a row is a
- * candidate only when it is its subscription's head (orderedHeadSql: the
- * oldest pending one, so a head waiting for its retry holds back those
- * behind it, and once it succeeds or gives up the next is the head), nothing
- * of its subscription is in flight (so one at a time, whatever the cap), and
- * its event is at or below the fan-out's watermark: with several fan-out
- * processes a later batch can be recorded before an earlier one, and the
- * head must not be a later event whose earlier ones are not recorded yet.
- * The watermark was read before this statement started, and the fan-out
+ * Ordered delivery (rows marked "ordered" by the fan-out): a subscription
+ * with a pending ordered row gives only its head (orderedHeadSql: the oldest
+ * pending one, so a head waiting for its retry holds back those behind it,
+ * and once it succeeds or gives up the next is the head), only while nothing
+ * of it is in flight (one at a time, whatever the cap), and only when its
+ * event is at or below the fan-out's watermark: with several fan-out
+ * processes a later batch can be recorded before an earlier one, and the head
+ * must not be a later event whose earlier ones are not recorded yet. The
+ * watermark was read before this statement started, and the fan-out
  * acknowledges a batch only after its rows committed: so this statement sees
  * every row of every event at or below it, and a head at or below it is
- * truly the oldest. Unordered rows are not affected.
+ * truly the oldest. (A subscription switched from ordered to unordered stays
+ * one at a time until the rows recorded as ordered are done.)
  */
 export async function claimDue(orm: MikroORM, o: ClaimOptions): Promise<{ claimId: string; rows: Record<string, unknown>[] }> {
   const claimId = randomUUID();
@@ -97,27 +98,39 @@ export async function claimDue(orm: MikroORM, o: ClaimOptions): Promise<{ claimI
   const rows = await orm.em.fork().transactional(async (em) => {
     await em.execute(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, ["delivery.claim"]);
     return em.execute<Record<string, unknown>[]>(
-      `with "in_flight" as (
+      `with recursive "subs" as (
+         (select d."subscription_id" from ${S}."delivery" d where d."status" = 'pending' order by d."subscription_id" limit 1)
+         union all
+         select (select d."subscription_id" from ${S}."delivery" d
+                  where d."status" = 'pending' and d."subscription_id" > s."subscription_id" order by d."subscription_id" limit 1)
+           from "subs" s where s."subscription_id" is not null
+       ), "in_flight" as (
          select "subscription_id", count(*)::int as "n" from ${S}."delivery"
           where "status" = 'pending' and "claim_id" is not null and "next_attempt_at" > now()
           group by "subscription_id"
-       ), "head" as (
-         ${DUE_ORDERED_HEADS_SQL}
-       ), "ranked" as (
-         select d."id", d."organisation_id", d."client_id", d."subscription_id", d."next_attempt_at", d."ordered",
-           row_number() over (partition by d."subscription_id" order by d."next_attempt_at", d."id") as "turn"
-           from ${S}."delivery" d where d."status" = 'pending' and d."next_attempt_at" <= now()
-            and (not d."ordered" or (
-              d."id" in (select "id" from "head")
-              and (?::bigint is null or d."stream_sequence" is null or d."stream_sequence" <= ?::bigint)))
+       ), "slots" as (
+         select s."subscription_id", coalesce(f."n", 0) as "held", h."id" as "head_id",
+           case when ?::int is null then ?::int else greatest(coalesce(p."in_flight_cap", ?::int) - coalesce(f."n", 0), 0) end as "free"
+           from "subs" s
+           left join "in_flight" f on f."subscription_id" = s."subscription_id"
+           left join ${S}."subscription_pause" p on p."subscription_id" = s."subscription_id"
+           left join lateral (${orderedHeadSql(`s."subscription_id"`)}) h on true
+          where s."subscription_id" is not null and (p."paused_until" is null or p."paused_until" <= now())
+       ), "offered" as (
+         select c.* from "slots" sl cross join lateral (
+           select d."id", d."organisation_id", d."client_id", d."subscription_id", d."next_attempt_at" from ${S}."delivery" d
+            where sl."head_id" is null and d."subscription_id" = sl."subscription_id" and d."status" = 'pending' and d."next_attempt_at" <= now()
+            order by d."next_attempt_at", d."id" limit sl."free"
+         ) c
+         union all
+         select d."id", d."organisation_id", d."client_id", d."subscription_id", d."next_attempt_at"
+           from "slots" sl join ${S}."delivery" d on d."id" = sl."head_id"
+          where sl."held" = 0 and d."next_attempt_at" <= now()
+            and (?::bigint is null or d."stream_sequence" is null or d."stream_sequence" <= ?::bigint)
        ), "candidate" as (
-         select r."id", r."next_attempt_at",
-           row_number() over (partition by r."organisation_id", r."client_id" order by r."turn", r."next_attempt_at", r."id") as "round"
-           from "ranked" r left join "in_flight" f on f."subscription_id" = r."subscription_id"
-             left join ${S}."subscription_pause" p on p."subscription_id" = r."subscription_id"
-          where (?::int is null or r."turn" <= coalesce(p."in_flight_cap", ?::int) - coalesce(f."n", 0))
-            and (p."paused_until" is null or p."paused_until" <= now())
-            and (not r."ordered" or (r."turn" = 1 and coalesce(f."n", 0) = 0))
+         select o."id", o."next_attempt_at",
+           row_number() over (partition by o."organisation_id", o."client_id" order by o."turn", o."next_attempt_at", o."id") as "round"
+           from (select *, row_number() over (partition by "subscription_id" order by "next_attempt_at", "id") as "turn" from "offered") o
        ), "due" as (
          select d."id" from ${S}."delivery" d
           where d."id" in (select c."id" from "candidate" c order by c."round", c."next_attempt_at", c."id" limit ?)
@@ -131,7 +144,7 @@ export async function claimDue(orm: MikroORM, o: ClaimOptions): Promise<{ claimI
          d."event_type", d."attempts", d."once", d."ordered",
          (select e."body" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "body",
          (select e."traceparent" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "traceparent"`,
-      [o.watermark ?? null, o.watermark ?? null, cap, cap, o.limit, o.leaseSeconds, claimId],
+      [cap, o.limit, cap, o.watermark ?? null, o.watermark ?? null, o.limit, o.leaseSeconds, claimId],
     );
   });
   return { claimId, rows };

@@ -45,6 +45,11 @@ export const DeliveryEntity = defineEntity({
       name: "delivery_in_flight_index",
       expression: `create index "delivery_in_flight_index" on "delivery"."delivery" ("subscription_id", "next_attempt_at") where "claim_id" is not null`,
     },
+    // The claim (delivery-claim.ts): the subscriptions with pending deliveries, and each one's oldest due rows.
+    {
+      name: "delivery_pending_index",
+      expression: `create index "delivery_pending_index" on "delivery"."delivery" ("subscription_id", "next_attempt_at", "id") where "status" = 'pending'`,
+    },
     // An ordered subscription's head (delivery-claim.ts): its oldest pending delivery.
     {
       name: "delivery_ordered_head_index",

@@ -8,6 +8,7 @@ import { DeliveryTraceContextSchema } from "./2026-11-28-trace-context.js";
 import { DeliveryInFlightIndexSchema } from "./2026-11-30-in-flight-index.js";
 import { DeliverySubscriptionPauseSchema } from "./2026-12-02-subscription-pause.js";
 import { DeliveryOrderedSchema } from "./2026-12-04-ordered-delivery.js";
+import { DeliveryPendingIndexSchema } from "./2026-12-08-pending-index.js";
 import { DeliveryStatesSchema } from "./2026-12-06-delivery-states.js";
 
 export const deliveryMigrations: MigrationObject[] = [
@@ -20,4 +21,5 @@ export const deliveryMigrations: MigrationObject[] = [
   { name: "2026-12-02-subscription-pause", class: DeliverySubscriptionPauseSchema },
   { name: "2026-12-04-ordered-delivery", class: DeliveryOrderedSchema },
   { name: "2026-12-06-delivery-states", class: DeliveryStatesSchema },
+  { name: "2026-12-08-pending-index", class: DeliveryPendingIndexSchema },
 ];
