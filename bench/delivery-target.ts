@@ -52,7 +52,7 @@ export interface DeliveryTarget {
    * contact.created to `targetUrl` (not this receiver's: its arrivals are not
    * counted): `create` makes one of its contacts (false: the call failed), `remove` deletes the subscription.
    */
-  owner(targetUrl: string): Promise<{ create: () => Promise<boolean>; remove: () => Promise<void> }>;
+  owner(targetUrl: string): Promise<{ subscriptionId: bigint; create: () => Promise<boolean>; remove: () => Promise<void> }>;
   /** The platform's database (where its stages' timestamps can be read). */
   databaseUrl: string;
   close(): Promise<void>;
@@ -143,7 +143,7 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
         }
       };
       const remove = async () => void (await webhooks.deleteSubscription({ owner: subscriptionOwner, id: subscription!.id }));
-      return { create, remove };
+      return { subscriptionId: subscription!.id, create, remove };
     };
     const run = async (events: number, perSecond: number, subscriptions: number): Promise<DeliveryRun> => {
       // A fresh organisation per run, with its subscriptions: earlier runs' subscribers get nothing of it.
