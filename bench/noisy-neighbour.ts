@@ -6,7 +6,8 @@
 // answers 200 at once; WITH, it never answers (each POST hangs until the
 // platform's DELIVERY_TIMEOUT_MS gives up on it). Everything else is the same,
 // so the quiet owner's p95 with / without is what the hanging target costs
-// the others. They alternate for BENCH_NOISY_ROUNDS rounds (default 3), each
+// the others. They alternate for BENCH_NOISY_ROUNDS rounds (default 3; without
+// first in odd rounds, with first in even ones), each
 // pass with a fresh noisy owner, starting with nothing left to publish or
 // deliver; after a WITH pass its subscription is deleted (its queue is
 // cancelled as it comes due). The medians of each kind's p95 make the ratio.
@@ -125,7 +126,7 @@ async function until(check: () => boolean | Promise<boolean>, ms: number) {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-/** Every round: a pass without, then one with the hanging subscription. */
+/** Every round: a pass without and one with the hanging subscription, in turns (ABBA). */
 export async function noisyNeighbour(target: DeliveryTarget, seconds: number, rounds = Number(process.env.BENCH_NOISY_ROUNDS ?? 3)): Promise<NoisyResult> {
   const receiver = await startNoisyReceiver();
   const db = new pg.Client({ connectionString: target.databaseUrl });
@@ -182,7 +183,12 @@ export async function noisyNeighbour(target: DeliveryTarget, seconds: number, ro
   };
   try {
     const passes: NoisyPass[] = [];
-    for (let r = 0; r < rounds; r++) passes.push(await pass(false), await pass(true));
+    // Without then with, then with then without, ...: a drift over the run (the platform warming up,
+    // the neighbours' load) counts against both alike.
+    for (let r = 0; r < rounds; r++) {
+      const first = r % 2 === 1;
+      passes.push(await pass(first), await pass(!first));
+    }
     const of = (hanging: boolean) => {
       const qs = passes.filter((p) => p.hanging === hanging).map((p) => p.quiet);
       return { p50: median(qs.map((q) => q.p50)), p95: median(qs.map((q) => q.p95)), p99: median(qs.map((q) => q.p99)) };
