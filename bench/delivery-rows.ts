@@ -47,7 +47,7 @@ export async function deliveryRows(delivery: DeliveryTarget, deliverySeconds: nu
     `\nfloors, delivery: ` +
       (steady ? `p95 at 200 events/s ${num(steady.p95)} ms (<= 250: ${verdict(steadyMet)}); sustained ${num(best)} deliveries/s (>= 500: ${verdict(best >= 500)}); ` : "") +
       `noisy neighbour p95 with / without a hanging subscription ${num(noisy.with.p95)} / ${num(noisy.without.p95)} ms = ${noisy.ratio.toFixed(2)}x ` +
-      `(<= ${NOISY_FLOOR}x, ${noisy.lost} lost: ` +
+      `(<= ${NOISY_FLOOR}x; ${noisy.lost} lost, ${noisy.failedCalls} calls failed: ` +
       (noisy.met === null ? `no verdict: the passes without fell behind, p95 over ${BASELINE_P95_MS} ms)` : `${verdict(noisy.met)})`),
   );
   return {
@@ -57,6 +57,7 @@ export async function deliveryRows(delivery: DeliveryTarget, deliverySeconds: nu
       floor: NOISY_FLOOR,
       ratio: noisy.ratio,
       lost: noisy.lost,
+      failedCalls: noisy.failedCalls,
       baselineKeptUp: noisy.baselineKeptUp,
       met: noisy.met,
       without: noisy.without,

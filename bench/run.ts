@@ -306,7 +306,16 @@ try {
   }
   const file = await writeResults(
     only ?? "all",
-    { seconds, rounds, deliverySeconds: Number(process.env.BENCH_DELIVERY_SECONDS ?? 10), loadAverageAtStart },
+    {
+      seconds,
+      rounds,
+      deliverySeconds: Number(process.env.BENCH_DELIVERY_SECONDS ?? 10),
+      deliveryCases: process.env.BENCH_DELIVERY_CASES ?? "all",
+      noisyRounds: Number(process.env.BENCH_NOISY_ROUNDS ?? 3),
+      // What this environment changes of the platform's delivery settings (passed on to it).
+      platformEnv: Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(WEBHOOK|DELIVERY|OUTBOX)_/.test(k))),
+      loadAverageAtStart,
+    },
     { rows: rows.map(({ group, name, rps, latency }) => ({ group, name, rps, latency })), delivery: deliveryResults },
   );
   console.log(`
