@@ -47,6 +47,12 @@ export interface DeliveryRun {
 export interface DeliveryTarget {
   /** `events` contacts at `perSecond` (Infinity: a burst); each reaches `subscriptions` receiver paths. */
   run(events: number, perSecond: number, subscriptions: number): Promise<DeliveryRun>;
+  /**
+   * Another owner: a fresh organisation with one subscription of
+   * contact.created to `targetUrl` (not this receiver's: its arrivals are not
+   * counted): `create` makes one of its contacts (false: the call failed), `remove` deletes the subscription.
+   */
+  owner(targetUrl: string): Promise<{ subscriptionId: bigint; create: () => Promise<boolean>; remove: () => Promise<void> }>;
   /** The platform's database (where its stages' timestamps can be read). */
   databaseUrl: string;
   close(): Promise<void>;
@@ -116,6 +122,29 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
     const webhooks = createRpcClient(WebhookService, rpc(ports.WEBHOOK_RPC_PORT!));
 
     let runs = 0;
+    let owners = 0;
+    const owner = async (targetUrl: string) => {
+      const { organisation } = await organisations.createOrganisation({
+        name: `Bench owner ${++owners}`,
+        ownerEmail: `other${owners}@bench.test`,
+        ownerPassword: "bench-password",
+      });
+      const organisationId = organisation!.id;
+      const subscriptionOwner = { organisationId, clientId: "bench" };
+      const { subscription } = await webhooks.createSubscription({ owner: subscriptionOwner, targetUrl, eventType: EventType.CONTACT_CREATED });
+      const id = owners;
+      let n = 0;
+      const create = async () => {
+        try {
+          await organisations.createContact({ organisationId, fields: { firstName: `Other${++n}`, email: `o${id}-${n}@bench.test` } });
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      const remove = async () => void (await webhooks.deleteSubscription({ owner: subscriptionOwner, id: subscription!.id }));
+      return { subscriptionId: subscription!.id, create, remove };
+    };
     const run = async (events: number, perSecond: number, subscriptions: number): Promise<DeliveryRun> => {
       // A fresh organisation per run, with its subscriptions: earlier runs' subscribers get nothing of it.
       const { organisation } = await organisations.createOrganisation({
@@ -208,7 +237,7 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
         samples,
       };
     };
-    return { run, databaseUrl: db.url, close };
+    return { run, owner, databaseUrl: db.url, close };
   } catch (err) {
     if (platform) process.stderr.write(platform.output());
     await close();

@@ -30,12 +30,18 @@
 //   calls in flight) with 1 and with 10 subscriptions each; a local receiver
 //   answers 200. Deliveries/s, and commit-to-arrival latency p50/p95/p99
 //   (commit: CreateContact returned; arrival: the receiver had the POST).
+//   Then the noisy neighbour (bench/noisy-neighbour.ts): 200/s again while
+//   another owner has events queued for one subscription whose target
+//   answers, then whose target never answers; the p95 ratio, floor 1.5x.
 //
+// BENCH_DELIVERY_CASES=noisy: the warm-up and the noisy neighbour only.
+// Every row goes to bench/results/<time>-<group>.json (bench/results.ts).
 // The cases take turns for BENCH_ROUNDS rounds of BENCH_SECONDS each, and the
 // median round counts (one run is noisy here). BENCH_ONLY=http, rpc, oauth or
 // delivery runs one group (and the bare row).
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { loadavg } from "node:os";
 import { promisify } from "node:util";
 import autocannon from "autocannon";
 import pg from "pg";
@@ -49,8 +55,10 @@ import { startRpcServer, type RunningServer } from "../services/shared/rpc/serve
 import type { ServiceApp } from "../services/shared/service-app.js";
 import { freePort, httpReady, spawnProcess, spawnTs, type Spawned } from "../test/support/processes.js";
 import { closedLoop } from "./closed-loop.js";
-import { startDeliveryTarget, type DeliveryRun, type DeliveryTarget } from "./delivery-target.js";
+import { deliveryRows } from "./delivery-rows.js";
+import { startDeliveryTarget, type DeliveryTarget } from "./delivery-target.js";
 import { startPeer, startPlatform, type PeerTarget, type PlatformTarget } from "./oauth-target.js";
+import { writeResults } from "./results.js";
 import { startRpcTarget, type RpcTarget } from "./rpc-target.js";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 3);
@@ -58,6 +66,7 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const only = process.env.BENCH_ONLY;
 const wants = (group: Case["group"] | "delivery") => !only || only === group;
 const execFileAsync = promisify(execFile);
+const loadAverageAtStart = loadavg();
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 interface Sample {
@@ -289,34 +298,28 @@ try {
       );
     }
   }
+  let deliveryResults: Awaited<ReturnType<typeof deliveryRows>> | undefined;
   if (wants("delivery")) {
     // After the other groups, alone on the machine.
     delivery = await startDeliveryTarget();
-    const deliverySeconds = Number(process.env.BENCH_DELIVERY_SECONDS ?? 10);
-    await delivery.run(1000, 200, 1); // warm-up (5 s): connections opened, code paths compiled
-    const runs: [string, DeliveryRun][] = [
-      [`200 contacts/s for ${deliverySeconds} s, 1 subscription each`, await delivery.run(200 * deliverySeconds, 200, 1)],
-      ["burst: 2,000 contacts, 32 calls in flight, 1 subscription each", await delivery.run(2000, Infinity, 1)],
-      ["burst: 500 contacts, 32 calls in flight, 10 subscriptions each", await delivery.run(500, Infinity, 10)],
-    ];
-    const num = (n: number) => n.toLocaleString("en-US", { maximumFractionDigits: 0 });
-    console.log(
-      `\n${"Delivery (platform on PostgreSQL + NATS, receiver answers 200)".padEnd(66)} ${"events/s".padStart(9)} ${"deliv./s".padStart(9)} ${"p50 ms".padStart(7)} ${"p95 ms".padStart(7)} ${"p99 ms".padStart(7)} ${"arrived".padStart(13)} ${"failed".padStart(7)}`,
-    );
-    for (const [name, r] of runs) {
-      console.log(
-        `${name.padEnd(66)} ${num(r.eventsPerSecond).padStart(9)} ${num(r.deliveriesPerSecond).padStart(9)} ${num(r.p50).padStart(7)} ${num(r.p95).padStart(7)} ${num(r.p99).padStart(7)} ${`${r.arrived}/${r.events * r.subscriptions}`.padStart(13)} ${num(r.failed).padStart(7)}`,
-      );
-    }
-    // The delivery floors: at 200 events/s, p95 <= 250 ms; sustained >= 500 deliveries/s.
-    const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
-    const steady = runs[0]![1];
-    const best = Math.max(...runs.slice(1).map(([, r]) => r.deliveriesPerSecond));
-    console.log(
-      `\nfloors, delivery: p95 at 200 events/s ${num(steady.p95)} ms (<= 250: ${verdict(steady.p95 <= 250 && steady.failed === 0 && steady.arrived === steady.events)}); ` +
-        `sustained ${num(best)} deliveries/s (>= 500: ${verdict(best >= 500)})`,
-    );
+    deliveryResults = await deliveryRows(delivery, Number(process.env.BENCH_DELIVERY_SECONDS ?? 10), process.env.BENCH_DELIVERY_CASES === "noisy");
   }
+  const file = await writeResults(
+    only ?? "all",
+    {
+      seconds,
+      rounds,
+      deliverySeconds: Number(process.env.BENCH_DELIVERY_SECONDS ?? 10),
+      deliveryCases: process.env.BENCH_DELIVERY_CASES ?? "all",
+      noisyRounds: Number(process.env.BENCH_NOISY_ROUNDS ?? 3),
+      // What this environment changes of the platform's delivery settings (passed on to it).
+      platformEnv: Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(WEBHOOK|DELIVERY|OUTBOX)_/.test(k))),
+      loadAverageAtStart,
+    },
+    { rows: rows.map(({ group, name, rps, latency }) => ({ group, name, rps, latency })), delivery: deliveryResults },
+  );
+  console.log(`
+results: ${file}`);
 } finally {
   await delivery?.close();
   await pool?.end();

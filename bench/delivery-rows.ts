@@ -1,0 +1,69 @@
+// The delivery group of the benchmark (BENCH_ONLY=delivery): the rows run
+// against one platform (delivery-target.ts), printed with their floors, and
+// returned for the results file (without the per-delivery samples).
+import type { DeliveryRun, DeliveryTarget } from "./delivery-target.js";
+import { BASELINE_P95_MS, NOISY_FLOOR, noisyNeighbour } from "./noisy-neighbour.js";
+
+const num = (n: number) => n.toLocaleString("en-US", { maximumFractionDigits: 0 });
+const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
+const summary = ({ samples: _, ...r }: DeliveryRun) => r;
+
+/** `noisyOnly` (BENCH_DELIVERY_CASES=noisy): the warm-up and the noisy neighbour only. */
+export async function deliveryRows(delivery: DeliveryTarget, deliverySeconds: number, noisyOnly = false) {
+  await delivery.run(1000, 200, 1); // warm-up (5 s): connections opened, code paths compiled
+  const runs: [string, DeliveryRun][] = noisyOnly ? [] : [
+    [`200 contacts/s for ${deliverySeconds} s, 1 subscription each`, await delivery.run(200 * deliverySeconds, 200, 1)],
+    ["burst: 2,000 contacts, 32 calls in flight, 1 subscription each", await delivery.run(2000, Infinity, 1)],
+    ["burst: 500 contacts, 32 calls in flight, 10 subscriptions each", await delivery.run(500, Infinity, 10)],
+  ];
+  // Last: the hanging subscriptions' retries stay behind.
+  const noisy = await noisyNeighbour(delivery, deliverySeconds);
+  const noisyRows: [string, DeliveryRun][] = noisy.passes.map((p, i) => [
+    `noisy neighbour ${Math.floor(i / 2) + 1}: 200/s, other owner's target ${p.hanging ? "hangs" : "answers"}`,
+    p.quiet,
+  ]);
+  console.log(
+    `\n${"Delivery (platform on PostgreSQL + NATS, receiver answers 200)".padEnd(66)} ${"events/s".padStart(9)} ${"deliv./s".padStart(9)} ${"p50 ms".padStart(7)} ${"p95 ms".padStart(7)} ${"p99 ms".padStart(7)} ${"arrived".padStart(13)} ${"failed".padStart(7)}`,
+  );
+  for (const [name, r] of [...runs, ...noisyRows]) {
+    console.log(
+      `${name.padEnd(66)} ${num(r.eventsPerSecond).padStart(9)} ${num(r.deliveriesPerSecond).padStart(9)} ${num(r.p50).padStart(7)} ${num(r.p95).padStart(7)} ${num(r.p99).padStart(7)} ${`${r.arrived}/${r.events * r.subscriptions}`.padStart(13)} ${num(r.failed).padStart(7)}`,
+    );
+  }
+  console.log(`\nthe other owner (noisy neighbour), per pass: its events (failed calls), POSTs its receiver had, its open POSTs during the run (min / mean / max)`);
+  for (const [i, p] of noisy.passes.entries()) {
+    console.log(
+      `  ${Math.floor(i / 2) + 1} ${p.hanging ? "hangs  " : "answers"}  ${p.noisyCreated} (${p.noisyFailed})  ${p.noisyReceived} POSTs  open ${p.openMin} / ${p.openMean.toFixed(1)} / ${p.openMax}`,
+    );
+  }
+  const median = (m: { p50: number; p95: number; p99: number }) => `${num(m.p50)} / ${num(m.p95)} / ${num(m.p99)}`;
+  console.log(`\nnoisy neighbour, medians of ${noisy.passes.length / 2} passes each, p50 / p95 / p99 ms: without ${median(noisy.without)}; with ${median(noisy.with)}`);
+  // The delivery floors: at 200 events/s, p95 <= 250 ms; sustained >= 500 deliveries/s;
+  // the quiet owner's p95 with a hanging subscription of another owner <= 1.5x without, none lost.
+  const steady = runs[0]?.[1];
+  const best = Math.max(...runs.slice(1).map(([, r]) => r.deliveriesPerSecond));
+  const steadyMet = !!steady && steady.p95 <= 250 && steady.failed === 0 && steady.arrived === steady.events;
+  console.log(
+    `\nfloors, delivery: ` +
+      (steady ? `p95 at 200 events/s ${num(steady.p95)} ms (<= 250: ${verdict(steadyMet)}); sustained ${num(best)} deliveries/s (>= 500: ${verdict(best >= 500)}); ` : "") +
+      `noisy neighbour p95 with / without a hanging subscription ${num(noisy.with.p95)} / ${num(noisy.without.p95)} ms = ${noisy.ratio.toFixed(2)}x ` +
+      `(<= ${NOISY_FLOOR}x; ${noisy.lost} lost, ${noisy.failedCalls} calls failed: ` +
+      (noisy.met === null ? `no verdict: the passes without fell behind, p95 over ${BASELINE_P95_MS} ms)` : `${verdict(noisy.met)})`),
+  );
+  return {
+    seconds: deliverySeconds,
+    rows: runs.map(([name, r]) => ({ name, ...summary(r) })),
+    noisyNeighbour: {
+      floor: NOISY_FLOOR,
+      ratio: noisy.ratio,
+      lost: noisy.lost,
+      failedCalls: noisy.failedCalls,
+      baselineKeptUp: noisy.baselineKeptUp,
+      met: noisy.met,
+      without: noisy.without,
+      with: noisy.with,
+      passes: noisy.passes.map((p, i) => ({ ...p, name: noisyRows[i]![0], quiet: summary(p.quiet) })),
+    },
+    floors: steady ? { p95At200: steady.p95, p95At200Met: steadyMet, sustained: best, sustainedMet: best >= 500 } : undefined,
+  };
+}
