@@ -1,17 +1,24 @@
-// Stage timings of one delivery run: contacts at 200/s,
+// Stage timings of one delivery run: contacts at a fixed rate (200/s unless given),
 // one subscription each, then per delivery: commit (CreateContact returned) →
 // outbox row (its transaction's now()) → published (relay marked it) → fan-out
 // row → POST started (attempt minus its duration) → arrival at the receiver.
-// Run: npx tsx bench/delivery-stages.ts [seconds]; BENCH_CPU_PROF=dir adds --cpu-prof.
+// Run: npx tsx bench/delivery-stages.ts [seconds] [events/s]; BENCH_CPU_PROF=dir adds --cpu-prof;
+// BENCH_PG_ACTIVITY=1 samples pg_stat_activity during the measured run.
 import pg from "pg";
 import { startDeliveryTarget } from "./delivery-target.js";
+import { startActivitySampler } from "./pg-activity-sample.js";
 
 const seconds = Number(process.argv[2] ?? 10);
+const rate = Number(process.argv[3] ?? 200);
 const prof = process.env.BENCH_CPU_PROF;
 const target = await startDeliveryTarget(prof ? ["--cpu-prof", `--cpu-prof-dir=${prof}`] : []);
 try {
+  // Warm-up at 200/s whatever the rate measured.
   await target.run(1000, 200, 1);
-  const run = await target.run(200 * seconds, 200, 1);
+  const sampler = process.env.BENCH_PG_ACTIVITY ? await startActivitySampler(new URL(target.databaseUrl).pathname.slice(1)) : undefined;
+  const runStarted = new Date();
+  const run = await target.run(Math.round(rate * seconds), rate, 1);
+  const activity = await sampler?.stop();
   const client = new pg.Client({ connectionString: target.databaseUrl });
   await client.connect();
   const { rows } = await client.query(`
@@ -24,6 +31,14 @@ try {
       join organisation.outbox o on o.id = e.event_id
       join delivery.delivery d on d.event_id = e.event_id
       join delivery.delivery_attempt a on a.delivery_id = d.id and a.attempt = 1`);
+  // What the write side managed: the measured run's outbox rows (committed contacts, failed calls' included).
+  const [written] = (
+    await client.query(
+      `select count(*)::int as n, coalesce(extract(epoch from max(created_at) - min(created_at)), 0)::float8 as s
+         from organisation.outbox where created_at >= $1`,
+      [runStarted],
+    )
+  ).rows;
   await client.end();
   const byContact = new Map(rows.map((r) => [r.contact_id as string, r]));
   const stages: Record<string, number[]> = { "commit→arrival": [], "outbox→commit": [], "outbox→published": [], "published→fanout": [], "fanout→post": [], "post→arrival": [], "outbox→arrival": [] };
@@ -40,11 +55,14 @@ try {
     stages["outbox→arrival"].push(s.arrivedAt - o);
   }
   const pct = (a: number[], p: number) => a[Math.min(a.length - 1, Math.floor((a.length * p) / 100))];
-  console.log(`events/s ${run.eventsPerSecond.toFixed(0)}, arrived ${run.arrived}/${run.events}, failed ${run.failed}, matched ${stages["commit→arrival"].length}`);
+  console.log(`rate ${rate}/s asked, events/s ${run.eventsPerSecond.toFixed(0)}, arrived ${run.arrived}/${run.events}, failed ${run.failed}, matched ${stages["commit→arrival"].length}`);
+  console.log(`outbox rows written ${written.n} in ${Number(written.s).toFixed(1)} s: ${(written.n / Math.max(Number(written.s), 0.001)).toFixed(0)}/s`);
   for (const [name, a] of Object.entries(stages)) {
+    if (a.length === 0) continue;
     a.sort((x, y) => x - y);
     console.log(`${name.padEnd(20)} p50 ${pct(a, 50).toFixed(1).padStart(7)}  p95 ${pct(a, 95).toFixed(1).padStart(7)}  p99 ${pct(a, 99).toFixed(1).padStart(7)}  max ${a[a.length - 1].toFixed(1).padStart(7)}`);
   }
+  if (activity) console.log(activity);
 } finally {
   await target.close();
 }
