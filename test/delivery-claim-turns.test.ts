@@ -5,38 +5,22 @@
 import { randomUUID } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
-import { DELIVERY_ENTITIES, createDeliveryApp } from "../services/delivery/delivery-app.js";
-import { createDeliveryStore, type DeliveryStore } from "../services/delivery/deliveries/delivery-store.js";
-import { DELIVERY_SCHEMA } from "../services/delivery/delivery-service.js";
-import { deliveryMigrations } from "../services/delivery/migrations/index.js";
-import { openServiceDatabase } from "../services/shared/database.js";
-import { createLogger } from "../services/shared/logger.js";
-import { startPlatform, type Platform } from "./support/platform.js";
+import { type DeliveryStore } from "../services/delivery/deliveries/delivery-store.js";
+import { startDeliverySchema, type DeliverySchema } from "./support/delivery-schema.js";
 
-let platform: Platform;
+let schema: DeliverySchema;
 let orm: MikroORM;
 let store: DeliveryStore;
 let nextSubscription = 1;
 
 beforeAll(async () => {
   // The delivery schema alone: no worker claims behind the test's back.
-  platform = await startPlatform({
-    token: "t".repeat(40),
-    organisation: false,
-    auth: false,
-    webhook: false,
-    delivery: { create: (deps) => createDeliveryApp(deps, { workers: false, fanOut: false }) },
-  });
-  orm = await openServiceDatabase(
-    { databaseUrl: platform.db.url, databasePoolMax: 2, logger: createLogger("test", "silent"), config: { MIGRATE_ON_START: false } },
-    { schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations },
-  );
-  store = createDeliveryStore(orm);
+  schema = await startDeliverySchema("t".repeat(40));
+  ({ orm, store } = schema);
 });
 
 afterAll(async () => {
-  await orm?.close();
-  await platform?.stop();
+  await schema?.stop();
 });
 
 /** An owner's subscription with `count` pending deliveries, due `ageSeconds` ago (oldest first). */

@@ -8,37 +8,21 @@
 import { randomUUID } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { DELIVERY_ENTITIES, createDeliveryApp } from "../services/delivery/delivery-app.js";
-import { createDeliveryStore, type ClaimedDelivery, type DeliveryStore } from "../services/delivery/deliveries/delivery-store.js";
-import { DELIVERY_SCHEMA } from "../services/delivery/delivery-service.js";
-import { deliveryMigrations } from "../services/delivery/migrations/index.js";
-import { openServiceDatabase } from "../services/shared/database.js";
-import { createLogger } from "../services/shared/logger.js";
-import { startPlatform, type Platform } from "./support/platform.js";
+import { type ClaimedDelivery, type DeliveryStore } from "../services/delivery/deliveries/delivery-store.js";
+import { startDeliverySchema, type DeliverySchema } from "./support/delivery-schema.js";
 
-let platform: Platform;
+let schema: DeliverySchema;
 let orm: MikroORM;
 let store: DeliveryStore;
 
 beforeAll(async () => {
   // The delivery schema alone: no worker claims behind the test's back.
-  platform = await startPlatform({
-    token: "u".repeat(40),
-    organisation: false,
-    auth: false,
-    webhook: false,
-    delivery: { create: (deps) => createDeliveryApp(deps, { workers: false, fanOut: false }) },
-  });
-  orm = await openServiceDatabase(
-    { databaseUrl: platform.db.url, databasePoolMax: 2, logger: createLogger("test", "silent"), config: { MIGRATE_ON_START: false } },
-    { schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations },
-  );
-  store = createDeliveryStore(orm);
+  schema = await startDeliverySchema("u".repeat(40));
+  ({ orm, store } = schema);
 });
 
 afterAll(async () => {
-  await orm?.close();
-  await platform?.stop();
+  await schema?.stop();
 });
 
 const ORDERED = 101n;
