@@ -11,6 +11,7 @@
 // claim is one short statement, so the turns are short.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { randomUUID } from "node:crypto";
+import { orderedHeadSql } from "./ordered-head.js";
 
 const S = `"delivery"`;
 
@@ -26,20 +27,6 @@ export interface ClaimOptions {
    * one fan-out, in order).
    */
   watermark?: number;
-}
-
-/**
- * An ordered subscription's head: its oldest pending ordered delivery by
- * (stream_sequence, id), due or not, claimed or not: one row ("id") of
- * delivery_ordered_head_index. `subscriptionId` is an SQL expression (a
- * column of the outer query, for a lateral join). The one definition of the
- * head: the claim sends only it, and a subscription's blocked_since and
- * blocked_delivery_id are its row's.
- */
-export function orderedHeadSql(subscriptionId: string): string {
-  return `select o."id" from ${S}."delivery" o
-      where o."subscription_id" = ${subscriptionId} and o."status" = 'pending' and o."ordered"
-      order by o."stream_sequence", o."id" limit 1`;
 }
 
 /**

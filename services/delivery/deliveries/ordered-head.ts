@@ -1,6 +1,6 @@
 // When a pending ordered delivery that is not its subscription's head can go
 // at the earliest: the claim sends an ordered subscription's head only
-// (delivery-claim.ts orderedHeadSql), so one behind it waits at least until
+// (orderedHeadSql below), so one behind it waits at least until
 // the head's next attempt. The answers (a retry, ListDeliveries) show that
 // time as "not before".
 import type { MikroORM } from "@mikro-orm/postgresql";
@@ -16,16 +16,31 @@ export interface OrderedHead {
 }
 
 /**
+ * An ordered subscription's head: its oldest pending ordered delivery by
+ * (stream_sequence, id), due or not, claimed or not: one row of
+ * delivery_ordered_head_index, with `columns` (of the alias "head_row", which the outer query must not use).
+ * `subscriptionId` is an SQL expression (a column of the outer query, for a
+ * lateral join); `excluding`: a row left out. The one definition of the
+ * head: the claim sends only it, a subscription's blocked_since and
+ * blocked_delivery_id are its row's, and a row behind it answers "not before"
+ * its next attempt.
+ */
+export function orderedHeadSql(subscriptionId: string, columns = `"head_row"."id"`, excluding = "null"): string {
+  return `select ${columns} from ${S}."delivery" "head_row"
+    where "head_row"."subscription_id" = ${subscriptionId} and "head_row"."status" = 'pending' and "head_row"."ordered"
+      and "head_row"."id" is distinct from ${excluding}
+    order by "head_row"."stream_sequence", "head_row"."id" limit 1`;
+}
+
+/**
  * The head's columns as one JSON value (null when there is none), for a
  * statement whose outer query has the subscription id as `subscriptionId`
  * (an SQL expression); `excluding`: a row left out (one the same statement
  * is changing, compared with the head in JS: headOf).
  */
 export function orderedHeadJsonSql(subscriptionId: string, excluding = "null"): string {
-  return `(select json_build_object('id', o."id"::text, 'streamSequence', o."stream_sequence", 'nextAttemptAt', o."next_attempt_at", 'claimId', o."claim_id")
-     from ${S}."delivery" o
-    where o."subscription_id" = ${subscriptionId} and o."status" = 'pending' and o."ordered" and o."id" is distinct from ${excluding}
-    order by o."stream_sequence", o."id" limit 1)`;
+  const columns = `json_build_object('id', "head_row"."id"::text, 'streamSequence', "head_row"."stream_sequence", 'nextAttemptAt', "head_row"."next_attempt_at", 'claimId', "head_row"."claim_id")`;
+  return `(${orderedHeadSql(subscriptionId, columns, excluding)})`;
 }
 
 /** A head as orderedHeadJsonSql returned it (the driver parses the JSON; its timestamps are strings). */

@@ -11,6 +11,7 @@ import type { MikroORM } from "@mikro-orm/postgresql";
 import type { GetDeliveryStatesRequest, GetDeliveryStatesResponseSchema } from "../../../gen/bizcard/delivery/v1/delivery_pb.js";
 import { readOwner } from "../../shared/owner.js";
 import { invalid } from "../../shared/validation.js";
+import { orderedHeadSql } from "../deliveries/ordered-head.js";
 
 const S = `"delivery"`;
 /** The most ids one call reads (a page of subscriptions). */
@@ -31,7 +32,9 @@ interface StateRow {
  * (the oldest pending ordered delivery by (stream_sequence, id)): blocked
  * while it has failed and waits for its retry, since its first failed
  * attempt after its last other outcome (a head recovered after giving up is
- * blocked from its new failure on, not its old ones).
+ * blocked from its new failure on, not its old ones). A subscription is
+ * read only once "owned" found the owner's deliveries of it: every delivery
+ * of a subscription is its owner's, so its head needs no owner filter.
  */
 const STATES_SQL = `with "ids" as (
     select distinct i::bigint as "subscription_id" from jsonb_array_elements_text(?::jsonb) as i
@@ -44,12 +47,7 @@ const STATES_SQL = `with "ids" as (
      where p."paused_until" > now() or p."in_flight_cap" is not null
   ), "head" as (
     select o."subscription_id", h."id"
-      from "owned" o cross join lateral (
-        select d."id" from ${S}."delivery" d
-         where d."subscription_id" = o."subscription_id" and d."status" = 'pending' and d."ordered"
-           and d."organisation_id" = ? and d."client_id" = ?
-         order by d."stream_sequence", d."id" limit 1
-      ) h
+      from "owned" o cross join lateral (${orderedHeadSql(`o."subscription_id"`)}) h
   ), "blocked" as (
     select h."subscription_id", h."id" as "blocked_delivery_id", f."since" as "blocked_since"
       from "head" h cross join lateral (
@@ -76,7 +74,7 @@ export function createDeliveryStates(deps: { orm: MikroORM }): (req: GetDelivery
     const ids = req.subscriptionIds.filter((id) => id > 0n).map(String);
     if (ids.length === 0) return { states: [] };
     const o = [owner.organisationId, owner.clientId];
-    const rows = await deps.orm.em.fork().execute<StateRow[]>(STATES_SQL, [JSON.stringify(ids), ...o, ...o, ...o, ...o]);
+    const rows = await deps.orm.em.fork().execute<StateRow[]>(STATES_SQL, [JSON.stringify(ids), ...o, ...o, ...o]);
     return {
       states: rows.map((r) => ({
         subscriptionId: BigInt(r.subscription_id),
