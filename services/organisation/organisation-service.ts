@@ -19,6 +19,7 @@ import { readPage, timeIdKeyset } from "../shared/pagination.js";
 import { invalid, notFound, requireUuid, isUuid } from "../shared/validation.js";
 import { ContactEntity, type Contact } from "./contacts/contact.entity.js";
 import { readContactFields } from "./contacts/contact-fields.js";
+import { createContactWithEvent } from "./contacts/contact-create.js";
 import { enqueueContactEvent } from "./contacts/contact-events.js";
 import { toContactMessage } from "./contacts/contact-message.js";
 import { MemberEntity, type Member } from "./members/member.entity.js";
@@ -181,15 +182,8 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
       const organisationId = requireUuid("organisation_id", req.organisationId);
       const fields = readContactFields(req.fields);
       if (!fields.firstName && !fields.lastName) throw invalid("first_name", "first_name or last_name is required");
-      const message = await orm.em.fork().transactional(async (em) => {
-        if (!(await em.findOne(OrganisationEntity, { id: organisationId }))) throw notFound("organisation");
-        const now = new Date();
-        const contact = em.create(ContactEntity, { id: randomUUID(), organisationId, ...fields, createdAt: now, updatedAt: now });
-        await em.flush();
-        const message = toContactMessage(contact);
-        await enqueueContactEvent(em, events, EventType.CONTACT_CREATED, message);
-        return message;
-      });
+      const message = await createContactWithEvent(orm, events, organisationId, fields);
+      if (!message) throw notFound("organisation");
       deps.onEventCommitted();
       return { contact: message };
     },

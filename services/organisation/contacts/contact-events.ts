@@ -8,14 +8,12 @@ import { ContactEventSchema, EventType } from "../../../gen/bizcard/events/v1/ev
 import type { Contact as ContactMessage } from "../../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { subjectFor } from "../../shared/event-bus/event-bus.js";
 import { nameOfEventType } from "../../shared/event-types.js";
-import { enqueueEvent } from "../../shared/outbox/writer.js";
+import { enqueueEvent, type OutboxEvent } from "../../shared/outbox/writer.js";
 
-export async function enqueueContactEvent(
-  em: EntityManager,
-  options: { schema: string; subjectPrefix: string },
-  type: EventType.CONTACT_CREATED | EventType.CONTACT_UPDATED,
-  contact: ContactMessage,
-): Promise<string> {
+type ContactEventType = EventType.CONTACT_CREATED | EventType.CONTACT_UPDATED;
+
+/** The outbox row of a contact's event. */
+export function contactEvent(options: { subjectPrefix: string }, type: ContactEventType, contact: ContactMessage): OutboxEvent {
   const event = create(ContactEventSchema, {
     eventId: randomUUID(),
     type,
@@ -23,10 +21,16 @@ export async function enqueueContactEvent(
     occurTime: timestampFromDate(new Date()),
     contact,
   });
-  await enqueueEvent(em, options.schema, {
-    id: event.eventId,
-    subject: subjectFor(options.subjectPrefix, nameOfEventType(type)),
-    payload: toBinary(ContactEventSchema, event),
-  });
-  return event.eventId;
+  return { id: event.eventId, subject: subjectFor(options.subjectPrefix, nameOfEventType(type)), payload: toBinary(ContactEventSchema, event) };
+}
+
+export async function enqueueContactEvent(
+  em: EntityManager,
+  options: { schema: string; subjectPrefix: string },
+  type: ContactEventType,
+  contact: ContactMessage,
+): Promise<string> {
+  const event = contactEvent(options, type, contact);
+  await enqueueEvent(em, options.schema, event);
+  return event.id;
 }

@@ -45,18 +45,31 @@ const outboxLockKey = (schema: string) => `bizcard.outbox:${schema}`;
  * wait (that is what makes seq follow commit order, see ORDER above).
  */
 export async function enqueueEvent(em: EntityManager, schema: string, event: OutboxEvent): Promise<void> {
-  // Transaction-scoped: released at commit or rollback by PostgreSQL itself, so
-  // it does not matter which pooled connection runs the transaction.
-  // The lock and the insert are one statement: the lock is held from here to
-  // the commit, and a round trip to this process in between (waiting for an
-  // event loop that is busy elsewhere) would make every event-writing
-  // transaction of the schema wait that much longer. The lock is taken
-  // first: the row's seq (nextval, the column default) is computed for each
-  // row the subquery yields, and the subquery (volatile, so neither pulled up
-  // nor dropped) yields it once the lock is granted.
-  await em.execute(
-    `insert into "${schema}"."outbox" ("id", "subject", "payload", "traceparent")
-     select ?::uuid, ?::text, ?::bytea, ?::text from (select pg_advisory_xact_lock(hashtextextended(?, 0))) as "turn"`,
-    [event.id, event.subject, Buffer.from(event.payload), currentTraceparent() ?? null, outboxLockKey(schema)],
-  );
+  await em.execute(outboxInsertSql(schema), outboxInsertParams(schema, event));
+}
+
+/**
+ * The outbox insert as SQL, for a statement that writes the change and its
+ * event at once (a data-modifying CTE; then the lock is held only from this
+ * insert to the statement's own commit). `requires`: a FROM item the row
+ * needs (the CTE that wrote the change: no change, no event). Its parameters:
+ * outboxInsertParams.
+ *
+ * Transaction-scoped: released at commit or rollback by PostgreSQL itself, so
+ * it does not matter which pooled connection runs the transaction. The lock
+ * and the insert are one statement: the lock is held from here to the
+ * commit, and a round trip to this process in between (waiting for an event
+ * loop that is busy elsewhere) would make every event-writing transaction of
+ * the schema wait that much longer. The lock is taken first: the row's seq
+ * (nextval, the column default) is computed for each row the subquery
+ * yields, and the subquery (volatile, so neither pulled up nor dropped)
+ * yields it once the lock is granted.
+ */
+export function outboxInsertSql(schema: string, requires?: string): string {
+  return `insert into "${schema}"."outbox" ("id", "subject", "payload", "traceparent")
+     select ?::uuid, ?::text, ?::bytea, ?::text from (select pg_advisory_xact_lock(hashtextextended(?, 0))) as "turn"${requires ? `, ${requires}` : ""}`;
+}
+
+export function outboxInsertParams(schema: string, event: OutboxEvent): unknown[] {
+  return [event.id, event.subject, Buffer.from(event.payload), currentTraceparent() ?? null, outboxLockKey(schema)];
 }
