@@ -13,6 +13,7 @@ import { ClientEntity } from "./clients/client.entity.js";
 import { InteractionEntity } from "./interactions/interaction.entity.js";
 import { SessionEntity } from "./interactions/session.entity.js";
 import { authMigrations } from "./migrations/index.js";
+import { openRelayDatabase } from "../shared/outbox/relay-database.js";
 import { OutboxRelay } from "../shared/outbox/relay.js";
 import { AuthorizationCodeEntity } from "./grants/authorization-code.entity.js";
 import { GrantEntity } from "./grants/grant.entity.js";
@@ -47,8 +48,9 @@ export async function createAuthApp(
 ): Promise<ServiceApp & { relay: OutboxRelay; orm: MikroORM; grants: GrantStore }> {
   const { config, logger, bus } = deps;
   const orm = await openServiceDatabase(deps, { schema: AUTH_SCHEMA, entities: AUTH_ENTITIES, migrations: authMigrations });
+  const relayDb = await openRelayDatabase(deps, AUTH_SCHEMA, orm);
   const relay = new OutboxRelay({
-    orm,
+    orm: relayDb.orm,
     schema: AUTH_SCHEMA,
     bus,
     logger,
@@ -96,6 +98,7 @@ export async function createAuthApp(
     close: async () => {
       await pruning?.stop();
       await relay.stop();
+      await relayDb.close();
       await orm.close();
     },
   };

@@ -1,6 +1,7 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { openServiceDatabase, pingDatabase } from "../shared/database.js";
+import { openRelayDatabase } from "../shared/outbox/relay-database.js";
 import { OutboxRelay } from "../shared/outbox/relay.js";
 import { runChecks } from "../shared/rpc/health.js";
 import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
@@ -22,8 +23,9 @@ export async function createOrganisationApp(deps: ServiceAppDeps): Promise<Servi
     await orm.close();
     throw err;
   });
+  const relayDb = await openRelayDatabase(deps, ORGANISATION_SCHEMA, orm);
   const relay = new OutboxRelay({
-    orm,
+    orm: relayDb.orm,
     schema: ORGANISATION_SCHEMA,
     bus,
     logger,
@@ -45,6 +47,7 @@ export async function createOrganisationApp(deps: ServiceAppDeps): Promise<Servi
     start: async () => relay.start(),
     close: async () => {
       await relay.stop();
+      await relayDb.close();
       await orm.close();
     },
   };

@@ -193,7 +193,7 @@ export class OutboxRelay {
 
   private async runBatch(): Promise<RelayBatch> {
     const { schema } = this.options;
-    if (!(await this.lease.take())) {
+    if (!(await this.lease.keep())) {
       this.forget();
       return { leader: false, published: 0 };
     }

@@ -1,0 +1,29 @@
+// The relay's own connections. On real PostgreSQL a service's requests fill
+// its pool (each event-writing request holds a connection to its commit), and
+// the relay's statements (lease, read, mark) waited behind them for one: at
+// 200 events/s in the one-process start it fell seconds behind the commits
+// (bench/delivery-stages.ts, outbox→published p50 3.6 s; 26 ms on its own
+// connections). Embedded (PGlite serves one session per service, a pool of
+// one): the service's own.
+import type { MikroORM } from "@mikro-orm/postgresql";
+import { openDatabase } from "../database.js";
+import type { Logger } from "../logger.js";
+
+/** Rounds run one at a time; the other connection serves the outbox gauges' reads. */
+const RELAY_POOL_MAX = 2;
+
+export interface RelayDatabase {
+  orm: MikroORM;
+  /** Closes the relay's own connections (not the service's). */
+  close(): Promise<void>;
+}
+
+export async function openRelayDatabase(
+  deps: { databaseUrl: string; databasePoolMax: number; logger: Logger },
+  schema: string,
+  serviceOrm: MikroORM,
+): Promise<RelayDatabase> {
+  if (deps.databasePoolMax <= 1) return { orm: serviceOrm, close: async () => {} };
+  const orm = await openDatabase({ clientUrl: deps.databaseUrl, poolMax: RELAY_POOL_MAX, logger: deps.logger, schema, entities: [], migrations: [] });
+  return { orm, close: () => orm.close() };
+}
