@@ -50,6 +50,8 @@ describe("outbox relay", () => {
         publish: (subject, data, msgId) => inner.publish(subject, data, msgId).catch((err) => (refused.push(msgId), Promise.reject(err))),
         consume: (options, handler) => inner.consume(options, handler),
         subscribe: (subject, handler) => inner.subscribe(subject, handler),
+        announce: (topic, data) => inner.announce(topic, data),
+        listen: (topic, handler) => inner.listen(topic, handler),
         connected: true,
         onConnectionChange: (listener) => inner.onConnectionChange(listener),
         ping: () => inner.ping(),

@@ -20,6 +20,7 @@ import { deliveryMigrations } from "./migrations/index.js";
 import { deliveryPruneTargets } from "./prune/delivery-prune.js";
 import { startPruning } from "../shared/prune/prune-loop.js";
 import { createWebhookSender } from "./sender/webhook-sender.js";
+import { SubscriberCache } from "./worker/subscriber-cache.js";
 import { DeliveryWorker } from "./worker/delivery-worker.js";
 
 /** Every table of the delivery schema (schema-diff test: entities == migrations). */
@@ -48,9 +49,11 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
     allowInsecure,
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
   });
+  const subscriberCache = await SubscriberCache.open(bus, config.DELIVERY_SUBSCRIBER_CACHE_MS, logger.child({ component: "subscriber-cache" }));
   const worker = new DeliveryWorker({
     store,
     webhook,
+    subscriberCache,
     sender,
     logger: logger.child({ component: "delivery-worker" }),
     schedule: config.DELIVERY_RETRY_SCHEDULE_SECONDS,
@@ -89,7 +92,7 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
     start: async () => {
       if (options.workers !== false) worker.start();
       pruning = startPruning({ orm, targets: () => deliveryPruneTargets(DELIVERY_SCHEMA, config.DELIVERY_LOG_RETENTION_DAYS), settings: config, logger });
-      if (options.fanOut !== false) fanOut = await consumeContactEvents({ bus, store, webhook, logger, onDeliveries: (ordered) => worker.fannedOut(ordered) });
+      if (options.fanOut !== false) fanOut = await consumeContactEvents({ bus, store, webhook, logger, onDeliveries: (ordered, subscriptions) => worker.fannedOut(ordered, subscriptions) });
     },
     close: async () => {
       stopMetrics();
@@ -97,6 +100,7 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
       stopAtCap();
       await fanOut?.stop();
       await worker.stop();
+      await subscriberCache.close();
       await pruning?.stop();
       await sender.close();
       await orm.close();

@@ -56,6 +56,13 @@ export const webhookSettings = {
    * or hanging target holds at most this many of the workers' slots.
    */
   WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: int(4, 1, 1000),
+  /**
+   * Delivery: how long a worker keeps the subscribers it read (target,
+   * secrets) for its next POSTs; every change of a subscription drops them at
+   * once (announced on the bus), so this only bounds an announcement missed.
+   * 0: read them for every claimed batch.
+   */
+  DELIVERY_SUBSCRIBER_CACHE_MS: int(10_000, 0, 300_000),
   /** Delivery: how often an idle worker looks for due deliveries (new events wake it at once in its own process). */
   DELIVERY_POLL_MS: int(500, 10, 60_000),
   /**

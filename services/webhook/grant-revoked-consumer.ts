@@ -10,6 +10,7 @@ import { GrantRevokedSchema } from "../../gen/bizcard/events/v1/events_pb.js";
 import type { Consumer, EventBus } from "../shared/event-bus/event-bus.js";
 import type { Logger } from "../shared/logger.js";
 import { isUuid } from "../shared/validation.js";
+import { announceSubscriptionsChanged } from "../shared/event-bus/subscriptions-changed.js";
 import { endSubscriptions } from "./subscriptions/subscription-end.js";
 
 export const GRANT_REVOKED_CONSUMER = "webhook-grant-revoked";
@@ -30,6 +31,7 @@ export function consumeGrantRevoked(deps: { bus: EventBus; orm: MikroORM; logger
     }
     const pair = { organisationId: event.organisationId.toLowerCase(), clientId: event.clientId };
     const deleted = await endSubscriptions(deps.orm.em.fork(), pair, "grant_revoked");
+    if (deleted > 0) await announceSubscriptionsChanged(deps.bus, pair.organisationId, deps.logger);
     deps.logger.info(
       { eventId: event.eventId, organisationId: event.organisationId, clientId: event.clientId, reason: event.reason, deleted },
       "grant revoked: the pair's subscriptions deleted",

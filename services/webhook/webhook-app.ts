@@ -4,6 +4,7 @@ import { runChecks } from "../shared/rpc/health.js";
 import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
 import type { Consumer } from "../shared/event-bus/event-bus.js";
 import { targetResolver, type Resolver } from "../shared/net/dns-resolver.js";
+import { announceSubscriptionsChanged } from "../shared/event-bus/subscriptions-changed.js";
 import { consumeGrantRevoked } from "./grant-revoked-consumer.js";
 import { webhookMigrations } from "./migrations/index.js";
 import { SubscriptionEndEntity } from "./subscriptions/subscription-end.entity.js";
@@ -43,6 +44,7 @@ export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookApp
     resolveTimeoutMs,
     maxSubscriptionsPerPair: config.WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR,
     secretOverlapSeconds: config.WEBHOOK_SECRET_OVERLAP_SECONDS,
+    changed: (organisationId) => announceSubscriptionsChanged(bus, organisationId, logger),
   });
   let grantRevoked: Consumer | undefined;
   let pruning: { stop(): Promise<void> } | undefined;

@@ -47,6 +47,12 @@ export interface WebhookServiceDeps {
   maxSubscriptionsPerPair: number;
   /** How long a rotated secret keeps signing (WEBHOOK_SECRET_OVERLAP_SECONDS); 0: not at all. */
   secretOverlapSeconds: number;
+  /**
+   * Called after each commit that changes what a delivery of the
+   * organisation's subscriptions needs, before the RPC answers (the
+   * subscriptions.changed announcement); never throws.
+   */
+  changed?: (organisationId: string) => Promise<void>;
 }
 
 function readId(id: bigint): bigint {
@@ -114,6 +120,7 @@ async function lockPair(em: EntityManager, pair: Pair): Promise<void> {
 
 export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<typeof WebhookService> {
   const { orm } = deps;
+  const changed = (organisationId: string) => deps.changed?.(organisationId);
   const insecure = deps.allowInsecureTargets;
   const parse = (value: string) => parseTargetUrl(value, { allowHttp: insecure, allowPrivate: insecure });
   const destination = (parsed: ReturnType<typeof parse>) =>
@@ -202,6 +209,7 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
         await em.flush();
         return subscription;
       });
+      await changed(pair.organisationId);
       return { subscription: toSubscriptionMessage(updated) };
     },
 
@@ -210,6 +218,7 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
       const id = readId(req.id);
       const deleted = await endSubscriptions(orm.em.fork(), pair, endReasonOf(req.reason), id);
       if (deleted === 0) throw notFound("subscription");
+      await changed(pair.organisationId);
       return {};
     },
 
@@ -226,6 +235,7 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
     async deletePairSubscriptions(req) {
       const pair = readOwner(req.owner);
       const deletedCount = await endSubscriptions(orm.em.fork(), pair, "grant_revoked");
+      if (deletedCount > 0) await changed(pair.organisationId);
       return { deletedCount };
     },
 
@@ -244,6 +254,7 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
       const em = orm.em.fork();
       const rotated = await rotateSecret(em, pair, id, secret, deps.secretOverlapSeconds);
       if (!rotated) throw notFound("subscription");
+      await changed(pair.organisationId);
       const subscription = await findOwned(em, pair, id);
       const expires = rotated.previousSecretExpiresAt;
       return { subscription: toSubscriptionMessage(subscription), secret, ...(expires ? { oldSecretExpireTime: timestampFromDate(expires) } : {}) };
@@ -264,6 +275,7 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
           returning "id"`,
         [reason.slice(0, DISABLED_REASON_MAX_LENGTH), id.toString(), pair.organisationId, pair.clientId, failingSince],
       );
+      if (rows.length > 0) await changed(pair.organisationId);
       const subscription = await findOwned(em, pair, id);
       return { subscription: toSubscriptionMessage(subscription), disabled: rows.length > 0 };
     },

@@ -33,6 +33,8 @@ export function recordingBus(inner: EventBus) {
     },
     consume: (options, handler) => inner.consume(options, handler),
     subscribe: (subject, handler) => inner.subscribe(subject, handler),
+    announce: (topic, data) => inner.announce(topic, data),
+    listen: (topic, handler) => inner.listen(topic, handler),
     get connected() {
       return inner.connected;
     },

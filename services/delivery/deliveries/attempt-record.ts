@@ -4,6 +4,7 @@
 // cap grown back, a run of timeouts counted or ended.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { randomUUID } from "node:crypto";
+import { handOnSql, NO_HAND_ON } from "./hand-on.js";
 import { TIMEOUT_RUN_HALVES_CAP, type Throttle } from "./subscription-pause.js";
 
 const S = `"delivery"`;
@@ -45,6 +46,12 @@ export interface AttemptRecord {
 export interface RecordOptions {
   /** The configured in-flight cap per subscription; undefined: none (nothing is halved). */
   cap: number | undefined;
+  /**
+   * Hand the slots of successful attempts on (hand-on.ts): in the same
+   * statement, claim for this claim id and lease as many of their
+   * subscriptions' next due rows. Undefined: every slot is freed.
+   */
+  handOn?: { claimId: string; leaseSeconds: number };
   /** A cap halved less than this long ago is not halved again (DELIVERY_TIMEOUT_MS). */
   halvingWindowMs: number;
 }
@@ -113,10 +120,12 @@ const HALVES = `(${WANTS_HALVING} and e."cap" is not null and (p."cap_halved_at"
  * throttle wins. A subscription that has no pause row yet and needs one
  * (paused, throttled, timing out) gets an empty one first, in its own
  * statement; the update then reads each row as the last writer left it.
+ * With `o.handOn`, the same statement claims the successes' subscriptions'
+ * next rows (hand-on.ts) and returns them; otherwise it returns none.
  */
-export async function recordAttempts(orm: MikroORM, list: AttemptRecord[], o: RecordOptions): Promise<void> {
-  if (list.length === 0) return;
-  const execute = (sql: string, params: unknown[]) => orm.em.fork().execute(sql, params);
+export async function recordAttempts(orm: MikroORM, list: AttemptRecord[], o: RecordOptions): Promise<Record<string, unknown>[]> {
+  if (list.length === 0) return [];
+  const execute = (sql: string, params: unknown[]) => orm.em.fork().execute<Record<string, unknown>[]>(sql, params);
   const perSubscription = effects(list, o);
   const needRow = perSubscription.filter((e) => e.paused_until !== null || e.halve_cap || e.timeouts > 0).map((e) => e.subscription_id);
   if (needRow.length > 0) {
@@ -146,7 +155,8 @@ export async function recordAttempts(orm: MikroORM, list: AttemptRecord[], o: Re
       attempted_at: a.attemptedAt.toISOString(),
     })),
   );
-  await execute(
+  const handOn = o.handOn ? handOnSql : NO_HAND_ON;
+  return execute(
     `with "input" as (
        select * from jsonb_to_recordset(?::jsonb) as r("delivery_id" bigint, "claim_id" uuid, "status" text, "next_attempt_at" timestamptz,
          "response_status" int, "error" text, "attempt_id" uuid, "organisation_id" uuid, "client_id" text, "event_id" uuid,
@@ -174,11 +184,13 @@ export async function recordAttempts(orm: MikroORM, list: AttemptRecord[], o: Re
        update ${S}."delivery" d set "status" = i."status", "next_attempt_at" = i."next_attempt_at", "claim_id" = null, "once" = false,
          "last_response_status" = i."response_status", "last_error" = i."error", "updated_at" = now()
          from "input" i where d."id" = i."delivery_id" and d."claim_id" = i."claim_id"
-     )
-     insert into ${S}."delivery_attempt" ("id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
-       "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at")
-     select "attempt_id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
-       "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at" from "input"`,
-    [rows, JSON.stringify(perSubscription)],
+       returning d."subscription_id", d."status"
+     ), "attempt" as (
+       insert into ${S}."delivery_attempt" ("id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
+         "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at")
+       select "attempt_id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
+         "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at" from "input"
+     )${handOn}`,
+    [rows, JSON.stringify(perSubscription), ...(o.handOn ? [o.cap ?? null, o.handOn.leaseSeconds, o.handOn.claimId] : [])],
   );
 }

@@ -53,6 +53,24 @@ export interface DeliveryStoreOptions {
   halvingWindowMs?: number;
 }
 
+/** A claimed row (the claim's and the hand-on's returned columns) as the worker holds it. */
+function claimedOf(r: Record<string, unknown>, claimId: string): ClaimedDelivery {
+  return {
+    id: BigInt(r.id as string),
+    eventId: r.event_id as string,
+    subscriptionId: BigInt(r.subscription_id as string),
+    organisationId: r.organisation_id as string,
+    clientId: r.client_id as string,
+    eventType: r.event_type as string,
+    attempt: Number(r.attempts),
+    once: Boolean(r.once),
+    ordered: Boolean(r.ordered),
+    body: (r.body as string) ?? "",
+    claimId,
+    traceparent: (r.traceparent as string | null) ?? undefined,
+  };
+}
+
 export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions = {}) {
   const execute = <T = Record<string, unknown>>(sql: string, params: unknown[] = []) => orm.em.fork().execute<T[]>(sql, params);
   return {
@@ -67,9 +85,9 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
      * that its owner sees what it missed. An ordered subscription's rows are
      * marked so and carry their event's stream sequence (commit order; null on
      * the in-process bus, where the row id is in commit order). Returns the
-     * pending rows created, and how many of them are ordered.
+     * pending rows created, how many of them are ordered, and their subscriptions.
      */
-    async recordFanOut(f: FanOutBatch): Promise<{ created: number; ordered: number }> {
+    async recordFanOut(f: FanOutBatch): Promise<{ created: number; ordered: number; subscriptions: bigint[] }> {
       const events = JSON.stringify(
         f.events.map((e) => ({ event_id: e.eventId, event_type: e.eventType, organisation_id: e.organisationId, body: e.body, seq: e.streamSequence ?? null, traceparent: e.traceparent ?? null })),
       );
@@ -84,7 +102,7 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
           })),
         ),
       );
-      const [row] = await execute<{ n: number; ordered: number }>(
+      const [row] = await execute<{ n: number; ordered: number; subscriptions: string[] | string }>(
         `with "event" as (
            insert into ${S}."delivery_event" ("event_id", "event_type", "organisation_id", "body", "stream_sequence", "traceparent", "created_at")
            select e."event_id", e."event_type", e."organisation_id", e."body", e."seq", e."traceparent", now()
@@ -114,10 +132,12 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
            select ?, ?::bigint, now() where ?::bigint is not null
            on conflict ("name") do update set "stream_sequence" = greatest("consumer_position"."stream_sequence", excluded."stream_sequence"), "updated_at" = now()
          )
-         select count(*)::int as "n", count(*) filter (where "ordered")::int as "ordered" from "rows" where "status" = 'pending'`,
+         select count(*)::int as "n", count(*) filter (where "ordered")::int as "ordered",
+           coalesce(json_agg(distinct "subscription_id"::text), '[]') as "subscriptions" from "rows" where "status" = 'pending'`,
         [events, subs, f.consumer, f.streamSequence ?? null, f.streamSequence ?? null],
       );
-      return { created: row?.n ?? 0, ordered: row?.ordered ?? 0 };
+      const subscriptions = typeof row?.subscriptions === "string" ? (JSON.parse(row.subscriptions) as string[]) : (row?.subscriptions ?? []);
+      return { created: row?.n ?? 0, ordered: row?.ordered ?? 0, subscriptions: subscriptions.map((id) => BigInt(id)) };
     },
 
     async position(consumer: string): Promise<number | undefined> {
@@ -128,20 +148,7 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
     /** Claims up to `limit` due rows for this worker (delivery-claim.ts: the per-subscription cap, the owners' turns, ordered heads). */
     async claim(limit: number, leaseSeconds: number, maxInFlightPerSubscription?: number, watermark?: ClaimOptions["watermark"]): Promise<ClaimedDelivery[]> {
       const { claimId, rows } = await claimDue(orm, { limit, leaseSeconds, maxInFlightPerSubscription, watermark });
-      return rows.map((r) => ({
-        id: BigInt(r.id as string),
-        eventId: r.event_id as string,
-        subscriptionId: BigInt(r.subscription_id as string),
-        organisationId: r.organisation_id as string,
-        clientId: r.client_id as string,
-        eventType: r.event_type as string,
-        attempt: Number(r.attempts),
-        once: Boolean(r.once),
-        ordered: Boolean(r.ordered),
-        body: (r.body as string) ?? "",
-        claimId,
-        traceparent: (r.traceparent as string | null) ?? undefined,
-      }));
+      return rows.map((r) => claimedOf(r, claimId));
     },
 
     /** Hands a claim back without an attempt (the subscriptions could not be read): due again after `delaySeconds`. */
@@ -200,7 +207,13 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
     },
 
     /** Several attempts in one statement, and what their answers ask of their subscriptions (attempt-record.ts). */
-    recordMany: (list: AttemptRecord[], cap?: number) => recordAttempts(orm, list, { cap, halvingWindowMs: options.halvingWindowMs ?? DEFAULT_HALVING_WINDOW_MS }),
+    /** With `handOnLeaseSeconds`, the successes' slots are handed on to their subscriptions' next due rows (hand-on.ts), which are returned claimed. */
+    async recordMany(list: AttemptRecord[], cap?: number, handOnLeaseSeconds?: number): Promise<ClaimedDelivery[]> {
+      const claimId = randomUUID();
+      const handOn = handOnLeaseSeconds === undefined ? undefined : { claimId, leaseSeconds: handOnLeaseSeconds };
+      const rows = await recordAttempts(orm, list, { cap, halvingWindowMs: options.halvingWindowMs ?? DEFAULT_HALVING_WINDOW_MS, handOn });
+      return rows.map((r) => claimedOf(r, claimId));
+    },
 
     /** A subscription was deleted (410): its other waiting deliveries will not be sent. */
     async cancelSubscription(subscriptionId: bigint): Promise<void> {

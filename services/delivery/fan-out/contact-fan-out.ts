@@ -78,7 +78,7 @@ export function consumeContactEvents(deps: {
    * subscription's, which wait for the acknowledgement (the fan-out's
    * watermark, delivery-claim.ts): the workers look again soon after.
    */
-  onDeliveries: (ordered: boolean) => void;
+  onDeliveries: (ordered: boolean, subscriptions: bigint[]) => void;
 }): Promise<Consumer> {
   const log = deps.logger.child({ consumer: CONTACT_FAN_OUT_CONSUMER });
   return consumeInBatches(
@@ -140,7 +140,7 @@ export function consumeContactEvents(deps: {
           };
         }),
       });
-      if (created.created > 0) deps.onDeliveries(created.ordered > 0);
+      if (created.created > 0) deps.onDeliveries(created.ordered > 0, created.subscriptions);
     },
   );
 }

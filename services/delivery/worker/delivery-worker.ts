@@ -16,19 +16,23 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { SubscriptionEndReason, type Subscriber, type WebhookService } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { eventTypeOf } from "../../shared/event-types.js";
 import type { Logger } from "../../shared/logger.js";
-import { withJitter, type Backoff } from "../../shared/loop/backoff.js";
+import type { Backoff } from "../../shared/loop/backoff.js";
 import { PollLoop } from "../../shared/loop/poll-loop.js";
 import { webhookAttemptDuration, webhookAttempts, webhookGivenUp } from "../../shared/metrics/metrics.js";
 import { runInRequest } from "../../shared/request-context.js";
 import { startSpan } from "../../shared/trace/tracing.js";
 import type { AttemptRecord, ClaimedDelivery, DeliveryStore } from "../deliveries/delivery-store.js";
 import { throttleAsked } from "../deliveries/subscription-pause.js";
+import { attemptOutcome, logFields, retryDelayMs } from "./attempt-answer.js";
 import { FanOutWatermark } from "./fan-out-watermark.js";
+import type { SubscriberCache } from "./subscriber-cache.js";
 import { signingSecrets, type SendResult, type WebhookSender } from "../sender/webhook-sender.js";
 
 export interface DeliveryWorkerOptions {
   store: DeliveryStore;
   webhook: Client<typeof WebhookService>;
+  /** Subscribers read for earlier batches, dropped when they change (subscriber-cache.ts); undefined: read for every batch. */
+  subscriberCache?: SubscriberCache;
   sender: WebhookSender;
   logger: Logger;
   /** Seconds before each retry (DELIVERY_RETRY_SCHEDULE_SECONDS). */
@@ -50,50 +54,15 @@ export interface DeliveryWorkerOptions {
   failureStreak?: { failed(d: ClaimedDelivery & { host?: string }): Promise<void> };
 }
 
-/** The wait before retry n (1-based) with ±20 % jitter, at least the (capped) Retry-After; undefined: give up. */
-export function retryDelayMs(schedule: number[], retry: number, retryAfterMs: number | undefined, retryAfterMaxSeconds: number): number | undefined {
-  const base = schedule[retry - 1];
-  if (base === undefined) return undefined;
-  const jittered = withJitter(base * 1000, 0.2);
-  const asked = retryAfterMs === undefined ? 0 : Math.min(retryAfterMs, retryAfterMaxSeconds * 1000);
-  return Math.round(Math.max(jittered, asked));
-}
-
-/** The outcome label of an attempt: succeeded, gone (410), timeout, refused (a destination the rules forbid), else failed. */
-function attemptOutcome(result: SendResult): string {
-  if (result.ok) return "succeeded";
-  if (result.status === 410) return "gone";
-  return result.kind === "timeout" || result.kind === "refused" ? result.kind : "failed";
-}
+const subscribersById = (subscribers: Subscriber[]) => new Map(subscribers.map((s) => [s.subscriptionId, s]));
 
 /**
- * What a log line says about an attempt: the subscription, its owner, the
- * target's host (never the path, query or credentials of its URL), the
- * attempt and its answer.
+ * Record statements a worker runs at once. Each batch's statement only
+ * releases the slots it records and hands on at most as many (hand-on.ts), so
+ * batches recorded side by side keep every cap; a subscription's pause row is
+ * updated under its row lock, each statement on top of the last.
  */
-export function logFields(d: ClaimedDelivery, targetUrl: string, result: SendResult) {
-  return {
-    subscriptionId: d.subscriptionId.toString(),
-    organisationId: d.organisationId,
-    clientId: d.clientId,
-    host: targetHost(targetUrl),
-    deliveryId: d.id.toString(),
-    eventId: d.eventId,
-    attempt: d.attempt,
-    status: result.status,
-    durationMs: result.durationMs,
-    ...(result.ok ? {} : { error: result.error }),
-  };
-}
-
-/** host[:port] of a target URL; userinfo, path and query stay out of the logs. */
-export function targetHost(targetUrl: string): string {
-  try {
-    return new URL(targetUrl).host;
-  } catch {
-    return "(not a URL)";
-  }
-}
+const RECORDING_AT_ONCE = 4;
 
 /** Claims that fail (the database is down) are tried again after these waits. */
 const FAILURE_BACKOFF: Backoff = { baseMs: 500, maxMs: 30_000 };
@@ -107,7 +76,11 @@ export class DeliveryWorker {
   /** The last claim got as many rows as it asked for: more may be due. */
   private backlog = false;
   private readonly toRecord: { record: AttemptRecord; resolve: () => void; reject: (err: unknown) => void }[] = [];
-  private recording = false;
+  /** Record statements running (recordQueued loops), at most RECORDING_AT_ONCE. */
+  private recording = 0;
+  /** Deliveries whose recorded batch handed their subscription's slot on (hand-on.ts): no claim is needed to refill it. */
+  private readonly handedOn = new WeakSet<ClaimedDelivery>();
+  private stopping = false;
   private readonly watermark: FanOutWatermark | undefined;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
@@ -131,17 +104,22 @@ export class DeliveryWorker {
   }
 
   /**
-   * The fan-out here recorded deliveries (before acknowledging them): look
-   * now; ordered ones wait for the acknowledgement to raise the watermark,
-   * so look again a few times shortly after.
+   * The fan-out here recorded deliveries (before acknowledging them) for
+   * `subscriptions`: look now, unless each of them has its cap in flight
+   * here (then no claim could give it a row; a slot freeing up is handed on
+   * or wakes the loop). Ordered ones wait for the acknowledgement to raise
+   * the watermark, so look again a few times shortly after.
    */
-  fannedOut(ordered: boolean): void {
-    this.wake();
+  fannedOut(ordered: boolean, subscriptions: bigint[] = []): void {
+    const cap = this.options.maxInFlightPerSubscription;
+    const allAtCap = cap !== undefined && subscriptions.length > 0 && subscriptions.every((id) => (this.inFlightTo.get(id) ?? 0) >= cap);
+    if (!allAtCap || ordered) this.wake();
     if (ordered) this.watermark?.relookSoon(() => this.wake());
   }
 
   /** Stops claiming and waits for the POSTs in flight to be recorded. */
   async stop(): Promise<void> {
+    this.stopping = true;
     this.watermark?.stop();
     await this.loop.stop();
     await Promise.allSettled([...this.running]);
@@ -167,16 +145,19 @@ export class DeliveryWorker {
     }
     for (const rows of groups.values()) {
       const first = rows[0]!;
-      let subscribers: Subscriber[];
+      const read = async () =>
+        (await this.options.webhook.listSubscribers({ organisationId: first.organisationId, eventType: eventTypeOf(first.eventType) })).subscribers;
+      let byId: Map<bigint, Subscriber>;
       try {
-        subscribers = (await this.options.webhook.listSubscribers({ organisationId: first.organisationId, eventType: eventTypeOf(first.eventType) }))
-          .subscribers;
+        const cache = this.options.subscriberCache;
+        byId = subscribersById(cache ? await cache.subscribers(first.organisationId, first.eventType, read) : await read());
+        // A subscription created after the cached read: read again before calling it deleted.
+        if (cache && rows.some((d) => !byId.has(d.subscriptionId))) byId = subscribersById(await cache.subscribers(first.organisationId, first.eventType, read, true));
       } catch (err) {
         this.options.logger.warn({ err, deliveries: rows.length }, "subscriptions could not be read; deliveries handed back");
         await Promise.allSettled(rows.map((d) => this.options.store.release(d, 5)));
         continue;
       }
-      const byId = new Map(subscribers.map((s) => [s.subscriptionId, s]));
       for (const d of rows) {
         const subscriber = byId.get(d.subscriptionId);
         if (!subscriber || subscriber.clientId !== d.clientId) {
@@ -189,11 +170,11 @@ export class DeliveryWorker {
           .catch((err) => this.options.logger.error({ err, deliveryId: d.id.toString() }, "delivery not recorded; it comes back after its claim lease"))
           .finally(() => {
             this.inFlight--;
-            const atCap = this.slotFreed(d.subscriptionId);
+            const atCap = this.slotFreed(d.subscriptionId) && !this.handedOn.has(d);
             this.running.delete(task);
             // A slot is free: refill it at once if more rows may be due, or if the
-            // subscription was at its cap here (its next rows may be waiting for this slot),
-            // or was ordered (its next one is the head now).
+            // subscription was at its cap here (its next rows may be waiting for this slot)
+            // and the slot was not handed on, or was ordered (its next one is the head now).
             if (this.backlog || atCap || d.ordered) this.wake();
           });
         this.running.add(task);
@@ -276,27 +257,44 @@ export class DeliveryWorker {
   private record(record: AttemptRecord): Promise<void> {
     return new Promise((resolve, reject) => {
       this.toRecord.push({ record, resolve, reject });
-      if (!this.recording) void this.recordQueued();
+      if (this.recording < RECORDING_AT_ONCE) void this.recordQueued();
     });
   }
 
+  /**
+   * Records the queued attempts, a batch at a time (and up to
+   * RECORDING_AT_ONCE batches at once: a finished POST does not wait for
+   * another batch's statement to end before its own starts). While this worker's last
+   * claim left slots free (no other owner's rows were waiting for them), the
+   * batch's successes hand their slots on to their subscriptions' next due
+   * rows in the same statement (hand-on.ts), which are sent at once.
+   */
   private async recordQueued(): Promise<void> {
-    this.recording = true;
+    this.recording++;
     try {
       while (this.toRecord.length > 0) {
         const batch = this.toRecord.splice(0, 200);
+        const handOn = this.backlog || this.stopping ? undefined : this.options.leaseSeconds;
+        let next: ClaimedDelivery[];
         try {
-          await this.options.store.recordMany(
+          next = await this.options.store.recordMany(
             batch.map((b) => b.record),
             this.options.maxInFlightPerSubscription,
+            handOn,
           );
-          for (const b of batch) b.resolve();
         } catch (err) {
           for (const b of batch) b.reject(err);
+          continue;
         }
+        const handedTo = new Set(next.map((d) => d.subscriptionId));
+        for (const b of batch) {
+          if (handedTo.has(b.record.delivery.subscriptionId)) this.handedOn.add(b.record.delivery);
+          b.resolve();
+        }
+        if (next.length > 0) this.dispatch(next).catch((err) => this.options.logger.error({ err }, "handed-on deliveries not dispatched; they come back after their claim lease"));
       }
     } finally {
-      this.recording = false;
+      this.recording--;
     }
   }
 

@@ -170,6 +170,15 @@ export interface EventBus {
    */
   subscribe(subject: string, handler: SubscriptionHandler): Promise<Consumer>;
   /**
+   * An announcement to every listener of `topic` in every process (NATS
+   * core on `<prefix>-announce.<topic>`: outside the stream's subjects, never
+   * stored): for caches that must hear of a change before the caller answers.
+   * Resolves once the broker has it (in process: once the listeners ran).
+   */
+  announce(topic: string, data: Uint8Array): Promise<void>;
+  /** Hears the announcements of `topic` from now on, while connected (as subscribe). */
+  listen(topic: string, handler: SubscriptionHandler): Promise<Consumer>;
+  /**
    * Optional (JetStream): durable consumer `durable`'s ack floor, a stream
    * sequence at or below which every message of the consumer was
    * acknowledged (or given up); 0 when nothing is known to be, undefined when

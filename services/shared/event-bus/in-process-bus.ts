@@ -102,6 +102,8 @@ export class InProcessBus implements EventBus {
   private readonly consumers = new Map<string, Registration>();
   private readonly delivered = new Map<string, Set<string>>();
   private readonly subscribers = new Set<{ pattern: string; handler: SubscriptionHandler }>();
+  /** Listeners of announcements (announce), by topic. */
+  private readonly listeners = new Set<{ topic: string; handler: SubscriptionHandler }>();
   /** Messages already given to the subscribers. */
   private readonly announced = new Set<string>();
   /** Messages refused for want of any consumer, oldest first: msgId → subject. */
@@ -197,6 +199,23 @@ export class InProcessBus implements EventBus {
     return { stop: async () => void this.consumers.delete(options.durable) };
   }
 
+  async announce(topic: string, data: Uint8Array): Promise<void> {
+    for (const listener of [...this.listeners]) {
+      if (listener.topic !== topic) continue;
+      try {
+        await listener.handler({ subject: topic, data: data.slice(), msgId: "", deliveryCount: 1 });
+      } catch (err) {
+        this.logger?.warn({ err, topic }, "listener failed");
+      }
+    }
+  }
+
+  async listen(topic: string, handler: SubscriptionHandler): Promise<Consumer> {
+    const listener = { topic, handler };
+    this.listeners.add(listener);
+    return { stop: async () => void this.listeners.delete(listener) };
+  }
+
   async subscribe(subject: string, handler: SubscriptionHandler): Promise<Consumer> {
     const sub = { pattern: subjectFor(this.prefix, subject), handler };
     this.subscribers.add(sub);
@@ -212,5 +231,6 @@ export class InProcessBus implements EventBus {
   async close(): Promise<void> {
     this.consumers.clear();
     this.subscribers.clear();
+    this.listeners.clear();
   }
 }

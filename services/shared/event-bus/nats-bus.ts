@@ -103,9 +103,26 @@ export class NatsBus implements EventBus {
     return () => void this.connectionListeners.delete(listener);
   }
 
-  async subscribe(subject: string, handler: SubscriptionHandler): Promise<Consumer> {
+  subscribe(subject: string, handler: SubscriptionHandler): Promise<Consumer> {
+    return this.coreSubscription(subjectFor(this.options.prefix, subject), handler);
+  }
+
+  async announce(topic: string, data: Uint8Array): Promise<void> {
+    this.nc.publish(this.announcementSubject(topic), data);
+    await this.nc.flush();
+  }
+
+  listen(topic: string, handler: SubscriptionHandler): Promise<Consumer> {
+    return this.coreSubscription(this.announcementSubject(topic), handler);
+  }
+
+  private announcementSubject(topic: string): string {
+    return `${this.options.prefix}-announce.${topic}`;
+  }
+
+  private async coreSubscription(subject: string, handler: SubscriptionHandler): Promise<Consumer> {
     const log = this.options.logger.child({ subscription: subject });
-    const sub = this.nc.subscribe(subjectFor(this.options.prefix, subject), {
+    const sub = this.nc.subscribe(subject, {
       callback: (err, m) => {
         if (err) return log.warn({ err }, "subscription error");
         const traceparent = m.headers?.get(TRACEPARENT_HEADER);

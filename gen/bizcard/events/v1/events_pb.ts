@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file bizcard/events/v1/events.proto.
  */
 export const file_bizcard_events_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Ch5iaXpjYXJkL2V2ZW50cy92MS9ldmVudHMucHJvdG8SEWJpemNhcmQuZXZlbnRzLnYxIsgBCgxDb250YWN0RXZlbnQSEAoIZXZlbnRfaWQYASABKAkSKgoEdHlwZRgCIAEoDjIcLmJpemNhcmQuZXZlbnRzLnYxLkV2ZW50VHlwZRIXCg9vcmdhbmlzYXRpb25faWQYAyABKAkSLgoKb2NjdXJfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoHY29udGFjdBgFIAEoCzIgLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLkNvbnRhY3QijAEKDEdyYW50UmV2b2tlZBIQCghldmVudF9pZBgBIAEoCRIXCg9vcmdhbmlzYXRpb25faWQYAiABKAkSEQoJY2xpZW50X2lkGAMgASgJEi4KCm9jY3VyX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnJlYXNvbhgFIAEoCSKZAQoMVG9rZW5SZXZva2VkEhAKCGV2ZW50X2lkGAEgASgJEhcKD29yZ2FuaXNhdGlvbl9pZBgCIAEoCRIRCgljbGllbnRfaWQYAyABKAkSGwoTYWNjZXNzX3Rva2VuX2hhc2hlcxgEIAMoCRIuCgpvY2N1cl90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCpnCglFdmVudFR5cGUSGgoWRVZFTlRfVFlQRV9VTlNQRUNJRklFRBAAEh4KGkVWRU5UX1RZUEVfQ09OVEFDVF9DUkVBVEVEEAESHgoaRVZFTlRfVFlQRV9DT05UQUNUX1VQREFURUQQAmIGcHJvdG8z", [file_bizcard_organisation_v1_organisation, file_google_protobuf_timestamp]);
+  fileDesc("Ch5iaXpjYXJkL2V2ZW50cy92MS9ldmVudHMucHJvdG8SEWJpemNhcmQuZXZlbnRzLnYxIsgBCgxDb250YWN0RXZlbnQSEAoIZXZlbnRfaWQYASABKAkSKgoEdHlwZRgCIAEoDjIcLmJpemNhcmQuZXZlbnRzLnYxLkV2ZW50VHlwZRIXCg9vcmdhbmlzYXRpb25faWQYAyABKAkSLgoKb2NjdXJfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoHY29udGFjdBgFIAEoCzIgLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLkNvbnRhY3QijAEKDEdyYW50UmV2b2tlZBIQCghldmVudF9pZBgBIAEoCRIXCg9vcmdhbmlzYXRpb25faWQYAiABKAkSEQoJY2xpZW50X2lkGAMgASgJEi4KCm9jY3VyX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnJlYXNvbhgFIAEoCSKZAQoMVG9rZW5SZXZva2VkEhAKCGV2ZW50X2lkGAEgASgJEhcKD29yZ2FuaXNhdGlvbl9pZBgCIAEoCRIRCgljbGllbnRfaWQYAyABKAkSGwoTYWNjZXNzX3Rva2VuX2hhc2hlcxgEIAMoCRIuCgpvY2N1cl90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIvChRTdWJzY3JpcHRpb25zQ2hhbmdlZBIXCg9vcmdhbmlzYXRpb25faWQYASABKAkqZwoJRXZlbnRUeXBlEhoKFkVWRU5UX1RZUEVfVU5TUEVDSUZJRUQQABIeChpFVkVOVF9UWVBFX0NPTlRBQ1RfQ1JFQVRFRBABEh4KGkVWRU5UX1RZUEVfQ09OVEFDVF9VUERBVEVEEAJiBnByb3RvMw", [file_bizcard_organisation_v1_organisation, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message bizcard.events.v1.ContactEvent
@@ -143,6 +143,26 @@ export type TokenRevoked = Message<"bizcard.events.v1.TokenRevoked"> & {
  */
 export const TokenRevokedSchema: GenMessage<TokenRevoked> = /*@__PURE__*/
   messageDesc(file_bizcard_events_v1_events, 2);
+
+/**
+ * An organisation's webhook subscriptions changed (updated, deleted, secret
+ * rotated, disabled): delivery workers drop what they cached of them.
+ *
+ * @generated from message bizcard.events.v1.SubscriptionsChanged
+ */
+export type SubscriptionsChanged = Message<"bizcard.events.v1.SubscriptionsChanged"> & {
+  /**
+   * @generated from field: string organisation_id = 1;
+   */
+  organisationId: string;
+};
+
+/**
+ * Describes the message bizcard.events.v1.SubscriptionsChanged.
+ * Use `create(SubscriptionsChangedSchema)` to create a new message.
+ */
+export const SubscriptionsChangedSchema: GenMessage<SubscriptionsChanged> = /*@__PURE__*/
+  messageDesc(file_bizcard_events_v1_events, 3);
 
 /**
  * The event types a webhook subscription can ask for.
