@@ -51,6 +51,7 @@ export async function createAuthApp(
   const relayDb = await openRelayDatabase(deps, AUTH_SCHEMA, orm);
   const relay = new OutboxRelay({
     orm: relayDb.orm,
+    preparedStatements: relayDb.own,
     schema: AUTH_SCHEMA,
     bus,
     logger,

@@ -26,6 +26,7 @@ export async function createOrganisationApp(deps: ServiceAppDeps): Promise<Servi
   const relayDb = await openRelayDatabase(deps, ORGANISATION_SCHEMA, orm);
   const relay = new OutboxRelay({
     orm: relayDb.orm,
+    preparedStatements: relayDb.own,
     schema: ORGANISATION_SCHEMA,
     bus,
     logger,
@@ -37,6 +38,8 @@ export async function createOrganisationApp(deps: ServiceAppDeps): Promise<Servi
     orm,
     subjectPrefix: config.NATS_SUBJECT_PREFIX,
     onEventCommitted: () => relay.wake(),
+    // Real PostgreSQL (a pool of several connections); PGlite's one session gets the statement unnamed.
+    preparedStatements: deps.databasePoolMax > 1,
   });
   return {
     name: "organisation",

@@ -42,6 +42,8 @@ export interface OrganisationServiceDeps {
   subjectPrefix: string;
   /** Called after a transaction that wrote an event commits. */
   onEventCommitted: () => void;
+  /** CreateContact's statement as a prepared statement (real PostgreSQL; shared/pooled-query.ts). */
+  preparedStatements?: boolean;
 }
 
 function readEmail(value: string): string {
@@ -182,7 +184,7 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
       const organisationId = requireUuid("organisation_id", req.organisationId);
       const fields = readContactFields(req.fields);
       if (!fields.firstName && !fields.lastName) throw invalid("first_name", "first_name or last_name is required");
-      const message = await createContactWithEvent(orm, events, organisationId, fields);
+      const message = await createContactWithEvent(orm, events, organisationId, fields, deps.preparedStatements === true);
       if (!message) throw notFound("organisation");
       deps.onEventCommitted();
       return { contact: message };

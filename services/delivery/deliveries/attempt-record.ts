@@ -4,6 +4,7 @@
 // cap grown back, a run of timeouts counted or ended.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { randomUUID } from "node:crypto";
+import { pooledStatement } from "../../shared/pooled-query.js";
 import { handOnSql, NO_HAND_ON } from "./hand-on.js";
 import { TIMEOUT_RUN_HALVES_CAP, type Throttle } from "./subscription-pause.js";
 
@@ -52,6 +53,8 @@ export interface RecordOptions {
    * subscriptions' next due rows. Undefined: every slot is freed.
    */
   handOn?: { claimId: string; leaseSeconds: number };
+  /** Run as a prepared statement (real PostgreSQL; pooled-query.ts). */
+  prepared?: boolean;
   /** A cap halved less than this long ago is not halved again (DELIVERY_TIMEOUT_MS). */
   halvingWindowMs: number;
 }
@@ -156,7 +159,7 @@ export async function recordAttempts(orm: MikroORM, list: AttemptRecord[], o: Re
     })),
   );
   const handOn = o.handOn ? handOnSql : NO_HAND_ON;
-  return execute(
+  const sql = (
     `with "input" as (
        select * from jsonb_to_recordset(?::jsonb) as r("delivery_id" bigint, "claim_id" uuid, "status" text, "next_attempt_at" timestamptz,
          "response_status" int, "error" text, "attempt_id" uuid, "organisation_id" uuid, "client_id" text, "event_id" uuid,
@@ -184,13 +187,15 @@ export async function recordAttempts(orm: MikroORM, list: AttemptRecord[], o: Re
        update ${S}."delivery" d set "status" = i."status", "next_attempt_at" = i."next_attempt_at", "claim_id" = null, "once" = false,
          "last_response_status" = i."response_status", "last_error" = i."error", "updated_at" = now()
          from "input" i where d."id" = i."delivery_id" and d."claim_id" = i."claim_id"
+           -- The rows by their primary key: a join on the input alone (estimated at 100 rows) was planned as a scan of the whole table.
+           and d."id" = any(array(select "delivery_id" from "input"))
        returning d."subscription_id", d."status"
      ), "attempt" as (
        insert into ${S}."delivery_attempt" ("id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
          "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at")
        select "attempt_id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
          "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at" from "input"
-     )${handOn}`,
-    [rows, JSON.stringify(perSubscription), ...(o.handOn ? [o.cap ?? null, o.handOn.leaseSeconds, o.handOn.claimId] : [])],
-  );
+     )${handOn}`);
+  const statement = pooledStatement(orm, o.handOn ? "delivery-record-hand-on" : "delivery-record", sql, o.prepared === true);
+  return statement([rows, JSON.stringify(perSubscription), ...(o.handOn ? [o.cap ?? null, o.handOn.leaseSeconds, o.handOn.claimId] : [])]);
 }

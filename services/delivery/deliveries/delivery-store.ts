@@ -4,6 +4,7 @@ import type { MikroORM } from "@mikro-orm/postgresql";
 import { randomUUID } from "node:crypto";
 import { recordAttempts, type AttemptRecord, type ClaimedDelivery } from "./attempt-record.js";
 import { claimDue, type ClaimOptions } from "./delivery-claim.js";
+import { pooledStatement } from "../../shared/pooled-query.js";
 import { orderedHeadJsonSql, parseHead, type OrderedHead } from "./ordered-head.js";
 
 export type { AttemptRecord, ClaimedDelivery } from "./attempt-record.js";
@@ -51,6 +52,8 @@ export interface RetriedDelivery {
 export interface DeliveryStoreOptions {
   /** A halved in-flight cap is not halved again within this (DELIVERY_TIMEOUT_MS). */
   halvingWindowMs?: number;
+  /** The hot statements (the fan-out's, the attempts') as prepared statements (real PostgreSQL; shared/pooled-query.ts). */
+  prepared?: boolean;
 }
 
 /** A claimed row (the claim's and the hand-on's returned columns) as the worker holds it. */
@@ -73,6 +76,8 @@ function claimedOf(r: Record<string, unknown>, claimId: string): ClaimedDelivery
 
 export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions = {}) {
   const execute = <T = Record<string, unknown>>(sql: string, params: unknown[] = []) => orm.em.fork().execute<T[]>(sql, params);
+  /** A statement of every event or attempt: without the ORM's per-query work, prepared on real PostgreSQL. */
+  const hot = <T = Record<string, unknown>>(name: string, sql: string, params: unknown[]) => pooledStatement(orm, name, sql, options.prepared === true)<T>(params);
   return {
     /**
      * The fan-out of a batch of events, in ONE statement: each event's body,
@@ -102,7 +107,8 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
           })),
         ),
       );
-      const [row] = await execute<{ n: number; ordered: number; subscriptions: string[] | string }>(
+      const [row] = await hot<{ n: number; ordered: number; subscriptions: string[] | string }>(
+        "delivery-fan-out",
         `with "event" as (
            insert into ${S}."delivery_event" ("event_id", "event_type", "organisation_id", "body", "stream_sequence", "traceparent", "created_at")
            select e."event_id", e."event_type", e."organisation_id", e."body", e."seq", e."traceparent", now()
@@ -211,7 +217,7 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
     async recordMany(list: AttemptRecord[], cap?: number, handOnLeaseSeconds?: number): Promise<ClaimedDelivery[]> {
       const claimId = randomUUID();
       const handOn = handOnLeaseSeconds === undefined ? undefined : { claimId, leaseSeconds: handOnLeaseSeconds };
-      const rows = await recordAttempts(orm, list, { cap, halvingWindowMs: options.halvingWindowMs ?? DEFAULT_HALVING_WINDOW_MS, handOn });
+      const rows = await recordAttempts(orm, list, { cap, halvingWindowMs: options.halvingWindowMs ?? DEFAULT_HALVING_WINDOW_MS, handOn, prepared: options.prepared });
       return rows.map((r) => claimedOf(r, claimId));
     },
 

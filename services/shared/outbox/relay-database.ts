@@ -14,6 +14,8 @@ const RELAY_POOL_MAX = 2;
 
 export interface RelayDatabase {
   orm: MikroORM;
+  /** Its own connections: the relay's statements may be prepared ones. */
+  own: boolean;
   /** Closes the relay's own connections (not the service's). */
   close(): Promise<void>;
 }
@@ -23,7 +25,7 @@ export async function openRelayDatabase(
   schema: string,
   serviceOrm: MikroORM,
 ): Promise<RelayDatabase> {
-  if (deps.databasePoolMax <= 1) return { orm: serviceOrm, close: async () => {} };
+  if (deps.databasePoolMax <= 1) return { orm: serviceOrm, own: false, close: async () => {} };
   const orm = await openDatabase({ clientUrl: deps.databaseUrl, poolMax: RELAY_POOL_MAX, logger: deps.logger, schema, entities: [], migrations: [] });
-  return { orm, close: () => orm.close() };
+  return { orm, own: true, close: () => orm.close() };
 }

@@ -20,6 +20,7 @@ import { PollLoop } from "../loop/poll-loop.js";
 import type { Logger } from "../logger.js";
 import { outboxOldestSources, outboxPendingSources } from "../metrics/metrics.js";
 import { addSource } from "../metrics/scrape-sources.js";
+import { pooledStatement, type PooledStatement } from "../pooled-query.js";
 import { OutboxLease } from "./lease.js";
 
 export interface OutboxRelayOptions {
@@ -35,6 +36,8 @@ export interface OutboxRelayOptions {
   leaseMs?: number;
   /** The longest one publish may take (the bus's publish timeout): a publish starts only while the lease outlasts it. */
   publishTimeoutMs?: number;
+  /** A round's statements as prepared statements (its own connections on real PostgreSQL: relay-database.ts). */
+  preparedStatements?: boolean;
 }
 
 export interface RelayBatch {
@@ -94,9 +97,22 @@ export class OutboxRelay {
   /** The last batch read as many new rows as it could: more may be waiting. */
   private moreRows = false;
   private readonly stopMetrics: (() => void)[] = [];
+  /** A round's statements: without the ORM's per-query work, prepared on connections of its own (shared/pooled-query.ts). */
+  private readonly readStatement: PooledStatement;
+  private readonly markStatement: PooledStatement;
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.batchSize = options.batchSize ?? 100;
+    const { orm, schema } = options;
+    const prepared = options.preparedStatements === true;
+    this.readStatement = pooledStatement(
+      orm,
+      `outbox-read-${schema}`,
+      `select "id", "seq"::text as "seq", "subject", "payload", "traceparent" from "${schema}"."outbox"
+        where "published_at" is null and "seq" > ?::bigint order by "outbox"."seq" limit ?::int`,
+      prepared,
+    );
+    this.markStatement = pooledStatement(orm, `outbox-mark-${schema}`, `update "${schema}"."outbox" set "published_at" = now() where "id" = any(?::uuid[])`, prepared);
     this.lease = new OutboxLease({
       orm: options.orm,
       schema: options.schema,
@@ -204,7 +220,7 @@ export class OutboxRelay {
     const markSent = async () => {
       const ids = sent.slice(marked);
       if (ids.length === 0) return;
-      await em.execute(`update "${schema}"."outbox" set "published_at" = now() where "id" in (${ids.map(() => "?").join(",")})`, ids);
+      await this.markStatement([ids]);
       marked = sent.length;
     };
     let error: unknown;
@@ -259,11 +275,7 @@ export class OutboxRelay {
       }
     }
     if (going) {
-      const rows: Row[] = await em.execute(
-        `select "id", "seq"::text as "seq", "subject", "payload", "traceparent" from "${schema}"."outbox"
-          where "published_at" is null and "seq" > ?::bigint order by "outbox"."seq" limit ?`,
-        [this.cursor, this.batchSize],
-      );
+      const rows = await this.readStatement<Row>([this.cursor, this.batchSize]);
       this.moreRows = rows.length === this.batchSize;
       await publishRows(rows, true);
     }

@@ -1,0 +1,20 @@
+// MikroORM's `?` placeholders become PostgreSQL's $1, $2, … for the hot
+// statements run as prepared statements (services/shared/pooled-query.ts);
+// a `?` inside a literal, a quoted identifier or a comment is text, not a value.
+import { expect, it } from "vitest";
+import { positional } from "../../services/shared/pooled-query.js";
+
+it("numbers the placeholders in order, casts and all", () => {
+  expect(positional(`select ?::jsonb, coalesce(a, ?::int) from t where id = ? limit ?`)).toBe(
+    `select $1::jsonb, coalesce(a, $2::int) from t where id = $3 limit $4`,
+  );
+});
+
+it("leaves a ? in a string literal, a quoted identifier or a -- comment alone, even one with an apostrophe", () => {
+  const sql = `select 'why?', "odd?name", ''
+    -- the row's order? kept
+    from t where a = ? and b = 'it''s?' and c = ?`;
+  expect(positional(sql)).toBe(`select 'why?', "odd?name", ''
+    -- the row's order? kept
+    from t where a = $1 and b = 'it''s?' and c = $2`);
+});
