@@ -45,6 +45,8 @@ export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookApp
     maxSubscriptionsPerPair: config.WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR,
     secretOverlapSeconds: config.WEBHOOK_SECRET_OVERLAP_SECONDS,
     changed: (organisationId) => announceSubscriptionsChanged(bus, organisationId, logger),
+    // Real PostgreSQL (a pool of several connections); PGlite's one session gets the statement unnamed.
+    preparedStatements: deps.databasePoolMax > 1,
   });
   let grantRevoked: Consumer | undefined;
   let pruning: { stop(): Promise<void> } | undefined;

@@ -30,6 +30,7 @@ import type { Resolver } from "../shared/net/dns-resolver.js";
 import { checkDestination, parseTargetUrl } from "./subscriptions/target-url.js";
 import { SubscriptionEndEntity } from "./subscriptions/subscription-end.entity.js";
 import { endReasonOf, endSubscriptions, toSubscriptionEndMessage } from "./subscriptions/subscription-end.js";
+import { pooledStatement } from "../shared/pooled-query.js";
 import { rotateSecret, signingPreviousSecret } from "./subscriptions/secret-rotation.js";
 
 export const WEBHOOK_SCHEMA = "webhook";
@@ -53,6 +54,8 @@ export interface WebhookServiceDeps {
    * subscriptions.changed announcement); never throws.
    */
   changed?: (organisationId: string) => Promise<void>;
+  /** ListSubscribers as a prepared statement (real PostgreSQL; shared/pooled-query.ts). */
+  preparedStatements?: boolean;
 }
 
 function readId(id: bigint): bigint {
@@ -82,15 +85,19 @@ export function toSubscriptionMessage(s: Subscription): SubscriptionMessage {
 /** The longest disabled_reason kept (DisableSubscription). */
 export const DISABLED_REASON_MAX_LENGTH = 500;
 
-function toSubscriberMessage(s: Subscription): SubscriberMessage {
-  const previous = signingPreviousSecret(s);
+/** A subscriber as ListSubscribers reads it (one row of subscribersStatement). */
+function subscriberOfRow(r: Record<string, unknown>): SubscriberMessage {
+  const previous = signingPreviousSecret({
+    previousSecret: r.previous_secret as string | null,
+    previousSecretExpiresAt: r.previous_secret_expires_at ? new Date(r.previous_secret_expires_at as string | Date) : null,
+  });
   return create(SubscriberSchema, {
-    subscriptionId: s.id,
-    clientId: s.clientId,
-    targetUrl: s.targetUrl,
-    secret: s.secret,
-    disabled: !!s.disabledAt,
-    ordered: s.ordered,
+    subscriptionId: BigInt(r.id as string),
+    clientId: r.client_id as string,
+    targetUrl: r.target_url as string,
+    secret: r.secret as string,
+    disabled: r.disabled_at !== null,
+    ordered: r.ordered as boolean,
     ...(previous ? { previousSecret: previous.secret, previousSecretExpireTime: timestampFromDate(previous.expiresAt) } : {}),
   });
 }
@@ -120,6 +127,15 @@ async function lockPair(em: EntityManager, pair: Pair): Promise<void> {
 
 export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<typeof WebhookService> {
   const { orm } = deps;
+  // Read for every fan-out batch (and a worker's cache miss): without the ORM's per-query work (shared/pooled-query.ts).
+  const subscribersStatement = pooledStatement(
+    orm,
+    "webhook-list-subscribers",
+    `select "id"::text as "id", "client_id", "target_url", "secret", "previous_secret", "previous_secret_expires_at", "disabled_at", "ordered"
+       from "${WEBHOOK_SCHEMA}"."subscription"
+      where "organisation_id" = ?::uuid and "event_type" = ?::text and (?::boolean or "disabled_at" is null) order by "id"`,
+    deps.preparedStatements === true,
+  );
   const changed = (organisationId: string) => deps.changed?.(organisationId);
   const insecure = deps.allowInsecureTargets;
   const parse = (value: string) => parseTargetUrl(value, { allowHttp: insecure, allowPrivate: insecure });
@@ -226,10 +242,8 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
       const organisationId = requireUuid("organisation_id", req.organisationId);
       const eventType = eventTypeName(req.eventType);
       // A disabled subscription gets nothing until its owner re-enables it (listed, marked, only when asked).
-      const rows = await orm.em
-        .fork()
-        .find(SubscriptionEntity, { organisationId, eventType, ...(req.includeDisabled ? {} : { disabledAt: null }) }, { orderBy: { id: "asc" } });
-      return { subscribers: rows.map(toSubscriberMessage) };
+      const rows = await subscribersStatement([organisationId, eventType, req.includeDisabled]);
+      return { subscribers: rows.map(subscriberOfRow) };
     },
 
     async deletePairSubscriptions(req) {
