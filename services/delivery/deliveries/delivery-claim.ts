@@ -30,6 +30,22 @@ export interface ClaimOptions {
 }
 
 /**
+ * The end of a claiming statement: the rows of CTE `ids` (a column "id")
+ * claimed for a lease (two parameters: the lease in seconds, the claim id),
+ * returned with what the worker sends (claimedOf, delivery-store.ts). Shared
+ * by the claim and the hand-on (hand-on.ts).
+ */
+export function claimRowsSql(ids: string): string {
+  return `update ${S}."delivery" d
+          set "next_attempt_at" = now() + make_interval(secs => ?), "claim_id" = ?, "attempts" = d."attempts" + 1, "updated_at" = now()
+         from ${ids} where d."id" = ${ids}."id"
+       returning d."id"::text as "id", d."event_id", d."subscription_id"::text as "subscription_id", d."organisation_id", d."client_id",
+         d."event_type", d."attempts", d."once", d."ordered",
+         (select e."body" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "body",
+         (select e."traceparent" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "traceparent"`;
+}
+
+/**
  * The deliveries held now (claimed, lease running) in every process, and the
  * subscriptions at their cap: holding as many as the claim lets them have,
  * their own lowered cap (subscription_pause.in_flight_cap) or else `cap`,
@@ -124,13 +140,7 @@ export async function claimDue(orm: MikroORM, o: ClaimOptions): Promise<{ claimI
             and d."status" = 'pending' and d."next_attempt_at" <= now()
             for update skip locked
        )
-       update ${S}."delivery" d
-          set "next_attempt_at" = now() + make_interval(secs => ?), "claim_id" = ?, "attempts" = d."attempts" + 1, "updated_at" = now()
-         from "due" where d."id" = "due"."id"
-       returning d."id"::text as "id", d."event_id", d."subscription_id"::text as "subscription_id", d."organisation_id", d."client_id",
-         d."event_type", d."attempts", d."once", d."ordered",
-         (select e."body" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "body",
-         (select e."traceparent" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "traceparent"`,
+       ${claimRowsSql(`"due"`)}`,
       [cap, o.limit, cap, o.watermark ?? null, o.watermark ?? null, o.limit, o.leaseSeconds, claimId],
     );
   });

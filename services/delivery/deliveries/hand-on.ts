@@ -20,13 +20,15 @@
 // against the fan-out's watermark: delivery-claim.ts). Fairness across owners
 // stays the claim's: the worker hands on only while its last claim left slots
 // free, i.e. no other owner's due rows were waiting for them.
+import { claimRowsSql } from "./delivery-claim.js";
+
 const S = `"delivery"`;
 
 /**
  * The tail of recordAttempts's statement when slots are handed on: reads its
  * "updated" and "effect" CTEs; three parameters: the configured cap (null:
- * none), the lease in seconds, the claim id. Returns the claimed rows with the
- * columns of the claim's (delivery-claim.ts).
+ * none), the lease in seconds, the claim id. Returns the claimed rows as the
+ * claim does (claimRowsSql).
  */
 export const handOnSql = `, "freed" as (
        select u."subscription_id", count(*) filter (where u."status" = 'succeeded')::int as "n", count(*)::int as "released"
@@ -53,13 +55,7 @@ export const handOnSql = `, "freed" as (
           for update skip locked
        ) c
      )
-     update ${S}."delivery" d
-        set "next_attempt_at" = now() + make_interval(secs => ?), "claim_id" = ?, "attempts" = d."attempts" + 1, "updated_at" = now()
-       from "next" where d."id" = "next"."id"
-     returning d."id"::text as "id", d."event_id", d."subscription_id"::text as "subscription_id", d."organisation_id", d."client_id",
-       d."event_type", d."attempts", d."once", d."ordered",
-       (select e."body" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "body",
-       (select e."traceparent" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "traceparent"`;
+     ${claimRowsSql(`"next"`)}`;
 
 /** recordAttempts's tail when nothing is handed on. */
 export const NO_HAND_ON = ` select null where false`;
