@@ -1,6 +1,7 @@
 // The workers: claim due deliveries from PostgreSQL (FOR UPDATE SKIP LOCKED,
 // so several processes share the work without sending a delivery twice),
-// look up each subscription as it is NOW (deleted: not sent; the current
+// look up each subscription as it is NOW (deleted: not sent, nor the rest of
+// its queue; disabled: not sent; the current
 // target_url and secret), POST, and record the attempt with the delivery's
 // next state. Up to `concurrency` POSTs are in flight; a slot that frees up
 // is refilled at once while there may be more due rows (the last claim got
@@ -146,7 +147,8 @@ export class DeliveryWorker {
     for (const rows of groups.values()) {
       const first = rows[0]!;
       const read = async () =>
-        (await this.options.webhook.listSubscribers({ organisationId: first.organisationId, eventType: eventTypeOf(first.eventType) })).subscribers;
+        (await this.options.webhook.listSubscribers({ organisationId: first.organisationId, eventType: eventTypeOf(first.eventType), includeDisabled: true }))
+          .subscribers;
       let byId: Map<bigint, Subscriber>;
       try {
         const cache = this.options.subscriberCache;
@@ -160,8 +162,15 @@ export class DeliveryWorker {
       }
       for (const d of rows) {
         const subscriber = byId.get(d.subscriptionId);
+        if (subscriber?.disabled) {
+          await this.options.store.cancel(d, "subscription disabled");
+          continue;
+        }
         if (!subscriber || subscriber.clientId !== d.clientId) {
           await this.options.store.cancel(d, "subscription deleted");
+          // Its other waiting deliveries too, at once: one claim each (a few at a time, within its
+          // cap) kept the workers busy with a deleted subscription's queue long after it was gone.
+          await this.options.store.cancelSubscription(d.subscriptionId);
           continue;
         }
         this.inFlight++;
