@@ -12,6 +12,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseDocument, visit } from "yaml";
 import { loadConfig, requireBackends } from "../services/shared/config.js";
+import { tracesUrl } from "../services/shared/trace/tracing.js";
 import { ROOT } from "./support/processes.js";
 
 type Yaml = string | null | Yaml[] | { [key: string]: Yaml };
@@ -137,8 +138,8 @@ describe("docker-compose.yml", () => {
         expect(refs.length).toBeGreaterThan(0);
         for (const r of refs) {
           if (r.name === "INTERNAL_RPC_TOKEN") expect(r.op).toBe(":?set INTERNAL_RPC_TOKEN (32+ chars)");
-          // The build's commit may be left out: /healthz then names none.
-          else if (r.name === "GIT_COMMIT") expect(r.op).toBe(":-");
+          // The build's commit may be left out: /healthz then names none; so may the trace collector: no export.
+          else if (r.name === "GIT_COMMIT" || r.name === "OTEL_EXPORTER_OTLP_ENDPOINT") expect(r.op).toBe(":-");
           else expect(r.op, r.name).toMatch(/^:-./);
         }
         for (const name of PLATFORM) expect(() => environment(name, {})).toThrow(/required variable INTERNAL_RPC_TOKEN/);
@@ -185,8 +186,11 @@ describe("docker-compose.yml", () => {
       const env = environment(name);
       const config = loadConfig(env); // throws ConfigError naming a bad value
       // zod keeps the keys it knows and drops the rest: an unknown (misspelt) variable disappears.
-      const known = Object.keys(config);
+      // And the one tracing.ts reads (the OTLP endpoint; unset or empty: no export, tracesUrl).
+      const known = [...Object.keys(config), "OTEL_EXPORTER_OTLP_ENDPOINT"];
       for (const key of Object.keys(env)) expect(known, `${name}: ${key} is not a config variable`).toContain(key);
+      expect(tracesUrl(env)).toBeUndefined();
+      expect(tracesUrl({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" })).toBe("http://collector:4318/v1/traces");
       expect(config.INTERNAL_RPC_TOKEN).toEqual([TOKEN]);
       expect(config.authRpcUrl).toBe("http://auth:7101");
       expect(config.organisationRpcUrl).toBe("http://organisation:7102");
