@@ -119,7 +119,7 @@ describe("with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     await tracing?.shutdown();
   });
 
-  it("exports the spans of a contact's creation and of its webhook POST, in the client's trace", async () => {
+  it("exports the spans of a contact's creation, its event's publish and fan-out, and its webhook POST, in the client's trace", async () => {
     expect(tracing.state).toBe("on");
     expect(tracingState()).toBe("on");
     const orgs = platform.organisation.client(OrganisationService);
@@ -143,8 +143,10 @@ describe("with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
         await tracing.flush();
         const mine = collector.spans.filter((s) => s.traceId === traceId);
         const rpc = mine.find((s) => s.name === "bizcard.organisation.v1.OrganisationService/CreateContact");
+        const publish = mine.find((s) => s.name.startsWith("publish ") && s.name.endsWith("contact.created"));
+        const fanOut = mine.find((s) => s.name === "fan-out contact.created");
         const post = mine.find((s) => s.name === "webhook POST");
-        return rpc && post ? { rpc, post } : undefined;
+        return rpc && publish && fanOut && post ? { rpc, publish, fanOut, post } : undefined;
       },
       15_000,
       "the exported spans",
@@ -154,7 +156,11 @@ describe("with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     expect(spans.rpc.parentSpanId).toBe(clientSpan);
     expect(spans.rpc.service).toBe("bizcard-trace-export");
     expect(spans.post.spanId).toBe(postParent);
-    expect(spans.post.parentSpanId).toBe(spans.rpc.spanId);
+    // The event's way, each step the child of the one before: the outbox relay's publish
+    // (producer), the delivery service's fan-out (consumer), then the attempt.
+    expect(spans.publish.parentSpanId).toBe(spans.rpc.spanId);
+    expect(spans.fanOut.parentSpanId).toBe(spans.publish.spanId);
+    expect(spans.post.parentSpanId).toBe(spans.fanOut.spanId);
   });
 
   it("OTEL_SERVICE_NAME names the service; OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used as is", async () => {

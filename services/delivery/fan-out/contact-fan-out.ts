@@ -55,6 +55,7 @@ import { eventTypeName } from "../../shared/event-types.js";
 import type { Logger } from "../../shared/logger.js";
 import { isUuid } from "../../shared/validation.js";
 import { formatTraceparent, parseTraceparent } from "../../shared/trace/traceparent.js";
+import { startSpan, tracingState, type WorkSpan } from "../../shared/trace/tracing.js";
 import type { DeliveryStore } from "../deliveries/delivery-store.js";
 
 export const CONTACT_FAN_OUT_CONSUMER = "delivery-contacts";
@@ -67,7 +68,7 @@ export function webhookBody(type: string, occurredAt: Date, data: object): strin
 /** At most this many events per batch (and handed out, not yet acknowledged). */
 export const FAN_OUT_BATCH = 64;
 
-export function consumeContactEvents(deps: {
+export interface FanOutDeps {
   bus: EventBus;
   store: DeliveryStore;
   webhook: Client<typeof WebhookService>;
@@ -79,7 +80,9 @@ export function consumeContactEvents(deps: {
    * watermark, delivery-claim.ts): the workers look again soon after.
    */
   onDeliveries: (ordered: boolean, subscriptions: bigint[]) => void;
-}): Promise<Consumer> {
+}
+
+export function consumeContactEvents(deps: FanOutDeps): Promise<Consumer> {
   const log = deps.logger.child({ consumer: CONTACT_FAN_OUT_CONSUMER });
   return consumeInBatches(
     deps.bus,
@@ -98,51 +101,74 @@ export function consumeContactEvents(deps: {
       startAfterSequence: () => deps.store.position(CONTACT_FAN_OUT_CONSUMER),
     },
     async (messages) => {
-      const events = new Map<string, { event: ContactEvent; type: string; streamSequence: number | undefined; traceparent: string | undefined }>();
-      let lastSequence: number | undefined;
-      for (const message of messages) {
-        if (message.streamSequence !== undefined) lastSequence = Math.max(lastSequence ?? 0, message.streamSequence);
-        const decoded = decode(message, log);
-        // Twice in one batch (published again past the duplicate window): once is enough.
-        if (decoded && !events.has(decoded.event.eventId.toLowerCase())) {
-          const trace = parseTraceparent(message.traceparent);
-          events.set(decoded.event.eventId.toLowerCase(), { ...decoded, streamSequence: message.streamSequence, traceparent: trace && formatTraceparent(trace) });
-        }
+      const spans: WorkSpan[] = [];
+      try {
+        await fanOutBatch(messages, deps, log, spans);
+      } catch (err) {
+        for (const span of spans) span.end(err);
+        throw err;
       }
-      // One ListSubscribers per distinct (organisation, event type) of the batch, at once.
-      const lookups = new Map<string, Promise<Subscriber[]>>();
-      for (const { event } of events.values()) {
-        const key = `${event.organisationId.toLowerCase()} ${event.type}`;
-        if (!lookups.has(key)) {
-          lookups.set(
-            key,
-            deps.webhook.listSubscribers({ organisationId: event.organisationId, eventType: event.type, includeDisabled: true }).then((r) => r.subscribers),
-          );
-        }
-      }
-      const found = new Map<string, Subscriber[]>();
-      await Promise.all([...lookups].map(async ([key, lookup]) => found.set(key, await lookup)));
-      const created = await deps.store.recordFanOut({
-        consumer: CONTACT_FAN_OUT_CONSUMER,
-        streamSequence: lastSequence,
-        events: [...events.values()].map(({ event, type, streamSequence, traceparent }) => {
-          const occurredAt = event.occurTime ? timestampDate(event.occurTime) : new Date();
-          return {
-            eventId: event.eventId.toLowerCase(),
-            eventType: type,
-            organisationId: event.organisationId.toLowerCase(),
-            body: webhookBody(type, occurredAt, contactJson(event.contact!)),
-            streamSequence,
-            traceparent,
-            subscribers: found
-              .get(`${event.organisationId.toLowerCase()} ${event.type}`)!
-              .map((s) => ({ subscriptionId: s.subscriptionId, clientId: s.clientId, skipped: s.disabled, ordered: s.ordered })),
-          };
-        }),
-      });
-      if (created.created > 0) deps.onDeliveries(created.ordered > 0, created.subscriptions);
+      for (const span of spans) span.end();
     },
   );
+}
+
+/**
+ * One batch: its events (each once), their subscribers, their rows in one
+ * statement. Exporting spans: each event's fan-out is a span of its trace
+ * (the consumer side of the relay's publish), its deliveries continue from
+ * it; `spans` gets them, the caller ends them.
+ */
+async function fanOutBatch(messages: BusMessage[], deps: FanOutDeps, log: Logger, spans: WorkSpan[]): Promise<void> {
+  const events = new Map<string, { event: ContactEvent; type: string; streamSequence: number | undefined; traceparent: string | undefined }>();
+  let lastSequence: number | undefined;
+  for (const message of messages) {
+    if (message.streamSequence !== undefined) lastSequence = Math.max(lastSequence ?? 0, message.streamSequence);
+    const decoded = decode(message, log);
+    // Twice in one batch (published again past the duplicate window): once is enough.
+    if (decoded && !events.has(decoded.event.eventId.toLowerCase())) {
+      const trace = parseTraceparent(message.traceparent);
+      let traceparent = trace && formatTraceparent(trace);
+      if (tracingState() === "on") {
+        const span = startSpan(`fan-out ${decoded.type}`, traceparent, "consumer", { "messaging.system": "nats", "messaging.message.id": decoded.event.eventId });
+        spans.push(span);
+        traceparent = span.traceparent;
+      }
+      events.set(decoded.event.eventId.toLowerCase(), { ...decoded, streamSequence: message.streamSequence, traceparent });
+    }
+  }
+  // One ListSubscribers per distinct (organisation, event type) of the batch, at once.
+  const lookups = new Map<string, Promise<Subscriber[]>>();
+  for (const { event } of events.values()) {
+    const key = `${event.organisationId.toLowerCase()} ${event.type}`;
+    if (!lookups.has(key)) {
+      lookups.set(
+        key,
+        deps.webhook.listSubscribers({ organisationId: event.organisationId, eventType: event.type, includeDisabled: true }).then((r) => r.subscribers),
+      );
+    }
+  }
+  const found = new Map<string, Subscriber[]>();
+  await Promise.all([...lookups].map(async ([key, lookup]) => found.set(key, await lookup)));
+  const created = await deps.store.recordFanOut({
+    consumer: CONTACT_FAN_OUT_CONSUMER,
+    streamSequence: lastSequence,
+    events: [...events.values()].map(({ event, type, streamSequence, traceparent }) => {
+      const occurredAt = event.occurTime ? timestampDate(event.occurTime) : new Date();
+      return {
+        eventId: event.eventId.toLowerCase(),
+        eventType: type,
+        organisationId: event.organisationId.toLowerCase(),
+        body: webhookBody(type, occurredAt, contactJson(event.contact!)),
+        streamSequence,
+        traceparent,
+        subscribers: found
+          .get(`${event.organisationId.toLowerCase()} ${event.type}`)!
+          .map((s) => ({ subscriptionId: s.subscriptionId, clientId: s.clientId, skipped: s.disabled, ordered: s.ordered })),
+      };
+    }),
+  });
+  if (created.created > 0) deps.onDeliveries(created.ordered > 0, created.subscriptions);
 }
 
 /** The event, or undefined (logged) when redelivering cannot make it usable: such a message is skipped, loudly. */

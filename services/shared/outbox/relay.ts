@@ -21,6 +21,7 @@ import type { Logger } from "../logger.js";
 import { outboxOldestSources, outboxPendingSources } from "../metrics/metrics.js";
 import { addSource } from "../metrics/scrape-sources.js";
 import { pooledStatement, type PooledStatement } from "../pooled-query.js";
+import { startSpan, tracingState, type WorkSpan } from "../trace/tracing.js";
 import { OutboxLease } from "./lease.js";
 
 export interface OutboxRelayOptions {
@@ -231,7 +232,24 @@ export class OutboxRelay {
       const passed = (id: string) => {
         if (advance) this.cursor = seqOf.get(id)!;
       };
-      const result = await publishAll(this.options.bus, rows.map(toMessage), {
+      // Exporting spans: each publish is a span of its event's trace, and the message carries it.
+      const spans = new Map<string, WorkSpan>();
+      const messages = rows.map((row) => {
+        const message = toMessage(row);
+        if (tracingState() !== "on") return message;
+        const span = startSpan(`publish ${row.subject}`, row.traceparent, "producer", {
+          "messaging.system": "nats",
+          "messaging.destination.name": row.subject,
+          "messaging.message.id": row.id,
+        });
+        spans.set(row.id, span);
+        return { ...message, traceparent: span.traceparent };
+      });
+      const endSpan = (id: string, error?: unknown) => {
+        spans.get(id)?.end(error);
+        spans.delete(id);
+      };
+      const result = await publishAll(this.options.bus, messages, {
         beforeSend: async () => {
           if (this.lease.coversPublish()) return true;
           await markSent();
@@ -240,11 +258,13 @@ export class OutboxRelay {
           return false;
         },
         published: (id) => {
+          endSpan(id);
           sent.push(id);
           this.deferred.delete(id);
           passed(id);
         },
         deferred: (id, retryAt, reason) => {
+          endSpan(id, reason);
           const failures = (this.deferred.get(id)?.failures ?? 0) + 1;
           const at = retryAt ?? Date.now() + backoffDelay(failures, NO_CONSUMER_BACKOFF);
           this.deferred.set(id, { seq: seqOf.get(id)!, retryAt: at, failures });
@@ -252,6 +272,7 @@ export class OutboxRelay {
           passed(id);
         },
       });
+      for (const id of [...spans.keys()]) endSpan(id, result.error ?? "not sent: the batch ended before it");
       if (result.error !== undefined) error = result.error;
       return result.error === undefined && !leaseLost;
     };
