@@ -300,7 +300,10 @@ export class DeliveryWorker {
           if (handedTo.has(b.record.delivery.subscriptionId)) this.handedOn.add(b.record.delivery);
           b.resolve();
         }
-        if (next.length > 0) this.dispatch(next).catch((err) => this.options.logger.error({ err }, "handed-on deliveries not dispatched; they come back after their claim lease"));
+        if (next.length === 0) continue;
+        // Stopping meanwhile: handed back at once, for another worker (or this one's next start).
+        if (this.stopping) await Promise.allSettled(next.map((d) => this.options.store.release(d, 0)));
+        else this.dispatch(next).catch((err) => this.options.logger.error({ err }, "handed-on deliveries not dispatched; they come back after their claim lease"));
       }
     } finally {
       this.recording--;
