@@ -9,6 +9,7 @@ import { DeliveryInFlightIndexSchema } from "./2026-11-30-in-flight-index.js";
 import { DeliverySubscriptionPauseSchema } from "./2026-12-02-subscription-pause.js";
 import { DeliveryOrderedSchema } from "./2026-12-04-ordered-delivery.js";
 import { DeliveryPendingIndexSchema } from "./2026-12-08-pending-index.js";
+import { DeliveryQueueAutovacuumSchema } from "./2026-12-10-queue-autovacuum.js";
 import { DeliveryStatesSchema } from "./2026-12-06-delivery-states.js";
 
 export const deliveryMigrations: MigrationObject[] = [
@@ -22,4 +23,5 @@ export const deliveryMigrations: MigrationObject[] = [
   { name: "2026-12-04-ordered-delivery", class: DeliveryOrderedSchema },
   { name: "2026-12-06-delivery-states", class: DeliveryStatesSchema },
   { name: "2026-12-08-pending-index", class: DeliveryPendingIndexSchema },
+  { name: "2026-12-10-queue-autovacuum", class: DeliveryQueueAutovacuumSchema },
 ];
