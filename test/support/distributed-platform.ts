@@ -85,6 +85,8 @@ export function environment(databaseUrl: string, poolMax: number): { service: Re
     PUBLIC_URL: `http://127.0.0.1:${ports.gateway}`,
     OAUTH_DYNAMIC_REGISTRATION: "false",
     OAUTH_CLIENT_METADATA_DOCUMENTS: "true",
+    // Tracing, as compose passes it: empty, nothing exported.
+    OTEL_EXPORTER_OTLP_ENDPOINT: "",
   };
   return {
     service: {
