@@ -1,3 +1,4 @@
+import { onRealPostgres } from "../shared/pooled-query.js";
 import { DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
 import { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { openServiceDatabase, pingDatabase } from "../shared/database.js";
@@ -39,8 +40,7 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
   const { config, logger, bus } = deps;
   const orm = await openServiceDatabase(deps, { schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations });
   // A halved in-flight cap is not halved again before the POSTs in flight then are answered or time out.
-  // Prepared statements on real PostgreSQL (a pool of several connections); PGlite's one session gets them unnamed.
-  const store = createDeliveryStore(orm, { halvingWindowMs: config.DELIVERY_TIMEOUT_MS, prepared: deps.databasePoolMax > 1 });
+  const store = createDeliveryStore(orm, { halvingWindowMs: config.DELIVERY_TIMEOUT_MS, prepared: onRealPostgres(deps) });
   const webhook = createRpcClient(WebhookService, { baseUrl: config.webhookRpcUrl, timeoutMs: config.RPC_TIMEOUT_MS, internalToken: config.internalToken });
   const allowInsecure = config.WEBHOOK_ALLOW_INSECURE_TARGETS;
   if (allowInsecure) logger.warn("WEBHOOK_ALLOW_INSECURE_TARGETS is on: deliveries go to http and private destinations too");

@@ -1,3 +1,4 @@
+import { onRealPostgres } from "../shared/pooled-query.js";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { openServiceDatabase, pingDatabase } from "../shared/database.js";
@@ -38,8 +39,7 @@ export async function createOrganisationApp(deps: ServiceAppDeps): Promise<Servi
     orm,
     subjectPrefix: config.NATS_SUBJECT_PREFIX,
     onEventCommitted: () => relay.wake(),
-    // Real PostgreSQL (a pool of several connections); PGlite's one session gets the statement unnamed.
-    preparedStatements: deps.databasePoolMax > 1,
+    preparedStatements: onRealPostgres(deps),
   });
   return {
     name: "organisation",

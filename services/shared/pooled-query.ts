@@ -34,6 +34,15 @@ export function positional(sql: string): string {
   return out;
 }
 
+/**
+ * Whether a service's database takes prepared statements and connections of
+ * a side pool: real PostgreSQL, a pool of several connections. PGlite (the
+ * embedded default) serves one session per service, a pool of one.
+ */
+export function onRealPostgres(deps: { databasePoolMax: number }): boolean {
+  return deps.databasePoolMax > 1;
+}
+
 /** Each statement's text with positional placeholders, made once. */
 const texts = new Map<string, string>();
 

@@ -1,3 +1,4 @@
+import { onRealPostgres } from "../shared/pooled-query.js";
 import { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { openServiceDatabase, pingDatabase } from "../shared/database.js";
 import { runChecks } from "../shared/rpc/health.js";
@@ -45,8 +46,7 @@ export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookApp
     maxSubscriptionsPerPair: config.WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR,
     secretOverlapSeconds: config.WEBHOOK_SECRET_OVERLAP_SECONDS,
     changed: (organisationId) => announceSubscriptionsChanged(bus, organisationId, logger),
-    // Real PostgreSQL (a pool of several connections); PGlite's one session gets the statement unnamed.
-    preparedStatements: deps.databasePoolMax > 1,
+    preparedStatements: onRealPostgres(deps),
   });
   let grantRevoked: Consumer | undefined;
   let pruning: { stop(): Promise<void> } | undefined;

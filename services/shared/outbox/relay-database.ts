@@ -5,6 +5,7 @@
 // (bench/delivery-stages.ts, outbox→published p50 3.6 s; 26 ms on its own
 // connections). Embedded (PGlite serves one session per service, a pool of
 // one): the service's own.
+import { onRealPostgres } from "../pooled-query.js";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { openDatabase } from "../database.js";
 import type { Logger } from "../logger.js";
@@ -25,7 +26,7 @@ export async function openRelayDatabase(
   schema: string,
   serviceOrm: MikroORM,
 ): Promise<RelayDatabase> {
-  if (deps.databasePoolMax <= 1) return { orm: serviceOrm, own: false, close: async () => {} };
+  if (!onRealPostgres(deps)) return { orm: serviceOrm, own: false, close: async () => {} };
   const orm = await openDatabase({ clientUrl: deps.databaseUrl, poolMax: RELAY_POOL_MAX, logger: deps.logger, schema, entities: [], migrations: [] });
   return { orm, own: true, close: () => orm.close() };
 }
