@@ -11,15 +11,35 @@ import path from "node:path";
 export const ROOT = path.resolve(import.meta.dirname, "../..");
 const NATS_SERVER_BIN = process.env.NATS_SERVER_BIN ?? (existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "nats-server");
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+// Below the kernel's ephemeral range (ip_local_port_range, 32768-60999 by
+// default): a port asked of the kernel with listen(0) comes from that range,
+// and between the moment it is released here and the moment a child process
+// binds it, an outgoing connection anywhere on the machine (the suite makes
+// thousands) may take it as its local port. Ports in this range are only
+// ever taken by a listen, so a random pick that binds now stays free unless
+// another test picks the very same one.
+const PICK_LOW = 20_000;
+const PICK_HIGH = 32_700;
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
   });
+}
+
+const handedOut = new Set<number>();
+
+export async function freePort(): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const port = PICK_LOW + Math.floor(Math.random() * (PICK_HIGH - PICK_LOW));
+    // Not twice to this process (platformPorts asks for six at once).
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    if (await bindable(port)) return port;
+  }
+  throw new Error(`no free port in ${PICK_LOW}-${PICK_HIGH}`);
 }
 
 /** Free ports for the gateway, its metrics and the four RPC services, as the variables npm start reads. */
