@@ -129,7 +129,7 @@ describe("the outbox relay on the in-process bus", () => {
       // Between C2 and C3, an event of a subject nobody consumes: it waits in the outbox, and holds nothing back.
       if (firstName === "C2") {
         await svc.app.orm.em.fork().transactional((em) =>
-          enqueueEvent(em, ORGANISATION_SCHEMA, { id: randomUUID(), subject: `${config.NATS_SUBJECT_PREFIX}.nobody.listens`, payload: bytes }),
+          enqueueEvent(em, ORGANISATION_SCHEMA, { id: randomUUID(), subject: `${config.NATS_SUBJECT_PREFIX}.nobody.listens`, payload: bytes, orderKey: organisationId }),
         );
       }
     }

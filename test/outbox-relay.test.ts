@@ -134,14 +134,14 @@ describe("outbox relay", () => {
     expect(Object.values(countBy(mine().map((p) => p.msgId))).every((k) => k === 1)).toBe(true);
   });
 
-  it("events leave in the order their transactions committed, not the order they were inserted", async () => {
+  it("one organisation's events leave in the order their transactions committed, not the order they were inserted", async () => {
     const { platform, bus, publishes } = await startOnRecordingBus();
     const { config } = platform;
     const svc = platform.organisation;
     await svc.app.relay.stop();
     await bus.consume({ durable: "order", subject: "order.>" }, async () => undefined);
     const { orm } = svc.app;
-    const event = (name: string) => ({ id: randomUUID(), subject: `${config.NATS_SUBJECT_PREFIX}.order.${name}`, payload: new Uint8Array() });
+    const event = (name: string) => ({ id: randomUUID(), subject: `${config.NATS_SUBJECT_PREFIX}.order.${name}`, payload: new Uint8Array(), orderKey: "org-a" });
     const early = event("early");
     const late = event("late");
     const committed: string[] = [];
@@ -190,4 +190,41 @@ describe("outbox relay", () => {
     expect(order).toEqual(committed);
   });
 
+  it("another organisation's event does not wait for an open transaction's, and the relay still sends the one with the lower seq once it commits", async () => {
+    const { platform, bus, publishes } = await startOnRecordingBus();
+    const { config } = platform;
+    const svc = platform.organisation;
+    await svc.app.relay.stop();
+    await bus.consume({ durable: "keys", subject: "keys.>" }, async () => undefined);
+    const { orm } = svc.app;
+    const event = (name: string, orderKey: string) => ({ id: randomUUID(), subject: `${config.NATS_SUBJECT_PREFIX}.keys.${name}`, payload: new Uint8Array(), orderKey });
+    const early = event("early", "org-a");
+    const late = event("late", "org-b");
+
+    // "early" (organisation A) takes the lower seq and stays open; "late" (organisation B) commits meanwhile.
+    let finishEarly!: () => void;
+    const earlyOpen = new Promise<void>((r) => (finishEarly = r));
+    let earlyInserted!: () => void;
+    const earlyHasInserted = new Promise<void>((r) => (earlyInserted = r));
+    const earlyTx = orm.em.fork().transactional(async (em) => {
+      await enqueueEvent(em, ORGANISATION_SCHEMA, early);
+      earlyInserted();
+      await earlyOpen;
+    });
+    await earlyHasInserted;
+    await orm.em.fork().transactional((em) => enqueueEvent(em, ORGANISATION_SCHEMA, late));
+
+    const relay = new OutboxRelay({ orm, schema: ORGANISATION_SCHEMA, bus, logger: createLogger("test", "silent"), pollMs: 100 });
+    cleanups.push(() => relay.stop());
+    const mine = () => publishes.map((p) => p.msgId).filter((id) => id === early.id || id === late.id);
+    // B's event goes while A's transaction is still open ...
+    await waitFor(async () => ((await relay.publishBatch()).leader && mine().length > 0 ? true : undefined), 30_000, "B's event published");
+    expect(mine()).toEqual([late.id]);
+    // ... and A's, with the lower seq, once it commits: a read after the last row sent would skip it.
+    finishEarly();
+    await earlyTx;
+    await waitFor(async () => ((await relay.publishBatch()).leader && mine().length === 2 ? true : undefined), 30_000, "A's event published");
+    expect(mine()).toEqual([late.id, early.id]);
+    expect(await relay.backlog()).toBe(0);
+  });
 });

@@ -13,8 +13,13 @@ interface Connection {
   query(q: { name?: string; text: string; values: unknown[] }): Promise<{ rows: Record<string, unknown>[] }>;
 }
 
-/** `?` placeholders (MikroORM's) as `$1`, `$2`, …; a `?` in a quoted literal or identifier, or in a `--` comment, stays. */
-export function positional(sql: string): string {
+/** A simple query of several statements answers with one result each (node-postgres). */
+interface ScriptConnection {
+  query(text: string): Promise<{ rows: Record<string, unknown>[] } | { rows: Record<string, unknown>[] }[]>;
+}
+
+/** Each `?` placeholder (MikroORM's) replaced by `each(n)`, n from 1; a `?` in a quoted literal or identifier, or in a `--` comment, stays. */
+function placeholders(sql: string, each: (n: number) => string): string {
   let n = 0;
   let out = "";
   for (let i = 0; i < sql.length; i++) {
@@ -29,9 +34,33 @@ export function positional(sql: string): string {
       const to = end === -1 ? sql.length : end;
       out += sql.slice(i, to);
       i = to - 1;
-    } else out += c === "?" ? `$${++n}` : c;
+    } else out += c === "?" ? each(++n) : c;
   }
   return out;
+}
+
+/** `?` placeholders (MikroORM's) as `$1`, `$2`, … */
+export const positional = (sql: string): string => placeholders(sql, (n) => `$${n}`);
+
+/** A value as an SQL literal: null, a finite number, a bigint, or a string (quoted, its quotes doubled: standard_conforming_strings). */
+export function literal(value: unknown): string {
+  if (value === null || value === undefined) return "null";
+  if (typeof value === "bigint") return value.toString();
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) throw new TypeError(`not an SQL number: ${value}`);
+    return String(value);
+  }
+  if (typeof value === "string") return `'${value.replaceAll("'", "''")}'`;
+  throw new TypeError(`no SQL literal for a ${typeof value}`);
+}
+
+/** `?` placeholders replaced by the values as literals (literal()), for a script sent as one simple query (pooledScript). */
+export function inlined(sql: string, values: unknown[]): string {
+  const text = placeholders(sql, (n) => {
+    if (n > values.length) throw new RangeError(`no value for placeholder ${n}`);
+    return literal(values[n - 1]);
+  });
+  return text;
 }
 
 /**
@@ -68,4 +97,26 @@ export function pooledStatement(orm: MikroORM, name: string, sql: string, prepar
       await knex.client.releaseConnection(conn);
     }
   };
+}
+
+/**
+ * Statements separated by semicolons, sent as ONE simple query: one round
+ * trip where a transaction of several statements would take one per
+ * statement and two more (BEGIN, COMMIT). PostgreSQL runs them as one
+ * transaction (an implicit block: committed after the last one, rolled back
+ * whole when one fails, so the connection goes back to the pool clean), each
+ * statement with a snapshot of its own (READ COMMITTED): a statement sees
+ * what committed while an earlier one waited for a lock. No parameters (the
+ * simple protocol has none): the values are inlined (inlined()), and the
+ * statements are planned each time. Returns each statement's rows.
+ */
+export async function pooledScript(orm: MikroORM, statements: string): Promise<Record<string, unknown>[][]> {
+  const knex = orm.em.getConnection().getKnex();
+  const conn = (await knex.client.acquireConnection()) as ScriptConnection;
+  try {
+    const results = await conn.query(statements);
+    return (Array.isArray(results) ? results : [results]).map((r) => r.rows);
+  } finally {
+    await knex.client.releaseConnection(conn);
+  }
 }

@@ -25,6 +25,7 @@ export async function enqueueGrantRevoked(
     id: event.eventId,
     subject: subjectFor(options.subjectPrefix, "grant.revoked"),
     payload: toBinary(GrantRevokedSchema, event),
+    orderKey: pair.organisationId,
   });
 }
 
@@ -44,5 +45,6 @@ export async function enqueueTokenRevoked(
     id: event.eventId,
     subject: subjectFor(options.subjectPrefix, "token.revoked"),
     payload: toBinary(TokenRevokedSchema, event),
+    orderKey: pair.organisationId,
   });
 }

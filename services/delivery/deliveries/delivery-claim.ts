@@ -11,6 +11,7 @@
 // claim is one short statement, so the turns are short.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { randomUUID } from "node:crypto";
+import { inlined, pooledScript } from "../../shared/pooled-query.js";
 import { orderedHeadSql } from "./ordered-head.js";
 
 const S = `"delivery"`;
@@ -98,9 +99,13 @@ export async function inFlightNow(orm: MikroORM, cap: number): Promise<{ deliver
 export async function claimDue(orm: MikroORM, o: ClaimOptions): Promise<{ claimId: string; rows: Record<string, unknown>[] }> {
   const claimId = randomUUID();
   const cap = o.maxInFlightPerSubscription ?? null;
-  const rows = await orm.em.fork().transactional(async (em) => {
-    await em.execute(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, ["delivery.claim"]);
-    return em.execute<Record<string, unknown>[]>(
+  // The lock, then the claim, in one round trip: one transaction (pooledScript), and the claim's
+  // statement starts, with a snapshot of its own, once the lock is granted. Before, a BEGIN, the
+  // lock, the claim and a COMMIT each waited for this process's event loop, with the lock held.
+  const [, rows = []] = await pooledScript(
+    orm,
+    `select pg_advisory_xact_lock(hashtextextended('delivery.claim', 0));
+     ${inlined(
       `with recursive "subs" as (
          (select d."subscription_id" from ${S}."delivery" d where d."status" = 'pending' order by d."subscription_id" limit 1)
          union all
@@ -142,7 +147,7 @@ export async function claimDue(orm: MikroORM, o: ClaimOptions): Promise<{ claimI
        )
        ${claimRowsSql(`"due"`)}`,
       [cap, o.limit, cap, o.watermark ?? null, o.watermark ?? null, o.limit, o.leaseSeconds, claimId],
-    );
-  });
+    )}`,
+  );
   return { claimId, rows };
 }

@@ -21,7 +21,12 @@ export function contactEvent(options: { subjectPrefix: string }, type: ContactEv
     occurTime: timestampFromDate(new Date()),
     contact,
   });
-  return { id: event.eventId, subject: subjectFor(options.subjectPrefix, nameOfEventType(type)), payload: toBinary(ContactEventSchema, event) };
+  return {
+    id: event.eventId,
+    subject: subjectFor(options.subjectPrefix, nameOfEventType(type)),
+    payload: toBinary(ContactEventSchema, event),
+    orderKey: contact.organisationId,
+  };
 }
 
 export async function enqueueContactEvent(

@@ -1,7 +1,13 @@
 // The publishing half of the transactional outbox (writer.ts writes the
-// rows): while it holds the lease (lease.ts), the relay reads unsent rows in
-// commit order, hands them to the bus (publishAll: the bus decides how, see
-// EventBus.publishAll), and marks sent what the bus stored.
+// rows): while it holds the lease (lease.ts), the relay reads the oldest
+// unsent rows it sees, in seq order (each order key's rows in commit order:
+// writer.ts, ORDER), hands them to the bus (publishAll: the bus decides how,
+// see EventBus.publishAll), and marks sent what the bus stored.
+//
+// NO CURSOR. Every read starts from the oldest unsent row (the partial index
+// of unsent rows), never after the last row sent: rows of different keys
+// commit out of seq order, and a row with a lower seq that commits after a
+// higher one was read must still be read.
 //
 // DEFERRED. A row the bus took for some consumers only, or for none yet
 // (PublishDeferredError: the in-process bus, whose publish runs the
@@ -87,12 +93,6 @@ export class OutboxRelay {
   private readonly lease: OutboxLease;
   private readonly batchSize: number;
   private lastCleanup = 0;
-  /**
-   * The seq of the last row this relay tried, in order, while holding the
-   * lease: new rows are read after it. Rows at or before it that are still
-   * unsent are the deferred ones. "0" reads from the oldest unsent row.
-   */
-  private cursor = "0";
   /** Rows the bus deferred: id → when to try again. */
   private readonly deferred = new Map<string, DeferredRow>();
   /** The last batch read as many new rows as it could: more may be waiting. */
@@ -110,7 +110,7 @@ export class OutboxRelay {
       orm,
       `outbox-read-${schema}`,
       `select "id", "seq"::text as "seq", "subject", "payload", "traceparent" from "${schema}"."outbox"
-        where "published_at" is null and "seq" > ?::bigint order by "outbox"."seq" limit ?::int`,
+        where "published_at" is null and "id" <> all(?::uuid[]) order by "outbox"."seq" limit ?::int`,
       prepared,
     );
     this.markStatement = pooledStatement(orm, `outbox-mark-${schema}`, `update "${schema}"."outbox" set "published_at" = now() where "id" = any(?::uuid[])`, prepared);
@@ -173,7 +173,7 @@ export class OutboxRelay {
 
   /**
    * One batch, as the lease holder: publish again the deferred rows that are
-   * due (oldest first), then read unsent rows after the cursor in commit
+   * due (oldest first), then read the oldest other unsent rows in seq
    * order, publish them, mark what the bus stored. Before each send the lease
    * must outlast it; if not, the rows sent so far are marked and the lease
    * renewed, and the batch ends if that fails.
@@ -183,7 +183,7 @@ export class OutboxRelay {
       return await this.runBatch();
     } catch (err) {
       // Rows may have been published and not marked (the database failed):
-      // they are after the cursor's start again, not skipped.
+      // they are read again (the bus drops the duplicates).
       this.forget();
       throw err;
     }
@@ -227,11 +227,8 @@ export class OutboxRelay {
     let error: unknown;
     let leaseLost = false;
     /** Publishes rows in order; false when the batch must end. */
-    const publishRows = async (rows: Row[], advance: boolean): Promise<boolean> => {
+    const publishRows = async (rows: Row[]): Promise<boolean> => {
       const seqOf = new Map(rows.map((r) => [r.id, r.seq]));
-      const passed = (id: string) => {
-        if (advance) this.cursor = seqOf.get(id)!;
-      };
       // Exporting spans: each publish is a span of its event's trace, and the message carries it.
       const spans = new Map<string, WorkSpan>();
       const messages = rows.map((row) => {
@@ -261,7 +258,6 @@ export class OutboxRelay {
           endSpan(id);
           sent.push(id);
           this.deferred.delete(id);
-          passed(id);
         },
         deferred: (id, retryAt, reason) => {
           endSpan(id, reason);
@@ -269,7 +265,6 @@ export class OutboxRelay {
           const at = retryAt ?? Date.now() + backoffDelay(failures, NO_CONSUMER_BACKOFF);
           this.deferred.set(id, { seq: seqOf.get(id)!, retryAt: at, failures });
           this.options.logger.debug({ err: reason, id, retryAt: new Date(at) }, "outbox row deferred: some consumers have not taken it");
-          passed(id);
         },
       });
       for (const id of [...spans.keys()]) endSpan(id, result.error ?? "not sent: the batch ended before it");
@@ -292,13 +287,14 @@ export class OutboxRelay {
         // Published meanwhile (by a relay before a lease hand-over) or cleaned up: nothing left to do.
         const unsent = new Set(rows.map((r) => r.id));
         for (const id of chunk) if (!unsent.has(id)) this.deferred.delete(id);
-        going = await publishRows(rows, false);
+        going = await publishRows(rows);
       }
     }
     if (going) {
-      const rows = await this.readStatement<Row>([this.cursor, this.batchSize]);
+      // The deferred rows wait for their turn above.
+      const rows = await this.readStatement<Row>([[...this.deferred.keys()], this.batchSize]);
       this.moreRows = rows.length === this.batchSize;
-      await publishRows(rows, true);
+      await publishRows(rows);
     }
     await markSent();
     if (leaseLost) this.forget();
@@ -311,9 +307,8 @@ export class OutboxRelay {
     };
   }
 
-  /** Another relay may publish meanwhile: start again from the oldest unsent row when the lease comes back. */
+  /** Another relay may publish meanwhile: its deferred rows are read afresh when the lease comes back. */
   private forget(): void {
-    this.cursor = "0";
     this.deferred.clear();
   }
 

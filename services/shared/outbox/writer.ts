@@ -5,19 +5,23 @@
 // (published again: the bus drops the duplicate) or sent after the broker
 // acknowledged it: never lost.
 //
-// ORDER. Events leave in the order their transactions committed, for the
-// whole schema (not only per contact). seq is a bigserial taken at INSERT, so
-// on its own it is not commit order: a transaction could take seq 6, another
-// seq 7 and commit first, and a reader would publish 7 and later 6. So
-// enqueueEvent first takes a transaction-scoped advisory lock on the schema's
-// outbox and holds it until commit or rollback: among transactions that write
-// events, seq is handed out in commit order, and once the relay sees seq n
-// every committed row below n is visible too, so it never goes back to a
-// lower seq (a rolled-back insert only leaves a gap). The price: in one
-// schema, event-writing transactions run one at a time from their first
-// event to their commit, so enqueueEvent must be the last statement of the
-// transaction. Per contact, the row lock in updateContact also makes each
-// event's payload the state after the updates before it.
+// ORDER. Events with the same order key (the organisation they belong to)
+// leave in the order their transactions committed. seq is a bigserial taken
+// at INSERT, so on its own it is not commit order: a transaction could take
+// seq 6, another seq 7 and commit first. So enqueueEvent first takes a
+// transaction-scoped advisory lock on the key and holds it until commit or
+// rollback: among transactions writing events of one key, seq is handed out
+// in commit order, and whenever a row of the key is visible, every committed
+// row of the key below it is visible too. The relay publishes the unsent rows
+// it sees in seq order (relay.ts), so each key's events leave in commit
+// order; two keys' events may leave in either order, as their transactions
+// ran side by side. That is what ordered delivery needs (a subscription has
+// one organisation's events), and events of different organisations do not
+// wait for each other's commits. The price: for one key, event-writing
+// transactions run one at a time from their event to their commit, so
+// enqueueEvent must be the last statement of the transaction. Per contact,
+// the row lock in updateContact also makes each event's payload the state
+// after the updates before it.
 //
 // Every service that publishes has its own tables, created by its migration:
 //   <schema>.outbox (seq bigserial, id uuid primary key, subject text,
@@ -25,51 +29,79 @@
 //     traceparent text null)
 //   <schema>.outbox_lease (name text primary key, holder text, expires_at timestamptz)
 import type { EntityManager } from "@mikro-orm/postgresql";
+import { literal } from "../pooled-query.js";
 import { currentTraceparent } from "../request-context.js";
 
 export interface OutboxEvent {
   id: string;
   subject: string;
   payload: Uint8Array;
+  /** Events with the same key leave in commit order (see ORDER): the organisation the event belongs to. */
+  orderKey: string;
 }
 
-/** The advisory lock that orders one schema's outbox inserts. */
-const outboxLockKey = (schema: string) => `bizcard.outbox:${schema}`;
+/** The advisory lock that orders one key's outbox inserts in a schema. */
+const outboxLockKey = (schema: string, orderKey: string) => `bizcard.outbox:${schema}:${orderKey}`;
 
 /**
  * The event keeps the traceparent of the request that made the change (the
  * relay sends it with the event, consumers continue that trace).
  *
  * Call inside the transaction that makes the change, as its last statement:
- * from here to its commit, other event-writing transactions of the schema
- * wait (that is what makes seq follow commit order, see ORDER above).
+ * from here to its commit, other event-writing transactions of the same
+ * order key wait (that is what makes seq follow commit order, see ORDER above).
  */
 export async function enqueueEvent(em: EntityManager, schema: string, event: OutboxEvent): Promise<void> {
   await em.execute(outboxInsertSql(schema), outboxInsertParams(schema, event));
 }
 
 /**
- * The outbox insert as SQL, for a statement that writes the change and its
- * event at once (a data-modifying CTE; then the lock is held only from this
- * insert to the statement's own commit). `requires`: a FROM item the row
- * needs (the CTE that wrote the change: no change, no event). Its parameters:
- * outboxInsertParams.
+ * The outbox insert of one event, its parameters: outboxInsertParams.
  *
  * Transaction-scoped: released at commit or rollback by PostgreSQL itself, so
  * it does not matter which pooled connection runs the transaction. The lock
- * and the insert are one statement: the lock is held from here to the
- * commit, and a round trip to this process in between (waiting for an event
- * loop that is busy elsewhere) would make every event-writing transaction of
- * the schema wait that much longer. The lock is taken first: the row's seq
- * (nextval, the column default) is computed for each row the subquery
- * yields, and the subquery (volatile, so neither pulled up nor dropped)
- * yields it once the lock is granted.
+ * is taken first: the row's seq (nextval, the column default) is computed for
+ * the row the subquery yields, and the subquery (volatile, so neither pulled
+ * up nor dropped) yields it once the lock is granted.
  */
-export function outboxInsertSql(schema: string, requires?: string): string {
+function outboxInsertSql(schema: string): string {
   return `insert into "${schema}"."outbox" ("id", "subject", "payload", "traceparent")
-     select ?::uuid, ?::text, ?::bytea, ?::text from (select pg_advisory_xact_lock(hashtextextended(?, 0))) as "turn"${requires ? `, ${requires}` : ""}`;
+     select ?::uuid, ?::text, ?::bytea, ?::text from (select pg_advisory_xact_lock(hashtextextended(?, 0))) as "turn"`;
 }
 
-export function outboxInsertParams(schema: string, event: OutboxEvent): unknown[] {
-  return [event.id, event.subject, Buffer.from(event.payload), currentTraceparent() ?? null, outboxLockKey(schema)];
+/**
+ * The outbox insert of several events at once, for a statement that writes
+ * their changes too (a data-modifying CTE: then the locks are held only from
+ * this insert to the statement's own commit, never across a round trip to
+ * this process, whose busy event loop would make every event-writing
+ * transaction of those keys wait that much longer). `source`: a FROM item with the
+ * columns "id" (uuid), "subject", "payload" (bytea), "traceparent" and
+ * "order_key" (text; outboxRowOf gives them as JSON). The lock of every key
+ * is taken, in key order (two such statements never wait for each other in
+ * a circle), before any row takes its seq: each row's seq is computed as the
+ * join yields it, and the join needs the one row of "turns", an aggregate
+ * over every lock, first. Rows of one key in one statement commit together:
+ * among them there is no earlier one.
+ */
+export function outboxInsertManySql(schema: string, source: string): string {
+  const prefix = literal(outboxLockKey(schema, ""));
+  return `insert into "${schema}"."outbox" ("id", "subject", "payload", "traceparent")
+     select e."id", e."subject", e."payload", e."traceparent" from ${source} as e,
+       (select count(pg_advisory_xact_lock(hashtextextended(${prefix} || k."order_key", 0))) as "n"
+          from (select distinct x."order_key" from ${source} as x order by 1) as k) as "turns"`;
+}
+
+/** An event as the JSON columns outboxInsertManySql reads (the payload in base64). */
+export function outboxRowOf(event: OutboxEvent): Record<string, string | null> {
+  return {
+    event_id: event.id,
+    subject: event.subject,
+    payload: Buffer.from(event.payload).toString("base64"),
+    traceparent: currentTraceparent() ?? null,
+    order_key: event.orderKey,
+  };
+}
+
+function outboxInsertParams(schema: string, event: OutboxEvent): unknown[] {
+  return [event.id, event.subject, Buffer.from(event.payload), currentTraceparent() ?? null, outboxLockKey(schema, event.orderKey)];
 }
