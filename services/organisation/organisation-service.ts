@@ -19,7 +19,7 @@ import { readPage, timeIdKeyset } from "../shared/pagination.js";
 import { invalid, notFound, requireUuid, isUuid } from "../shared/validation.js";
 import { ContactEntity, type Contact } from "./contacts/contact.entity.js";
 import { readContactFields } from "./contacts/contact-fields.js";
-import { createContactWithEvent } from "./contacts/contact-create.js";
+import { contactCreator } from "./contacts/contact-create.js";
 import { enqueueContactEvent } from "./contacts/contact-events.js";
 import { toContactMessage } from "./contacts/contact-message.js";
 import { MemberEntity, type Member } from "./members/member.entity.js";
@@ -100,6 +100,7 @@ async function passwordWork<T>(work: Promise<T>): Promise<T> {
 export function createOrganisationService(deps: OrganisationServiceDeps): ServiceImpl<typeof OrganisationService> {
   const { orm } = deps;
   const events = { schema: ORGANISATION_SCHEMA, subjectPrefix: deps.subjectPrefix };
+  const contacts = contactCreator(orm, events, deps.preparedStatements === true);
 
   /**
    * Tenancy: a contact is always looked up by its id AND its organisation, in
@@ -184,7 +185,7 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
       const organisationId = requireUuid("organisation_id", req.organisationId);
       const fields = readContactFields(req.fields);
       if (!fields.firstName && !fields.lastName) throw invalid("first_name", "first_name or last_name is required");
-      const message = await createContactWithEvent(orm, events, organisationId, fields, deps.preparedStatements === true);
+      const message = await contacts.create(organisationId, fields);
       if (!message) throw notFound("organisation");
       deps.onEventCommitted();
       return { contact: message };

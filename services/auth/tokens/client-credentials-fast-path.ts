@@ -30,6 +30,7 @@
 // REST API, here.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { ExchangeTokenRequest, ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import { statementBatcher, type Queued } from "../../shared/statement-batcher.js";
 import { tokenHash } from "../../shared/token-hash.js";
 import { hashSecret } from "../clients/client-secret.js";
 import { allowsGrantTypeSql } from "../clients/grant-types.js";
@@ -104,23 +105,16 @@ function askedScopes(scope: string): string[] | null | undefined {
   }
 }
 
-interface Pending {
+interface Request {
   hash: string;
   clientId: string;
   secretHash: string;
   method: string;
   scopes: string | null;
   counters: { key: string; limit: number }[];
-  resolve(answer: { scopes: string[]; now: number; expiresAt: number } | undefined): void;
-  reject(err: unknown): void;
 }
 
-/** Requests waiting for a statement. */
-interface Batcher {
-  queue: Pending[];
-  inFlight: number;
-  query: { name?: string; text: string };
-}
+type Issued = { scopes: string[]; now: number; expiresAt: number } | undefined;
 
 /**
  * Answers a right client_credentials request, or undefined when the request
@@ -132,9 +126,10 @@ export function createClientCredentialsFastPath(deps: FastPathDeps): (request: E
   if (!stored) return async () => undefined;
   const knex = deps.orm.em.getConnection().getKnex();
   const text = statement(tables.schema, stored);
-  const b: Batcher = { queue: [], inFlight: 0, query: deps.preparedStatements ? { name: "client-credentials-fast-path", text } : { text } };
+  const query = deps.preparedStatements ? { name: "client-credentials-fast-path", text } : { text };
 
-  const send = async (batch: Pending[]) => {
+  const send = async (queued: Queued<Request, Issued>[]) => {
+    const batch = queued.map((q) => q.item);
     const now = Date.now();
     const expiresAt = now + tables.accessTtlSeconds * 1000;
     const values = [
@@ -154,29 +149,18 @@ export function createClientCredentialsFastPath(deps: FastPathDeps): (request: E
     // (as the limiter's store: rate-limit/postgres-failure-limits.ts).
     const conn = (await knex.client.acquireConnection()) as Connection;
     try {
-      const { rows } = await conn.query({ ...b.query, values });
+      const { rows } = await conn.query({ ...query, values });
       const issued = new Map(rows.map((r) => [r.hash, r.scopes]));
-      for (const p of batch) {
-        const scopes = issued.get(p.hash);
-        p.resolve(scopes ? { scopes, now, expiresAt } : undefined);
+      for (const q of queued) {
+        const scopes = issued.get(q.item.hash);
+        q.resolve(scopes ? { scopes, now, expiresAt } : undefined);
       }
     } finally {
       await knex.client.releaseConnection(conn);
     }
   };
 
-  const flush = () => {
-    while (b.inFlight < MAX_IN_FLIGHT && b.queue.length) {
-      const batch = b.queue.splice(0, MAX_BATCH);
-      b.inFlight++;
-      send(batch)
-        .catch((err: unknown) => batch.forEach((p) => p.reject(err)))
-        .finally(() => {
-          b.inFlight--;
-          flush();
-        });
-    }
-  };
+  const issue = statementBatcher<Request, Issued>({ atOnce: MAX_IN_FLIGHT, max: MAX_BATCH, write: send });
 
   return async (request) => {
     const credentials = request.client;
@@ -186,18 +170,13 @@ export function createClientCredentialsFastPath(deps: FastPathDeps): (request: E
     if (scopes === undefined) return undefined;
 
     const accessToken = newTokenValue("access");
-    const issued = await new Promise<{ scopes: string[]; now: number; expiresAt: number } | undefined>((resolve, reject) => {
-      b.queue.push({
-        hash: tokenHash(accessToken),
-        clientId: credentials.clientId,
-        secretHash: hashSecret(credentials.clientSecret),
-        method: credentials.method,
-        scopes: scopes === null ? null : JSON.stringify(scopes),
-        counters: stored.counters("client", credentials.clientId, request.remoteAddress),
-        resolve,
-        reject,
-      });
-      flush();
+    const issued = await issue({
+      hash: tokenHash(accessToken),
+      clientId: credentials.clientId,
+      secretHash: hashSecret(credentials.clientSecret),
+      method: credentials.method,
+      scopes: scopes === null ? null : JSON.stringify(scopes),
+      counters: stored.counters("client", credentials.clientId, request.remoteAddress),
     });
     if (!issued) return undefined;
     // RFC 6749 §4.4.3: "A refresh token SHOULD NOT be included."

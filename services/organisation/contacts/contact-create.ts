@@ -5,46 +5,89 @@
 // lock (writer.ts) is held only from the event's insert to this statement's
 // commit, never across a round trip to this process. Without the ORM's
 // per-query work, and prepared on real PostgreSQL (shared/pooled-query.ts).
+//
+// Calls that arrive while AT_ONCE statements are running are written
+// together by the next one (shared/statement-batcher.ts), as many rows as
+// came (at most BATCH_MAX): at a high rate each statement, its round trip
+// and its commit (a WAL flush) serve many contacts, not one. Should a
+// batch's statement fail,
+// its calls are written again one by one, so one bad row fails only its own
+// call.
 import { randomUUID } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { EventType } from "../../../gen/bizcard/events/v1/events_pb.js";
 import type { Contact as ContactMessage } from "../../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { pooledStatement } from "../../shared/pooled-query.js";
-import { outboxInsertParams, outboxInsertSql } from "../../shared/outbox/writer.js";
+import { statementBatcher, type Queued } from "../../shared/statement-batcher.js";
+import { outboxInsertManySql, outboxRowOf } from "../../shared/outbox/writer.js";
 import { CONTACT_FIELDS, type Contact, type ContactField } from "./contact.entity.js";
 import { contactEvent } from "./contact-events.js";
 import { toContactMessage } from "./contact-message.js";
 
+/** Statements writing contacts at once (each on a pooled connection). */
+const AT_ONCE = 2;
+/** The most contacts one statement writes. */
+const BATCH_MAX = 200;
+
 const snake = (f: string) => f.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 const COLUMNS = CONTACT_FIELDS.map((f) => `"${snake(f)}"`).join(", ");
 
-/** The new contact as answered and as its event carries it; undefined when the organisation does not exist (nothing written). */
-export async function createContactWithEvent(
-  orm: MikroORM,
-  events: { schema: string; subjectPrefix: string },
-  organisationId: string,
-  fields: Partial<Record<ContactField, string>>,
-  prepared: boolean,
-): Promise<ContactMessage | undefined> {
-  const now = new Date();
-  const contact = { id: randomUUID(), organisationId, createdAt: now, updatedAt: now } as Contact;
-  for (const f of CONTACT_FIELDS) contact[f] = fields[f] ?? "";
-  const message = toContactMessage(contact);
-  const event = contactEvent(events, EventType.CONTACT_CREATED, message);
-  const s = `"${events.schema}"`;
-  const statement = pooledStatement(
-    orm,
-    "organisation-create-contact",
-    `with "contact" as (
+export interface ContactCreator {
+  /** The new contact as answered and as its event carries it; undefined when the organisation does not exist (nothing written). */
+  create(organisationId: string, fields: Partial<Record<ContactField, string>>): Promise<ContactMessage | undefined>;
+}
+
+/** One call: its row of the statement's input, and its answer should the row be written. */
+type Call = Queued<{ row: Record<string, unknown>; message: ContactMessage }, ContactMessage | undefined>;
+
+function batchSql(schema: string): string {
+  const s = `"${schema}"`;
+  return `with "input" as (
+       select * from jsonb_to_recordset(?::jsonb) as r("id" uuid, "organisation_id" uuid, ${CONTACT_FIELDS.map((f) => `"${snake(f)}" text`).join(", ")},
+         "created_at" timestamptz, "event_id" uuid, "subject" text, "payload" text, "traceparent" text, "order_key" text)
+     ), "contact" as (
        insert into ${s}."contact" ("id", "organisation_id", ${COLUMNS}, "created_at", "updated_at")
-       select ?::uuid, o."id", ${CONTACT_FIELDS.map(() => "?::text").join(", ")}, ?::timestamptz, ?::timestamptz from ${s}."organisation" o where o."id" = ?::uuid
+       select i."id", o."id", ${CONTACT_FIELDS.map((f) => `i."${snake(f)}"`).join(", ")}, i."created_at", i."created_at"
+         from "input" i join ${s}."organisation" o on o."id" = i."organisation_id"
        returning "id"
      ), "event" as (
-       ${outboxInsertSql(events.schema, `"contact"`)}
+       ${outboxInsertManySql(schema, `(select i."event_id" as "id", i."subject", decode(i."payload", 'base64') as "payload", i."traceparent", i."order_key"
+            from "input" i join "contact" c on c."id" = i."id")`)}
      )
-     select count(*)::int as "created" from "contact"`,
-    prepared,
-  );
-  const [row] = await statement<{ created: number }>([contact.id, ...CONTACT_FIELDS.map((f) => contact[f]), now, now, organisationId, ...outboxInsertParams(events.schema, event)]);
-  return row?.created === 1 ? message : undefined;
+     select "id"::text as "id" from "contact"`;
+}
+
+export function contactCreator(orm: MikroORM, events: { schema: string; subjectPrefix: string }, prepared: boolean): ContactCreator {
+  const statement = pooledStatement(orm, "organisation-create-contacts", batchSql(events.schema), prepared);
+  const write = async (batch: Call[]): Promise<void> => {
+    const rows = await statement<{ id: string }>([JSON.stringify(batch.map((c) => c.item.row))]);
+    const created = new Set(rows.map((r) => r.id));
+    for (const c of batch) c.resolve(created.has(c.item.message.id) ? c.item.message : undefined);
+  };
+  const written = statementBatcher<Call["item"], ContactMessage | undefined>({
+    atOnce: AT_ONCE,
+    max: BATCH_MAX,
+    write: async (batch) => {
+      try {
+        await write(batch);
+      } catch (err) {
+        if (batch.length === 1) throw err;
+        // One by one: a row that fails the statement fails only its own call.
+        for (const c of batch) await write([c]).catch(c.reject);
+      }
+    },
+  });
+
+  return {
+    create(organisationId, fields) {
+      const now = new Date();
+      const contact = { id: randomUUID(), organisationId, createdAt: now, updatedAt: now } as Contact;
+      for (const f of CONTACT_FIELDS) contact[f] = fields[f] ?? "";
+      const message = toContactMessage(contact);
+      const event = contactEvent(events, EventType.CONTACT_CREATED, message);
+      const row: Record<string, unknown> = { id: contact.id, organisation_id: organisationId, created_at: now.toISOString(), ...outboxRowOf(event) };
+      for (const f of CONTACT_FIELDS) row[snake(f)] = contact[f];
+      return written({ row, message });
+    },
+  };
 }
