@@ -69,6 +69,37 @@ describe("lists", () => {
       "organisation_id: expected a UUID",
     );
   });
+
+  it("answers several lookups in one call, each as ListSubscribers would, in the order asked", async () => {
+    const org = randomUUID();
+    const other = randomUUID();
+    const a = await client.createSubscription({ owner: { organisationId: org, clientId: "app-a" } as Owner, targetUrl: "https://hooks.receiver.test/a", eventType: EventType.CONTACT_CREATED });
+    const c = await client.createSubscription({ owner: { organisationId: org, clientId: "app-c" } as Owner, targetUrl: "https://hooks.receiver.test/c", eventType: EventType.CONTACT_UPDATED });
+    const o = await client.createSubscription({ owner: { organisationId: other, clientId: "app-o" } as Owner, targetUrl: "https://hooks.receiver.test/o", eventType: EventType.CONTACT_CREATED });
+    const lookups = [
+      { organisationId: other, eventType: EventType.CONTACT_CREATED, includeDisabled: true },
+      { organisationId: randomUUID(), eventType: EventType.CONTACT_CREATED, includeDisabled: true },
+      { organisationId: org.toUpperCase(), eventType: EventType.CONTACT_UPDATED, includeDisabled: false },
+      { organisationId: org, eventType: EventType.CONTACT_CREATED, includeDisabled: true },
+    ];
+    const { results } = await client.listSubscribersOfMany({ lookups });
+    expect(results.map((r) => r.subscribers.map((s) => [s.subscriptionId, s.clientId, s.secret]))).toEqual([
+      [[o.subscription!.id, "app-o", o.secret]],
+      [],
+      [[c.subscription!.id, "app-c", c.secret]],
+      [[a.subscription!.id, "app-a", a.secret]],
+    ]);
+    // The same answers as one ListSubscribers each.
+    for (const [i, l] of lookups.entries()) expect(results[i]!.subscribers).toEqual((await client.listSubscribers(l)).subscribers);
+    expect((await client.listSubscribersOfMany({ lookups: [] })).results).toEqual([]);
+
+    expect((await rpcError(client.listSubscribersOfMany({ lookups: [lookups[0]!, { organisationId: "x", eventType: EventType.CONTACT_CREATED }] }))).rawMessage).toBe(
+      "lookups[1].organisation_id: expected a UUID",
+    );
+    expect((await rpcError(client.listSubscribersOfMany({ lookups: [{ organisationId: org, eventType: EventType.UNSPECIFIED }] }))).rawMessage).toBe(EVENT_TYPE_ERROR);
+    const tooMany = Array.from({ length: 1001 }, () => lookups[0]!);
+    expect((await rpcError(client.listSubscribersOfMany({ lookups: tooMany }))).rawMessage).toBe("lookups: at most 1000");
+  });
 });
 
 describe("pair-wide delete", () => {

@@ -48,8 +48,14 @@ export const webhookSettings = {
   DELIVERY_RETRY_AFTER_MAX_SECONDS: int(3600, 0, 86_400),
   /** Delivery: the whole of one POST (connect, answer, body), in ms; past it the attempt is a timeout. */
   DELIVERY_TIMEOUT_MS: int(10_000, 100, 120_000),
-  /** Delivery: POSTs in flight at once per delivery process. */
-  DELIVERY_CONCURRENCY: int(32, 1, 1000),
+  /**
+   * Delivery: POSTs in flight at once per delivery process. Enough for 32
+   * subscriptions at the default per-subscription cap of 4: at 32 (8 such
+   * subscriptions) a process's own limit, not the targets, held ten busy
+   * organisations back, and with every slot taken no finished POST could
+   * hand its slot on (hand-on.ts), so each took a claim of its own.
+   */
+  DELIVERY_CONCURRENCY: int(128, 1, 1000),
   /**
    * Delivery: the most POSTs in flight to one subscription at once, across
    * every delivery process (counted in the database at each claim), so a slow

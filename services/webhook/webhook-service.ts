@@ -85,6 +85,9 @@ export function toSubscriptionMessage(s: Subscription): SubscriptionMessage {
 /** The longest disabled_reason kept (DisableSubscription). */
 export const DISABLED_REASON_MAX_LENGTH = 500;
 
+/** The most lookups of one ListSubscribersOfMany. */
+const MANY_LOOKUPS_MAX = 1000;
+
 /** A subscriber as ListSubscribers reads it (one row of subscribersStatement). */
 function subscriberOfRow(r: Record<string, unknown>): SubscriberMessage {
   const previous = signingPreviousSecret({
@@ -134,6 +137,17 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
     `select "id"::text as "id", "client_id", "target_url", "secret", "previous_secret", "previous_secret_expires_at", "disabled_at", "ordered"
        from "${WEBHOOK_SCHEMA}"."subscription"
       where "organisation_id" = ?::uuid and "event_type" = ?::text and (?::boolean or "disabled_at" is null) order by "id"`,
+    deps.preparedStatements === true,
+  );
+  // The fan-out's batch: every lookup in one read (the rows tagged with their lookup's index).
+  const manyStatement = pooledStatement(
+    orm,
+    "webhook-list-subscribers-of-many",
+    `select l."n", s."id"::text as "id", s."client_id", s."target_url", s."secret", s."previous_secret", s."previous_secret_expires_at", s."disabled_at", s."ordered"
+       from jsonb_to_recordset(?::jsonb) as l("n" int, "organisation_id" uuid, "event_type" text, "include_disabled" boolean)
+       join "${WEBHOOK_SCHEMA}"."subscription" s on s."organisation_id" = l."organisation_id" and s."event_type" = l."event_type"
+        and (l."include_disabled" or s."disabled_at" is null)
+      order by l."n", s."id"`,
     deps.preparedStatements === true,
   );
   const changed = (organisationId: string) => deps.changed?.(organisationId);
@@ -244,6 +258,20 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
       // A disabled subscription gets nothing until its owner re-enables it (listed, marked, only when asked).
       const rows = await subscribersStatement([organisationId, eventType, req.includeDisabled]);
       return { subscribers: rows.map(subscriberOfRow) };
+    },
+
+    async listSubscribersOfMany(req) {
+      if (req.lookups.length > MANY_LOOKUPS_MAX) throw invalid("lookups", `at most ${MANY_LOOKUPS_MAX}`);
+      const lookups = req.lookups.map((l, n) => ({
+        n,
+        organisation_id: requireUuid(`lookups[${n}].organisation_id`, l.organisationId),
+        event_type: eventTypeName(l.eventType),
+        include_disabled: l.includeDisabled,
+      }));
+      const results = lookups.map(() => ({ subscribers: [] as SubscriberMessage[] }));
+      if (lookups.length === 0) return { results };
+      for (const r of await manyStatement([JSON.stringify(lookups)])) results[r.n as number]!.subscribers.push(subscriberOfRow(r));
+      return { results };
     },
 
     async deletePairSubscriptions(req) {

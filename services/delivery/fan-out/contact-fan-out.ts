@@ -6,8 +6,8 @@
 // retries never depend on the broker.
 //
 // In batches (EventBus consumeBatches; max_ack_pending = FAN_OUT_BATCH): the
-// events that arrived together are handled together: one ListSubscribers per
-// distinct (organisation, event type) of the batch, one INSERT statement for
+// events that arrived together are handled together: one ListSubscribersOfMany
+// for every distinct (organisation, event type) of the batch, one INSERT statement for
 // all their rows and the position, then all are acknowledged. A lone event
 // goes at once, alone; under load, the events that arrived while a batch was
 // being written make the next one. Batches are handled in stream order, a
@@ -31,7 +31,7 @@
 // the narrow case above, the lost batch's events are never recorded, and
 // ordered deliveries go on without them.
 //
-// Who gets an event: the subscriptions that ListSubscribers returns when the
+// Who gets an event: the subscriptions that ListSubscribers(OfMany) returns when the
 // event's batch is handled, read afresh for every batch (no cache). A
 // disabled subscription's delivery is recorded as skipped (status and log
 // outcome "skipped", kept like the rest of the log): nothing is sent, and its
@@ -46,7 +46,7 @@
 // the bus) is kept with the event; every POST of it continues that trace.
 import { fromBinary } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { Client } from "@connectrpc/connect";
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { ContactEventSchema, type ContactEvent } from "../../../gen/bizcard/events/v1/events_pb.js";
 import type { Subscriber, WebhookService } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { contactJson } from "../../shared/contact-json.js";
@@ -66,7 +66,7 @@ export function webhookBody(type: string, occurredAt: Date, data: object): strin
 }
 
 /** At most this many events per batch (and handed out, not yet acknowledged). */
-export const FAN_OUT_BATCH = 64;
+export const FAN_OUT_BATCH = 256;
 
 export interface FanOutDeps {
   bus: EventBus;
@@ -137,19 +137,11 @@ async function fanOutBatch(messages: BusMessage[], deps: FanOutDeps, log: Logger
       events.set(decoded.event.eventId.toLowerCase(), { ...decoded, streamSequence: message.streamSequence, traceparent });
     }
   }
-  // One ListSubscribers per distinct (organisation, event type) of the batch, at once.
-  const lookups = new Map<string, Promise<Subscriber[]>>();
-  for (const { event } of events.values()) {
-    const key = `${event.organisationId.toLowerCase()} ${event.type}`;
-    if (!lookups.has(key)) {
-      lookups.set(
-        key,
-        deps.webhook.listSubscribers({ organisationId: event.organisationId, eventType: event.type, includeDisabled: true }).then((r) => r.subscribers),
-      );
-    }
-  }
-  const found = new Map<string, Subscriber[]>();
-  await Promise.all([...lookups].map(async ([key, lookup]) => found.set(key, await lookup)));
+  // The subscribers of every distinct (organisation, event type) of the batch, in one call and one read.
+  const keys = new Map<string, Lookup>();
+  for (const { event } of events.values()) keys.set(`${event.organisationId.toLowerCase()} ${event.type}`, { organisationId: event.organisationId, eventType: event.type });
+  const answers = await subscribersOf(deps.webhook, [...keys.values()]);
+  const found = new Map([...keys.keys()].map((key, i) => [key, answers[i]!]));
   const created = await deps.store.recordFanOut({
     consumer: CONTACT_FAN_OUT_CONSUMER,
     streamSequence: lastSequence,
@@ -169,6 +161,26 @@ async function fanOutBatch(messages: BusMessage[], deps: FanOutDeps, log: Logger
     }),
   });
   if (created.created > 0) deps.onDeliveries(created.ordered > 0, created.subscriptions);
+}
+
+type Lookup = { organisationId: string; eventType: ContactEvent["type"] };
+
+/**
+ * The subscribers of each lookup, disabled ones included, in the lookups'
+ * order. A webhook service that does not know ListSubscribersOfMany yet (a
+ * rolling upgrade) is asked once per lookup. An answer short of a lookup
+ * fails the batch (it is handled again): never read as "no subscribers".
+ */
+async function subscribersOf(webhook: Client<typeof WebhookService>, lookups: Lookup[]): Promise<Subscriber[][]> {
+  if (lookups.length === 0) return [];
+  try {
+    const { results } = await webhook.listSubscribersOfMany({ lookups: lookups.map((l) => ({ ...l, includeDisabled: true })) });
+    if (results.length !== lookups.length) throw new Error(`ListSubscribersOfMany answered ${results.length} of ${lookups.length} lookups`);
+    return results.map((r) => r.subscribers);
+  } catch (err) {
+    if (!(err instanceof ConnectError && err.code === Code.Unimplemented)) throw err;
+    return Promise.all(lookups.map(async (l) => (await webhook.listSubscribers({ ...l, includeDisabled: true })).subscribers));
+  }
 }
 
 /** The event, or undefined (logged) when redelivering cannot make it usable: such a message is skipped, loudly. */
