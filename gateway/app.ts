@@ -42,7 +42,9 @@ import { registerOpenApi, type OpenApiOptions } from "./openapi/document.js";
 import { webhooksObject } from "./openapi/events.js";
 import { openapiRoutes } from "./openapi/routes.js";
 import { validatorCompiler } from "./validation.js";
-import { endRequestTrace, requestTraceId } from "./trace.js";
+import { tracingState } from "../services/shared/trace/tracing.js";
+import { lazyRequestLogger } from "./lazy-request-logger.js";
+import { endRequestTrace, requestTrace, requestTraceId } from "./trace.js";
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -140,7 +142,11 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     // every RPC they make (rpcOptions), so it reaches the services' log lines.
     genReqId: (req) => acceptRequestId(req.headers[REQUEST_ID_HEADER] as string | undefined) ?? randomUUID(),
     // The request's lines carry its trace id too (trace.ts).
-    childLoggerFactory: (logger, bindings, options, raw) => logger.child({ ...bindings, traceId: requestTraceId(raw as IncomingMessage) }, options),
+    // Made when a line is written (lazy-request-logger.ts): no trace nor child for a request that logs nothing.
+    childLoggerFactory: (logger, bindings, options, raw) =>
+      lazyRequestLogger(logger as FastifyBaseLogger & { isLevelEnabled(level: string): boolean }, () =>
+        logger.child({ ...bindings, traceId: requestTraceId(raw as IncomingMessage) }, options),
+      ),
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
   };
   const app = Fastify(fastifyOptions);
@@ -157,6 +163,8 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
   app.addHook("onRequest", (request, reply, done) => {
+    // Exporting spans: every request has its server span, whether or not it logs or calls a service.
+    if (tracingState() === "on") requestTrace(request.raw);
     reply.header(REQUEST_ID_HEADER, request.id);
     // Every answer is JSON (or, later, HTML pages that set their own policy): never sniffed.
     reply.header("x-content-type-options", "nosniff");
@@ -169,7 +177,6 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
       { method: request.method, route: request.routeOptions.url ?? "unmatched", status: reply.statusCode },
       reply.elapsedTime / 1000,
     );
-    endRequestTrace(request.raw, reply.statusCode, request.routeOptions.url);
     request.log.info(
       {
         method: request.method,
@@ -180,6 +187,8 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
       },
       "request",
     );
+    // After the line: a line written now makes the request's trace if nothing did before.
+    endRequestTrace(request.raw, reply.statusCode, request.routeOptions.url);
   });
 
   const issuer = (options.publicUrl ?? DEFAULT_ISSUER).replace(/\/+$/, "");

@@ -116,8 +116,13 @@ export class BearerCache {
     return ttlMs > 0 && bus !== undefined && bus.connected && this.subscriptions.length > 0;
   }
 
-  /** The token's principal: cached, or one RPC shared by the concurrent requests presenting it. */
-  lookup(accessToken: string, call?: RpcCallOptions): Promise<BearerPrincipal> {
+  /**
+   * The token's principal: cached, or one RPC shared by the concurrent
+   * requests presenting it. `call` may be a function: then the RPC's options
+   * (the request's trace headers, which make its trace) are made only for a
+   * miss.
+   */
+  lookup(accessToken: string, call?: RpcCallOptions | (() => RpcCallOptions)): Promise<BearerPrincipal> {
     const caching = this.caching;
     if (!caching) return this.resolve(accessToken, call);
     const hash = tokenHash(accessToken);
@@ -146,8 +151,8 @@ export class BearerCache {
     return started;
   }
 
-  private async resolve(accessToken: string, call: RpcCallOptions | undefined): Promise<BearerPrincipal> {
-    const res = await this.options.authenticate(accessToken, call);
+  private async resolve(accessToken: string, call: RpcCallOptions | (() => RpcCallOptions) | undefined): Promise<BearerPrincipal> {
+    const res = await this.options.authenticate(accessToken, typeof call === "function" ? call() : call);
     return {
       organisationId: res.organisationId,
       clientId: res.clientId,

@@ -170,7 +170,7 @@ export function createBearer(cache: BearerCache, resources: ProtectedResources):
     const token = presentedToken(request, challenges);
     let principal: BearerPrincipal;
     try {
-      principal = await cache.lookup(token, rpcOptions(request));
+      principal = await cache.lookup(token, () => rpcOptions(request));
     } catch (err) {
       throw fromAuthService(err, challenges);
     }

@@ -56,13 +56,27 @@ export function fromConnectError(err: ConnectError): HttpError {
   return new HttpError(mapped.status, mapped.error, description, headers);
 }
 
-/** Fastify's own errors (body parsing, limits, content types) in our shape. */
-function fromFastifyError(err: { code?: string; statusCode?: number; message: string }): HttpError | undefined {
+/** The body types a route takes when its schema does not say (body-parsers.ts parses both). */
+const ANY_BODY = ["application/json", "application/x-www-form-urlencoded"];
+
+/**
+ * The media types a route reads: its schema's consumes (the OpenAPI document's
+ * requestBody), else both parsed types. A JSON-only route refuses a form body
+ * itself, so fastify's 415 for a type no parser takes (text/plain) must not
+ * offer the form encoding there either.
+ */
+function acceptedTypes(request: FastifyRequest | undefined): string[] {
+  const consumes = (request?.routeOptions?.schema as { consumes?: unknown } | undefined)?.consumes;
+  return Array.isArray(consumes) && consumes.length > 0 ? (consumes as string[]) : ANY_BODY;
+}
+
+/** Fastify's own errors (body parsing, limits, content types) in our shape; the request names the route's media types. */
+function fromFastifyError(err: { code?: string; statusCode?: number; message: string }, request?: FastifyRequest): HttpError | undefined {
   switch (err.code) {
     case "FST_ERR_CTP_BODY_TOO_LARGE":
       return new HttpError(413, "payload_too_large", "the request body is larger than 64 KiB");
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
-      return new HttpError(415, "unsupported_media_type", "send application/json or application/x-www-form-urlencoded");
+      return new HttpError(415, "unsupported_media_type", `send the body as ${acceptedTypes(request).join(" or ")}`);
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
       return new HttpError(400, "invalid_request", "the JSON body is empty");
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
@@ -77,10 +91,10 @@ function fromFastifyError(err: { code?: string; statusCode?: number; message: st
   return undefined;
 }
 
-export function toHttpError(err: unknown): HttpError | undefined {
+export function toHttpError(err: unknown, request?: FastifyRequest): HttpError | undefined {
   if (err instanceof HttpError) return err;
   if (err instanceof ConnectError) return fromConnectError(err);
-  if (err && typeof err === "object" && "message" in err) return fromFastifyError(err as { message: string });
+  if (err && typeof err === "object" && "message" in err) return fromFastifyError(err as { message: string }, request);
   return undefined;
 }
 
@@ -93,7 +107,7 @@ export function sendError(reply: FastifyReply, err: HttpError): FastifyReply {
 }
 
 export function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const known = toHttpError(err);
+  const known = toHttpError(err, request);
   if (known && known.status < 500) return sendError(reply, known);
   request.log.error({ err }, "request failed");
   return sendError(reply, known ?? new HttpError(500, "server_error", "the server could not complete the request; try again later"));

@@ -134,7 +134,9 @@ describe("HTTP", () => {
     await expectError(await post({ id: 1, method: "initialize" }, auth), 400, "invalid_request");
     await expectError(await post([], auth), 400, "invalid_request");
     await expectError(await post("{not json", auth), 400, "invalid_request");
-    await expectError(await post("a=b", { ...auth, "content-type": "application/x-www-form-urlencoded" }), 415, "unsupported_media_type");
+    const jsonOnly = /^send the (JSON-RPC message|body) as application\/json$/;
+    await expectError(await post("a=b", { ...auth, "content-type": "application/x-www-form-urlencoded" }), 415, "unsupported_media_type", jsonOnly);
+    await expectError(await post("a=b", { ...auth, "content-type": "text/plain" }), 415, "unsupported_media_type", jsonOnly);
     await expectError(await post(initialize, { ...auth, accept: "application/json" }), 406, "not_acceptable");
   });
 

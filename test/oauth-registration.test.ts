@@ -235,8 +235,10 @@ describe("bad metadata changes nothing", () => {
     expect(await clientCount()).toBe(before);
   });
 
-  it("a body that is not JSON is 415", async () => {
-    await expectError(await register("redirect_uris=https%3A%2F%2Fa.example%2Fcb", freshAddress(), "application/x-www-form-urlencoded"), 415, "unsupported_media_type");
+  it("a body that is not JSON is 415, naming JSON only", async () => {
+    const jsonOnly = /^send the (client metadata|body) as application\/json$/;
+    await expectError(await register("redirect_uris=https%3A%2F%2Fa.example%2Fcb", freshAddress(), "application/x-www-form-urlencoded"), 415, "unsupported_media_type", jsonOnly);
+    await expectError(await register("redirect_uris=https%3A%2F%2Fa.example%2Fcb", freshAddress(), "text/plain"), 415, "unsupported_media_type", jsonOnly);
   });
 });
 
