@@ -145,7 +145,8 @@ FIELD: --first-name F  --last-name L  --email E  --phone P  --company C  --job-t
 --json: print one JSON object and nothing else; an error is {"error", "error_description"}.
 exit status: 0 done, 1 the service refused or could not be reached, 2 bad command or flag.
 
-environment: ORGANISATION_RPC_URL, AUTH_RPC_URL, WEBHOOK_RPC_URL, DELIVERY_RPC_URL (default http://127.0.0.1:7102, :7101, :7103, :7104),
+environment: ORGANISATION_RPC_URL, AUTH_RPC_URL, WEBHOOK_RPC_URL, DELIVERY_RPC_URL (default http://127.0.0.1 on the
+  port the platform listens on: ORGANISATION_RPC_PORT, AUTH_RPC_PORT, WEBHOOK_RPC_PORT, DELIVERY_RPC_PORT, else 7102, 7101, 7103, 7104),
   INTERNAL_RPC_TOKEN (default: read from DATA_DIR/internal-rpc-token, as npm start writes it)`;
 
 /** A bad command line; `usage` is the part of the usage that applies. */

@@ -10,10 +10,18 @@ export type ServiceName = "organisation" | "auth" | "webhook" | "delivery";
 
 const DEFAULT_PORTS: Record<ServiceName, number> = { auth: 7101, organisation: 7102, webhook: 7103, delivery: 7104 };
 
-/** The URL the command calls a service on: <NAME>_RPC_URL, else loopback on <NAME>_RPC_PORT or the default port. */
+/**
+ * The URL the command calls a service on: <NAME>_RPC_URL, else loopback on
+ * <NAME>_RPC_PORT or the default port. Both are read as the platform reads
+ * them (services/shared/config.ts): blank is unset and a port is trimmed, so
+ * that the environment (or .env file) that started the platform on other
+ * ports points the command at them too.
+ */
 export function serviceUrl(name: ServiceName, env: NodeJS.ProcessEnv = process.env): string {
   const key = name.toUpperCase();
-  return env[`${key}_RPC_URL`] || `http://127.0.0.1:${env[`${key}_RPC_PORT`] || DEFAULT_PORTS[name]}`;
+  const url = env[`${key}_RPC_URL`]?.trim();
+  const port = env[`${key}_RPC_PORT`]?.trim();
+  return url || `http://127.0.0.1:${port || DEFAULT_PORTS[name]}`;
 }
 
 export interface Credential {

@@ -1,6 +1,7 @@
 // The real `bizcard` command (bin/bizcard.js) as a user runs it: usage and
 // --help, the exit status, --json errors as one JSON object, and the
-// organisation passed explicitly. It talks to a real organisation service.
+// organisation passed explicitly. It talks to a real organisation service (and
+// the other three, found on their *_RPC_PORT as the platform reads them).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { startPlatform, type OrganisationApp, type Platform, type StartedService } from "./support/platform.js";
@@ -35,7 +36,8 @@ function onlyJson(run: BizcardRun): unknown {
 }
 
 beforeAll(async () => {
-  platform = await startPlatform({ token: TOKEN });
+  // Every service: the command finds each one on the port the platform gave it.
+  platform = await startPlatform({ token: TOKEN, auth: true, webhook: true, delivery: true });
   svc = platform.organisation;
   const client = svc.client(OrganisationService);
   const a = await client.createOrganisation({ name: "CLI A", ownerEmail: "a@cli.test", ownerPassword: "password-a" });
@@ -111,5 +113,46 @@ describe("bizcard --json errors", { timeout: 60_000 }, () => {
     const run = await bizcard(["contact", "update", "--org", orgId, "--id", contactId, "--notes", "by the CLI", "--json"]);
     expect(run.code, run.stderr).toBe(0);
     expect(onlyJson(run)).toMatchObject({ id: contactId, first_name: "Ada", notes: "by the CLI" });
+  });
+});
+
+// The platform reads its services' ports from *_RPC_PORT (services/shared/config.ts);
+// the command run in the same environment must find them there, not on the
+// default ports, without the operator spelling each *_RPC_URL out too.
+describe("bizcard on the ports the platform reads", { timeout: 60_000 }, () => {
+  const portOf = (service: { server: { url: string } }) => new URL(service.server.url).port;
+  const noUrls = { ORGANISATION_RPC_URL: undefined, AUTH_RPC_URL: undefined, WEBHOOK_RPC_URL: undefined, DELIVERY_RPC_URL: undefined };
+  const ports = () => ({
+    ORGANISATION_RPC_PORT: portOf(platform.organisation),
+    AUTH_RPC_PORT: portOf(platform.auth),
+    WEBHOOK_RPC_PORT: portOf(platform.webhook),
+    DELIVERY_RPC_PORT: portOf(platform.delivery),
+  });
+
+  it("reaches each service on its *_RPC_PORT when no *_RPC_URL is set", async () => {
+    const env = { ...noUrls, ...ports() };
+    // The test proves nothing on the default ports.
+    for (const port of Object.values(ports())) expect(["7101", "7102", "7103", "7104"]).not.toContain(port);
+
+    const organisation = await bizcard(["contact", "update", "--org", orgId, "--id", contactId, "--notes", "by port", "--json"], env);
+    expect(organisation.code, organisation.stderr).toBe(0);
+    expect(onlyJson(organisation)).toMatchObject({ id: contactId, notes: "by port" });
+    const auth = await bizcard(["client", "list", "--json"], env);
+    expect(auth.code, auth.stderr).toBe(0);
+    const delivery = await bizcard(["deliveries", "failed", "--json"], env);
+    expect(delivery.code, delivery.stderr).toBe(0);
+    // No such subscription: the webhook service answered (not_found), it was reached.
+    const webhook = await bizcard(["subscriptions", "rotate-secret", "999999", "--org", orgId, "--client", "nobody", "--json"], env);
+    expect(webhook.code).toBe(1);
+    expect(onlyJson(webhook)).toMatchObject({ error: "not_found" });
+  });
+
+  it("reads a port as the platform does (trimmed), and an explicit *_RPC_URL still wins over it", async () => {
+    const args = ["contact", "update", "--org", orgId, "--id", contactId, "--notes", "url wins", "--json"];
+    const padded = await bizcard(args, { ...noUrls, ORGANISATION_RPC_PORT: ` ${portOf(platform.organisation)} ` });
+    expect(padded.code, padded.stderr).toBe(0);
+    const wins = await bizcard(args, { ORGANISATION_RPC_URL: platform.organisation.server.url, ORGANISATION_RPC_PORT: String(await freePort()) });
+    expect(wins.code, wins.stderr).toBe(0);
+    expect(onlyJson(wins)).toMatchObject({ id: contactId, notes: "url wins" });
   });
 });
