@@ -2,7 +2,8 @@
 // one subscription each, then per delivery: commit (CreateContact returned) →
 // outbox row (its transaction's now()) → published (relay marked it) → fan-out
 // row → POST started (attempt minus its duration) → arrival at the receiver.
-// Run: npx tsx bench/delivery-stages.ts [seconds] [events/s]; BENCH_CPU_PROF=dir adds --cpu-prof;
+// Run: npx tsx bench/delivery-stages.ts [seconds] [events/s] [organisations]
+// (the events go round that many organisations, 1 unless given); BENCH_CPU_PROF=dir adds --cpu-prof;
 // BENCH_PG_ACTIVITY=1 samples pg_stat_activity during the measured run.
 import pg from "pg";
 import { startDeliveryTarget } from "./delivery-target.js";
@@ -10,6 +11,7 @@ import { startActivitySampler } from "./pg-activity-sample.js";
 
 const seconds = Number(process.argv[2] ?? 10);
 const rate = Number(process.argv[3] ?? 200);
+const spread = Number(process.argv[4] ?? 1);
 const prof = process.env.BENCH_CPU_PROF;
 const target = await startDeliveryTarget(prof ? ["--cpu-prof", `--cpu-prof-dir=${prof}`] : []);
 try {
@@ -17,7 +19,7 @@ try {
   await target.run(1000, 200, 1);
   const sampler = process.env.BENCH_PG_ACTIVITY ? await startActivitySampler(new URL(target.databaseUrl).pathname.slice(1)) : undefined;
   const runStarted = new Date();
-  const run = await target.run(Math.round(rate * seconds), rate, 1);
+  const run = await target.run(Math.round(rate * seconds), rate, 1, spread);
   const activity = await sampler?.stop();
   const client = new pg.Client({ connectionString: target.databaseUrl });
   await client.connect();

@@ -27,6 +27,8 @@ import { ADMIN_DATABASE_URL, NATS_URL } from "./rpc-target.js";
 export interface DeliveryRun {
   events: number;
   subscriptions: number;
+  /** The organisations the events went round (each with its own subscriptions). */
+  organisations: number;
   /** CreateContact calls that failed (e.g. past their 10 s deadline when the platform falls behind an open loop). */
   failed: number;
   /** Deliveries that arrived (each event × its subscriptions). */
@@ -45,8 +47,14 @@ export interface DeliveryRun {
 }
 
 export interface DeliveryTarget {
-  /** `events` contacts at `perSecond` (Infinity: a burst); each reaches `subscriptions` receiver paths. */
-  run(events: number, perSecond: number, subscriptions: number): Promise<DeliveryRun>;
+  /**
+   * `events` contacts at `perSecond` (Infinity: a burst); each reaches
+   * `subscriptions` receiver paths. `organisations` (default 1): the
+   * contacts go round that many fresh organisations, each with its own
+   * `subscriptions`, as a multi-tenant load would (one subscription takes
+   * at most its in-flight cap of POSTs at once).
+   */
+  run(events: number, perSecond: number, subscriptions: number, organisations?: number): Promise<DeliveryRun>;
   /**
    * Another owner: a fresh organisation with one subscription of
    * contact.created to `targetUrl` (not this receiver's: its arrivals are not
@@ -55,6 +63,8 @@ export interface DeliveryTarget {
   owner(targetUrl: string): Promise<{ subscriptionId: bigint; create: () => Promise<boolean>; remove: () => Promise<void> }>;
   /** The platform's database (where its stages' timestamps can be read). */
   databaseUrl: string;
+  /** The platform's process (its peak memory: memory.ts). */
+  pid: number | undefined;
   close(): Promise<void>;
 }
 
@@ -145,20 +155,23 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
       const remove = async () => void (await webhooks.deleteSubscription({ owner: subscriptionOwner, id: subscription!.id }));
       return { subscriptionId: subscription!.id, create, remove };
     };
-    const run = async (events: number, perSecond: number, subscriptions: number): Promise<DeliveryRun> => {
-      // A fresh organisation per run, with its subscriptions: earlier runs' subscribers get nothing of it.
-      const { organisation } = await organisations.createOrganisation({
-        name: `Bench ${++runs}`,
-        ownerEmail: `owner${runs}@bench.test`,
-        ownerPassword: "bench-password",
-      });
-      const organisationId = organisation!.id;
-      for (let s = 0; s < subscriptions; s++) {
-        await webhooks.createSubscription({
-          owner: { organisationId, clientId: "bench" },
-          targetUrl: `${receiverUrl}/run${runs}/s${s}`,
-          eventType: EventType.CONTACT_CREATED,
+    const run = async (events: number, perSecond: number, subscriptions: number, organisationCount = 1): Promise<DeliveryRun> => {
+      // Fresh organisations per run, with their subscriptions: earlier runs' subscribers get nothing of them.
+      const tenants: string[] = [];
+      for (let o = 0; o < organisationCount; o++) {
+        const { organisation } = await organisations.createOrganisation({
+          name: `Bench ${++runs}`,
+          ownerEmail: `owner${runs}@bench.test`,
+          ownerPassword: "bench-password",
         });
+        tenants.push(organisation!.id);
+        for (let s = 0; s < subscriptions; s++) {
+          await webhooks.createSubscription({
+            owner: { organisationId: organisation!.id, clientId: "bench" },
+            targetUrl: `${receiverUrl}/run${runs}/s${s}`,
+            eventType: EventType.CONTACT_CREATED,
+          });
+        }
       }
       const commits = new Map<string, number>();
       let expected = events * subscriptions;
@@ -167,6 +180,7 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
       let firstError: unknown;
       const create = async (i: number) => {
         try {
+          const organisationId = tenants[i % tenants.length]!;
           const { contact } = await organisations.createContact({ organisationId, fields: { firstName: `Bench${i}`, email: `c${i}@bench.test` } });
           commits.set(contact!.id, performance.now());
         } catch (err) {
@@ -226,6 +240,7 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
       return {
         events,
         subscriptions,
+        organisations: organisationCount,
         failed,
         arrived: latencies.length,
         eventsPerSecond: events / ((lastCommit - started) / 1000),
@@ -237,7 +252,7 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
         samples,
       };
     };
-    return { run, owner, databaseUrl: db.url, close };
+    return { run, owner, databaseUrl: db.url, pid: platform.child.pid, close };
   } catch (err) {
     if (platform) process.stderr.write(platform.output());
     await close();
