@@ -13,15 +13,17 @@ const summary = ({ samples: _, ...r }: DeliveryRun) => r;
 /** `noisyOnly` (BENCH_DELIVERY_CASES=noisy): the warm-up and the noisy neighbour only. */
 export async function deliveryRows(delivery: DeliveryTarget, deliverySeconds: number, noisyOnly = false) {
   await delivery.run(1000, 200, 1); // warm-up (5 s): connections opened, code paths compiled
-  const runs: [string, DeliveryRun][] = noisyOnly ? [] : [
-    [`200 contacts/s for ${deliverySeconds} s, 1 subscription each`, await delivery.run(200 * deliverySeconds, 200, 1)],
+  const cases: [string, Parameters<DeliveryTarget["run"]>][] = noisyOnly ? [] : [
+    [`200 contacts/s for ${deliverySeconds} s, 1 subscription each`, [200 * deliverySeconds, 200, 1]],
     // The higher rates go round SPREAD organisations, as a multi-tenant load does: one subscription
     // takes at most its in-flight cap (4) of POSTs at once, so one alone cannot take 500 a second.
-    [`500 contacts/s for ${deliverySeconds} s over ${SPREAD} organisations, 1 subscription each`, await delivery.run(500 * deliverySeconds, 500, 1, SPREAD)],
-    [`1,000 contacts/s for ${deliverySeconds} s over ${SPREAD} organisations, 1 subscription each`, await delivery.run(1000 * deliverySeconds, 1000, 1, SPREAD)],
-    ["burst: 2,000 contacts, 32 calls in flight, 1 subscription each", await delivery.run(2000, Infinity, 1)],
-    ["burst: 500 contacts, 32 calls in flight, 10 subscriptions each", await delivery.run(500, Infinity, 10)],
+    [`500 contacts/s for ${deliverySeconds} s over ${SPREAD} organisations, 1 subscription each`, [500 * deliverySeconds, 500, 1, SPREAD]],
+    [`1,000 contacts/s for ${deliverySeconds} s over ${SPREAD} organisations, 1 subscription each`, [1000 * deliverySeconds, 1000, 1, SPREAD]],
+    ["burst: 2,000 contacts, 32 calls in flight, 1 subscription each", [2000, Infinity, 1]],
+    ["burst: 500 contacts, 32 calls in flight, 10 subscriptions each", [500, Infinity, 10]],
   ];
+  const runs: [string, DeliveryRun][] = [];
+  for (const [name, args] of cases) runs.push([name, await delivery.run(...args)]);
   // Last: the hanging subscriptions' retries stay behind.
   const noisy = await noisyNeighbour(delivery, deliverySeconds);
   const noisyRows: [string, DeliveryRun][] = noisy.passes.map((p, i) => [
@@ -74,6 +76,8 @@ export async function deliveryRows(delivery: DeliveryTarget, deliverySeconds: nu
   return {
     seconds: deliverySeconds,
     rows: runs.map(([name, r]) => ({ name, ...summary(r) })),
+    /** The cases as run, for the growth rows (growth-rows.ts). */
+    cases: runs.map(([name, before], i) => ({ name, args: cases[i]![1], before })),
     noisyNeighbour: {
       floor: NOISY_FLOOR,
       ratio: noisy.ratio,

@@ -29,6 +29,7 @@ export interface PlatformTarget {
   /** The platform's process and its database (to read their CPU time). */
   pid: number;
   databaseName: string;
+  databaseUrl: string;
   close(): Promise<void>;
 }
 
@@ -78,7 +79,7 @@ export async function startPlatform(): Promise<PlatformTarget> {
     });
     const body = (await res.json()) as { access_token?: string };
     if (res.status !== 200 || !body.access_token) throw new Error(`the token endpoint answered ${res.status} ${JSON.stringify(body)}`);
-    return { gateway, clientId: client!.clientId, clientSecret, accessToken: body.access_token, pid: platform.child.pid!, databaseName, close };
+    return { gateway, clientId: client!.clientId, clientSecret, accessToken: body.access_token, pid: platform.child.pid!, databaseName, databaseUrl: db.url, close };
   } catch (err) {
     if (platform) process.stderr.write(platform.output());
     await close();

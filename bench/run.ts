@@ -60,7 +60,9 @@ import { closedLoop } from "./closed-loop.js";
 import { deliveryRows } from "./delivery-rows.js";
 import { startDeliveryTarget, type DeliveryTarget } from "./delivery-target.js";
 import { startPeer, startPlatform, type PeerTarget, type PlatformTarget } from "./oauth-target.js";
+import { deliveryGrowth, oauthGrowth } from "./growth-rows.js";
 import { memoryRows } from "./memory.js";
+import { printOauthRows } from "./oauth-rows.js";
 import { writeResults } from "./results.js";
 import { startRpcTarget, type RpcTarget } from "./rpc-target.js";
 
@@ -265,23 +267,14 @@ try {
     }
   };
   if (wants("http")) table("http", "HTTP, 10 connections (autocannon)", "p99 ms", 0);
+  const growth: { oauth?: Awaited<ReturnType<typeof oauthGrowth>>; delivery?: Awaited<ReturnType<typeof deliveryGrowth>> } = {};
   if (wants("oauth")) {
-    const peerRow = rows.find((r) => r.name.startsWith("peer: "))!;
-    // In the OAuth group: the HTTP group has a refused POST /oauth/token of its own.
-    const tokenRow = rows.find((r) => r.group === "oauth" && r.name.startsWith("gateway POST /oauth/token"))!;
-    const meRow = rows.find((r) => r.group === "oauth" && r.name.startsWith("gateway GET /oauth/me"))!;
-    console.log(`\n${"OAuth, 10 connections (autocannon)".padEnd(72)} ${"calls/s".padStart(9)} ${"p99 ms".padStart(9)} ${"vs bare".padStart(8)} ${"vs peer".padStart(8)}`);
-    for (const r of [rows[0]!, ...rows.filter((r) => r.group === "oauth")]) {
-      console.log(
-        `${r.name.padEnd(72)} ${num(r.rps).padStart(9)} ${num(r.latency).padStart(9)} ${(r.rps / base).toFixed(3).padStart(8)} ${(r.rps / peerRow.rps).toFixed(3).padStart(8)}`,
-      );
+    printOauthRows(rows, base);
+    // Growth: the token endpoint and /oauth/me again with a million access tokens stored (BENCH_GROWTH=0: not).
+    if (process.env.BENCH_GROWTH !== "0") {
+      const grown = cases.filter((c) => c.group === "oauth" && c.name.startsWith("gateway "));
+      growth.oauth = await oauthGrowth(platform!.databaseUrl, grown, new Map(rows.map((r) => [r.name, r.rps])), rounds);
     }
-    // The OAuth floors (issue 16): the token endpoint >= 0.85x the peer, GET /oauth/me >= 0.4x bare.
-    const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
-    console.log(
-      `\nfloors, OAuth: token endpoint ${(tokenRow.rps / peerRow.rps).toFixed(3)}x the peer (>= 0.85: ${verdict(tokenRow.rps / peerRow.rps >= 0.85)}); ` +
-        `GET /oauth/me ${(meRow.rps / base).toFixed(3)}x bare (>= 0.4: ${verdict(meRow.rps / base >= 0.4)})`,
-    );
   }
   if (wants("rpc")) {
     table("rpc", "RPC path (bare row: autocannon, its p99)", "median ms", 2);
@@ -307,6 +300,8 @@ try {
     // After the other groups, alone on the machine.
     delivery = await startDeliveryTarget();
     deliveryResults = await deliveryRows(delivery, Number(process.env.BENCH_DELIVERY_SECONDS ?? 10), process.env.BENCH_DELIVERY_CASES === "noisy");
+    // Growth: the same rows again with 100,000 deliveries stored (BENCH_GROWTH=0: not).
+    if (deliveryResults.cases.length && process.env.BENCH_GROWTH !== "0") growth.delivery = await deliveryGrowth(delivery, deliveryResults.cases);
   }
   // Last: the loaded platforms' peaks, then the embedded start alone on the machine.
   const memory = wants("memory")
@@ -324,7 +319,12 @@ try {
       platformEnv: Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(WEBHOOK|DELIVERY|OUTBOX)_/.test(k))),
       loadAverageAtStart,
     },
-    { rows: rows.map(({ group, name, rps, latency }) => ({ group, name, rps, latency })), delivery: deliveryResults, memory },
+    {
+      rows: rows.map(({ group, name, rps, latency }) => ({ group, name, rps, latency })),
+      delivery: deliveryResults && { ...deliveryResults, cases: undefined },
+      growth,
+      memory,
+    },
   );
   console.log(`
 results: ${file}`);

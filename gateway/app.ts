@@ -194,7 +194,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   const issuer = (options.publicUrl ?? DEFAULT_ISSUER).replace(/\/+$/, "");
   const mcpAllowed = mcpOrigins(issuer, options.mcpAllowedOrigins);
   // Before the guards: their refusals carry the CORS headers too (cors.ts).
-  await registerCors(app, mcpAllowed);
+  registerCors(app, mcpAllowed);
   const routes = new RouteTable();
   routes.attach(app);
   requestGuards(app, routes);

@@ -19,8 +19,13 @@
 // Fetch, "CORS protocol and credentials": "Access-Control-Allow-Origin: *"
 // is only honoured for requests without credentials (cookies), which is
 // what every group but mcp answers; mcp names its origins.
-import cors, { type FastifyCorsOptions } from "@fastify/cors";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+//
+// Our own onRequest hook, not @fastify/cors: with a policy per path, that
+// plugin takes a delegator, and then normalises the options, merges them
+// with the route's and parses Vary on every request, Origin or not (the
+// bench's /oauth/me lost a third of its rate to it, with trace context).
+// Here each group's headers are strings made once at start.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { MCP_PATH } from "./mcp/route.js";
 import { CONTACTS_PATH } from "./routes/contacts.js";
 import { EVENT_TYPES_PATH } from "./routes/event-types.js";
@@ -32,21 +37,27 @@ const READABLE = ["www-authenticate", "retry-after", "x-request-id"];
 /** How long a browser may keep a preflight's answer, in seconds. */
 const PREFLIGHT_MAX_AGE = 600;
 
-/** MCP clients send MCP-Protocol-Version when they fetch the metadata (the SDK's client/auth.js). */
-const DISCOVERY: FastifyCorsOptions = { origin: "*", methods: ["GET"], allowedHeaders: ["mcp-protocol-version", "x-request-id"], exposedHeaders: ["x-request-id"] };
+interface GroupSpec {
+  /** "*", or the origins whose pages may read the answers. */
+  origins: "*" | readonly string[];
+  methods: readonly string[];
+  allowedHeaders: readonly string[];
+  exposedHeaders: readonly string[];
+}
 
-const OAUTH: FastifyCorsOptions = {
-  origin: "*",
+/** MCP clients send MCP-Protocol-Version when they fetch the metadata (the SDK's client/auth.js). */
+const DISCOVERY: GroupSpec = { origins: "*", methods: ["GET"], allowedHeaders: ["mcp-protocol-version", "x-request-id"], exposedHeaders: ["x-request-id"] };
+
+const OAUTH: GroupSpec = {
+  origins: "*",
   methods: ["POST"],
-  credentials: false,
   allowedHeaders: ["authorization", "content-type", "x-request-id"],
   exposedHeaders: READABLE,
 };
 
-const API: FastifyCorsOptions = {
-  origin: "*",
+const API: GroupSpec = {
+  origins: "*",
   methods: ["GET", "POST", "PUT", "DELETE"],
-  credentials: false,
   allowedHeaders: ["authorization", "content-type", "x-request-id"],
   exposedHeaders: [...READABLE, "link", "location", "etag", "subscription-state", "subscription-state-reason"],
 };
@@ -57,33 +68,58 @@ const API: FastifyCorsOptions = {
  * A browser agent must read the 401's WWW-Authenticate to find the
  * protected resource metadata (RFC 9728 §5.1).
  */
-const mcp = (origins: string[]): FastifyCorsOptions => ({
-  origin: origins,
+const mcp = (origins: readonly string[]): GroupSpec => ({
+  origins,
   methods: ["GET", "POST", "DELETE"],
-  credentials: false,
   allowedHeaders: ["authorization", "content-type", "mcp-protocol-version", "mcp-session-id", "last-event-id", "x-request-id"],
   exposedHeaders: [...READABLE, "mcp-session-id"],
 });
 
-const DISCOVERY_PATHS = new Set([
+const DISCOVERY_PATHS = [
   "/.well-known/oauth-authorization-server",
   "/.well-known/oauth-protected-resource",
   "/.well-known/oauth-protected-resource/mcp",
   "/openapi.json",
   "/openapi.yaml",
   EVENT_TYPES_PATH,
-]);
-const OAUTH_PATHS = new Set(["/oauth/token", "/oauth/revoke", "/oauth/register"]);
-const API_PATHS = new Set(["/oauth/me", CONTACTS_PATH, SUBSCRIPTIONS_PATH]);
+];
+const OAUTH_PATHS = ["/oauth/token", "/oauth/revoke", "/oauth/register"];
+const API_PATHS = ["/oauth/me", CONTACTS_PATH, SUBSCRIPTIONS_PATH];
 const API_PREFIXES = [`${CONTACTS_PATH}/`, `${SUBSCRIPTIONS_PATH}/`];
 
-/** The CORS policy of a path, or undefined for a route no web page may read. */
-export function corsPolicy(path: string, mcpOrigins: string[]): FastifyCorsOptions | undefined {
-  if (DISCOVERY_PATHS.has(path)) return DISCOVERY;
-  if (OAUTH_PATHS.has(path)) return OAUTH;
-  if (path === MCP_PATH) return mcp(mcpOrigins);
-  if (API_PATHS.has(path) || API_PREFIXES.some((prefix) => path.startsWith(prefix))) return API;
-  return undefined;
+/** A group's answer headers, made once. */
+export interface CorsGroup {
+  /** undefined: any origin ("*"); else the allowed origins, answered by name with Vary: Origin. */
+  origins?: ReadonlySet<string>;
+  /** Access-Control-Expose-Headers. */
+  expose: string;
+  /** The preflight's Access-Control-Allow-Methods, -Allow-Headers and -Max-Age. */
+  preflight: Record<string, string>;
+}
+
+function group(spec: GroupSpec): CorsGroup {
+  return {
+    origins: spec.origins === "*" ? undefined : new Set(spec.origins),
+    expose: spec.exposedHeaders.join(", "),
+    preflight: {
+      "access-control-allow-methods": spec.methods.join(", "),
+      "access-control-allow-headers": spec.allowedHeaders.join(", "),
+      "access-control-max-age": String(PREFLIGHT_MAX_AGE),
+    },
+  };
+}
+
+/** The CORS group of each path, made once: `groupOf(path)` is undefined for a route no web page may read. */
+export function corsGroups(mcpAllowed: readonly string[]): (path: string) => CorsGroup | undefined {
+  const exact = new Map<string, CorsGroup>();
+  const discovery = group(DISCOVERY);
+  const oauth = group(OAUTH);
+  const api = group(API);
+  for (const path of DISCOVERY_PATHS) exact.set(path, discovery);
+  for (const path of OAUTH_PATHS) exact.set(path, oauth);
+  for (const path of API_PATHS) exact.set(path, api);
+  exact.set(MCP_PATH, group(mcp(mcpAllowed)));
+  return (path) => exact.get(path) ?? (API_PREFIXES.some((prefix) => path.startsWith(prefix)) ? api : undefined);
 }
 
 /**
@@ -95,24 +131,51 @@ export function mcpOrigins(issuer: string, configured: readonly string[] = []): 
   return [...new Set([new URL(issuer).origin, ...configured])];
 }
 
-/** A preflight as the Fetch standard sends it: OPTIONS with Origin and Access-Control-Request-Method. */
-const isPreflight = (request: FastifyRequest) =>
-  request.method === "OPTIONS" && request.headers.origin !== undefined && request.headers["access-control-request-method"] !== undefined;
+/** Fetch, "CORS protocol and HTTP caches": an answer that depends on Origin says so. */
+function varyOrigin(reply: FastifyReply): void {
+  const vary = reply.getHeader("vary");
+  if (vary === undefined) reply.header("vary", "Origin");
+  else if (!String(vary).toLowerCase().split(",").some((v) => v.trim() === "origin" || v.trim() === "*")) reply.header("vary", `${vary}, Origin`);
+}
 
 /**
- * @fastify/cors with the policy of each request's path. Registered before
- * the request guards, so that their refusals (415, 417…) are readable too.
- * A preflight is answered 204 in its onRequest hook; any other OPTIONS
- * request, or one to a route of no group, gets no CORS headers and goes on
- * to the not-found handler (405 with Allow, or 404), as before.
+ * The allowed origin to name in Access-Control-Allow-Origin: "*" for a
+ * group of any origin (the answer is the same for every page, so no Vary),
+ * the request's Origin if the group lists it, else undefined.
  */
-export async function registerCors(app: FastifyInstance, mcpAllowed: string[]): Promise<void> {
-  await app.register(cors, {
-    hideOptionsRoute: true,
-    delegator: (request, callback) => {
-      const path = request.url.split("?")[0]!;
-      const policy = request.method === "OPTIONS" && !isPreflight(request) ? undefined : corsPolicy(path, mcpAllowed);
-      callback(null, policy ? { ...policy, maxAge: PREFLIGHT_MAX_AGE } : { origin: false });
-    },
+function allowedOrigin(group: CorsGroup, request: FastifyRequest, reply: FastifyReply): string | undefined {
+  if (!group.origins) return "*";
+  varyOrigin(reply);
+  const origin = request.headers.origin;
+  return origin !== undefined && group.origins.has(origin) ? origin : undefined;
+}
+
+/**
+ * The CORS headers of each request's path. Registered before the request
+ * guards, so that their refusals (415, 417…) are readable too. A preflight
+ * (OPTIONS with Origin and Access-Control-Request-Method) to a route of a
+ * group is answered 204 here; any other OPTIONS request, or one to a route
+ * of no group, gets no CORS header and goes on to the not-found handler
+ * (405 with Allow, or 404).
+ */
+export function registerCors(app: FastifyInstance, mcpAllowed: readonly string[]): void {
+  const groupOf = corsGroups(mcpAllowed);
+  app.addHook("onRequest", (request, reply, done) => {
+    const url = request.url;
+    const query = url.indexOf("?");
+    const cors = groupOf(query === -1 ? url : url.slice(0, query));
+    if (!cors) return done();
+    if (request.method !== "OPTIONS") {
+      const origin = allowedOrigin(cors, request, reply);
+      if (origin !== undefined) reply.headers({ "access-control-allow-origin": origin, "access-control-expose-headers": cors.expose });
+      return done();
+    }
+    if (request.headers.origin === undefined || request.headers["access-control-request-method"] === undefined) return done();
+    const origin = allowedOrigin(cors, request, reply);
+    // Fetch, "CORS-preflight fetch": a preflight whose answer lacks an allowed
+    // origin fails in the browser; the 204 tells it nothing more.
+    if (origin !== undefined) reply.headers({ "access-control-allow-origin": origin, ...cors.preflight });
+    // Safari waits for a body on a 204 without Content-Length.
+    reply.code(204).header("content-length", "0").send();
   });
 }

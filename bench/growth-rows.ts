@@ -1,0 +1,75 @@
+// The growth rows (issue 16): the OAuth rows with 1,000,000 access tokens
+// stored, the delivery rows with 100,000 deliveries stored (growth.ts seeds
+// them with SQL), each beside the same row of the same run before, and how
+// much it fell. Floor: no figure falls by more than 20%.
+import type { DeliveryRun, DeliveryTarget } from "./delivery-target.js";
+import { GROWTH_DELIVERIES, GROWTH_TOKENS, fall, seedAccessTokens, seedDeliveries } from "./growth.js";
+
+export const GROWTH_FLOOR_PERCENT = 20;
+
+export interface GrowthRow {
+  name: string;
+  figure: string;
+  before: number;
+  after: number;
+  /** Percent (negative: better with the tables grown). */
+  fall: number;
+  met: boolean;
+}
+
+const num = (n: number) => n.toLocaleString("en-US", { maximumFractionDigits: 0 });
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+function row(name: string, figure: string, before: number, after: number, higherIsBetter: boolean): GrowthRow {
+  const f = fall(before, after, higherIsBetter);
+  return { name, figure, before, after, fall: f, met: f <= GROWTH_FLOOR_PERCENT };
+}
+
+export function printGrowth(title: string, seeded: string, rows: GrowthRow[]): void {
+  console.log(`\n${`${title} (${seeded})`.padEnd(78)} ${"before".padStart(9)} ${"after".padStart(9)} ${"fall".padStart(7)}`);
+  for (const r of rows) {
+    console.log(`${`${r.name}, ${r.figure}`.padEnd(78)} ${num(r.before).padStart(9)} ${num(r.after).padStart(9)} ${`${r.fall.toFixed(0)}%`.padStart(7)}`);
+  }
+  const worst = rows.reduce((a, b) => (b.fall > a.fall ? b : a));
+  console.log(
+    `\nfloors, growth (${seeded}): the largest fall ${worst.fall.toFixed(0)}% (${worst.name}, ${worst.figure}) ` +
+      `(<= ${GROWTH_FLOOR_PERCENT}%: ${rows.every((r) => r.met) ? "met" : "NOT met"})`,
+  );
+}
+
+interface RateCase {
+  name: string;
+  run: () => Promise<{ rps: number }>;
+}
+
+/** The OAuth cases again, `rounds` rounds each (median), after 1,000,000 access tokens are stored. */
+export async function oauthGrowth(databaseUrl: string, cases: RateCase[], before: Map<string, number>, rounds: number): Promise<{ seedMs: number; rows: GrowthRow[] }> {
+  const seedMs = await seedAccessTokens(databaseUrl);
+  const samples = cases.map(() => [] as number[]);
+  for (let round = 0; round < rounds; round++) {
+    for (const [i, c] of cases.entries()) samples[i]!.push((await c.run()).rps);
+  }
+  const rows = cases.map((c, i) => row(c.name, "calls/s", before.get(c.name)!, median(samples[i]!), true));
+  printGrowth("OAuth, growth", `${num(GROWTH_TOKENS)} access tokens stored, seeded in ${(seedMs / 1000).toFixed(0)} s`, rows);
+  return { seedMs, rows };
+}
+
+/** The delivery rows' cases again after 100,000 deliveries are stored: p95 for the fixed rates, deliveries/s for the bursts. */
+export async function deliveryGrowth(
+  delivery: DeliveryTarget,
+  runs: { name: string; args: Parameters<DeliveryTarget["run"]>; before: DeliveryRun }[],
+): Promise<{ seedMs: number; rows: GrowthRow[] }> {
+  const seedMs = await seedDeliveries(delivery.databaseUrl);
+  const rows: GrowthRow[] = [];
+  for (const r of runs) {
+    const after = await delivery.run(...r.args);
+    const lost = after.arrived < after.events * after.subscriptions || after.failed > 0;
+    const burst = r.args[1] === Infinity;
+    const grown = burst
+      ? row(r.name, "deliveries/s", r.before.deliveriesPerSecond, after.deliveriesPerSecond, true)
+      : row(r.name, "p95 ms", r.before.p95, after.p95, false);
+    rows.push(lost ? { ...grown, met: false, figure: `${grown.figure}, ${after.events * after.subscriptions - after.arrived} LOST` } : grown);
+  }
+  printGrowth("Delivery, growth", `${num(GROWTH_DELIVERIES)} deliveries stored, seeded in ${(seedMs / 1000).toFixed(0)} s`, rows);
+  return { seedMs, rows };
+}
