@@ -25,6 +25,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import pg from "pg";
+import { vacuumPipeline } from "./pipeline-vacuum.js";
 import type { DeliveryRun, DeliveryTarget } from "./delivery-target.js";
 
 const NOISY_QUEUED = 100;
@@ -151,9 +152,8 @@ export async function noisyNeighbour(target: DeliveryTarget, seconds: number, ro
   const pass = async (hanging: boolean): Promise<NoisyPass> => {
     const kind = hanging ? "with" : "without";
     if (!(await until(idle, 120_000))) console.warn(`noisy neighbour (${kind}): the pipeline was still busy after 2 min; the pass starts behind`);
-    // What autovacuum does on a PostgreSQL that runs it: this machine's runs with autovacuum off, so
-    // without this every pass would start on the dead row versions of all the passes before it.
-    await db.query(`vacuum (analyze) "delivery"."delivery", "delivery"."delivery_attempt", "delivery"."delivery_event", "organisation"."outbox"`);
+    // As autovacuum would have by now (pipeline-vacuum.ts): not on the dead row versions of the passes before.
+    await vacuumPipeline(db);
     receiver.setHang(hanging);
     const receivedBefore = receiver.received();
     const noisy = await target.owner(`${receiver.url}/${hanging ? "hanging" : "answering"}`);

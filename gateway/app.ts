@@ -172,7 +172,8 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   });
   // One log line and one histogram observation per request; the route is its
   // template (/oauth/subscriptions/:id), never the raw path.
-  app.addHook("onResponse", async (request, reply) => {
+  // A callback hook, not an async one: no promise per request.
+  app.addHook("onResponse", (request, reply, done) => {
     httpRequestDuration.observe(
       { method: request.method, route: request.routeOptions.url ?? "unmatched", status: reply.statusCode },
       reply.elapsedTime / 1000,
@@ -189,6 +190,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     );
     // After the line: a line written now makes the request's trace if nothing did before.
     endRequestTrace(request.raw, reply.statusCode, request.routeOptions.url);
+    done();
   });
 
   const issuer = (options.publicUrl ?? DEFAULT_ISSUER).replace(/\/+$/, "");

@@ -3,7 +3,7 @@
 // tracestate that travels beside it. Parsing is @opentelemetry/core's (the
 // W3CTraceContextPropagator's parser); this file adds what a process without
 // the SDK needs: new ids, and the next hop's header.
-import { randomFillSync } from "node:crypto";
+import { pooledRandom } from "../random-pool.js";
 import { parseTraceParent } from "@opentelemetry/core";
 
 export const TRACEPARENT_HEADER = "traceparent";
@@ -76,17 +76,9 @@ export function newSpanId(): string {
   return randomHex(8);
 }
 
-// Ids come from a pool of random bytes filled at once: one syscall for many ids.
-const POOL = Buffer.alloc(4096);
-let offset = POOL.length;
-
 function randomHex(bytes: number): string {
   for (;;) {
-    if (offset + bytes > POOL.length) {
-      randomFillSync(POOL);
-      offset = 0;
-    }
-    const hex = POOL.toString("hex", offset, (offset += bytes));
+    const hex = pooledRandom(bytes, "hex");
     // §3.2.2.3/4: all zeroes is invalid (astronomically rare; drawn again).
     if (!/^0+$/.test(hex)) return hex;
   }
