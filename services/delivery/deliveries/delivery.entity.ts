@@ -35,9 +35,7 @@ export const DeliveryEntity = defineEntity({
   },
   uniques: [{ name: "delivery_event_subscription_unique", properties: ["eventId", "subscriptionId"] }],
   indexes: [
-    { name: "delivery_due_index", properties: ["status", "nextAttemptAt"] },
     { name: "delivery_owner_subscription_index", properties: ["organisationId", "clientId", "subscriptionId", "id"] },
-    { name: "delivery_status_index", properties: ["status", "id"] },
     // The pruning's batches (delivery-prune.ts).
     { name: "delivery_updated_at_index", properties: ["updatedAt"] },
     // The claim's per-subscription in-flight count (delivery-claim.ts): the claimed rows only.

@@ -10,6 +10,7 @@ import { DeliverySubscriptionPauseSchema } from "./2026-12-02-subscription-pause
 import { DeliveryOrderedSchema } from "./2026-12-04-ordered-delivery.js";
 import { DeliveryPendingIndexSchema } from "./2026-12-08-pending-index.js";
 import { DeliveryQueueAutovacuumSchema } from "./2026-12-10-queue-autovacuum.js";
+import { DeliveryQueueIndexesSchema } from "./2026-12-12-queue-indexes.js";
 import { DeliveryStatesSchema } from "./2026-12-06-delivery-states.js";
 
 export const deliveryMigrations: MigrationObject[] = [
@@ -24,4 +25,5 @@ export const deliveryMigrations: MigrationObject[] = [
   { name: "2026-12-06-delivery-states", class: DeliveryStatesSchema },
   { name: "2026-12-08-pending-index", class: DeliveryPendingIndexSchema },
   { name: "2026-12-10-queue-autovacuum", class: DeliveryQueueAutovacuumSchema },
+  { name: "2026-12-12-queue-indexes", class: DeliveryQueueIndexesSchema },
 ];
