@@ -18,6 +18,7 @@ import { createRpcClient } from "../services/shared/rpc/client.js";
 import { createDatabaseOn } from "../test/support/backends.js";
 import { freePort, httpReady, platformPorts, ROOT, spawnProcess, spawnTs, type Spawned } from "../test/support/processes.js";
 import { deleteStream } from "../test/support/stream.js";
+import { vacuumDatabase } from "./pipeline-vacuum.js";
 import { ADMIN_DATABASE_URL, NATS_URL } from "./rpc-target.js";
 
 export interface PlatformTarget {
@@ -79,6 +80,8 @@ export async function startPlatform(): Promise<PlatformTarget> {
     });
     const body = (await res.json()) as { access_token?: string };
     if (res.status !== 200 || !body.access_token) throw new Error(`the token endpoint answered ${res.status} ${JSON.stringify(body)}`);
+    // Statistics for the tables the token endpoint reads, as autovacuum would have taken them (pipeline-vacuum.ts).
+    await vacuumDatabase(db.url);
     return { gateway, clientId: client!.clientId, clientSecret, accessToken: body.access_token, pid: platform.child.pid!, databaseName, databaseUrl: db.url, close };
   } catch (err) {
     if (platform) process.stderr.write(platform.output());

@@ -24,3 +24,14 @@ export async function vacuumPipeline(db: pg.Client | string): Promise<void> {
     if (typeof db === "string") await client.end();
   }
 }
+
+/** VACUUM (ANALYZE) of every table of the database: what autovacuum would have done before a measurement. */
+export async function vacuumDatabase(databaseUrl: string): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query("vacuum (analyze)");
+  } finally {
+    await client.end();
+  }
+}
