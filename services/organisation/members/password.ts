@@ -1,11 +1,18 @@
 // Member passwords: scrypt (memory-hard) from node:crypto, a random salt per
-// password, parameters stored with the hash so they can be raised later.
+// password, parameters stored with the hash so they can be changed later.
 //
 // OWASP Password Storage Cheat Sheet: "If Argon2id is not available, use
 // scrypt with a minimum CPU/memory cost parameter of (2^17), a minimum block
-// size of 8 (1024 bytes), and a parallelization parameter of 1."
-// A hash made with weaker parameters still verifies; needsRehash says so, and
-// a successful login stores a new hash (password-upgrade.ts).
+// size of 8 (1024 bytes), and a parallelization parameter of 1 (as
+// alternatives, the CPU/memory cost parameter can be 2^16 with a
+// parallelization parameter of 2, or 2^15 with 3, or 2^14 with 5, or 2^13
+// with 10)." We use N = 2^14 with p = 5: the same defence, 16 MiB per
+// derivation instead of 128 MiB. At 128 MiB each, the hashes a start makes
+// (the dummy hash, the demo member) set the platform's peak memory, 120 MB
+// over what it holds otherwise (README, "The memory rows").
+// A hash made with other parameters (the earlier N = 2^17, p = 1, or weaker)
+// still verifies; needsRehash says so, and a successful login stores a new
+// hash (password-upgrade.ts).
 import { randomBytes, scrypt, timingSafeEqual } from "node:crypto";
 import pLimit from "p-limit";
 
@@ -16,14 +23,15 @@ export interface ScryptCost {
 }
 
 /** What every new hash uses. */
-export const SCRYPT_COST: Readonly<ScryptCost> = { N: 2 ** 17, r: 8, p: 1 };
+export const SCRYPT_COST: Readonly<ScryptCost> = { N: 2 ** 14, r: 8, p: 5 };
 
 const KEY_LENGTH = 32;
 const SALT_LENGTH = 16;
 
 /**
  * What a stored hash may ask for. A hash outside these bounds, or one whose
- * derivation would need more than twice today's memory, never matches, so a
+ * derivation would need more than twice the memory of OWASP's first choice
+ * (N = 2^17, r = 8, p = 1: our hashes before, 128 MiB), never matches, so a
  * corrupt row cannot make a login allocate gigabytes.
  */
 const MAX_N = 2 ** 20;
@@ -33,23 +41,27 @@ const MAX_P = 16;
 /**
  * Memory one derivation needs, as OpenSSL's EVP_PBE_scrypt counts it: the
  * B buffer (128 * r * p bytes) and V plus the working space (128 * r * (N + 2)).
- * For N = 2^17, r = 8, p = 1: 134,220,800 bytes, just over 128 MiB, more than
- * node's default maxmem of 32 MiB, so maxmem is set to exactly this.
+ * For N = 2^14, r = 8, p = 5: 16,784,384 bytes, just over 16 MiB; for a hash
+ * made with N = 2^17, r = 8, p = 1: 134,220,800 bytes, more than node's
+ * default maxmem of 32 MiB, so maxmem is set to exactly what each needs.
  */
 export function scryptMemory({ N, r, p }: ScryptCost): number {
   return 128 * r * (N + p + 2);
 }
 
+const MAX_MEMORY = 2 * scryptMemory({ N: 2 ** 17, r: 8, p: 1 });
+
 /**
- * Derivations that run at once. Each holds ~128 MiB on one of libuv's four
- * pool threads (shared with DNS lookups and file I/O): two bound the memory
- * at ~256 MiB and keep pool threads free; on two cores more would not finish
- * sooner anyway.
+ * Derivations that run at once, each on one of libuv's four pool threads
+ * (shared with DNS lookups and file I/O): two keep pool threads free, and on
+ * two cores more would not finish sooner anyway. Each holds 16 MiB (128 MiB
+ * while it verifies a hash made with N = 2^17).
  */
 const limited = pLimit(2);
 
 /**
- * Derivations that may wait for a turn. At ~0.5 s each, more than this would
+ * Derivations that may wait for a turn. At ~0.2 s each (0.4 s for an N = 2^17
+ * hash), more than this would
  * wait past any caller's deadline: a flood of logins is refused at once
  * (ResourceExhausted, 429) instead of queueing work nobody waits for.
  */
@@ -97,7 +109,7 @@ function parse(encoded: string): Parsed | undefined {
   if (scheme !== "scrypt" || !salt || !key || rest.length) return undefined;
   const cost = { N: Number(n), r: Number(r), p: Number(p) };
   if (!isPowerOfTwo(cost.N) || cost.N > MAX_N || !inRange(cost.r, MAX_R) || !inRange(cost.p, MAX_P)) return undefined;
-  if (scryptMemory(cost) > 2 * scryptMemory(SCRYPT_COST)) return undefined;
+  if (scryptMemory(cost) > MAX_MEMORY) return undefined;
   const parsed = { cost, salt: Buffer.from(salt, "base64"), key: Buffer.from(key, "base64") };
   if (parsed.salt.length === 0 || parsed.key.length < 16 || parsed.key.length > 64) return undefined;
   return parsed;
@@ -111,12 +123,16 @@ export async function verifyPassword(password: string, encoded: string, signal?:
   return timingSafeEqual(actual, parsed.key);
 }
 
-/** True when a (verified) hash was made with weaker parameters than SCRYPT_COST. */
+/**
+ * True when a (verified) hash was made with other parameters than
+ * SCRYPT_COST (weaker ones, or OWASP's N = 2^17 variant, which needs eight
+ * times the memory for the same defence) or a shorter key.
+ */
 export function needsRehash(encoded: string): boolean {
   const parsed = parse(encoded);
   if (!parsed) return false;
   const { N, r, p } = parsed.cost;
-  return N < SCRYPT_COST.N || r < SCRYPT_COST.r || p < SCRYPT_COST.p || parsed.key.length < KEY_LENGTH;
+  return N !== SCRYPT_COST.N || r !== SCRYPT_COST.r || p !== SCRYPT_COST.p || parsed.key.length < KEY_LENGTH;
 }
 
 /**
