@@ -13,6 +13,8 @@ ENV NPM_CONFIG_UPDATE_NOTIFIER=false \
 WORKDIR /app
 # Every dependency, dev ones included: the compiler is one.
 COPY package.json package-lock.json ./
+# npm's postinstall runs it (the embedded default's PGlite template; it exits at once for --omit=dev).
+COPY scripts/pglite-template.mjs ./scripts/pglite-template.mjs
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
 COPY gen ./gen
@@ -34,6 +36,7 @@ WORKDIR /app
 
 # Production dependencies first, so that a source change reuses this layer.
 COPY package.json package-lock.json ./
+COPY scripts/pglite-template.mjs ./scripts/pglite-template.mjs
 RUN npm ci --omit=dev && npm cache clean --force
 
 # The compiled code, owned by root and read-only for the user that runs it.

@@ -19,7 +19,7 @@ import { createAuthApp } from "../services/auth/auth-app.js";
 import { createDeliveryApp } from "../services/delivery/delivery-app.js";
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import { loadConfigOrExit, withInternalTokens, type Config } from "../services/shared/config.js";
-import { EMBEDDED_POOL_MAX, prepareEmbeddedPostgres, startEmbeddedPostgres, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
+import { EMBEDDED_POOL_MAX, embeddedTemplate, prepareEmbeddedPostgres, startEmbeddedPostgres, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
 import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import { createRpcClient, serveInProcess } from "../services/shared/rpc/client.js";
@@ -98,11 +98,13 @@ async function main(): Promise<void> {
     ]);
     if (config.NATS_URL) progress(`connecting to NATS at ${config.NATS_URL}`);
     bus = await openBus(config, "bizcard", logger);
-    // A fresh data folder: one initdb, in a worker thread, copied for each service
-    // (embedded-postgres.ts); then the PGlite instances start together.
+    // A fresh data folder: the install's cluster copied for each service, or
+    // without one, one initdb in a worker thread, copied (embedded-postgres.ts);
+    // then the PGlite instances start together.
     if (embeddedDb) {
       const fresh = !SERVICES.every((svc) => existsSync(path.join(dataDir, "pglite", svc.name, "PG_VERSION")));
-      progress(fresh ? `creating the databases in ${dataDir} (first start: one initdb, copied for each service)` : `opening the databases in ${dataDir}`);
+      const how = embeddedTemplate() ? "the cluster made at install, copied for each service" : "one initdb, copied for each service";
+      progress(fresh ? `creating the databases in ${dataDir} (first start: ${how})` : `opening the databases in ${dataDir}`);
       await prepareEmbeddedPostgres(dataDir, SERVICES.map((svc) => svc.name));
     }
     const embedded = embeddedDb

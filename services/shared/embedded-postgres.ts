@@ -5,7 +5,7 @@
 // service holding a transaction never stalls another, and a pool of one
 // connection, so its transactions are serialised, never interleaved
 // (measured: README, "The embedded default").
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { cp, mkdir, rename, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -101,30 +101,60 @@ function initialise(dir: string): Promise<void> {
   return done;
 }
 
+// The cluster npm's postinstall made (scripts/pglite-template.mjs), in
+// node_modules/.cache/bizcard-pglite/<PGlite version>/: used only when its
+// marker names this PGlite and these initdb settings.
+const PGLITE_ENTRY = createRequire(import.meta.url).resolve("@electric-sql/pglite");
+const NODE_MODULES = PGLITE_ENTRY.slice(0, PGLITE_ENTRY.lastIndexOf(`${path.sep}@electric-sql${path.sep}pglite${path.sep}`));
+
+/** The install's initialised cluster, if there is one made by this PGlite with these settings. */
+export function embeddedTemplate(): string | undefined {
+  try {
+    const version = (JSON.parse(readFileSync(path.join(NODE_MODULES, "@electric-sql", "pglite", "package.json"), "utf8")) as { version: string }).version;
+    const dir = process.env.BIZCARD_PGLITE_TEMPLATE_DIR ?? path.join(NODE_MODULES, ".cache", "bizcard-pglite", version);
+    const marker = JSON.parse(readFileSync(path.join(dir, "template.json"), "utf8")) as { pglite?: string; initdb?: string[] };
+    const same = marker.pglite === version && JSON.stringify(marker.initdb) === JSON.stringify(INITDB_PARAMS);
+    return same && initialised(dir) ? dir : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 const folder = (dataDir: string, name: string) => path.resolve(dataDir, "pglite", name);
 const initialised = (dir: string) => existsSync(path.join(dir, "PG_VERSION"));
 
 /**
- * Initialises the folders of `names` that have no database yet: initdb runs
- * once, and the others start as copies of its result (a cleanly shut down
+ * Initialises the folders of `names` that have no database yet: copies of
+ * the install's cluster (embeddedTemplate()), or, without one, initdb runs
+ * once and the others start as copies of its result (a cleanly shut down
  * cluster folder; each instance is a server of its own, so they may share
- * initdb's system identifier). On a fresh DATA_DIR this saves three of four
- * initdb runs.
+ * initdb's system identifier).
  */
 export async function prepareEmbeddedPostgres(dataDir: string, names: readonly string[]): Promise<void> {
-  const [first, ...rest] = names.map((n) => folder(dataDir, n)).filter((dir) => !initialised(dir));
-  if (!first) return;
-  await mkdir(first, { recursive: true, mode: PRIVATE_DIR_MODE });
-  await initialise(first);
-  await makePrivateFolder(first);
-  for (const dir of rest) {
-    // Copied beside it and renamed, so that an interrupted copy is never taken for a database.
-    const partial = `${dir}.partial`;
-    await rm(partial, { recursive: true, force: true });
-    await cp(first, partial, { recursive: true });
-    await rm(dir, { recursive: true, force: true });
-    await rename(partial, dir);
+  const missing = names.map((n) => folder(dataDir, n)).filter((dir) => !initialised(dir));
+  if (missing.length === 0) return;
+  // The install's cluster when there is one: no initdb at all.
+  const template = embeddedTemplate();
+  const [first, ...rest] = template ? [template, ...missing] : missing;
+  if (!template) {
+    await mkdir(first!, { recursive: true, mode: PRIVATE_DIR_MODE });
+    await initialise(first!);
+    await makePrivateFolder(first!);
   }
+  // The copies side by side; each keeps its source's modes (0700/0600: initdb's result is made
+  // the owner's above, the template by its script), and each start checks them again.
+  await Promise.all(
+    rest.map(async (dir) => {
+      // Copied beside it and renamed, so that an interrupted copy is never taken for a database.
+      const partial = `${dir}.partial`;
+      await mkdir(path.dirname(dir), { recursive: true, mode: PRIVATE_DIR_MODE });
+      await rm(partial, { recursive: true, force: true });
+      await cp(first!, partial, { recursive: true });
+      await rm(path.join(partial, "template.json"), { force: true });
+      await rm(dir, { recursive: true, force: true });
+      await rename(partial, dir);
+    }),
+  );
 }
 
 export interface EmbeddedPostgres {

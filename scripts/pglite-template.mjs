@@ -1,0 +1,54 @@
+// npm's postinstall: the embedded default's first start needs a PostgreSQL
+// cluster for each service, and initdb (PGlite's, in WebAssembly) takes about
+// 5 s and peaks at about 700 MB. Made once here, at install, into
+// node_modules/.cache/bizcard-pglite/<PGlite version>/, the first `npm start`
+// copies it for each service instead (services/shared/embedded-postgres.ts),
+// as later starts open their folders. Plain JavaScript: it runs before
+// anything is built, without tsx. Never fails the install: without a
+// template, the first start runs initdb as before. Skipped for production
+// installs (npm ci --omit=dev: the containers use PostgreSQL) and with
+// BIZCARD_PGLITE_TEMPLATE=off.
+import { existsSync, readFileSync } from "node:fs";
+import { chmod, mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import path from "node:path";
+
+/** initdb's settings: what embedded-postgres.ts expects in the template's marker (INITDB_PARAMS). */
+const INITDB_PARAMS = ["--set", "shared_buffers=16MB"];
+const START_PARAMS_EXTRA = ["-c", "shared_buffers=16MB"];
+
+/** Folders 0700, files 0600, as every data folder's (services/shared/private-folder.ts): the copies keep these modes. */
+async function ownerOnly(dir) {
+  await chmod(dir, 0o700);
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const child = path.join(dir, entry.name);
+    if (entry.isDirectory()) await ownerOnly(child);
+    else if (entry.isFile()) await chmod(child, 0o600);
+  }
+}
+
+const omitted = (process.env.npm_config_omit ?? "").split(/[\s,]+/);
+if (process.env.BIZCARD_PGLITE_TEMPLATE === "off" || omitted.includes("dev")) process.exit(0);
+
+try {
+  const entry = createRequire(import.meta.url).resolve("@electric-sql/pglite");
+  const nodeModules = entry.slice(0, entry.lastIndexOf(`${path.sep}@electric-sql${path.sep}pglite${path.sep}`));
+  const version = JSON.parse(readFileSync(path.join(nodeModules, "@electric-sql", "pglite", "package.json"), "utf8")).version;
+  const dir = process.env.BIZCARD_PGLITE_TEMPLATE_DIR ?? path.join(nodeModules, ".cache", "bizcard-pglite", version);
+  if (!existsSync(path.join(dir, "template.json"))) {
+    const started = Date.now();
+    const partial = `${dir}.partial`;
+    await rm(partial, { recursive: true, force: true });
+    await mkdir(partial, { recursive: true });
+    const { PGlite } = await import("@electric-sql/pglite");
+    const db = await PGlite.create({ dataDir: partial, startParams: [...PGlite.defaultStartParams, ...START_PARAMS_EXTRA], initDbStartParams: INITDB_PARAMS });
+    await db.close();
+    await writeFile(path.join(partial, "template.json"), `${JSON.stringify({ pglite: version, initdb: INITDB_PARAMS })}\n`);
+    await ownerOnly(partial);
+    await rm(dir, { recursive: true, force: true });
+    await rename(partial, dir);
+    console.log(`bizcard: made the embedded PostgreSQL template in ${dir} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  }
+} catch (err) {
+  console.warn(`bizcard: no embedded PostgreSQL template (${err instanceof Error ? err.message : err}); the first npm start runs initdb instead`);
+}

@@ -1,0 +1,92 @@
+// The embedded default's first start without initdb: npm's postinstall
+// (scripts/pglite-template.mjs) makes one initialised cluster, and a fresh
+// data folder gets a copy of it for each service; a template another PGlite
+// or other settings made is not used; production installs make none.
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { embeddedTemplate, prepareEmbeddedPostgres, startEmbeddedPostgres } from "../services/shared/embedded-postgres.js";
+import { spawnProcess } from "./support/processes.js";
+
+let root: string;
+let template: string;
+const before = process.env.BIZCARD_PGLITE_TEMPLATE_DIR;
+
+async function runScript(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const child = spawnProcess(process.execPath, ["scripts/pglite-template.mjs"], env);
+  const code = await child.exited;
+  return { code, output: child.output() };
+}
+
+beforeAll(async () => {
+  root = await mkdtemp(path.join(tmpdir(), "bizcard-template-"));
+  template = path.join(root, "template");
+  process.env.BIZCARD_PGLITE_TEMPLATE_DIR = template;
+}, 60_000);
+
+afterAll(async () => {
+  if (before === undefined) delete process.env.BIZCARD_PGLITE_TEMPLATE_DIR;
+  else process.env.BIZCARD_PGLITE_TEMPLATE_DIR = before;
+  await rm(root, { recursive: true, force: true });
+});
+
+describe("the PGlite template", () => {
+  it("is not made by a production install (npm ci --omit=dev)", async () => {
+    const { code } = await runScript({ BIZCARD_PGLITE_TEMPLATE_DIR: template, npm_config_omit: "dev" });
+    expect(code).toBe(0);
+    expect(existsSync(template)).toBe(false);
+    expect(embeddedTemplate()).toBeUndefined();
+  });
+
+  it("is made once by the postinstall script, with a marker naming its PGlite and initdb's settings", async () => {
+    const made = await runScript({ BIZCARD_PGLITE_TEMPLATE_DIR: template });
+    expect(made.code).toBe(0);
+    expect(made.output).toContain(`bizcard: made the embedded PostgreSQL template in ${template}`);
+    const version = (JSON.parse(readFileSync("node_modules/@electric-sql/pglite/package.json", "utf8")) as { version: string }).version;
+    expect(JSON.parse(readFileSync(path.join(template, "template.json"), "utf8"))).toEqual({ pglite: version, initdb: ["--set", "shared_buffers=16MB"] });
+    expect(existsSync(path.join(template, "PG_VERSION"))).toBe(true);
+    expect(embeddedTemplate()).toBe(template);
+    // A second install finds it and makes nothing.
+    const again = await runScript({ BIZCARD_PGLITE_TEMPLATE_DIR: template });
+    expect(again.code).toBe(0);
+    expect(again.output).not.toContain("made the embedded PostgreSQL template");
+  }, 120_000);
+
+  it("is copied for each service of a fresh data folder, which then serve queries", async () => {
+    const dataDir = path.join(root, "data");
+    await prepareEmbeddedPostgres(dataDir, ["one", "two"]);
+    for (const name of ["one", "two"]) {
+      expect(existsSync(path.join(dataDir, "pglite", name, "PG_VERSION"))).toBe(true);
+      expect(existsSync(path.join(dataDir, "pglite", name, "template.json"))).toBe(false);
+    }
+    const db = await startEmbeddedPostgres(dataDir, "two");
+    const client = new pg.Client({ connectionString: db.url });
+    try {
+      await client.connect();
+      await client.query(`create table t (id int primary key)`);
+      await client.query(`insert into t values (1), (2)`);
+      expect((await client.query(`select count(*)::int as n from t`)).rows[0].n).toBe(2);
+      expect((await client.query(`show shared_buffers`)).rows[0].shared_buffers).toBe("16MB");
+    } finally {
+      await client.end();
+      await db.close();
+    }
+  }, 120_000);
+
+  it("is not used when another PGlite or other settings made it", async () => {
+    const marker = path.join(template, "template.json");
+    const original = readFileSync(marker, "utf8");
+    try {
+      writeFileSync(marker, JSON.stringify({ pglite: "0.0.1", initdb: ["--set", "shared_buffers=16MB"] }));
+      expect(embeddedTemplate()).toBeUndefined();
+      writeFileSync(marker, JSON.stringify({ ...JSON.parse(original), initdb: ["--set", "shared_buffers=128MB"] }));
+      expect(embeddedTemplate()).toBeUndefined();
+    } finally {
+      writeFileSync(marker, original);
+    }
+    expect(embeddedTemplate()).toBe(template);
+  });
+});
