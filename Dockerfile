@@ -36,8 +36,9 @@ WORKDIR /app
 
 # Production dependencies first, so that a source change reuses this layer.
 COPY package.json package-lock.json ./
-COPY scripts/pglite-template.mjs ./scripts/pglite-template.mjs
-RUN npm ci --omit=dev && npm cache clean --force
+# No install scripts: the project's postinstall is for the embedded default (PGlite), which the
+# containers do not use, and no production dependency needs one (@scarf/scarf's is telemetry).
+RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 
 # The compiled code, owned by root and read-only for the user that runs it.
 # bin/bizcard.js runs dist/bin/bizcard-cli.js when dist/ is there.
