@@ -12,7 +12,7 @@
 import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
@@ -65,7 +65,28 @@ export interface DeliveryTarget {
   databaseUrl: string;
   /** The platform's process (its peak memory: memory.ts). */
   pid: number | undefined;
+  /**
+   * The platform's processes by name: "platform" under `npm start`; with
+   * BENCH_LAYOUT=distributed (`npm run start:distributed`: each service and
+   * the gateway its own process), each of them.
+   */
+  processes(): Promise<Record<string, number>>;
   close(): Promise<void>;
+}
+
+/** BENCH_LAYOUT=distributed: the platform as `npm run start:distributed` runs it, a process per service. */
+const DISTRIBUTED = process.env.BENCH_LAYOUT === "distributed";
+
+/** A process's children by what they run (services/<name>/main, gateway/main). */
+async function childProcesses(pid: number): Promise<Record<string, number>> {
+  const children = (await readFile(`/proc/${pid}/task/${pid}/children`, "utf8")).trim().split(/\s+/).filter(Boolean).map(Number);
+  const named: Record<string, number> = {};
+  for (const child of children) {
+    const command = (await readFile(`/proc/${child}/cmdline`, "utf8")).split("\0").join(" ");
+    const name = /(?:services\/(\w+)|(gateway))\/main/.exec(command);
+    if (name) named[name[1] ?? name[2]!] = child;
+  }
+  return named;
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
@@ -114,7 +135,7 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
     await rm(dataDir, { recursive: true, force: true });
   };
   try {
-    platform = spawnProcess(process.execPath, [...nodeArgs, "--import", "tsx", "scripts/start.ts"], {
+    platform = spawnProcess(process.execPath, [...nodeArgs, "--import", "tsx", DISTRIBUTED ? "scripts/start-distributed.ts" : "scripts/start.ts"], {
       ...ports,
       DATABASE_URL: db.url,
       NATS_URL,
@@ -252,7 +273,9 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
         samples,
       };
     };
-    return { run, owner, databaseUrl: db.url, pid: platform.child.pid, close };
+    const pid = platform.child.pid;
+    const processes = async () => (DISTRIBUTED && pid !== undefined ? childProcesses(pid) : { platform: pid! });
+    return { run, owner, databaseUrl: db.url, pid, processes, close };
   } catch (err) {
     if (platform) process.stderr.write(platform.output());
     await close();

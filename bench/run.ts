@@ -35,6 +35,8 @@
 //   answers, then whose target never answers; the p95 ratio, floor 1.5x.
 //
 // BENCH_DELIVERY_CASES=noisy: the warm-up and the noisy neighbour only.
+// BENCH_LAYOUT=distributed: the delivery rows against `npm run start:distributed`
+// (each service and the gateway a process of its own), each one's peak memory.
 // Every row goes to bench/results/<time>-<group>.json (bench/results.ts).
 // The cases take turns for BENCH_ROUNDS rounds of BENCH_SECONDS each, and the
 // median round counts (one run is noisy here). BENCH_ONLY=http, rpc, oauth or
@@ -305,7 +307,13 @@ try {
   }
   // Last: the loaded platforms' peaks, then the embedded start alone on the machine.
   const memory = wants("memory")
-    ? await memoryRows({ "platform (npm start on PostgreSQL + NATS), after the OAuth rows": platform?.pid, "platform, after the delivery rows": delivery?.pid }, true)
+    ? await memoryRows(
+        {
+          "platform (npm start on PostgreSQL + NATS), after the OAuth rows": platform?.pid,
+          ...Object.fromEntries(Object.entries((await delivery?.processes()) ?? {}).map(([name, pid]) => [`${name}, after the delivery rows`, pid])),
+        },
+        true,
+      )
     : undefined;
   const file = await writeResults(
     only ?? "all",
