@@ -6,20 +6,11 @@
 // body and attempt, recent enough that the pruning keeps them. Then VACUUM
 // ANALYZE, as autovacuum would have done by then (this machine's PostgreSQL
 // runs with it off), so the planner sees the sizes.
-import pg from "pg";
+import type pg from "pg";
+import { withClient } from "./pipeline-vacuum.js";
 
 export const GROWTH_TOKENS = 1_000_000;
 export const GROWTH_DELIVERIES = 100_000;
-
-async function withClient<T>(databaseUrl: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
 
 /**
  * A CHECKPOINT after the seeding: its hundreds of MB of WAL would otherwise

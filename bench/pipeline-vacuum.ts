@@ -14,24 +14,24 @@ export const PIPELINE_TABLES = [
   `"delivery"."delivery_event"`,
 ];
 
+/** A connection to `databaseUrl` for `fn`, closed after. */
+export async function withClient<T>(databaseUrl: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
 /** VACUUM (ANALYZE) of the event pipeline's tables, on `db` (a connected client) or a new connection to it. */
 export async function vacuumPipeline(db: pg.Client | string): Promise<void> {
-  const client = typeof db === "string" ? new pg.Client({ connectionString: db }) : db;
-  if (typeof db === "string") await client.connect();
-  try {
-    await client.query(`vacuum (analyze) ${PIPELINE_TABLES.join(", ")}`);
-  } finally {
-    if (typeof db === "string") await client.end();
-  }
+  const vacuum = (client: pg.Client) => client.query(`vacuum (analyze) ${PIPELINE_TABLES.join(", ")}`);
+  await (typeof db === "string" ? withClient(db, vacuum) : vacuum(db));
 }
 
 /** VACUUM (ANALYZE) of every table of the database: what autovacuum would have done before a measurement. */
 export async function vacuumDatabase(databaseUrl: string): Promise<void> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    await client.query("vacuum (analyze)");
-  } finally {
-    await client.end();
-  }
+  await withClient(databaseUrl, (client) => client.query("vacuum (analyze)"));
 }
