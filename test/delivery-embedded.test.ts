@@ -72,7 +72,11 @@ it("a subscriber that never answers does not delay another one's deliveries", as
   // Well before the hanging target's first attempt times out (8 s).
   expect(Date.now() - t0).toBeLessThan(6000);
   expect(healthy.requests.map((r) => JSON.parse(r.body).data.first_name)).toEqual(["Fast0", "Fast1", "Fast2", "Fast3", "Fast4"]);
-  const { deliveries } = await delivery.client(DeliveryService).listDeliveries({ owner: fastOwner, subscriptionId: fast.subscription!.id });
+  // The receiver has the fifth POST before the worker records its answer:
+  // wait for that write (moments later), not for the hanging target.
+  const listed = () => delivery.client(DeliveryService).listDeliveries({ owner: fastOwner, subscriptionId: fast.subscription!.id });
+  await waitFor(async () => (await listed()).deliveries.every((d) => d.status === "succeeded") || undefined, 5_000, "the fast deliveries recorded");
+  const { deliveries } = await listed();
   expect(deliveries.map((d) => d.status)).toEqual(["succeeded", "succeeded", "succeeded", "succeeded", "succeeded"]);
   expect(hanging.requests.length).toBeGreaterThan(0);
 });
