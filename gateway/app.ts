@@ -174,22 +174,27 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   // template (/oauth/subscriptions/:id), never the raw path.
   // A callback hook, not an async one: no promise per request.
   app.addHook("onResponse", (request, reply, done) => {
+    // Read once: Fastify builds routeOptions anew on every read.
+    const route = request.routeOptions.url;
     httpRequestDuration.observe(
-      { method: request.method, route: request.routeOptions.url ?? "unmatched", status: reply.statusCode },
+      { method: request.method, route: route ?? "unmatched", status: reply.statusCode },
       reply.elapsedTime / 1000,
     );
-    request.log.info(
-      {
-        method: request.method,
-        url: request.url.split("?")[0],
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime),
-        client: request.ip,
-      },
-      "request",
-    );
+    // The line's fields are made only when it is written (LOG_LEVEL=warn writes none).
+    if (options.logger.isLevelEnabled("info")) {
+      request.log.info(
+        {
+          method: request.method,
+          url: request.url.split("?")[0],
+          status: reply.statusCode,
+          ms: Math.round(reply.elapsedTime),
+          client: request.ip,
+        },
+        "request",
+      );
+    }
     // After the line: a line written now makes the request's trace if nothing did before.
-    endRequestTrace(request.raw, reply.statusCode, request.routeOptions.url);
+    endRequestTrace(request.raw, reply.statusCode, route);
     done();
   });
 

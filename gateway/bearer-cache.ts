@@ -34,6 +34,8 @@ export interface BearerPrincipal {
    * long as this check is cached, so the hot path makes no RPC at all.
    */
   organisation?: Promise<{ id: string; name: string }>;
+  /** The same, once loaded: answered without a promise. */
+  organisationLoaded?: { id: string; name: string };
 }
 
 /** An RPC's per-call headers (rpcOptions, clients.ts). */
@@ -123,19 +125,35 @@ export class BearerCache {
    * miss.
    */
   lookup(accessToken: string, call?: RpcCallOptions | (() => RpcCallOptions)): Promise<BearerPrincipal> {
-    const caching = this.caching;
-    if (!caching) return this.resolve(accessToken, call);
+    if (!this.caching) return this.resolve(accessToken, call);
     const hash = tokenHash(accessToken);
+    const hit = this.hit(hash);
+    return hit ? Promise.resolve(hit) : this.miss(hash, accessToken, call);
+  }
+
+  /**
+   * The token's principal when a check is cached, without a promise (the
+   * gateway's hot path: bearer.ts answers a hit synchronously); else
+   * undefined, and lookup() resolves it.
+   */
+  cached(accessToken: string): BearerPrincipal | undefined {
+    return this.caching ? this.hit(tokenHash(accessToken)) : undefined;
+  }
+
+  private hit(hash: string): BearerPrincipal | undefined {
     const entry = this.entries.get(hash);
-    if (entry) {
-      if (Date.now() < entry.until) {
-        // Least recently used goes first: a hit moves to the end.
-        this.entries.delete(hash);
-        this.entries.set(hash, entry);
-        return Promise.resolve(entry.principal);
-      }
-      this.remove(hash);
+    if (!entry) return undefined;
+    if (Date.now() < entry.until) {
+      // Least recently used goes first: a hit moves to the end.
+      this.entries.delete(hash);
+      this.entries.set(hash, entry);
+      return entry.principal;
     }
+    this.remove(hash);
+    return undefined;
+  }
+
+  private miss(hash: string, accessToken: string, call: RpcCallOptions | (() => RpcCallOptions) | undefined): Promise<BearerPrincipal> {
     const pending = this.inflight.get(hash);
     if (pending) return pending;
     const generation = this.generation;

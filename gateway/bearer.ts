@@ -20,7 +20,7 @@
 //   `WWW-Authenticate: Bearer realm="bizcard"` and no error attribute (§3.1);
 //   the body still has the one error shape, with error "invalid_token".
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from "fastify";
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, preHandlerHookHandler } from "fastify";
 import { OAuthErrorSchema } from "../gen/bizcard/auth/v1/auth_pb.js";
 import type { BearerCache, BearerPrincipal } from "./bearer-cache.js";
 import { rpcOptions } from "./clients.js";
@@ -156,7 +156,7 @@ export interface Bearer {
    * A preHandler: a valid access token issued for `resource` (the REST API by
    * default) holding every scope of `scope`, else the RFC 6750 answer.
    */
-  requireScope(scope: string | readonly string[], resource?: ResourceName): preHandlerAsyncHookHandler;
+  requireScope(scope: string | readonly string[], resource?: ResourceName): preHandlerHookHandler;
   /** The principal of the request's token, valid and issued for `resource`; throws the RFC 6750 answer. */
   authenticate(request: FastifyRequest, resource: ResourceName): Promise<BearerPrincipal>;
   /** The organisation of a principal (cached with it). */
@@ -165,15 +165,9 @@ export interface Bearer {
 
 export function createBearer(cache: BearerCache, resources: ProtectedResources): Bearer {
   const byResource = { api: challengesFor(resources, "api"), mcp: challengesFor(resources, "mcp") };
-  const authenticate = async (request: FastifyRequest, resource: ResourceName): Promise<BearerPrincipal> => {
+  /** The checks of a principal that the cache does not make: its expiry and its audience. */
+  const accept = (principal: BearerPrincipal, resource: ResourceName): BearerPrincipal => {
     const challenges = byResource[resource];
-    const token = presentedToken(request, challenges);
-    let principal: BearerPrincipal;
-    try {
-      principal = await cache.lookup(token, () => rpcOptions(request));
-    } catch (err) {
-      throw fromAuthService(err, challenges);
-    }
     // An entry may outlive its token by less than a clock tick; never the expiry itself.
     if (principal.expiresAt <= Date.now()) throw challenges.invalidToken("the access token has expired");
     // RFC 8707 §2: the resource server checks that it is the token's audience.
@@ -186,26 +180,69 @@ export function createBearer(cache: BearerCache, resources: ProtectedResources):
     }
     return principal;
   };
+  const lookup = (request: FastifyRequest, token: string, resource: ResourceName): Promise<BearerPrincipal> =>
+    cache.lookup(token, () => rpcOptions(request)).then(
+      (principal) => accept(principal, resource),
+      (err: unknown) => {
+        throw fromAuthService(err, byResource[resource]);
+      },
+    );
+  /**
+   * The request's principal, valid and issued for `resource`: at once when
+   * its check is cached, else a promise of it. Throws (or the promise
+   * rejects with) the RFC 6750 answer.
+   */
+  const principalOf = (request: FastifyRequest, resource: ResourceName): BearerPrincipal | Promise<BearerPrincipal> => {
+    const token = presentedToken(request, byResource[resource]);
+    const cached = cache.cached(token);
+    return cached ? accept(cached, resource) : lookup(request, token, resource);
+  };
+  const authenticate = (request: FastifyRequest, resource: ResourceName): Promise<BearerPrincipal> => {
+    try {
+      return Promise.resolve(principalOf(request, resource));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  };
   return {
     resources,
     challenges: (resource) => byResource[resource],
     authenticate,
     requireScope(scope, resource = "api") {
       const needed = typeof scope === "string" ? [scope] : [...scope];
-      return async function requireScope(request: FastifyRequest, _reply: FastifyReply) {
-        const principal = await authenticate(request, resource);
-        if (!needed.every((s) => principal.scopes.includes(s))) throw byResource[resource].insufficientScope(needed);
+      /** The principal's scopes hold every one needed: it is the request's; else the refusal. */
+      const allowed = (request: FastifyRequest, principal: BearerPrincipal): Error | undefined => {
+        if (!needed.every((s) => principal.scopes.includes(s))) return byResource[resource].insufficientScope(needed);
         request.bearer = principal;
+        return undefined;
+      };
+      // A callback hook: a cached check (most requests) is answered without a
+      // promise, which matters where async hooks are on (Node 20 with
+      // AsyncLocalStorage in the process: every promise pays for them).
+      return function requireScope(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) {
+        let found: BearerPrincipal | Promise<BearerPrincipal>;
+        try {
+          found = principalOf(request, resource);
+        } catch (err) {
+          return done(err as Error);
+        }
+        if (found instanceof Promise) found.then((principal) => done(allowed(request, principal)), (err: Error) => done(err));
+        else done(allowed(request, found));
       };
     },
     organisation(principal, load) {
       if (!principal.organisation) {
         const loading = load(principal.organisationId);
         principal.organisation = loading;
-        // A failure is not kept: the next request tries again.
-        loading.catch(() => {
-          if (principal.organisation === loading) principal.organisation = undefined;
-        });
+        loading.then(
+          (organisation) => {
+            if (principal.organisation === loading) principal.organisationLoaded = organisation;
+          },
+          // A failure is not kept: the next request tries again.
+          () => {
+            if (principal.organisation === loading) principal.organisation = undefined;
+          },
+        );
       }
       return principal.organisation;
     },

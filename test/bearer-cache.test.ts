@@ -83,6 +83,16 @@ describe("two gateways sharing NATS", () => {
     expect(auth.count(token)).toBe(2);
   });
 
+  it("cached() answers a cached check without a promise, and nothing for a token not checked or revoked", async () => {
+    const token = `bca_${randomUUID()}`;
+    expect(cacheA.cached(token)).toBeUndefined();
+    const first = await cacheA.lookup(token);
+    expect(cacheA.cached(token)).toBe(first);
+    cacheA.revokeHashes([tokenHash(token)]);
+    expect(cacheA.cached(token)).toBeUndefined();
+    expect(auth.count(token)).toBe(1);
+  });
+
   it("concurrent misses for one token share one call", async () => {
     const token = `bca_${randomUUID()}`;
     const all = await Promise.all(Array.from({ length: 20 }, () => cacheA.lookup(token)));

@@ -3,7 +3,7 @@
 // The name is loaded once per cached bearer check (bearer.ts), so a repeated
 // call makes no RPC at all.
 import type { Client } from "@connectrpc/connect";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply } from "fastify";
 import type { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
 import type { Bearer } from "../bearer.js";
 import { rpcOptions } from "../clients.js";
@@ -24,12 +24,18 @@ const SCHEMA = {
 };
 
 export function meRoutes(app: FastifyInstance, bearer: Bearer, organisations: Client<typeof OrganisationService>): void {
-  app.get("/oauth/me", { schema: SCHEMA, preHandler: bearer.requireScope("organisation:read") }, async (request, reply) => {
+  const answer = (reply: FastifyReply, organisation: { id: string; name: string }) =>
+    reply.header("cache-control", "no-store").send({ id: organisation.id, name: organisation.name });
+  // Not an async handler: a repeated call (the organisation loaded with the
+  // cached check) is answered without a promise.
+  app.get("/oauth/me", { schema: SCHEMA, preHandler: bearer.requireScope("organisation:read") }, (request, reply) => {
     const principal = request.bearer!;
-    const organisation = await bearer.organisation(principal, async (id) => {
-      const res = await organisations.getOrganisation({ id }, rpcOptions(request));
-      return { id: res.organisation!.id, name: res.organisation!.name };
-    });
-    return reply.header("cache-control", "no-store").send({ id: organisation.id, name: organisation.name });
+    if (principal.organisationLoaded) return answer(reply, principal.organisationLoaded);
+    return bearer
+      .organisation(principal, async (id) => {
+        const res = await organisations.getOrganisation({ id }, rpcOptions(request));
+        return { id: res.organisation!.id, name: res.organisation!.name };
+      })
+      .then((organisation) => answer(reply, organisation));
   });
 }

@@ -3,8 +3,9 @@
 // so a fast hash is safe to store (nothing to guess) and cheap to check. The
 // auth service stores these; the gateway keys its bearer cache by them, and
 // bizcard.token.revoked names revoked tokens by them.
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 
+/** One-shot crypto.hash (Node 20.12+): no Hash object per call, on every bearer check. */
 export function tokenHash(value: string): string {
-  return createHash("sha256").update(value, "utf8").digest("base64url");
+  return hash("sha256", value, "base64url");
 }
