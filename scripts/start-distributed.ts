@@ -4,15 +4,17 @@
 // PGlite or an in-process bus). The children run their main.ts through tsx,
 // as `npm start` does, so no build step can leave a stale dist/ behind; the
 // compose file runs the same entry points compiled (scripts/platform-processes.ts).
-// Each child's lines are prefixed with its name; SIGINT (Ctrl-C) or SIGTERM
-// stops them all, and a child that dies stops the rest.
+// `--compiled <folder>` runs them compiled instead, from npm run build's dist/
+// (or another --outDir inside the project), as the containers do. Each
+// child's lines are prefixed with its name; SIGINT (Ctrl-C) or SIGTERM stops
+// them all, and a child that dies stops the rest.
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { loadConfigOrExit, requireBackends, type Config } from "../services/shared/config.js";
 import { makePrivateFolder } from "../services/shared/private-folder.js";
 import { internalToken } from "./internal-token.js";
-import { PLATFORM_PROCESSES, tsxCommand, type PlatformProcess } from "./platform-processes.js";
+import { PLATFORM_PROCESSES, compiledCommand, tsxCommand, type PlatformProcess } from "./platform-processes.js";
 
 const STOP_TIMEOUT_MS = 30_000;
 const READY_TIMEOUT_MS = 180_000;
@@ -37,6 +39,13 @@ if (config.INTERNAL_RPC_TOKEN.length === 0) {
   say(`INTERNAL_RPC_TOKEN is unset: using the one in ${path.join(dataDir, "internal-rpc-token")}`);
 }
 
+const compiledAt = process.argv.indexOf("--compiled");
+const compiled = compiledAt >= 0 ? process.argv[compiledAt + 1] : undefined;
+if (compiledAt >= 0 && !compiled) {
+  say("--compiled needs the compiled folder: npm run build && npm run start:distributed -- --compiled dist");
+  process.exit(2);
+}
+
 const children: Child[] = [];
 let stopping = false;
 
@@ -45,7 +54,7 @@ function prefixLines(name: string, stream: NodeJS.ReadableStream, out: NodeJS.Wr
 }
 
 function start(proc: PlatformProcess): Child {
-  const [command, ...args] = tsxCommand(proc);
+  const [command, ...args] = compiled ? compiledCommand(proc, compiled) : tsxCommand(proc);
   say(`starting ${proc.name}: ${command} ${args.join(" ")}`);
   // Its own process group: a Ctrl-C reaches this process only, which stops the children in order.
   const child = spawn(command === "node" ? process.execPath : command!, args, { env, stdio: ["ignore", "pipe", "pipe"], detached: true });

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { PLATFORM_PROCESSES, composeCommand, tsxCommand } from "../scripts/platform-processes.js";
+import { GATEWAY_NODE_FLAGS, PLATFORM_PROCESSES, compiledCommand, composeCommand, startCommand, tsxCommand } from "../scripts/platform-processes.js";
 import { ConfigError, GATEWAY_PROCESS_CHECKS, SERVICE_PROCESS_CHECKS, loadConfig, type Config } from "../services/shared/config.js";
 import { ROOT } from "./support/processes.js";
 
@@ -77,12 +77,24 @@ describe("docker-compose.yml and each process's own requirements", () => {
   });
 
   it("runs in each container the entry point npm run start:distributed runs, compiled", () => {
-    const platform = Object.entries(compose.services).filter(([, s]) => s.command?.[1]?.startsWith("dist/"));
+    const platform = Object.entries(compose.services).filter(([, s]) => s.command?.at(-1)?.startsWith("dist/"));
     expect(platform.map(([name]) => name).sort()).toEqual(PLATFORM_PROCESSES.map((p) => p.name).sort());
     for (const proc of PLATFORM_PROCESSES) {
       expect(compose.services[proc.name]!.command, proc.name).toEqual(composeCommand(proc));
-      expect(tsxCommand(proc).at(-1)!.replace(/\.ts$/, ".js"), proc.name).toBe(composeCommand(proc)[1]!.replace(/^dist\//, ""));
+      expect(tsxCommand(proc).at(-1)!.replace(/\.ts$/, ".js"), proc.name).toBe(composeCommand(proc).at(-1)!.replace(/^dist\//, ""));
     }
+  });
+
+  it("runs the gateway with its V8 flags everywhere: compose, the image's default command and npm start", () => {
+    const gateway = PLATFORM_PROCESSES.find((p) => p.name === "gateway")!;
+    expect(gateway.nodeFlags).toEqual(GATEWAY_NODE_FLAGS);
+    expect(compose.services.gateway!.command).toEqual(["node", ...GATEWAY_NODE_FLAGS, "dist/gateway/main.js"]);
+    // start:distributed --compiled <folder>: the same, from another build folder.
+    expect(compiledCommand(gateway, ".bench-build-x/")).toEqual(["node", ...GATEWAY_NODE_FLAGS, ".bench-build-x/gateway/main.js"]);
+    const cmd = readFileSync(path.join(ROOT, "Dockerfile"), "utf8").split("\n").find((l) => l.startsWith("CMD "))!;
+    expect(JSON.parse(cmd.slice(4))).toEqual(composeCommand(gateway));
+    const scripts = (JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
+    expect(scripts.start).toBe(`exec ${startCommand().join(" ")}`);
   });
 });
 

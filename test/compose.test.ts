@@ -14,6 +14,7 @@ import { parseDocument, visit } from "yaml";
 import { loadConfig, requireBackends } from "../services/shared/config.js";
 import { tracesUrl } from "../services/shared/trace/tracing.js";
 import { ROOT } from "./support/processes.js";
+import { GATEWAY_NODE_FLAGS } from "../scripts/platform-processes.js";
 
 type Yaml = string | null | Yaml[] | { [key: string]: Yaml };
 type YamlMap = { [key: string]: Yaml };
@@ -173,7 +174,8 @@ describe("docker-compose.yml", () => {
       expect(svc.build, name).toEqual({ context: ".", dockerfile: "Dockerfile", args: { GIT_COMMIT: "${GIT_COMMIT:-}" } });
       const main = name === "gateway" ? "gateway/main" : `services/${name}/main`;
       // tsc (outDir dist, rootDir .) compiles <main>.ts to dist/<main>.js; plain node runs it.
-      expect(svc.command, name).toEqual(["node", `dist/${main}.js`]);
+      // (The gateway's with its V8 flags: scripts/platform-processes.ts GATEWAY_NODE_FLAGS.)
+      expect(svc.command, name).toEqual(["node", ...(name === "gateway" ? GATEWAY_NODE_FLAGS : []), `dist/${main}.js`]);
       expect(existsSync(path.join(ROOT, `${main}.ts`)), main).toBe(true);
       expect(build.include, `tsconfig.build.json compiles ${main}.ts`).toContain(main.split("/")[0]);
     }
@@ -273,7 +275,7 @@ describe("Dockerfile", () => {
     expect(inStage(runtime, "ENV").join(" ")).toMatch(/NODE_ENV=production/);
     expect(inStage(runtime, "USER")).toEqual(["node"]);
     expect(of("HEALTHCHECK")).toEqual([]);
-    expect(JSON.parse(of("CMD")[0]!)).toEqual(["node", "dist/gateway/main.js"]);
+    expect(JSON.parse(of("CMD")[0]!)).toEqual(["node", ...GATEWAY_NODE_FLAGS, "dist/gateway/main.js"]);
     expect(runtime.join("\n")).not.toMatch(/tsx|--import|\.ts\b/);
     // package-lock.json is copied before `npm ci`, the code after it, in both stages.
     for (const stage of stages) {
