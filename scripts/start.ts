@@ -19,7 +19,7 @@ import { createAuthApp } from "../services/auth/auth-app.js";
 import { createDeliveryApp } from "../services/delivery/delivery-app.js";
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import { loadConfigOrExit, withInternalTokens, type Config } from "../services/shared/config.js";
-import { EMBEDDED_POOL_MAX, embeddedTemplate, prepareEmbeddedPostgres, startEmbeddedPostgres, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
+import { EMBEDDED_POOL_MAX, embeddedTemplate, startEmbeddedDatabases, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
 import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import { createRpcClient, serveInProcess } from "../services/shared/rpc/client.js";
@@ -100,16 +100,13 @@ async function main(): Promise<void> {
     bus = await openBus(config, "bizcard", logger);
     // A fresh data folder: the install's cluster copied for each service, or
     // without one, one initdb in a worker thread, copied (embedded-postgres.ts);
-    // then the PGlite instances start together.
+    // each PGlite instance starts as soon as its folder is ready.
     if (embeddedDb) {
       const fresh = !SERVICES.every((svc) => existsSync(path.join(dataDir, "pglite", svc.name, "PG_VERSION")));
       const how = embeddedTemplate() ? "the cluster made at install, copied for each service" : "one initdb, copied for each service";
       progress(fresh ? `creating the databases in ${dataDir} (first start: ${how})` : `opening the databases in ${dataDir}`);
-      await prepareEmbeddedPostgres(dataDir, SERVICES.map((svc) => svc.name));
     }
-    const embedded = embeddedDb
-      ? await Promise.all(SERVICES.map((svc) => startEmbeddedPostgres(dataDir, svc.name)))
-      : [];
+    const embedded = embeddedDb ? await startEmbeddedDatabases(dataDir, SERVICES.map((svc) => svc.name)) : [];
     databases.push(...embedded);
     for (const [i, svc] of SERVICES.entries()) {
       const log = createLogger(svc.name, config.LOG_LEVEL);

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { embeddedTemplate, prepareEmbeddedPostgres, startEmbeddedPostgres } from "../services/shared/embedded-postgres.js";
+import { embeddedTemplate, prepareEmbeddedPostgres, startEmbeddedDatabases, startEmbeddedPostgres } from "../services/shared/embedded-postgres.js";
 import { spawnProcess } from "./support/processes.js";
 
 let root: string;
@@ -70,9 +70,33 @@ describe("the PGlite template", () => {
       await client.query(`insert into t values (1), (2)`);
       expect((await client.query(`select count(*)::int as n from t`)).rows[0].n).toBe(2);
       expect((await client.query(`show shared_buffers`)).rows[0].shared_buffers).toBe("16MB");
+      // Only the database PGlite opens: template0 and template1 are dropped at install (fewer files to copy).
+      expect((await client.query(`select datname from pg_database order by datname`)).rows.map((r) => r.datname)).toEqual(["postgres"]);
     } finally {
       await client.end();
       await db.close();
+    }
+  }, 120_000);
+
+  it("starts every database of a fresh data folder at once (startEmbeddedDatabases), each its own", async () => {
+    const dataDir = path.join(root, "data-all");
+    const names = ["a", "b", "c"];
+    const dbs = await startEmbeddedDatabases(dataDir, names);
+    try {
+      expect(dbs).toHaveLength(3);
+      for (const [i, db] of dbs.entries()) {
+        const client = new pg.Client({ connectionString: db.url });
+        await client.connect();
+        try {
+          await client.query(`create table only_${names[i]} (id int)`);
+          const tables = await client.query(`select tablename from pg_tables where tablename like 'only_%'`);
+          expect(tables.rows.map((r) => r.tablename)).toEqual([`only_${names[i]}`]);
+        } finally {
+          await client.end();
+        }
+      }
+    } finally {
+      await Promise.all(dbs.map((db) => db.close()));
     }
   }, 120_000);
 

@@ -131,30 +131,63 @@ const initialised = (dir: string) => existsSync(path.join(dir, "PG_VERSION"));
  * initdb's system identifier).
  */
 export async function prepareEmbeddedPostgres(dataDir: string, names: readonly string[]): Promise<void> {
-  const missing = names.map((n) => folder(dataDir, n)).filter((dir) => !initialised(dir));
-  if (missing.length === 0) return;
+  await Promise.all(prepareEach(dataDir, names));
+}
+
+/** The same, one promise per name (in order), each settled as soon as that folder is ready. */
+function prepareEach(dataDir: string, names: readonly string[]): Promise<void>[] {
+  const dirs = names.map((n) => folder(dataDir, n));
+  const missing = dirs.filter((dir) => !initialised(dir));
+  if (missing.length === 0) return dirs.map(() => Promise.resolve());
   // The install's cluster when there is one: no initdb at all.
   const template = embeddedTemplate();
-  const [first, ...rest] = template ? [template, ...missing] : missing;
-  if (!template) {
-    await mkdir(first!, { recursive: true, mode: PRIVATE_DIR_MODE });
-    await initialise(first!);
-    await makePrivateFolder(first!);
-  }
-  // The copies side by side; each keeps its source's modes (0700/0600: initdb's result is made
-  // the owner's above, the template by its script), and each start checks them again.
-  await Promise.all(
-    rest.map(async (dir) => {
-      // Copied beside it and renamed, so that an interrupted copy is never taken for a database.
-      const partial = `${dir}.partial`;
-      await mkdir(path.dirname(dir), { recursive: true, mode: PRIVATE_DIR_MODE });
-      await rm(partial, { recursive: true, force: true });
-      await cp(first!, partial, { recursive: true });
-      await rm(path.join(partial, "template.json"), { force: true });
-      await rm(dir, { recursive: true, force: true });
-      await rename(partial, dir);
-    }),
-  );
+  const source = template
+    ? Promise.resolve(template)
+    : (async () => {
+        await mkdir(missing[0]!, { recursive: true, mode: PRIVATE_DIR_MODE });
+        await initialise(missing[0]!);
+        await makePrivateFolder(missing[0]!);
+        return missing[0]!;
+      })();
+  // The copies one after another, so that the first instance can start while the next folders
+  // are copied; each keeps its source's modes (0700/0600: initdb's result is made the owner's
+  // above, the template by its script), and each start checks them again.
+  let previous: Promise<unknown> = source;
+  const copy = async (dir: string, after: Promise<unknown>) => {
+    const from = await source;
+    await after.catch(() => undefined);
+    if (from === dir) return;
+    // Copied beside it and renamed, so that an interrupted copy is never taken for a database.
+    const partial = `${dir}.partial`;
+    await mkdir(path.dirname(dir), { recursive: true, mode: PRIVATE_DIR_MODE });
+    await rm(partial, { recursive: true, force: true });
+    await cp(from, partial, { recursive: true });
+    await rm(path.join(partial, "template.json"), { force: true });
+    await rm(dir, { recursive: true, force: true });
+    await rename(partial, dir);
+  };
+  return dirs.map((dir) => {
+    if (!missing.includes(dir)) return Promise.resolve();
+    const copied = copy(dir, previous);
+    previous = copied;
+    return copied;
+  });
+}
+
+/**
+ * Prepares and starts the databases of `names` (in order): each instance
+ * starts as soon as its folder is ready, so that PGlite's start (on this
+ * thread) overlaps the other folders' copies (the file system's work, in
+ * libuv's threads): the first start's copies cost about 0.75 ms a file on
+ * the project's machine. If any fails, those started are closed again.
+ */
+export async function startEmbeddedDatabases(dataDir: string, names: readonly string[]): Promise<EmbeddedPostgres[]> {
+  const ready = prepareEach(dataDir, names);
+  const started = await Promise.allSettled(names.map((name, i) => ready[i]!.then(() => startEmbeddedPostgres(dataDir, name))));
+  const failed = started.find((s): s is PromiseRejectedResult => s.status === "rejected");
+  if (!failed) return started.map((s) => (s as PromiseFulfilledResult<EmbeddedPostgres>).value);
+  await Promise.allSettled(started.map((s) => (s.status === "fulfilled" ? s.value.close() : undefined)));
+  throw failed.reason;
 }
 
 export interface EmbeddedPostgres {
