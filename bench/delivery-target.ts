@@ -20,7 +20,8 @@ import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation
 import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { createRpcClient } from "../services/shared/rpc/client.js";
 import { createDatabaseOn } from "../test/support/backends.js";
-import { httpReady, platformPorts, spawnProcess, type Spawned } from "../test/support/processes.js";
+import { ROOT, httpReady, platformPorts, spawnProcess, type Spawned } from "../test/support/processes.js";
+import { startArgs } from "../scripts/platform-processes.js";
 import { deleteStream } from "../test/support/stream.js";
 import { ADMIN_DATABASE_URL, NATS_URL } from "./rpc-target.js";
 
@@ -74,8 +75,26 @@ export interface DeliveryTarget {
   close(): Promise<void>;
 }
 
-/** BENCH_LAYOUT=distributed: the platform as `npm run start:distributed` runs it, a process per service. */
-const DISTRIBUTED = process.env.BENCH_LAYOUT === "distributed";
+/**
+ * BENCH_LAYOUT=distributed: the platform as `npm run start:distributed` runs
+ * it, a process per service (through tsx); BENCH_LAYOUT=compiled: the same
+ * processes compiled, as the containers run them (`npm run build` into a
+ * folder inside the project, removed afterwards; start:distributed --compiled).
+ */
+const LAYOUT = process.env.BENCH_LAYOUT;
+const DISTRIBUTED = LAYOUT === "distributed" || LAYOUT === "compiled";
+
+/** The compiled build for BENCH_LAYOUT=compiled, inside the project so that it resolves node_modules (never dist/, which bin/bizcard.js would pick up). */
+async function compiledBuild(): Promise<string> {
+  const out = await mkdtemp(path.join(ROOT, ".bench-build-"));
+  const build = spawnProcess("npm", ["run", "--silent", "build", "--", "--outDir", out], {});
+  const code = await build.exited;
+  if (code !== 0) {
+    process.stderr.write(build.output());
+    throw new Error(`npm run build failed (${code})`);
+  }
+  return out;
+}
 
 /** A process's children by what they run (services/<name>/main, gateway/main). */
 async function childProcesses(pid: number): Promise<Record<string, number>> {
@@ -126,8 +145,10 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
   const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 
   let platform: Spawned | undefined;
+  let compiled: string | undefined;
   const close = async () => {
     await platform?.kill();
+    if (compiled) await rm(compiled, { recursive: true, force: true });
     receiver.closeAllConnections();
     await new Promise<void>((resolve) => receiver.close(() => resolve()));
     await deleteStream(NATS_URL, stream).catch(() => undefined);
@@ -135,7 +156,9 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
     await rm(dataDir, { recursive: true, force: true });
   };
   try {
-    platform = spawnProcess(process.execPath, [...nodeArgs, "--import", "tsx", DISTRIBUTED ? "scripts/start-distributed.ts" : "scripts/start.ts"], {
+    if (LAYOUT === "compiled") compiled = await compiledBuild();
+    const distributed = [...nodeArgs, "--import", "tsx", "scripts/start-distributed.ts", ...(compiled ? ["--compiled", path.relative(ROOT, compiled)] : [])];
+    platform = spawnProcess(process.execPath, DISTRIBUTED ? distributed : startArgs(nodeArgs), {
       ...ports,
       DATABASE_URL: db.url,
       NATS_URL,

@@ -10,6 +10,7 @@ import { readFile, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { httpReady, platformPorts, spawnProcess } from "../test/support/processes.js";
+import { startArgs } from "../scripts/platform-processes.js";
 
 export const PROCESS_FLOOR_MB = 256;
 export const EMBEDDED_FLOOR_MB = 400;
@@ -40,7 +41,7 @@ export async function embeddedStarts(): Promise<{ cold: EmbeddedStart; restart: 
   const once = async (): Promise<EmbeddedStart> => {
     const ports = await platformPorts();
     const started = performance.now();
-    const platform = spawnProcess(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
+    const platform = spawnProcess(process.execPath, startArgs(), {
       ...ports,
       DATA_DIR: dataDir,
       DATABASE_URL: undefined,

@@ -16,7 +16,8 @@ import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { createRpcClient } from "../services/shared/rpc/client.js";
 import { createDatabaseOn } from "../test/support/backends.js";
-import { freePort, httpReady, platformPorts, ROOT, spawnProcess, spawnTs, type Spawned } from "../test/support/processes.js";
+import { freePort, httpReady, platformPorts, ROOT, spawnProcess, type Spawned } from "../test/support/processes.js";
+import { startArgs } from "../scripts/platform-processes.js";
 import { deleteStream } from "../test/support/stream.js";
 import { vacuumDatabase } from "./pipeline-vacuum.js";
 import { ADMIN_DATABASE_URL, NATS_URL } from "./rpc-target.js";
@@ -63,9 +64,8 @@ export async function startPlatform(): Promise<PlatformTarget> {
       // As the gateway rows: no line per request.
       LOG_LEVEL: "warn",
     };
-    platform = profile
-      ? spawnProcess(process.execPath, ["--cpu-prof", "--cpu-prof-dir", path.resolve(profile), "--import", "tsx", "scripts/start.ts"], env)
-      : spawnTs("scripts/start.ts", env);
+    // As npm start runs it (package.json's start script: scripts/platform-processes.ts startArgs).
+    platform = spawnProcess(process.execPath, startArgs(profile ? ["--cpu-prof", "--cpu-prof-dir", path.resolve(profile)] : []), env);
     const gateway = `http://127.0.0.1:${ports.GATEWAY_PORT}`;
     await httpReady(`${gateway}/readyz`, 120_000, platform);
     const rpc = (port: string) => ({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 10_000, internalToken: token });

@@ -36,6 +36,7 @@
 //
 // BENCH_DELIVERY_CASES=noisy: the warm-up and the noisy neighbour only.
 // BENCH_LAYOUT=distributed: the delivery rows against `npm run start:distributed`
+// (compiled: the same processes compiled, as the containers run them)
 // (each service and the gateway a process of its own), each one's peak memory.
 // Every row goes to bench/results/<time>-<group>.json (bench/results.ts).
 // The cases take turns for BENCH_ROUNDS rounds of BENCH_SECONDS each, and the
@@ -275,7 +276,8 @@ try {
     // Growth: the token endpoint and /oauth/me again with a million access tokens stored (BENCH_GROWTH=0: not).
     if (process.env.BENCH_GROWTH !== "0") {
       const grown = cases.filter((c) => c.group === "oauth" && c.name.startsWith("gateway "));
-      growth.oauth = await oauthGrowth(platform!.databaseUrl, grown, new Map(rows.map((r) => [r.name, r.rps])), rounds);
+      // Each against the bare row of its own round (growth-rows.ts).
+      growth.oauth = await oauthGrowth(platform!.databaseUrl, cases[0]!, grown, new Map(rows.map((r) => [r.name, r.rps / base])), rounds);
     }
   }
   if (wants("rpc")) {
