@@ -8,12 +8,14 @@
 # No HEALTHCHECK here: docker-compose.yml probes /readyz of each process.
 
 FROM node:22-bookworm-slim AS build
+# No embedded PGlite templates in the image: its processes run on PostgreSQL.
 ENV NPM_CONFIG_UPDATE_NOTIFIER=false \
-    NPM_CONFIG_FUND=false
+    NPM_CONFIG_FUND=false \
+    BIZCARD_PGLITE_TEMPLATE=off
 WORKDIR /app
 # Every dependency, dev ones included: the compiler is one.
 COPY package.json package-lock.json ./
-# npm's postinstall runs it (the embedded default's PGlite template; it exits at once for --omit=dev).
+# npm's postinstall runs it (the embedded default's PGlite templates; it exits at once here, see ENV).
 COPY scripts/pglite-template.mjs ./scripts/pglite-template.mjs
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./

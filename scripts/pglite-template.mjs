@@ -3,11 +3,13 @@
 // 5 s and peaks at about 700 MB. Made once here, at install, into
 // node_modules/.cache/bizcard-pglite/<PGlite version>/, the first `npm start`
 // copies it for each service instead (services/shared/embedded-postgres.ts),
-// as later starts open their folders. Plain JavaScript: it runs before
-// anything is built, without tsx. Never fails the install: without a
+// as later starts open their folders; then pglite-service-templates.ts
+// applies each service's migrations to a copy of it. Plain JavaScript: it
+// runs before anything is built, and starts tsx only for that second step. Never fails the install: without a
 // template, the first start runs initdb as before. Skipped for production
 // installs (npm ci --omit=dev: the containers use PostgreSQL) and with
 // BIZCARD_PGLITE_TEMPLATE=off.
+import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { chmod, mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -64,6 +66,12 @@ try {
     await rename(partial, dir);
     console.log(`bizcard: made the embedded PostgreSQL template in ${dir} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
   }
+  // Each service's migrated copy of it (pglite-service-templates.ts, through tsx: the migrations are TypeScript).
+  const step = spawnSync(process.execPath, ["--import", "tsx", path.join(import.meta.dirname, "pglite-service-templates.ts")], {
+    stdio: "inherit",
+    env: { ...process.env, BIZCARD_PGLITE_TEMPLATE_DIR: dir },
+  });
+  if (step.status !== 0) console.warn("bizcard: no migrated templates for the services; the first npm start migrates their schemas");
 } catch (err) {
   console.warn(`bizcard: no embedded PostgreSQL template (${err instanceof Error ? err.message : err}); the first npm start runs initdb instead`);
 }

@@ -19,7 +19,7 @@ import { createAuthApp } from "../services/auth/auth-app.js";
 import { createDeliveryApp } from "../services/delivery/delivery-app.js";
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import { loadConfigOrExit, withInternalTokens, type Config } from "../services/shared/config.js";
-import { EMBEDDED_POOL_MAX, embeddedTemplate, startEmbeddedDatabases, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
+import { EMBEDDED_POOL_MAX, firstStartSource, startEmbeddedDatabases, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
 import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import { createRpcClient, serveInProcess } from "../services/shared/rpc/client.js";
@@ -36,6 +36,7 @@ import { createWebhookApp } from "../services/webhook/webhook-app.js";
 import { OrganisationEntity } from "../services/organisation/organisations/organisation.entity.js";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { internalToken } from "./internal-token.js";
+import { migrationNames } from "./service-schemas.js";
 
 const SERVICES = [
   // Consumers first, publishers last: a relay never publishes before its consumers listen.
@@ -98,15 +99,16 @@ async function main(): Promise<void> {
     ]);
     if (config.NATS_URL) progress(`connecting to NATS at ${config.NATS_URL}`);
     bus = await openBus(config, "bizcard", logger);
-    // A fresh data folder: the install's cluster copied for each service, or
-    // without one, one initdb in a worker thread, copied (embedded-postgres.ts);
+    // A fresh data folder: each service's migrated copy of the install's
+    // cluster, or the cluster, or without one, one initdb in a worker thread,
+    // copied (embedded-postgres.ts);
     // each PGlite instance starts as soon as its folder is ready.
     if (embeddedDb) {
       const fresh = !SERVICES.every((svc) => existsSync(path.join(dataDir, "pglite", svc.name, "PG_VERSION")));
-      const how = embeddedTemplate() ? "the cluster made at install, copied for each service" : "one initdb, copied for each service";
+      const how = firstStartSource(SERVICES.map((svc) => svc.name), migrationNames());
       progress(fresh ? `creating the databases in ${dataDir} (first start: ${how})` : `opening the databases in ${dataDir}`);
     }
-    const embedded = embeddedDb ? await startEmbeddedDatabases(dataDir, SERVICES.map((svc) => svc.name)) : [];
+    const embedded = embeddedDb ? await startEmbeddedDatabases(dataDir, SERVICES.map((svc) => svc.name), migrationNames()) : [];
     databases.push(...embedded);
     for (const [i, svc] of SERVICES.entries()) {
       const log = createLogger(svc.name, config.LOG_LEVEL);

@@ -1,14 +1,25 @@
-// The embedded default's first start without initdb: npm's postinstall
-// (scripts/pglite-template.mjs) makes one initialised cluster, and a fresh
-// data folder gets a copy of it for each service; a template another PGlite
-// or other settings made is not used; production installs make none.
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+// The embedded default's first start without initdb nor migrations: npm's
+// postinstall (scripts/pglite-template.mjs) makes one initialised cluster and
+// a copy of it for each service with its migrations applied, and a fresh
+// data folder gets a copy of those; a template another PGlite, other settings
+// or other migrations made is not used; production installs make none.
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { embeddedTemplate, prepareEmbeddedPostgres, startEmbeddedDatabases, startEmbeddedPostgres } from "../services/shared/embedded-postgres.js";
+import { migrationNames, SERVICE_SCHEMAS } from "../scripts/service-schemas.js";
+import { migrate, openDatabase } from "../services/shared/database.js";
+import {
+  embeddedTemplate,
+  migratedTemplate,
+  prepareEmbeddedPostgres,
+  serviceTemplateMigrations,
+  startEmbeddedDatabases,
+  startEmbeddedPostgres,
+} from "../services/shared/embedded-postgres.js";
+import { createLogger } from "../services/shared/logger.js";
 import { spawnProcess } from "./support/processes.js";
 
 let root: string;
@@ -45,6 +56,7 @@ describe("the PGlite template", () => {
     const made = await runScript({ BIZCARD_PGLITE_TEMPLATE_DIR: template });
     expect(made.code).toBe(0);
     expect(made.output).toContain(`bizcard: made the embedded PostgreSQL template in ${template}`);
+    expect(made.output).toContain(`bizcard: made the services' migrated templates in ${template}-services (auth, organisation, webhook, delivery;`);
     const version = (JSON.parse(readFileSync("node_modules/@electric-sql/pglite/package.json", "utf8")) as { version: string }).version;
     expect(JSON.parse(readFileSync(path.join(template, "template.json"), "utf8"))).toEqual({ pglite: version, initdb: ["--set", "shared_buffers=16MB"] });
     expect(existsSync(path.join(template, "PG_VERSION"))).toBe(true);
@@ -53,6 +65,7 @@ describe("the PGlite template", () => {
     const again = await runScript({ BIZCARD_PGLITE_TEMPLATE_DIR: template });
     expect(again.code).toBe(0);
     expect(again.output).not.toContain("made the embedded PostgreSQL template");
+    expect(again.output).not.toContain("migrated templates");
   }, 120_000);
 
   it("is copied for each service of a fresh data folder, which then serve queries", async () => {
@@ -97,6 +110,56 @@ describe("the PGlite template", () => {
       }
     } finally {
       await Promise.all(dbs.map((db) => db.close()));
+    }
+  }, 120_000);
+
+  it("has a migrated copy for each service, made by the same install", () => {
+    const names = migrationNames();
+    for (const name of Object.keys(SERVICE_SCHEMAS)) {
+      expect(serviceTemplateMigrations(name)).toEqual(names[name]);
+      expect(migratedTemplate(name, names[name]!)).toBe(path.join(`${template}-services`, name));
+      expect(statSync(path.join(`${template}-services`, name, "PG_VERSION")).mode & 0o777).toBe(0o600);
+    }
+  });
+
+  it("gives a fresh folder a service's schema with its migrations applied: the start's migrate finds none to apply", async () => {
+    const dataDir = path.join(root, "data-migrated");
+    const names = migrationNames();
+    const [db] = await startEmbeddedDatabases(dataDir, ["auth"], { auth: names.auth! });
+    const orm = await openDatabase({ clientUrl: db!.url, ...SERVICE_SCHEMAS.auth, entities: [], poolMax: 1, logger: createLogger("test", "silent") });
+    try {
+      expect(existsSync(path.join(dataDir, "pglite", "auth", "template.json"))).toBe(false);
+      const applied: { name: string }[] = await orm.em.getConnection().execute(`select "name" from "auth"."mikro_orm_migrations" order by "id"`);
+      expect(applied.map((r) => r.name)).toEqual(names.auth);
+      expect(await migrate(orm)).toEqual([]);
+      // Its tables serve as a migrated schema's do.
+      await orm.em.getConnection().execute(`select count(*) from "auth"."access_token"`);
+    } finally {
+      await orm.close();
+      await db!.close();
+    }
+  }, 120_000);
+
+  it("uses a service's migrated copy only when its migrations begin the service's list", () => {
+    const auth = migrationNames().auth!;
+    // The code has migrations the template lacks: the start applies them.
+    expect(migratedTemplate("auth", [...auth, "2099-01-01-later"])).toBe(path.join(`${template}-services`, "auth"));
+    // Another checkout's migrations (one the code does not have, or fewer than the template applied): not used.
+    expect(migratedTemplate("auth", ["2026-01-01-other", ...auth.slice(1)])).toBeUndefined();
+    expect(migratedTemplate("auth", auth.slice(0, -1))).toBeUndefined();
+    expect(migratedTemplate("nobody", auth)).toBeUndefined();
+  });
+
+  it("starts a service from the install's cluster when its migrated copy is not usable", async () => {
+    const dataDir = path.join(root, "data-unmigrated");
+    const [db] = await startEmbeddedDatabases(dataDir, ["auth"], { auth: ["2026-01-01-other"] });
+    const client = new pg.Client({ connectionString: db!.url });
+    try {
+      await client.connect();
+      expect((await client.query(`select count(*)::int as n from pg_namespace where nspname = 'auth'`)).rows[0].n).toBe(0);
+    } finally {
+      await client.end();
+      await db!.close();
     }
   }, 120_000);
 

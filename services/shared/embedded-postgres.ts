@@ -6,7 +6,7 @@
 // connection, so its transactions are serialised, never interleaved
 // (measured: README, "The embedded default").
 import { existsSync, readFileSync } from "node:fs";
-import { cp, mkdir, rename, rm } from "node:fs/promises";
+import { mkdir, rename, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -14,6 +14,7 @@ import { Worker } from "node:worker_threads";
 import { PGlite } from "@electric-sql/pglite";
 import { NodeFS } from "@electric-sql/pglite/nodefs";
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
+import { copyFolder } from "./copy-folder.js";
 import { PRIVATE_DIR_MODE, makePrivateFolder } from "./private-folder.js";
 
 /** Pool size for a service on embedded PostgreSQL. */
@@ -107,17 +108,65 @@ function initialise(dir: string): Promise<void> {
 const PGLITE_ENTRY = createRequire(import.meta.url).resolve("@electric-sql/pglite");
 const NODE_MODULES = PGLITE_ENTRY.slice(0, PGLITE_ENTRY.lastIndexOf(`${path.sep}@electric-sql${path.sep}pglite${path.sep}`));
 
+/** PGlite's version and the folder of the install's cluster (BIZCARD_PGLITE_TEMPLATE_DIR overrides it). */
+function templateFolder(): { version: string; dir: string } {
+  const version = (JSON.parse(readFileSync(path.join(NODE_MODULES, "@electric-sql", "pglite", "package.json"), "utf8")) as { version: string }).version;
+  return { version, dir: process.env.BIZCARD_PGLITE_TEMPLATE_DIR ?? path.join(NODE_MODULES, ".cache", "bizcard-pglite", version) };
+}
+
+interface TemplateMarker {
+  pglite?: string;
+  initdb?: string[];
+  /** A service's migrated template: the migrations applied to it, in order. */
+  migrations?: string[];
+}
+
+/** The marker of the cluster in `dir`, when this PGlite made it with these settings. */
+function sameMarker(dir: string, version: string): TemplateMarker | undefined {
+  const marker = JSON.parse(readFileSync(path.join(dir, "template.json"), "utf8")) as TemplateMarker;
+  return marker.pglite === version && JSON.stringify(marker.initdb) === JSON.stringify(INITDB_PARAMS) && initialised(dir) ? marker : undefined;
+}
+
 /** The install's initialised cluster, if there is one made by this PGlite with these settings. */
 export function embeddedTemplate(): string | undefined {
   try {
-    const version = (JSON.parse(readFileSync(path.join(NODE_MODULES, "@electric-sql", "pglite", "package.json"), "utf8")) as { version: string }).version;
-    const dir = process.env.BIZCARD_PGLITE_TEMPLATE_DIR ?? path.join(NODE_MODULES, ".cache", "bizcard-pglite", version);
-    const marker = JSON.parse(readFileSync(path.join(dir, "template.json"), "utf8")) as { pglite?: string; initdb?: string[] };
-    const same = marker.pglite === version && JSON.stringify(marker.initdb) === JSON.stringify(INITDB_PARAMS);
-    return same && initialised(dir) ? dir : undefined;
+    const { version, dir } = templateFolder();
+    return sameMarker(dir, version) ? dir : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** Where the install keeps each service's migrated copy of the cluster (scripts/pglite-service-templates.ts). */
+export function serviceTemplatesFolder(): string {
+  return `${templateFolder().dir}-services`;
+}
+
+/** The migrations applied to the service `name`'s migrated template, if this PGlite made it with these settings. */
+export function serviceTemplateMigrations(name: string): string[] | undefined {
+  try {
+    return sameMarker(path.join(serviceTemplatesFolder(), name), templateFolder().version)?.migrations;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The install's copy of the cluster with the service `name`'s migrations
+ * applied, if it is usable and what it applied is where `migrations` (the
+ * service's, in order) begin: the start applies the rest. A template made by
+ * other code (another checkout's migrations) is not used.
+ */
+export function migratedTemplate(name: string, migrations: readonly string[]): string | undefined {
+  const applied = serviceTemplateMigrations(name);
+  const usable = applied && applied.length <= migrations.length && applied.every((m, i) => m === migrations[i]);
+  return usable ? path.join(serviceTemplatesFolder(), name) : undefined;
+}
+
+/** How a fresh data folder's databases of `names` are made, for the start's progress line. */
+export function firstStartSource(names: readonly string[], migrations: MigrationNames): string {
+  if (names.every((n) => migrations[n] && migratedTemplate(n, migrations[n]))) return "each service's schema made at install, copied";
+  return embeddedTemplate() ? "the cluster made at install, copied for each service" : "one initdb, copied for each service";
 }
 
 const folder = (dataDir: string, name: string) => path.resolve(dataDir, "pglite", name);
@@ -130,38 +179,47 @@ const initialised = (dir: string) => existsSync(path.join(dir, "PG_VERSION"));
  * cluster folder; each instance is a server of its own, so they may share
  * initdb's system identifier).
  */
-export async function prepareEmbeddedPostgres(dataDir: string, names: readonly string[]): Promise<void> {
-  await Promise.all(prepareEach(dataDir, names));
+export async function prepareEmbeddedPostgres(dataDir: string, names: readonly string[], migrations: MigrationNames = {}): Promise<void> {
+  await Promise.all(prepareEach(dataDir, names, migrations));
 }
 
+/** Each database's migrations (names, in order), for those that may start as a migrated template. */
+export type MigrationNames = Readonly<Record<string, readonly string[]>>;
+
 /** The same, one promise per name (in order), each settled as soon as that folder is ready. */
-function prepareEach(dataDir: string, names: readonly string[]): Promise<void>[] {
+function prepareEach(dataDir: string, names: readonly string[], migrations: MigrationNames): Promise<void>[] {
   const dirs = names.map((n) => folder(dataDir, n));
   const missing = dirs.filter((dir) => !initialised(dir));
   if (missing.length === 0) return dirs.map(() => Promise.resolve());
-  // The install's cluster when there is one: no initdb at all.
-  const template = embeddedTemplate();
-  const source = template
-    ? Promise.resolve(template)
-    : (async () => {
-        await mkdir(missing[0]!, { recursive: true, mode: PRIVATE_DIR_MODE });
-        await initialise(missing[0]!);
-        await makePrivateFolder(missing[0]!);
-        return missing[0]!;
-      })();
+  // A service's migrated copy of the install's cluster when there is one (its
+  // schema is there: the start's migrations find nothing or only newer ones
+  // to apply), else the install's cluster: no initdb at all.
+  const migrated = new Map(names.map((n, i) => [dirs[i]!, migrations[n] ? migratedTemplate(n, migrations[n]) : undefined]));
+  const plain = missing.filter((dir) => !migrated.get(dir));
+  const template = plain.length > 0 ? embeddedTemplate() : undefined;
+  // Without the install's cluster, initdb runs once, in the first folder that needs it.
+  const source: Promise<string | undefined> =
+    plain.length === 0 || template
+      ? Promise.resolve(template)
+      : (async () => {
+          await mkdir(plain[0]!, { recursive: true, mode: PRIVATE_DIR_MODE });
+          await initialise(plain[0]!);
+          await makePrivateFolder(plain[0]!);
+          return plain[0]!;
+        })();
   // The copies one after another, so that the first instance can start while the next folders
   // are copied; each keeps its source's modes (0700/0600: initdb's result is made the owner's
   // above, the template by its script), and each start checks them again.
   let previous: Promise<unknown> = source;
   const copy = async (dir: string, after: Promise<unknown>) => {
-    const from = await source;
+    const from = migrated.get(dir) ?? (await source)!;
     await after.catch(() => undefined);
     if (from === dir) return;
     // Copied beside it and renamed, so that an interrupted copy is never taken for a database.
     const partial = `${dir}.partial`;
     await mkdir(path.dirname(dir), { recursive: true, mode: PRIVATE_DIR_MODE });
     await rm(partial, { recursive: true, force: true });
-    await cp(from, partial, { recursive: true });
+    await copyFolder(from, partial, PRIVATE_DIR_MODE);
     await rm(path.join(partial, "template.json"), { force: true });
     await rm(dir, { recursive: true, force: true });
     await rename(partial, dir);
@@ -181,8 +239,8 @@ function prepareEach(dataDir: string, names: readonly string[]): Promise<void>[]
  * libuv's threads): the first start's copies cost about 0.75 ms a file on
  * the project's machine. If any fails, those started are closed again.
  */
-export async function startEmbeddedDatabases(dataDir: string, names: readonly string[]): Promise<EmbeddedPostgres[]> {
-  const ready = prepareEach(dataDir, names);
+export async function startEmbeddedDatabases(dataDir: string, names: readonly string[], migrations: MigrationNames = {}): Promise<EmbeddedPostgres[]> {
+  const ready = prepareEach(dataDir, names, migrations);
   const started = await Promise.allSettled(names.map((name, i) => ready[i]!.then(() => startEmbeddedPostgres(dataDir, name))));
   const failed = started.find((s): s is PromiseRejectedResult => s.status === "rejected");
   if (!failed) return started.map((s) => (s as PromiseFulfilledResult<EmbeddedPostgres>).value);

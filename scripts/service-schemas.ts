@@ -1,0 +1,29 @@
+// Each service's PostgreSQL schema and committed migrations, by the name of
+// its embedded database (DATA_DIR/pglite/<name>): what `npm start` and the
+// install's migrated templates (pglite-service-templates.ts) agree on.
+import type { MigrationObject } from "@mikro-orm/core";
+import { AUTH_SCHEMA } from "../services/auth/auth-schema.js";
+import { authMigrations } from "../services/auth/migrations/index.js";
+import { DELIVERY_SCHEMA } from "../services/delivery/delivery-service.js";
+import { deliveryMigrations } from "../services/delivery/migrations/index.js";
+import { ORGANISATION_SCHEMA } from "../services/organisation/organisation-service.js";
+import { organisationMigrations } from "../services/organisation/migrations/index.js";
+import { WEBHOOK_SCHEMA } from "../services/webhook/webhook-service.js";
+import { webhookMigrations } from "../services/webhook/migrations/index.js";
+
+export interface ServiceSchema {
+  schema: string;
+  migrations: MigrationObject[];
+}
+
+export const SERVICE_SCHEMAS = {
+  auth: { schema: AUTH_SCHEMA, migrations: authMigrations },
+  organisation: { schema: ORGANISATION_SCHEMA, migrations: organisationMigrations },
+  webhook: { schema: WEBHOOK_SCHEMA, migrations: webhookMigrations },
+  delivery: { schema: DELIVERY_SCHEMA, migrations: deliveryMigrations },
+} as const satisfies Record<string, ServiceSchema>;
+
+/** Each embedded database's migration names, in order. */
+export function migrationNames(): Record<string, string[]> {
+  return Object.fromEntries(Object.entries(SERVICE_SCHEMAS).map(([name, s]) => [name, s.migrations.map((m) => m.name)]));
+}
