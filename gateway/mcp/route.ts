@@ -24,7 +24,6 @@
 // this route sends through the reply: the gateway's headers (x-request-id,
 // nosniff), its log line and error handler stay as on every route, and with
 // JSON answers (no event stream) nothing needs the raw socket.
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler, preHandlerAsyncHookHandler, preValidationAsyncHookHandler } from "fastify";
 import type { Bearer } from "../bearer.js";
 import { readBuildInfo } from "../build-info.js";
@@ -32,7 +31,20 @@ import { rpcOptions, type ServiceClients } from "../clients.js";
 import { HttpError } from "../errors.js";
 import { MCP_SCHEMA } from "./route-schema.js";
 import { missingScopeChallenge } from "./scope-check.js";
-import { createMcpServer, type McpServerDeps } from "./server.js";
+import type { McpServerDeps } from "./server.js";
+
+// The MCP SDK and the tools are loaded on the first request to the endpoint,
+// not at start: about 100 ms of a cold start's module loading here.
+type McpModules = {
+  Transport: typeof import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js").WebStandardStreamableHTTPServerTransport;
+  createMcpServer: typeof import("./server.js").createMcpServer;
+};
+let mcpModules: Promise<McpModules> | undefined;
+const loadMcp = () =>
+  (mcpModules ??= Promise.all([import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"), import("./server.js")]).then(([sdk, server]) => ({
+    Transport: sdk.WebStandardStreamableHTTPServerTransport,
+    createMcpServer: server.createMcpServer,
+  })));
 
 export const MCP_PATH = "/mcp";
 
@@ -89,9 +101,10 @@ export function mcpRoutes(app: FastifyInstance, bearer: Bearer, clients: Service
   };
 
   app.post(MCP_PATH, { schema: MCP_SCHEMA, onRequest: [origin, authenticate], preValidation: mediaTypes, preHandler: stepUp }, async (request, reply) => {
+    const { Transport, createMcpServer } = await loadMcp();
     const server = createMcpServer(deps, { principal: request.bearer!, rpc: rpcOptions(request), log: request.log });
     // Stateless: no session id; every answer is one JSON body (no event stream).
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     try {
       await server.connect(transport);
       const response = await transport.handleRequest(webRequest(request, issuer), { parsedBody: request.body });

