@@ -3,8 +3,8 @@
 // 5 s and peaks at about 700 MB. Made once here, at install, into
 // node_modules/.cache/bizcard-pglite/<PGlite version>/, the first `npm start`
 // copies it for each service instead (services/shared/embedded-postgres.ts),
-// as later starts open their folders; then pglite-service-templates.ts
-// applies each service's migrations to a copy of it. Plain JavaScript: it
+// as later starts open their folders; then pglite-migrated-template.ts
+// applies the services' migrations to a copy of it. Plain JavaScript: it
 // runs before anything is built, and starts tsx only for that second step. Never fails the install: without a
 // template, the first start runs initdb as before. Skipped for production
 // installs (npm ci --omit=dev: the containers use PostgreSQL) and with
@@ -16,8 +16,8 @@ import { createRequire } from "node:module";
 import path from "node:path";
 
 /** initdb's settings: what embedded-postgres.ts expects in the template's marker (INITDB_PARAMS). */
-const INITDB_PARAMS = ["--set", "shared_buffers=16MB"];
-const START_PARAMS_EXTRA = ["-c", "shared_buffers=16MB"];
+const INITDB_PARAMS = ["--set", "shared_buffers=8MB"];
+const START_PARAMS_EXTRA = ["-c", "shared_buffers=8MB"];
 
 /** Folders 0700, files 0600, as every data folder's (services/shared/private-folder.ts): the copies keep these modes. */
 async function ownerOnly(dir) {
@@ -66,12 +66,12 @@ try {
     await rename(partial, dir);
     console.log(`bizcard: made the embedded PostgreSQL template in ${dir} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
   }
-  // Each service's migrated copy of it (pglite-service-templates.ts, through tsx: the migrations are TypeScript).
-  const step = spawnSync(process.execPath, ["--import", "tsx", path.join(import.meta.dirname, "pglite-service-templates.ts")], {
+  // A copy of it with the services' schemas migrated (pglite-migrated-template.ts, through tsx: the migrations are TypeScript).
+  const step = spawnSync(process.execPath, ["--import", "tsx", path.join(import.meta.dirname, "pglite-migrated-template.ts")], {
     stdio: "inherit",
     env: { ...process.env, BIZCARD_PGLITE_TEMPLATE_DIR: dir },
   });
-  if (step.status !== 0) console.warn("bizcard: no migrated templates for the services; the first npm start migrates their schemas");
+  if (step.status !== 0) console.warn("bizcard: no migrated database template; the first npm start migrates the services' schemas");
 } catch (err) {
   console.warn(`bizcard: no embedded PostgreSQL template (${err instanceof Error ? err.message : err}); the first npm start runs initdb instead`);
 }

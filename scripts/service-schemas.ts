@@ -1,6 +1,5 @@
-// Each service's PostgreSQL schema and committed migrations, by the name of
-// its embedded database (DATA_DIR/pglite/<name>): what `npm start` and the
-// install's migrated templates (pglite-service-templates.ts) agree on.
+// Each service's PostgreSQL schema and committed migrations: what `npm start`
+// and the install's migrated template (pglite-migrated-template.ts) agree on.
 import type { MigrationObject } from "@mikro-orm/core";
 import { AUTH_SCHEMA } from "../services/auth/auth-schema.js";
 import { authMigrations } from "../services/auth/migrations/index.js";
@@ -23,7 +22,10 @@ export const SERVICE_SCHEMAS = {
   delivery: { schema: DELIVERY_SCHEMA, migrations: deliveryMigrations },
 } as const satisfies Record<string, ServiceSchema>;
 
-/** Each embedded database's migration names, in order. */
+/** The embedded database the services of `npm start` share (DATA_DIR/pglite/platform). */
+export const EMBEDDED_DATABASE = "platform";
+
+/** Each schema's migration names, in order. */
 export function migrationNames(): Record<string, string[]> {
-  return Object.fromEntries(Object.entries(SERVICE_SCHEMAS).map(([name, s]) => [name, s.migrations.map((m) => m.name)]));
+  return Object.fromEntries(Object.values(SERVICE_SCHEMAS).map((s) => [s.schema, s.migrations.map((m) => m.name)]));
 }

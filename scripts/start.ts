@@ -19,7 +19,7 @@ import { createAuthApp } from "../services/auth/auth-app.js";
 import { createDeliveryApp } from "../services/delivery/delivery-app.js";
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
 import { loadConfigOrExit, withInternalTokens, type Config } from "../services/shared/config.js";
-import { EMBEDDED_POOL_MAX, firstStartSource, startEmbeddedDatabases, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
+import { EMBEDDED_POOL_MAX, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
 import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import { createRpcClient, serveInProcess } from "../services/shared/rpc/client.js";
@@ -36,7 +36,7 @@ import { createWebhookApp } from "../services/webhook/webhook-app.js";
 import { OrganisationEntity } from "../services/organisation/organisations/organisation.entity.js";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { internalToken } from "./internal-token.js";
-import { migrationNames } from "./service-schemas.js";
+import { startPlatformDatabases } from "./embedded-databases.js";
 
 const SERVICES = [
   // Consumers first, publishers last: a relay never publishes before its consumers listen.
@@ -99,23 +99,16 @@ async function main(): Promise<void> {
     ]);
     if (config.NATS_URL) progress(`connecting to NATS at ${config.NATS_URL}`);
     bus = await openBus(config, "bizcard", logger);
-    // A fresh data folder: each service's migrated copy of the install's
-    // cluster, or the cluster, or without one, one initdb in a worker thread,
-    // copied (embedded-postgres.ts);
-    // each PGlite instance starts as soon as its folder is ready.
-    if (embeddedDb) {
-      const fresh = !SERVICES.every((svc) => existsSync(path.join(dataDir, "pglite", svc.name, "PG_VERSION")));
-      const how = firstStartSource(SERVICES.map((svc) => svc.name), migrationNames());
-      progress(fresh ? `creating the databases in ${dataDir} (first start: ${how})` : `opening the databases in ${dataDir}`);
-    }
-    const embedded = embeddedDb ? await startEmbeddedDatabases(dataDir, SERVICES.map((svc) => svc.name), migrationNames()) : [];
-    databases.push(...embedded);
-    for (const [i, svc] of SERVICES.entries()) {
+    // One PGlite instance the services share, a fresh one copied from the
+    // install's migrated template (embedded-databases.ts).
+    const embedded = embeddedDb ? await startPlatformDatabases(dataDir, SERVICES.map((svc) => svc.name), progress) : undefined;
+    if (embedded) databases.push(...embedded.databases);
+    for (const svc of SERVICES) {
       const log = createLogger(svc.name, config.LOG_LEVEL);
       const deps: ServiceAppDeps = {
         config,
-        databaseUrl: embedded[i]?.url ?? config.DATABASE_URL!,
-        databasePoolMax: embedded[i] ? EMBEDDED_POOL_MAX : config.DATABASE_POOL_MAX,
+        databaseUrl: embedded?.urls[svc.name] ?? config.DATABASE_URL!,
+        databasePoolMax: embedded ? EMBEDDED_POOL_MAX : config.DATABASE_POOL_MAX,
         bus: bus!,
         logger: log,
       };

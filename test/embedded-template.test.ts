@@ -1,24 +1,18 @@
 // The embedded default's first start without initdb nor migrations: npm's
 // postinstall (scripts/pglite-template.mjs) makes one initialised cluster and
-// a copy of it for each service with its migrations applied, and a fresh
-// data folder gets a copy of those; a template another PGlite, other settings
-// or other migrations made is not used; production installs make none.
+// a copy of it with every service's schema migrated, and a fresh data folder
+// gets a copy of that; a template another PGlite, other settings or other
+// migrations made is not used; production installs make none.
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { migrationNames, SERVICE_SCHEMAS } from "../scripts/service-schemas.js";
+import { EMBEDDED_DATABASE, migrationNames, SERVICE_SCHEMAS } from "../scripts/service-schemas.js";
 import { migrate, openDatabase } from "../services/shared/database.js";
-import {
-  embeddedTemplate,
-  migratedTemplate,
-  prepareEmbeddedPostgres,
-  serviceTemplateMigrations,
-  startEmbeddedDatabases,
-  startEmbeddedPostgres,
-} from "../services/shared/embedded-postgres.js";
+import { prepareEmbeddedPostgres, startEmbeddedDatabases, startEmbeddedPostgres } from "../services/shared/embedded-postgres.js";
+import { embeddedTemplate, migratedTemplate, templateMigrations } from "../services/shared/embedded-templates.js";
 import { createLogger } from "../services/shared/logger.js";
 import { spawnProcess } from "./support/processes.js";
 
@@ -56,16 +50,16 @@ describe("the PGlite template", () => {
     const made = await runScript({ BIZCARD_PGLITE_TEMPLATE_DIR: template });
     expect(made.code).toBe(0);
     expect(made.output).toContain(`bizcard: made the embedded PostgreSQL template in ${template}`);
-    expect(made.output).toContain(`bizcard: made the services' migrated templates in ${template}-services (auth, organisation, webhook, delivery;`);
+    expect(made.output).toContain(`bizcard: made the services' migrated database template in ${template}-migrated/platform (`);
     const version = (JSON.parse(readFileSync("node_modules/@electric-sql/pglite/package.json", "utf8")) as { version: string }).version;
-    expect(JSON.parse(readFileSync(path.join(template, "template.json"), "utf8"))).toEqual({ pglite: version, initdb: ["--set", "shared_buffers=16MB"] });
+    expect(JSON.parse(readFileSync(path.join(template, "template.json"), "utf8"))).toEqual({ pglite: version, initdb: ["--set", "shared_buffers=8MB"] });
     expect(existsSync(path.join(template, "PG_VERSION"))).toBe(true);
     expect(embeddedTemplate()).toBe(template);
     // A second install finds it and makes nothing.
     const again = await runScript({ BIZCARD_PGLITE_TEMPLATE_DIR: template });
     expect(again.code).toBe(0);
     expect(again.output).not.toContain("made the embedded PostgreSQL template");
-    expect(again.output).not.toContain("migrated templates");
+    expect(again.output).not.toContain("migrated database template");
   }, 120_000);
 
   it("is copied for each service of a fresh data folder, which then serve queries", async () => {
@@ -82,7 +76,7 @@ describe("the PGlite template", () => {
       await client.query(`create table t (id int primary key)`);
       await client.query(`insert into t values (1), (2)`);
       expect((await client.query(`select count(*)::int as n from t`)).rows[0].n).toBe(2);
-      expect((await client.query(`show shared_buffers`)).rows[0].shared_buffers).toBe("16MB");
+      expect((await client.query(`show shared_buffers`)).rows[0].shared_buffers).toBe("8MB");
       // Only the database PGlite opens: template0 and template1 are dropped at install (fewer files to copy).
       expect((await client.query(`select datname from pg_database order by datname`)).rows.map((r) => r.datname)).toEqual(["postgres"]);
     } finally {
@@ -113,50 +107,58 @@ describe("the PGlite template", () => {
     }
   }, 120_000);
 
-  it("has a migrated copy for each service, made by the same install", () => {
+  it("has a migrated copy with every service's schema, made by the same install", () => {
     const names = migrationNames();
-    for (const name of Object.keys(SERVICE_SCHEMAS)) {
-      expect(serviceTemplateMigrations(name)).toEqual(names[name]);
-      expect(migratedTemplate(name, names[name]!)).toBe(path.join(`${template}-services`, name));
-      expect(statSync(path.join(`${template}-services`, name, "PG_VERSION")).mode & 0o777).toBe(0o600);
-    }
+    expect(Object.keys(names)).toEqual(["auth", "organisation", "webhook", "delivery"]);
+    expect(templateMigrations(EMBEDDED_DATABASE)).toEqual(names);
+    expect(migratedTemplate(EMBEDDED_DATABASE, names)).toBe(path.join(`${template}-migrated`, EMBEDDED_DATABASE));
+    expect(statSync(path.join(`${template}-migrated`, EMBEDDED_DATABASE, "PG_VERSION")).mode & 0o777).toBe(0o600);
   });
 
-  it("gives a fresh folder a service's schema with its migrations applied: the start's migrate finds none to apply", async () => {
+  it("gives a fresh folder every service's schema with its migrations applied: the start's migrate finds none to apply", async () => {
     const dataDir = path.join(root, "data-migrated");
     const names = migrationNames();
-    const [db] = await startEmbeddedDatabases(dataDir, ["auth"], { auth: names.auth! });
-    const orm = await openDatabase({ clientUrl: db!.url, ...SERVICE_SCHEMAS.auth, entities: [], poolMax: 1, logger: createLogger("test", "silent") });
+    const [db] = await startEmbeddedDatabases(dataDir, [EMBEDDED_DATABASE], { [EMBEDDED_DATABASE]: names });
     try {
-      expect(existsSync(path.join(dataDir, "pglite", "auth", "template.json"))).toBe(false);
-      const applied: { name: string }[] = await orm.em.getConnection().execute(`select "name" from "auth"."mikro_orm_migrations" order by "id"`);
-      expect(applied.map((r) => r.name)).toEqual(names.auth);
-      expect(await migrate(orm)).toEqual([]);
-      // Its tables serve as a migrated schema's do.
-      await orm.em.getConnection().execute(`select count(*) from "auth"."access_token"`);
+      expect(existsSync(path.join(dataDir, "pglite", EMBEDDED_DATABASE, "template.json"))).toBe(false);
+      for (const { schema, migrations } of Object.values(SERVICE_SCHEMAS)) {
+        const orm = await openDatabase({ clientUrl: db!.url, schema, migrations, entities: [], poolMax: 1, logger: createLogger("test", "silent") });
+        try {
+          const applied: { name: string }[] = await orm.em.getConnection().execute(`select "name" from "${schema}"."mikro_orm_migrations" order by "id"`);
+          expect(applied.map((r) => r.name)).toEqual(names[schema]);
+          expect(await migrate(orm)).toEqual([]);
+          // Its tables are there, beside the migrations' own.
+          const [tables]: { n: number }[] = await orm.em.getConnection().execute(`select count(*)::int as n from pg_tables where schemaname = ?`, [schema]);
+          expect(tables!.n).toBeGreaterThan(2);
+        } finally {
+          await orm.close();
+        }
+      }
     } finally {
-      await orm.close();
       await db!.close();
     }
   }, 120_000);
 
-  it("uses a service's migrated copy only when its migrations begin the service's list", () => {
-    const auth = migrationNames().auth!;
+  it("uses the migrated copy only when, for each schema, what it applied begins the code's migrations", () => {
+    const names = migrationNames();
+    const auth = names.auth!;
     // The code has migrations the template lacks: the start applies them.
-    expect(migratedTemplate("auth", [...auth, "2099-01-01-later"])).toBe(path.join(`${template}-services`, "auth"));
-    // Another checkout's migrations (one the code does not have, or fewer than the template applied): not used.
-    expect(migratedTemplate("auth", ["2026-01-01-other", ...auth.slice(1)])).toBeUndefined();
-    expect(migratedTemplate("auth", auth.slice(0, -1))).toBeUndefined();
-    expect(migratedTemplate("nobody", auth)).toBeUndefined();
+    expect(migratedTemplate(EMBEDDED_DATABASE, { ...names, auth: [...auth, "2099-01-01-later"] })).toBe(path.join(`${template}-migrated`, EMBEDDED_DATABASE));
+    // Another checkout's migrations (one the code does not have, fewer than the template applied, a schema the code lacks): not used.
+    expect(migratedTemplate(EMBEDDED_DATABASE, { ...names, auth: ["2026-01-01-other", ...auth.slice(1)] })).toBeUndefined();
+    expect(migratedTemplate(EMBEDDED_DATABASE, { ...names, auth: auth.slice(0, -1) })).toBeUndefined();
+    const { delivery: _, ...withoutDelivery } = names;
+    expect(migratedTemplate(EMBEDDED_DATABASE, withoutDelivery)).toBeUndefined();
+    expect(migratedTemplate("nobody", names)).toBeUndefined();
   });
 
-  it("starts a service from the install's cluster when its migrated copy is not usable", async () => {
+  it("starts a database from the install's cluster when the migrated copy is not usable", async () => {
     const dataDir = path.join(root, "data-unmigrated");
-    const [db] = await startEmbeddedDatabases(dataDir, ["auth"], { auth: ["2026-01-01-other"] });
+    const [db] = await startEmbeddedDatabases(dataDir, [EMBEDDED_DATABASE], { [EMBEDDED_DATABASE]: { auth: ["2026-01-01-other"] } });
     const client = new pg.Client({ connectionString: db!.url });
     try {
       await client.connect();
-      expect((await client.query(`select count(*)::int as n from pg_namespace where nspname = 'auth'`)).rows[0].n).toBe(0);
+      expect((await client.query(`select count(*)::int as n from pg_namespace where nspname in ('auth', 'delivery')`)).rows[0].n).toBe(0);
     } finally {
       await client.end();
       await db!.close();
@@ -167,9 +169,9 @@ describe("the PGlite template", () => {
     const marker = path.join(template, "template.json");
     const original = readFileSync(marker, "utf8");
     try {
-      writeFileSync(marker, JSON.stringify({ pglite: "0.0.1", initdb: ["--set", "shared_buffers=16MB"] }));
+      writeFileSync(marker, JSON.stringify({ pglite: "0.0.1", initdb: ["--set", "shared_buffers=8MB"] }));
       expect(embeddedTemplate()).toBeUndefined();
-      writeFileSync(marker, JSON.stringify({ ...JSON.parse(original), initdb: ["--set", "shared_buffers=128MB"] }));
+      writeFileSync(marker, JSON.stringify({ ...JSON.parse(original), initdb: ["--set", "shared_buffers=16MB"] }));
       expect(embeddedTemplate()).toBeUndefined();
     } finally {
       writeFileSync(marker, original);

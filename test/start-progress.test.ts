@@ -4,8 +4,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { embeddedTemplate, serviceTemplateMigrations } from "../services/shared/embedded-postgres.js";
-import { migrationNames } from "../scripts/service-schemas.js";
+import { embeddedTemplate, templateMigrations } from "../services/shared/embedded-templates.js";
+import { EMBEDDED_DATABASE, migrationNames } from "../scripts/service-schemas.js";
 import { httpReady, platformPorts, spawnProcess, type Spawned } from "./support/processes.js";
 
 let dataDir: string;
@@ -34,24 +34,19 @@ async function startAndStop(): Promise<string[]> {
 }
 
 describe("npm start's progress before ready", () => {
-  it("creating the databases, migrating and starting each service, the demo, the gateway; then, warm, opening them", async () => {
+  it("creating the database, migrating and starting each service, the demo, the gateway; then, warm, opening them", async () => {
     const services = ["delivery", "webhook", "auth", "organisation"].map((name) => `bizcard: starting ${name}: migrating its schema`);
     const after = ["bizcard: starting the background work (outbox relays, event consumers, delivery)"];
-    // After npm ci, the services' migrated templates its postinstall made (scripts/pglite-template.mjs); else one initdb.
-    const names = migrationNames();
-    const migrated = Object.keys(names).every((n) => JSON.stringify(serviceTemplateMigrations(n)) === JSON.stringify(names[n]));
-    const how = migrated
-      ? "each service's schema made at install, copied"
-      : embeddedTemplate()
-        ? "the cluster made at install, copied for each service"
-        : "one initdb, copied for each service";
+    // After npm ci, the migrated template its postinstall made (scripts/pglite-template.mjs); else one initdb.
+    const migrated = JSON.stringify(templateMigrations(EMBEDDED_DATABASE)) === JSON.stringify(migrationNames());
+    const how = migrated ? "the services' schemas made at install, copied" : embeddedTemplate() ? "the cluster made at install, copied" : "one initdb, copied";
     expect(await startAndStop()).toEqual([
-      `bizcard: creating the databases in ${dataDir} (first start: ${how})`,
+      `bizcard: creating the database in ${dataDir} (first start: ${how})`,
       ...services,
       ...after,
       "bizcard: creating the demo organisation, member and client",
       "bizcard: starting the gateway",
     ]);
-    expect(await startAndStop()).toEqual([`bizcard: opening the databases in ${dataDir}`, ...services, ...after, "bizcard: starting the gateway"]);
+    expect(await startAndStop()).toEqual([`bizcard: opening the database in ${dataDir}`, ...services, ...after, "bizcard: starting the gateway"]);
   }, 300_000);
 });

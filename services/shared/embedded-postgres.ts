@@ -1,11 +1,9 @@
 // The embedded default: PGlite (PostgreSQL compiled to WebAssembly) served on
-// a loopback port by pglite-socket, so the services use the very same
-// PostgreSQL driver as in production. PGlite is a single-session database;
-// each service gets its own instance (its own folder under DATA_DIR), so one
-// service holding a transaction never stalls another, and a pool of one
-// connection, so its transactions are serialised, never interleaved
-// (measured: README, "The embedded default").
-import { existsSync, readFileSync } from "node:fs";
+// a loopback port (pglite-server.ts), so the services use the very same
+// PostgreSQL driver as in production. PGlite is a single-session database:
+// `npm start`'s services share one instance (DATA_DIR/pglite/platform), each
+// with a pool of one connection, and each request and transaction has the
+// session to itself (measured: README, "The embedded default").
 import { mkdir, rename, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -13,25 +11,21 @@ import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { PGlite } from "@electric-sql/pglite";
 import { NodeFS } from "@electric-sql/pglite/nodefs";
-import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
 import { copyFolder } from "./copy-folder.js";
+import { INITDB_PARAMS, SHARED_BUFFERS, embeddedTemplate, initialised, migratedTemplate, type SchemaMigrations } from "./embedded-templates.js";
+import { servePglite } from "./pglite-server.js";
 import { PRIVATE_DIR_MODE, makePrivateFolder } from "./private-folder.js";
 
 /** Pool size for a service on embedded PostgreSQL. */
-// One: with several connections, a statement failing inside a transaction
-// (a unique violation a service expects and handles) made pglite-socket drop
-// connections ("Connection terminated unexpectedly"); a single connection
-// serialises transactions in the pool instead, and is what the tests prove.
+// One: the session serves one request or transaction at a time whatever the
+// pool (pglite-server.ts), so more connections would only wait there; with
+// pglite-socket's own queue, several made it drop connections when a
+// statement failed inside a transaction (a unique violation a service
+// expects and handles).
 export const EMBEDDED_POOL_MAX = 1;
 
-// Memory. PGlite keeps shared_buffers inside its WebAssembly heap, and
-// initdb's default is 128MB per instance: 16MB is plenty for a service's
-// small tables and saves about 110 MB of resident memory per instance.
-// `initdb --set` writes it into the new folder's postgresql.conf; `-c` also
-// applies it to folders made before this setting.
-const SHARED_BUFFERS = "shared_buffers=16MB";
+// Memory: shared_buffers (embedded-templates.ts) also for folders made before that setting.
 const START_PARAMS = [...PGlite.defaultStartParams, "-c", SHARED_BUFFERS];
-const INITDB_PARAMS = ["--set", SHARED_BUFFERS];
 
 // A fresh folder runs initdb, which in PGlite 0.5 peaks at about 700 MB and
 // leaves most of it held by the instance that ran it (measured: README, "The
@@ -102,98 +96,32 @@ function initialise(dir: string): Promise<void> {
   return done;
 }
 
-// The cluster npm's postinstall made (scripts/pglite-template.mjs), in
-// node_modules/.cache/bizcard-pglite/<PGlite version>/: used only when its
-// marker names this PGlite and these initdb settings.
-const PGLITE_ENTRY = createRequire(import.meta.url).resolve("@electric-sql/pglite");
-const NODE_MODULES = PGLITE_ENTRY.slice(0, PGLITE_ENTRY.lastIndexOf(`${path.sep}@electric-sql${path.sep}pglite${path.sep}`));
-
-/** PGlite's version and the folder of the install's cluster (BIZCARD_PGLITE_TEMPLATE_DIR overrides it). */
-function templateFolder(): { version: string; dir: string } {
-  const version = (JSON.parse(readFileSync(path.join(NODE_MODULES, "@electric-sql", "pglite", "package.json"), "utf8")) as { version: string }).version;
-  return { version, dir: process.env.BIZCARD_PGLITE_TEMPLATE_DIR ?? path.join(NODE_MODULES, ".cache", "bizcard-pglite", version) };
-}
-
-interface TemplateMarker {
-  pglite?: string;
-  initdb?: string[];
-  /** A service's migrated template: the migrations applied to it, in order. */
-  migrations?: string[];
-}
-
-/** The marker of the cluster in `dir`, when this PGlite made it with these settings. */
-function sameMarker(dir: string, version: string): TemplateMarker | undefined {
-  const marker = JSON.parse(readFileSync(path.join(dir, "template.json"), "utf8")) as TemplateMarker;
-  return marker.pglite === version && JSON.stringify(marker.initdb) === JSON.stringify(INITDB_PARAMS) && initialised(dir) ? marker : undefined;
-}
-
-/** The install's initialised cluster, if there is one made by this PGlite with these settings. */
-export function embeddedTemplate(): string | undefined {
-  try {
-    const { version, dir } = templateFolder();
-    return sameMarker(dir, version) ? dir : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Where the install keeps each service's migrated copy of the cluster (scripts/pglite-service-templates.ts). */
-export function serviceTemplatesFolder(): string {
-  return `${templateFolder().dir}-services`;
-}
-
-/** The migrations applied to the service `name`'s migrated template, if this PGlite made it with these settings. */
-export function serviceTemplateMigrations(name: string): string[] | undefined {
-  try {
-    return sameMarker(path.join(serviceTemplatesFolder(), name), templateFolder().version)?.migrations;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * The install's copy of the cluster with the service `name`'s migrations
- * applied, if it is usable and what it applied is where `migrations` (the
- * service's, in order) begin: the start applies the rest. A template made by
- * other code (another checkout's migrations) is not used.
- */
-export function migratedTemplate(name: string, migrations: readonly string[]): string | undefined {
-  const applied = serviceTemplateMigrations(name);
-  const usable = applied && applied.length <= migrations.length && applied.every((m, i) => m === migrations[i]);
-  return usable ? path.join(serviceTemplatesFolder(), name) : undefined;
-}
-
-/** How a fresh data folder's databases of `names` are made, for the start's progress line. */
-export function firstStartSource(names: readonly string[], migrations: MigrationNames): string {
-  if (names.every((n) => migrations[n] && migratedTemplate(n, migrations[n]))) return "each service's schema made at install, copied";
-  return embeddedTemplate() ? "the cluster made at install, copied for each service" : "one initdb, copied for each service";
-}
-
 const folder = (dataDir: string, name: string) => path.resolve(dataDir, "pglite", name);
-const initialised = (dir: string) => existsSync(path.join(dir, "PG_VERSION"));
 
 /**
  * Initialises the folders of `names` that have no database yet: copies of
- * the install's cluster (embeddedTemplate()), or, without one, initdb runs
- * once and the others start as copies of its result (a cleanly shut down
- * cluster folder; each instance is a server of its own, so they may share
- * initdb's system identifier).
+ * the install's migrated template for that database when `migrations` name
+ * its schemas and the template is usable (embedded-templates.ts), else of
+ * the install's cluster, or, without one, initdb runs once and the others
+ * start as copies of its result (a cleanly shut down cluster folder; each
+ * instance is a server of its own, so they may share initdb's system
+ * identifier).
  */
-export async function prepareEmbeddedPostgres(dataDir: string, names: readonly string[], migrations: MigrationNames = {}): Promise<void> {
+export async function prepareEmbeddedPostgres(dataDir: string, names: readonly string[], migrations: DatabaseMigrations = {}): Promise<void> {
   await Promise.all(prepareEach(dataDir, names, migrations));
 }
 
-/** Each database's migrations (names, in order), for those that may start as a migrated template. */
-export type MigrationNames = Readonly<Record<string, readonly string[]>>;
+/** For each database that may start as a migrated template, its schemas' migrations. */
+export type DatabaseMigrations = Readonly<Record<string, SchemaMigrations>>;
 
 /** The same, one promise per name (in order), each settled as soon as that folder is ready. */
-function prepareEach(dataDir: string, names: readonly string[], migrations: MigrationNames): Promise<void>[] {
+function prepareEach(dataDir: string, names: readonly string[], migrations: DatabaseMigrations): Promise<void>[] {
   const dirs = names.map((n) => folder(dataDir, n));
   const missing = dirs.filter((dir) => !initialised(dir));
   if (missing.length === 0) return dirs.map(() => Promise.resolve());
-  // A service's migrated copy of the install's cluster when there is one (its
-  // schema is there: the start's migrations find nothing or only newer ones
-  // to apply), else the install's cluster: no initdb at all.
+  // The install's migrated copy when there is one (the schemas are there: the
+  // start's migrations find nothing or only newer ones to apply), else the
+  // install's cluster: no initdb at all.
   const migrated = new Map(names.map((n, i) => [dirs[i]!, migrations[n] ? migratedTemplate(n, migrations[n]) : undefined]));
   const plain = missing.filter((dir) => !migrated.get(dir));
   const template = plain.length > 0 ? embeddedTemplate() : undefined;
@@ -239,7 +167,7 @@ function prepareEach(dataDir: string, names: readonly string[], migrations: Migr
  * libuv's threads): the first start's copies cost about 0.75 ms a file on
  * the project's machine. If any fails, those started are closed again.
  */
-export async function startEmbeddedDatabases(dataDir: string, names: readonly string[], migrations: MigrationNames = {}): Promise<EmbeddedPostgres[]> {
+export async function startEmbeddedDatabases(dataDir: string, names: readonly string[], migrations: DatabaseMigrations = {}): Promise<EmbeddedPostgres[]> {
   const ready = prepareEach(dataDir, names, migrations);
   const started = await Promise.allSettled(names.map((name, i) => ready[i]!.then(() => startEmbeddedPostgres(dataDir, name))));
   const failed = started.find((s): s is PromiseRejectedResult => s.status === "rejected");
@@ -260,15 +188,11 @@ export async function startEmbeddedPostgres(dataDir: string, name: string): Prom
   // Also a folder an older version left readable by others.
   await makePrivateFolder(dir);
   const db = await PGlite.create({ fs: new OwnerOnlyNodeFS(dir), startParams: START_PARAMS });
-  const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: 4 });
-  await server.start();
-  // The pool holds one connection; the few spare slots only cover a
-  // reconnect racing the server's cleanup of the previous socket.
-  const hostPort = server.getServerConn();
+  const server = await servePglite(db);
   return {
-    url: `postgres://postgres:postgres@${hostPort}/postgres?sslmode=disable`,
+    url: `postgres://postgres:postgres@${server.address}/postgres?sslmode=disable`,
     close: async () => {
-      await server.stop();
+      await server.close();
       await db.close();
     },
   };

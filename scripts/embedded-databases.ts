@@ -1,0 +1,38 @@
+// `npm start`'s embedded databases: one PGlite instance the four services
+// share (DATA_DIR/pglite/platform, each service in its own schema, as on
+// PostgreSQL), made on a fresh data folder from the install's migrated
+// template. A data folder made before the services shared one keeps its
+// database per service (DATA_DIR/pglite/<service>).
+import path from "node:path";
+import { startEmbeddedDatabases, type DatabaseMigrations, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
+import { embeddedTemplate, initialised, migratedTemplate } from "../services/shared/embedded-templates.js";
+import { EMBEDDED_DATABASE, SERVICE_SCHEMAS, migrationNames } from "./service-schemas.js";
+
+export interface PlatformDatabases {
+  /** Each service's database URL. */
+  urls: Record<string, string>;
+  /** The instances, to close on stop. */
+  databases: EmbeddedPostgres[];
+}
+
+/** Starts the embedded databases of `services` in `dataDir`, telling `progress` what it does. */
+export async function startPlatformDatabases(dataDir: string, services: readonly (keyof typeof SERVICE_SCHEMAS)[], progress: (step: string) => void): Promise<PlatformDatabases> {
+  const made = (name: string) => initialised(path.join(dataDir, "pglite", name));
+  const perService = !made(EMBEDDED_DATABASE) && services.some(made);
+  const names = perService ? services : [EMBEDDED_DATABASE];
+  const all = migrationNames();
+  const migrations: DatabaseMigrations = perService
+    ? Object.fromEntries(services.map((svc) => [svc, { [SERVICE_SCHEMAS[svc].schema]: all[SERVICE_SCHEMAS[svc].schema]! }]))
+    : { [EMBEDDED_DATABASE]: all };
+  if (names.every(made)) progress(`opening the ${perService ? "databases (one per service)" : "database"} in ${dataDir}`);
+  else progress(`creating the ${perService ? "databases" : "database"} in ${dataDir} (first start: ${firstStartSource(names, migrations)})`);
+  const databases = await startEmbeddedDatabases(dataDir, names, migrations);
+  const urls = Object.fromEntries(services.map((svc, i) => [svc, databases[perService ? i : 0]!.url]));
+  return { urls, databases };
+}
+
+/** How a fresh data folder's databases are made, for the progress line. */
+export function firstStartSource(names: readonly string[], migrations: DatabaseMigrations): string {
+  if (names.every((n) => migrations[n] && migratedTemplate(n, migrations[n]))) return "the services' schemas made at install, copied";
+  return embeddedTemplate() ? "the cluster made at install, copied" : "one initdb, copied";
+}

@@ -1,0 +1,63 @@
+// The second half of npm's postinstall (pglite-template.mjs runs it, through
+// tsx, after it has made the install's cluster): a copy of that cluster with
+// every service's schema and committed migrations applied, in
+// <template>-migrated/platform/, the database `npm start`'s services share. A
+// first start copies it, so its migrations find nothing to apply: 27
+// migrations on PGlite took 1.3-1.4 s of the cold start (README, "The memory
+// rows"). Made again when the migrations changed; the start applies whatever
+// it lacks and ignores one another checkout's migrations made
+// (embedded-templates.ts, migratedTemplate).
+import { readFileSync } from "node:fs";
+import { chmod, mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { migrate, openDatabase } from "../services/shared/database.js";
+import { EMBEDDED_POOL_MAX, startEmbeddedDatabases } from "../services/shared/embedded-postgres.js";
+import { embeddedTemplate, migratedTemplatesFolder, templateMigrations } from "../services/shared/embedded-templates.js";
+import { createLogger } from "../services/shared/logger.js";
+import { EMBEDDED_DATABASE, SERVICE_SCHEMAS, migrationNames } from "./service-schemas.js";
+
+/** Folders 0700, files 0600, as the install's cluster and every data folder. */
+async function ownerOnly(dir: string): Promise<void> {
+  await chmod(dir, 0o700);
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const child = path.join(dir, entry.name);
+    if (entry.isDirectory()) await ownerOnly(child);
+    else if (entry.isFile()) await chmod(child, 0o600);
+  }
+}
+
+async function main(): Promise<void> {
+  const base = embeddedTemplate();
+  if (!base) return;
+  const names = migrationNames();
+  if (JSON.stringify(templateMigrations(EMBEDDED_DATABASE)) === JSON.stringify(names)) return;
+  const started = Date.now();
+  const folder = migratedTemplatesFolder();
+  const partial = `${folder}.partial`;
+  await rm(partial, { recursive: true, force: true });
+  // A copy of the install's cluster (no migrations passed: it never starts from an older migrated one).
+  const [db] = await startEmbeddedDatabases(partial, [EMBEDDED_DATABASE]);
+  try {
+    for (const { schema, migrations } of Object.values(SERVICE_SCHEMAS)) {
+      const orm = await openDatabase({ clientUrl: db!.url, schema, entities: [], migrations, poolMax: EMBEDDED_POOL_MAX, logger: createLogger("install", "silent") });
+      try {
+        await migrate(orm);
+      } finally {
+        await orm.close();
+      }
+    }
+  } finally {
+    await db!.close();
+  }
+  const made = JSON.parse(readFileSync(path.join(base, "template.json"), "utf8")) as object;
+  const dir = path.join(partial, "pglite", EMBEDDED_DATABASE);
+  await writeFile(path.join(dir, "template.json"), `${JSON.stringify({ ...made, migrations: names })}\n`);
+  await ownerOnly(dir);
+  await mkdir(folder, { recursive: true, mode: 0o700 });
+  await rm(path.join(folder, EMBEDDED_DATABASE), { recursive: true, force: true });
+  await rename(dir, path.join(folder, EMBEDDED_DATABASE));
+  await rm(partial, { recursive: true, force: true });
+  console.log(`bizcard: made the services' migrated database template in ${path.join(folder, EMBEDDED_DATABASE)} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+}
+
+await main();
