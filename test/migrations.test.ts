@@ -1,6 +1,7 @@
 // Every service's committed migrations, from an empty database: each creates
 // its own schema only, a second start applies nothing, and
 // MIGRATE_ON_START=false leaves the database untouched.
+import { Migration } from "@mikro-orm/migrations";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AUTH_SCHEMA } from "../services/auth/auth-service.js";
 import { AUTH_ENTITIES } from "../services/auth/auth-app.js";
@@ -13,7 +14,7 @@ import { MemberEntity } from "../services/organisation/members/member.entity.js"
 import { organisationMigrations } from "../services/organisation/migrations/index.js";
 import { ORGANISATION_SCHEMA } from "../services/organisation/organisation-service.js";
 import { OrganisationEntity } from "../services/organisation/organisations/organisation.entity.js";
-import { openServiceDatabase } from "../services/shared/database.js";
+import { hasPendingMigrations, migrator, openServiceDatabase } from "../services/shared/database.js";
 import { createLogger } from "../services/shared/logger.js";
 import { webhookMigrations } from "../services/webhook/migrations/index.js";
 import { WEBHOOK_ENTITIES } from "../services/webhook/webhook-app.js";
@@ -77,14 +78,14 @@ describe("migrations from an empty database", () => {
   for (const svc of SERVICES) {
     it(`${svc.schema}: applies its migrations into its own schema, once`, async () => {
       const first = await openServiceDatabase(deps(true), svc);
-      const executed = await first.getMigrator().getExecutedMigrations();
+      const executed = await (await migrator(first)).getExecutedMigrations();
       await first.close();
       expect(executed.map((m) => m.name)).toEqual(svc.migrations.map((m) => m.name));
       expect(await tablesOf(svc.schema)).toEqual([...svc.tables, "mikro_orm_migrations"].sort());
 
       const second = await openServiceDatabase(deps(true), svc);
-      expect(await second.getMigrator().getPendingMigrations()).toEqual([]);
-      expect((await second.getMigrator().getExecutedMigrations()).length).toBe(svc.migrations.length);
+      expect(await (await migrator(second)).getPendingMigrations()).toEqual([]);
+      expect((await (await migrator(second)).getExecutedMigrations()).length).toBe(svc.migrations.length);
       await second.close();
     });
   }
@@ -96,11 +97,39 @@ describe("migrations from an empty database", () => {
       const replica = () =>
         openServiceDatabase({ databaseUrl: fresh.url, databasePoolMax: fresh.poolMax, logger, config: { MIGRATE_ON_START: true } }, svc);
       const orms = await Promise.all([replica(), replica(), replica()]);
-      const executed = await orms[0]!.getMigrator().getExecutedMigrations();
+      const executed = await (await migrator(orms[0]!)).getExecutedMigrations();
       expect(executed.map((m) => m.name)).toEqual(svc.migrations.map((m) => m.name));
       await Promise.all(orms.map((o) => o.close()));
     } finally {
       await fresh.drop();
+    }
+  });
+
+  it("a start finds a migration committed since the last one, and applies it; with none, the check is one select", async () => {
+    const svc = SERVICES[2]!;
+    const first = await openServiceDatabase(deps(true), svc);
+    expect(await hasPendingMigrations(first, svc.schema, svc.migrations)).toBe(false);
+    await first.close();
+    class Later extends Migration {
+      override async up(): Promise<void> {
+        this.addSql(`create table "${svc.schema}"."later" ("id" int primary key)`);
+      }
+    }
+    const withLater = { ...svc, migrations: [...svc.migrations, { name: "2099-01-01-later", class: Later }] };
+    const orm = await openServiceDatabase(deps(false), withLater);
+    try {
+      expect(await hasPendingMigrations(orm, svc.schema, withLater.migrations)).toBe(true);
+    } finally {
+      await orm.close();
+    }
+    const next = await openServiceDatabase(deps(true), withLater);
+    try {
+      expect(await hasPendingMigrations(next, svc.schema, withLater.migrations)).toBe(false);
+      expect(await tablesOf(svc.schema)).toContain("later");
+      await next.em.getConnection().execute(`drop table "${svc.schema}"."later"`);
+      await next.em.getConnection().execute(`delete from "${svc.schema}"."mikro_orm_migrations" where "name" = '2099-01-01-later'`);
+    } finally {
+      await next.close();
     }
   });
 
