@@ -21,7 +21,7 @@ import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { createRpcClient } from "../services/shared/rpc/client.js";
 import { createDatabaseOn } from "../test/support/backends.js";
 import { ROOT, httpReady, platformPorts, spawnProcess, type Spawned } from "../test/support/processes.js";
-import { startArgs } from "../scripts/platform-processes.js";
+import { PLATFORM_ENV, startArgs } from "../scripts/platform-processes.js";
 import { deleteStream } from "../test/support/stream.js";
 import { ADMIN_DATABASE_URL, NATS_URL } from "./rpc-target.js";
 
@@ -159,6 +159,8 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
     if (LAYOUT === "compiled") compiled = await compiledBuild();
     const distributed = [...nodeArgs, "--import", "tsx", "scripts/start-distributed.ts", ...(compiled ? ["--compiled", path.relative(ROOT, compiled)] : [])];
     platform = spawnProcess(process.execPath, DISTRIBUTED ? distributed : startArgs(nodeArgs), {
+      // As npm start and start:distributed set it.
+      ...PLATFORM_ENV,
       ...ports,
       DATABASE_URL: db.url,
       NATS_URL,

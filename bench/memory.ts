@@ -10,7 +10,7 @@ import { readFile, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { httpReady, platformPorts, spawnProcess } from "../test/support/processes.js";
-import { startArgs } from "../scripts/platform-processes.js";
+import { PLATFORM_ENV, startArgs } from "../scripts/platform-processes.js";
 
 export const PROCESS_FLOOR_MB = 256;
 export const EMBEDDED_FLOOR_MB = 400;
@@ -42,6 +42,7 @@ export async function embeddedStarts(): Promise<{ cold: EmbeddedStart; restart: 
     const ports = await platformPorts();
     const started = performance.now();
     const platform = spawnProcess(process.execPath, startArgs(), {
+      ...PLATFORM_ENV,
       ...ports,
       DATA_DIR: dataDir,
       DATABASE_URL: undefined,

@@ -17,7 +17,7 @@ import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation
 import { createRpcClient } from "../services/shared/rpc/client.js";
 import { createDatabaseOn } from "../test/support/backends.js";
 import { freePort, httpReady, platformPorts, ROOT, spawnProcess, type Spawned } from "../test/support/processes.js";
-import { startArgs } from "../scripts/platform-processes.js";
+import { PLATFORM_ENV, startArgs } from "../scripts/platform-processes.js";
 import { deleteStream } from "../test/support/stream.js";
 import { vacuumDatabase } from "./pipeline-vacuum.js";
 import { ADMIN_DATABASE_URL, NATS_URL } from "./rpc-target.js";
@@ -54,6 +54,7 @@ export async function startPlatform(): Promise<PlatformTarget> {
     // BENCH_CPU_PROF=<folder>: the platform writes a V8 CPU profile there when it stops.
     const profile = process.env.BENCH_CPU_PROF;
     const env = {
+      ...PLATFORM_ENV,
       ...ports,
       DATABASE_URL: db.url,
       NATS_URL,

@@ -14,7 +14,7 @@ import { createInterface } from "node:readline";
 import { loadConfigOrExit, requireBackends, type Config } from "../services/shared/config.js";
 import { makePrivateFolder } from "../services/shared/private-folder.js";
 import { internalToken } from "./internal-token.js";
-import { PLATFORM_PROCESSES, compiledCommand, tsxCommand, type PlatformProcess } from "./platform-processes.js";
+import { PLATFORM_ENV, PLATFORM_PROCESSES, compiledCommand, tsxCommand, type PlatformProcess } from "./platform-processes.js";
 
 const STOP_TIMEOUT_MS = 30_000;
 const READY_TIMEOUT_MS = 180_000;
@@ -30,7 +30,7 @@ interface Child {
 
 // The services' own requirements, but for the credential: made here when unset, as npm start does.
 const config = loadConfigOrExit([(c) => requireBackends(c, { database: true, nats: true })]);
-const env: NodeJS.ProcessEnv = { ...process.env };
+const env: NodeJS.ProcessEnv = { ...process.env, ...PLATFORM_ENV };
 if (config.INTERNAL_RPC_TOKEN.length === 0) {
   // As npm start: one credential per data folder, where bizcard looks for it.
   const dataDir = path.resolve(config.DATA_DIR);

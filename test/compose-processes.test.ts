@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { GATEWAY_NODE_FLAGS, PLATFORM_PROCESSES, compiledCommand, composeCommand, startCommand, tsxCommand } from "../scripts/platform-processes.js";
+import { GATEWAY_NODE_FLAGS, PLATFORM_ENV, PLATFORM_PROCESSES, compiledCommand, composeCommand, startCommand, tsxCommand } from "../scripts/platform-processes.js";
 import { ConfigError, GATEWAY_PROCESS_CHECKS, SERVICE_PROCESS_CHECKS, loadConfig, type Config } from "../services/shared/config.js";
 import { ROOT } from "./support/processes.js";
 
@@ -95,6 +95,16 @@ describe("docker-compose.yml and each process's own requirements", () => {
     expect(JSON.parse(cmd.slice(4))).toEqual(composeCommand(gateway));
     const scripts = (JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
     expect(scripts.start).toBe(`exec ${startCommand().join(" ")}`);
+  });
+
+  it("starts every process with the platform's environment: npm start's script and the image's runtime stage", () => {
+    const settings = Object.entries(PLATFORM_ENV).map(([k, v]) => `${k}=${v}`);
+    expect(settings).toEqual(["MALLOC_MMAP_THRESHOLD_=1048576"]);
+    const scripts = (JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
+    expect(scripts.start!.startsWith(`exec env ${settings.join(" ")} node `)).toBe(true);
+    const dockerfile = readFileSync(path.join(ROOT, "Dockerfile"), "utf8");
+    const runtime = dockerfile.slice(dockerfile.lastIndexOf("\nFROM "));
+    for (const setting of settings) expect(runtime).toContain(setting);
   });
 });
 
