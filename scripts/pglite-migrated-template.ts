@@ -8,23 +8,14 @@
 // it lacks and ignores one another checkout's migrations made
 // (embedded-templates.ts, migratedTemplate).
 import { readFileSync } from "node:fs";
-import { chmod, mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { migrate, openDatabase } from "../services/shared/database.js";
 import { EMBEDDED_POOL_MAX, startEmbeddedDatabases } from "../services/shared/embedded-postgres.js";
 import { embeddedTemplate, migratedTemplatesFolder, templateMigrations } from "../services/shared/embedded-templates.js";
 import { createLogger } from "../services/shared/logger.js";
+import { PRIVATE_DIR_MODE, makePrivateFolder } from "../services/shared/private-folder.js";
 import { EMBEDDED_DATABASE, SERVICE_SCHEMAS, migrationNames } from "./service-schemas.js";
-
-/** Folders 0700, files 0600, as the install's cluster and every data folder. */
-async function ownerOnly(dir: string): Promise<void> {
-  await chmod(dir, 0o700);
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const child = path.join(dir, entry.name);
-    if (entry.isDirectory()) await ownerOnly(child);
-    else if (entry.isFile()) await chmod(child, 0o600);
-  }
-}
 
 async function main(): Promise<void> {
   const base = embeddedTemplate();
@@ -37,9 +28,10 @@ async function main(): Promise<void> {
   await rm(partial, { recursive: true, force: true });
   // A copy of the install's cluster (no migrations passed: it never starts from an older migrated one).
   const [db] = await startEmbeddedDatabases(partial, [EMBEDDED_DATABASE]);
+  const logger = createLogger("install", "silent");
   try {
     for (const { schema, migrations } of Object.values(SERVICE_SCHEMAS)) {
-      const orm = await openDatabase({ clientUrl: db!.url, schema, entities: [], migrations, poolMax: EMBEDDED_POOL_MAX, logger: createLogger("install", "silent") });
+      const orm = await openDatabase({ clientUrl: db!.url, schema, entities: [], migrations, poolMax: EMBEDDED_POOL_MAX, logger });
       try {
         await migrate(orm);
       } finally {
@@ -52,8 +44,9 @@ async function main(): Promise<void> {
   const made = JSON.parse(readFileSync(path.join(base, "template.json"), "utf8")) as object;
   const dir = path.join(partial, "pglite", EMBEDDED_DATABASE);
   await writeFile(path.join(dir, "template.json"), `${JSON.stringify({ ...made, migrations: names })}\n`);
-  await ownerOnly(dir);
-  await mkdir(folder, { recursive: true, mode: 0o700 });
+  // Folders 0700, files 0600, as every data folder: the copies keep these modes.
+  await makePrivateFolder(dir);
+  await mkdir(folder, { recursive: true, mode: PRIVATE_DIR_MODE });
   await rm(path.join(folder, EMBEDDED_DATABASE), { recursive: true, force: true });
   await rename(dir, path.join(folder, EMBEDDED_DATABASE));
   await rm(partial, { recursive: true, force: true });
