@@ -1,13 +1,14 @@
 // Client identifiers and secrets. A secret is 256 random bits, so a plain
 // SHA-256 of it is safe to store (no dictionary to attack) and cheap to check
 // on every token request; the comparison is constant time.
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { hash, randomBytes, timingSafeEqual } from "node:crypto";
 
 export const newClientId = () => `bc_${randomBytes(12).toString("base64url")}`;
 export const newClientSecret = () => `bcs_${randomBytes(32).toString("base64url")}`;
 
+/** One-shot crypto.hash (Node 20.12+): no Hash object per call, on every token request. */
 export function hashSecret(secret: string): string {
-  return createHash("sha256").update(secret, "utf8").digest("base64url");
+  return hash("sha256", secret, "base64url");
 }
 
 export function secretMatches(secret: string, storedHash: string | null | undefined): boolean {

@@ -5,7 +5,7 @@
 // request to a URL a stranger chose). rate-limiter-flexible's
 // RateLimiterPostgres on the auth schema's rate_limit table, as the failure
 // limits (postgres-failure-limits.ts), so a limit holds across every replica.
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { RateLimiterPostgres, type RateLimiterRes } from "rate-limiter-flexible";
 import { tooManyRequests, type RequestLimitName } from "../oauth-errors.js";
@@ -46,7 +46,7 @@ export function createAddressLimit(orm: MikroORM, schema: string, options: Addre
   return {
     async consume(address) {
       if (!address) return;
-      const key = createHash("sha256").update(address, "utf8").digest("base64url");
+      const key = hash("sha256", address, "base64url");
       try {
         await limiter.consume(key, 1);
       } catch (err) {
