@@ -8,7 +8,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, describe, expect, it } from "vitest";
-import { OrganisationSchema, OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
+import { GetOrganisationRequestSchema, OrganisationSchema, OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { createLogger } from "../services/shared/logger.js";
 import { createRpcClient, serveInProcess } from "../services/shared/rpc/client.js";
 import { startRpcServer, type RunningServer } from "../services/shared/rpc/server.js";
@@ -164,6 +164,49 @@ describe("services of one process", () => {
     }
     // Withdrawn, the client goes over HTTP again, where nothing listens any more.
     expect((await rpcError(client.getOrganisation({ id: ORG_ID }))).code).toBe(Code.Unavailable);
+  });
+
+  it("in memory, hand each side a copy of the other's message, and an error as it would come over HTTP", async () => {
+    // A handler that keeps its answer (a cache would) and changes the request it was given.
+    const kept = create(OrganisationSchema, { id: ORG_ID, name: "Kept" });
+    let seen: { id: string } | undefined;
+    const server = await startRpcServer({
+      name: "copies",
+      host: "127.0.0.1",
+      port: 0,
+      logger: createLogger("copies", "silent"),
+      internalTokens: [TOKEN],
+      routes: (router) =>
+        router.service(OrganisationService, {
+          getOrganisation(req) {
+            if (req.id === "fault") throw new ConnectError("could not read", Code.Internal, { "x-why": "test" }, undefined, new Error("database went away"));
+            seen = req;
+            req.id = "changed by the handler";
+            return { organisation: kept };
+          },
+        }),
+    });
+    const undo = serveInProcess(server.url, server.inProcess);
+    try {
+      const client = createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 5000, internalToken: TOKEN });
+      const request = create(GetOrganisationRequestSchema, { id: ORG_ID });
+      const first = await client.getOrganisation(request);
+      expect(request.id).toBe(ORG_ID);
+      expect(seen).not.toBe(request);
+      expect(first.organisation).toEqual(kept);
+      expect(first.organisation).not.toBe(kept);
+      first.organisation!.name = "changed by the caller";
+      expect(kept.name).toBe("Kept");
+      expect((await client.getOrganisation({ id: ORG_ID })).organisation?.name).toBe("Kept");
+      // The cause stays inside; code, message and metadata arrive.
+      const err = await rpcError(client.getOrganisation({ id: "fault" }));
+      expect(err).toMatchObject({ code: Code.Internal, rawMessage: "could not read" });
+      expect(err.cause).toBeUndefined();
+      expect(err.metadata.get("x-why")).toBe("test");
+    } finally {
+      undo();
+      await server.close();
+    }
   });
 });
 

@@ -1,7 +1,7 @@
 // Clients between services: Connect over HTTP/1.1 with a deadline on every
 // call, the internal credential, and the caller's request id and trace context.
 import http from "node:http";
-import { create, fromBinary, isMessage, toBinary, type DescMessage, type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
+import { create, fromBinary, isMessage, toBinary, type DescMessage, type DescMethodUnary, type DescService, type Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client, type Interceptor, type Transport, type UnaryResponse } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { REQUEST_ID_HEADER, currentRequest, currentRequestId } from "../request-context.js";
@@ -41,10 +41,11 @@ export const DEFAULT_READ_MAX_BYTES = 4 * 1024 * 1024;
 const inProcessServers = new Map<string, UniversalClientFn>();
 
 /**
- * The embedded start: calls to `baseUrl` go to that server's handlers in this
- * process, through the same interceptors and the same Connect encoding, but
- * without loopback HTTP (on the project's machine a loopback round trip cost
- * more CPU than the read it carried). Returns the undo.
+ * `npm start`: calls to `baseUrl` go to that server's handlers in this
+ * process, through the same interceptors, but without loopback HTTP (on the
+ * project's machine a loopback round trip cost more CPU than the read it
+ * carried) and, for a unary call, without the encoding: its messages are
+ * copied instead (lean-server.ts InProcessUnary). Returns the undo.
  */
 export function serveInProcess(baseUrl: string, server: UniversalClientFn): () => void {
   const origin = new URL(baseUrl).origin;
@@ -93,8 +94,8 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
   // Unary calls take the lean path: the same Connect protocol, headers and deadline as connect's
   // transport above, without its per-call async iterables, abort controllers and Web Headers
   // (together most of the client's CPU per call). A call to a server of this process goes to
-  // that server's lean path in memory (lean-server.ts inProcessUnary), in the same encoding and
-  // through the same interceptors. Streaming calls go through connect's transport.
+  // that server's lean path in memory (lean-server.ts inProcessUnary), its messages copied rather
+  // than encoded, through the same interceptors. Streaming calls go through connect's transport.
   const transport: Transport = {
     async unary(method, signal, timeoutMs, header, message, contextValues) {
       const local = inProcessServers.get(origin);
@@ -122,17 +123,24 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
       const input = isMessage(message, method.input) ? message : create(method.input, message);
       // Encoded, a lone surrogate would arrive as U+FFFD, a value the caller never sent.
       refuseUnsafeStrings(method.input, input);
-      const body = toBinary(method.input, input);
       if (lean) {
-        const answer = lean(url.pathname, headers as http.IncomingHttpHeaders, body, signal);
-        if (answer) return unaryResponse(method, await withDeadline(answer, timeout, signal), readMaxBytes);
-        return connectTransport.unary(method, signal, timeoutMs, header, message, contextValues);
+        const served = lean(url.pathname, headers as http.IncomingHttpHeaders, input, signal);
+        if (!served) return connectTransport.unary(method, signal, timeoutMs, header, message, contextValues);
+        const answer = await withDeadline(served, timeout, signal);
+        // An error answer is read as one that came over HTTP (its JSON, its status).
+        return "message" in answer ? servedResponse(method, answer) : unaryResponse(method, answer, readMaxBytes);
       }
+      const body = toBinary(method.input, input);
       return unaryResponse(method, await send({ url, headers, body, timeoutMs: timeout, signal }), readMaxBytes);
     },
     stream: (...args) => connectTransport.stream(...args),
   };
   return createClient(service, transport);
+}
+
+/** The answer of a server of this process: its message as is (lean-server.ts copied it). */
+function servedResponse<I extends DescMessage, O extends DescMessage>(method: DescMethodUnary<I, O>, answer: { headers: Answer["headers"]; message: Message }): UnaryResponse<I, O> {
+  return headerAndTrailer({ stream: false, service: method.parent, method, message: answer.message }, answer.headers) as UnaryResponse<I, O>;
 }
 
 /** An answer as connect's transport reads it (validateResponse, trailerDemux, errorFromJsonBytes). */
@@ -166,21 +174,17 @@ async function unaryResponse<I extends DescMessage, O extends DescMessage>(
     }
   }
   const output = fromBinary(method.output, body);
-  // Header and trailer (Connect sends a unary call's trailers as trailer-* headers) are made only when read.
+  return headerAndTrailer({ stream: false, service: method.parent, method, message: output }, res.headers) as UnaryResponse<I, O>;
+}
+
+/** Header and trailer (Connect sends a unary call's trailers as trailer-* headers), made only when read. */
+function headerAndTrailer<T extends object>(response: T, headers: Answer["headers"]): T & { readonly header: Headers; readonly trailer: Headers } {
   let demuxed: [Headers, Headers] | undefined;
-  const demux = () => (demuxed ??= trailerDemux(res.headers));
-  return {
-    stream: false,
-    service: method.parent,
-    method,
-    message: output,
-    get header() {
-      return demux()[0];
-    },
-    get trailer() {
-      return demux()[1];
-    },
-  } as UnaryResponse<I, O>;
+  const demux = () => (demuxed ??= trailerDemux(headers));
+  return Object.defineProperties(response, {
+    header: { get: () => demux()[0], enumerable: true },
+    trailer: { get: () => demux()[1], enumerable: true },
+  }) as T & { readonly header: Headers; readonly trailer: Headers };
 }
 
 /** An answer over HTTP, or from a server of this process (whose header values may be numbers). */

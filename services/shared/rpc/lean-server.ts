@@ -3,7 +3,7 @@
 // protocol, interceptors and implementations.
 import type http from "node:http";
 import type { ServerRequest, ServerResponse } from "./listener.js";
-import { create, fromBinary, isMessage, toBinary, type DescMethod, type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
+import { clone, create, fromBinary, isMessage, toBinary, type DescMethod, type DescMethodUnary, type DescService, type Message } from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
@@ -35,15 +35,19 @@ import { codeToHttpStatus, contentTypeUnaryJson, contentTypeUnaryProto, errorToJ
 
 /**
  * The lean unary path of a server of this process, reached in memory: the
- * same invocation as over HTTP (Connect's binary encoding, the interceptors),
- * without the socket. Undefined for a path it does not serve that way.
+ * same invocation as over HTTP (the interceptors: credential, request id, log
+ * line, string guard), without the socket and without the encoding: the
+ * request message goes in as a copy of the caller's, the answer comes back as
+ * a copy of the handler's (neither side ever holds the other's object), an
+ * error as its Connect JSON, as over HTTP. Undefined for a path it does not
+ * serve that way.
  */
 export type InProcessUnary = (
   path: string,
   headers: http.IncomingHttpHeaders,
-  body: Uint8Array,
+  input: Message,
   signal: AbortSignal | undefined,
-) => Promise<UnaryAnswer> | undefined;
+) => Promise<ServedAnswer> | undefined;
 
 export const leanInProcess = new WeakMap<UniversalClientFn, InProcessUnary>();
 
@@ -104,6 +108,9 @@ export interface UnaryAnswer {
   body: Uint8Array;
 }
 
+/** A call served: its answer message (status 200), or its error answer as it goes on the wire. */
+export type ServedAnswer = { status: 200; headers: http.OutgoingHttpHeaders; message: Message } | UnaryAnswer;
+
 export function serveUnary(route: UnaryRoute, req: ServerRequest, res: ServerResponse, interceptors: Interceptor[], readMaxBytes: number): void {
   const write = (answer: UnaryAnswer) => {
     if (res.headersSent || res.destroyed) return;
@@ -134,7 +141,7 @@ export function serveUnary(route: UnaryRoute, req: ServerRequest, res: ServerRes
   });
 }
 
-/** Serves one unary call; never rejects (a failure is its error answer). */
+/** Serves one unary call from its encoded body; never rejects (a failure is its error answer). */
 export async function invoke(
   route: UnaryRoute,
   requestHeaders: http.IncomingHttpHeaders,
@@ -143,6 +150,43 @@ export async function invoke(
   interceptors: Interceptor[],
   gone: OnCallerGone,
 ): Promise<UnaryAnswer> {
+  const decode = () => {
+    try {
+      return fromBinary(route.method.input, body);
+    } catch (e) {
+      throw new ConnectError(`parse binary: ${e instanceof Error ? e.message : String(e)}`, Code.Internal);
+    }
+  };
+  const served = await serve(route, requestHeaders, url, decode, interceptors, gone);
+  if (!("message" in served)) return served;
+  const bytes = toBinary(route.method.output, served.message);
+  served.headers["content-type"] = contentTypeUnaryProto;
+  served.headers["content-length"] = bytes.byteLength;
+  return { status: 200, headers: served.headers, body: bytes };
+}
+
+/** Serves one unary call of this process: a copy of `input` in, a copy of the answer out (see InProcessUnary). */
+export async function invokeInProcess(
+  route: UnaryRoute,
+  requestHeaders: http.IncomingHttpHeaders,
+  url: string,
+  input: Message,
+  interceptors: Interceptor[],
+  gone: OnCallerGone,
+): Promise<ServedAnswer> {
+  const served = await serve(route, requestHeaders, url, () => clone(route.method.input, input), interceptors, gone);
+  return "message" in served ? { ...served, message: clone(route.method.output, served.message) } : served;
+}
+
+/** Serves one unary call; never rejects (a failure is its error answer). */
+async function serve(
+  route: UnaryRoute,
+  requestHeaders: http.IncomingHttpHeaders,
+  url: string,
+  input: () => Message,
+  interceptors: Interceptor[],
+  gone: OnCallerGone,
+): Promise<ServedAnswer> {
   const { service, method } = route;
   const timeoutHeader = requestHeaders["connect-timeout-ms"];
   const deadline = typeof timeoutHeader === "string" ? Date.now() + Number(timeoutHeader) : undefined;
@@ -203,12 +247,6 @@ export async function invoke(
   try {
     let next = implementation as (r: UnaryRequest) => Promise<UnaryResponse>;
     for (let i = interceptors.length - 1; i >= 0; i--) next = interceptors[i]!(next as never) as typeof next;
-    let input;
-    try {
-      input = fromBinary(method.input, body);
-    } catch (e) {
-      throw new ConnectError(`parse binary: ${e instanceof Error ? e.message : String(e)}`, Code.Internal);
-    }
     const ureq = {
       stream: false,
       service,
@@ -217,7 +255,7 @@ export async function invoke(
       url,
       header,
       contextValues: createContextValues(),
-      message: input,
+      message: input(),
       get signal() {
         return call.signal;
       },
@@ -226,12 +264,8 @@ export async function invoke(
     // An interceptor may answer with headers of its own.
     if (answer.header !== responseHeader && answer.header !== undefined) answer.header.forEach((v, k) => response.header.set(k, v));
     if (answer.trailer !== responseTrailer && answer.trailer !== undefined) answer.trailer.forEach((v, k) => response.trailer.set(k, v));
-    const bytes = toBinary(method.output, answer.message as never);
     call.end();
-    const headers = outgoing(responseHeader, responseTrailer);
-    headers["content-type"] = contentTypeUnaryProto;
-    headers["content-length"] = bytes.byteLength;
-    return { status: 200, headers, body: bytes };
+    return { status: 200, headers: outgoing(responseHeader, responseTrailer), message: answer.message as Message };
   } catch (e) {
     call.end(e);
     return errorAnswer(e, responseHeader, responseTrailer);

@@ -14,7 +14,7 @@ import { createUniversalHandlerClient, type UniversalClientFn } from "./connect-
 import { healthRoutes, type ReadinessCheck } from "./health.js";
 import { contextInterceptor, internalAuthInterceptor } from "./interceptors.js";
 import { metricsInterceptor } from "./metrics-interceptor.js";
-import { invoke, isPlainUnary, leanInProcess, serveUnary, unaryRoutes } from "./lean-server.js";
+import { invokeInProcess, isPlainUnary, leanInProcess, serveUnary, unaryRoutes } from "./lean-server.js";
 import type { OnCallerGone } from "./call-signal.js";
 import { createListener, type RequestHandler, type ServerResponse } from "./listener.js";
 import { stringGuardInterceptor } from "./string-guard.js";
@@ -75,11 +75,11 @@ export async function startRpcServer(options: RpcServerOptions): Promise<Running
   const host = options.host.includes(":") ? `[${options.host}]` : options.host;
   options.logger.info({ port, host: options.host }, `${options.name} RPC listening`);
   const url = `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`;
-  leanInProcess.set(inProcess, (path, headers, body, signal) => {
+  leanInProcess.set(inProcess, (path, headers, input, signal) => {
     const route = unary.get(path);
     if (!route) return undefined;
     const gone: OnCallerGone = (abort) => signal?.addEventListener("abort", abort, { once: true });
-    return invoke(route, headers, `${url}${path}`, body, interceptors, gone);
+    return invokeInProcess(route, headers, `${url}${path}`, input, interceptors, gone);
   });
   return {
     url,
