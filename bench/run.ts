@@ -39,8 +39,9 @@
 // (compiled: the same processes compiled, as the containers run them)
 // (each service and the gateway a process of its own), each one's peak memory.
 // Every row goes to bench/results/<time>-<group>.json (bench/results.ts).
-// The cases take turns for BENCH_ROUNDS rounds of BENCH_SECONDS each, and the
-// median round counts (one run is noisy here). BENCH_ONLY=http, rpc, oauth or
+// The cases take turns for BENCH_ROUNDS rounds of BENCH_SECONDS each (each
+// HTTP case warmed up for a second before its first), and the median round
+// counts (one run is noisy here). BENCH_ONLY=http, rpc, oauth or
 // delivery runs one group (and the bare row); memory: the embedded start's
 // time and peak memory (bench/memory.ts; after a full run also the loaded
 // platforms' peaks).
@@ -48,7 +49,6 @@ import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { loadavg } from "node:os";
 import { promisify } from "node:util";
-import autocannon from "autocannon";
 import pg from "pg";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
@@ -59,7 +59,7 @@ import { createRpcClient, serveInProcess } from "../services/shared/rpc/client.j
 import { startRpcServer, type RunningServer } from "../services/shared/rpc/server.js";
 import type { ServiceApp } from "../services/shared/service-app.js";
 import { freePort, httpReady, spawnProcess, spawnTs, type Spawned } from "../test/support/processes.js";
-import { closedLoop } from "./closed-loop.js";
+import { httpCase as httpCaseFor, loopCase as loopCaseFor, type Case, type Sample } from "./cases.js";
 import { deliveryRows } from "./delivery-rows.js";
 import { startDeliveryTarget, type DeliveryTarget } from "./delivery-target.js";
 import { startPeer, startPlatform, type PeerTarget, type PlatformTarget } from "./oauth-target.js";
@@ -76,46 +76,8 @@ const wants = (group: Case["group"] | "delivery" | "memory") => !only || only ==
 const execFileAsync = promisify(execFile);
 const loadAverageAtStart = loadavg();
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
-interface Sample {
-  rps: number;
-  /** ms: p99 for the HTTP rows, the median for the RPC rows */
-  latency: number;
-}
-
-interface Case {
-  group: "http" | "rpc" | "oauth";
-  name: string;
-  run: () => Promise<Sample>;
-}
-
-function httpCase(
-  name: string,
-  c: { url: string; method?: "GET" | "POST"; headers?: Record<string, string>; body?: string; expectStatus: number },
-  group: Case["group"] = "http",
-): Case {
-  return {
-    group,
-    name,
-    run: async () => {
-      const result = await autocannon({ url: c.url, method: c.method ?? "GET", headers: c.headers, body: c.body, connections: 10, duration: seconds });
-      const wrong = result.statusCodeStats ? Object.keys(result.statusCodeStats).filter((s) => Number(s) !== c.expectStatus) : [];
-      if (wrong.length) throw new Error(`${name}: unexpected statuses ${wrong.join(", ")}`);
-      return { rps: result.requests.average, latency: result.latency.p99 };
-    },
-  };
-}
-
-function loopCase(name: string, call: () => Promise<unknown>, inFlight: number): Case {
-  return {
-    group: "rpc",
-    name,
-    run: async () => {
-      const r = await closedLoop(call, inFlight, seconds);
-      return { rps: r.perSecond, latency: r.medianMs };
-    },
-  };
-}
+const httpCase = (name: string, c: Parameters<typeof httpCaseFor>[1], group?: Case["group"]) => httpCaseFor(name, c, seconds, group);
+const loopCase = (name: string, call: () => Promise<unknown>, inFlight: number) => loopCaseFor(name, call, inFlight, seconds);
 
 const processes: Spawned[] = [];
 let target: RpcTarget | undefined;
@@ -259,7 +221,12 @@ try {
   for (let round = 0; round < rounds; round++) {
     for (const [i, c] of cases.entries()) samples[i]!.push(await c.run());
   }
-  const rows = cases.map((c, i) => ({ ...c, rps: median(samples[i]!.map((s) => s.rps)), latency: median(samples[i]!.map((s) => s.latency)) }));
+  const rows = cases.map((c, i) => ({
+    ...c,
+    rps: median(samples[i]!.map((s) => s.rps)),
+    latency: median(samples[i]!.map((s) => s.latency)),
+    rounds: samples[i]!.map((s) => Math.round(s.rps)),
+  }));
   const base = rows[0]!.rps;
   const num = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
   console.log(`\nmedian of ${rounds} rounds, ${seconds} s per case (compare ratios, not absolute numbers)`);
@@ -330,7 +297,8 @@ try {
       loadAverageAtStart,
     },
     {
-      rows: rows.map(({ group, name, rps, latency }) => ({ group, name, rps, latency })),
+      // Each round's calls/s beside the median: how much one run moved.
+      rows: rows.map(({ group, name, rps, latency, rounds }) => ({ group, name, rps, latency, rounds })),
       delivery: deliveryResults && { ...deliveryResults, cases: undefined },
       growth,
       memory,

@@ -1,0 +1,55 @@
+// The benchmark's cases (bench/run.ts): an HTTP case is autocannon with 10
+// connections, an RPC case a closed loop of calls; each run is one round.
+import autocannon from "autocannon";
+import { closedLoop } from "./closed-loop.js";
+
+/** Before an HTTP case's first round, a second not counted (as closedLoop's first calls). */
+const WARMUP_SECONDS = 1;
+
+export interface Sample {
+  rps: number;
+  /** ms: p99 for the HTTP rows, the median for the RPC rows */
+  latency: number;
+}
+
+export interface Case {
+  group: "http" | "rpc" | "oauth";
+  name: string;
+  run: () => Promise<Sample>;
+}
+
+export function httpCase(
+  name: string,
+  c: { url: string; method?: "GET" | "POST"; headers?: Record<string, string>; body?: string; expectStatus: number },
+  seconds: number,
+  group: Case["group"] = "http",
+): Case {
+  const load = (duration: number) => autocannon({ url: c.url, method: c.method ?? "GET", headers: c.headers, body: c.body, connections: 10, duration });
+  let warm = false;
+  return {
+    group,
+    name,
+    run: async () => {
+      // Before its first round, a second not counted (as closedLoop's first calls): every
+      // server, the peer's as ours, is measured with its code compiled and its connections open.
+      if (!warm) await load(WARMUP_SECONDS);
+      warm = true;
+      const result = await load(seconds);
+      const wrong = result.statusCodeStats ? Object.keys(result.statusCodeStats).filter((s) => Number(s) !== c.expectStatus) : [];
+      if (wrong.length) throw new Error(`${name}: unexpected statuses ${wrong.join(", ")}`);
+      return { rps: result.requests.average, latency: result.latency.p99 };
+    },
+  };
+}
+
+export function loopCase(name: string, call: () => Promise<unknown>, inFlight: number, seconds: number): Case {
+  return {
+    group: "rpc",
+    name,
+    run: async () => {
+      const r = await closedLoop(call, inFlight, seconds);
+      return { rps: r.perSecond, latency: r.medianMs };
+    },
+  };
+}
+
