@@ -89,6 +89,12 @@ const API_PREFIXES = [`${CONTACTS_PATH}/`, `${SUBSCRIPTIONS_PATH}/`];
 
 /** A group's answer headers, made once. */
 export interface CorsGroup {
+  /**
+   * Its CORS headers on every answer, Origin or not: the discovery documents,
+   * which caches keep and hand to any page. The other groups' answers (no
+   * store, or behind a bearer token) carry them only for a request with Origin.
+   */
+  always: boolean;
   /** undefined: any origin ("*"); else the allowed origins, answered by name with Vary: Origin. */
   origins?: ReadonlySet<string>;
   /** Access-Control-Expose-Headers. */
@@ -97,8 +103,9 @@ export interface CorsGroup {
   preflight: Record<string, string>;
 }
 
-function group(spec: GroupSpec): CorsGroup {
+function group(spec: GroupSpec, always = false): CorsGroup {
   return {
+    always,
     origins: spec.origins === "*" ? undefined : new Set(spec.origins),
     expose: spec.exposedHeaders.join(", "),
     preflight: {
@@ -112,7 +119,7 @@ function group(spec: GroupSpec): CorsGroup {
 /** The CORS group of each path, made once: `groupOf(path)` is undefined for a route no web page may read. */
 export function corsGroups(mcpAllowed: readonly string[]): (path: string) => CorsGroup | undefined {
   const exact = new Map<string, CorsGroup>();
-  const discovery = group(DISCOVERY);
+  const discovery = group(DISCOVERY, true);
   const oauth = group(OAUTH);
   const api = group(API);
   for (const path of DISCOVERY_PATHS) exact.set(path, discovery);
@@ -166,6 +173,15 @@ export function registerCors(app: FastifyInstance, mcpAllowed: readonly string[]
     const cors = groupOf(query === -1 ? url : url.slice(0, query));
     if (!cors) return done();
     if (request.method !== "OPTIONS") {
+      // Fetch: a browser's CORS request always carries Origin. Without one (a
+      // server, a CLI, an integration platform), no page reads the answer: a
+      // group whose answers depend on the request (every one but discovery)
+      // sends no CORS header, only Vary: Origin, so that a browser's cache
+      // never hands this answer to a page of another origin.
+      if (request.headers.origin === undefined && !cors.always) {
+        reply.header("vary", "Origin");
+        return done();
+      }
       const origin = allowedOrigin(cors, request, reply);
       if (origin !== undefined) reply.headers({ "access-control-allow-origin": origin, "access-control-expose-headers": cors.expose });
       return done();

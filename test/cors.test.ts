@@ -203,6 +203,25 @@ describe("the REST API: any origin, bearer tokens, no cookies", () => {
     expect(anonymous.headers.get("access-control-allow-origin")).toBe("*");
     await expectError(anonymous, 401, "invalid_token");
   });
+
+  it("a request without Origin (no page made it) gets no CORS header, only Vary: Origin; the discovery documents keep theirs", async () => {
+    const me = await fetch(`${base}/oauth/me`, { headers: { authorization: `Bearer ${await token()}` } });
+    expect(me.status).toBe(200);
+    expect(me.headers.get("access-control-allow-origin")).toBeNull();
+    expect(me.headers.get("access-control-expose-headers")).toBeNull();
+    expect(list(me.headers.get("vary"))).toContain("origin");
+    await me.json();
+    const form = new URLSearchParams({ grant_type: "client_credentials", client_id: client.id, client_secret: client.secret });
+    const issued = await fetch(`${base}/oauth/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form });
+    expect(issued.status).toBe(200);
+    expect(issued.headers.get("access-control-allow-origin")).toBeNull();
+    expect(list(issued.headers.get("vary"))).toContain("origin");
+    await issued.json();
+    const metadata = await fetch(`${base}/.well-known/oauth-authorization-server`);
+    expect(metadata.headers.get("access-control-allow-origin")).toBe("*");
+    expect(metadata.headers.get("vary")).toBeNull();
+    await metadata.json();
+  });
 });
 
 describe("routes no web page may read", () => {
