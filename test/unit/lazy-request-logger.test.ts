@@ -48,3 +48,12 @@ it("a child of it is made from the request's child", () => {
   expect(lines[0]).toMatchObject({ msg: "from the child", requestId: "r1", traceId: "t1", extra: true });
   expect(log.level).toBe("info");
 });
+
+it("a level set on it is the request's own: the child is made with it, and its lines follow it", () => {
+  const { log, lines, made } = setup("warn");
+  log.level = "debug";
+  expect(made()).toBe(1);
+  expect(log.level).toBe("debug");
+  log.debug("now written");
+  expect(lines.map((l) => l.msg)).toEqual(["now written"]);
+});
