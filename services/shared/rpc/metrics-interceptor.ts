@@ -12,16 +12,22 @@ const CODE_NAMES = new Map<Code, string>(
 );
 
 export function metricsInterceptor(service: string): Interceptor {
-  return (next) => async (req) => {
+  // Not an async function: one promise per call (then's), not an async frame's too.
+  return (next) => (req) => {
     const started = performance.now();
-    let code = "ok";
+    const observe = (code: string) => rpcServerDuration.observe({ service, method: req.method.name, code }, (performance.now() - started) / 1000);
+    let answer;
     try {
-      return await next(req);
+      answer = next(req);
     } catch (err) {
-      code = CODE_NAMES.get(ConnectError.from(err).code) ?? "unknown";
-      throw err;
-    } finally {
-      rpcServerDuration.observe({ service, method: req.method.name, code }, (performance.now() - started) / 1000);
+      answer = Promise.reject(err);
     }
+    return answer.then(
+      (res) => (observe("ok"), res),
+      (err: unknown) => {
+        observe(CODE_NAMES.get(ConnectError.from(err).code) ?? "unknown");
+        throw err;
+      },
+    );
   };
 }
