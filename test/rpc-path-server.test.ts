@@ -180,6 +180,8 @@ describe("services of one process", () => {
         router.service(OrganisationService, {
           getOrganisation(req) {
             if (req.id === "fault") throw new ConnectError("could not read", Code.Internal, { "x-why": "test" }, undefined, new Error("database went away"));
+            // A lone surrogate in an answer: it arrives as over HTTP, as U+FFFD.
+            if (req.id === "lone") return { organisation: { id: ORG_ID, name: "Half\uD800" } };
             seen = req;
             req.id = "changed by the handler";
             return { organisation: kept };
@@ -203,6 +205,9 @@ describe("services of one process", () => {
       expect(err).toMatchObject({ code: Code.Internal, rawMessage: "could not read" });
       expect(err.cause).toBeUndefined();
       expect(err.metadata.get("x-why")).toBe("test");
+      expect((await client.getOrganisation({ id: "lone" })).organisation?.name).toBe("Half\uFFFD");
+      undo();
+      expect((await client.getOrganisation({ id: "lone" })).organisation?.name).toBe("Half\uFFFD");
     } finally {
       undo();
       await server.close();

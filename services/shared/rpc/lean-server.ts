@@ -159,7 +159,12 @@ export async function invoke(
   };
   const served = await serve(route, requestHeaders, url, decode, interceptors, gone);
   if (!("message" in served)) return served;
-  const bytes = toBinary(route.method.output, served.message);
+  let bytes: Uint8Array;
+  try {
+    bytes = toBinary(route.method.output, served.message);
+  } catch (e) {
+    return errorAnswer(e);
+  }
   served.headers["content-type"] = contentTypeUnaryProto;
   served.headers["content-length"] = bytes.byteLength;
   return { status: 200, headers: served.headers, body: bytes };
@@ -175,7 +180,19 @@ export async function invokeInProcess(
   gone: OnCallerGone,
 ): Promise<ServedAnswer> {
   const served = await serve(route, requestHeaders, url, () => clone(route.method.input, input), interceptors, gone);
-  return "message" in served ? { ...served, message: clone(route.method.output, served.message) } : served;
+  if (!("message" in served)) return served;
+  const { output } = route.method;
+  try {
+    return { ...served, message: clone(output, served.message) };
+  } catch {
+    // clone() refuses what the encoding passes on changed (a lone surrogate becomes U+FFFD):
+    // such an answer arrives as it would over HTTP.
+    try {
+      return { ...served, message: fromBinary(output, toBinary(output, served.message)) };
+    } catch (e) {
+      return errorAnswer(e);
+    }
+  }
 }
 
 /** Serves one unary call; never rejects (a failure is its error answer). */
