@@ -69,10 +69,15 @@ export async function embeddedStarts(): Promise<{ cold: EmbeddedStart; restart: 
 const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
 const mb = (n: number | undefined) => (n === undefined ? "–" : n.toFixed(0));
 
-/** Prints the memory rows: the loaded processes' peaks (name → pid, read now) and the embedded starts; returns them for the results file. */
-export async function memoryRows(loaded: Record<string, number | undefined>, withEmbedded: boolean) {
+/** The peaks of running processes (name → pid), read now (before they stop). */
+export async function peaksOf(loaded: Record<string, number | undefined>): Promise<Record<string, number | undefined>> {
   const running = Object.entries(loaded).filter(([, pid]) => pid !== undefined);
-  const peaks = Object.fromEntries(await Promise.all(running.map(async ([name, pid]) => [name, await peakRssMb(pid)] as const)));
+  return Object.fromEntries(await Promise.all(running.map(async ([name, pid]) => [name, await peakRssMb(pid)] as const)));
+}
+
+/** Prints the memory rows: the loaded processes' peaks (name → MB, read with peaksOf) and the embedded starts; returns them for the results file. */
+export async function memoryRows(peaks: Record<string, number | undefined>, withEmbedded: boolean) {
+  const running = Object.keys(peaks);
   const embedded = withEmbedded ? await embeddedStarts() : undefined;
   console.log(`\n${"Memory (peak resident, VmHWM)".padEnd(72)} ${"MB".padStart(7)} ${"ready ms".padStart(9)}`);
   for (const [name, peak] of Object.entries(peaks)) console.log(`${name.padEnd(72)} ${mb(peak).padStart(7)} ${"".padStart(9)}`);
