@@ -175,11 +175,10 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   // A callback hook, not an async one: no promise per request.
   app.addHook("onResponse", (request, reply, done) => {
     // Read once: Fastify builds routeOptions anew on every read.
-    const route = request.routeOptions.url;
-    httpRequestDuration.observe(
-      { method: request.method, route: route ?? "unmatched", status: reply.statusCode },
-      reply.elapsedTime / 1000,
-    );
+    const route = request.routeOptions.url ?? "unmatched";
+    const { method } = request;
+    const status = reply.statusCode;
+    httpRequestDuration.observe(`${method} ${route} ${status}`, () => ({ method, route, status }), reply.elapsedTime / 1000);
     // The line's fields are made only when it is written (LOG_LEVEL=warn writes none).
     if (options.logger.isLevelEnabled("info")) {
       request.log.info(
