@@ -5,7 +5,14 @@
 // bizcard.token.revoked names revoked tokens by them.
 import { hash } from "node:crypto";
 
-/** One-shot crypto.hash (Node 20.12+): no Hash object per call, on every bearer check. */
-export function tokenHash(value: string): string {
+/**
+ * SHA-256 of a string's UTF-8, base64url without padding: one-shot
+ * crypto.hash (Node 20.12+), no Hash object per call. Also what the auth
+ * service keys client secrets and its failure limits by.
+ */
+export function sha256Base64url(value: string): string {
   return hash("sha256", value, "base64url");
 }
+
+/** The hash of a bearer value, on every bearer check. */
+export const tokenHash = sha256Base64url;

@@ -5,11 +5,11 @@
 // request to a URL a stranger chose). rate-limiter-flexible's
 // RateLimiterPostgres on the auth schema's rate_limit table, as the failure
 // limits (postgres-failure-limits.ts), so a limit holds across every replica.
-import { hash } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { RateLimiterPostgres, type RateLimiterRes } from "rate-limiter-flexible";
 import { tooManyRequests, type RequestLimitName } from "../oauth-errors.js";
 import { RATE_LIMIT_TABLE, unnamedStatements } from "./postgres-failure-limits.js";
+import { sha256Base64url } from "../../shared/token-hash.js";
 
 export interface AddressLimit {
   /**
@@ -46,7 +46,7 @@ export function createAddressLimit(orm: MikroORM, schema: string, options: Addre
   return {
     async consume(address) {
       if (!address) return;
-      const key = hash("sha256", address, "base64url");
+      const key = sha256Base64url(address);
       try {
         await limiter.consume(key, 1);
       } catch (err) {

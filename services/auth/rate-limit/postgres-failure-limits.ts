@@ -19,11 +19,11 @@
 //
 // Callers: consume, refund and check outside any transaction. On the embedded start the
 // pool has one connection; a transaction holding it would wait forever here.
-import { hash } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { RateLimiterPostgres, type RateLimiterRes } from "rate-limiter-flexible";
 import { rateLimited } from "../oauth-errors.js";
 import type { FailureKind, FailureLimits } from "./failure-limits.js";
+import { sha256Base64url } from "../../shared/token-hash.js";
 
 /**
  * The library's queries on a connection of the service's pool, as unnamed
@@ -59,7 +59,7 @@ export interface FailureLimitSettings {
 const quoteIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
 /** Keys are hashed: an email may be 320 characters, the library's key column 255. */
-const keyOf = (...parts: string[]) => hash("sha256", parts.join("\u0000"), "base64url");
+const keyOf = (...parts: string[]) => sha256Base64url(parts.join("\u0000"));
 
 export function createPostgresFailureLimits(orm: MikroORM, schema: string, settings: FailureLimitSettings): FailureLimits {
   const store = unnamedStatements(orm);
