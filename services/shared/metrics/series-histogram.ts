@@ -10,10 +10,9 @@ import type client from "prom-client";
 
 interface Series {
   labels: Record<string, string | number>;
-  /** Observations per bucket (not cumulative); the last is above every bound (+Inf only). */
+  /** Observations per bucket (not cumulative); the last is above every bound (+Inf only). Their total is _count. */
   counts: Float64Array;
   sum: number;
-  count: number;
 }
 
 /** A value as prom-client's registry reads it from a metric's get(). */
@@ -45,23 +44,23 @@ export class SeriesHistogram {
    */
   observe(key: string, labels: () => Record<string, string | number>, value: number): void {
     let series = this.series.get(key);
-    if (!series) this.series.set(key, (series = { labels: labels(), counts: new Float64Array(this.upperBounds.length + 1), sum: 0, count: 0 }));
+    if (!series) this.series.set(key, (series = { labels: labels(), counts: new Float64Array(this.upperBounds.length + 1), sum: 0 }));
     let bucket = 0;
     while (bucket < this.upperBounds.length && value > this.upperBounds[bucket]!) bucket++;
     series.counts[bucket]! += 1;
     series.sum += value;
-    series.count += 1;
   }
 
   /** What prom-client's registry writes (and getMetricsAsJSON answers): cumulative buckets, +Inf, _sum, _count. */
   async get(): Promise<Family> {
     const values: Value[] = [];
-    for (const { labels, counts, sum, count } of this.series.values()) {
+    for (const { labels, counts, sum } of this.series.values()) {
       let cumulative = 0;
       this.upperBounds.forEach((le, i) => {
         cumulative += counts[i]!;
         values.push({ metricName: `${this.name}_bucket`, labels: { le, ...labels }, value: cumulative });
       });
+      const count = cumulative + counts[this.upperBounds.length]!;
       values.push({ metricName: `${this.name}_bucket`, labels: { le: "+Inf", ...labels }, value: count });
       values.push({ metricName: `${this.name}_sum`, labels: { ...labels }, value: sum });
       values.push({ metricName: `${this.name}_count`, labels: { ...labels }, value: count });
