@@ -179,7 +179,7 @@ export function registerCors(app: FastifyInstance, mcpAllowed: readonly string[]
       // sends no CORS header, only Vary: Origin, so that a browser's cache
       // never hands this answer to a page of another origin.
       if (request.headers.origin === undefined && !cors.always) {
-        reply.header("vary", "Origin");
+        varyOrigin(reply);
         return done();
       }
       const origin = allowedOrigin(cors, request, reply);
