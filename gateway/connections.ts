@@ -34,6 +34,7 @@ export function writeAnswerAndClose(
     `Content-Length: ${Buffer.byteLength(body)}`,
     `${REQUEST_ID_HEADER}: ${requestId}`,
     "X-Content-Type-Options: nosniff",
+    "Cache-Control: no-store",
     ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
     // The rest of what the client sends is never read: the connection ends here.
     "Connection: close",

@@ -98,9 +98,11 @@ export function toHttpError(err: unknown, request?: FastifyRequest): HttpError |
   return undefined;
 }
 
+/** An error answer is about this request only: never stored by a cache (RFC 9111 §5.2.2.5). */
 export function sendError(reply: FastifyReply, err: HttpError): FastifyReply {
   return reply
     .status(err.status)
+    .header("cache-control", "no-store")
     .headers(err.headers)
     .type("application/json; charset=utf-8")
     .send({ error: err.error, error_description: err.description });

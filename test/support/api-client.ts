@@ -44,11 +44,12 @@ export function apiCaller(base: () => string): ApiCaller {
   return { tokenOf, call };
 }
 
-/** The contract's error: the status, a JSON body of exactly error and error_description. */
+/** The contract's error: the status, a JSON body of exactly error and error_description, never stored. */
 export async function expectError(res: Response, status: number, error: string, description?: string | RegExp): Promise<void> {
   const body = (await res.json()) as { error: string; error_description: string };
   expect(res.status, JSON.stringify(body)).toBe(status);
   expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+  expect(res.headers.get("cache-control"), "an error answer is never stored").toBe("no-store");
   expect(Object.keys(body).sort()).toEqual(["error", "error_description"]);
   expect(body.error).toBe(error);
   if (typeof description === "string") expect(body.error_description).toBe(description);

@@ -149,12 +149,13 @@ export function expectClean(a: Answer): void {
   expect(a.text).not.toMatch(/FST_ERR/);
 }
 
-/** An error in the one shape: status, JSON content type, exactly {error, error_description}. */
+/** An error in the one shape: status, JSON content type, exactly {error, error_description}, never stored. */
 export function expectError(a: Answer, status: number, error: string, description?: RegExp): void {
   expectClean(a);
   expect(a.status, a.text).toBe(status);
   expect(a.headers.get("content-type")).toMatch(/^application\/json/);
   expect(a.headers.get("x-content-type-options")).toBe("nosniff");
+  expect(a.headers.get("cache-control"), "an error answer is never stored").toBe("no-store");
   expect(a.body).toEqual({ error, error_description: expect.any(String) });
   const desc = (a.body as { error_description: string }).error_description;
   expect(desc.length).toBeGreaterThan(0);
