@@ -2,10 +2,12 @@
 // --help, the exit status, --json errors as one JSON object, and the
 // organisation passed explicitly. It talks to a real organisation service (and
 // the other three, found on their *_RPC_PORT as the platform reads them).
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { startPlatform, type OrganisationApp, type Platform, type StartedService } from "./support/platform.js";
-import { freePort, runBizcard, type BizcardRun } from "./support/processes.js";
+import { freePort, ROOT, runBizcard, type BizcardRun } from "./support/processes.js";
 
 const TOKEN = "c".repeat(40);
 let platform: Platform;
@@ -62,6 +64,10 @@ describe("bizcard usage", { timeout: 60_000 }, () => {
     expect(lines).toContain("bizcard contact create --org ID (--first-name F | --last-name L) [FIELD…] [--json]");
     expect(lines).toContain("bizcard contact update --org ID --id ID FIELD [FIELD…] [--json]");
     expect(run.stdout).toContain("Flags outside [brackets] are required");
+    // The README's list of commands is this usage, line for line.
+    const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
+    const block = /## The `bizcard` command\n\n```\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(block?.trim().split("\n")).toEqual(lines.filter((l) => l.startsWith("bizcard ")));
     // The same from inside a command.
     const inside = await bizcard(["contact", "update", "--help"]);
     expect(inside.code).toBe(0);

@@ -130,6 +130,15 @@ describe("POST /oauth/webhooks/subscriptions/{id}/recover", { timeout: 120_000 }
       return list.includes("cancelled") ? list : undefined;
     }, 20_000, "the failed delivery cancelled");
     expect(statuses).toEqual(["skipped", "skipped", "cancelled", "succeeded"]);
+    // The log says so: the failed attempt's planned retry is followed by a cancelled line, not left standing.
+    const log = await attempts(foreign, subscription.id);
+    const failed = log.find((a) => a.outcome === "failed")!;
+    expect(failed.next_retry_at).not.toBeNull();
+    const cancelled = log.filter((a) => a.outcome === "cancelled");
+    expect(cancelled).toEqual([
+      expect.objectContaining({ delivery_id: failed.delivery_id, attempt: 0, status_code: null, error: "cancelled: the subscription was disabled", next_retry_at: null }),
+    ]);
+    expect(log.indexOf(cancelled[0]!), "newest first: after the failed attempt").toBeLessThan(log.indexOf(failed));
 
     await expectError(await call(foreign, "POST", `${PATH}/${subscription.id}/recover`, { since }), 409, "conflict", /is disabled.*re-enable it first \(PUT\)/);
     down = false;
@@ -173,5 +182,7 @@ describe("POST /oauth/webhooks/subscriptions/{id}/recover", { timeout: 120_000 }
     // A good since with an offset is read as the same instant.
     const offset = "2026-01-15T10:00:00+01:00";
     expect(await recover(app, subscription.id, offset)).toEqual({ subscription_id: subscription.id, since: "2026-01-15T09:00:00.000Z", queued: 0 });
+    // RFC 3339 §5.6 allows a lower-case "t" and "z".
+    expect(await recover(app, subscription.id, "2026-01-15t09:00:00z")).toEqual({ subscription_id: subscription.id, since: "2026-01-15T09:00:00.000Z", queued: 0 });
   });
 });

@@ -70,7 +70,7 @@ describe("webhooks", () => {
 describe("the answer checker", () => {
   it("names an undocumented status, a missing required header, a body that does not match and an undocumented content type", () => {
     const check = openapiChecker(app.swagger() as Record<string, unknown>).check;
-    const subscription = { id: 1, target_url: "https://h.test/", event_type: "contact.created", created_at: "2026-01-01T00:00:00.000Z", updated_at: "2026-01-01T00:00:00.000Z", disabled_at: null, disabled_reason: null, ordered: false, previous_secret_expires_at: null, throttled_until: null, blocked_since: null, blocked_delivery_id: null };
+    const subscription = { id: 1, target_url: "https://h.test/", event_type: "contact.created", created_at: "2026-01-01T00:00:00.000Z", updated_at: "2026-01-01T00:00:00.000Z", disabled_at: null, disabled_reason: null, ordered: false, previous_secret_expires_at: null, throttled_until: null, in_flight_cap: null, blocked_since: null, blocked_delivery_id: null };
     const ok = { status: 200, headers: { "x-request-id": "req-1", "content-type": "application/json; charset=utf-8", "cache-control": "no-store" }, body: JSON.stringify(subscription) };
     expect(check("GET", "/oauth/webhooks/subscriptions/1", ok)).toEqual([]);
     expect(check("GET", "/oauth/webhooks/subscriptions/1", { ...ok, status: 402 })).toEqual([expect.stringMatching(/-> 402: status not documented/)]);

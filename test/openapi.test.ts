@@ -116,6 +116,14 @@ describe("the OpenAPI document", () => {
     expect(doc.paths["/oauth/webhooks/subscriptions"].post.security).toEqual([{ oauth2: ["webhooks:write", "contacts:read"] }, { bearer: ["webhooks:write", "contacts:read"] }]);
     expect(Object.keys(doc.paths["/oauth/token"].post.requestBody.content)).toEqual(["application/x-www-form-urlencoded", "application/json"]);
   });
+
+  it("every time a client sends or reads is a date-time, the recovery's since included; a log line can say cancelled", () => {
+    const recover = doc.paths["/oauth/webhooks/subscriptions/{id}/recover"].post.requestBody.content["application/json"].schema;
+    const body = recover.$ref ? doc.components.schemas[recover.$ref.split("/").pop()] : recover;
+    expect(body.properties.since).toMatchObject({ type: "string", format: "date-time" });
+    const attempt = doc.components.schemas.DeliveryAttempt ?? Object.values(doc.components.schemas as Json).find((s: Json) => s.properties?.outcome && s.properties?.attempt);
+    expect(attempt.properties.outcome.enum).toEqual(["succeeded", "failed", "gave_up", "gone", "skipped", "cancelled"]);
+  });
 });
 
 describe("routes and operations", () => {

@@ -17,6 +17,7 @@ useDeliveryApiSuite({ DELIVERY_RETRY_AFTER_MAX_SECONDS: "60", WEBHOOK_MAX_IN_FLI
 interface Shown {
   id: number;
   throttled_until: string | null;
+  in_flight_cap: number | null;
   blocked_since: string | null;
   blocked_delivery_id: number | null;
 }
@@ -40,7 +41,7 @@ it("throttled_until is the pause's end on GET and in the list while it runs, a r
   const route = receiver.route("/throttled-state", (n) => (n === 1 ? { status: 429, headers: { "retry-after": String(PAUSE_S) } } : { status: 200 }));
   const throttled = await subscribe(app, route.url);
   const other = await subscribe(app, receiver.route("/not-throttled").url);
-  expect(await getOne(throttled.id)).toMatchObject({ throttled_until: null, blocked_since: null, blocked_delivery_id: null });
+  expect(await getOne(throttled.id)).toMatchObject({ throttled_until: null, in_flight_cap: null, blocked_since: null, blocked_delivery_id: null });
 
   await createContact(orgId, "Paused");
   const [first] = await waitFor(() => (route.requests.length >= 1 ? route.requests : undefined), 20_000, "the POST answered 429");
@@ -89,4 +90,21 @@ it("throttled_until is the pause's end on GET and in the list while it runs, a r
   const after = await getOne(throttled.id);
   expect(after).toMatchObject({ throttled_until: null, blocked_since: null, blocked_delivery_id: null });
   expect((await listed()).find((s) => s.id === throttled.id)).toMatchObject({ throttled_until: null });
+});
+
+it("in_flight_cap shows the cap a 503 without Retry-After lowered (here from 1, its floor), on GET and in the list, and null after a success", async () => {
+  let overloaded = true;
+  const route = receiver.route("/overloaded-state", () => (overloaded ? { status: 503 } : { status: 200 }));
+  const subscription = await subscribe(app, route.url);
+  expect(await getOne(subscription.id)).toMatchObject({ throttled_until: null, in_flight_cap: null });
+
+  await createContact(orgId, "Overloaded");
+  await waitFor(() => route.requests[0], 20_000, "the POST answered 503");
+  // Answered 503 until the test has seen the lowered cap: every retry keeps it lowered.
+  await waitFor(async () => ((await getOne(subscription.id)).in_flight_cap === 1 ? true : undefined), 10_000, "in_flight_cap on GET");
+  expect((await listed()).find((s) => s.id === subscription.id)).toMatchObject({ in_flight_cap: 1, throttled_until: null });
+
+  overloaded = false;
+  await waitFor(async () => ((await attempts(app, subscription.id))[0]?.outcome === "succeeded" ? true : undefined), 20_000, "the retry that succeeds");
+  expect(await getOne(subscription.id)).toMatchObject({ in_flight_cap: null, throttled_until: null });
 });

@@ -35,7 +35,7 @@ describe("create", () => {
     expect(res.headers.get("cache-control")).toBe("no-store");
     const body = (await res.json()) as SubscriptionBody;
     expect(Object.keys(body).sort()).toEqual([
-      "blocked_delivery_id", "blocked_since", "created_at", "disabled_at", "disabled_reason", "event_type", "id", "ordered",
+      "blocked_delivery_id", "blocked_since", "created_at", "disabled_at", "disabled_reason", "event_type", "id", "in_flight_cap", "ordered",
       "previous_secret_expires_at", "secret", "target_url", "throttled_until", "updated_at",
     ]);
     expect(Number.isInteger(body.id) && body.id > 0).toBe(true);

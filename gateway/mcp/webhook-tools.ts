@@ -23,7 +23,7 @@ const SubscriptionId = z
   .positive({ error: badId })
   .describe("The subscription's id, as list_webhook_subscriptions shows it");
 
-/** `delivery`: each listed subscription's throttled_until, blocked_since and blocked_delivery_id, as REST (null when it cannot answer). */
+/** `delivery`: each listed subscription's throttled_until, in_flight_cap, blocked_since and blocked_delivery_id, as REST (null when it cannot answer). */
 export function webhookTools(server: McpServer, context: ToolContext, webhook: Client<typeof WebhookService>, delivery: Client<typeof DeliveryService>): void {
   const owner = { organisationId: context.principal.organisationId, clientId: context.principal.clientId };
 

@@ -1,10 +1,11 @@
 // The subscription's JSON (REST and the MCP tools), and what the delivery
 // service knows of it (GetDeliveryStates): a pause its target asked for
-// (throttled_until) and an ordered subscription's blocked head
+// (throttled_until), a cap its target's answers lowered (in_flight_cap) and
+// an ordered subscription's blocked head
 // (blocked_since, blocked_delivery_id).
 //
 // Reading a subscription does not fail when the delivery service cannot
-// answer: those three fields are then null (as for a subscription with
+// answer: those fields are then null (as for a subscription with
 // nothing to show) and the gateway logs a warning. The subscription itself is
 // the webhook service's; its delivery state is a hint that comes and goes
 // within seconds, and a dashboard listing subscriptions should not go down
@@ -32,6 +33,8 @@ export interface SubscriptionJson {
   previous_secret_expires_at: string | null;
   /** Set while its target asked for a pause (429/503 … with Retry-After). */
   throttled_until: string | null;
+  /** Set while its target's answers (502/503/504 without Retry-After, a run of timeouts) lowered its cap: the most POSTs in flight to it now. */
+  in_flight_cap: number | null;
   /** Ordered subscriptions: set while a failing head blocks those behind it. */
   blocked_since: string | null;
   blocked_delivery_id: number | null;
@@ -50,6 +53,7 @@ export function subscriptionJson(s: Subscription, state?: SubscriptionDeliverySt
     ordered: s.ordered,
     previous_secret_expires_at: s.previousSecretExpireTime ? timestampDate(s.previousSecretExpireTime).toISOString() : null,
     throttled_until: state?.throttledUntil ? timestampDate(state.throttledUntil).toISOString() : null,
+    in_flight_cap: state && state.inFlightCap > 0 ? state.inFlightCap : null,
     blocked_since: state?.blockedSince ? timestampDate(state.blockedSince).toISOString() : null,
     blocked_delivery_id: state?.blockedSince && state.blockedDeliveryId > 0n ? Number(state.blockedDeliveryId) : null,
   };
@@ -68,7 +72,7 @@ export async function deliveryStates(
     const res = await delivery.getDeliveryStates({ owner, subscriptionIds: ids }, rpc);
     return new Map(res.states.map((s) => [s.subscriptionId, s]));
   } catch (err) {
-    log.warn({ err, subscriptions: ids.length }, "delivery states could not be read: throttled_until, blocked_since and blocked_delivery_id answered null");
+    log.warn({ err, subscriptions: ids.length }, "delivery states could not be read: throttled_until, in_flight_cap, blocked_since and blocked_delivery_id answered null");
     return new Map();
   }
 }

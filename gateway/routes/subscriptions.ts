@@ -206,7 +206,7 @@ const SCHEMAS = {
 
 /**
  * `delivery`: GET (one and the list), PUT and a repeated POST answer each subscription's
- * throttled_until, blocked_since and blocked_delivery_id from it
+ * throttled_until, in_flight_cap, blocked_since and blocked_delivery_id from it
  * (subscription-json.ts: null, and a warning logged, when it cannot answer).
  */
 export function subscriptionRoutes(

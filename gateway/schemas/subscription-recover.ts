@@ -4,13 +4,16 @@ import { z } from "zod";
 
 const SINCE_EXAMPLE = "2026-01-15T09:00:00Z";
 const badSince = `since: expected an RFC 3339 date-time, such as ${SINCE_EXAMPLE}`;
+const DATE_TIME = z.iso.datetime({ offset: true });
 
 export const RecoverBody = z
   .strictObject(
     {
       since: z
         .string({ error: (iss) => (iss.input === undefined ? `since: required (an RFC 3339 date-time, such as ${SINCE_EXAMPLE})` : badSince) })
-        .pipe(z.iso.datetime({ offset: true, error: badSince }))
+        .meta({ format: "date-time" })
+        // RFC 3339 §5.6: "the "T" and "Z" characters in this syntax may alternatively be lower case "t" or "z"".
+        .refine((since) => DATE_TIME.safeParse(since.toUpperCase()).success, { error: badSince })
         .describe("RFC 3339: the deliveries created at or after this time are recovered; not in the future"),
     },
     {

@@ -23,6 +23,14 @@ export const Subscription = z
     throttled_until: Time.nullable().describe(
       "Set while the target asked for a pause (429, 502, 503 or 504 with Retry-After): nothing is sent before then, a retry included. Null when the delivery service could not be asked (the subscription is answered anyway)",
     ),
+    in_flight_cap: z
+      .number()
+      .int()
+      .positive()
+      .nullable()
+      .describe(
+        "Set while the target's answers lowered it (502, 503 or 504 without Retry-After, or a run of timeouts, each wave halving it): the most POSTs in flight to the subscription now; each success adds one back. Null at the configured cap (WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION)",
+      ),
     blocked_since: Time.nullable().describe(
       "Ordered subscriptions: set while the oldest pending delivery (the head, in commit order) has failed and waits for its retry, holding back those behind it: its first failed attempt's time",
     ),
@@ -40,7 +48,7 @@ export const SubscriptionCreated = z
 export const SubscriptionList = z.array(Subscription).describe("The pair's subscriptions, newest first: one page");
 
 const BODY_NOTE =
-  "A JSON object. The read-only fields of a subscription (id, secret, created_at, updated_at, disabled_at, disabled_reason, previous_secret_expires_at, throttled_until, blocked_since, blocked_delivery_id) may be sent back as read and are ignored; any other field is a 400.";
+  "A JSON object. The read-only fields of a subscription (id, secret, created_at, updated_at, disabled_at, disabled_reason, previous_secret_expires_at, throttled_until, in_flight_cap, blocked_since, blocked_delivery_id) may be sent back as read and are ignored; any other field is a 400.";
 
 export const READ_ONLY_FIELDS = [
   "id",
@@ -51,6 +59,7 @@ export const READ_ONLY_FIELDS = [
   "disabled_reason",
   "previous_secret_expires_at",
   "throttled_until",
+  "in_flight_cap",
   "blocked_since",
   "blocked_delivery_id",
 ] as const;
@@ -100,6 +109,7 @@ export const subscriptionExample = {
   ordered: false,
   previous_secret_expires_at: null,
   throttled_until: null,
+  in_flight_cap: null,
   blocked_since: null,
   blocked_delivery_id: null,
 };
@@ -110,15 +120,18 @@ export const Attempt = z
     delivery_id: z.number().int().positive().describe("The delivery (one event for this subscription) it belongs to: what the retry route takes"),
     event_id: z.string().describe("The event's id: the webhook-id header the receiver got, the same on every attempt"),
     event_type: EventTypeName,
-    attempt: z.number().int().min(0).describe("1 for the first POST of the delivery, 2 for its first retry, …; 0 for a skipped event (nothing was sent)"),
+    attempt: z.number().int().min(0).describe("1 for the first POST of the delivery, 2 for its first retry, …; 0 for a skipped event or a cancelled delivery (nothing was sent)"),
     status_code: z.number().int().nullable().describe("The HTTP status the receiver answered; null when none came"),
     outcome: z
-      .enum(["succeeded", "failed", "gave_up", "gone", "skipped"])
-      .describe('"failed" is retried at next_retry_at; "gone": the receiver answered 410; "skipped": the event happened while the subscription was disabled, nothing was sent'),
+      .enum(["succeeded", "failed", "gave_up", "gone", "skipped", "cancelled"])
+      .describe(
+        '"failed" is retried at next_retry_at (unless a later "cancelled" line says otherwise); "gone": the receiver answered 410; ' +
+          '"skipped": the event happened while the subscription was disabled, nothing was sent; "cancelled": the delivery was due while its subscription was disabled or deleted, nothing was sent and no retry follows',
+      ),
     error: z
       .string()
       .nullable()
-      .describe('null on success; else "HTTP <status>", "timeout: …", "refused: …", "network: …" or "skipped: the subscription was disabled"'),
+      .describe('null on success; else "HTTP <status>", "timeout: …", "refused: …", "network: …", "skipped: the subscription was disabled" or "cancelled: the subscription was disabled"'),
     duration_ms: z.number().int().min(0),
     attempted_at: Time,
     next_retry_at: Time.nullable().describe("When the next attempt of this delivery was planned after this one; null when none was"),

@@ -23,7 +23,7 @@ export interface AttemptJson {
   attempt: number;
   /** The HTTP status the receiver answered; null when none came (timeout, refused, network error). */
   status_code: number | null;
-  /** "succeeded", "failed" (retried at next_retry_at), "gave_up" (no retry left), "gone" (410: subscription deleted), "skipped" (subscription disabled). */
+  /** "succeeded", "failed" (retried at next_retry_at), "gave_up" (no retry left), "gone" (410: subscription deleted), "skipped" (subscription disabled), "cancelled" (due while the subscription was disabled or deleted: not sent). */
   outcome: string;
   /** null on success; else "HTTP <status>", "timeout: …", "refused: …" or "network: …". */
   error: string | null;

@@ -166,12 +166,24 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
       );
     },
 
-    /** The subscription is gone: the delivery is not sent (no attempt). */
+    /**
+     * The subscription is disabled or gone: the delivery is not sent. Its log
+     * gets a line (attempt 0, outcome "cancelled", nothing sent), so an earlier
+     * attempt's next_retry_at is not left standing as a retry still to come.
+     */
     async cancel(d: ClaimedDelivery, why: string): Promise<void> {
       await execute(
-        `update ${S}."delivery" set "status" = 'cancelled', "attempts" = "attempts" - 1, "claim_id" = null, "next_attempt_at" = null,
-           "last_error" = ?, "updated_at" = now() where "id" = ? and "claim_id" = ?`,
-        [why, d.id.toString(), d.claimId],
+        `with "cancelled" as (
+           update ${S}."delivery" set "status" = 'cancelled', "attempts" = "attempts" - 1, "claim_id" = null, "next_attempt_at" = null,
+             "last_error" = ?, "updated_at" = now() where "id" = ? and "claim_id" = ?
+           returning "id", "event_id", "subscription_id", "organisation_id", "client_id", "event_type"
+         )
+         insert into ${S}."delivery_attempt" ("id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
+           "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at")
+         select gen_random_uuid(), c."organisation_id", c."client_id", c."event_id", c."subscription_id", c."id", c."event_type",
+                0, 0, 'cancelled', ?, 0, now(), null
+           from "cancelled" c`,
+        [why, d.id.toString(), d.claimId, `cancelled: ${why}`],
       );
     },
 
@@ -224,7 +236,7 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
     /** A subscription was deleted (410): its other waiting deliveries will not be sent. */
     async cancelSubscription(subscriptionId: bigint): Promise<void> {
       await execute(
-        `update ${S}."delivery" set "status" = 'cancelled', "next_attempt_at" = null, "last_error" = 'subscription deleted', "updated_at" = now()
+        `update ${S}."delivery" set "status" = 'cancelled', "next_attempt_at" = null, "last_error" = 'the subscription was deleted', "updated_at" = now()
           where "subscription_id" = ? and "status" = 'pending' and ("claim_id" is null or "next_attempt_at" <= now())`,
         [subscriptionId.toString()],
       );

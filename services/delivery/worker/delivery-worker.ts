@@ -163,11 +163,11 @@ export class DeliveryWorker {
       for (const d of rows) {
         const subscriber = byId.get(d.subscriptionId);
         if (subscriber?.disabled) {
-          await this.options.store.cancel(d, "subscription disabled");
+          await this.options.store.cancel(d, "the subscription was disabled");
           continue;
         }
         if (!subscriber || subscriber.clientId !== d.clientId) {
-          await this.options.store.cancel(d, "subscription deleted");
+          await this.options.store.cancel(d, "the subscription was deleted");
           // Its other waiting deliveries too, at once: one claim each (a few at a time, within its
           // cap) kept the workers busy with a deleted subscription's queue long after it was gone.
           await this.options.store.cancelSubscription(d.subscriptionId);
