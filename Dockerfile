@@ -4,7 +4,7 @@
 # the runtime stage holds the production dependencies and dist/ only, with no
 # TypeScript loader, compiler or test tools. The default command runs the
 # gateway; each service's container overrides it (see docker-compose.yml):
-#   node dist/services/<name>/main.js
+#   node --max-old-space-size=1024 dist/services/<name>/main.js
 # No HEALTHCHECK here: docker-compose.yml probes /readyz of each process.
 
 FROM node:22-bookworm-slim AS build
@@ -54,4 +54,4 @@ USER node
 EXPOSE 8080 7101 7102 7103 7104
 # SIGTERM reaches node directly (exec form): every process drains and exits 0.
 STOPSIGNAL SIGTERM
-CMD ["node", "--max-semi-space-size=64", "dist/gateway/main.js"]
+CMD ["node", "--max-semi-space-size=64", "--max-old-space-size=1024", "dist/gateway/main.js"]

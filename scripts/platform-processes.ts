@@ -3,6 +3,24 @@
 // through tsx (`node --import tsx <main>.ts`), the same entry points.
 
 /**
+ * V8 flag of every platform process: an old generation of at most 1 GB.
+ * After each full collection V8 lets the old generation grow to a multiple
+ * of what survived before the next one: up to 4 times with its default limit
+ * (on this 24 GB machine, about 4 GB), 1.3 to 2 times when the limit is
+ * smaller than that default (V8's heap-controller.cc, MaxGrowingFactor). With
+ * the default, the delivery process (40-50 MB live) let its garbage reach
+ * 150 MB of old space during the bench's 1,000 events/s row: 257-272 MB
+ * resident, over the 256 MB floor. With 1 GB, compiled, one process per
+ * service: no process over 162 MB, and every delivery floor met in both runs
+ * (512 MB: 156 MB, but 1,000 events/s p95 181-522 ms against 73-135 without
+ * the flag; README, "The memory rows"). It is a ceiling too: twenty times
+ * the largest live heap measured under the bench's load. In a container with
+ * a memory limit Node picks a small limit itself; this one holds wherever
+ * the process runs.
+ */
+export const SERVICE_NODE_FLAGS = ["--max-old-space-size=1024"] as const;
+
+/**
  * V8 flags of the processes that serve the gateway (its own process, and
  * `npm start`'s one process, whose package.json script repeats them): a young
  * generation of 64 MiB semi-spaces instead of V8's 16 MiB. A request's garbage
@@ -12,9 +30,10 @@
  * per request from 60-63 µs to 41-50 µs (32 MiB: 55-60 µs; 128 MiB no better
  * than 64), with a lower peak RSS under that load (356-421 MB against
  * 470-477 MB) but a higher one at the embedded start (README, "The memory
- * rows"; bench/profile-findings.md).
+ * rows"; bench/profile-findings.md). And every process's old-generation
+ * limit (SERVICE_NODE_FLAGS).
  */
-export const GATEWAY_NODE_FLAGS = ["--max-semi-space-size=64"] as const;
+export const GATEWAY_NODE_FLAGS = ["--max-semi-space-size=64", ...SERVICE_NODE_FLAGS] as const;
 
 /**
  * The environment every platform process starts with (`npm start`'s script,
@@ -29,13 +48,11 @@ export const GATEWAY_NODE_FLAGS = ["--max-semi-space-size=64"] as const;
  */
 export const PLATFORM_ENV = { MALLOC_MMAP_THRESHOLD_: "1048576" } as const;
 
-const NONE = [] as const;
-
 export const PLATFORM_PROCESSES = [
-  { name: "auth", main: "services/auth/main", readyPort: "AUTH_RPC_PORT", nodeFlags: NONE },
-  { name: "organisation", main: "services/organisation/main", readyPort: "ORGANISATION_RPC_PORT", nodeFlags: NONE },
-  { name: "webhook", main: "services/webhook/main", readyPort: "WEBHOOK_RPC_PORT", nodeFlags: NONE },
-  { name: "delivery", main: "services/delivery/main", readyPort: "DELIVERY_RPC_PORT", nodeFlags: NONE },
+  { name: "auth", main: "services/auth/main", readyPort: "AUTH_RPC_PORT", nodeFlags: SERVICE_NODE_FLAGS },
+  { name: "organisation", main: "services/organisation/main", readyPort: "ORGANISATION_RPC_PORT", nodeFlags: SERVICE_NODE_FLAGS },
+  { name: "webhook", main: "services/webhook/main", readyPort: "WEBHOOK_RPC_PORT", nodeFlags: SERVICE_NODE_FLAGS },
+  { name: "delivery", main: "services/delivery/main", readyPort: "DELIVERY_RPC_PORT", nodeFlags: SERVICE_NODE_FLAGS },
   { name: "gateway", main: "gateway/main", readyPort: "GATEWAY_PORT", nodeFlags: GATEWAY_NODE_FLAGS },
 ] as const;
 

@@ -14,7 +14,7 @@ import { parseDocument, visit } from "yaml";
 import { loadConfig, requireBackends } from "../services/shared/config.js";
 import { tracesUrl } from "../services/shared/trace/tracing.js";
 import { ROOT } from "./support/processes.js";
-import { GATEWAY_NODE_FLAGS } from "../scripts/platform-processes.js";
+import { GATEWAY_NODE_FLAGS, SERVICE_NODE_FLAGS } from "../scripts/platform-processes.js";
 
 type Yaml = string | null | Yaml[] | { [key: string]: Yaml };
 type YamlMap = { [key: string]: Yaml };
@@ -174,8 +174,8 @@ describe("docker-compose.yml", () => {
       expect(svc.build, name).toEqual({ context: ".", dockerfile: "Dockerfile", args: { GIT_COMMIT: "${GIT_COMMIT:-}" } });
       const main = name === "gateway" ? "gateway/main" : `services/${name}/main`;
       // tsc (outDir dist, rootDir .) compiles <main>.ts to dist/<main>.js; plain node runs it.
-      // (The gateway's with its V8 flags: scripts/platform-processes.ts GATEWAY_NODE_FLAGS.)
-      expect(svc.command, name).toEqual(["node", ...(name === "gateway" ? GATEWAY_NODE_FLAGS : []), `dist/${main}.js`]);
+      // (With its V8 flags: scripts/platform-processes.ts GATEWAY_NODE_FLAGS, SERVICE_NODE_FLAGS.)
+      expect(svc.command, name).toEqual(["node", ...(name === "gateway" ? GATEWAY_NODE_FLAGS : SERVICE_NODE_FLAGS), `dist/${main}.js`]);
       expect(existsSync(path.join(ROOT, `${main}.ts`)), main).toBe(true);
       expect(build.include, `tsconfig.build.json compiles ${main}.ts`).toContain(main.split("/")[0]);
     }

@@ -15,7 +15,7 @@ import { createRpcClient } from "../services/shared/rpc/client.js";
 import { TEST_NATS_URL, createTestDatabase, uniqueName, type TestDatabase } from "./support/backends.js";
 import { platformPorts, spawnProcess, waitFor, type Spawned } from "./support/processes.js";
 import { startReceiver, type Receiver } from "./support/receiver.js";
-import { GATEWAY_NODE_FLAGS } from "../scripts/platform-processes.js";
+import { GATEWAY_NODE_FLAGS, SERVICE_NODE_FLAGS } from "../scripts/platform-processes.js";
 
 const TOKEN = "distributed-start-token-0123456789abcdef";
 const STREAM = uniqueName("SD_");
@@ -78,8 +78,8 @@ describe("npm run start:distributed", () => {
   it("starts five processes, prefixes each one's lines with its name, and prints the issuer", () => {
     const out = started.output();
     for (const name of NAMES) {
-      // The gateway with its V8 flags (scripts/platform-processes.ts GATEWAY_NODE_FLAGS).
-      const flags = name === "gateway" ? GATEWAY_NODE_FLAGS.map((f) => `${f} `).join("") : "";
+      // With its V8 flags (scripts/platform-processes.ts GATEWAY_NODE_FLAGS, SERVICE_NODE_FLAGS).
+      const flags = (name === "gateway" ? GATEWAY_NODE_FLAGS : SERVICE_NODE_FLAGS).map((f) => `${f} `).join("");
       expect(out).toMatch(new RegExp(`^start +\\| starting ${name}: node ${flags}--import tsx ${name === "gateway" ? "gateway" : `services/${name}`}/main\\.ts$`, "m"));
       expect(out, `${name} logs under its own name`).toMatch(new RegExp(`^${name} +\\| \\{"level"`, "m"));
     }
