@@ -3,20 +3,20 @@
 // through tsx (`node --import tsx <main>.ts`), the same entry points.
 
 /**
- * V8 flag of every platform process: an old generation of at most 1 GB.
- * After each full collection V8 lets the old generation grow to a multiple
- * of what survived before the next one: up to 4 times with its default limit
- * (on this 24 GB machine, about 4 GB), 1.3 to 2 times when the limit is
- * smaller than that default (V8's heap-controller.cc, MaxGrowingFactor). With
- * the default, the delivery process (40-50 MB live) let its garbage reach
- * 150 MB of old space during the bench's 1,000 events/s row: 257-272 MB
- * resident, over the 256 MB floor. With 1 GB, compiled, one process per
- * service: no process over 162 MB, and every delivery floor met in both runs
- * (512 MB: 156 MB, but 1,000 events/s p95 181-522 ms against 73-135 without
- * the flag; README, "The memory rows"). It is a ceiling too: twenty times
- * the largest live heap measured under the bench's load. In a container with
- * a memory limit Node picks a small limit itself; this one holds wherever
- * the process runs.
+ * V8 flag of each service's own process (not the gateway's, nor `npm
+ * start`'s, below): an old generation of at most 1 GB. After each full
+ * collection V8 lets the old generation grow to a multiple of what survived
+ * before the next one: up to 4 times with its default limit (on this 24 GB
+ * machine, about 4 GB), 1.3 to 2 times when the limit is smaller than that
+ * default (V8's heap-controller.cc, MaxGrowingFactor). With the default, the
+ * delivery process (40-50 MB live) let its garbage reach 150 MB of old space
+ * during the bench's 1,000 events/s row: 257-272 MB resident, over the
+ * 256 MB floor. With 1 GB, compiled, one process per service: no process
+ * over 162 MB, and every delivery floor met in both runs (512 MB: 156 MB, but
+ * 1,000 events/s p95 181-522 ms against 73-135 without the flag; README, "The
+ * memory rows"). It is a ceiling too: twenty times the largest live heap
+ * measured under the bench's load. In a container with a memory limit Node
+ * picks a small limit itself; this one holds wherever the process runs.
  */
 export const SERVICE_NODE_FLAGS = ["--max-old-space-size=1024"] as const;
 
@@ -30,10 +30,12 @@ export const SERVICE_NODE_FLAGS = ["--max-old-space-size=1024"] as const;
  * per request from 60-63 µs to 41-50 µs (32 MiB: 55-60 µs; 128 MiB no better
  * than 64), with a lower peak RSS under that load (356-421 MB against
  * 470-477 MB) but a higher one at the embedded start (README, "The memory
- * rows"; bench/profile-findings.md). And every process's old-generation
- * limit (SERVICE_NODE_FLAGS).
+ * rows"; bench/profile-findings.md). Without the services' old-generation
+ * limit (SERVICE_NODE_FLAGS): under it `npm start`'s token endpoint measured
+ * 0.70-0.81x the peer against 0.81-0.89x without (BENCH_ONLY=oauth, three runs
+ * and two), and the gateway's own process peaked under 160 MB without it.
  */
-export const GATEWAY_NODE_FLAGS = ["--max-semi-space-size=64", ...SERVICE_NODE_FLAGS] as const;
+export const GATEWAY_NODE_FLAGS = ["--max-semi-space-size=64"] as const;
 
 /**
  * The environment every platform process starts with (`npm start`'s script,
