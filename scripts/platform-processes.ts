@@ -32,8 +32,10 @@ export const SERVICE_NODE_FLAGS = ["--max-old-space-size=1024"] as const;
  * 470-477 MB) but a higher one at the embedded start (README, "The memory
  * rows"; bench/profile-findings.md). Without the services' old-generation
  * limit (SERVICE_NODE_FLAGS): under it `npm start`'s token endpoint measured
- * 0.70-0.81x the peer against 0.81-0.89x without (BENCH_ONLY=oauth, three runs
- * and two), and the gateway's own process peaked under 160 MB without it.
+ * 0.70-0.81x the peer against 0.81-0.89x without (alternating BENCH_ONLY=oauth
+ * runs; this machine's noise is of that order), it could not bring that one
+ * process under 256 MB anyway, and the gateway's own process peaks under
+ * 160 MB without it.
  */
 export const GATEWAY_NODE_FLAGS = ["--max-semi-space-size=64"] as const;
 
