@@ -5,7 +5,7 @@
 // bound to the request's log lines. Kept beside the request, not in an
 // AsyncLocalStorage: none on the gateway's hot path.
 import type { IncomingMessage } from "node:http";
-import { TRACEPARENT_HEADER, TRACESTATE_HEADER, acceptTracestate, traceIdOf } from "../services/shared/trace/traceparent.js";
+import { TRACEPARENT_HEADER, TRACESTATE_HEADER, continuedTracestate, traceIdOf } from "../services/shared/trace/traceparent.js";
 import { startSpan, type WorkSpan } from "../services/shared/trace/tracing.js";
 
 export interface RequestTrace {
@@ -23,7 +23,7 @@ export function requestTrace(raw: IncomingMessage): RequestTrace {
     const state = raw.headers[TRACESTATE_HEADER];
     found = {
       span: startSpan(raw.method ?? "HTTP", typeof incoming === "string" ? incoming : undefined, "server", { "http.request.method": raw.method ?? "" }),
-      tracestate: acceptTracestate(typeof state === "string" ? state : undefined),
+      tracestate: continuedTracestate(typeof incoming === "string" ? incoming : undefined, typeof state === "string" ? state : undefined),
     };
     traces.set(raw, found);
   }

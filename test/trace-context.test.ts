@@ -1,7 +1,7 @@
 // W3C Trace Context end to end, as a webhook receiver and the logs see it: a
 // traceparent sent with the RPC that creates a contact arrives on the webhook
-// POST with the same trace id (organisation RPC → outbox → bus → fan-out →
-// delivery worker → POST), on NATS JetStream (or the fixture's bus) and on the
+// POST with the same trace id and its tracestate (organisation RPC → outbox →
+// bus → fan-out → delivery worker → POST), on NATS JetStream (or the fixture's bus) and on the
 // embedded start's in-process bus; a request without one, or with an invalid
 // one, gets a new trace and succeeds; log lines carry the trace id.
 import { randomUUID } from "node:crypto";
@@ -107,6 +107,8 @@ describe.each(variants)("trace context on $name", ({ embedded }) => {
     expect(received![2]).not.toBe(parentId);
     expect(received![2]).not.toBe("0".repeat(16));
     expect(received![3]).toBe("01");
+    // Its tracestate beside it, unchanged (W3C Trace Context §3.3: sent on to outgoing requests).
+    expect(route.requests[0]!.headers.tracestate).toBe("vendor=opaque");
   });
 
   it("a request without a traceparent starts a trace: the POST still has a valid one", async () => {
@@ -114,6 +116,7 @@ describe.each(variants)("trace context on $name", ({ embedded }) => {
     const created = await createContact();
     expect(created.contact?.id).toBeTruthy();
     expect(await posted(route)).toMatch(TRACEPARENT);
+    expect(route.requests[0]!.headers.tracestate, "no tracestate was sent").toBeUndefined();
   });
 
   it("an invalid traceparent is ignored and a new trace started; the request succeeds", async () => {
@@ -124,12 +127,14 @@ describe.each(variants)("trace context on $name", ({ embedded }) => {
       "garbage",
     ]) {
       const { route, createContact } = await subscribe();
-      const created = await createContact({ traceparent: invalid });
+      // §3.3.1: a tracestate beside a traceparent that does not parse is not used either.
+      const created = await createContact({ traceparent: invalid, tracestate: "vendor=opaque" });
       expect(created.contact?.id).toBeTruthy();
       const received = TRACEPARENT.exec(await posted(route));
       expect(received, invalid).not.toBeNull();
       expect(received![1]).not.toBe(invalid.slice(3, 35).toLowerCase());
       expect(received![1]).not.toBe("0".repeat(32));
+      expect(route.requests[0]!.headers.tracestate, invalid).toBeUndefined();
     }
   });
 
@@ -137,7 +142,7 @@ describe.each(variants)("trace context on $name", ({ embedded }) => {
     // A first answer of 500: the failed attempt is logged (at info) while the delivery is sent.
     const { route, createContact } = await subscribe((n) => ({ status: n === 1 ? 500 : 200 }));
     const traceId = newTraceId();
-    await createContact({ traceparent: `00-${traceId}-${newSpanId()}-01` });
+    await createContact({ traceparent: `00-${traceId}-${newSpanId()}-01`, tracestate: "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7" });
     await posted(route, 2);
     const traced = await waitFor(() => {
       const lines = captured.lines.filter((l) => l.traceId === traceId);
@@ -152,6 +157,8 @@ describe.each(variants)("trace context on $name", ({ embedded }) => {
     expect(first!.slice(3, 35)).toBe(traceId);
     expect(second!.slice(3, 35)).toBe(traceId);
     expect(second!.slice(36, 52)).not.toBe(first!.slice(36, 52));
+    // Every attempt sends the event's tracestate.
+    expect(route.requests.map((r) => r.headers.tracestate)).toEqual(["congo=t61rcWkgMzE,rojo=00f067aa0ba902b7", "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"]);
   });
 
   // The gateway runs in front of the fixture's services only (the embedded variant starts no auth service).

@@ -59,6 +59,11 @@ export function currentTraceparent(): string | undefined {
   return storage.getStore()?.traceparent;
 }
 
+/** The tracestate calls made now send beside the traceparent (undefined outside a request, or when none came). */
+export function currentTracestate(): string | undefined {
+  return storage.getStore()?.tracestate;
+}
+
 /** The trace id of the work being done, for log lines (undefined outside one). */
 export function currentTraceId(): string | undefined {
   const traceparent = storage.getStore()?.traceparent;

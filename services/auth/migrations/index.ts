@@ -8,6 +8,7 @@ import { ExpiryIndexesSchema } from "./2026-11-25-expiry-indexes.js";
 import { ClientRegistrationSchema } from "./2026-11-26-client-registration.js";
 import { TokenAudienceSchema } from "./2026-11-27-token-audience.js";
 import { OutboxTraceContextSchema } from "./2026-11-28-trace-context.js";
+import { OutboxTracestateSchema } from "./2026-12-14-tracestate.js";
 
 export const authMigrations: MigrationObject[] = [
   { name: "2026-11-22-initial", class: InitialAuthSchema },
@@ -18,4 +19,5 @@ export const authMigrations: MigrationObject[] = [
   { name: "2026-11-26-client-registration", class: ClientRegistrationSchema },
   { name: "2026-11-27-token-audience", class: TokenAudienceSchema },
   { name: "2026-11-28-trace-context", class: OutboxTraceContextSchema },
+  { name: "2026-12-14-tracestate", class: OutboxTracestateSchema },
 ];

@@ -26,6 +26,8 @@ export interface ClaimedDelivery {
   claimId: string;
   /** The event's W3C traceparent (undefined for an event that came without one). */
   traceparent: string | undefined;
+  /** The event's W3C tracestate, sent beside it (undefined without one). */
+  tracestate: string | undefined;
 }
 
 export interface AttemptRecord {

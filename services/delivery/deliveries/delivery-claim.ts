@@ -43,7 +43,8 @@ export function claimRowsSql(ids: string): string {
        returning d."id"::text as "id", d."event_id", d."subscription_id"::text as "subscription_id", d."organisation_id", d."client_id",
          d."event_type", d."attempts", d."once", d."ordered",
          (select e."body" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "body",
-         (select e."traceparent" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "traceparent"`;
+         (select e."traceparent" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "traceparent",
+         (select e."tracestate" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "tracestate"`;
 }
 
 /**

@@ -26,6 +26,8 @@ export interface FanOutEvent {
   streamSequence: number | undefined;
   /** The W3C traceparent the event arrived with, if any. */
   traceparent: string | undefined;
+  /** The W3C tracestate beside it, if any. */
+  tracestate?: string;
   /** skipped: the subscription is disabled; its row is recorded as skipped, not sent. */
   /** ordered: the subscription's deliveries go one at a time, in stream order (delivery-claim.ts). */
   subscribers: { subscriptionId: bigint; clientId: string; skipped?: boolean; ordered?: boolean }[];
@@ -71,6 +73,7 @@ function claimedOf(r: Record<string, unknown>, claimId: string): ClaimedDelivery
     body: (r.body as string) ?? "",
     claimId,
     traceparent: (r.traceparent as string | null) ?? undefined,
+    tracestate: (r.tracestate as string | null) ?? undefined,
   };
 }
 
@@ -94,7 +97,7 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
      */
     async recordFanOut(f: FanOutBatch): Promise<{ created: number; ordered: number; subscriptions: bigint[] }> {
       const events = JSON.stringify(
-        f.events.map((e) => ({ event_id: e.eventId, event_type: e.eventType, organisation_id: e.organisationId, body: e.body, seq: e.streamSequence ?? null, traceparent: e.traceparent ?? null })),
+        f.events.map((e) => ({ event_id: e.eventId, event_type: e.eventType, organisation_id: e.organisationId, body: e.body, seq: e.streamSequence ?? null, traceparent: e.traceparent ?? null, tracestate: e.tracestate ?? null })),
       );
       const subs = JSON.stringify(
         f.events.flatMap((e) =>
@@ -110,9 +113,9 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
       const [row] = await hot<{ n: number; ordered: number; subscriptions: string[] | string }>(
         "delivery-fan-out",
         `with "event" as (
-           insert into ${S}."delivery_event" ("event_id", "event_type", "organisation_id", "body", "stream_sequence", "traceparent", "created_at")
-           select e."event_id", e."event_type", e."organisation_id", e."body", e."seq", e."traceparent", now()
-             from jsonb_to_recordset(?::jsonb) as e("event_id" uuid, "event_type" text, "organisation_id" uuid, "body" text, "seq" bigint, "traceparent" text)
+           insert into ${S}."delivery_event" ("event_id", "event_type", "organisation_id", "body", "stream_sequence", "traceparent", "tracestate", "created_at")
+           select e."event_id", e."event_type", e."organisation_id", e."body", e."seq", e."traceparent", e."tracestate", now()
+             from jsonb_to_recordset(?::jsonb) as e("event_id" uuid, "event_type" text, "organisation_id" uuid, "body" text, "seq" bigint, "traceparent" text, "tracestate" text)
            on conflict ("event_id") do nothing
            returning "event_id", "event_type", "organisation_id", "stream_sequence"
          ), "rows" as (

@@ -71,6 +71,8 @@ export const DeliveryEventEntity = defineEntity({
     createdAt: p.datetime(3),
     /** The W3C traceparent the event arrived with: every POST of it continues that trace. */
     traceparent: p.text().nullable(),
+    /** The W3C tracestate it arrived with, sent beside the traceparent. */
+    tracestate: p.text().nullable(),
   },
   indexes: [{ name: "delivery_event_created_at_index", properties: ["createdAt"] }],
 });

@@ -43,7 +43,8 @@
 // (batches of one).
 //
 // Trace context: an event's traceparent (the request that made it, carried by
-// the bus) is kept with the event; every POST of it continues that trace.
+// the bus) is kept with the event, and its tracestate beside it; every POST of
+// it continues that trace and sends that tracestate.
 import { fromBinary } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
@@ -54,7 +55,7 @@ import { consumeInBatches, type BusMessage, type Consumer, type EventBus } from 
 import { eventTypeName } from "../../shared/event-types.js";
 import type { Logger } from "../../shared/logger.js";
 import { isUuid } from "../../shared/validation.js";
-import { formatTraceparent, parseTraceparent } from "../../shared/trace/traceparent.js";
+import { continuedTracestate, formatTraceparent, parseTraceparent } from "../../shared/trace/traceparent.js";
 import { startSpan, tracingState, type WorkSpan } from "../../shared/trace/tracing.js";
 import type { DeliveryStore } from "../deliveries/delivery-store.js";
 
@@ -120,7 +121,7 @@ export function consumeContactEvents(deps: FanOutDeps): Promise<Consumer> {
  * it; `spans` gets them, the caller ends them.
  */
 async function fanOutBatch(messages: BusMessage[], deps: FanOutDeps, log: Logger, spans: WorkSpan[]): Promise<void> {
-  const events = new Map<string, { event: ContactEvent; type: string; streamSequence: number | undefined; traceparent: string | undefined }>();
+  const events = new Map<string, { event: ContactEvent; type: string; streamSequence: number | undefined; traceparent: string | undefined; tracestate: string | undefined }>();
   let lastSequence: number | undefined;
   for (const message of messages) {
     if (message.streamSequence !== undefined) lastSequence = Math.max(lastSequence ?? 0, message.streamSequence);
@@ -129,12 +130,13 @@ async function fanOutBatch(messages: BusMessage[], deps: FanOutDeps, log: Logger
     if (decoded && !events.has(decoded.event.eventId.toLowerCase())) {
       const trace = parseTraceparent(message.traceparent);
       let traceparent = trace && formatTraceparent(trace);
+      const tracestate = continuedTracestate(message.traceparent, message.tracestate);
       if (tracingState() === "on") {
         const span = startSpan(`fan-out ${decoded.type}`, traceparent, "consumer", { "messaging.system": "nats", "messaging.message.id": decoded.event.eventId });
         spans.push(span);
         traceparent = span.traceparent;
       }
-      events.set(decoded.event.eventId.toLowerCase(), { ...decoded, streamSequence: message.streamSequence, traceparent });
+      events.set(decoded.event.eventId.toLowerCase(), { ...decoded, streamSequence: message.streamSequence, traceparent, tracestate });
     }
   }
   // The subscribers of every distinct (organisation, event type) of the batch, in one call and one read.
@@ -145,7 +147,7 @@ async function fanOutBatch(messages: BusMessage[], deps: FanOutDeps, log: Logger
   const created = await deps.store.recordFanOut({
     consumer: CONTACT_FAN_OUT_CONSUMER,
     streamSequence: lastSequence,
-    events: [...events.values()].map(({ event, type, streamSequence, traceparent }) => {
+    events: [...events.values()].map(({ event, type, streamSequence, traceparent, tracestate }) => {
       const occurredAt = event.occurTime ? timestampDate(event.occurTime) : new Date();
       return {
         eventId: event.eventId.toLowerCase(),
@@ -154,6 +156,7 @@ async function fanOutBatch(messages: BusMessage[], deps: FanOutDeps, log: Logger
         body: webhookBody(type, occurredAt, contactJson(event.contact!)),
         streamSequence,
         traceparent,
+        tracestate,
         subscribers: found
           .get(`${event.organisationId.toLowerCase()} ${event.type}`)!
           .map((s) => ({ subscriptionId: s.subscriptionId, clientId: s.clientId, skipped: s.disabled, ordered: s.ordered })),

@@ -11,6 +11,7 @@ import { DeliveryOrderedSchema } from "./2026-12-04-ordered-delivery.js";
 import { DeliveryPendingIndexSchema } from "./2026-12-08-pending-index.js";
 import { DeliveryQueueAutovacuumSchema } from "./2026-12-10-queue-autovacuum.js";
 import { DeliveryQueueIndexesSchema } from "./2026-12-12-queue-indexes.js";
+import { DeliveryTracestateSchema } from "./2026-12-14-tracestate.js";
 import { DeliveryStatesSchema } from "./2026-12-06-delivery-states.js";
 
 export const deliveryMigrations: MigrationObject[] = [
@@ -26,4 +27,5 @@ export const deliveryMigrations: MigrationObject[] = [
   { name: "2026-12-08-pending-index", class: DeliveryPendingIndexSchema },
   { name: "2026-12-10-queue-autovacuum", class: DeliveryQueueAutovacuumSchema },
   { name: "2026-12-12-queue-indexes", class: DeliveryQueueIndexesSchema },
+  { name: "2026-12-14-tracestate", class: DeliveryTracestateSchema },
 ];

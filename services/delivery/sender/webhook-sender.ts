@@ -18,7 +18,7 @@ import { Agent, request } from "undici";
 import type { Subscriber } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import type { Resolver } from "../../shared/net/dns-resolver.js";
 import { DestinationRefusedError, checkLiteralHost, safeLookup } from "../../shared/net/safe-lookup.js";
-import { TRACEPARENT_HEADER } from "../../shared/trace/traceparent.js";
+import { TRACEPARENT_HEADER, TRACESTATE_HEADER } from "../../shared/trace/traceparent.js";
 
 const MAX_RESPONSE_BYTES = 64 * 1024;
 const USER_AGENT = "bizcard-webhooks/1";
@@ -40,6 +40,8 @@ export interface OutgoingWebhook {
    * with this attempt as the parent, so a receiver can correlate.
    */
   traceparent?: string;
+  /** W3C tracestate sent beside it, unchanged (only with a traceparent). */
+  tracestate?: string;
 }
 
 /** The secrets a subscriber signs with (ListSubscribers): its secret, and the one before its last rotation while that still signs. */
@@ -106,6 +108,7 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
             "webhook-timestamp": String(Math.floor(timestamp.getTime() / 1000)),
             "webhook-signature": signature,
             ...(webhook.traceparent ? { [TRACEPARENT_HEADER]: webhook.traceparent } : {}),
+            ...(webhook.traceparent && webhook.tracestate ? { [TRACESTATE_HEADER]: webhook.tracestate } : {}),
           },
           body: webhook.body,
           signal,

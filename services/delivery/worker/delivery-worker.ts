@@ -202,11 +202,13 @@ export class DeliveryWorker {
   /**
    * The attempt continues the event's trace (W3C Trace Context; a new one for
    * an event that came without): the POST's traceparent has the attempt's
-   * span as its parent, and the attempt's log lines carry the trace id.
+   * span as its parent, its tracestate is the event's, and the attempt's log
+   * lines carry the trace id.
    */
   private deliver(d: ClaimedDelivery, subscriber: Subscriber): Promise<void> {
     const span = startSpan("webhook POST", d.traceparent, "client", { "http.request.method": "POST", "webhook.event_id": d.eventId, "webhook.attempt": d.attempt });
-    return runInRequest({ requestId: `delivery:${d.id}`, traceparent: span.traceparent }, () => this.attempt(d, subscriber, span.traceparent)).then(
+    const trace = { traceparent: span.traceparent, ...(d.tracestate ? { tracestate: d.tracestate } : {}) };
+    return runInRequest({ requestId: `delivery:${d.id}`, ...trace }, () => this.attempt(d, subscriber, trace)).then(
       (result) => span.end(result.ok ? undefined : result.error, { "http.response.status_code": result.status }),
       (err: unknown) => {
         span.end(err);
@@ -215,9 +217,9 @@ export class DeliveryWorker {
     );
   }
 
-  private async attempt(d: ClaimedDelivery, subscriber: Subscriber, traceparent: string): Promise<SendResult> {
+  private async attempt(d: ClaimedDelivery, subscriber: Subscriber, trace: { traceparent: string; tracestate?: string }): Promise<SendResult> {
     const attemptedAt = new Date();
-    const result = await this.options.sender.send({ url: subscriber.targetUrl, ...signingSecrets(subscriber), eventId: d.eventId, body: d.body, traceparent });
+    const result = await this.options.sender.send({ url: subscriber.targetUrl, ...signingSecrets(subscriber), eventId: d.eventId, body: d.body, ...trace });
     const base = { delivery: d, responseStatus: result.status, durationMs: result.durationMs, attemptedAt, timedOut: !result.ok && result.kind === "timeout" };
     webhookAttempts.inc({ outcome: attemptOutcome(result) });
     webhookAttemptDuration.observe(result.durationMs / 1000);

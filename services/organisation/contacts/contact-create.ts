@@ -44,14 +44,14 @@ function batchSql(schema: string): string {
   const s = `"${schema}"`;
   return `with "input" as (
        select * from jsonb_to_recordset(?::jsonb) as r("id" uuid, "organisation_id" uuid, ${CONTACT_FIELDS.map((f) => `"${snake(f)}" text`).join(", ")},
-         "created_at" timestamptz, "event_id" uuid, "subject" text, "payload" text, "traceparent" text, "order_key" text)
+         "created_at" timestamptz, "event_id" uuid, "subject" text, "payload" text, "traceparent" text, "tracestate" text, "order_key" text)
      ), "contact" as (
        insert into ${s}."contact" ("id", "organisation_id", ${COLUMNS}, "created_at", "updated_at")
        select i."id", o."id", ${CONTACT_FIELDS.map((f) => `i."${snake(f)}"`).join(", ")}, i."created_at", i."created_at"
          from "input" i join ${s}."organisation" o on o."id" = i."organisation_id"
        returning "id"
      ), "event" as (
-       ${outboxInsertManySql(schema, `(select i."event_id" as "id", i."subject", decode(i."payload", 'base64') as "payload", i."traceparent", i."order_key"
+       ${outboxInsertManySql(schema, `(select i."event_id" as "id", i."subject", decode(i."payload", 'base64') as "payload", i."traceparent", i."tracestate", i."order_key"
             from "input" i join "contact" c on c."id" = i."id")`)}
      )
      select "id"::text as "id" from "contact"`;

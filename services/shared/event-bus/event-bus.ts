@@ -14,6 +14,8 @@ export interface BusMessage {
   streamSequence?: number;
   /** W3C traceparent of the work that made the event (header `traceparent`), when it had one. */
   traceparent?: string;
+  /** W3C tracestate beside it (header `tracestate`), when it had one. */
+  tracestate?: string;
 }
 
 export interface ConsumerOptions {
@@ -101,6 +103,20 @@ export interface OutgoingMessage {
   msgId: string;
   /** W3C traceparent of the work that made the event: consumers continue its trace. */
   traceparent?: string;
+  /** W3C tracestate beside it, passed on unchanged. */
+  tracestate?: string;
+}
+
+/** W3C Trace Context of a message: its two headers (tracestate only ever beside a traceparent). */
+export interface TraceHeaders {
+  traceparent?: string;
+  tracestate?: string;
+}
+
+/** The headers present, as fields (none for none): what a delivered message carries. */
+export function traceFields(trace: TraceHeaders | undefined): TraceHeaders {
+  if (!trace?.traceparent) return {};
+  return trace.tracestate ? { traceparent: trace.traceparent, tracestate: trace.tracestate } : { traceparent: trace.traceparent };
 }
 
 /** What `publishInOrder` got done: the first `published` messages were stored (acknowledged). */
@@ -136,7 +152,7 @@ export interface EventBus {
    * reject with a PublishDeferredError: some consumers have it, the others
    * must get it later (the in-process bus).
    */
-  publish(subject: string, data: Uint8Array, msgId: string, traceparent?: string): Promise<void>;
+  publish(subject: string, data: Uint8Array, msgId: string, trace?: TraceHeaders): Promise<void>;
   /**
    * Optional: sends all the messages at once, in this order, and waits for
    * their acknowledgements together. The broker stores a message only if it
@@ -210,7 +226,7 @@ export async function publishOneByOne(bus: EventBus, messages: readonly Outgoing
   for (const m of messages) {
     if (!(await hooks.beforeSend())) return {};
     try {
-      await bus.publish(m.subject, m.data, m.msgId, m.traceparent);
+      await bus.publish(m.subject, m.data, m.msgId, m);
       hooks.published(m.msgId);
     } catch (err) {
       if (!(err instanceof PublishDeferredError)) return { error: err };

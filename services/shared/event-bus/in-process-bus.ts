@@ -42,6 +42,7 @@ import {
   publishOneByOne,
   subjectFor,
   subjectMatches,
+  traceFields,
   type Consumer,
   type ConsumerOptions,
   type EventBus,
@@ -49,6 +50,7 @@ import {
   type OutgoingMessage,
   type PublishHooks,
   type SubscriptionHandler,
+  type TraceHeaders,
   redeliveryBackoff,
 } from "./event-bus.js";
 import { backoffDelay } from "../loop/backoff.js";
@@ -115,7 +117,8 @@ export class InProcessBus implements EventBus {
     private readonly logger?: Logger,
   ) {}
 
-  async publish(subject: string, data: Uint8Array, msgId: string, traceparent?: string): Promise<void> {
+  async publish(subject: string, data: Uint8Array, msgId: string, trace?: TraceHeaders): Promise<void> {
+    const traced = traceFields(trace);
     const matching = [...this.consumers.values()].filter((reg) => subjectMatches(reg.pattern, subject));
     const listening = [...this.subscribers].filter((sub) => subjectMatches(sub.pattern, subject));
     // A stream would keep the message for consumers to come; here the outbox row does.
@@ -130,7 +133,7 @@ export class InProcessBus implements EventBus {
       remember(this.announced, msgId);
       for (const sub of listening) {
         try {
-          await sub.handler({ subject, data: data.slice(), msgId, deliveryCount: 1, ...(traceparent ? { traceparent } : {}) });
+          await sub.handler({ subject, data: data.slice(), msgId, deliveryCount: 1, ...traced });
         } catch (err) {
           this.logger?.warn({ err, subject }, "subscriber failed; the message is not redelivered to it");
         }
@@ -156,7 +159,7 @@ export class InProcessBus implements EventBus {
       const count = (reg.deliveries.get(msgId) ?? 0) + 1;
       reg.deliveries.set(msgId, count);
       try {
-        await reg.handler({ subject, data: data.slice(), msgId, deliveryCount: count, ...(traceparent ? { traceparent } : {}) });
+        await reg.handler({ subject, data: data.slice(), msgId, deliveryCount: count, ...traced });
       } catch (err) {
         const maxDeliver = reg.options.maxDeliver ?? 30;
         if (count < maxDeliver) {

@@ -3,9 +3,10 @@
 // an outbox row published again after a crash reaches no consumer twice.
 import { RetentionPolicy, StorageType, connect, headers, nanos, type JetStreamClient, type JetStreamManager, type NatsConnection } from "nats";
 import type { Logger } from "../logger.js";
-import { TRACEPARENT_HEADER } from "../trace/traceparent.js";
+import { TRACEPARENT_HEADER, TRACESTATE_HEADER } from "../trace/traceparent.js";
 import {
   subjectFor,
+  traceFields,
   type BatchConsumerOptions,
   type BatchHandler,
   type Consumer,
@@ -16,6 +17,7 @@ import {
   type PublishHooks,
   type PublishedInOrder,
   type SubscriptionHandler,
+  type TraceHeaders,
 } from "./event-bus.js";
 import { consumerAckFloor, isNotFound, runDurable, serveBatches, serveMessages, type DurableContext, type PullSettings, type Serve } from "./nats-consumer.js";
 
@@ -129,8 +131,8 @@ export class NatsBus implements EventBus {
     const sub = this.nc.subscribe(subject, {
       callback: (err, m) => {
         if (err) return log.warn({ err }, "subscription error");
-        const traceparent = m.headers?.get(TRACEPARENT_HEADER);
-        const message = { subject: m.subject, data: m.data, msgId: m.headers?.get("Nats-Msg-Id") ?? "", deliveryCount: 1, ...(traceparent ? { traceparent } : {}) };
+        const trace = traceFields({ traceparent: m.headers?.get(TRACEPARENT_HEADER), tracestate: m.headers?.get(TRACESTATE_HEADER) });
+        const message = { subject: m.subject, data: m.data, msgId: m.headers?.get("Nats-Msg-Id") ?? "", deliveryCount: 1, ...trace };
         try {
           const done = handler(message);
           if (done) done.catch((e: unknown) => log.warn({ err: e, subject: m.subject }, "subscriber failed; not redelivered"));
@@ -178,11 +180,11 @@ export class NatsBus implements EventBus {
   }
 
   /**
-   * `traceparent`: sent as the message header of that name (W3C Trace Context
+   * `trace`: sent as the message headers of those names (W3C Trace Context
    * over a message bus). `afterMsgId`: stored only if the stream's last stored
    * message is that one (publishInOrder).
    */
-  async publish(subject: string, data: Uint8Array, msgId: string, traceparent?: string, afterMsgId?: string): Promise<void> {
+  async publish(subject: string, data: Uint8Array, msgId: string, trace?: TraceHeaders, afterMsgId?: string): Promise<void> {
     // The outbox relay starts a publish only while its lease outlasts this
     // timeout: the message must not leave after it, stream check included.
     const timeoutMs = this.options.publishTimeoutMs ?? 3000;
@@ -193,7 +195,7 @@ export class NatsBus implements EventBus {
     try {
       await this.js.publish(subject, data, {
         msgID: msgId,
-        ...(traceparent ? { headers: traceHeader(traceparent) } : {}),
+        ...(trace?.traceparent ? { headers: traceHeaders(trace.traceparent, trace.tracestate) } : {}),
         expect: { streamName: this.options.stream, ...(afterMsgId === undefined ? {} : { lastMsgID: afterMsgId }) },
         timeout: left,
       });
@@ -230,7 +232,7 @@ export class NatsBus implements EventBus {
     // Sent in this order: each publish awaits the same settled stream check
     // (continuations run in the order they were queued), then writes its
     // request before its next await. Each has the whole publish timeout.
-    const acks = messages.map((m, i) => this.publish(m.subject, m.data, m.msgId, m.traceparent, i > 0 ? messages[i - 1]!.msgId : undefined));
+    const acks = messages.map((m, i) => this.publish(m.subject, m.data, m.msgId, m, i > 0 ? messages[i - 1]!.msgId : undefined));
     const settled = await Promise.allSettled(acks);
     const failed = settled.findIndex((s) => s.status === "rejected");
     if (failed === -1) return { published: messages.length };
@@ -326,9 +328,10 @@ export class NatsBus implements EventBus {
   }
 }
 
-function traceHeader(traceparent: string) {
+function traceHeaders(traceparent: string, tracestate: string | undefined) {
   const h = headers();
   h.set(TRACEPARENT_HEADER, traceparent);
+  if (tracestate) h.set(TRACESTATE_HEADER, tracestate);
   return h;
 }
 

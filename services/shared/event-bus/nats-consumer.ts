@@ -16,11 +16,11 @@ import {
 } from "nats";
 import { backoffDelay, type Backoff } from "../loop/backoff.js";
 import { PollLoop } from "../loop/poll-loop.js";
-import { TRACEPARENT_HEADER } from "../trace/traceparent.js";
+import { TRACEPARENT_HEADER, TRACESTATE_HEADER } from "../trace/traceparent.js";
 import type { Logger } from "../logger.js";
 import { consumerPendingSources } from "../metrics/metrics.js";
 import { addSource } from "../metrics/scrape-sources.js";
-import { redeliveryBackoff, subjectFor, type BatchHandler, type BusMessage, type Consumer, type ConsumerOptions, type MessageHandler } from "./event-bus.js";
+import { redeliveryBackoff, subjectFor, traceFields, type BatchHandler, type BusMessage, type Consumer, type ConsumerOptions, type MessageHandler } from "./event-bus.js";
 
 /** What the consumers need of the bus. */
 export interface DurableContext {
@@ -246,9 +246,8 @@ export function serveBatches(options: ConsumerOptions, settings: PullSettings, b
 }
 
 function busMessage(m: JsMsg): BusMessage {
-  const traceparent = m.headers?.get(TRACEPARENT_HEADER);
   return {
-    ...(traceparent ? { traceparent } : {}),
+    ...traceFields({ traceparent: m.headers?.get(TRACEPARENT_HEADER), tracestate: m.headers?.get(TRACESTATE_HEADER) }),
     subject: m.subject,
     data: m.data,
     msgId: m.headers?.get("Nats-Msg-Id") || `${m.info.stream}:${m.seq}`,

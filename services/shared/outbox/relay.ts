@@ -20,7 +20,7 @@
 // starts again from the oldest unsent row, and the bus's duplicate window
 // skips what each consumer already has.
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { publishAll, type EventBus, type OutgoingMessage } from "../event-bus/event-bus.js";
+import { publishAll, traceFields, type EventBus, type OutgoingMessage } from "../event-bus/event-bus.js";
 import { backoffDelay, type Backoff } from "../loop/backoff.js";
 import { PollLoop } from "../loop/poll-loop.js";
 import type { Logger } from "../logger.js";
@@ -65,7 +65,7 @@ interface DeferredRow {
   failures: number;
 }
 
-type Row = { id: string; seq: string; subject: string; payload: Buffer; traceparent: string | null };
+type Row = { id: string; seq: string; subject: string; payload: Buffer; traceparent: string | null; tracestate: string | null };
 
 /** Failed batches and failed rounds. */
 const FAILURE_BACKOFF: Backoff = { baseMs: 500, maxMs: 30_000 };
@@ -109,7 +109,7 @@ export class OutboxRelay {
     this.readStatement = pooledStatement(
       orm,
       `outbox-read-${schema}`,
-      `select "id", "seq"::text as "seq", "subject", "payload", "traceparent" from "${schema}"."outbox"
+      `select "id", "seq"::text as "seq", "subject", "payload", "traceparent", "tracestate" from "${schema}"."outbox"
         where "published_at" is null and "id" <> all(?::uuid[]) order by "outbox"."seq" limit ?::int`,
       prepared,
     );
@@ -280,7 +280,7 @@ export class OutboxRelay {
       for (let i = 0; going && i < ids.length; i += this.batchSize) {
         const chunk = ids.slice(i, i + this.batchSize);
         const rows: Row[] = await em.execute(
-          `select "id", "seq"::text as "seq", "subject", "payload", "traceparent" from "${schema}"."outbox"
+          `select "id", "seq"::text as "seq", "subject", "payload", "traceparent", "tracestate" from "${schema}"."outbox"
             where "id" in (${chunk.map(() => "?").join(",")}) and "published_at" is null order by "outbox"."seq"`,
           chunk,
         );
@@ -333,5 +333,5 @@ const toMessage = (row: Row): OutgoingMessage => ({
   subject: row.subject,
   data: new Uint8Array(row.payload),
   msgId: row.id,
-  ...(row.traceparent ? { traceparent: row.traceparent } : {}),
+  ...traceFields({ traceparent: row.traceparent ?? undefined, tracestate: row.tracestate ?? undefined }),
 });

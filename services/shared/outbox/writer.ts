@@ -26,11 +26,11 @@
 // Every service that publishes has its own tables, created by its migration:
 //   <schema>.outbox (seq bigserial, id uuid primary key, subject text,
 //     payload bytea, created_at timestamptz, published_at timestamptz null,
-//     traceparent text null)
+//     traceparent text null, tracestate text null)
 //   <schema>.outbox_lease (name text primary key, holder text, expires_at timestamptz)
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { literal } from "../pooled-query.js";
-import { currentTraceparent } from "../request-context.js";
+import { currentTraceparent, currentTracestate } from "../request-context.js";
 
 export interface OutboxEvent {
   id: string;
@@ -44,8 +44,9 @@ export interface OutboxEvent {
 const outboxLockKey = (schema: string, orderKey: string) => `bizcard.outbox:${schema}:${orderKey}`;
 
 /**
- * The event keeps the traceparent of the request that made the change (the
- * relay sends it with the event, consumers continue that trace).
+ * The event keeps the traceparent and tracestate of the request that made
+ * the change (the relay sends them with the event, consumers continue that
+ * trace).
  *
  * Call inside the transaction that makes the change, as its last statement:
  * from here to its commit, other event-writing transactions of the same
@@ -65,8 +66,8 @@ export async function enqueueEvent(em: EntityManager, schema: string, event: Out
  * up nor dropped) yields it once the lock is granted.
  */
 function outboxInsertSql(schema: string): string {
-  return `insert into "${schema}"."outbox" ("id", "subject", "payload", "traceparent")
-     select ?::uuid, ?::text, ?::bytea, ?::text from (select pg_advisory_xact_lock(hashtextextended(?, 0))) as "turn"`;
+  return `insert into "${schema}"."outbox" ("id", "subject", "payload", "traceparent", "tracestate")
+     select ?::uuid, ?::text, ?::bytea, ?::text, ?::text from (select pg_advisory_xact_lock(hashtextextended(?, 0))) as "turn"`;
 }
 
 /**
@@ -75,8 +76,8 @@ function outboxInsertSql(schema: string): string {
  * this insert to the statement's own commit, never across a round trip to
  * this process, whose busy event loop would make every event-writing
  * transaction of those keys wait that much longer). `source`: a FROM item with the
- * columns "id" (uuid), "subject", "payload" (bytea), "traceparent" and
- * "order_key" (text; outboxRowOf gives them as JSON). The lock of every key
+ * columns "id" (uuid), "subject", "payload" (bytea), "traceparent",
+ * "tracestate" and "order_key" (text; outboxRowOf gives them as JSON). The lock of every key
  * is taken, in key order (two such statements never wait for each other in
  * a circle), before any row takes its seq: each row's seq is computed as the
  * join yields it, and the join needs the one row of "turns", an aggregate
@@ -85,8 +86,8 @@ function outboxInsertSql(schema: string): string {
  */
 export function outboxInsertManySql(schema: string, source: string): string {
   const prefix = literal(outboxLockKey(schema, ""));
-  return `insert into "${schema}"."outbox" ("id", "subject", "payload", "traceparent")
-     select e."id", e."subject", e."payload", e."traceparent" from ${source} as e,
+  return `insert into "${schema}"."outbox" ("id", "subject", "payload", "traceparent", "tracestate")
+     select e."id", e."subject", e."payload", e."traceparent", e."tracestate" from ${source} as e,
        (select count(pg_advisory_xact_lock(hashtextextended(${prefix} || k."order_key", 0))) as "n"
           from (select distinct x."order_key" from ${source} as x order by 1) as k) as "turns"`;
 }
@@ -98,10 +99,11 @@ export function outboxRowOf(event: OutboxEvent): Record<string, string | null> {
     subject: event.subject,
     payload: Buffer.from(event.payload).toString("base64"),
     traceparent: currentTraceparent() ?? null,
+    tracestate: currentTracestate() ?? null,
     order_key: event.orderKey,
   };
 }
 
 function outboxInsertParams(schema: string, event: OutboxEvent): unknown[] {
-  return [event.id, event.subject, Buffer.from(event.payload), currentTraceparent() ?? null, outboxLockKey(schema, event.orderKey)];
+  return [event.id, event.subject, Buffer.from(event.payload), currentTraceparent() ?? null, currentTracestate() ?? null, outboxLockKey(schema, event.orderKey)];
 }

@@ -5,7 +5,7 @@ import { hash, timingSafeEqual } from "node:crypto";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "../logger.js";
 import { REQUEST_ID_HEADER, requestIdFrom, runInRequest } from "../request-context.js";
-import { TRACEPARENT_HEADER, TRACESTATE_HEADER, acceptTracestate } from "../trace/traceparent.js";
+import { TRACEPARENT_HEADER, TRACESTATE_HEADER, continuedTracestate } from "../trace/traceparent.js";
 import { startSpan } from "../trace/tracing.js";
 import { isOutage } from "./outage.js";
 
@@ -66,7 +66,7 @@ export function contextInterceptor(logger: Logger): Interceptor {
       "rpc.service": req.service.typeName,
       "rpc.method": req.method.name,
     });
-    const tracestate = acceptTracestate(req.header.get(TRACESTATE_HEADER));
+    const tracestate = continuedTracestate(req.header.get(TRACEPARENT_HEADER), req.header.get(TRACESTATE_HEADER));
     return runInRequest({ requestId, traceparent: span.traceparent, tracestate }, async () => {
       const started = performance.now();
       try {

@@ -68,6 +68,17 @@ export function acceptTracestate(value: string | undefined | null): string | und
   return value && value.length <= 512 && /^[\x20-\x7e]+$/.test(value) ? value : undefined;
 }
 
+/**
+ * The tracestate to pass on with a request's trace: none unless the
+ * traceparent beside it parses (W3C Trace Context §3.3.1: "If the vendor
+ * failed to parse traceparent, it MUST NOT attempt to parse tracestate"; a
+ * new trace starts without it). The traceparent is parsed only when a
+ * tracestate came, which most requests do not send.
+ */
+export function continuedTracestate(traceparent: string | undefined | null, tracestate: string | undefined | null): string | undefined {
+  return tracestate && parseTraceparent(traceparent) ? acceptTracestate(tracestate) : undefined;
+}
+
 export function newTraceId(): string {
   return randomHex(16);
 }
