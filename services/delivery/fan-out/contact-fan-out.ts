@@ -55,7 +55,7 @@ import { consumeInBatches, type BusMessage, type Consumer, type EventBus } from 
 import { eventTypeName } from "../../shared/event-types.js";
 import type { Logger } from "../../shared/logger.js";
 import { isUuid } from "../../shared/validation.js";
-import { continuedTracestate, formatTraceparent, parseTraceparent } from "../../shared/trace/traceparent.js";
+import { acceptTracestate, formatTraceparent, parseTraceparent } from "../../shared/trace/traceparent.js";
 import { startSpan, tracingState, type WorkSpan } from "../../shared/trace/tracing.js";
 import type { DeliveryStore } from "../deliveries/delivery-store.js";
 
@@ -130,7 +130,8 @@ async function fanOutBatch(messages: BusMessage[], deps: FanOutDeps, log: Logger
     if (decoded && !events.has(decoded.event.eventId.toLowerCase())) {
       const trace = parseTraceparent(message.traceparent);
       let traceparent = trace && formatTraceparent(trace);
-      const tracestate = continuedTracestate(message.traceparent, message.tracestate);
+      // Trace Context §3.3.1: a tracestate only beside a traceparent that parses (parsed once, above).
+      const tracestate = trace ? acceptTracestate(message.tracestate) : undefined;
       if (tracingState() === "on") {
         const span = startSpan(`fan-out ${decoded.type}`, traceparent, "consumer", { "messaging.system": "nats", "messaging.message.id": decoded.event.eventId });
         spans.push(span);
