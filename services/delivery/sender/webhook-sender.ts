@@ -2,7 +2,8 @@
 // "`POST` to target_url, `Content-Type: application/json` … Headers
 // `webhook-id` (the event's id, the same on every retry),
 // `webhook-timestamp`, `webhook-signature` … as the `standardwebhooks`
-// libraries verify." The signature is made by that library, not by hand.
+// libraries verify." The signature is signature.ts's, which the tests hold to
+// that library's own sign() and verify with its verify().
 // After a secret rotation, two signatures while the old secret's overlap lasts.
 //
 // Sent through an undici Agent whose connect-time lookup refuses non-public
@@ -13,12 +14,12 @@
 // dropped.
 import { performance } from "node:perf_hooks";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { Webhook } from "standardwebhooks";
 import { Agent, request } from "undici";
 import type { Subscriber } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import type { Resolver } from "../../shared/net/dns-resolver.js";
 import { DestinationRefusedError, checkLiteralHost, safeLookup } from "../../shared/net/safe-lookup.js";
 import { TRACEPARENT_HEADER, TRACESTATE_HEADER } from "../../shared/trace/traceparent.js";
+import { sign as signWith } from "./signature.js";
 
 const MAX_RESPONSE_BYTES = 64 * 1024;
 const USER_AGENT = "bizcard-webhooks/1";
@@ -140,7 +141,7 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
  * The new secret's first, then the old one's while the rotation's overlap lasts.
  */
 function signatures(webhook: OutgoingWebhook, timestamp: Date): string {
-  const sign = (secret: string) => new Webhook(secret).sign(webhook.eventId, timestamp, webhook.body);
+  const sign = (secret: string) => signWith(secret, webhook.eventId, timestamp, webhook.body);
   const previous = webhook.previousSecret;
   return previous && previous.expiresAt > timestamp ? `${sign(webhook.secret)} ${sign(previous.secret)}` : sign(webhook.secret);
 }
