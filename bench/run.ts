@@ -27,7 +27,8 @@
 //   start` runs it on PostgreSQL and NATS (bench/delivery-target.ts): contacts
 //   created over RPC, open loop, at a fixed 200/s for BENCH_DELIVERY_SECONDS
 //   (default 10) with one matching subscription each, then as a burst (32
-//   calls in flight) with 1 and with 10 subscriptions each; a local receiver
+//   calls in flight) with 1 and with 10 subscriptions each, each burst three
+//   times and its median pass (bench/delivery-passes.ts); a local receiver
 //   answers 200. Deliveries/s, and commit-to-arrival latency p50/p95/p99
 //   (commit: CreateContact returned; arrival: the receiver had the POST).
 //   Then the noisy neighbour (bench/noisy-neighbour.ts): 200/s again while
@@ -45,7 +46,8 @@
 // first, the RPC rows after them, with the bare row again in their rounds:
 // the RPC rows run a service in this process, whose work would otherwise
 // share the CPU of autocannon (in this process too) with every other row. BENCH_ONLY=http, rpc, oauth or
-// delivery runs one group (and the bare row); memory: the embedded start's
+// delivery runs one group (and the bare row), a comma-separated list
+// (http,oauth) several; memory: the embedded start's
 // time and peak memory (bench/memory.ts; after a full run also the loaded
 // platforms' peaks).
 import { execFile } from "node:child_process";
@@ -75,7 +77,7 @@ import { startRpcTarget, type RpcTarget } from "./rpc-target.js";
 const seconds = Number(process.env.BENCH_SECONDS ?? 3);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const only = process.env.BENCH_ONLY;
-const wants = (group: Case["group"] | "delivery" | "memory") => !only || only === group;
+const wants = (group: Case["group"] | "delivery" | "memory") => !only || only.split(",").includes(group);
 const execFileAsync = promisify(execFile);
 const loadAverageAtStart = loadavg();
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
