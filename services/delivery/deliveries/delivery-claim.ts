@@ -34,17 +34,21 @@ export interface ClaimOptions {
  * The end of a claiming statement: the rows of CTE `ids` (a column "id")
  * claimed for a lease (two parameters: the lease in seconds, the claim id),
  * returned with what the worker sends (claimedOf, delivery-store.ts). Shared
- * by the claim and the hand-on (hand-on.ts).
+ * by the claim and the hand-on (hand-on.ts), both a WITH list that this
+ * continues. The event's body and trace headers come from one probe of
+ * delivery_event per row (a left join: a row whose event is gone is claimed
+ * with an empty body, as before).
  */
 export function claimRowsSql(ids: string): string {
-  return `update ${S}."delivery" d
-          set "next_attempt_at" = now() + make_interval(secs => ?), "claim_id" = ?, "attempts" = d."attempts" + 1, "updated_at" = now()
-         from ${ids} where d."id" = ${ids}."id"
-       returning d."id"::text as "id", d."event_id", d."subscription_id"::text as "subscription_id", d."organisation_id", d."client_id",
-         d."event_type", d."attempts", d."once", d."ordered",
-         (select e."body" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "body",
-         (select e."traceparent" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "traceparent",
-         (select e."tracestate" from ${S}."delivery_event" e where e."event_id" = d."event_id") as "tracestate"`;
+  return `, "claimed" as (
+         update ${S}."delivery" d
+            set "next_attempt_at" = now() + make_interval(secs => ?), "claim_id" = ?, "attempts" = d."attempts" + 1, "updated_at" = now()
+           from ${ids} where d."id" = ${ids}."id"
+         returning d."id", d."event_id", d."subscription_id", d."organisation_id", d."client_id", d."event_type", d."attempts", d."once", d."ordered"
+       )
+       select c."id"::text as "id", c."event_id", c."subscription_id"::text as "subscription_id", c."organisation_id", c."client_id",
+         c."event_type", c."attempts", c."once", c."ordered", e."body", e."traceparent", e."tracestate"
+         from "claimed" c left join ${S}."delivery_event" e on e."event_id" = c."event_id"`;
 }
 
 /**
