@@ -54,16 +54,6 @@ export function currentRequest(): RequestContext | undefined {
   return storage.getStore();
 }
 
-/** The traceparent calls made now send (undefined outside a request). */
-export function currentTraceparent(): string | undefined {
-  return storage.getStore()?.traceparent;
-}
-
-/** The tracestate calls made now send beside the traceparent (undefined outside a request, or when none came). */
-export function currentTracestate(): string | undefined {
-  return storage.getStore()?.tracestate;
-}
-
 /** The trace id of the work being done, for log lines (undefined outside one). */
 export function currentTraceId(): string | undefined {
   const traceparent = storage.getStore()?.traceparent;

@@ -30,7 +30,7 @@
 //   <schema>.outbox_lease (name text primary key, holder text, expires_at timestamptz)
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { literal } from "../pooled-query.js";
-import { currentTraceparent, currentTracestate } from "../request-context.js";
+import { currentRequest } from "../request-context.js";
 
 export interface OutboxEvent {
   id: string;
@@ -98,12 +98,18 @@ export function outboxRowOf(event: OutboxEvent): Record<string, string | null> {
     event_id: event.id,
     subject: event.subject,
     payload: Buffer.from(event.payload).toString("base64"),
-    traceparent: currentTraceparent() ?? null,
-    tracestate: currentTracestate() ?? null,
+    ...traceColumns(),
     order_key: event.orderKey,
   };
 }
 
 function outboxInsertParams(schema: string, event: OutboxEvent): unknown[] {
-  return [event.id, event.subject, Buffer.from(event.payload), currentTraceparent() ?? null, currentTracestate() ?? null, outboxLockKey(schema, event.orderKey)];
+  const { traceparent, tracestate } = traceColumns();
+  return [event.id, event.subject, Buffer.from(event.payload), traceparent, tracestate, outboxLockKey(schema, event.orderKey)];
+}
+
+/** The trace headers of the request being served (one read of its context), as column values. */
+function traceColumns(): { traceparent: string | null; tracestate: string | null } {
+  const request = currentRequest();
+  return { traceparent: request?.traceparent ?? null, tracestate: request?.tracestate ?? null };
 }
