@@ -12,7 +12,8 @@ import { vacuumPipeline } from "./pipeline-vacuum.js";
 
 export const BURST_PASSES = Number(process.env.BENCH_BURST_PASSES ?? 3);
 
-const lostOrFailed = (r: DeliveryRun) => r.failed > 0 || r.arrived < r.events * r.subscriptions;
+/** A delivery missing at the receiver, or a CreateContact call that failed. */
+export const lostOrFailed = (r: DeliveryRun) => r.failed > 0 || r.arrived < r.events * r.subscriptions;
 
 /** The case `args` of `delivery.run`; `passes`: each pass's deliveries/s (one for a fixed rate). */
 export async function runCase(delivery: DeliveryTarget, args: Parameters<DeliveryTarget["run"]>): Promise<DeliveryRun & { passes: number[] }> {

@@ -3,7 +3,7 @@
 // them with SQL), each beside the same row of the same run before, and how
 // much it fell. Floor: no figure falls by more than 20%.
 import type { DeliveryRun, DeliveryTarget } from "./delivery-target.js";
-import { runCase } from "./delivery-passes.js";
+import { lostOrFailed, runCase } from "./delivery-passes.js";
 import { GROWTH_DELIVERIES, GROWTH_TOKENS, fall, seedAccessTokens, seedDeliveries } from "./growth.js";
 
 export const GROWTH_FLOOR_PERCENT = 20;
@@ -79,7 +79,7 @@ export async function deliveryGrowth(
   const rows: GrowthRow[] = [];
   for (const r of runs) {
     const after = await runCase(delivery, r.args);
-    const lost = after.arrived < after.events * after.subscriptions || after.failed > 0;
+    const lost = lostOrFailed(after);
     const burst = r.args[1] === Infinity;
     const grown = burst
       ? row(r.name, "deliveries/s", r.before.deliveriesPerSecond, after.deliveriesPerSecond, true)
