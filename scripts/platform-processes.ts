@@ -3,8 +3,8 @@
 // through tsx (`node --import tsx <main>.ts`), the same entry points.
 
 /**
- * V8 flag of each service's own process (not the gateway's, nor `npm
- * start`'s, below): an old generation of at most 1 GB. After each full
+ * V8 flag of each service's own process and of `npm start`'s (not the
+ * gateway's own process): an old generation of at most 1 GB. After each full
  * collection V8 lets the old generation grow to a multiple of what survived
  * before the next one: up to 4 times with its default limit (on this 24 GB
  * machine, about 4 GB), 1.3 to 2 times when the limit is smaller than that
@@ -22,20 +22,14 @@ export const SERVICE_NODE_FLAGS = ["--max-old-space-size=1024"] as const;
 
 /**
  * V8 flags of the processes that serve the gateway (its own process, and
- * `npm start`'s one process, whose package.json script repeats them): a young
- * generation of 64 MiB semi-spaces instead of V8's 16 MiB. A request's garbage
- * (headers, the reply, the log and metric objects) then dies young instead of
- * being copied and promoted: on the bench's GET /oauth/me, the garbage
- * collector's share of `npm start`'s CPU fell from 10.8 % to 2.2 % and its CPU
- * per request from 60-63 µs to 41-50 µs (32 MiB: 55-60 µs; 128 MiB no better
- * than 64), with a lower peak RSS under that load (356-421 MB against
- * 470-477 MB) but a higher one at the embedded start (README, "The memory
- * rows"; bench/profile-findings.md). Without the services' old-generation
- * limit (SERVICE_NODE_FLAGS): under it `npm start`'s token endpoint measured
- * 0.70-0.81x the peer against 0.81-0.89x without (alternating BENCH_ONLY=oauth
- * runs; this machine's noise is of that order), it could not bring that one
- * process under 256 MB anyway, and the gateway's own process peaks under
- * 160 MB without it.
+ * `npm start`'s one process: START_NODE_FLAGS): a young generation of 64 MiB
+ * semi-spaces instead of V8's 16 MiB. A request's garbage (headers, the
+ * reply, the log and metric objects) then dies young instead of being copied
+ * and promoted: on the bench's GET /oauth/me, the garbage collector's share of
+ * `npm start`'s CPU fell from 10.8 % to 2.2 % and its CPU per request from
+ * 60-63 µs to 41-50 µs. With 32 MiB, compiled, five alternating runs each:
+ * /oauth/me 0.32-0.36x bare against 0.34-0.42x, for 50 MB less resident
+ * (48 MiB: the same memory as 64; README, "The memory rows").
  */
 export const GATEWAY_NODE_FLAGS = ["--max-semi-space-size=64"] as const;
 
@@ -71,8 +65,22 @@ export const compiledCommand = (p: PlatformProcess, outDir: string): string[] =>
 /** The command start:distributed runs for it: the same entry point, compiled on the fly by tsx as `npm start` is. */
 export const tsxCommand = (p: PlatformProcess): string[] => ["node", ...p.nodeFlags, "--import", "tsx", `${p.main}.ts`];
 
+/**
+ * V8 flags of `npm start`'s one process, which serves the gateway and runs
+ * every service: the gateway's young generation and the services'
+ * old-generation limit. Compiled (start-compiled.mjs) and with both flags, its
+ * peak after the bench's OAuth rows was 257-274 MB, against 457-459 MB through
+ * tsx with the young generation's flag alone (README, "The memory rows").
+ */
+export const START_NODE_FLAGS = [...GATEWAY_NODE_FLAGS, ...SERVICE_NODE_FLAGS] as const;
+
 /** What `npm start` runs (package.json's start script, `exec`: `env` execs node in turn): every service and the gateway in one process. */
 export const startCommand = (): string[] => ["env", ...Object.entries(PLATFORM_ENV).map(([k, v]) => `${k}=${v}`), "node", ...startArgs()];
 
-/** Its arguments after `node`, with `nodeArgs` (--cpu-prof...) among the flags: for the bench, which spawns it as npm start does (with PLATFORM_ENV). */
-export const startArgs = (nodeArgs: readonly string[] = []): string[] => [...GATEWAY_NODE_FLAGS, ...nodeArgs, "--import", "tsx", "scripts/start.ts"];
+/**
+ * Its arguments after `node`, with `nodeArgs` (--cpu-prof...) among the
+ * flags: for the bench, which spawns it as npm start does (with
+ * PLATFORM_ENV). scripts/start-compiled.mjs compiles the sources (when they
+ * changed) and runs the compiled scripts/start.ts in the same process.
+ */
+export const startArgs = (nodeArgs: readonly string[] = []): string[] => [...START_NODE_FLAGS, ...nodeArgs, "scripts/start-compiled.mjs"];
