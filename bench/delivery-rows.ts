@@ -2,7 +2,7 @@
 // against one platform (delivery-target.ts), printed with their floors, and
 // returned for the results file (without the per-delivery samples).
 import type { DeliveryRun, DeliveryTarget } from "./delivery-target.js";
-import { BURST_PASSES, lostOrFailed, runCase } from "./delivery-passes.js";
+import { BURST_PASSES, RATE_PASSES, RATE_SECONDS, lostOrFailed, runCase } from "./delivery-passes.js";
 import { BASELINE_P95_MS, NOISY_FLOOR, noisyNeighbour } from "./noisy-neighbour.js";
 
 /** The organisations the 500 and 1,000 events/s rows go round. */
@@ -19,11 +19,12 @@ export async function deliveryRows(delivery: DeliveryTarget, deliverySeconds: nu
   await delivery.run(1000, 200, 1);
   if (!noisyOnly) await delivery.run(2000, 1000, 1, SPREAD);
   const cases: [string, Parameters<DeliveryTarget["run"]>][] = noisyOnly ? [] : [
-    [`200 contacts/s for ${deliverySeconds} s, 1 subscription each`, [200 * deliverySeconds, 200, 1]],
+    // Each fixed rate RATE_PASSES times for RATE_SECONDS, the pass with the median p95 (delivery-passes.ts).
+    [`200 contacts/s for ${RATE_SECONDS} s, 1 subscription each, median of ${RATE_PASSES}`, [200 * RATE_SECONDS, 200, 1]],
     // The higher rates go round SPREAD organisations, as a multi-tenant load does: one subscription
     // takes at most its in-flight cap (4) of POSTs at once, so one alone cannot take 500 a second.
-    [`500 contacts/s for ${deliverySeconds} s over ${SPREAD} organisations, 1 subscription each`, [500 * deliverySeconds, 500, 1, SPREAD]],
-    [`1,000 contacts/s for ${deliverySeconds} s over ${SPREAD} organisations, 1 subscription each`, [1000 * deliverySeconds, 1000, 1, SPREAD]],
+    [`500 contacts/s for ${RATE_SECONDS} s over ${SPREAD} organisations, 1 subscription each, median of ${RATE_PASSES}`, [500 * RATE_SECONDS, 500, 1, SPREAD]],
+    [`1,000 contacts/s for ${RATE_SECONDS} s over ${SPREAD} organisations, 1 subscription each, median of ${RATE_PASSES}`, [1000 * RATE_SECONDS, 1000, 1, SPREAD]],
     // Each burst BURST_PASSES times, the median pass (delivery-passes.ts).
     [`burst: 2,000 contacts, 32 calls in flight, 1 subscription each, median of ${BURST_PASSES}`, [2000, Infinity, 1]],
     [`burst: 500 contacts, 32 calls in flight, 10 subscriptions each, median of ${BURST_PASSES}`, [500, Infinity, 10]],
@@ -37,12 +38,13 @@ export async function deliveryRows(delivery: DeliveryTarget, deliverySeconds: nu
     `noisy neighbour ${Math.floor(i / 2) + 1}: 200/s, other owner's target ${p.hanging ? "hangs" : "answers"}`,
     p.quiet,
   ]);
+  const width = Math.max(66, ...[...runs, ...noisyRows].map(([name]) => name.length));
   console.log(
-    `\n${"Delivery (platform on PostgreSQL + NATS, receiver answers 200)".padEnd(66)} ${"events/s".padStart(9)} ${"deliv./s".padStart(9)} ${"p50 ms".padStart(7)} ${"p95 ms".padStart(7)} ${"p99 ms".padStart(7)} ${"arrived".padStart(13)} ${"failed".padStart(7)}`,
+    `\n${"Delivery (platform on PostgreSQL + NATS, receiver answers 200)".padEnd(width)} ${"events/s".padStart(9)} ${"deliv./s".padStart(9)} ${"p50 ms".padStart(7)} ${"p95 ms".padStart(7)} ${"p99 ms".padStart(7)} ${"arrived".padStart(13)} ${"failed".padStart(7)}`,
   );
   for (const [name, r] of [...runs, ...noisyRows]) {
     console.log(
-      `${name.padEnd(66)} ${num(r.eventsPerSecond).padStart(9)} ${num(r.deliveriesPerSecond).padStart(9)} ${num(r.p50).padStart(7)} ${num(r.p95).padStart(7)} ${num(r.p99).padStart(7)} ${`${r.arrived}/${r.events * r.subscriptions}`.padStart(13)} ${num(r.failed).padStart(7)}`,
+      `${name.padEnd(width)} ${num(r.eventsPerSecond).padStart(9)} ${num(r.deliveriesPerSecond).padStart(9)} ${num(r.p50).padStart(7)} ${num(r.p95).padStart(7)} ${num(r.p99).padStart(7)} ${`${r.arrived}/${r.events * r.subscriptions}`.padStart(13)} ${num(r.failed).padStart(7)}`,
     );
   }
   console.log(`\nthe other owner (noisy neighbour), per pass: its events (failed calls), POSTs its receiver had, its open POSTs during the run (min / mean / max)`);
@@ -82,6 +84,7 @@ export async function deliveryRows(delivery: DeliveryTarget, deliverySeconds: nu
   );
   return {
     seconds: deliverySeconds,
+    rates: { seconds: RATE_SECONDS, passes: RATE_PASSES },
     rows: runs.map(([name, r]) => ({ name, ...summary(r) })),
     /** The cases as run, for the growth rows (growth-rows.ts). */
     cases: runs.map(([name, before], i) => ({ name, args: cases[i]![1], before })),

@@ -16,6 +16,8 @@ export interface GrowthRow {
   /** Percent (negative: better with the tables grown). */
   fall: number;
   met: boolean;
+  /** The delivery rows: each pass's figure, with the tables grown (delivery-passes.ts). */
+  passes?: number[];
 }
 
 const num = (n: number) => n.toLocaleString("en-US", { maximumFractionDigits: 0 });
@@ -84,7 +86,8 @@ export async function deliveryGrowth(
     const grown = burst
       ? row(r.name, "deliveries/s", r.before.deliveriesPerSecond, after.deliveriesPerSecond, true)
       : row(r.name, "p95 ms", r.before.p95, after.p95, false);
-    rows.push(lost ? { ...grown, met: false, figure: `${grown.figure}, ${after.events * after.subscriptions - after.arrived} LOST` } : grown);
+    const measured = { ...grown, passes: after.passes };
+    rows.push(lost ? { ...measured, met: false, figure: `${grown.figure}, ${after.events * after.subscriptions - after.arrived} LOST` } : measured);
   }
   printGrowth("Delivery, growth", `${num(GROWTH_DELIVERIES)} deliveries stored, seeded in ${(seedMs / 1000).toFixed(0)} s`, rows);
   return { seedMs, rows };

@@ -25,13 +25,15 @@
 //
 // - Delivery rows: the webhook pipeline of the platform as `npm
 //   start` runs it on PostgreSQL and NATS (bench/delivery-target.ts): contacts
-//   created over RPC, open loop, at a fixed 200/s for BENCH_DELIVERY_SECONDS
-//   (default 10) with one matching subscription each, then as a burst (32
-//   calls in flight) with 1 and with 10 subscriptions each, each burst three
-//   times and its median pass (bench/delivery-passes.ts); a local receiver
-//   answers 200. Deliveries/s, and commit-to-arrival latency p50/p95/p99
-//   (commit: CreateContact returned; arrival: the receiver had the POST).
-//   Then the noisy neighbour (bench/noisy-neighbour.ts): 200/s again while
+//   created over RPC, open loop, at fixed rates of 200, 500 and 1,000/s with
+//   one matching subscription each, each rate BENCH_RATE_PASSES (3) times for
+//   BENCH_RATE_SECONDS (6) and its pass with the median p95, then as a burst
+//   (32 calls in flight) with 1 and with 10 subscriptions each, each burst
+//   BENCH_BURST_PASSES (3) times and its median pass (bench/delivery-passes.ts);
+//   a local receiver answers 200. Deliveries/s, and commit-to-arrival latency
+//   p50/p95/p99 (commit: CreateContact returned; arrival: the receiver had the
+//   POST). Then the noisy neighbour (bench/noisy-neighbour.ts), passes of
+//   BENCH_DELIVERY_SECONDS (default 10): 200/s again while
 //   another owner has events queued for one subscription whose target
 //   answers, then whose target never answers; the p95 ratio, floor 1.5x.
 //
