@@ -21,17 +21,26 @@
 export const SERVICE_NODE_FLAGS = ["--max-old-space-size=1024"] as const;
 
 /**
- * V8 flags of the processes that serve the gateway (its own process, and
- * `npm start`'s one process: START_NODE_FLAGS): a young generation of 64 MiB
- * semi-spaces instead of V8's 16 MiB. A request's garbage (headers, the
- * reply, the log and metric objects) then dies young instead of being copied
- * and promoted: on the bench's GET /oauth/me, the garbage collector's share of
- * `npm start`'s CPU fell from 10.8 % to 2.2 % and its CPU per request from
- * 60-63 µs to 41-50 µs. With 32 MiB, compiled, five alternating runs each:
- * /oauth/me 0.32-0.36x bare against 0.34-0.42x, for 50 MB less resident
- * (48 MiB: the same memory as 64; README, "The memory rows").
+ * V8 flag of the processes that serve the gateway (its own process, and
+ * `npm start`'s one process: START_NODE_FLAGS): no allocation-site
+ * pretenuring. V8 watches where objects are allocated; a site whose objects
+ * survived two young collections while the token endpoint was loaded
+ * (PostgreSQL answers, batches waiting for their statement) is switched to
+ * allocate straight into the old generation, and stays so when the load
+ * changes. Under GET /oauth/me those sites then filled the old generation
+ * (8-9 full collections in 5 s against 1-2) and every young collection had
+ * to scan their pointers into the young one (7 ms each against 0.8):
+ * 50-58 µs of CPU per request against 35-40. A 64 MiB young generation
+ * (the flag before this one) only hid it, by letting those objects die young:
+ * it held 128 MB. Without pretenuring, a 16 MiB young generation (V8's
+ * largest by default) serves /oauth/me after the token rows at 37-40 µs a
+ * request and the process peaks about 75 MB lower. It is held at 16 MiB (V8
+ * shrinks it when idle): in the bench's alternating rounds, token endpoint
+ * 0.80-0.82x the peer and /oauth/me 0.42-0.48x bare against 0.69-0.85x and
+ * 0.36-0.43x with V8's default sizing (README, "The memory rows";
+ * bench/profile-findings.md).
  */
-export const GATEWAY_NODE_FLAGS = ["--max-semi-space-size=64"] as const;
+export const GATEWAY_NODE_FLAGS = ["--no-allocation-site-pretenuring", "--min-semi-space-size=16", "--max-semi-space-size=16"] as const;
 
 /**
  * The environment every platform process starts with (`npm start`'s script,
@@ -67,10 +76,10 @@ export const tsxCommand = (p: PlatformProcess): string[] => ["node", ...p.nodeFl
 
 /**
  * V8 flags of `npm start`'s one process, which serves the gateway and runs
- * every service: the gateway's young generation and the services'
- * old-generation limit. Compiled (start-compiled.mjs) and with both flags, its
- * peak after the bench's OAuth rows was 257-274 MB, against 457-459 MB through
- * tsx with the young generation's flag alone (README, "The memory rows").
+ * every service: the gateway's (no pretenuring, a 16 MiB young generation)
+ * and the services' old-generation limit. Compiled (start-compiled.mjs), its peak after the
+ * bench's OAuth rows was 257-274 MB with a 64 MiB young generation, against
+ * 457-459 MB through tsx (README, "The memory rows").
  */
 export const START_NODE_FLAGS = [...GATEWAY_NODE_FLAGS, ...SERVICE_NODE_FLAGS] as const;
 
