@@ -1,0 +1,2 @@
+/** scripts/compile-sources.mjs: compiles `sources` (folders under `root`) into a folder of `cache` named by their hash, unless it is there; resolves to it. */
+export function compileSources(options: { root: string; sources: string[]; cache: string; keep?: number }): Promise<string>;

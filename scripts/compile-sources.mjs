@@ -1,0 +1,71 @@
+// What `npm start` runs is compiled here first (scripts/start-compiled.mjs):
+// the TypeScript under `sources` compiled by esbuild, file by file and
+// without a type check (as tsx compiles it for the tests), into
+// <cache>/<hash of the sources>/. Only when the sources changed: the hash
+// covers every file's path and text, esbuild's version and the tsconfig. A
+// build is written under another name and renamed into place, so two starts
+// at once never run a half-written one; the last `keep` builds are kept (a
+// platform still running may import lazily from its own), and a partial
+// folder a dead start left behind goes after an hour.
+//
+// Plain JavaScript: it runs before anything is compiled.
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const ESBUILD_VERSION = JSON.parse(readFileSync(createRequire(import.meta.url).resolve("esbuild/package.json"), "utf8")).version;
+
+async function typeScriptFiles(dir) {
+  const files = [];
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const file = path.join(dir, entry.name);
+    if (entry.isDirectory()) files.push(...(await typeScriptFiles(file)));
+    else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".d.ts")) files.push(file);
+  }
+  return files;
+}
+
+/** Drops builds beyond the newest `keep`, and partial folders older than an hour. */
+async function prune(cache, keep) {
+  // Another start may rename or remove a folder meanwhile: what is gone is skipped.
+  const listed = await Promise.all(
+    (await readdir(cache)).map(async (name) => ({ name, dir: path.join(cache, name), at: (await stat(path.join(cache, name)).catch(() => undefined))?.mtimeMs })),
+  );
+  const entries = listed.filter((e) => e.at !== undefined);
+  const builds = entries.filter((e) => !e.name.includes(".partial-")).sort((a, b) => b.at - a.at);
+  const abandoned = entries.filter((e) => e.name.includes(".partial-") && e.at < Date.now() - 3_600_000);
+  for (const { dir } of [...builds.slice(keep), ...abandoned]) await rm(dir, { recursive: true, force: true });
+}
+
+/**
+ * Compiles `sources` (folders under `root`) with `root`/tsconfig.build.json
+ * into a folder of `cache`, unless it is there already; resolves to that folder.
+ */
+export async function compileSources({ root, sources, cache, keep = 3 }) {
+  const options = { outbase: root, format: "esm", platform: "node", target: "node20", sourcemap: "linked", tsconfig: path.join(root, "tsconfig.build.json"), logLevel: "error" };
+  const files = (await Promise.all(sources.map((dir) => typeScriptFiles(path.join(root, dir))))).flat().sort();
+  const hash = createHash("sha256").update(`${ESBUILD_VERSION}\0${JSON.stringify({ ...options, outbase: "", tsconfig: readFileSync(options.tsconfig, "utf8") })}\0`);
+  for (const [file, text] of await Promise.all(files.map(async (f) => [f, await readFile(f)]))) {
+    hash.update(`${path.relative(root, file)}\0`).update(text).update("\0");
+  }
+  const out = path.join(cache, hash.digest("hex").slice(0, 20));
+  if (existsSync(out)) return out;
+  const esbuild = await import("esbuild");
+  const partial = `${out}.partial-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  try {
+    await esbuild.build({ ...options, entryPoints: files, outdir: partial });
+    // Its .js files are ES modules: node_modules/package.json ends Node's search for a package scope.
+    await writeFile(path.join(partial, "package.json"), '{ "type": "module" }\n');
+    await rename(partial, out).catch((err) => {
+      // Another start renamed the same build into place first.
+      if (!existsSync(out)) throw err;
+    });
+  } finally {
+    await rm(partial, { recursive: true, force: true });
+    await esbuild.stop();
+  }
+  await prune(cache, keep);
+  return out;
+}
