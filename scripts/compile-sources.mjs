@@ -39,6 +39,9 @@ async function prune(cache, keep) {
   for (const { dir } of [...builds.slice(keep), ...abandoned]) await rm(dir, { recursive: true, force: true });
 }
 
+/** Builds running in this process, by folder: a second call for one waits for the first. */
+const building = new Map();
+
 /**
  * Compiles `sources` (folders under `root`) with `root`/tsconfig.build.json
  * into a folder of `cache`, unless it is there already; resolves to that folder.
@@ -52,6 +55,11 @@ export async function compileSources({ root, sources, cache, keep = 3 }) {
   }
   const out = path.join(cache, hash.digest("hex").slice(0, 20));
   if (existsSync(out)) return out;
+  if (!building.has(out)) building.set(out, build(files, options, out, cache, keep).finally(() => building.delete(out)));
+  return building.get(out);
+}
+
+async function build(files, options, out, cache, keep) {
   const esbuild = await import("esbuild");
   const partial = `${out}.partial-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   try {
@@ -64,7 +72,8 @@ export async function compileSources({ root, sources, cache, keep = 3 }) {
     });
   } finally {
     await rm(partial, { recursive: true, force: true });
-    await esbuild.stop();
+    // esbuild's service process is shared by the builds of this process: stopped after the last.
+    if (building.size <= 1) await esbuild.stop();
   }
   await prune(cache, keep);
   return out;

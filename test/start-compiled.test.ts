@@ -3,6 +3,7 @@
 // half-written when two starts compile at once, and the oldest dropped. On a
 // small TypeScript project of its own, in a temporary folder; every test that
 // runs `npm start` runs the real one.
+import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -11,6 +12,7 @@ import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compileSources } from "../scripts/compile-sources.mjs";
 
+const ROOT = path.resolve(import.meta.dirname, "..");
 let root: string;
 let cache: string;
 
@@ -47,9 +49,21 @@ describe("npm start's compile step", () => {
     expect((await stat(first)).mtimeMs).toBe(before);
 
     await writeFile(path.join(root, "src", "lib", "greeting.ts"), 'export const greeting = (name: string): string => `hi ${name}`;\n');
-    const [a, b] = await Promise.all([compile(), compile()]);
+    // Two starts at once: two processes compiling the same sources.
+    const inChild = () =>
+      new Promise<string>((resolve, reject) =>
+        execFile(
+          process.execPath,
+          ["--input-type=module", "-e", `const { compileSources } = await import(${JSON.stringify(pathToFileURL(path.join(ROOT, "scripts", "compile-sources.mjs")).href)}); console.log(await compileSources(${JSON.stringify({ root, sources: ["src"], cache })}));`],
+          (err, stdout) => (err ? reject(err) : resolve(stdout.trim())),
+        ),
+      );
+    const [a, b] = await Promise.all([inChild(), inChild()]);
     expect(a).toBe(b);
     expect(a).not.toBe(first);
+    // And two calls at once in one process share one build.
+    const [c, d] = await Promise.all([compile(), compile()]);
+    expect([c, d]).toEqual([a, a]);
     const { answer } = (await import(pathToFileURL(path.join(a, "src", "main.js")).href)) as { answer: string };
     expect(answer).toBe("hi bizcard");
     expect((await readdir(cache)).filter((n) => n.includes(".partial-"))).toEqual([]);
