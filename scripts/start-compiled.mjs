@@ -12,6 +12,7 @@
 // Plain JavaScript: it runs before anything is compiled. Stack traces name the
 // compiled files; NODE_OPTIONS=--enable-source-maps maps them to the sources
 // (each file has its .map beside it).
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { compileSources } from "./compile-sources.mjs";
@@ -19,8 +20,8 @@ import { compileSources } from "./compile-sources.mjs";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const out = await compileSources({
   root: ROOT,
-  // What tsconfig.build.json compiles (the production image's dist/).
-  sources: ["gen", "services", "gateway", "bin", "scripts"],
+  // The folders tsconfig.build.json compiles (the production image's dist/).
+  sources: JSON.parse(readFileSync(path.join(ROOT, "tsconfig.build.json"), "utf8")).include,
   cache: path.join(ROOT, "node_modules", ".cache", "bizcard-start"),
 });
 await import(pathToFileURL(path.join(out, "scripts", "start.js")).href);
