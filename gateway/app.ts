@@ -31,6 +31,7 @@ import { registerRoutes } from "./routes/register.js";
 import { revokeRoutes } from "./routes/revoke.js";
 import { subscriptionRoutes } from "./routes/subscriptions.js";
 import { subscriptionSecretRoutes } from "./routes/subscription-secret.js";
+import { subscriptionEventRoutes } from "./routes/subscription-events.js";
 import { subscriptionRecoverRoutes } from "./routes/subscription-recover.js";
 import { tokenRoutes } from "./routes/token.js";
 import { accountRoutes } from "./routes/account.js";
@@ -235,6 +236,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   subscriptionSecretRoutes(app, bearer, options.clients.webhook);
   subscriptionRecoverRoutes(app, bearer, options.clients.delivery);
   deliveryRoutes(app, bearer, options.clients.webhook, options.clients.delivery, issuer);
+  subscriptionEventRoutes(app, bearer, options.clients.webhook, options.clients.delivery, issuer);
   contactRoutes(app, bearer, options.clients.organisation, issuer);
   mcpRoutes(app, bearer, options.clients, issuer, mcpAllowed);
   eventTypeRoutes(app);
