@@ -1,7 +1,7 @@
 // Clients between services: Connect over HTTP/1.1 with a deadline on every
 // call, the internal credential, and the caller's request id and trace context.
 import http from "node:http";
-import { create, fromBinary, isMessage, toBinary, type DescMessage, type DescMethodUnary, type DescService, type Message } from "@bufbuild/protobuf";
+import { create, fromBinary, isMessage, toBinary, type DescMessage, type DescMethodUnary, type DescService, type Message, type MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client, type Interceptor, type Transport, type UnaryResponse } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { REQUEST_ID_HEADER, currentRequest, currentRequestId } from "../request-context.js";
@@ -140,7 +140,7 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
 
 /** The answer of a server of this process: its message as is (lean-server.ts copied it). */
 function servedResponse<I extends DescMessage, O extends DescMessage>(method: DescMethodUnary<I, O>, answer: { headers: Answer["headers"]; message: Message }): UnaryResponse<I, O> {
-  return headerAndTrailer({ stream: false, service: method.parent, method, message: answer.message }, answer.headers) as UnaryResponse<I, O>;
+  return new LazyUnaryResponse(method, answer.message as MessageShape<O>, answer.headers) as UnaryResponse<I, O>;
 }
 
 /** An answer as connect's transport reads it (validateResponse, trailerDemux, errorFromJsonBytes). */
@@ -174,17 +174,39 @@ async function unaryResponse<I extends DescMessage, O extends DescMessage>(
     }
   }
   const output = fromBinary(method.output, body);
-  return headerAndTrailer({ stream: false, service: method.parent, method, message: output }, res.headers) as UnaryResponse<I, O>;
+  return new LazyUnaryResponse(method, output, res.headers) as UnaryResponse<I, O>;
 }
 
-/** Header and trailer (Connect sends a unary call's trailers as trailer-* headers), made only when read. */
-function headerAndTrailer<T extends object>(response: T, headers: Answer["headers"]): T & { readonly header: Headers; readonly trailer: Headers } {
-  let demuxed: [Headers, Headers] | undefined;
-  const demux = () => (demuxed ??= trailerDemux(headers));
-  return Object.defineProperties(response, {
-    header: { get: () => demux()[0], enumerable: true },
-    trailer: { get: () => demux()[1], enumerable: true },
-  }) as T & { readonly header: Headers; readonly trailer: Headers };
+/**
+ * A unary call's answer as connect reads it: header and trailer (Connect
+ * sends a unary call's trailers as trailer-* headers) made only when read.
+ * The getters are the class's: getters defined on each answer
+ * (Object.defineProperties with closures) gave every answer a hidden class
+ * of its own, which held the closures and what they captured through every
+ * young-generation collection until a full one (measured on the token
+ * endpoint: 1-2 MB promoted at each scavenge, none without;
+ * bench/profile-findings.md).
+ */
+class LazyUnaryResponse<I extends DescMessage, O extends DescMessage> {
+  readonly stream = false;
+  readonly service: DescMethodUnary<I, O>["parent"];
+  private demuxed: [Headers, Headers] | undefined;
+
+  constructor(
+    readonly method: DescMethodUnary<I, O>,
+    readonly message: MessageShape<O>,
+    private readonly headers: Answer["headers"],
+  ) {
+    this.service = method.parent;
+  }
+
+  get header(): Headers {
+    return (this.demuxed ??= trailerDemux(this.headers))[0];
+  }
+
+  get trailer(): Headers {
+    return (this.demuxed ??= trailerDemux(this.headers))[1];
+  }
 }
 
 /** An answer over HTTP, or from a server of this process (whose header values may be numbers). */
