@@ -30,7 +30,7 @@
 // a while) sends nothing: its retry is 409 until a PUT re-enables it.
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { z } from "zod";
-import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
 import type { DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
 import type { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import type { Bearer } from "../bearer.js";
@@ -40,8 +40,8 @@ import { linkNext, readListQuery } from "../list-paging.js";
 import { DEFAULT_ERROR, HEADERS, IdParam, ListQuery, bearerErrors, error, json, needs } from "../schemas/common.js";
 import { AttemptList, Delivery as DeliveryOut, attemptExample, deliveryExample } from "../schemas/subscriptions.js";
 import { subscriptionOrEnd } from "../../services/delivery/subscription-or-end.js";
-import { headerSafe, subscriptionState } from "../../services/delivery/subscription-state.js";
-import { SUBSCRIPTIONS_PATH, readIntParam, subscriptionErrors } from "./subscriptions.js";
+import { headerSafe, subscriptionState, type SubscriptionState } from "../../services/delivery/subscription-state.js";
+import { SUBSCRIPTIONS_PATH, readIntParam, subscriptionErrors, tokenOwner } from "./subscriptions.js";
 import { attemptJson, deliveryJson } from "../../services/shared/delivery-json.js";
 
 const LIST_DEFAULT = 50;
@@ -52,6 +52,20 @@ const TAGS = ["Deliveries"];
 const noStore = { "cache-control": HEADERS.noStore };
 const subscriptionId = IdParam("id", "The subscription's id");
 const notFound = error("No such subscription of this token's pair (or no such delivery of it)", "not_found", "subscription 42 not found");
+
+/** Subscription-State, on the delivery log and on a subscription's events (subscription-events.ts). */
+export const SUBSCRIPTION_STATE_HEADER = {
+  type: "string",
+  enum: ["active", "disabled", "deleted"],
+  description: "active: receives events; disabled: every attempt failed for a while (a PUT enables it); deleted (by its owner, with the application's access, or by a 410 answer)",
+  required: true,
+};
+
+/** Subscription-State, and Subscription-State-Reason when there is one. */
+export function replySubscriptionState(reply: FastifyReply, state: SubscriptionState): void {
+  reply.header("subscription-state", state.state);
+  if (state.reason) reply.header("subscription-state-reason", headerSafe(state.reason));
+}
 
 const LIST_SCHEMA = {
   operationId: "listDeliveryAttempts",
@@ -67,12 +81,7 @@ const LIST_SCHEMA = {
     200: json("One page of attempts", AttemptList, [attemptExample], {
       ...noStore,
       link: HEADERS.link,
-      "subscription-state": {
-        type: "string",
-        enum: ["active", "disabled", "deleted"],
-        description: "active: receives events; disabled: every attempt failed for a while (a PUT enables it); deleted (by its owner, with the application's access, or by a 410 answer)",
-        required: true,
-      },
+      "subscription-state": SUBSCRIPTION_STATE_HEADER,
       "subscription-state-reason": {
         type: "string",
         description:
@@ -122,26 +131,24 @@ export function deliveryRoutes(
 ): void {
   const read = bearer.requireScope("webhooks:read") as onRequestAsyncHookHandler;
   const write = bearer.requireScope("webhooks:write") as onRequestAsyncHookHandler;
-  const owner = (request: FastifyRequest) => ({ organisationId: request.bearer!.organisationId, clientId: request.bearer!.clientId });
   const errorHandlerOption = { errorHandler: subscriptionErrors };
 
   /** The token's pair's subscription, or 404 (another pair's, or none). */
   const ownSubscription = async (request: FastifyRequest, id: bigint) =>
-    (await webhook.getSubscription({ owner: owner(request), id }, rpcOptions(request))).subscription!;
+    (await webhook.getSubscription({ owner: tokenOwner(request), id }, rpcOptions(request))).subscription!;
 
   app.get(`${SUBSCRIPTIONS_PATH}/:id/deliveries`, { schema: LIST_SCHEMA, onRequest: read, ...errorHandlerOption }, async (request, reply) => {
     const id = readIntParam(request, "id");
     const { limit, cursor } = readListQuery(request, LIST_DEFAULT, LIST_MAX);
-    const { subscription, end, missing } = await subscriptionOrEnd(webhook, owner(request), id, rpcOptions(request));
+    const { subscription, end, missing } = await subscriptionOrEnd(webhook, tokenOwner(request), id, rpcOptions(request));
     const list = (pageSize: number, pageToken: string) =>
-      delivery.listDeliveryAttempts({ owner: owner(request), subscriptionId: id, pageSize, pageToken }, rpcOptions(request));
+      delivery.listDeliveryAttempts({ owner: tokenOwner(request), subscriptionId: id, pageSize, pageToken }, rpcOptions(request));
     const res = await list(limit, cursor);
     const newest = cursor ? (await list(1, "")).attempts[0] : res.attempts[0];
     const state = subscriptionState(subscription, newest, end);
     if (!state) throw missing;
     linkNext(reply, publicUrl, `${SUBSCRIPTIONS_PATH}/${id}/deliveries`, limit, res.nextPageToken);
-    reply.header("subscription-state", state.state);
-    if (state.reason) reply.header("subscription-state-reason", headerSafe(state.reason));
+    replySubscriptionState(reply, state);
     return reply.headers(NO_STORE).send(res.attempts.map(attemptJson));
   });
 
@@ -153,7 +160,7 @@ export function deliveryRoutes(
       throw new HttpError(409, "conflict", "the subscription is disabled (every delivery attempt failed); update it with PUT to enable it, then retry");
     }
     try {
-      const res = await delivery.retryDelivery({ owner: owner(request), subscriptionId: id, deliveryId }, rpcOptions(request));
+      const res = await delivery.retryDelivery({ owner: tokenOwner(request), subscriptionId: id, deliveryId }, rpcOptions(request));
       return reply.status(202).headers(NO_STORE).send(deliveryJson(res.delivery!));
     } catch (err) {
       // A delivery cancelled (its subscription was disabled or deleted when it was due): nothing to resend it to as it was.

@@ -19,7 +19,7 @@
 // (DELIVERY_LOG_RETENTION_DAYS), with Subscription-State as on the log.
 import type { Client } from "@connectrpc/connect";
 import { z } from "zod";
-import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
+import type { FastifyInstance, onRequestAsyncHookHandler } from "fastify";
 import type { DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
 import type { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import type { Bearer } from "../bearer.js";
@@ -28,9 +28,10 @@ import { linkNext, readListQuery } from "../list-paging.js";
 import { DEFAULT_ERROR, HEADERS, IdParam, ListQuery, bearerErrors, error, json, needs } from "../schemas/common.js";
 import { Delivery, deliveryExample } from "../schemas/subscriptions.js";
 import { subscriptionOrEnd } from "../../services/delivery/subscription-or-end.js";
-import { headerSafe, subscriptionState } from "../../services/delivery/subscription-state.js";
+import { subscriptionState } from "../../services/delivery/subscription-state.js";
 import { deliveryJson } from "../../services/shared/delivery-json.js";
-import { SUBSCRIPTIONS_PATH, readIntParam, subscriptionErrors } from "./subscriptions.js";
+import { SUBSCRIPTION_STATE_HEADER, replySubscriptionState } from "./deliveries.js";
+import { SUBSCRIPTIONS_PATH, readIntParam, subscriptionErrors, tokenOwner } from "./subscriptions.js";
 
 const LIST_DEFAULT = 50;
 const LIST_MAX = 100;
@@ -51,12 +52,7 @@ const SCHEMA = {
     200: json("One page of the subscription's events", z.array(Delivery).describe("Newest first"), [deliveryExample], {
       "cache-control": HEADERS.noStore,
       link: HEADERS.link,
-      "subscription-state": {
-        type: "string",
-        enum: ["active", "disabled", "deleted"],
-        description: "As on the delivery log: active, disabled (a PUT enables it) or deleted",
-        required: true,
-      },
+      "subscription-state": SUBSCRIPTION_STATE_HEADER,
       "subscription-state-reason": { type: "string", description: "Why and when it was disabled or deleted; absent otherwise" },
     }),
     400: error("The id, limit or cursor is not valid", "invalid_request", "limit: expected a whole number from 1 to 100"),
@@ -68,20 +64,18 @@ const SCHEMA = {
 
 export function subscriptionEventRoutes(app: FastifyInstance, bearer: Bearer, webhook: Client<typeof WebhookService>, delivery: Client<typeof DeliveryService>, publicUrl: string): void {
   const read = bearer.requireScope("webhooks:read") as onRequestAsyncHookHandler;
-  const owner = (request: FastifyRequest) => ({ organisationId: request.bearer!.organisationId, clientId: request.bearer!.clientId });
 
   app.get(`${SUBSCRIPTIONS_PATH}/:id/events`, { schema: SCHEMA, onRequest: read, errorHandler: subscriptionErrors }, async (request, reply) => {
     const id = readIntParam(request, "id");
     const { limit, cursor } = readListQuery(request, LIST_DEFAULT, LIST_MAX);
     // The subscription (or its recorded end) first: the delivery service answers
     // an empty list for a subscription its caller does not own.
-    const { subscription, end, missing } = await subscriptionOrEnd(webhook, owner(request), id, rpcOptions(request));
+    const { subscription, end, missing } = await subscriptionOrEnd(webhook, tokenOwner(request), id, rpcOptions(request));
     const state = subscriptionState(subscription, undefined, end);
     if (!state) throw missing;
-    const res = await delivery.listDeliveries({ owner: owner(request), subscriptionId: id, pageSize: limit, pageToken: cursor }, rpcOptions(request));
+    const res = await delivery.listDeliveries({ owner: tokenOwner(request), subscriptionId: id, pageSize: limit, pageToken: cursor }, rpcOptions(request));
     linkNext(reply, publicUrl, `${SUBSCRIPTIONS_PATH}/${id}/events`, limit, res.nextPageToken);
-    reply.header("subscription-state", state.state);
-    if (state.reason) reply.header("subscription-state-reason", headerSafe(state.reason));
+    replySubscriptionState(reply, state);
     return reply.headers(NO_STORE).send(res.deliveries.map(deliveryJson));
   });
 }

@@ -21,7 +21,7 @@ import { rpcOptions } from "../clients.js";
 import { HttpError } from "../errors.js";
 import { DEFAULT_ERROR, HEADERS, IdParam, bearerErrors, error, json, needs } from "../schemas/common.js";
 import { RecoverBody, Recovered, recoveredExample } from "../schemas/subscription-recover.js";
-import { SUBSCRIPTIONS_PATH, readIntParam } from "./subscriptions.js";
+import { SUBSCRIPTIONS_PATH, readIntParam, tokenOwner } from "./subscriptions.js";
 
 const NO_STORE = { "cache-control": "no-store" };
 
@@ -76,7 +76,7 @@ export function subscriptionRecoverRoutes(app: FastifyInstance, bearer: Bearer, 
   app.post(`${SUBSCRIPTIONS_PATH}/:id/recover`, { schema: SCHEMA, onRequest: write, preValidation: jsonBody }, async (request, reply) => {
     const id = readIntParam(request, "id");
     const since = new Date((request.body as { since: string }).since);
-    const owner = { organisationId: request.bearer!.organisationId, clientId: request.bearer!.clientId };
+    const owner = tokenOwner(request);
     // The delivery service checks the subscription (404 another pair's, 409 disabled, 400 a since in the future).
     const res = await delivery.recoverDeliveries({ owner, subscriptionId: id, since: timestampFromDate(since) }, rpcOptions(request));
     const body: RecoveredJson = { subscription_id: Number(id), since: since.toISOString(), queued: res.queuedCount };

@@ -17,7 +17,7 @@ import type { Bearer } from "../bearer.js";
 import { rpcOptions } from "../clients.js";
 import { DEFAULT_ERROR, HEADERS, IdParam, bearerErrors, error, json, needs } from "../schemas/common.js";
 import { RotatedSecret, rotatedSecretExample } from "../schemas/subscription-secret.js";
-import { SUBSCRIPTIONS_PATH, readIntParam, subscriptionErrors } from "./subscriptions.js";
+import { SUBSCRIPTIONS_PATH, readIntParam, subscriptionErrors, tokenOwner } from "./subscriptions.js";
 
 const NO_STORE = { "cache-control": "no-store" };
 
@@ -52,7 +52,7 @@ export function subscriptionSecretRoutes(app: FastifyInstance, bearer: Bearer, w
 
   app.post(`${SUBSCRIPTIONS_PATH}/:id/rotate-secret`, { schema: SCHEMA, onRequest: write, errorHandler: subscriptionErrors }, async (request, reply) => {
     const id = readIntParam(request, "id");
-    const owner = { organisationId: request.bearer!.organisationId, clientId: request.bearer!.clientId };
+    const owner = tokenOwner(request);
     const res = await webhook.rotateSubscriptionSecret({ owner, id }, rpcOptions(request));
     const body: RotatedSecretJson = {
       id: Number(res.subscription!.id),

@@ -40,6 +40,9 @@ import {
 } from "../schemas/subscriptions.js";
 
 export const SUBSCRIPTIONS_PATH = "/oauth/webhooks/subscriptions";
+
+/** Whose subscriptions a request may touch: the pair (organisation, client application) of its token. */
+export const tokenOwner = (request: FastifyRequest) => ({ organisationId: request.bearer!.organisationId, clientId: request.bearer!.clientId });
 export const LIST_DEFAULT = 50;
 export const LIST_MAX = 100;
 const INT64_MAX = 2n ** 63n - 1n;
@@ -220,25 +223,24 @@ export function subscriptionRoutes(
   const write = bearer.requireScope("webhooks:write") as onRequestAsyncHookHandler;
   // Creating one: every event type is contact.*, so contacts:read too.
   const writeContacts = bearer.requireScope(["webhooks:write", "contacts:read"]) as onRequestAsyncHookHandler;
-  const owner = (request: FastifyRequest) => ({ organisationId: request.bearer!.organisationId, clientId: request.bearer!.clientId });
   const location = (id: bigint) => `${publicUrl}${SUBSCRIPTIONS_PATH}/${id}`;
   const errorHandlerOption = { errorHandler: subscriptionErrors };
 
   app.get(SUBSCRIPTIONS_PATH, { schema: SCHEMAS.list, onRequest: read, ...errorHandlerOption }, async (request, reply) => {
     const { limit, cursor } = readListQuery(request, LIST_DEFAULT, LIST_MAX);
-    const res = await webhook.listSubscriptions({ owner: owner(request), pageSize: limit, pageToken: cursor }, rpcOptions(request));
+    const res = await webhook.listSubscriptions({ owner: tokenOwner(request), pageSize: limit, pageToken: cursor }, rpcOptions(request));
     linkNext(reply, publicUrl, SUBSCRIPTIONS_PATH, limit, res.nextPageToken);
-    return reply.headers(NO_STORE).send(await subscriptionsJson(delivery, owner(request), res.subscriptions, rpcOptions(request), request.log));
+    return reply.headers(NO_STORE).send(await subscriptionsJson(delivery, tokenOwner(request), res.subscriptions, rpcOptions(request), request.log));
   });
 
   app.post(SUBSCRIPTIONS_PATH, { schema: SCHEMAS.create, onRequest: writeContacts, preValidation: jsonBody, ...errorHandlerOption }, async (request, reply) => {
     const fields = fieldsOf(request) as Required<SubscriptionFields>;
     const res = await webhook.createSubscription(
-      { owner: owner(request), targetUrl: fields.target_url, eventType: fields.event_type, ordered: fields.ordered ?? false },
+      { owner: tokenOwner(request), targetUrl: fields.target_url, eventType: fields.event_type, ordered: fields.ordered ?? false },
       rpcOptions(request),
     );
     const subscription = res.subscription!;
-    if (!res.created) return reply.headers(NO_STORE).send((await subscriptionsJson(delivery, owner(request), [subscription], rpcOptions(request), request.log))[0]);
+    if (!res.created) return reply.headers(NO_STORE).send((await subscriptionsJson(delivery, tokenOwner(request), [subscription], rpcOptions(request), request.log))[0]);
     // The secret, once: it is never shown again.
     return reply
       .status(201)
@@ -251,8 +253,8 @@ export function subscriptionRoutes(
     const id = readId(request);
     // Both at once: the delivery state does not wait for the subscription (another pair's ids are left out of its answer).
     const [res, states] = await Promise.all([
-      webhook.getSubscription({ owner: owner(request), id }, rpcOptions(request)),
-      deliveryStates(delivery, owner(request), [id], rpcOptions(request), request.log),
+      webhook.getSubscription({ owner: tokenOwner(request), id }, rpcOptions(request)),
+      deliveryStates(delivery, tokenOwner(request), [id], rpcOptions(request), request.log),
     ]);
     return reply.headers(NO_STORE).send(subscriptionJson(res.subscription!, states.get(id)));
   });
@@ -261,15 +263,15 @@ export function subscriptionRoutes(
     const id = readId(request);
     const fields = fieldsOf(request);
     const res = await webhook.updateSubscription(
-      { owner: owner(request), id, targetUrl: fields.target_url, eventType: fields.event_type, ordered: fields.ordered },
+      { owner: tokenOwner(request), id, targetUrl: fields.target_url, eventType: fields.event_type, ordered: fields.ordered },
       rpcOptions(request),
     );
-    const [json] = await subscriptionsJson(delivery, owner(request), [res.subscription!], rpcOptions(request), request.log);
+    const [json] = await subscriptionsJson(delivery, tokenOwner(request), [res.subscription!], rpcOptions(request), request.log);
     return reply.headers(NO_STORE).send(json);
   });
 
   app.delete(`${SUBSCRIPTIONS_PATH}/:id`, { schema: SCHEMAS.delete, onRequest: write, ...errorHandlerOption }, async (request, reply) => {
-    await webhook.deleteSubscription({ owner: owner(request), id: readId(request), reason: SubscriptionEndReason.DELETED_BY_OWNER }, rpcOptions(request));
+    await webhook.deleteSubscription({ owner: tokenOwner(request), id: readId(request), reason: SubscriptionEndReason.DELETED_BY_OWNER }, rpcOptions(request));
     return reply.status(204).headers(NO_STORE).send();
   });
 }
