@@ -189,15 +189,16 @@ async function unaryResponse<I extends DescMessage, O extends DescMessage>(
  */
 class LazyUnaryResponse<I extends DescMessage, O extends DescMessage> {
   readonly stream = false;
-  readonly service: DescMethodUnary<I, O>["parent"];
   private demuxed: [Headers, Headers] | undefined;
 
   constructor(
     readonly method: DescMethodUnary<I, O>,
     readonly message: MessageShape<O>,
     private readonly headers: Answer["headers"],
-  ) {
-    this.service = method.parent;
+  ) {}
+
+  get service(): DescMethodUnary<I, O>["parent"] {
+    return this.method.parent;
   }
 
   get header(): Headers {
