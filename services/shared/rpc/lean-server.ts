@@ -16,6 +16,7 @@ import {
   type UnaryResponse,
 } from "@connectrpc/connect";
 import { CallSignal, type OnCallerGone } from "./call-signal.js";
+import { ResponseMetadata, ServedContext, ServedRequest, ServedResponse } from "./served-call.js";
 import { codeToHttpStatus, contentTypeUnaryJson, contentTypeUnaryProto, errorToJsonBytes, type UniversalClientFn } from "./connect-internals.js";
 
 // The lean unary path.
@@ -215,77 +216,26 @@ async function serve(
     if (Array.isArray(value)) for (const v of value) header.append(key, v);
     else header.set(key, value);
   }
-  let responseHeader: Headers | undefined;
-  let responseTrailer: Headers | undefined;
-  // Read by interceptors and handlers; Headers made only for those that use them.
-  const response = {
-    get header() {
-      return (responseHeader ??= new Headers());
-    },
-    get trailer() {
-      return (responseTrailer ??= new Headers());
-    },
-  };
+  const response = new ResponseMetadata();
   const implementation = async (ureq: UnaryRequest): Promise<UnaryResponse> => {
-    const ctx: HandlerContext = {
-      service,
-      method,
-      requestMethod: ureq.requestMethod,
-      protocolName: "connect",
-      url: ureq.url,
-      requestHeader: ureq.header,
-      values: ureq.contextValues,
-      timeoutMs: () => (deadline === undefined ? undefined : deadline - Date.now()),
-      get signal() {
-        return call.signal;
-      },
-      get responseHeader() {
-        return response.header;
-      },
-      get responseTrailer() {
-        return response.trailer;
-      },
-    };
-    const out = await route.impl(ureq.message, ctx);
+    const out = await route.impl(ureq.message, new ServedContext(ureq, call, deadline, response));
     const message = isMessage(out, method.output) ? out : create(method.output, out as never);
-    return {
-      stream: false,
-      service,
-      method,
-      message,
-      get header() {
-        return response.header;
-      },
-      get trailer() {
-        return response.trailer;
-      },
-    } as UnaryResponse;
+    return new ServedResponse(service, method, message, response);
   };
   try {
     let next = implementation as (r: UnaryRequest) => Promise<UnaryResponse>;
     for (let i = interceptors.length - 1; i >= 0; i--) next = interceptors[i]!(next as never) as typeof next;
-    const ureq = {
-      stream: false,
-      service,
-      method,
-      requestMethod: "POST",
-      url,
-      header,
-      contextValues: createContextValues(),
-      message: input(),
-      get signal() {
-        return call.signal;
-      },
-    } as UnaryRequest;
-    const answer = await next(ureq);
-    // An interceptor may answer with headers of its own.
-    if (answer.header !== responseHeader && answer.header !== undefined) answer.header.forEach((v, k) => response.header.set(k, v));
-    if (answer.trailer !== responseTrailer && answer.trailer !== undefined) answer.trailer.forEach((v, k) => response.trailer.set(k, v));
+    const answer = await next(new ServedRequest(service, method, url, header, createContextValues(), input(), call));
+    // An interceptor may answer with an object (and headers) of its own.
+    if (!(answer instanceof ServedResponse)) {
+      if (answer.header !== undefined && answer.header !== response.headerIfMade) answer.header.forEach((v, k) => response.header.set(k, v));
+      if (answer.trailer !== undefined && answer.trailer !== response.trailerIfMade) answer.trailer.forEach((v, k) => response.trailer.set(k, v));
+    }
     call.end();
-    return { status: 200, headers: outgoing(responseHeader, responseTrailer), message: answer.message as Message };
+    return { status: 200, headers: outgoing(response.headerIfMade, response.trailerIfMade), message: answer.message as Message };
   } catch (e) {
     call.end(e);
-    return errorAnswer(e, responseHeader, responseTrailer);
+    return errorAnswer(e, response.headerIfMade, response.trailerIfMade);
   }
 }
 
