@@ -6,12 +6,11 @@
 import { Writable } from "node:stream";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, describe, expect, it } from "vitest";
 import { GetOrganisationRequestSchema, OrganisationSchema, OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { createLogger } from "../services/shared/logger.js";
 import { createRpcClient, serveInProcess } from "../services/shared/rpc/client.js";
-import { invokeInProcess, unaryRoutes } from "../services/shared/rpc/lean-server.js";
 import { startRpcServer, type RunningServer } from "../services/shared/rpc/server.js";
 import { rpcError } from "./support/rpc.js";
 
@@ -294,28 +293,6 @@ describe("the server's unary path", () => {
     // The handler's signal fires at the caller's deadline; the caller sees DeadlineExceeded.
     const slow = await rpcError(client.getOrganisation({ id: "slow" }, { timeoutMs: 150 }));
     expect(slow.code).toBe(Code.DeadlineExceeded);
-  });
-
-  it("sends the headers of an interceptor that answers with an object of its own, beside the handler's", async () => {
-    const routes = unaryRoutes((router) =>
-      router.service(OrganisationService, {
-        getOrganisation(req, ctx) {
-          ctx.responseHeader.set("x-answered-by", "handler");
-          ctx.responseTrailer.set("x-rows", "1");
-          return { organisation: { id: req.id, name: `${ctx.requestHeader.get("x-asked-by")} ${ctx.method.name}` } };
-        },
-      }),
-    );
-    const route = routes.get(`/${OrganisationService.typeName}/GetOrganisation`)!;
-    const own: Interceptor = (next) => async (req) => {
-      const res = await next(req);
-      return { ...res, header: new Headers({ "x-interceptor": "yes" }), trailer: new Headers({ "x-checked": "2" }) } as typeof res;
-    };
-    const input = create(GetOrganisationRequestSchema, { id: ORG_ID });
-    const answer = await invokeInProcess(route, { "x-asked-by": "caller" }, "http://in-memory/x", input, [own], () => undefined);
-    expect(answer.status).toBe(200);
-    expect(answer.headers).toEqual({ "x-answered-by": "handler", "x-interceptor": "yes", "trailer-x-rows": "1", "trailer-x-checked": "2" });
-    expect("message" in answer && answer.message).toMatchObject({ organisation: { id: ORG_ID, name: "caller GetOrganisation" } });
   });
 
   it("still answers what it does not serve itself through connect (JSON, a wrong content type, an unknown path)", async () => {

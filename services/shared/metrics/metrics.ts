@@ -38,11 +38,13 @@ export const httpRequestDuration = once("http_server_request_duration_seconds", 
   return family;
 });
 
-export const rpcServerDuration = histogram({
-  name: "rpc_server_duration_seconds",
-  help: "Connect RPCs served, by service, method and Connect code (ok on success).",
-  labelNames: ["service", "method", "code"] as const,
-  buckets: LATENCY_BUCKETS,
+// Observed on every RPC a server answers (metrics-interceptor.ts), in memory as over HTTP: a
+// SeriesHistogram like the gateway's, found by one string key instead of a labels object hashed
+// on every call (prom-client's observe: about 2 % of a token request's CPU under npm start).
+export const rpcServerDuration = once("rpc_server_duration_seconds", () => {
+  const family = new SeriesHistogram("rpc_server_duration_seconds", "Connect RPCs served, by service, method and Connect code (ok on success).", LATENCY_BUCKETS);
+  registry.registerMetric(family as unknown as client.Metric);
+  return family;
 });
 
 export const oauthTokensIssued = counter({ name: "oauth_tokens_issued_total", help: "Tokens issued at the token endpoint, by grant type.", labelNames: ["grant_type"] as const });

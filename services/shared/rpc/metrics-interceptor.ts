@@ -15,7 +15,8 @@ export function metricsInterceptor(service: string): Interceptor {
   // Not an async function: one promise per call (then's), not an async frame's too.
   return (next) => (req) => {
     const started = performance.now();
-    const observe = (code: string) => rpcServerDuration.observe({ service, method: req.method.name, code }, (performance.now() - started) / 1000);
+    const method = req.method.name;
+    const observe = (code: string) => rpcServerDuration.observe(`${service} ${method} ${code}`, () => ({ service, method, code }), (performance.now() - started) / 1000);
     let answer;
     try {
       answer = next(req);
