@@ -9,7 +9,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { copyFile, mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
@@ -46,6 +46,8 @@ export async function startPlatform(): Promise<PlatformTarget> {
   let platform: Spawned | undefined;
   const close = async () => {
     await platform?.kill();
+    // BENCH_PLATFORM_OUTPUT=<file>: what the platform printed (the GC trace of BENCH_NODE_FLAGS).
+    if (process.env.BENCH_PLATFORM_OUTPUT && platform) await writeFile(process.env.BENCH_PLATFORM_OUTPUT, platform.output());
     await deleteStream(NATS_URL, stream).catch(() => undefined);
     await db.drop();
     await rm(dataDir, { recursive: true, force: true });
@@ -53,6 +55,8 @@ export async function startPlatform(): Promise<PlatformTarget> {
   try {
     // BENCH_CPU_PROF=<folder>: the platform writes a V8 CPU profile there when it stops.
     const profile = process.env.BENCH_CPU_PROF;
+    // BENCH_NODE_FLAGS: more flags for the platform's node (--trace-gc-nvp…; bench/cpu-per-request.ts).
+    const extraFlags = process.env.BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
     const env = {
       ...PLATFORM_ENV,
       ...ports,
@@ -66,7 +70,7 @@ export async function startPlatform(): Promise<PlatformTarget> {
       LOG_LEVEL: "warn",
     };
     // As npm start runs it (package.json's start script: scripts/platform-processes.ts startArgs).
-    platform = spawnProcess(process.execPath, startArgs(profile ? ["--cpu-prof", "--cpu-prof-dir", path.resolve(profile)] : []), env);
+    platform = spawnProcess(process.execPath, startArgs([...(profile ? ["--cpu-prof", "--cpu-prof-dir", path.resolve(profile)] : []), ...extraFlags]), env);
     const gateway = `http://127.0.0.1:${ports.GATEWAY_PORT}`;
     await httpReady(`${gateway}/readyz`, 120_000, platform);
     const rpc = (port: string) => ({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 10_000, internalToken: token });

@@ -1,0 +1,57 @@
+// The platform's CPU per request on the OAuth rows, without the ratios: what
+// bench/profile-findings.md measures before and after a change, since this
+// machine's throughput moves by more than most changes do, and CPU time per
+// request hardly moves with it. Starts the platform as `npm start` runs it
+// (bench/oauth-target.ts), loads it with autocannon (10 connections), and
+// prints per round the calls/s and the platform process's CPU (user and
+// system, all its threads, from /proc) divided by the requests answered.
+//
+// Run: npx tsx bench/cpu-per-request.ts [rows] [seconds]
+//   rows: a comma list of token and me, in order (default token,token,me,me)
+//   BENCH_NODE_FLAGS="--trace-gc-nvp" BENCH_PLATFORM_OUTPUT=/tmp/gc.txt: with the GC trace;
+//   the median bytes promoted of the last 30 young collections are printed at the end.
+//   BENCH_CPU_PROF=<dir>: a CPU profile (bench/cpu-profile-inclusive.ts reads it).
+import { readFile } from "node:fs/promises";
+import autocannon from "autocannon";
+import { startPlatform } from "./oauth-target.js";
+
+const rows = (process.argv[2] ?? "token,token,me,me").split(",");
+const seconds = Number(process.argv[3] ?? 4);
+const unknown = rows.filter((r) => r !== "token" && r !== "me");
+if (unknown.length) throw new Error(`unknown rows ${unknown.join(", ")}: use token and me`);
+
+const target = await startPlatform();
+/** The platform process's CPU time so far, in clock ticks (utime + stime, /proc/<pid>/stat fields 14 and 15). */
+const ticks = async () => {
+  const fields = (await readFile(`/proc/${target.pid}/stat`, "utf8")).split(") ")[1]!.split(" ");
+  return Number(fields[11]) + Number(fields[12]);
+};
+const TICK_US = 10_000; // USER_HZ is 100 on Linux
+try {
+  const form = new URLSearchParams({ grant_type: "client_credentials", client_id: target.clientId, client_secret: target.clientSecret, scope: "organisation:read" });
+  for (const row of rows) {
+    const load =
+      row === "token"
+        ? { url: `${target.gateway}/oauth/token`, method: "POST" as const, headers: { "content-type": "application/x-www-form-urlencoded" }, body: form.toString() }
+        : { url: `${target.gateway}/oauth/me`, headers: { authorization: `Bearer ${target.accessToken}` } };
+    const before = await ticks();
+    const result = await autocannon({ ...load, connections: 10, duration: seconds });
+    const used = (await ticks()) - before;
+    const answered = result.requests.total;
+    if (result.non2xx > 0) throw new Error(`${row}: ${result.non2xx} answers were not 2xx`);
+    console.log(`${row.padEnd(6)} ${Math.round(result.requests.average).toLocaleString("en-US").padStart(7)}/s  ${Math.round((used * TICK_US) / answered)} µs of the platform's CPU a request`);
+  }
+} finally {
+  await target.close();
+}
+const output = process.env.BENCH_PLATFORM_OUTPUT;
+if (output && process.env.BENCH_NODE_FLAGS?.includes("--trace-gc-nvp")) {
+  const promoted = (await readFile(output, "utf8"))
+    .split("\n")
+    .filter((l) => l.includes(" gc=s "))
+    .slice(-30)
+    .map((l) => Number(/ promoted=(\d+)/.exec(l)?.[1] ?? 0))
+    .sort((a, b) => a - b);
+  if (promoted.length) console.log(`young collections: median ${Math.round(promoted[promoted.length >> 1]! / 1024)} KB promoted of the last ${promoted.length}`);
+}
+process.exit(0);
