@@ -39,7 +39,12 @@ export class ResponseMetadata {
   }
 }
 
-/** The request as interceptors see it. */
+/**
+ * The request as interceptors see it. Its signal is a getter (the
+ * AbortController is made only when read), so an interceptor that passes on
+ * a spread copy (`next({ ...req, … })`) passes no signal; the handler's
+ * context reads the call's signal itself, not the request's.
+ */
 export class ServedRequest implements UnaryRequest {
   readonly stream = false;
   readonly requestMethod = "POST";
