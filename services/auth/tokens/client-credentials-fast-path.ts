@@ -134,7 +134,7 @@ export function createClientCredentialsFastPath(deps: FastPathDeps): (request: E
   if (!stored) return async () => undefined;
   const knex = deps.orm.em.getConnection().getKnex();
   const text = statement(tables.schema, stored);
-  const query = deps.preparedStatements ? { name: "client-credentials-fast-path", text } : { text };
+  const name = deps.preparedStatements ? "client-credentials-fast-path" : undefined;
 
   const send = async (queued: Queued<Request, Issued>[]) => {
     const batch = queued.map((q) => q.item);
@@ -157,7 +157,9 @@ export function createClientCredentialsFastPath(deps: FastPathDeps): (request: E
     // (as the limiter's store: rate-limit/postgres-failure-limits.ts).
     const conn = (await knex.client.acquireConnection()) as Connection;
     try {
-      const { rows } = await conn.query({ ...query, values });
+      // A literal, not a spread of a shared object: V8 gave each spread copy
+      // a hidden class of its own (--log-maps: one new map per statement).
+      const { rows } = await conn.query(name === undefined ? { text, values } : { name, text, values });
       const issued = new Map(rows.map((r) => [r.hash, r.scopes]));
       for (const q of queued) {
         const scopes = issued.get(q.item.hash);

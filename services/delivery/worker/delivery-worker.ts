@@ -73,7 +73,14 @@ export class DeliveryWorker {
   private inFlight = 0;
   /** This process's POSTs in flight, per subscription. */
   private readonly inFlightTo = new Map<bigint, number>();
-  private readonly running = new Set<Promise<void>>();
+  /**
+   * stop()'s wait for the last POST in flight. A count (inFlight) and this,
+   * not a Set of the tasks: a long-lived Set or Map that gains and loses an
+   * entry per task leaves, once a full collection has moved it to V8's old
+   * generation, each replaced table pointing at the next, and every young
+   * collection then keeps the entries' objects (docs in gateway/connections.ts).
+   */
+  private drained: (() => void) | undefined;
   /** The last claim got as many rows as it asked for: more may be due. */
   private backlog = false;
   private readonly toRecord: { record: AttemptRecord; resolve: () => void; reject: (err: unknown) => void }[] = [];
@@ -123,7 +130,7 @@ export class DeliveryWorker {
     this.stopping = true;
     this.watermark?.stop();
     await this.loop.stop();
-    await Promise.allSettled([...this.running]);
+    if (this.inFlight > 0) await new Promise<void>((resolve) => (this.drained = resolve));
   }
 
   /** Claims what fits in the free slots; resolves to the wait before the next claim. */
@@ -175,18 +182,17 @@ export class DeliveryWorker {
         }
         this.inFlight++;
         this.inFlightTo.set(d.subscriptionId, (this.inFlightTo.get(d.subscriptionId) ?? 0) + 1);
-        const task = this.deliver(d, subscriber)
+        void this.deliver(d, subscriber)
           .catch((err) => this.options.logger.error({ err, deliveryId: d.id.toString() }, "delivery not recorded; it comes back after its claim lease"))
           .finally(() => {
             this.inFlight--;
             const atCap = this.slotFreed(d.subscriptionId) && !this.handedOn.has(d);
-            this.running.delete(task);
+            if (this.inFlight === 0) this.drained?.();
             // A slot is free: refill it at once if more rows may be due, or if the
             // subscription was at its cap here (its next rows may be waiting for this slot)
             // and the slot was not handed on, or was ordered (its next one is the head now).
             if (this.backlog || atCap || d.ordered) this.wake();
           });
-        this.running.add(task);
       }
     }
   }
