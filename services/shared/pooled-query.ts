@@ -87,12 +87,14 @@ export interface PooledStatement {
 export function pooledStatement(orm: MikroORM, name: string, sql: string, prepared: boolean): PooledStatement {
   let text = texts.get(sql);
   if (text === undefined) texts.set(sql, (text = positional(sql)));
-  const query = prepared ? { name, text } : { text };
+  const statementName = prepared ? name : undefined;
   return async <T>(values: unknown[]) => {
     const knex = orm.em.getConnection().getKnex();
     const conn = (await knex.client.acquireConnection()) as Connection;
     try {
-      return (await conn.query({ ...query, values })).rows as T[];
+      // A literal, not a spread of a shared object: V8 gave each spread copy
+      // a hidden class of its own (--log-maps: a new map per statement).
+      return (await conn.query(statementName === undefined ? { text, values } : { name: statementName, text, values })).rows as T[];
     } finally {
       await knex.client.releaseConnection(conn);
     }
