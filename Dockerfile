@@ -54,4 +54,4 @@ USER node
 EXPOSE 8080 7101 7102 7103 7104
 # SIGTERM reaches node directly (exec form): every process drains and exits 0.
 STOPSIGNAL SIGTERM
-CMD ["node", "--no-allocation-site-pretenuring", "--min-semi-space-size=16", "--max-semi-space-size=16", "dist/gateway/main.js"]
+CMD ["node", "--no-allocation-site-pretenuring", "--min-semi-space-size=16", "--max-semi-space-size=16", "--no-memory-reducer", "dist/gateway/main.js"]

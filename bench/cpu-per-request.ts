@@ -21,10 +21,10 @@ const unknown = rows.filter((r) => r !== "token" && r !== "me");
 if (unknown.length) throw new Error(`unknown rows ${unknown.join(", ")}: use token and me`);
 
 const target = await startPlatform();
-/** The platform process's CPU time so far, in clock ticks (utime + stime, /proc/<pid>/stat fields 14 and 15). */
+/** The platform process's CPU time so far, in clock ticks: [utime, stime] (/proc/<pid>/stat fields 14 and 15). */
 const ticks = async () => {
   const fields = (await readFile(`/proc/${target.pid}/stat`, "utf8")).split(") ")[1]!.split(" ");
-  return Number(fields[11]) + Number(fields[12]);
+  return [Number(fields[11]), Number(fields[12])] as const;
 };
 const TICK_US = 10_000; // USER_HZ is 100 on Linux
 try {
@@ -36,10 +36,14 @@ try {
         : { url: `${target.gateway}/oauth/me`, headers: { authorization: `Bearer ${target.accessToken}` } };
     const before = await ticks();
     const result = await autocannon({ ...load, connections: 10, duration: seconds });
-    const used = (await ticks()) - before;
+    const after = await ticks();
+    const [user, system] = [after[0] - before[0], after[1] - before[1]];
     const answered = result.requests.total;
     if (result.non2xx > 0) throw new Error(`${row}: ${result.non2xx} answers were not 2xx`);
-    console.log(`${row.padEnd(6)} ${Math.round(result.requests.average).toLocaleString("en-US").padStart(7)}/s  ${Math.round((used * TICK_US) / answered)} µs of the platform's CPU a request`);
+    const us = (t: number) => Math.round((t * TICK_US) / answered);
+    console.log(
+      `${row.padEnd(6)} ${Math.round(result.requests.average).toLocaleString("en-US").padStart(7)}/s  ${us(user + system)} µs of the platform's CPU a request (${us(user)} user, ${us(system)} system)`,
+    );
   }
 } finally {
   await target.close();

@@ -39,8 +39,18 @@ export const SERVICE_NODE_FLAGS = ["--max-old-space-size=1024"] as const;
  * 0.80-0.82x the peer and /oauth/me 0.42-0.48x bare against 0.69-0.85x and
  * 0.36-0.43x with V8's default sizing (README, "The memory rows";
  * bench/profile-findings.md).
+ *
+ * And no memory reducer: when a process goes idle, V8's memory reducer runs
+ * up to three full collections that shrink the heap. Once it has run (here:
+ * the process started, then idle 25 s, as any deployment is before its
+ * first traffic), GET /oauth/me cost 43-45 µs of CPU a request for the rest
+ * of the process's life against 37-38 µs without it, three alternating
+ * runs; in the bench's full runs, whose OAuth rows wait out the HTTP rows
+ * first, 0.33-0.36x bare against 0.39-0.41x. It does not lower the peak,
+ * which the floors and the container limits are about; an idle process
+ * keeps the heap its load grew.
  */
-export const GATEWAY_NODE_FLAGS = ["--no-allocation-site-pretenuring", "--min-semi-space-size=16", "--max-semi-space-size=16"] as const;
+export const GATEWAY_NODE_FLAGS = ["--no-allocation-site-pretenuring", "--min-semi-space-size=16", "--max-semi-space-size=16", "--no-memory-reducer"] as const;
 
 /**
  * The environment every platform process starts with (`npm start`'s script,
