@@ -7,7 +7,7 @@
 // the pipeline: the same code made 2,568-3,627 deliveries/s in four bursts of
 // one evening. A fixed-rate row's p95 is 9-70 ms, and one 10 s pass of the
 // same code moved by ±25 % between a run's first pass and its growth pass, in
-// both directions (README, "The growth rows"). The row is the pass with the
+// both directions (docs/benchmark.md, "The growth rows"). The row is the pass with the
 // median rate (a burst) or the median p95 (a fixed rate); a pass that lost a
 // delivery or had a call fail is the row instead, so a loss is never hidden.
 import type { DeliveryRun, DeliveryTarget } from "./delivery-target.js";

@@ -3,7 +3,7 @@
 // migrations set, need the launcher on), so without this each delivery row
 // would start on the dead row versions and the stale statistics of all the
 // rows before it. Measured: the same rows after a VACUUM ANALYZE had p95s a
-// quarter of those before it (README, "The growth rows").
+// quarter of those before it (docs/benchmark.md, "The growth rows").
 import pg from "pg";
 
 export const PIPELINE_TABLES = [

@@ -3,7 +3,7 @@
 // every service's schema and committed migrations applied, in
 // <template>-migrated/platform/, the database `npm start`'s services share. A
 // first start copies it, so its migrations find nothing to apply: 27
-// migrations on PGlite took 1.3-1.4 s of the cold start (README, "The memory
+// migrations on PGlite took 1.3-1.4 s of the cold start (docs/benchmark.md, "The memory
 // rows"). Made again when the migrations changed; the start applies whatever
 // it lacks and ignores one another checkout's migrations made
 // (embedded-templates.ts, migratedTemplate).

@@ -13,7 +13,7 @@
  * during the bench's 1,000 events/s row: 257-272 MB resident, over the
  * 256 MB floor. With 1 GB, compiled, one process per service: no process
  * over 162 MB, and every delivery floor met in both runs (512 MB: 156 MB, but
- * 1,000 events/s p95 181-522 ms against 73-135 without the flag; README, "The
+ * 1,000 events/s p95 181-522 ms against 73-135 without the flag; docs/benchmark.md, "The
  * memory rows"). It is a ceiling too: twenty times the largest live heap
  * measured under the bench's load. In a container with a memory limit Node
  * picks a small limit itself; this one holds wherever the process runs.
@@ -37,7 +37,7 @@ export const SERVICE_NODE_FLAGS = ["--max-old-space-size=1024"] as const;
  * request and the process peaks about 75 MB lower. It is held at 16 MiB (V8
  * shrinks it when idle): in the bench's alternating rounds, token endpoint
  * 0.80-0.82x the peer and /oauth/me 0.42-0.48x bare against 0.69-0.85x and
- * 0.36-0.43x with V8's default sizing (README, "The memory rows";
+ * 0.36-0.43x with V8's default sizing (docs/benchmark.md, "The memory rows";
  * bench/profile-findings.md).
  *
  * And no memory reducer: when a process goes idle, V8's memory reducer runs
@@ -45,8 +45,9 @@ export const SERVICE_NODE_FLAGS = ["--max-old-space-size=1024"] as const;
  * the process started, then idle 25 s, as any deployment is before its
  * first traffic), GET /oauth/me cost 43-45 µs of CPU a request for the rest
  * of the process's life against 37-38 µs without it, three alternating
- * runs; in the bench's full runs, whose OAuth rows wait out the HTTP rows
- * first, 0.33-0.36x bare against 0.39-0.41x. It does not lower the peak,
+ * runs; in the bench's HTTP and OAuth rows (whose platform waits out the
+ * HTTP rows first), 0.33-0.36x bare against 0.39-0.41x (README, "Benchmark";
+ * bench/profile-findings.md). It does not lower the peak,
  * which the floors and the container limits are about; an idle process
  * keeps the heap its load grew.
  */
@@ -59,7 +60,7 @@ export const GATEWAY_NODE_FLAGS = ["--no-allocation-site-pretenuring", "--min-se
  * threshold to the largest mmap'd block freed so far (up to 32 MiB), so one
  * password hash (scrypt's 16 MiB, at every CreateOrganisation and each
  * login) stays resident afterwards, in the thread arena that computed it.
- * Measured on the embedded start (README, "The memory rows"): peak 396-407 →
+ * Measured on the embedded start (docs/benchmark.md, "The memory rows"): peak 396-407 →
  * 361-380 MB, after the start 376-406 → 326-337 MB. Other C libraries
  * ignore it.
  */
@@ -90,7 +91,7 @@ export const tsxCommand = (p: PlatformProcess): string[] => ["node", ...p.nodeFl
  * and the services' old-generation limit. Compiled (start-compiled.mjs) and
  * with these flags, its peak was 194 MB after the bench's OAuth rows and
  * 227 MB after its delivery rows, against 457-459 MB after the OAuth rows
- * through tsx with a 64 MiB young generation (README, "The memory rows").
+ * through tsx with a 64 MiB young generation (docs/benchmark.md, "The memory rows").
  */
 export const START_NODE_FLAGS = [...GATEWAY_NODE_FLAGS, ...SERVICE_NODE_FLAGS] as const;
 

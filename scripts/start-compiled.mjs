@@ -6,7 +6,7 @@
 //
 // Why not tsx here: through tsx's loader the same one process held 457-459 MB
 // after the bench's OAuth rows, compiled 266-272 MB with the same flags
-// (README, "The memory rows"): tsx's loader runs in a thread of its own, with
+// (docs/benchmark.md, "The memory rows"): tsx's loader runs in a thread of its own, with
 // its own V8 heap, and keeps every module's source map.
 //
 // Plain JavaScript: it runs before anything is compiled. Stack traces name the

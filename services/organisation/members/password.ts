@@ -9,7 +9,7 @@
 // with 10)." We use N = 2^14 with p = 5: the same defence, 16 MiB per
 // derivation instead of 128 MiB. At 128 MiB each, the hashes a start makes
 // (the dummy hash, the demo member) set the platform's peak memory, 120 MB
-// over what it holds otherwise (README, "The memory rows").
+// over what it holds otherwise (docs/benchmark.md, "The memory rows").
 // A hash made with other parameters (the earlier N = 2^17, p = 1, or weaker)
 // still verifies; needsRehash says so, and a successful login stores a new
 // hash (password-upgrade.ts).
