@@ -23,6 +23,7 @@ import { rpcError } from "./support/rpc.js";
 
 const TOKEN = "d".repeat(40);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
 const shared = {
@@ -107,6 +108,12 @@ describe("a contact event reaches its subscriber", () => {
       expect(() => new Webhook(created.secret === secret ? updated.secret : created.secret).verify(request.body, headers(request.headers))).toThrow();
     }
     expect(second!.headers["webhook-id"]).not.toBe(first!.headers["webhook-id"]);
+    // Contact, event and attempt ids are time-ordered (UUIDv7, RFC 9562 §5.7):
+    // the update's event sorts after the creation's.
+    expect(contact.id).toMatch(UUID_V7);
+    expect(first!.headers["webhook-id"]).toMatch(UUID_V7);
+    expect(second!.headers["webhook-id"]).toMatch(UUID_V7);
+    expect(String(second!.headers["webhook-id"]) > String(first!.headers["webhook-id"])).toBe(true);
     // The log names the event and the outcome.
     await waitFor(async () => {
       const { attempts } = await log.listDeliveryAttempts({ owner: created.owner, subscriptionId: created.subscription.id });
@@ -122,6 +129,7 @@ describe("a contact event reaches its subscriber", () => {
       error: "",
     });
     expect(attempts[0]!.nextAttemptTime).toBeUndefined();
+    expect(attempts[0]!.id).toMatch(UUID_V7);
   });
 
   it("sends nothing to another organisation's subscribers nor for another event type", async () => {

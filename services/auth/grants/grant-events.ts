@@ -1,12 +1,12 @@
 // grant.revoked and token.revoked, written to the auth schema's outbox as the
 // last statement of the transaction that revoked (services/shared/outbox/writer.ts).
-import { randomUUID } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { GrantRevokedSchema, TokenRevokedSchema } from "../../../gen/bizcard/events/v1/events_pb.js";
 import { subjectFor } from "../../shared/event-bus/event-bus.js";
 import { enqueueEvent } from "../../shared/outbox/writer.js";
+import { timeOrderedId } from "../../shared/time-ordered-id.js";
 import type { GrantRevocationReason } from "./grant-store.js";
 
 export interface EventOptions {
@@ -20,7 +20,7 @@ export async function enqueueGrantRevoked(
   pair: { organisationId: string; clientId: string },
   reason: GrantRevocationReason,
 ): Promise<void> {
-  const event = create(GrantRevokedSchema, { eventId: randomUUID(), ...pair, occurTime: timestampFromDate(new Date()), reason });
+  const event = create(GrantRevokedSchema, { eventId: timeOrderedId(), ...pair, occurTime: timestampFromDate(new Date()), reason });
   await enqueueEvent(em, options.schema, {
     id: event.eventId,
     subject: subjectFor(options.subjectPrefix, "grant.revoked"),
@@ -36,7 +36,7 @@ export async function enqueueTokenRevoked(
   accessTokenHashes: string[],
 ): Promise<void> {
   const event = create(TokenRevokedSchema, {
-    eventId: randomUUID(),
+    eventId: timeOrderedId(),
     ...pair,
     accessTokenHashes,
     occurTime: timestampFromDate(new Date()),

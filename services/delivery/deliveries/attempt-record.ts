@@ -3,8 +3,8 @@
 // subscription (subscription-pause.ts): a pause, a halved in-flight cap, a
 // cap grown back, a run of timeouts counted or ended.
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { randomUUID } from "node:crypto";
 import { pooledStatement } from "../../shared/pooled-query.js";
+import { timeOrderedId } from "../../shared/time-ordered-id.js";
 import { handOnSql, NO_HAND_ON } from "./hand-on.js";
 import { TIMEOUT_RUN_HALVES_CAP, type Throttle } from "./subscription-pause.js";
 
@@ -148,7 +148,7 @@ export async function recordAttempts(orm: MikroORM, list: AttemptRecord[], o: Re
       next_attempt_at: a.nextAttemptAt?.toISOString() ?? null,
       response_status: a.responseStatus,
       error: a.error,
-      attempt_id: randomUUID(),
+      attempt_id: timeOrderedId(),
       organisation_id: a.delivery.organisationId,
       client_id: a.delivery.clientId,
       event_id: a.delivery.eventId,

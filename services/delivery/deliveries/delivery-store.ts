@@ -5,6 +5,7 @@ import { randomUUID } from "node:crypto";
 import { recordAttempts, type AttemptRecord, type ClaimedDelivery } from "./attempt-record.js";
 import { claimDue, type ClaimOptions } from "./delivery-claim.js";
 import { pooledStatement } from "../../shared/pooled-query.js";
+import { timeOrderedId, timeOrderedIdSql } from "../../shared/time-ordered-id.js";
 import { orderedHeadJsonSql, parseHead, type OrderedHead } from "./ordered-head.js";
 
 export type { AttemptRecord, ClaimedDelivery } from "./attempt-record.js";
@@ -133,7 +134,7 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
          ), "skipped" as (
            insert into ${S}."delivery_attempt" ("id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
              "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at")
-           select gen_random_uuid(), r."organisation_id", r."client_id", r."event_id", r."subscription_id", r."id", r."event_type",
+           select ${timeOrderedIdSql()}, r."organisation_id", r."client_id", r."event_id", r."subscription_id", r."id", r."event_type",
                   0, 0, 'skipped', '${SKIPPED_ERROR}', 0, r."created_at", null
              from "rows" r where r."status" = 'skipped'
          ), "position" as (
@@ -183,7 +184,7 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
          )
          insert into ${S}."delivery_attempt" ("id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
            "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at")
-         select gen_random_uuid(), c."organisation_id", c."client_id", c."event_id", c."subscription_id", c."id", c."event_type",
+         select ${timeOrderedIdSql()}, c."organisation_id", c."client_id", c."event_id", c."subscription_id", c."id", c."event_type",
                 0, 0, 'cancelled', ?, 0, now(), null
            from "cancelled" c`,
         [why, d.id.toString(), d.claimId, `cancelled: ${why}`],
@@ -209,7 +210,7 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
           a.error,
           d.id.toString(),
           d.claimId,
-          randomUUID(),
+          timeOrderedId(),
           d.organisationId,
           d.clientId,
           d.eventId,

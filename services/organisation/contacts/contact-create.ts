@@ -13,12 +13,12 @@
 // batch's statement fail,
 // its calls are written again one by one, so one bad row fails only its own
 // call.
-import { randomUUID } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { EventType } from "../../../gen/bizcard/events/v1/events_pb.js";
 import type { Contact as ContactMessage } from "../../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { pooledStatement } from "../../shared/pooled-query.js";
 import { statementBatcher, type Queued } from "../../shared/statement-batcher.js";
+import { timeOrderedId } from "../../shared/time-ordered-id.js";
 import { outboxInsertManySql, outboxRowOf } from "../../shared/outbox/writer.js";
 import { CONTACT_FIELDS, type Contact, type ContactField } from "./contact.entity.js";
 import { contactEvent } from "./contact-events.js";
@@ -81,7 +81,7 @@ export function contactCreator(orm: MikroORM, events: { schema: string; subjectP
   return {
     create(organisationId, fields) {
       const now = new Date();
-      const contact = { id: randomUUID(), organisationId, createdAt: now, updatedAt: now } as Contact;
+      const contact = { id: timeOrderedId(), organisationId, createdAt: now, updatedAt: now } as Contact;
       for (const f of CONTACT_FIELDS) contact[f] = fields[f] ?? "";
       const message = toContactMessage(contact);
       const event = contactEvent(events, EventType.CONTACT_CREATED, message);

@@ -1,6 +1,5 @@
 // contact.created / contact.updated, written to the outbox in the same
 // transaction as the change.
-import { randomUUID } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
@@ -9,13 +8,14 @@ import type { Contact as ContactMessage } from "../../../gen/bizcard/organisatio
 import { subjectFor } from "../../shared/event-bus/event-bus.js";
 import { nameOfEventType } from "../../shared/event-types.js";
 import { enqueueEvent, type OutboxEvent } from "../../shared/outbox/writer.js";
+import { timeOrderedId } from "../../shared/time-ordered-id.js";
 
 type ContactEventType = EventType.CONTACT_CREATED | EventType.CONTACT_UPDATED;
 
 /** The outbox row of a contact's event. */
 export function contactEvent(options: { subjectPrefix: string }, type: ContactEventType, contact: ContactMessage): OutboxEvent {
   const event = create(ContactEventSchema, {
-    eventId: randomUUID(),
+    eventId: timeOrderedId(),
     type,
     organisationId: contact.organisationId,
     occurTime: timestampFromDate(new Date()),
