@@ -10,8 +10,13 @@ import type pg from "pg";
 import { timeOrderedIdSql } from "../services/shared/time-ordered-id.js";
 import { withClient } from "./pipeline-vacuum.js";
 
-export const GROWTH_TOKENS = 1_000_000;
-export const GROWTH_DELIVERIES = 100_000;
+/**
+ * BENCH_GROWTH_TOKENS / BENCH_GROWTH_DELIVERIES change the counts; 0 seeds
+ * nothing, a control: the same passes again on the same tables, to see how
+ * much a figure moves with time alone on this machine.
+ */
+export const GROWTH_TOKENS = Number(process.env.BENCH_GROWTH_TOKENS ?? 1_000_000);
+export const GROWTH_DELIVERIES = Number(process.env.BENCH_GROWTH_DELIVERIES ?? 100_000);
 
 /**
  * A CHECKPOINT after the seeding: its hundreds of MB of WAL would otherwise

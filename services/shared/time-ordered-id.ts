@@ -12,7 +12,11 @@
 // deliveries stored; docs/benchmark.md, "The growth rows").
 import { v7 } from "uuid";
 
-/** A new UUIDv7: time-ordered, 74 random bits, monotonic within this process. */
+/**
+ * A new UUIDv7 (the uuid package's): the ms, then a 32-bit counter that
+ * starts at random each millisecond (RFC 9562 §6.2's counter: ids made by one
+ * process sort in the order they were made), then 42 random bits.
+ */
 export function timeOrderedId(): string {
   return v7();
 }
