@@ -54,7 +54,6 @@
 // platforms' peaks).
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { loadavg } from "node:os";
 import { promisify } from "node:util";
 import pg from "pg";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
@@ -71,6 +70,7 @@ import { deliveryRows } from "./delivery-rows.js";
 import { startDeliveryTarget, type DeliveryTarget } from "./delivery-target.js";
 import { startPeer, startPlatform, type PeerTarget, type PlatformTarget } from "./oauth-target.js";
 import { deliveryGrowth, oauthGrowth } from "./growth-rows.js";
+import { probeMachine } from "./machine-probe.js";
 import { memoryRows, peaksOf } from "./memory.js";
 import { printOauthRows } from "./oauth-rows.js";
 import { writeResults } from "./results.js";
@@ -81,7 +81,7 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const only = process.env.BENCH_ONLY;
 const wants = (group: Case["group"] | "delivery" | "memory") => !only || only.split(",").includes(group);
 const execFileAsync = promisify(execFile);
-const loadAverageAtStart = loadavg();
+const machine = await probeMachine();
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const httpCase = (name: string, c: Parameters<typeof httpCaseFor>[1], group?: Case["group"]) => httpCaseFor(name, c, seconds, group);
 const loopCase = (name: string, call: () => Promise<unknown>, inFlight: number) => loopCaseFor(name, call, inFlight, seconds);
@@ -326,7 +326,7 @@ try {
       noisyRounds: Number(process.env.BENCH_NOISY_ROUNDS ?? 3),
       // What this environment changes of the platform's delivery settings (passed on to it).
       platformEnv: Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(WEBHOOK|DELIVERY|OUTBOX)_/.test(k))),
-      loadAverageAtStart,
+      machine,
     },
     {
       // Each round's calls/s beside the median: how much one run moved.
