@@ -32,7 +32,7 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 export const CONTACT_MATCHES_JSON: Same<Contact, ContactJson> = true;
 
 export const CONTACT_EXAMPLE: Contact = {
-  id: "2f7c4b8e-5d1a-4c3e-9b6f-0a8d7e6c5b4a",
+  id: "01a20380-c360-7c4e-8b6f-0a8d7e6c5b4a",
   first_name: "Ada",
   last_name: "Lovelace",
   email: "ada@example.com",

@@ -24,7 +24,7 @@ export const Contact = z
 export const ContactList = z.array(Contact).describe("Newest first");
 
 export const contactExample = {
-  id: "5f0c3a9e-3b7d-4c55-8f0e-1d2a3b4c5d6e",
+  id: "019bc0fd-89c0-7c55-8f0e-1d2a3b4c5d6e",
   first_name: "Ada",
   last_name: "Lovelace",
   email: "ada@example.com",

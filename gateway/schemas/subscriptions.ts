@@ -161,9 +161,9 @@ export const Delivery = z
   .meta({ id: "Delivery", description: "One event for one subscription, across its attempts" });
 
 export const attemptExample = {
-  id: "0b8f4c1e-6a5d-4c4e-9d3f-2f1a7b9c8e01",
+  id: "019bc0fe-7420-7c4e-9d3f-2f1a7b9c8e01",
   delivery_id: 7,
-  event_id: "0b8c6d2e-41f7-4a3b-9c5d-7e8f9a0b1c2d",
+  event_id: "019bc0fd-89c3-7a3b-9c5d-7e8f9a0b1c2d",
   event_type: "contact.created",
   attempt: 1,
   status_code: 500,
@@ -176,7 +176,7 @@ export const attemptExample = {
 
 export const deliveryExample = {
   id: 7,
-  event_id: "0b8c6d2e-41f7-4a3b-9c5d-7e8f9a0b1c2d",
+  event_id: "019bc0fd-89c3-7a3b-9c5d-7e8f9a0b1c2d",
   event_type: "contact.created",
   subscription_id: 42,
   status: "pending",
