@@ -5,6 +5,7 @@
 import type { DeliveryRun, DeliveryTarget } from "./delivery-target.js";
 import { lostOrFailed, runCase } from "./delivery-passes.js";
 import { GROWTH_DELIVERIES, GROWTH_TOKENS, fall, seedAccessTokens, seedDeliveries } from "./growth.js";
+import { median } from "./stats.js";
 
 export const GROWTH_FLOOR_PERCENT = 20;
 
@@ -21,7 +22,6 @@ export interface GrowthRow {
 }
 
 const num = (n: number) => n.toLocaleString("en-US", { maximumFractionDigits: 0 });
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 function row(name: string, figure: string, before: number, after: number, higherIsBetter: boolean): GrowthRow {
   const f = fall(before, after, higherIsBetter);

@@ -9,6 +9,7 @@
 //   PostgreSQL, NATS or a client makes).
 import { spawn } from "node:child_process";
 import { loadavg } from "node:os";
+import { median } from "./stats.js";
 
 export interface MachineProbe {
   loadAverageAtStart: number[];
@@ -44,7 +45,7 @@ async function pipeRoundTripUs(trips = 2_000): Promise<number> {
     send();
   });
   child.kill();
-  return times.sort((a, b) => a - b)[Math.floor(times.length / 2)]!;
+  return median(times);
 }
 
 /** Both probes, printed on one line. */

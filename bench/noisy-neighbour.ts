@@ -27,6 +27,7 @@ import type { AddressInfo } from "node:net";
 import pg from "pg";
 import { vacuumPipeline } from "./pipeline-vacuum.js";
 import type { DeliveryRun, DeliveryTarget } from "./delivery-target.js";
+import { median } from "./stats.js";
 
 const NOISY_QUEUED = 100;
 const NOISY_PER_SECOND = 20;
@@ -130,7 +131,6 @@ async function until(check: () => boolean | Promise<boolean>, ms: number) {
   return check();
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** Every round: a pass without and one with the hanging subscription, in turns (ABBA). */
 export async function noisyNeighbour(target: DeliveryTarget, seconds: number, rounds = Number(process.env.BENCH_NOISY_ROUNDS ?? 3)): Promise<NoisyResult> {

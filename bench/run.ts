@@ -75,6 +75,7 @@ import { memoryRows, peaksOf } from "./memory.js";
 import { printOauthRows } from "./oauth-rows.js";
 import { writeResults } from "./results.js";
 import { startRpcTarget, type RpcTarget } from "./rpc-target.js";
+import { median } from "./stats.js";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 3);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -82,7 +83,6 @@ const only = process.env.BENCH_ONLY;
 const wants = (group: Case["group"] | "delivery" | "memory") => !only || only.split(",").includes(group);
 const execFileAsync = promisify(execFile);
 const machine = await probeMachine();
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const httpCase = (name: string, c: Parameters<typeof httpCaseFor>[1], group?: Case["group"]) => httpCaseFor(name, c, seconds, group);
 const loopCase = (name: string, call: () => Promise<unknown>, inFlight: number) => loopCaseFor(name, call, inFlight, seconds);
 
