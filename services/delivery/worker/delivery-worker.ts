@@ -58,12 +58,18 @@ export interface DeliveryWorkerOptions {
 const subscribersById = (subscribers: Subscriber[]) => new Map(subscribers.map((s) => [s.subscriptionId, s]));
 
 /**
- * Record statements a worker runs at once. Each batch's statement only
- * releases the slots it records and hands on at most as many (hand-on.ts), so
- * batches recorded side by side keep every cap; a subscription's pause row is
- * updated under its row lock, each statement on top of the last.
+ * Record statements a worker runs at once: one. The attempts that finish
+ * while it runs make the next batch, so the busier the worker, the bigger its
+ * batches. The statement's cost is mostly per statement, not per attempt:
+ * with 4 at once (until 2026-11-28) a burst of 5,000 deliveries made 1,063
+ * statements of 4.7 attempts each, and PostgreSQL spent 30-40 % more CPU on
+ * it than with one at a time, which also sent 5-20 % more deliveries a second
+ * (docs/benchmark.md, "Records one at a time"). More than one stays correct:
+ * each batch's statement only releases the slots it records and hands on at
+ * most as many (hand-on.ts), and a subscription's pause row is updated under
+ * its row lock, each statement on top of the last.
  */
-const RECORDING_AT_ONCE = 4;
+const RECORDING_AT_ONCE = 1;
 
 /** Claims that fail (the database is down) are tried again after these waits. */
 const FAILURE_BACKOFF: Backoff = { baseMs: 500, maxMs: 30_000 };
@@ -279,9 +285,9 @@ export class DeliveryWorker {
   }
 
   /**
-   * Records the queued attempts, a batch at a time (and up to
-   * RECORDING_AT_ONCE batches at once: a finished POST does not wait for
-   * another batch's statement to end before its own starts). While this worker's last
+   * Records the queued attempts, a batch at a time (RECORDING_AT_ONCE
+   * statements at once; what finishes meanwhile waits for the next batch).
+   * While this worker's last
    * claim left slots free (no other owner's rows were waiting for them), the
    * batch's successes hand their slots on to their subscriptions' next due
    * rows in the same statement (hand-on.ts), which are sent at once.
