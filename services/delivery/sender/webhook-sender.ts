@@ -8,17 +8,18 @@
 //
 // Sent through an undici Agent whose connect-time lookup refuses non-public
 // destinations (services/shared/net/safe-lookup.ts); redirects are not
-// followed (undici's request follows none: a 3xx is an answer like any other
+// followed (undici's dispatch follows none: a 3xx is an answer like any other
 // non-2xx); the whole attempt, connect to the end of the body, is bounded by
 // one timeout, and at most MAX_RESPONSE_BYTES of the answer are read, then
-// dropped.
+// dropped (attempt-handler.ts).
 import { performance } from "node:perf_hooks";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { Agent, request } from "undici";
+import { Agent } from "undici";
 import type { Subscriber } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import type { Resolver } from "../../shared/net/dns-resolver.js";
 import { DestinationRefusedError, checkLiteralHost, safeLookup } from "../../shared/net/safe-lookup.js";
 import { TRACEPARENT_HEADER, TRACESTATE_HEADER } from "../../shared/trace/traceparent.js";
+import { AttemptHandler, type AttemptAnswer } from "./attempt-handler.js";
 import { sign as signWith } from "./signature.js";
 
 const MAX_RESPONSE_BYTES = 64 * 1024;
@@ -90,7 +91,7 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
     async send(webhook) {
       const started = performance.now();
       const elapsed = () => Math.round(performance.now() - started);
-      const signal = AbortSignal.timeout(options.timeoutMs);
+      let answer: AttemptAnswer;
       try {
         const url = new URL(webhook.url);
         if (url.protocol !== "https:" && !(options.allowInsecure && url.protocol === "http:")) {
@@ -98,41 +99,43 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
         }
         checkLiteralHost(url, options.allowInsecure);
         const timestamp = new Date();
-        const signature = signatures(webhook, timestamp);
-        const res = await request(url, {
-          dispatcher: agent,
-          method: "POST",
-          headers: {
-            "content-type": "application/json",
-            "user-agent": USER_AGENT,
-            "webhook-id": webhook.eventId,
-            "webhook-timestamp": String(Math.floor(timestamp.getTime() / 1000)),
-            "webhook-signature": signature,
-            ...(webhook.traceparent ? { [TRACEPARENT_HEADER]: webhook.traceparent } : {}),
-            ...(webhook.traceparent && webhook.tracestate ? { [TRACESTATE_HEADER]: webhook.tracestate } : {}),
-          },
-          body: webhook.body,
-          signal,
-        });
-        // Read (at most the cap) and drop: the connection can then be reused.
-        await res.body.dump({ limit: MAX_RESPONSE_BYTES, signal }).catch(() => undefined);
-        if (res.statusCode >= 200 && res.statusCode < 300) return { ok: true, status: res.statusCode, durationMs: elapsed() };
-        const retryAfterMs = parseRetryAfter(res.headers["retry-after"]);
-        return {
-          ok: false,
-          status: res.statusCode,
-          durationMs: elapsed(),
-          kind: "http",
-          error: `HTTP ${res.statusCode}`,
-          ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+        const headers: Record<string, string> = {
+          "content-type": "application/json",
+          "user-agent": USER_AGENT,
+          "webhook-id": webhook.eventId,
+          "webhook-timestamp": String(Math.floor(timestamp.getTime() / 1000)),
+          "webhook-signature": signatures(webhook, timestamp),
         };
+        if (webhook.traceparent) {
+          headers[TRACEPARENT_HEADER] = webhook.traceparent;
+          if (webhook.tracestate) headers[TRACESTATE_HEADER] = webhook.tracestate;
+        }
+        answer = await new Promise<AttemptAnswer>((resolve) => {
+          const handler = new AttemptHandler(resolve, options.timeoutMs, MAX_RESPONSE_BYTES);
+          agent.dispatch({ origin: url.origin, path: url.pathname + url.search, method: "POST", headers, body: webhook.body }, handler);
+        });
       } catch (err) {
-        return { ok: false, status: 0, durationMs: elapsed(), ...classify(err, signal, options.timeoutMs) };
+        answer = { kind: "error", error: err as Error };
       }
+      if (answer.kind === "timeout") return { ok: false, status: 0, durationMs: elapsed(), kind: "timeout", error: timeoutError(options.timeoutMs) };
+      if (answer.kind === "error") return { ok: false, status: 0, durationMs: elapsed(), ...classify(answer.error, options.timeoutMs) };
+      const { status } = answer;
+      if (status >= 200 && status < 300) return { ok: true, status, durationMs: elapsed() };
+      const retryAfterMs = parseRetryAfter(answer.retryAfter);
+      return {
+        ok: false,
+        status,
+        durationMs: elapsed(),
+        kind: "http",
+        error: `HTTP ${status}`,
+        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      };
     },
     close: () => agent.close(),
   };
 }
+
+const timeoutError = (timeoutMs: number) => `timeout: no complete answer within ${timeoutMs} ms`;
 
 /**
  * Standard Webhooks: "To achieve this, the webhook is signed both using the
@@ -146,13 +149,13 @@ function signatures(webhook: OutgoingWebhook, timestamp: Date): string {
   return previous && previous.expiresAt > timestamp ? `${sign(webhook.secret)} ${sign(previous.secret)}` : sign(webhook.secret);
 }
 
-function classify(err: unknown, signal: AbortSignal, timeoutMs: number): { kind: "timeout" | "refused" | "network"; error: string } {
+function classify(err: unknown, timeoutMs: number): { kind: "timeout" | "refused" | "network"; error: string } {
   for (let e = err as { code?: string; name?: string; message?: string; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
     if (e instanceof DestinationRefusedError || e.code === "ERR_DESTINATION_REFUSED") return { kind: "refused", error: `refused: ${e.message}` };
   }
   const e = err as { code?: string; name?: string; message?: string };
-  if (signal.aborted || e?.name === "TimeoutError" || e?.code === "UND_ERR_CONNECT_TIMEOUT" || e?.code === "UND_ERR_HEADERS_TIMEOUT" || e?.code === "UND_ERR_BODY_TIMEOUT") {
-    return { kind: "timeout", error: `timeout: no complete answer within ${timeoutMs} ms` };
+  if (e?.name === "TimeoutError" || e?.code === "UND_ERR_CONNECT_TIMEOUT" || e?.code === "UND_ERR_HEADERS_TIMEOUT" || e?.code === "UND_ERR_BODY_TIMEOUT") {
+    return { kind: "timeout", error: timeoutError(timeoutMs) };
   }
   return { kind: "network", error: `network: ${e?.code ? `${e.code} ` : ""}${e?.message ?? String(err)}`.slice(0, 500) };
 }
