@@ -131,7 +131,6 @@ async function until(check: () => boolean | Promise<boolean>, ms: number) {
   return check();
 }
 
-
 /** Every round: a pass without and one with the hanging subscription, in turns (ABBA). */
 export async function noisyNeighbour(target: DeliveryTarget, seconds: number, rounds = Number(process.env.BENCH_NOISY_ROUNDS ?? 3)): Promise<NoisyResult> {
   const receiver = await startNoisyReceiver();

@@ -14,7 +14,7 @@ import type { Dispatcher } from "undici";
 
 /** What came back: an answer (its status, its Retry-After) or an error before the answer ended. */
 export type AttemptAnswer =
-  | { kind: "answer"; status: number; retryAfter: string | undefined }
+  | { kind: "answer"; status: number; retryAfter: string | string[] | undefined }
   | { kind: "timeout" }
   | { kind: "error"; error: Error };
 
@@ -29,7 +29,7 @@ class AnswerTooLargeError extends Error {}
 export class AttemptHandler implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined;
   private status = 0;
-  private retryAfter: string | undefined;
+  private retryAfter: string | string[] | undefined;
   private bytes = 0;
   private settled = false;
   private readonly timer: NodeJS.Timeout;
@@ -52,8 +52,8 @@ export class AttemptHandler implements Dispatcher.DispatchHandler {
     // RFC 9110 §15.2: a 1xx is interim; the final answer follows.
     if (statusCode < 200) return;
     this.status = statusCode;
-    const retryAfter = headers["retry-after"];
-    this.retryAfter = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;
+    // As it came: parseRetryAfter (webhook-sender.ts) reads a repeated header's first.
+    this.retryAfter = headers["retry-after"];
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
