@@ -2,19 +2,32 @@
 // told apart before their ratios are read against the floors: one day's
 // machine of the same kind ran the platform's work 1.5-2.5x slower than
 // another's (bench/profile-findings.md, 2026-11-28 evening), and no ratio
-// cancels that out. Two probes, each a few seconds at most:
+// cancels that out. The probes, each a few seconds at most:
 // - jsLoopMs: a tight integer loop in this process (user-mode CPU speed);
 // - pipeRoundTripUs: one byte to a child process and back over pipes, the
 //   median of 2,000 (a wake-up of another process, as every socket write to
-//   PostgreSQL, NATS or a client makes).
+//   PostgreSQL, NATS or a client makes);
+// - PostgreSQL: the median round trip of `select 1`, and of a statement that
+//   commits a WAL record (a transactional logical message: one WAL flush, as
+//   every durable token batch and event makes), 500 each. The token row,
+//   whose statements wait on that flush, fell from 1.0x the peer on a machine
+//   whose flush was fast to 0.6x on one where it was slow (profile-findings.md,
+//   2026-11-29), while the JS loop differed by 15 %.
+// A run probes at its start and again at its end: the machine's speed moved by
+// up to 2x within half an hour on some days.
 import { spawn } from "node:child_process";
 import { loadavg } from "node:os";
+import pg from "pg";
 import { median } from "./stats.js";
 
 export interface MachineProbe {
   loadAverageAtStart: number[];
   jsLoopMs: number;
   pipeRoundTripUs: number;
+  /** PostgreSQL's `select 1` round trip, median (µs). */
+  pgRoundTripUs: number;
+  /** A statement that flushes WAL at its commit, median round trip (µs). */
+  pgCommitUs: number;
 }
 
 function jsLoopMs(): number {
@@ -48,12 +61,35 @@ async function pipeRoundTripUs(trips = 2_000): Promise<number> {
   return median(times);
 }
 
-/** Both probes, printed on one line. */
-export async function probeMachine(): Promise<MachineProbe> {
-  const probe = { loadAverageAtStart: loadavg(), jsLoopMs: jsLoopMs(), pipeRoundTripUs: await pipeRoundTripUs() };
+async function postgresRoundTrips(databaseUrl: string, trips = 500): Promise<{ pgRoundTripUs: number; pgCommitUs: number }> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const time = async (text: string) => {
+      const times: number[] = [];
+      for (let i = 0; i < trips; i++) {
+        const at = performance.now();
+        await client.query(text);
+        times.push((performance.now() - at) * 1000);
+      }
+      return median(times);
+    };
+    const pgRoundTripUs = await time("select 1");
+    // Transactional: the message is WAL written in the statement's own transaction, flushed at its commit.
+    const pgCommitUs = await time("select pg_logical_emit_message(true, 'bizcard-bench-probe', '')");
+    return { pgRoundTripUs, pgCommitUs };
+  } finally {
+    await client.end();
+  }
+}
+
+/** The probes, printed on one line (`when`: "machine" at the start, "machine at the end"). */
+export async function probeMachine(databaseUrl: string, when = "machine"): Promise<MachineProbe> {
+  const probe = { loadAverageAtStart: loadavg(), jsLoopMs: jsLoopMs(), pipeRoundTripUs: await pipeRoundTripUs(), ...(await postgresRoundTrips(databaseUrl)) };
   console.log(
-    `machine: load ${probe.loadAverageAtStart.map((l) => l.toFixed(2)).join(" ")}, JS loop ${probe.jsLoopMs.toFixed(0)} ms, ` +
-      `pipe round trip to a child process ${probe.pipeRoundTripUs.toFixed(0)} µs (median)`,
+    `${when}: load ${probe.loadAverageAtStart.map((l) => l.toFixed(2)).join(" ")}, JS loop ${probe.jsLoopMs.toFixed(0)} ms, ` +
+      `pipe round trip to a child process ${probe.pipeRoundTripUs.toFixed(0)} µs, ` +
+      `PostgreSQL select 1 ${probe.pgRoundTripUs.toFixed(0)} µs, commit with a WAL flush ${probe.pgCommitUs.toFixed(0)} µs (medians)`,
   );
   return probe;
 }

@@ -43,7 +43,7 @@
 // (each service and the gateway a process of its own), each one's peak memory.
 // Every row goes to bench/results/<time>-<group>.json (bench/results.ts).
 // The cases take turns for BENCH_ROUNDS rounds of BENCH_SECONDS each (each
-// HTTP case warmed up for a second before its first), and the median round
+// HTTP case warmed up for 3 s before its first), and the median round
 // counts (one run is noisy here). The HTTP and OAuth rows take their turns
 // first, the RPC rows after them, with the bare row again in their rounds:
 // the RPC rows run a service in this process, whose work would otherwise
@@ -74,7 +74,7 @@ import { probeMachine } from "./machine-probe.js";
 import { memoryRows, peaksOf } from "./memory.js";
 import { printOauthRows } from "./oauth-rows.js";
 import { writeResults } from "./results.js";
-import { startRpcTarget, type RpcTarget } from "./rpc-target.js";
+import { ADMIN_DATABASE_URL, startRpcTarget, type RpcTarget } from "./rpc-target.js";
 import { median } from "./stats.js";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 3);
@@ -82,7 +82,7 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const only = process.env.BENCH_ONLY;
 const wants = (group: Case["group"] | "delivery" | "memory") => !only || only.split(",").includes(group);
 const execFileAsync = promisify(execFile);
-const machine = await probeMachine();
+const machine = await probeMachine(ADMIN_DATABASE_URL);
 const httpCase = (name: string, c: Parameters<typeof httpCaseFor>[1], group?: Case["group"]) => httpCaseFor(name, c, seconds, group);
 const loopCase = (name: string, call: () => Promise<unknown>, inFlight: number) => loopCaseFor(name, call, inFlight, seconds);
 
@@ -316,6 +316,7 @@ try {
         true,
       )
     : undefined;
+  const machineAtEnd = await probeMachine(ADMIN_DATABASE_URL, "machine at the end");
   const file = await writeResults(
     only ?? "all",
     {
@@ -327,6 +328,7 @@ try {
       // What this environment changes of the platform's delivery settings (passed on to it).
       platformEnv: Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(WEBHOOK|DELIVERY|OUTBOX)_/.test(k))),
       machine,
+      machineAtEnd, // a run whose end differs much from its start ran on a machine that changed speed
     },
     {
       // Each round's calls/s beside the median: how much one run moved.
@@ -336,8 +338,7 @@ try {
       memory,
     },
   );
-  console.log(`
-results: ${file}`);
+  console.log(`\nresults: ${file}`);
 } finally {
   await delivery?.close();
   await pool?.end();
