@@ -26,7 +26,7 @@ export interface MachineProbe {
   pipeRoundTripUs: number;
   /** PostgreSQL's `select 1` round trip, median (µs). */
   pgRoundTripUs: number;
-  /** A statement that flushes WAL at its commit, median round trip (µs). */
+  /** A statement that flushes WAL at its commit, median round trip (µs); NaN when the server refused it. */
   pgCommitUs: number;
 }
 
@@ -75,8 +75,9 @@ async function postgresRoundTrips(databaseUrl: string, trips = 500): Promise<{ p
       return median(times);
     };
     const pgRoundTripUs = await time("select 1");
-    // Transactional: the message is WAL written in the statement's own transaction, flushed at its commit.
-    const pgCommitUs = await time("select pg_logical_emit_message(true, 'bizcard-bench-probe', '')");
+    // Transactional: the message is WAL written in the statement's own transaction, flushed at its
+    // commit. Where the server refuses it, the figure is left out (NaN).
+    const pgCommitUs = await time("select pg_logical_emit_message(true, 'bizcard-bench-probe', '')").catch(() => Number.NaN);
     return { pgRoundTripUs, pgCommitUs };
   } finally {
     await client.end();
@@ -89,7 +90,7 @@ export async function probeMachine(databaseUrl: string, when = "machine"): Promi
   console.log(
     `${when}: load ${probe.loadAverageAtStart.map((l) => l.toFixed(2)).join(" ")}, JS loop ${probe.jsLoopMs.toFixed(0)} ms, ` +
       `pipe round trip to a child process ${probe.pipeRoundTripUs.toFixed(0)} µs, ` +
-      `PostgreSQL select 1 ${probe.pgRoundTripUs.toFixed(0)} µs, commit with a WAL flush ${probe.pgCommitUs.toFixed(0)} µs (medians)`,
+      `PostgreSQL select 1 ${probe.pgRoundTripUs.toFixed(0)} µs, commit with a WAL flush ${Number.isNaN(probe.pgCommitUs) ? "n/a (refused)" : `${probe.pgCommitUs.toFixed(0)} µs`} (medians)`,
   );
   return probe;
 }
