@@ -7,9 +7,9 @@
 import { execFileSync } from "node:child_process";
 import { chownSync, existsSync, readdirSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import pg from "pg";
 import { freePort, spawnProcess, waitFor, type Spawned } from "./processes.js";
 
 /** The newest installed server's bin folder (Debian layout), or PG_BIN_DIR. */
@@ -74,14 +74,23 @@ export class PostgresServer {
       this.user,
     );
     this.proc = proc;
+    // Ready when a session runs a statement: the port accepts connections a
+    // moment before the server does ("the database system is starting up").
     await waitFor(
-      () =>
-        new Promise<boolean | undefined>((resolve, reject) => {
-          if (proc.child.exitCode !== null) return reject(new Error(`postgres exited:\n${proc.output()}`));
-          const s = net.connect(this.port, "127.0.0.1");
-          s.once("connect", () => (s.destroy(), resolve(true)));
-          s.once("error", () => resolve(undefined));
-        }),
+      async () => {
+        if (proc.child.exitCode !== null) throw new Error(`postgres exited:\n${proc.output()}`);
+        const c = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 2_000 });
+        c.on("error", () => {});
+        try {
+          await c.connect();
+          await c.query("select 1");
+          return true;
+        } catch {
+          return undefined;
+        } finally {
+          await c.end().catch(() => {});
+        }
+      },
       20_000,
       "private postgres",
     );
