@@ -7,7 +7,7 @@
 // system, all its threads, from /proc) divided by the requests answered.
 //
 // Run: npx tsx bench/cpu-per-request.ts [rows] [seconds]
-//   rows: a comma list of token and me, in order (default token,token,me,me)
+//   rows: a comma list of token, introspect and me, in order (default token,token,me,me)
 //   BENCH_NODE_FLAGS="--trace-gc-nvp" BENCH_PLATFORM_OUTPUT=/tmp/gc.txt: with the GC trace;
 //   the median bytes promoted of the last 30 young collections are printed at the end.
 //   BENCH_CPU_PROF=<dir>: a CPU profile (bench/cpu-profile-inclusive.ts reads it).
@@ -17,8 +17,8 @@ import { startPlatform } from "./oauth-target.js";
 
 const rows = (process.argv[2] ?? "token,token,me,me").split(",");
 const seconds = Number(process.argv[3] ?? 4);
-const unknown = rows.filter((r) => r !== "token" && r !== "me");
-if (unknown.length) throw new Error(`unknown rows ${unknown.join(", ")}: use token and me`);
+const unknown = rows.filter((r) => r !== "token" && r !== "introspect" && r !== "me");
+if (unknown.length) throw new Error(`unknown rows ${unknown.join(", ")}: use token, introspect and me`);
 
 const target = await startPlatform();
 /** The platform process's CPU time so far, in clock ticks: [utime, stime] (/proc/<pid>/stat fields 14 and 15). */
@@ -30,10 +30,14 @@ const TICK_US = 10_000; // USER_HZ is 100 on Linux
 try {
   const form = new URLSearchParams({ grant_type: "client_credentials", client_id: target.clientId, client_secret: target.clientSecret, scope: "organisation:read" });
   for (const row of rows) {
+    const formPost = (pathname: string, body: URLSearchParams) =>
+      ({ url: `${target.gateway}${pathname}`, method: "POST" as const, headers: { "content-type": "application/x-www-form-urlencoded" }, body: body.toString() });
     const load =
       row === "token"
-        ? { url: `${target.gateway}/oauth/token`, method: "POST" as const, headers: { "content-type": "application/x-www-form-urlencoded" }, body: form.toString() }
-        : { url: `${target.gateway}/oauth/me`, headers: { authorization: `Bearer ${target.accessToken}` } };
+        ? formPost("/oauth/token", form)
+        : row === "introspect"
+          ? formPost("/oauth/introspect", new URLSearchParams({ client_id: target.clientId, client_secret: target.clientSecret, token: target.accessToken }))
+          : { url: `${target.gateway}/oauth/me`, headers: { authorization: `Bearer ${target.accessToken}` } };
     const before = await ticks();
     const result = await autocannon({ ...load, connections: 10, duration: seconds });
     const after = await ticks();

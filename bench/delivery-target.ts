@@ -47,6 +47,11 @@ export interface DeliveryRun {
   samples: { contactId: string; committedAt: number; arrivedAt: number }[];
 }
 
+export interface RunOptions {
+  /** The subscriptions are ordered (one POST at a time each, in commit order). */
+  ordered?: boolean;
+}
+
 export interface DeliveryTarget {
   /**
    * `events` contacts at `perSecond` (Infinity: a burst); each reaches
@@ -55,7 +60,7 @@ export interface DeliveryTarget {
    * `subscriptions`, as a multi-tenant load would (one subscription takes
    * at most its in-flight cap of POSTs at once).
    */
-  run(events: number, perSecond: number, subscriptions: number, organisations?: number): Promise<DeliveryRun>;
+  run(events: number, perSecond: number, subscriptions: number, organisations?: number, options?: RunOptions): Promise<DeliveryRun>;
   /**
    * Another owner: a fresh organisation with one subscription of
    * contact.created to `targetUrl` (not this receiver's: its arrivals are not
@@ -201,7 +206,7 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
       const remove = async () => void (await webhooks.deleteSubscription({ owner: subscriptionOwner, id: subscription!.id }));
       return { subscriptionId: subscription!.id, create, remove };
     };
-    const run = async (events: number, perSecond: number, subscriptions: number, organisationCount = 1): Promise<DeliveryRun> => {
+    const run = async (events: number, perSecond: number, subscriptions: number, organisationCount = 1, options: RunOptions = {}): Promise<DeliveryRun> => {
       // Fresh organisations per run, with their subscriptions: earlier runs' subscribers get nothing of them.
       const tenants: string[] = [];
       for (let o = 0; o < organisationCount; o++) {
@@ -216,6 +221,7 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
             owner: { organisationId: organisation!.id, clientId: "bench" },
             targetUrl: `${receiverUrl}/run${runs}/s${s}`,
             eventType: EventType.CONTACT_CREATED,
+            ordered: options.ordered ?? false,
           });
         }
       }

@@ -1,5 +1,8 @@
-// The OAuth group's table (bench/run.ts): the token endpoint against the
-// peer, GET /oauth/me against bare node:http, and their floors (issue 16).
+// The OAuth group of the benchmark (bench/run.ts): its cases (the token
+// endpoint and introspection against the peer's, GET /oauth/me against bare
+// node:http), and its table with the floors (issue 16).
+import { httpCase, type Case } from "./cases.js";
+import type { PeerTarget, PlatformTarget } from "./oauth-target.js";
 
 interface Row {
   group: string;
@@ -8,24 +11,62 @@ interface Row {
   latency: number;
 }
 
+const PEER_TOKEN = "peer: oidc-provider POST /token, client_credentials (in memory)";
+const PEER_INTROSPECTION = "peer: oidc-provider POST /token/introspection (in memory)";
+const TOKEN = "gateway POST /oauth/token, client_credentials (PostgreSQL)";
+const INTROSPECTION = "gateway POST /oauth/introspect, an active token (PostgreSQL)";
+const ME = "gateway GET /oauth/me, Bearer token";
+/** Each gateway row's counterpart at the peer (the "vs peer" column). */
+const PEER_OF: Record<string, string> = { [TOKEN]: PEER_TOKEN, [INTROSPECTION]: PEER_INTROSPECTION };
+
+const form = { "content-type": "application/x-www-form-urlencoded" };
+const body = (params: Record<string, string>) => new URLSearchParams(params).toString();
+
+/**
+ * The OAuth cases, autocannon with 10 connections each. Both servers
+ * authenticate the client the same way (client_secret_post); introspection
+ * asks each about an active token of its own (RFC 7662: the platform reads it
+ * from PostgreSQL every time, as a revocation must show at once).
+ */
+export function oauthCases(peer: PeerTarget, platform: PlatformTarget, seconds: number): Case[] {
+  const peerClient = { client_id: peer.clientId, client_secret: peer.clientSecret };
+  const client = { client_id: platform.clientId, client_secret: platform.clientSecret };
+  const post = (name: string, url: string, params: Record<string, string>) =>
+    httpCase(name, { url, method: "POST", headers: form, body: body(params), expectStatus: 200 }, seconds, "oauth");
+  return [
+    post(PEER_TOKEN, `${peer.url}/token`, { grant_type: "client_credentials", ...peerClient, scope: "api:read" }),
+    post(TOKEN, `${platform.gateway}/oauth/token`, { grant_type: "client_credentials", ...client, scope: "organisation:read" }),
+    post(PEER_INTROSPECTION, `${peer.url}/token/introspection`, { ...peerClient, token: peer.accessToken }),
+    post(INTROSPECTION, `${platform.gateway}/oauth/introspect`, { ...client, token: platform.accessToken }),
+    httpCase(ME, { url: `${platform.gateway}/oauth/me`, headers: { authorization: `Bearer ${platform.accessToken}` }, expectStatus: 200 }, seconds, "oauth"),
+  ];
+}
+
 const num = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 /** `rows`: every row of the run (the first is bare node:http); `base`: its calls/s. */
 export function printOauthRows(rows: Row[], base: number): void {
-  const peerRow = rows.find((r) => r.name.startsWith("peer: "))!;
-  // In the OAuth group: the HTTP group has a refused POST /oauth/token of its own.
-  const tokenRow = rows.find((r) => r.group === "oauth" && r.name.startsWith("gateway POST /oauth/token"))!;
-  const meRow = rows.find((r) => r.group === "oauth" && r.name.startsWith("gateway GET /oauth/me"))!;
+  const byName = (name: string) => rows.find((r) => r.group === "oauth" && r.name === name);
+  const vsPeer = (r: Row) => {
+    const peer = PEER_OF[r.name] ? byName(PEER_OF[r.name]!) : undefined;
+    return peer ? r.rps / peer.rps : undefined;
+  };
   console.log(`\n${"OAuth, 10 connections (autocannon)".padEnd(72)} ${"calls/s".padStart(9)} ${"p99 ms".padStart(9)} ${"vs bare".padStart(8)} ${"vs peer".padStart(8)}`);
   for (const r of [rows[0]!, ...rows.filter((r) => r.group === "oauth")]) {
+    const ratio = vsPeer(r);
     console.log(
-      `${r.name.padEnd(72)} ${num(r.rps).padStart(9)} ${num(r.latency).padStart(9)} ${(r.rps / base).toFixed(3).padStart(8)} ${(r.rps / peerRow.rps).toFixed(3).padStart(8)}`,
+      `${r.name.padEnd(72)} ${num(r.rps).padStart(9)} ${num(r.latency).padStart(9)} ${(r.rps / base).toFixed(3).padStart(8)} ${(ratio === undefined ? "" : ratio.toFixed(3)).padStart(8)}`,
     );
   }
   // The OAuth floors (issue 16): the token endpoint >= 0.85x the peer, GET /oauth/me >= 0.4x bare.
+  // Introspection has no floor of its own: its ratio is printed beside them.
   const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
+  const token = vsPeer(byName(TOKEN)!)!;
+  const me = byName(ME)!.rps / base;
+  const introspection = byName(INTROSPECTION) && vsPeer(byName(INTROSPECTION)!);
   console.log(
-    `\nfloors, OAuth: token endpoint ${(tokenRow.rps / peerRow.rps).toFixed(3)}x the peer (>= 0.85: ${verdict(tokenRow.rps / peerRow.rps >= 0.85)}); ` +
-      `GET /oauth/me ${(meRow.rps / base).toFixed(3)}x bare (>= 0.4: ${verdict(meRow.rps / base >= 0.4)})`,
+    `\nfloors, OAuth: token endpoint ${token.toFixed(3)}x the peer (>= 0.85: ${verdict(token >= 0.85)}); ` +
+      `GET /oauth/me ${me.toFixed(3)}x bare (>= 0.4: ${verdict(me >= 0.4)})` +
+      (introspection === undefined ? "" : `; introspection ${introspection.toFixed(3)}x the peer (no floor)`),
   );
 }

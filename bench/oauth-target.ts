@@ -78,16 +78,13 @@ export async function startPlatform(): Promise<PlatformTarget> {
     const auth = createRpcClient(AuthService, rpc(ports.AUTH_RPC_PORT!));
     const { organisation } = await organisations.createOrganisation({ name: "Bench Cards", ownerEmail: "owner@bench.test", ownerPassword: "bench-password" });
     const { client, clientSecret } = await auth.createClient({ name: "Bench Sync", ownerOrganisationId: organisation!.id });
-    const res = await fetch(`${gateway}/oauth/token`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ grant_type: "client_credentials", client_id: client!.clientId, client_secret: clientSecret, scope: "organisation:read" }),
-    });
-    const body = (await res.json()) as { access_token?: string };
-    if (res.status !== 200 || !body.access_token) throw new Error(`the token endpoint answered ${res.status} ${JSON.stringify(body)}`);
+    const credentials = { client_id: client!.clientId, client_secret: clientSecret };
+    const body = await postForm(`${gateway}/oauth/token`, { grant_type: "client_credentials", ...credentials, scope: "organisation:read" });
+    const accessToken = String(body.access_token);
+    await expectActive(`${gateway}/oauth/introspect`, { ...credentials, token: accessToken });
     // Statistics for the tables the token endpoint reads, as autovacuum would have taken them (pipeline-vacuum.ts).
     await vacuumDatabase(db.url);
-    return { gateway, clientId: client!.clientId, clientSecret, accessToken: body.access_token, pid: platform.child.pid!, databaseName, databaseUrl: db.url, close };
+    return { gateway, clientId: client!.clientId, clientSecret, accessToken, pid: platform.child.pid!, databaseName, databaseUrl: db.url, close };
   } catch (err) {
     if (platform) process.stderr.write(platform.output());
     await close();
@@ -97,7 +94,28 @@ export async function startPlatform(): Promise<PlatformTarget> {
 
 export interface PeerTarget {
   url: string;
+  /** bench/peer/server.mjs's client (client_credentials, client_secret_post). */
+  clientId: string;
+  clientSecret: string;
+  /** An access token of that client (600 s), for introspection. */
+  accessToken: string;
   close(): Promise<void>;
+}
+
+const PEER_CLIENT = { clientId: "svc", clientSecret: "svc-secret-0123456789" };
+
+/** POSTs a form; the JSON answer, or an error naming the status (the targets' set-up checks). */
+async function postForm(url: string, params: Record<string, string>): Promise<Record<string, unknown>> {
+  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(params) });
+  const answer = (await res.json()) as Record<string, unknown>;
+  if (res.status !== 200) throw new Error(`${url} answered ${res.status} ${JSON.stringify(answer)}`);
+  return answer;
+}
+
+/** The introspection row measures an active token's answer on both servers: checked once here. */
+async function expectActive(url: string, params: Record<string, string>): Promise<void> {
+  const answer = await postForm(url, params);
+  if (answer.active !== true) throw new Error(`${url} called the bench's token inactive: ${JSON.stringify(answer)}`);
 }
 
 /** oidc-provider from bench/peer (or BENCH_PEER_DIR), installed once into the temporary directory. */
@@ -117,9 +135,13 @@ export async function startPeer(): Promise<PeerTarget> {
   const url = `http://127.0.0.1:${port}`;
   try {
     await httpReady(`${url}/.well-known/openid-configuration`, 60_000, peer);
+    const client = { client_id: PEER_CLIENT.clientId, client_secret: PEER_CLIENT.clientSecret };
+    const { access_token } = await postForm(`${url}/token`, { grant_type: "client_credentials", ...client, scope: "api:read" });
+    const accessToken = String(access_token);
+    await expectActive(`${url}/token/introspection`, { ...client, token: accessToken });
+    return { url, ...PEER_CLIENT, accessToken, close: async () => void (await peer.kill()) };
   } catch (err) {
     await peer.kill();
     throw err;
   }
-  return { url, close: async () => void (await peer.kill()) };
 }

@@ -20,16 +20,18 @@
 //   through the gateway of the platform as `npm start` runs it, on this
 //   machine's PostgreSQL and NATS: tokens durable) against the peer,
 //   oidc-provider with its in-memory adapter (bench/peer/, installed into the
-//   temporary directory on first use); and GET /oauth/me with a bearer token
-//   against bare node:http. autocannon, 10 connections.
+//   temporary directory on first use); introspection of an active token
+//   against the peer's; and GET /oauth/me with a bearer token against bare
+//   node:http. autocannon, 10 connections (bench/oauth-rows.ts).
 //
 // - Delivery rows: the webhook pipeline of the platform as `npm
 //   start` runs it on PostgreSQL and NATS (bench/delivery-target.ts): contacts
 //   created over RPC, open loop, at fixed rates of 200, 500 and 1,000/s with
 //   one matching subscription each, each rate BENCH_RATE_PASSES (3) times for
 //   BENCH_RATE_SECONDS (6) and its pass with the median p95, then as a burst
-//   (32 calls in flight) with 1 and with 10 subscriptions each, each burst
-//   BENCH_BURST_PASSES (3) times and its median pass (bench/delivery-passes.ts);
+//   (32 calls in flight) with 1 and with 10 subscriptions each, and with one
+//   ordered subscription, each burst BENCH_BURST_PASSES (3) times and its
+//   median pass (bench/delivery-passes.ts);
 //   a local receiver answers 200. Deliveries/s, and commit-to-arrival latency
 //   p50/p95/p99 (commit: CreateContact returned; arrival: the receiver had the
 //   POST). Then the noisy neighbour (bench/noisy-neighbour.ts), passes of
@@ -72,7 +74,7 @@ import { startPeer, startPlatform, type PeerTarget, type PlatformTarget } from "
 import { deliveryGrowth, oauthGrowth } from "./growth-rows.js";
 import { probeMachine } from "./machine-probe.js";
 import { memoryRows, peaksOf } from "./memory.js";
-import { printOauthRows } from "./oauth-rows.js";
+import { oauthCases, printOauthRows } from "./oauth-rows.js";
 import { writeResults } from "./results.js";
 import { ADMIN_DATABASE_URL, startRpcTarget, type RpcTarget } from "./rpc-target.js";
 import { median } from "./stats.js";
@@ -141,36 +143,7 @@ try {
   if (wants("oauth")) {
     peer = await startPeer();
     platform = await startPlatform();
-    const form = { "content-type": "application/x-www-form-urlencoded" };
-    cases.push(
-      httpCase(
-        "peer: oidc-provider POST /token, client_credentials (in memory)",
-        {
-          url: `${peer.url}/token`,
-          method: "POST",
-          headers: form,
-          body: "grant_type=client_credentials&client_id=svc&client_secret=svc-secret-0123456789&scope=api%3Aread",
-          expectStatus: 200,
-        },
-        "oauth",
-      ),
-      httpCase(
-        "gateway POST /oauth/token, client_credentials (PostgreSQL)",
-        {
-          url: `${platform.gateway}/oauth/token`,
-          method: "POST",
-          headers: form,
-          body: new URLSearchParams({ grant_type: "client_credentials", client_id: platform.clientId, client_secret: platform.clientSecret, scope: "organisation:read" }).toString(),
-          expectStatus: 200,
-        },
-        "oauth",
-      ),
-      httpCase(
-        "gateway GET /oauth/me, Bearer token",
-        { url: `${platform.gateway}/oauth/me`, headers: { authorization: `Bearer ${platform.accessToken}` }, expectStatus: 200 },
-        "oauth",
-      ),
-    );
+    cases.push(...oauthCases(peer, platform, seconds));
   }
 
   // The rounds, group by group: the HTTP and OAuth rows first, then the RPC rows, whose

@@ -79,6 +79,14 @@ export const presentsSecret = (credentials: ClientCredentials): boolean =>
 export const secretAuthenticatesSql = (client: string, secretHash: string, method: string): string =>
   `(not ${client}."public" and (${client}."token_endpoint_auth_method" is null or ${client}."token_endpoint_auth_method" = ${method}) and ${client}."secret_hash" = ${secretHash})`;
 
+/**
+ * A SQL boolean on a row `client` of the client table: false for a client
+ * authenticateClient() treats as unknown (a metadata document client kept
+ * from before, while OAUTH_CLIENT_METADATA_DOCUMENTS is off).
+ */
+export const clientKnownSql = (client: string, metadataDocuments: boolean | undefined): string =>
+  metadataDocuments === false ? `${client}."registration" <> 'metadata_document'` : "true";
+
 export const CLIENT_AUTHENTICATION_REQUIRED = "client authentication is required (client_id and client_secret, or Basic)";
 
 const METHODS = new Set(["client_secret_basic", "client_secret_post", "none"]);

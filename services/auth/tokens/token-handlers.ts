@@ -5,7 +5,6 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import {
   AuthenticateAccessTokenResponseSchema,
-  IntrospectTokenResponseSchema,
   type AuthService,
 } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import { protectedResources, type ResourceName } from "../../shared/protected-resources.js";
@@ -16,6 +15,8 @@ import type { AuthServiceDeps } from "../auth-service-deps.js";
 import { enqueueTokenRevoked } from "../grants/grant-events.js";
 import { InvalidClient, InvalidToken, oauthHandler } from "../oauth-errors.js";
 import { authenticateClient } from "./client-authentication.js";
+import { activeTokenSql, introspectionAnswer, tokenKind, type ActiveToken } from "./introspection.js";
+import { createIntrospectionFastPath } from "./introspection-fast-path.js";
 import { createTokenEndpoint } from "./token-endpoint.js";
 import { TOKEN_PREFIX } from "../grants/token-values.js";
 
@@ -39,6 +40,12 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
     // Unset DATABASE_URL: the embedded start's PGlite (client-credentials-fast-path.ts).
     preparedStatements: Boolean(config.DATABASE_URL),
   });
+  const introspectFast = createIntrospectionFastPath({
+    ...clientAuth,
+    issuer: deps.issuer,
+    resources,
+    preparedStatements: Boolean(config.DATABASE_URL),
+  });
   const events = { schema, subjectPrefix: config.NATS_SUBJECT_PREFIX };
 
   return {
@@ -49,45 +56,16 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
     // which see only their own tokens as active (§4: "the authorization
     // server MAY respond with an active:false" to a client not allowed to know).
     introspectToken: oauthHandler(async (req) => {
+      // One statement when the client authenticates (introspection-fast-path.ts).
+      const fast = await introspectFast(req);
+      if (fast) return fast;
       const client = await authenticateClient(clientAuth, req.client, req.remoteAddress);
       if (client.public) throw new InvalidClient("introspection is for confidential clients");
-      const inactive = create(IntrospectTokenResponseSchema, { active: false });
-      const hash = tokenHash(req.token);
-      let row:
-        | { client_id: string; organisation_id: string; scopes: string[]; audience: ResourceName; created_at: Date; expires_at: Date }
-        | undefined;
-      let tokenType = "";
-      if (req.token.startsWith(TOKEN_PREFIX.access)) {
-        [row] = await orm.em.fork().execute(
-          `select "client_id", "organisation_id", "scopes", "audience", "created_at", "expires_at" from ${t("access_token")}
-            where "hash" = ? and "expires_at" > now()`,
-          [hash],
-        );
-        tokenType = "Bearer";
-      } else if (req.token.startsWith(TOKEN_PREFIX.refresh)) {
-        [row] = await orm.em.fork().execute(
-          `select g."client_id", g."organisation_id", r."scopes", r."audience", r."created_at", r."expires_at"
-             from ${t("refresh_token")} r join ${t("grant")} g on g."id" = r."grant_id"
-            where r."hash" = ? and r."rotated_at" is null and r."expires_at" > now()`,
-          [hash],
-        );
-      }
-      if (!row || row.client_id !== client.id) return inactive;
-      const seconds = (d: Date) => BigInt(Math.floor(new Date(d).getTime() / 1000));
-      return create(IntrospectTokenResponseSchema, {
-        active: true,
-        scope: row.scopes.join(" "),
-        clientId: row.client_id,
-        tokenType,
-        exp: seconds(row.expires_at),
-        iat: seconds(row.created_at),
-        sub: row.organisation_id,
-        iss: deps.issuer,
-        // RFC 7662 §2.2 aud: "Service-specific string identifier or list of
-        // string identifiers representing the intended audience for this
-        // token": the resource identifier it was issued for (RFC 8707).
-        aud: resources[row.audience].identifier,
-      });
+      const [row]: ActiveToken[] = await orm.em.fork().execute(
+        `select t.* from (select ?::text as "hash", ?::text as "kind") p, lateral (${activeTokenSql(schema, 'p."hash"', 'p."kind"')}) t`,
+        [tokenHash(req.token), tokenKind(req.token)],
+      );
+      return introspectionAnswer(row, client.id, deps.issuer, resources);
     }),
 
     // RFC 7009 §2.1: "The client also includes its authentication credentials"
