@@ -30,7 +30,7 @@ export async function deliveryRows(delivery: DeliveryTarget, deliverySeconds: nu
     [`burst: 500 contacts, 32 calls in flight, 10 subscriptions each, median of ${BURST_PASSES}`, [500, Infinity, 10]],
     // An ordered subscription takes one POST at a time, in commit order: its rate is one delivery per
     // round of claim, POST and record (no floor; what a receiver that asks for order gets).
-    [`ordered: 500 contacts, 32 calls in flight, 1 ordered subscription, median of ${BURST_PASSES}`, [500, Infinity, 1, 1, { ordered: true }]],
+    [`ordered: 200 contacts, 32 calls in flight, 1 ordered subscription, median of ${BURST_PASSES}`, [200, Infinity, 1, 1, { ordered: true }]],
   ];
   const runs: [string, DeliveryRun & { passes: number[] }][] = [];
   // Each row on tables as autovacuum would leave them (pipeline-vacuum.ts).

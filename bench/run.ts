@@ -44,7 +44,8 @@
 // (compiled: the same processes compiled, as the containers run them)
 // (each service and the gateway a process of its own), each one's peak memory.
 // Every row goes to bench/results/<time>-<group>.json (bench/results.ts).
-// The cases take turns for BENCH_ROUNDS rounds of BENCH_SECONDS each (each
+// The cases take turns for BENCH_ROUNDS rounds of BENCH_SECONDS each (the RPC
+// rows' BENCH_RPC_SECONDS, 2) (each
 // HTTP case warmed up for 3 s before its first), and the median round
 // counts (one run is noisy here). The HTTP and OAuth rows take their turns
 // first, the RPC rows after them, with the bare row again in their rounds:
@@ -86,7 +87,9 @@ const wants = (group: Case["group"] | "delivery" | "memory") => !only || only.sp
 const execFileAsync = promisify(execFile);
 const machine = await probeMachine(ADMIN_DATABASE_URL);
 const httpCase = (name: string, c: Parameters<typeof httpCaseFor>[1], group?: Case["group"]) => httpCaseFor(name, c, seconds, group);
-const loopCase = (name: string, call: () => Promise<unknown>, inFlight: number) => loopCaseFor(name, call, inFlight, seconds);
+// The RPC rows' closed loops make thousands of calls a second: 2 s a round is plenty, and keeps the run under ten minutes.
+const rpcSeconds = Number(process.env.BENCH_RPC_SECONDS ?? 2);
+const loopCase = (name: string, call: () => Promise<unknown>, inFlight: number) => loopCaseFor(name, call, inFlight, rpcSeconds);
 
 type Row = Case & { rps: number; latency: number; rounds: number[] };
 
@@ -151,7 +154,7 @@ try {
   // so autocannon's CPU, with every other row. Each phase measures the bare row in its own rounds.
   const { rows, base } = await measure(cases);
   const num = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
-  console.log(`\nmedian of ${rounds} rounds, ${seconds} s per case (compare ratios, not absolute numbers)`);
+  console.log(`\nmedian of ${rounds} rounds, ${seconds} s per case, ${rpcSeconds} s per RPC case (compare ratios, not absolute numbers)`);
   const table = (tableRows: Row[], tableBase: number, group: Case["group"], title: string, latency: string, digits: number) => {
     console.log(`\n${title.padEnd(80)} ${"calls/s".padStart(9)} ${latency.padStart(9)} ${"vs bare".padStart(8)}`);
     for (const r of tableRows.filter((r) => r.group === group || (group === "rpc" && r === tableRows[0]))) {
@@ -219,7 +222,7 @@ try {
             BENCH_ORGANISATION_ID: organisationId,
             BENCH_HTTP_VERSION: httpVersion,
             BENCH_IN_FLIGHT: String(inFlight),
-            BENCH_SECONDS: String(seconds),
+            BENCH_SECONDS: String(rpcSeconds),
           },
         });
         const r = JSON.parse(stdout) as { perSecond: number; medianMs: number };
@@ -294,6 +297,7 @@ try {
     only ?? "all",
     {
       seconds,
+      rpcSeconds,
       rounds,
       deliverySeconds: Number(process.env.BENCH_DELIVERY_SECONDS ?? 10),
       deliveryCases: process.env.BENCH_DELIVERY_CASES ?? "all",
