@@ -17,7 +17,8 @@ export interface Sample {
 }
 
 export interface Case {
-  group: "http" | "rpc" | "oauth";
+  /** growth: an OAuth case on the platform with its tables grown (growth-rows.ts). */
+  group: "http" | "rpc" | "oauth" | "growth";
   name: string;
   run: () => Promise<Sample>;
 }

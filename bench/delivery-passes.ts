@@ -21,16 +21,44 @@ export const RATE_SECONDS = Number(process.env.BENCH_RATE_SECONDS ?? 6);
 /** A delivery missing at the receiver, or a CreateContact call that failed. */
 export const lostOrFailed = (r: DeliveryRun) => r.failed > 0 || r.arrived < r.events * r.subscriptions;
 
-/** The case `args` of `delivery.run`; `passes`: each pass's deliveries/s (a burst) or p95 ms (a fixed rate). */
-export async function runCase(delivery: DeliveryTarget, args: Parameters<DeliveryTarget["run"]>): Promise<DeliveryRun & { passes: number[] }> {
-  const burst = args[1] === Infinity;
-  const runs: DeliveryRun[] = [];
-  for (let pass = 0; pass < (burst ? BURST_PASSES : RATE_PASSES); pass++) {
-    await vacuumPipeline(delivery.databaseUrl);
-    runs.push(await delivery.run(...args));
-  }
+type Row = DeliveryRun & { passes: number[] };
+
+/** The row of a case's passes: the median pass by its figure, or the first that lost or failed. */
+function rowOf(runs: DeliveryRun[], burst: boolean): Row {
   const figure = (r: DeliveryRun) => (burst ? r.deliveriesPerSecond : r.p95);
   const sorted = [...runs].sort((a, b) => figure(a) - figure(b));
   const row = runs.find(lostOrFailed) ?? sorted[Math.floor(sorted.length / 2)]!;
-  return { ...row, passes: runs.map((r) => Math.round(figure(r))) };
+  return { ...row, passes: runs.map((r) => Math.round(figure(r) * 10) / 10) };
+}
+
+const passesOf = (args: Parameters<DeliveryTarget["run"]>) => (args[1] === Infinity ? BURST_PASSES : RATE_PASSES);
+
+/** The case `args` of `delivery.run`; `passes`: each pass's deliveries/s (a burst) or p95 ms (a fixed rate), in the order run. */
+export async function runCase(delivery: DeliveryTarget, args: Parameters<DeliveryTarget["run"]>): Promise<Row> {
+  const runs: DeliveryRun[] = [];
+  for (let pass = 0; pass < passesOf(args); pass++) {
+    await vacuumPipeline(delivery.databaseUrl);
+    runs.push(await delivery.run(...args));
+  }
+  return rowOf(runs, args[1] === Infinity);
+}
+
+/**
+ * The case on two targets, their passes taking turns (first one, then the
+ * other, then the other way round): the growth rows' platform with its
+ * tables grown beside the delivery rows' own, in the same minutes, since this
+ * machine's speed moves by half between minutes (growth-rows.ts). The two
+ * rows' `passes` are in pairs: the n-th of each ran one beside the other.
+ */
+export async function runCasePair(a: DeliveryTarget, b: DeliveryTarget, args: Parameters<DeliveryTarget["run"]>): Promise<[Row, Row]> {
+  const runs: [DeliveryRun[], DeliveryRun[]] = [[], []];
+  const targets = [a, b] as const;
+  for (let pass = 0; pass < passesOf(args); pass++) {
+    for (const i of pass % 2 === 0 ? [0, 1] : [1, 0]) {
+      await vacuumPipeline(targets[i]!.databaseUrl);
+      runs[i]!.push(await targets[i]!.run(...args));
+    }
+  }
+  const burst = args[1] === Infinity;
+  return [rowOf(runs[0], burst), rowOf(runs[1], burst)];
 }

@@ -2,7 +2,9 @@
 // against one platform (delivery-target.ts), printed with their floors, and
 // returned for the results file (without the per-delivery samples).
 import type { DeliveryRun, DeliveryTarget } from "./delivery-target.js";
-import { BURST_PASSES, RATE_PASSES, RATE_SECONDS, lostOrFailed, runCase } from "./delivery-passes.js";
+import { BURST_PASSES, RATE_PASSES, RATE_SECONDS, lostOrFailed, runCase, runCasePair } from "./delivery-passes.js";
+import { seedDeliveries } from "./growth.js";
+import { deliveryGrowth } from "./growth-rows.js";
 import { BASELINE_P95_MS, NOISY_FLOOR, noisyNeighbour } from "./noisy-neighbour.js";
 
 /** The organisations the 500 and 1,000 events/s rows go round. */
@@ -11,13 +13,20 @@ const num = (n: number) => n.toLocaleString("en-US", { maximumFractionDigits: 0 
 const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
 const summary = ({ samples: _, ...r }: DeliveryRun) => r;
 
-/** `noisyOnly` (BENCH_DELIVERY_CASES=noisy): the warm-up and the noisy neighbour only. */
-export async function deliveryRows(delivery: DeliveryTarget, deliverySeconds: number, noisyOnly = false) {
+/**
+ * `noisyOnly` (BENCH_DELIVERY_CASES=noisy): the warm-up and the noisy neighbour only.
+ * `twin`: a second platform for the growth rows: its tables are seeded with
+ * 100,000 deliveries, and each case's passes take turns on both (growth-rows.ts).
+ */
+export async function deliveryRows(delivery: DeliveryTarget, deliverySeconds: number, noisyOnly = false, twin?: DeliveryTarget) {
+  const seedMs = twin && !noisyOnly ? await seedDeliveries(twin.databaseUrl) : undefined;
   // Warm-up: connections opened, code paths compiled. 5 s at 200/s, then 2 s at the highest rate
   // over SPREAD organisations: at 200/s alone the pools were still opening connections (a new
   // PostgreSQL backend reads its catalogue afresh) during the first pass of the 500 and 1,000/s rows.
-  await delivery.run(1000, 200, 1);
-  if (!noisyOnly) await delivery.run(2000, 1000, 1, SPREAD);
+  for (const target of seedMs === undefined ? [delivery] : [delivery, twin!]) {
+    await target.run(1000, 200, 1);
+    if (!noisyOnly) await target.run(2000, 1000, 1, SPREAD);
+  }
   const cases: [string, Parameters<DeliveryTarget["run"]>][] = noisyOnly ? [] : [
     // Each fixed rate RATE_PASSES times for RATE_SECONDS, the pass with the median p95 (delivery-passes.ts).
     [`200 contacts/s for ${RATE_SECONDS} s, 1 subscription each, median of ${RATE_PASSES}`, [200 * RATE_SECONDS, 200, 1]],
@@ -33,8 +42,17 @@ export async function deliveryRows(delivery: DeliveryTarget, deliverySeconds: nu
     [`ordered: 200 contacts, 32 calls in flight, 1 ordered subscription, median of ${BURST_PASSES}`, [200, Infinity, 1, 1, { ordered: true }]],
   ];
   const runs: [string, DeliveryRun & { passes: number[] }][] = [];
+  const grown: (DeliveryRun & { passes: number[] })[] = [];
   // Each row on tables as autovacuum would leave them (pipeline-vacuum.ts).
-  for (const [name, args] of cases) runs.push([name, await runCase(delivery, args)]);
+  for (const [name, args] of cases) {
+    if (seedMs === undefined) {
+      runs.push([name, await runCase(delivery, args)]);
+    } else {
+      const [row, onGrown] = await runCasePair(delivery, twin!, args);
+      runs.push([name, row]);
+      grown.push(onGrown);
+    }
+  }
   // Last: the hanging subscriptions' retries stay behind.
   const noisy = await noisyNeighbour(delivery, deliverySeconds);
   const noisyRows: [string, DeliveryRun][] = noisy.passes.map((p, i) => [
@@ -85,12 +103,14 @@ export async function deliveryRows(delivery: DeliveryTarget, deliverySeconds: nu
       `(<= ${NOISY_FLOOR}x; ${noisy.lost} lost, ${noisy.failedCalls} calls failed: ` +
       (noisy.met === null ? `no verdict: the passes without fell behind, p95 over ${BASELINE_P95_MS} ms)` : `${verdict(noisy.met)})`),
   );
+  // The growth rows, after the floors above: the twin's row of each case beside the rows'.
+  const growth =
+    seedMs === undefined ? undefined : deliveryGrowth(seedMs, runs.map(([name, before], i) => ({ name, args: cases[i]![1], before, after: grown[i]! })));
   return {
+    growth,
     seconds: deliverySeconds,
     rates: { seconds: RATE_SECONDS, passes: RATE_PASSES },
     rows: runs.map(([name, r]) => ({ name, ...summary(r) })),
-    /** The cases as run, for the growth rows (growth-rows.ts). */
-    cases: runs.map(([name, before], i) => ({ name, args: cases[i]![1], before })),
     noisyNeighbour: {
       floor: NOISY_FLOOR,
       ratio: noisy.ratio,

@@ -1,6 +1,7 @@
 // The OAuth group of the benchmark (bench/run.ts): its cases (the token
 // endpoint and introspection against the peer's, GET /oauth/me against bare
-// node:http), and its table with the floors (issue 16).
+// node:http; with a second platform, the same on it, for the growth rows), and
+// its table with the floors (issue 16).
 import { httpCase, type Case } from "./cases.js";
 import type { PeerTarget, PlatformTarget } from "./oauth-target.js";
 
@@ -16,6 +17,8 @@ const PEER_INTROSPECTION = "peer: oidc-provider POST /token/introspection (in me
 const TOKEN = "gateway POST /oauth/token, client_credentials (PostgreSQL)";
 const INTROSPECTION = "gateway POST /oauth/introspect, an active token (PostgreSQL)";
 const ME = "gateway GET /oauth/me, Bearer token";
+/** The growth rows' cases: the same, on the platform with its tables grown. */
+const GROWN = ", 1,000,000 access tokens stored";
 /** Each gateway row's counterpart at the peer (the "vs peer" column). */
 const PEER_OF: Record<string, string> = { [TOKEN]: PEER_TOKEN, [INTROSPECTION]: PEER_INTROSPECTION };
 
@@ -28,18 +31,33 @@ const body = (params: Record<string, string>) => new URLSearchParams(params).toS
  * asks each about an active token of its own (RFC 7662: the platform reads it
  * from PostgreSQL every time, as a revocation must show at once).
  */
-export function oauthCases(peer: PeerTarget, platform: PlatformTarget, seconds: number): Case[] {
+export function oauthCases(peer: PeerTarget, platform: PlatformTarget, seconds: number, grown?: PlatformTarget): Case[] {
   const peerClient = { client_id: peer.clientId, client_secret: peer.clientSecret };
-  const client = { client_id: platform.clientId, client_secret: platform.clientSecret };
-  const post = (name: string, url: string, params: Record<string, string>) =>
-    httpCase(name, { url, method: "POST", headers: form, body: body(params), expectStatus: 200 }, seconds, "oauth");
+  const post = (name: string, url: string, params: Record<string, string>, group: Case["group"] = "oauth") =>
+    httpCase(name, { url, method: "POST", headers: form, body: body(params), expectStatus: 200 }, seconds, group);
+  // The platform's cases; with `grown`, each followed by the same case on it (the growth rows).
+  const ours = (name: string, make: (p: PlatformTarget, name: string, group: Case["group"]) => Case) =>
+    grown ? [make(platform, name, "oauth"), make(grown, `${name}${GROWN}`, "growth")] : [make(platform, name, "oauth")];
+  const client = (p: PlatformTarget) => ({ client_id: p.clientId, client_secret: p.clientSecret });
   return [
     post(PEER_TOKEN, `${peer.url}/token`, { grant_type: "client_credentials", ...peerClient, scope: "api:read" }),
-    post(TOKEN, `${platform.gateway}/oauth/token`, { grant_type: "client_credentials", ...client, scope: "organisation:read" }),
+    ...ours(TOKEN, (p, name, group) => post(name, `${p.gateway}/oauth/token`, { grant_type: "client_credentials", ...client(p), scope: "organisation:read" }, group)),
     post(PEER_INTROSPECTION, `${peer.url}/token/introspection`, { ...peerClient, token: peer.accessToken }),
-    post(INTROSPECTION, `${platform.gateway}/oauth/introspect`, { ...client, token: platform.accessToken }),
-    httpCase(ME, { url: `${platform.gateway}/oauth/me`, headers: { authorization: `Bearer ${platform.accessToken}` }, expectStatus: 200 }, seconds, "oauth"),
+    ...ours(INTROSPECTION, (p, name, group) => post(name, `${p.gateway}/oauth/introspect`, { ...client(p), token: p.accessToken }, group)),
+    ...ours(ME, (p, name, group) =>
+      httpCase(name, { url: `${p.gateway}/oauth/me`, headers: { authorization: `Bearer ${p.accessToken}` }, expectStatus: 200 }, seconds, group),
+    ),
   ];
+}
+
+/** Each growth case's rounds beside its case's on the rows' platform (growth-rows.ts oauthGrowth). */
+export function oauthGrowthPairs(rows: (Row & { rounds: number[] })[]): { name: string; before: number[]; after: number[] }[] {
+  return rows
+    .filter((r) => r.group === "growth")
+    .map((r) => {
+      const name = r.name.slice(0, -GROWN.length);
+      return { name, before: rows.find((b) => b.group === "oauth" && b.name === name)!.rounds, after: r.rounds };
+    });
 }
 
 const num = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });

@@ -72,10 +72,11 @@ import { httpCase as httpCaseFor, loopCase as loopCaseFor, type Case, type Sampl
 import { deliveryRows } from "./delivery-rows.js";
 import { startDeliveryTarget, type DeliveryTarget } from "./delivery-target.js";
 import { startPeer, startPlatform, type PeerTarget, type PlatformTarget } from "./oauth-target.js";
-import { deliveryGrowth, oauthGrowth } from "./growth-rows.js";
+import { seedAccessTokens } from "./growth.js";
+import { oauthGrowth } from "./growth-rows.js";
 import { probeMachine } from "./machine-probe.js";
 import { memoryRows, peaksOf } from "./memory.js";
-import { oauthCases, printOauthRows } from "./oauth-rows.js";
+import { oauthCases, oauthGrowthPairs, printOauthRows } from "./oauth-rows.js";
 import { writeResults } from "./results.js";
 import { ADMIN_DATABASE_URL, startRpcTarget, type RpcTarget } from "./rpc-target.js";
 import { median } from "./stats.js";
@@ -113,8 +114,11 @@ let target: RpcTarget | undefined;
 let pool: pg.Pool | undefined;
 let local: { app: ServiceApp; server: RunningServer; close: () => Promise<void> } | undefined;
 let platform: PlatformTarget | undefined;
+let grownPlatform: PlatformTarget | undefined;
+let tokensSeedMs = 0;
 let peer: PeerTarget | undefined;
 let delivery: DeliveryTarget | undefined;
+let twin: DeliveryTarget | undefined;
 try {
   const barePort = await freePort();
   const bare = spawnProcess(process.execPath, ["bench/bare-server.mjs"], { PORT: String(barePort) });
@@ -146,7 +150,13 @@ try {
   if (wants("oauth")) {
     peer = await startPeer();
     platform = await startPlatform();
-    cases.push(...oauthCases(peer, platform, seconds));
+    // Growth: a second platform with a million access tokens stored, each of its cases in turn
+    // with the first's (BENCH_GROWTH=0: not; growth-rows.ts).
+    if (process.env.BENCH_GROWTH !== "0") {
+      grownPlatform = await startPlatform();
+      tokensSeedMs = await seedAccessTokens(grownPlatform.databaseUrl);
+    }
+    cases.push(...oauthCases(peer, platform, seconds, grownPlatform));
   }
 
   // The rounds, group by group: the HTTP and OAuth rows first, then the RPC rows, whose
@@ -162,21 +172,18 @@ try {
     }
   };
   if (wants("http")) table(rows, base, "http", "HTTP, 10 connections (autocannon)", "p99 ms", 0);
-  const growth: { oauth?: Awaited<ReturnType<typeof oauthGrowth>>; delivery?: Awaited<ReturnType<typeof deliveryGrowth>> } = {};
+  const growth: { oauth?: Awaited<ReturnType<typeof oauthGrowth>>; delivery?: Awaited<ReturnType<typeof deliveryRows>>["growth"] } = {};
   if (wants("oauth")) {
     printOauthRows(rows, base);
-    // Growth: the token endpoint and /oauth/me again with a million access tokens stored (BENCH_GROWTH=0: not).
-    if (process.env.BENCH_GROWTH !== "0") {
-      const grown = cases.filter((c) => c.group === "oauth" && c.name.startsWith("gateway "));
-      // Each against the bare row of its own round (growth-rows.ts).
-      growth.oauth = await oauthGrowth(platform!.databaseUrl, cases[0]!, grown, new Map(rows.map((r) => [r.name, r.rps / base])), rounds);
-    }
+    if (grownPlatform) growth.oauth = oauthGrowth(tokensSeedMs, oauthGrowthPairs(rows));
   }
   // The OAuth platform's peak, then every target of the first phase stops: what follows runs without them.
   const peaks = await peaksOf({ "platform (npm start on PostgreSQL + NATS), after the OAuth rows": platform?.pid });
   await platform?.close();
+  await grownPlatform?.close();
   await peer?.close();
   platform = undefined;
+  grownPlatform = undefined;
   peer = undefined;
   for (const p of processes.splice(1)) await p.kill();
   if (wants("rpc")) {
@@ -276,11 +283,15 @@ try {
   target = undefined;
   let deliveryResults: Awaited<ReturnType<typeof deliveryRows>> | undefined;
   if (wants("delivery")) {
-    // After the other groups, alone on the machine.
+    // After the other groups, alone on the machine. Growth: a twin with 100,000 deliveries stored,
+    // each pass in turn with the rows' own (BENCH_GROWTH=0: not; delivery-rows.ts).
     delivery = await startDeliveryTarget();
-    deliveryResults = await deliveryRows(delivery, Number(process.env.BENCH_DELIVERY_SECONDS ?? 10), process.env.BENCH_DELIVERY_CASES === "noisy");
-    // Growth: the same rows again with 100,000 deliveries stored (BENCH_GROWTH=0: not).
-    if (deliveryResults.cases.length && process.env.BENCH_GROWTH !== "0") growth.delivery = await deliveryGrowth(delivery, deliveryResults.cases);
+    const noisyOnly = process.env.BENCH_DELIVERY_CASES === "noisy";
+    if (process.env.BENCH_GROWTH !== "0" && !noisyOnly) twin = await startDeliveryTarget();
+    deliveryResults = await deliveryRows(delivery, Number(process.env.BENCH_DELIVERY_SECONDS ?? 10), noisyOnly, twin);
+    growth.delivery = deliveryResults.growth;
+    await twin?.close();
+    twin = undefined;
   }
   // Last: the loaded platforms' peaks, then the embedded start alone on the machine.
   const memory = wants("memory")
@@ -310,7 +321,7 @@ try {
     {
       // Each round's calls/s beside the median: how much one run moved.
       rows: rows.map(({ group, name, rps, latency, rounds }) => ({ group, name, rps, latency, rounds })),
-      delivery: deliveryResults && { ...deliveryResults, cases: undefined },
+      delivery: deliveryResults && { ...deliveryResults, growth: undefined },
       growth,
       memory,
     },
@@ -318,10 +329,12 @@ try {
   console.log(`\nresults: ${file}`);
 } finally {
   await delivery?.close();
+  await twin?.close();
   await pool?.end();
   await local?.close();
   await target?.close();
   await platform?.close();
+  await grownPlatform?.close();
   await peer?.close();
   for (const p of processes) await p.kill();
 }
