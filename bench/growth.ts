@@ -1,5 +1,5 @@
-// Growth (issue 16): the same rows again once the tables are large. The
-// rows are made with SQL in the platform's database, not through the API
+// Growth (issue 16): the same rows on a second platform whose tables are
+// large (growth-rows.ts). The rows are made with SQL in its database, not through the API
 // (a million tokens through the token endpoint would take minutes), as a
 // deployment's history would leave them: live (unexpired) access tokens of
 // many clients and organisations, and finished deliveries with their event
@@ -12,8 +12,8 @@ import { withClient } from "./pipeline-vacuum.js";
 
 /**
  * BENCH_GROWTH_TOKENS / BENCH_GROWTH_DELIVERIES change the counts; 0 seeds
- * nothing, a control: the same passes again on the same tables, to see how
- * much a figure moves with time alone on this machine.
+ * nothing, a control: two platforms alike, to see how much a figure moves
+ * between two passes taken in turns on this machine.
  */
 export const GROWTH_TOKENS = Number(process.env.BENCH_GROWTH_TOKENS ?? 1_000_000);
 export const GROWTH_DELIVERIES = Number(process.env.BENCH_GROWTH_DELIVERIES ?? 100_000);
