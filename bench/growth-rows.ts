@@ -21,21 +21,26 @@ export interface GrowthRow {
   /** The delivery rows: each pass's figure, with the tables grown (delivery-passes.ts). */
   passes?: number[];
   /** Each pair's fall (a pass or a round beside its own), percent: its median is `fall`. */
-  falls?: number[];
+  falls: number[];
 }
 
 const num = (n: number) => n.toLocaleString("en-US", { maximumFractionDigits: 0 });
 
-function row(name: string, figure: string, before: number, after: number, higherIsBetter: boolean): GrowthRow {
-  const f = fall(before, after, higherIsBetter);
-  return { name, figure, before, after, fall: f, met: f <= GROWTH_FLOOR_PERCENT };
+/**
+ * A growth row from paired figures: `before[i]` and `after[i]` were measured
+ * one beside the other (an OAuth round, a delivery pass). Its fall is the
+ * median of the pairs' falls; its columns, each side's median.
+ */
+function pairedRow(name: string, figure: string, before: number[], after: number[], higherIsBetter: boolean): GrowthRow {
+  const falls = after.map((a, i) => fall(before[i]!, a, higherIsBetter));
+  const paired = median(falls);
+  return { name, figure, before: median(before), after: median(after), fall: paired, met: paired <= GROWTH_FLOOR_PERCENT, falls };
 }
 
 export function printGrowth(title: string, seeded: string, rows: GrowthRow[]): void {
   console.log(`\n${`${title} (${seeded})`.padEnd(78)} ${"before".padStart(9)} ${"after".padStart(9)} ${"fall".padStart(7)}`);
   for (const r of rows) {
-    const value = (n: number) => (r.figure === "x bare" ? n.toFixed(3) : num(n));
-    console.log(`${`${r.name}, ${r.figure}`.padEnd(78)} ${value(r.before).padStart(9)} ${value(r.after).padStart(9)} ${`${r.fall.toFixed(0)}%`.padStart(7)}`);
+    console.log(`${`${r.name}, ${r.figure}`.padEnd(78)} ${num(r.before).padStart(9)} ${num(r.after).padStart(9)} ${`${r.fall.toFixed(0)}%`.padStart(7)}`);
   }
   const worst = rows.reduce((a, b) => (b.fall > a.fall ? b : a));
   console.log(
@@ -55,11 +60,7 @@ export function printGrowth(title: string, seeded: string, rows: GrowthRow[]): v
  * `GET /oauth/me` among them, which reads nothing from the database.
  */
 export function oauthGrowth(seedMs: number, pairs: { name: string; before: number[]; after: number[] }[]): { seedMs: number; rows: GrowthRow[] } {
-  const rows = pairs.map(({ name, before, after }) => {
-    const falls = after.map((a, i) => fall(before[i]!, a, true));
-    const paired = median(falls);
-    return { name, figure: "calls/s", before: median(before), after: median(after), fall: paired, met: paired <= GROWTH_FLOOR_PERCENT, falls };
-  });
+  const rows = pairs.map(({ name, before, after }) => pairedRow(name, "calls/s", before, after, true));
   printGrowth("OAuth, growth", `${num(GROWTH_TOKENS)} access tokens stored, seeded in ${(seedMs / 1000).toFixed(0)} s; in turns, fall: median round`, rows);
   return { seedMs, rows };
 }
@@ -77,21 +78,11 @@ export function deliveryGrowth(
   seedMs: number,
   pairs: { name: string; args: Parameters<DeliveryTarget["run"]>; before: DeliveryRun & { passes: number[] }; after: DeliveryRun & { passes: number[] } }[],
 ): { seedMs: number; rows: GrowthRow[] } {
-  const rows: GrowthRow[] = [];
-  for (const { name, args, before, after } of pairs) {
-    const lost = lostOrFailed(after);
+  const rows = pairs.map(({ name, args, before, after }): GrowthRow => {
     const burst = args[1] === Infinity;
-    const grown = burst
-      ? row(name, "deliveries/s", before.deliveriesPerSecond, after.deliveriesPerSecond, true)
-      : row(name, "p95 ms", before.p95, after.p95, false);
-    // The fall is the median of the pairs' falls (each grown pass against the pass beside it), as
-    // the OAuth rows' is the median of their rounds' ratios to bare: the before and after columns
-    // are each side's median pass, which need not be a pair.
-    const falls = after.passes.map((a, i) => fall(before.passes[i]!, a, burst));
-    const paired = median(falls);
-    const measured = { ...grown, fall: paired, met: paired <= GROWTH_FLOOR_PERCENT, passes: after.passes, falls };
-    rows.push(lost ? { ...measured, met: false, figure: `${grown.figure}, ${after.events * after.subscriptions - after.arrived} LOST` } : measured);
-  }
+    const grown = { ...pairedRow(name, burst ? "deliveries/s" : "p95 ms", before.passes, after.passes, burst), passes: after.passes };
+    return lostOrFailed(after) ? { ...grown, met: false, figure: `${grown.figure}, ${after.events * after.subscriptions - after.arrived} LOST` } : grown;
+  });
   printGrowth("Delivery, growth", `${num(GROWTH_DELIVERIES)} deliveries stored, seeded in ${(seedMs / 1000).toFixed(0)} s; in turns, fall: median pair`, rows);
   return { seedMs, rows };
 }

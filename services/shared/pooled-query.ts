@@ -54,6 +54,9 @@ export function literal(value: unknown): string {
   throw new TypeError(`no SQL literal for a ${typeof value}`);
 }
 
+/** A name (a schema, a table) as an SQL identifier: double-quoted, its double quotes doubled. */
+export const identifier = (name: string): string => `"${name.replace(/"/g, '""')}"`;
+
 /** `?` placeholders replaced by the values as literals (literal()), for a script sent as one simple query (pooledScript). */
 export function inlined(sql: string, values: unknown[]): string {
   const text = placeholders(sql, (n) => {

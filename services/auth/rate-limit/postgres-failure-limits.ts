@@ -24,6 +24,7 @@ import { RateLimiterPostgres, type RateLimiterRes } from "rate-limiter-flexible"
 import { rateLimited } from "../oauth-errors.js";
 import type { FailureKind, FailureLimits } from "./failure-limits.js";
 import { sha256Base64url } from "../../shared/token-hash.js";
+import { identifier } from "../../shared/pooled-query.js";
 
 /**
  * The library's queries on a connection of the service's pool, as unnamed
@@ -56,14 +57,13 @@ export interface FailureLimitSettings {
   RATE_LIMIT_ADDRESS_FAILURES: number;
 }
 
-const quoteIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
 /** Keys are hashed: an email may be 320 characters, the library's key column 255. */
 const keyOf = (...parts: string[]) => sha256Base64url(parts.join("\u0000"));
 
 export function createPostgresFailureLimits(orm: MikroORM, schema: string, settings: FailureLimitSettings): FailureLimits {
   const store = unnamedStatements(orm);
-  const table = `${quoteIdentifier(schema)}.${quoteIdentifier(RATE_LIMIT_TABLE)}`;
+  const table = `${identifier(schema)}.${identifier(RATE_LIMIT_TABLE)}`;
   const limiter = (keyPrefix: string, points: number, clearExpiredByTimeout = false) =>
     new RateLimiterPostgres({
       storeClient: store,

@@ -30,6 +30,7 @@
 // REST API, here.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { ExchangeTokenRequest, ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import { identifier } from "../../shared/pooled-query.js";
 import { statementBatcher, type Queued } from "../../shared/statement-batcher.js";
 import { tokenHash } from "../../shared/token-hash.js";
 import { hashSecret } from "../clients/client-secret.js";
@@ -58,8 +59,6 @@ interface Connection {
   query(q: { name?: string; text: string; values: unknown[] }): Promise<{ rows: { hash: string; scopes: string[] }[] }>;
 }
 
-const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
-
 /**
  * Statements in flight at once; requests arriving meanwhile wait for the next
  * one, together. One: measured on the bench's token row (10 connections, npm
@@ -85,10 +84,10 @@ function statement(schema: string, limits: StoredFailureCheck): string {
               as r("hash", "client_id", "secret_hash", "scopes", "method", "n")),
           "counter" as (
             select * from unnest($5::bigint[], $6::text[], $7::integer[]) as k("n", "key", "limit"))
-          insert into ${quote(schema)}."access_token"
+          insert into ${identifier(schema)}."access_token"
             ("hash", "client_id", "organisation_id", "member_id", "grant_id", "family", "scopes", "created_at", "expires_at")
           select r."hash", c."id", c."owner_organisation_id", null, null, null, coalesce(r."scopes"::jsonb, c."scopes"), $8, $9
-            from "request" r join ${quote(schema)}."client" c on c."id" = r."client_id"
+            from "request" r join ${identifier(schema)}."client" c on c."id" = r."client_id"
            where ${secretAuthenticatesSql("c", 'r."secret_hash"', 'r."method"')}
              and ${allowsGrantTypeSql("c", "client_credentials")}
              and ${mayUseClientCredentialsSql("c")}

@@ -21,7 +21,7 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { IntrospectTokenRequest, IntrospectTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import type { ProtectedResources } from "../../shared/protected-resources.js";
-import { pooledStatement } from "../../shared/pooled-query.js";
+import { identifier, pooledStatement } from "../../shared/pooled-query.js";
 import { statementBatcher, type Queued } from "../../shared/statement-batcher.js";
 import { tokenHash } from "../../shared/token-hash.js";
 import { hashSecret } from "../clients/client-secret.js";
@@ -46,8 +46,6 @@ const MAX_IN_FLIGHT = 2;
 /** Calls in one statement at most. */
 const MAX_BATCH = 64;
 
-const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
-
 /**
  * The statement: each call a row of the first five arrays (numbered by "n"),
  * each of its counters a row of the next three, then the failure limits'
@@ -63,7 +61,7 @@ function statement(deps: IntrospectionFastPathDeps, limits: StoredFailureCheck):
           "counter" as (
             select * from unnest(?::bigint[], ?::text[], ?::integer[]) as k("n", "key", "limit"))
           select q."n", t."client_id", t."organisation_id", t."scopes", t."audience", t."created_at", t."expires_at", t."token_type"
-            from "request" q join ${quote(deps.schema)}."client" c on c."id" = q."client_id"
+            from "request" q join ${identifier(deps.schema)}."client" c on c."id" = q."client_id"
             left join lateral (${activeTokenSql(deps.schema, 'q."hash"', 'q."kind"')}) t on true
            where ${secretAuthenticatesSql("c", 'q."secret_hash"', 'q."method"')}
              and ${clientKnownSql("c", deps.metadataDocuments)}

@@ -5,6 +5,7 @@
 import { create } from "@bufbuild/protobuf";
 import { IntrospectTokenResponseSchema, type IntrospectTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import type { ProtectedResources, ResourceName } from "../../shared/protected-resources.js";
+import { identifier } from "../../shared/pooled-query.js";
 import { TOKEN_PREFIX } from "../grants/token-values.js";
 
 /** What a token value is by its prefix: an access or a refresh token, or neither (never active). */
@@ -25,8 +26,6 @@ export interface ActiveToken {
   token_type: string;
 }
 
-const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
-
 /**
  * A statement (to use as a lateral subquery) selecting the active token whose
  * hash is the SQL expression `hash`, of the kind `kind` (a TokenKind): an
@@ -35,7 +34,7 @@ const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
  * organisation. No row: not active.
  */
 export function activeTokenSql(schema: string, hash: string, kind: string): string {
-  const t = (table: string) => `${quote(schema)}.${quote(table)}`;
+  const t = (table: string) => `${identifier(schema)}.${identifier(table)}`;
   return `select a."client_id", a."organisation_id", a."scopes", a."audience", a."created_at", a."expires_at", 'Bearer' as "token_type"
             from ${t("access_token")} a
            where ${kind} = 'access' and a."hash" = ${hash} and a."expires_at" > now()

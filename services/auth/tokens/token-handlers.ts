@@ -31,21 +31,17 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
   const tables = { schema, accessTtlSeconds: config.ACCESS_TOKEN_TTL_SECONDS, refreshTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS };
   const clientAuth = { orm, schema, limits: deps.limits, metadataDocuments: config.OAUTH_CLIENT_METADATA_DOCUMENTS };
   const resources = protectedResources(deps.issuer);
+  // The fast paths' statements are named, but not on the embedded start's PGlite (unset DATABASE_URL; client-credentials-fast-path.ts).
+  const preparedStatements = Boolean(config.DATABASE_URL);
   const exchange = createTokenEndpoint({
     ...clientAuth,
     tables,
     grants: deps.grants,
     refreshRetryWindowSeconds: config.REFRESH_RETRY_WINDOW_SECONDS,
     resources,
-    // Unset DATABASE_URL: the embedded start's PGlite (client-credentials-fast-path.ts).
-    preparedStatements: Boolean(config.DATABASE_URL),
+    preparedStatements,
   });
-  const introspectFast = createIntrospectionFastPath({
-    ...clientAuth,
-    issuer: deps.issuer,
-    resources,
-    preparedStatements: Boolean(config.DATABASE_URL),
-  });
+  const introspectFast = createIntrospectionFastPath({ ...clientAuth, issuer: deps.issuer, resources, preparedStatements });
   const events = { schema, subjectPrefix: config.NATS_SUBJECT_PREFIX };
 
   return {
