@@ -4,12 +4,15 @@
 // its table with the floors (issue 16).
 import { httpCase, type Case } from "./cases.js";
 import type { PeerTarget, PlatformTarget } from "./oauth-target.js";
+import { median } from "./stats.js";
 
 interface Row {
   group: string;
   name: string;
   rps: number;
   latency: number;
+  /** Each round's calls/s, in the order run. */
+  rounds: number[];
 }
 
 const PEER_TOKEN = "peer: oidc-provider POST /token, client_credentials (in memory)";
@@ -51,7 +54,7 @@ export function oauthCases(peer: PeerTarget, platform: PlatformTarget, seconds: 
 }
 
 /** Each growth case's rounds beside its case's on the rows' platform (growth-rows.ts oauthGrowth). */
-export function oauthGrowthPairs(rows: (Row & { rounds: number[] })[]): { name: string; before: number[]; after: number[] }[] {
+export function oauthGrowthPairs(rows: Row[]): { name: string; before: number[]; after: number[] }[] {
   return rows
     .filter((r) => r.group === "growth")
     .map((r) => {
@@ -62,29 +65,46 @@ export function oauthGrowthPairs(rows: (Row & { rounds: number[] })[]): { name: 
 
 const num = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
-/** `rows`: every row of the run (the first is bare node:http); `base`: its calls/s. */
-export function printOauthRows(rows: Row[], base: number): void {
+/**
+ * `row` against `other` (the peer's case, or the bare row), round by round:
+ * the median of the rounds' ratios, each of two cases measured in the same
+ * round, seconds apart, as the growth rows pair theirs (growth-rows.ts). The
+ * ratio of the two medians (as until 2026-11-29) paired one round's case with
+ * another round's peer: one run's rounds had the peer at 11,844, 10,131 and
+ * 11,316 tokens/s, the platform at 9,711, 9,596 and 10,033; 0.82, 0.95 and
+ * 0.89 a round, 0.858 as the ratio of the medians.
+ */
+export function pairedRatio(row: Row, other: Row): { ratio: number; rounds: number[] } {
+  const rounds = row.rounds.map((rps, i) => rps / other.rounds[i]!);
+  return { ratio: median(rounds), rounds };
+}
+
+/** `rows`: every row of the run (the first is bare node:http). The floors' ratios are returned for the results file. */
+export function printOauthRows(rows: Row[]): { token: number; me: number; introspection?: number } {
+  const bare = rows[0]!;
   const byName = (name: string) => rows.find((r) => r.group === "oauth" && r.name === name);
   const vsPeer = (r: Row) => {
     const peer = PEER_OF[r.name] ? byName(PEER_OF[r.name]!) : undefined;
-    return peer ? r.rps / peer.rps : undefined;
+    return peer ? pairedRatio(r, peer) : undefined;
   };
-  console.log(`\n${"OAuth, 10 connections (autocannon)".padEnd(72)} ${"calls/s".padStart(9)} ${"p99 ms".padStart(9)} ${"vs bare".padStart(8)} ${"vs peer".padStart(8)}`);
-  for (const r of [rows[0]!, ...rows.filter((r) => r.group === "oauth")]) {
-    const ratio = vsPeer(r);
+  console.log(`\n${"OAuth, 10 connections (autocannon); ratios: median of the rounds'".padEnd(72)} ${"calls/s".padStart(9)} ${"p99 ms".padStart(9)} ${"vs bare".padStart(8)} ${"vs peer".padStart(8)}`);
+  for (const r of [bare, ...rows.filter((r) => r.group === "oauth")]) {
+    const ratio = vsPeer(r)?.ratio;
     console.log(
-      `${r.name.padEnd(72)} ${num(r.rps).padStart(9)} ${num(r.latency).padStart(9)} ${(r.rps / base).toFixed(3).padStart(8)} ${(ratio === undefined ? "" : ratio.toFixed(3)).padStart(8)}`,
+      `${r.name.padEnd(72)} ${num(r.rps).padStart(9)} ${num(r.latency).padStart(9)} ${pairedRatio(r, bare).ratio.toFixed(3).padStart(8)} ${(ratio === undefined ? "" : ratio.toFixed(3)).padStart(8)}`,
     );
   }
   // The OAuth floors (issue 16): the token endpoint >= 0.85x the peer, GET /oauth/me >= 0.4x bare.
   // Introspection has no floor of its own: its ratio is printed beside them.
   const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
+  const each = (p: { rounds: number[] }) => `rounds ${p.rounds.map((x) => x.toFixed(3)).join(" / ")}`;
   const token = vsPeer(byName(TOKEN)!)!;
-  const me = byName(ME)!.rps / base;
+  const me = pairedRatio(byName(ME)!, bare);
   const introspection = byName(INTROSPECTION) && vsPeer(byName(INTROSPECTION)!);
   console.log(
-    `\nfloors, OAuth: token endpoint ${token.toFixed(3)}x the peer (>= 0.85: ${verdict(token >= 0.85)}); ` +
-      `GET /oauth/me ${me.toFixed(3)}x bare (>= 0.4: ${verdict(me >= 0.4)})` +
-      (introspection === undefined ? "" : `; introspection ${introspection.toFixed(3)}x the peer (no floor)`),
+    `\nfloors, OAuth: token endpoint ${token.ratio.toFixed(3)}x the peer (${each(token)}; >= 0.85: ${verdict(token.ratio >= 0.85)}); ` +
+      `GET /oauth/me ${me.ratio.toFixed(3)}x bare (${each(me)}; >= 0.4: ${verdict(me.ratio >= 0.4)})` +
+      (introspection === undefined ? "" : `; introspection ${introspection.ratio.toFixed(3)}x the peer (${each(introspection)}; no floor)`),
   );
+  return { token: token.ratio, me: me.ratio, introspection: introspection?.ratio };
 }
