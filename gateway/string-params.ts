@@ -7,17 +7,17 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { HttpError } from "./errors.js";
 import { decodeBasic, isBasic } from "./oauth-params.js";
+import { isStorableText } from "../services/shared/storable-text.js";
 
 /**
  * RFC 8259 §8.2: "the ABNF in this specification allows member names and
  * string values to contain bit sequences that cannot encode Unicode
  * characters; for example, "\uDEAD" (a single unpaired UTF-16 surrogate)
  * [...] The behavior of software that receives JSON texts containing such
- * values is unpredictable". Such a string is refused, as is U+0000.
+ * values is unpredictable". Such a string is refused, as is U+0000
+ * (isStorableText).
  */
-const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-export const isStorable = (s: string): boolean => !UNSTORABLE.test(s);
+const isStorable = isStorableText;
 
 /** The refusal of `s`, found under `where` (a parameter, the path...). */
 function refusal(where: string, s: string): HttpError {

@@ -67,3 +67,19 @@ export interface FailureLimits {
    */
   stored?: StoredFailureCheck;
 }
+
+/**
+ * The counters of a batch's calls as a statement binds them: three arrays of
+ * one row a counter (the call's number from 1, its key, its limit), made in
+ * one pass (three flatMaps were the token statement's costliest lines in its
+ * profile).
+ */
+export function counterColumns(calls: readonly { counters: readonly CounterKey[] }[]): [number[], string[], number[]] {
+  const n: number[] = [];
+  const keys: string[] = [];
+  const limits: number[] = [];
+  calls.forEach((call, i) => {
+    for (const c of call.counters) n.push(i + 1), keys.push(c.key), limits.push(c.limit);
+  });
+  return [n, keys, limits];
+}

@@ -39,7 +39,7 @@ import { mayUseClientCredentialsSql } from "../grants/client-credentials.js";
 import { tokenAnswer, type TokenTables } from "../grants/issue-tokens.js";
 import { narrowScope, scopeWithinSql } from "../grants/scope-parameter.js";
 import { newTokenValue } from "../grants/token-values.js";
-import type { FailureLimits, StoredFailureCheck } from "../rate-limit/failure-limits.js";
+import { counterColumns, type FailureLimits, type StoredFailureCheck } from "../rate-limit/failure-limits.js";
 import { ALL_SCOPES } from "../scopes.js";
 import { presentsSecret, secretAuthenticatesSql } from "./client-authentication.js";
 
@@ -144,9 +144,7 @@ export function createClientCredentialsFastPath(deps: FastPathDeps): (request: E
       batch.map((p) => p.clientId),
       batch.map((p) => p.secretHash),
       batch.map((p) => p.scopes),
-      batch.flatMap((p, i) => p.counters.map(() => i + 1)),
-      batch.flatMap((p) => p.counters.map((c) => c.key)),
-      batch.flatMap((p) => p.counters.map((c) => c.limit)),
+      ...counterColumns(batch),
       new Date(now).toISOString(),
       new Date(expiresAt).toISOString(),
       stored.now(),

@@ -25,7 +25,7 @@ import { identifier, pooledStatement } from "../../shared/pooled-query.js";
 import { statementBatcher, type Queued } from "../../shared/statement-batcher.js";
 import { tokenHash } from "../../shared/token-hash.js";
 import { hashSecret } from "../clients/client-secret.js";
-import type { FailureLimits, StoredFailureCheck } from "../rate-limit/failure-limits.js";
+import { counterColumns, type FailureLimits, type StoredFailureCheck } from "../rate-limit/failure-limits.js";
 import { clientKnownSql, presentsSecret, secretAuthenticatesSql } from "./client-authentication.js";
 import { activeTokenSql, introspectionAnswer, tokenKind, type ActiveToken } from "./introspection.js";
 
@@ -94,9 +94,7 @@ export function createIntrospectionFastPath(deps: IntrospectionFastPathDeps): (r
       batch.map((c) => c.method),
       batch.map((c) => c.hash),
       batch.map((c) => c.kind),
-      batch.flatMap((c, i) => c.counters.map(() => i + 1)),
-      batch.flatMap((c) => c.counters.map((k) => k.key)),
-      batch.flatMap((c) => c.counters.map((k) => k.limit)),
+      ...counterColumns(batch),
       stored.now(),
     ];
     const rows = await query<Partial<ActiveToken> & { n: string }>(values);

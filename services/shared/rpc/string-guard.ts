@@ -7,10 +7,16 @@
 // message's descriptor, so that no handler has to remember.
 import type { DescField, DescMessage, Message } from "@bufbuild/protobuf";
 import { reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
+import { configureTextEncoding, getTextEncoding } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { isStorableText } from "../storable-text.js";
 
-/** U+0000, a high surrogate not followed by a low one, or a low one not preceded by a high one. */
-const UNSAFE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+// protobuf-es checks each string it sets or copies into a message (clone(),
+// create(): reflect-check's "invalid UTF8") with encodeURIComponent in a try,
+// which copies the string: the same question as isWellFormed() asks, without
+// the copy. The setting is the process's (protobuf-es keeps it on globalThis).
+configureTextEncoding({ ...getTextEncoding(), checkUtf8: (text) => text.isWellFormed() });
 
 /** Messages with no string anywhere inside, by type name: skipped without a walk. */
 const stringless = new Map<string, boolean>();
@@ -46,7 +52,7 @@ export function findUnsafeString(desc: DescMessage, message: Message): string | 
   return walk(reflect(desc, message), "");
 }
 
-const unsafe = (v: unknown) => typeof v === "string" && UNSAFE.test(v);
+const unsafe = (v: unknown) => typeof v === "string" && !isStorableText(v);
 
 function walk(msg: ReflectMessage, prefix: string): string | undefined {
   for (const field of msg.fields) {
