@@ -15,11 +15,9 @@ import { isStorableText } from "../services/shared/storable-text.js";
  * characters; for example, "\uDEAD" (a single unpaired UTF-16 surrogate)
  * [...] The behavior of software that receives JSON texts containing such
  * values is unpredictable". Such a string is refused, as is U+0000
- * (isStorableText).
+ * (isStorableText): this is the refusal of `s`, found under `where` (a
+ * parameter, the path...).
  */
-const isStorable = isStorableText;
-
-/** The refusal of `s`, found under `where` (a parameter, the path...). */
 function refusal(where: string, s: string): HttpError {
   const what = s.includes("\u0000") ? "control characters (U+0000)" : "an unpaired surrogate, which is not Unicode text";
   return new HttpError(400, "invalid_request", `${where} must not contain ${what}`);
@@ -32,18 +30,18 @@ function refusal(where: string, s: string): HttpError {
  */
 function firstUnstorable(value: unknown, source: string): HttpError | undefined {
   if (value === null || typeof value !== "object") {
-    return typeof value === "string" && !isStorable(value) ? refusal(source, value) : undefined;
+    return typeof value === "string" && !isStorableText(value) ? refusal(source, value) : undefined;
   }
   for (const [name, top] of Object.entries(value)) {
-    if (!isStorable(name)) return refusal(`a parameter name in ${source}`, name);
+    if (!isStorableText(name)) return refusal(`a parameter name in ${source}`, name);
     const pending: unknown[] = [top];
     while (pending.length > 0) {
       const v = pending.pop();
       if (typeof v === "string") {
-        if (!isStorable(v)) return refusal(`${source}: ${name}`, v);
+        if (!isStorableText(v)) return refusal(`${source}: ${name}`, v);
       } else if (v !== null && typeof v === "object") {
         for (const [key, inner] of Object.entries(v)) {
-          if (!isStorable(key)) return refusal(`${source}: ${name}`, key);
+          if (!isStorableText(key)) return refusal(`${source}: ${name}`, key);
           pending.push(inner);
         }
       }

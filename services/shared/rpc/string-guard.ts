@@ -11,7 +11,6 @@ import { configureTextEncoding, getTextEncoding } from "@bufbuild/protobuf/wire"
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { isStorableText } from "../storable-text.js";
 
-
 // protobuf-es checks each string it sets or copies into a message (clone(),
 // create(): reflect-check's "invalid UTF8") with encodeURIComponent in a try,
 // which copies the string: the same question as isWellFormed() asks, without
