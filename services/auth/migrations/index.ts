@@ -9,6 +9,7 @@ import { ClientRegistrationSchema } from "./2026-11-26-client-registration.js";
 import { TokenAudienceSchema } from "./2026-11-27-token-audience.js";
 import { OutboxTraceContextSchema } from "./2026-11-28-trace-context.js";
 import { OutboxTracestateSchema } from "./2026-12-14-tracestate.js";
+import { TokenPartialIndexesSchema } from "./2026-12-16-token-partial-indexes.js";
 
 export const authMigrations: MigrationObject[] = [
   { name: "2026-11-22-initial", class: InitialAuthSchema },
@@ -20,4 +21,5 @@ export const authMigrations: MigrationObject[] = [
   { name: "2026-11-27-token-audience", class: TokenAudienceSchema },
   { name: "2026-11-28-trace-context", class: OutboxTraceContextSchema },
   { name: "2026-12-14-tracestate", class: OutboxTracestateSchema },
+  { name: "2026-12-16-token-partial-indexes", class: TokenPartialIndexesSchema },
 ];

@@ -13,7 +13,7 @@ export const AccessTokenEntity = defineEntity({
     organisationId: p.uuid(),
     /** Null for client_credentials. */
     memberId: p.uuid().nullable(),
-    /** Null for client_credentials (no grant). */
+    /** Null for client_credentials (no grant). Its index holds only the rows that have one (migration 2026-12-16). */
     grantId: () =>
       p
         .manyToOne(GrantEntity)
@@ -24,7 +24,7 @@ export const AccessTokenEntity = defineEntity({
         .deleteRule("cascade")
         .updateRule("no action")
         .index("access_token_grant_id_index"),
-    /** The refresh-token family it was issued with (revoked with that family); null without one. */
+    /** The refresh-token family it was issued with (revoked with that family); null without one, and then not in its index (migration 2026-12-16). */
     family: p.uuid().nullable().index("access_token_family_index"),
     scopes: p.json<string[]>(),
     /** RFC 8707: the protected resource it is for (services/shared/protected-resources.ts). */
