@@ -25,21 +25,21 @@ interface PlanNode {
 const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
 
 /** How a prepared statement's generic plan reads the table: its scans (an index scan by its index's name), sequential scans priced out (the table is empty here). */
+let statements = 0;
 async function indexesOf(sql: string, type: string): Promise<(string | undefined)[]> {
+  // A name of its own each time: a prepared statement outlives a rolled-back transaction.
+  const name = `planned_${++statements}`;
   return orm.em.fork().transactional(async (em) => {
     await em.execute("set local enable_seqscan = off");
     await em.execute("set local plan_cache_mode = force_generic_plan");
-    await em.execute(`prepare planned (${type}) as ${sql}`);
-    try {
-      const [row] = await em.execute<{ "QUERY PLAN": [{ Plan: PlanNode }] }[]>(
-        `explain (format json) execute planned ('00000000-0000-4000-8000-000000000001')`,
-      );
-      return nodes(row!["QUERY PLAN"][0].Plan)
-        .filter((n) => n["Node Type"].includes("Scan") && n["Node Type"] !== "Bitmap Heap Scan")
-        .map((n) => n["Index Name"] ?? n["Node Type"]);
-    } finally {
-      await em.execute("deallocate planned");
-    }
+    await em.execute(`prepare ${name} (${type}) as ${sql}`);
+    const [row] = await em.execute<{ "QUERY PLAN": [{ Plan: PlanNode }] }[]>(
+      `explain (format json) execute ${name} ('00000000-0000-4000-8000-000000000001')`,
+    );
+    await em.execute(`deallocate ${name}`);
+    return nodes(row!["QUERY PLAN"][0].Plan)
+      .filter((n) => n["Node Type"].includes("Scan") && n["Node Type"] !== "Bitmap Heap Scan")
+      .map((n) => n["Index Name"] ?? n["Node Type"]);
   });
 }
 

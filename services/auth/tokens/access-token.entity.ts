@@ -13,7 +13,7 @@ export const AccessTokenEntity = defineEntity({
     organisationId: p.uuid(),
     /** Null for client_credentials. */
     memberId: p.uuid().nullable(),
-    /** Null for client_credentials (no grant). Its index holds only the rows that have one (migration 2026-12-16). */
+    /** Null for client_credentials (no grant). */
     grantId: () =>
       p
         .manyToOne(GrantEntity)
@@ -22,18 +22,28 @@ export const AccessTokenEntity = defineEntity({
         .nullable()
         .foreignKeyName("access_token_grant_id_fkey")
         .deleteRule("cascade")
-        .updateRule("no action")
-        .index("access_token_grant_id_index"),
-    /** The refresh-token family it was issued with (revoked with that family); null without one, and then not in its index (migration 2026-12-16). */
-    family: p.uuid().nullable().index("access_token_family_index"),
+        .updateRule("no action"),
+    /** The refresh-token family it was issued with (revoked with that family); null without one. */
+    family: p.uuid().nullable(),
     scopes: p.json<string[]>(),
     /** RFC 8707: the protected resource it is for (services/shared/protected-resources.ts). */
     audience: p.text().$type<ResourceName>().default("api"),
     createdAt: p.datetime(3),
     expiresAt: p.datetime(3).index("access_token_expires_at_index"),
   },
-  // Withdrawing a grant also ends the pair's client_credentials tokens.
-  indexes: [{ name: "access_token_pair_index", properties: ["organisationId", "clientId"] }],
+  indexes: [
+    // Withdrawing a grant also ends the pair's client_credentials tokens.
+    { name: "access_token_pair_index", properties: ["organisationId", "clientId"] },
+    // The grant's cascade and a family's revocation: only the tokens that have one (migration 2026-12-16).
+    {
+      name: "access_token_grant_id_index",
+      expression: `create index "access_token_grant_id_index" on "auth"."access_token" ("grant_id") where "grant_id" is not null`,
+    },
+    {
+      name: "access_token_family_index",
+      expression: `create index "access_token_family_index" on "auth"."access_token" ("family") where "family" is not null`,
+    },
+  ],
 });
 
 export type AccessToken = InferEntity<typeof AccessTokenEntity>;
