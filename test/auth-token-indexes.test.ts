@@ -10,19 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AUTH_ENTITIES } from "../services/auth/auth-app.js";
 import { AUTH_SCHEMA } from "../services/auth/auth-service.js";
 import { authMigrations } from "../services/auth/migrations/index.js";
-import { openServiceDatabase } from "../services/shared/database.js";
-import { createLogger } from "../services/shared/logger.js";
-import { createTestDatabase, type TestDatabase } from "./support/backends.js";
+import { explained, migratedSchema, type MigratedSchema } from "./support/query-plans.js";
 
-let db: TestDatabase;
+let schema: MigratedSchema;
 let orm: MikroORM;
-
-interface PlanNode {
-  "Node Type": string;
-  "Index Name"?: string;
-  Plans?: PlanNode[];
-}
-const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
 
 /** How a prepared statement's generic plan reads the table: its scans (an index scan by its index's name), sequential scans priced out (the table is empty here). */
 let statements = 0;
@@ -33,27 +24,21 @@ async function indexesOf(sql: string, type: string): Promise<(string | undefined
     await em.execute("set local enable_seqscan = off");
     await em.execute("set local plan_cache_mode = force_generic_plan");
     await em.execute(`prepare ${name} (${type}) as ${sql}`);
-    const [row] = await em.execute<{ "QUERY PLAN": [{ Plan: PlanNode }] }[]>(
-      `explain (format json) execute ${name} ('00000000-0000-4000-8000-000000000001')`,
-    );
+    const plan = explained(await em.execute(`explain (format json) execute ${name} ('00000000-0000-4000-8000-000000000001')`));
     await em.execute(`deallocate ${name}`);
-    return nodes(row!["QUERY PLAN"][0].Plan)
+    return plan
       .filter((n) => n["Node Type"].includes("Scan") && n["Node Type"] !== "Bitmap Heap Scan")
       .map((n) => n["Index Name"] ?? n["Node Type"]);
   });
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  orm = await openServiceDatabase(
-    { databaseUrl: db.url, databasePoolMax: 1, logger: createLogger("test", "silent"), config: { MIGRATE_ON_START: true } },
-    { schema: AUTH_SCHEMA, entities: AUTH_ENTITIES, migrations: authMigrations },
-  );
+  schema = await migratedSchema({ schema: AUTH_SCHEMA, entities: AUTH_ENTITIES, migrations: authMigrations });
+  orm = schema.orm;
 }, 120_000);
 
 afterAll(async () => {
-  await orm?.close();
-  await db?.drop();
+  await schema?.close();
 });
 
 describe("access tokens without a grant or a family stay out of those indexes", () => {

@@ -10,28 +10,14 @@ import type { MikroORM } from "@mikro-orm/postgresql";
 import { DELIVERY_ENTITIES } from "../services/delivery/delivery-app.js";
 import { DELIVERY_SCHEMA } from "../services/delivery/delivery-service.js";
 import { deliveryMigrations } from "../services/delivery/migrations/index.js";
-import { openServiceDatabase } from "../services/shared/database.js";
-import { createLogger } from "../services/shared/logger.js";
-import { createTestDatabase, type TestDatabase } from "./support/backends.js";
+import { explained, migratedSchema, type MigratedSchema, type PlanNode } from "./support/query-plans.js";
 
 const SUBSCRIPTIONS = 10;
-let db: TestDatabase;
+let schema: MigratedSchema;
 let orm: MikroORM;
 
-interface PlanNode {
-  "Node Type": string;
-  "Index Name"?: string;
-  "Actual Rows"?: number;
-  "Actual Loops"?: number;
-  "Rows Removed by Filter"?: number;
-  Plans?: PlanNode[];
-}
-
-const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
-
 async function explain(sql: string): Promise<PlanNode[]> {
-  const [row] = await orm.em.fork().execute<{ "QUERY PLAN": [{ Plan: PlanNode }] }[]>(`explain (analyze, format json) ${sql}`);
-  return nodes(row!["QUERY PLAN"][0].Plan);
+  return explained(await orm.em.fork().execute(`explain (analyze, format json) ${sql}`));
 }
 
 const rows = (kind: "succeeded" | "pending", from: number, count: number, claimed: boolean) =>
@@ -43,11 +29,8 @@ const rows = (kind: "succeeded" | "pending", from: number, count: number, claime
    from generate_series(${from}, ${from + count - 1}) as i`;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  orm = await openServiceDatabase(
-    { databaseUrl: db.url, databasePoolMax: 1, logger: createLogger("test", "silent"), config: { MIGRATE_ON_START: true } },
-    { schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations },
-  );
+  schema = await migratedSchema({ schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations });
+  orm = schema.orm;
   const em = orm.em.fork();
   // The history, analysed while nothing is pending.
   await em.execute(rows("succeeded", 0, 20_000, false));
@@ -58,8 +41,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await orm?.close();
-  await db?.drop();
+  await schema?.close();
 });
 
 describe("the queue's hot statements, planned on statistics that saw no pending row", () => {
