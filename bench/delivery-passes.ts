@@ -19,6 +19,7 @@
 // take about as long as three of 6 s with the vacuum and drain of each.
 import type { DeliveryRun, DeliveryTarget } from "./delivery-target.js";
 import { vacuumPipeline } from "./pipeline-vacuum.js";
+import type { RunCost } from "./run-cost.js";
 
 export const BURST_PASSES = Number(process.env.BENCH_BURST_PASSES ?? 3);
 export const RATE_PASSES = Number(process.env.BENCH_RATE_PASSES ?? 5);
@@ -28,14 +29,15 @@ export const RATE_SECONDS = Number(process.env.BENCH_RATE_SECONDS ?? 3);
 /** A delivery missing at the receiver, or a CreateContact call that failed. */
 export const lostOrFailed = (r: DeliveryRun) => r.failed > 0 || r.arrived < r.events * r.subscriptions;
 
-type Row = DeliveryRun & { passes: number[] };
+/** A case's row: its median pass, with every pass's figure and cost (in the order run). */
+export type Row = DeliveryRun & { passes: number[]; costs: (RunCost | undefined)[] };
 
 /** The row of a case's passes: the median pass by its figure, or the first that lost or failed. */
 function rowOf(runs: DeliveryRun[], burst: boolean): Row {
   const figure = (r: DeliveryRun) => (burst ? r.deliveriesPerSecond : r.p95);
   const sorted = [...runs].sort((a, b) => figure(a) - figure(b));
   const row = runs.find(lostOrFailed) ?? sorted[Math.floor(sorted.length / 2)]!;
-  return { ...row, passes: runs.map((r) => Math.round(figure(r) * 10) / 10) };
+  return { ...row, passes: runs.map((r) => Math.round(figure(r) * 10) / 10), costs: runs.map((r) => r.cost) };
 }
 
 const passesOf = (args: Parameters<DeliveryTarget["run"]>) => (args[1] === Infinity ? BURST_PASSES : RATE_PASSES);

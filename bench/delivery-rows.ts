@@ -2,7 +2,7 @@
 // against one platform (delivery-target.ts), printed with their floors, and
 // returned for the results file (without the per-delivery samples).
 import type { DeliveryRun, DeliveryTarget } from "./delivery-target.js";
-import { BURST_PASSES, RATE_PASSES, RATE_SECONDS, lostOrFailed, runCase, runCasePair } from "./delivery-passes.js";
+import { BURST_PASSES, RATE_PASSES, RATE_SECONDS, lostOrFailed, runCase, runCasePair, type Row } from "./delivery-passes.js";
 import { seedDeliveries } from "./growth.js";
 import { deliveryGrowth } from "./growth-rows.js";
 import { BASELINE_P95_MS, NOISY_FLOOR, noisyNeighbour } from "./noisy-neighbour.js";
@@ -41,8 +41,8 @@ export async function deliveryRows(delivery: DeliveryTarget, deliverySeconds: nu
     // round of claim, POST and record (no floor; what a receiver that asks for order gets).
     [`ordered: 200 contacts, 32 calls in flight, 1 ordered subscription, median of ${BURST_PASSES}`, [200, Infinity, 1, 1, { ordered: true }]],
   ];
-  const runs: [string, DeliveryRun & { passes: number[] }][] = [];
-  const grown: (DeliveryRun & { passes: number[] })[] = [];
+  const runs: [string, Row][] = [];
+  const grown: Row[] = [];
   // Each row on tables as autovacuum would leave them (pipeline-vacuum.ts).
   for (const [name, args] of cases) {
     if (seedMs === undefined) {

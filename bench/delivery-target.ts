@@ -24,6 +24,7 @@ import { ROOT, httpReady, platformPorts, spawnProcess, type Spawned } from "../t
 import { PLATFORM_ENV, startArgs } from "../scripts/platform-processes.js";
 import { deleteStream } from "../test/support/stream.js";
 import { ADMIN_DATABASE_URL, NATS_URL } from "./rpc-target.js";
+import { startRunCost, type RunCost } from "./run-cost.js";
 
 export interface DeliveryRun {
   events: number;
@@ -43,6 +44,8 @@ export interface DeliveryRun {
   p95: number;
   p99: number;
   max: number;
+  /** Per event, from the first call to the last arrival: CPU and WAL (run-cost.ts). */
+  cost?: RunCost;
   /** Per delivery, epoch ms (performance.timeOrigin-based): for stage timings against the database's timestamps. */
   samples: { contactId: string; committedAt: number; arrivedAt: number }[];
 }
@@ -119,7 +122,8 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<DeliveryTarget> {
   const suffix = `${Date.now().toString(36)}${randomBytes(3).toString("hex")}`;
   const stream = `BENCH_${suffix}`;
-  const db = await createDatabaseOn(ADMIN_DATABASE_URL, `bizcard_bench_${suffix}`);
+  const databaseName = `bizcard_bench_${suffix}`;
+  const db = await createDatabaseOn(ADMIN_DATABASE_URL, databaseName);
   const dataDir = await mkdtemp(path.join(tmpdir(), "bizcard-bench-"));
   const ports = await platformPorts();
   const token = randomBytes(32).toString("base64url");
@@ -206,6 +210,8 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
       const remove = async () => void (await webhooks.deleteSubscription({ owner: subscriptionOwner, id: subscription!.id }));
       return { subscriptionId: subscription!.id, create, remove };
     };
+    const pid = platform.child.pid;
+    const processes = async () => (DISTRIBUTED && pid !== undefined ? childProcesses(pid) : { platform: pid! });
     const run = async (events: number, perSecond: number, subscriptions: number, organisationCount = 1, options: RunOptions = {}): Promise<DeliveryRun> => {
       // Fresh organisations per run, with their subscriptions: earlier runs' subscribers get nothing of them.
       const tenants: string[] = [];
@@ -240,6 +246,7 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
           firstError ??= err;
         }
       };
+      const cost = await startRunCost(databaseName, Object.values(await processes()));
       const started = performance.now();
       const calls: Promise<void>[] = [];
       if (Number.isFinite(perSecond)) {
@@ -276,6 +283,7 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
         });
       }
       onArrival = undefined;
+      const spent = await cost.stop(commits.size);
       const latencies: number[] = [];
       const samples: DeliveryRun["samples"] = [];
       let firstCommit = Infinity;
@@ -301,11 +309,10 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
         p95: percentile(latencies, 95),
         p99: percentile(latencies, 99),
         max: latencies[latencies.length - 1] ?? NaN,
+        cost: spent,
         samples,
       };
     };
-    const pid = platform.child.pid;
-    const processes = async () => (DISTRIBUTED && pid !== undefined ? childProcesses(pid) : { platform: pid! });
     return { run, owner, databaseUrl: db.url, pid, processes, close };
   } catch (err) {
     if (platform) process.stderr.write(platform.output());
