@@ -10,6 +10,7 @@ import { createTestDatabase } from "./backends.js";
 export interface PlanNode {
   "Node Type": string;
   "Index Name"?: string;
+  "Relation Name"?: string;
   "Actual Rows"?: number;
   "Actual Loops"?: number;
   "Rows Removed by Filter"?: number;

@@ -11,7 +11,7 @@
 // claim is one short statement, so the turns are short.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { randomUUID } from "node:crypto";
-import { inlined, pooledScript } from "../../shared/pooled-query.js";
+import { inlined, pooledPreparedScript, pooledScript } from "../../shared/pooled-query.js";
 import { orderedHeadSql } from "./ordered-head.js";
 
 const S = `"delivery"`;
@@ -28,6 +28,8 @@ export interface ClaimOptions {
    * one fan-out, in order).
    */
   watermark?: number;
+  /** The claim as a prepared statement (real PostgreSQL; pooledPreparedScript). */
+  prepared?: boolean;
 }
 
 /**
@@ -70,48 +72,11 @@ export async function inFlightNow(orm: MikroORM, cap: number): Promise<{ deliver
   return { deliveries: row?.deliveries ?? 0, subscriptionsAtCap: row?.at_cap ?? 0 };
 }
 
-/**
- * Claims up to `limit` due rows: FOR UPDATE SKIP LOCKED, so a row a manual
- * retry holds is passed over; the claim moves next_attempt_at a lease ahead,
- * so a dead worker's rows come back then.
- *
- * The work is per subscription, never per queued row, so a claim costs the
- * same with a backlog of ten or of a hundred thousand: the subscriptions with
- * pending deliveries are found by a loose index scan (one probe of
- * delivery_pending_index each, "subs"), and each gives at most its free slots
- * (cap - in flight) of its oldest due rows, read from the same index. The
- * candidates are then ranked within their owner (organisation, client
- * application) by their turn in their subscription, and the claim takes every
- * owner's first before any owner's second: an owner with a long queue does
- * not hold back another's event that just came. A subscription its target
- * throttled (subscription_pause) has no candidates until its paused_until,
- * and its own in_flight_cap, when set, in place of the configured cap.
- *
- * Ordered delivery (rows marked "ordered" by the fan-out): a subscription
- * with a pending ordered row gives only its head (orderedHeadSql: the oldest
- * pending one, so a head waiting for its retry holds back those behind it,
- * and once it succeeds or gives up the next is the head), only while nothing
- * of it is in flight (one at a time, whatever the cap), and only when its
- * event is at or below the fan-out's watermark: with several fan-out
- * processes a later batch can be recorded before an earlier one, and the head
- * must not be a later event whose earlier ones are not recorded yet. The
- * watermark was read before this statement started, and the fan-out
- * acknowledges a batch only after its rows committed: so this statement sees
- * every row of every event at or below it, and a head at or below it is
- * truly the oldest. (A subscription switched from ordered to unordered stays
- * one at a time until the rows recorded as ordered are done.)
- */
-export async function claimDue(orm: MikroORM, o: ClaimOptions): Promise<{ claimId: string; rows: Record<string, unknown>[] }> {
-  const claimId = randomUUID();
-  const cap = o.maxInFlightPerSubscription ?? null;
-  // The lock, then the claim, in one round trip: one transaction (pooledScript), and the claim's
-  // statement starts, with a snapshot of its own, once the lock is granted. Before, a BEGIN, the
-  // lock, the claim and a COMMIT each waited for this process's event loop, with the lock held.
-  const [, rows = []] = await pooledScript(
-    orm,
-    `select pg_advisory_xact_lock(hashtextextended('delivery.claim', 0));
-     ${inlined(
-      `with recursive "subs" as (
+/** The claims' turns: one transaction-level advisory lock. */
+const CLAIM_LOCK = `select pg_advisory_xact_lock(hashtextextended('delivery.claim', 0));`;
+
+/** The claim's statement (claimDue), its values: cap, limit, cap, watermark, watermark, limit, lease seconds, claim id. */
+export const CLAIM_SQL = `with recursive "subs" as (
          (select d."subscription_id" from ${S}."delivery" d where d."status" = 'pending' order by d."subscription_id" limit 1)
          union all
          select (select d."subscription_id" from ${S}."delivery" d
@@ -150,9 +115,48 @@ export async function claimDue(orm: MikroORM, o: ClaimOptions): Promise<{ claimI
             and d."status" = 'pending' and d."next_attempt_at" <= now()
             for update skip locked
        )
-       ${claimRowsSql(`"due"`)}`,
-      [cap, o.limit, cap, o.watermark ?? null, o.watermark ?? null, o.limit, o.leaseSeconds, claimId],
-    )}`,
-  );
+       ${claimRowsSql(`"due"`)}`;
+
+/**
+ * Claims up to `limit` due rows: FOR UPDATE SKIP LOCKED, so a row a manual
+ * retry holds is passed over; the claim moves next_attempt_at a lease ahead,
+ * so a dead worker's rows come back then.
+ *
+ * The work is per subscription, never per queued row, so a claim costs the
+ * same with a backlog of ten or of a hundred thousand: the subscriptions with
+ * pending deliveries are found by a loose index scan (one probe of
+ * delivery_pending_index each, "subs"), and each gives at most its free slots
+ * (cap - in flight) of its oldest due rows, read from the same index. The
+ * candidates are then ranked within their owner (organisation, client
+ * application) by their turn in their subscription, and the claim takes every
+ * owner's first before any owner's second: an owner with a long queue does
+ * not hold back another's event that just came. A subscription its target
+ * throttled (subscription_pause) has no candidates until its paused_until,
+ * and its own in_flight_cap, when set, in place of the configured cap.
+ *
+ * Ordered delivery (rows marked "ordered" by the fan-out): a subscription
+ * with a pending ordered row gives only its head (orderedHeadSql: the oldest
+ * pending one, so a head waiting for its retry holds back those behind it,
+ * and once it succeeds or gives up the next is the head), only while nothing
+ * of it is in flight (one at a time, whatever the cap), and only when its
+ * event is at or below the fan-out's watermark: with several fan-out
+ * processes a later batch can be recorded before an earlier one, and the head
+ * must not be a later event whose earlier ones are not recorded yet. The
+ * watermark was read before this statement started, and the fan-out
+ * acknowledges a batch only after its rows committed: so this statement sees
+ * every row of every event at or below it, and a head at or below it is
+ * truly the oldest. (A subscription switched from ordered to unordered stays
+ * one at a time until the rows recorded as ordered are done.)
+ */
+export async function claimDue(orm: MikroORM, o: ClaimOptions): Promise<{ claimId: string; rows: Record<string, unknown>[] }> {
+  const claimId = randomUUID();
+  const cap = o.maxInFlightPerSubscription ?? null;
+  const values = [cap, o.limit, cap, o.watermark ?? null, o.watermark ?? null, o.limit, o.leaseSeconds, claimId];
+  // The lock, then the claim, in one round trip: one transaction (pooledScript), and the claim's
+  // statement starts, with a snapshot of its own, once the lock is granted. Before, a BEGIN, the
+  // lock, the claim and a COMMIT each waited for this process's event loop, with the lock held.
+  const [, rows = []] = o.prepared
+    ? await pooledPreparedScript(orm, CLAIM_LOCK, "delivery_claim", CLAIM_SQL, values)
+    : await pooledScript(orm, `${CLAIM_LOCK}\n${inlined(CLAIM_SQL, values)}`);
   return { claimId, rows };
 }

@@ -55,7 +55,7 @@ export interface RetriedDelivery {
 export interface DeliveryStoreOptions {
   /** A halved in-flight cap is not halved again within this (DELIVERY_TIMEOUT_MS). */
   halvingWindowMs?: number;
-  /** The hot statements (the fan-out's, the attempts') as prepared statements (real PostgreSQL; shared/pooled-query.ts). */
+  /** The hot statements (the fan-out's, the claim's, the attempts') as prepared statements (real PostgreSQL; shared/pooled-query.ts). */
   prepared?: boolean;
 }
 
@@ -157,7 +157,7 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
 
     /** Claims up to `limit` due rows for this worker (delivery-claim.ts: the per-subscription cap, the owners' turns, ordered heads). */
     async claim(limit: number, leaseSeconds: number, maxInFlightPerSubscription?: number, watermark?: ClaimOptions["watermark"]): Promise<ClaimedDelivery[]> {
-      const { claimId, rows } = await claimDue(orm, { limit, leaseSeconds, maxInFlightPerSubscription, watermark });
+      const { claimId, rows } = await claimDue(orm, { limit, leaseSeconds, maxInFlightPerSubscription, watermark, prepared: options.prepared });
       return rows.map((r) => claimedOf(r, claimId));
     },
 
