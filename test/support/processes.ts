@@ -18,8 +18,19 @@ const NATS_SERVER_BIN = process.env.NATS_SERVER_BIN ?? (existsSync("/usr/sbin/na
 // thousands) may take it as its local port. Ports in this range are only
 // ever taken by a listen, so a random pick that binds now stays free unless
 // another test picks the very same one.
-const PICK_LOW = 20_000;
-const PICK_HIGH = 32_700;
+//
+// Each vitest worker picks from its own slice of the range (VITEST_POOL_ID,
+// 1 to maxWorkers): a platform binds its ports seconds after they are picked
+// (after its migrations), and two workers once picked the same one in that
+// window ("port 23857 (ORGANISATION_RPC_PORT) is already in use", CI,
+// 2026-11-29). Outside vitest (the bench), the whole range.
+const RANGE_LOW = 20_000;
+const RANGE_HIGH = 32_700;
+const SLICES = 4;
+const SLICE = Math.floor((RANGE_HIGH - RANGE_LOW) / SLICES);
+const POOL_ID = Number(process.env.VITEST_POOL_ID);
+const PICK_LOW = Number.isInteger(POOL_ID) && POOL_ID >= 1 ? RANGE_LOW + ((POOL_ID - 1) % SLICES) * SLICE : RANGE_LOW;
+const PICK_HIGH = Number.isInteger(POOL_ID) && POOL_ID >= 1 ? PICK_LOW + SLICE : RANGE_HIGH;
 
 function bindable(port: number): Promise<boolean> {
   return new Promise((resolve) => {
