@@ -14,6 +14,7 @@
 import { readFile } from "node:fs/promises";
 import autocannon from "autocannon";
 import { startPlatform } from "./oauth-target.js";
+import { TICK_US, processTicks } from "./run-cost.js";
 
 const rows = (process.argv[2] ?? "token,token,me,me").split(",");
 const seconds = Number(process.argv[3] ?? 4);
@@ -21,12 +22,8 @@ const unknown = rows.filter((r) => r !== "token" && r !== "introspect" && r !== 
 if (unknown.length) throw new Error(`unknown rows ${unknown.join(", ")}: use token, introspect and me`);
 
 const target = await startPlatform();
-/** The platform process's CPU time so far, in clock ticks: [utime, stime] (/proc/<pid>/stat fields 14 and 15). */
-const ticks = async () => {
-  const fields = (await readFile(`/proc/${target.pid}/stat`, "utf8")).split(") ")[1]!.split(" ");
-  return [Number(fields[11]), Number(fields[12])] as const;
-};
-const TICK_US = 10_000; // USER_HZ is 100 on Linux
+/** The platform process's CPU time so far, in clock ticks: [utime, stime]. */
+const ticks = async () => (await processTicks(target.pid))!;
 try {
   const form = new URLSearchParams({ grant_type: "client_credentials", client_id: target.clientId, client_secret: target.clientSecret, scope: "organisation:read" });
   for (const row of rows) {

@@ -23,23 +23,24 @@ export interface RunCost {
 }
 
 /** Linux's USER_HZ: /proc's CPU times are in hundredths of a second. */
-const TICK_US = 10_000;
+export const TICK_US = 10_000;
 
-async function ticks(pid: number): Promise<number | undefined> {
+/** A process's CPU time so far, in clock ticks: [utime, stime] (/proc/<pid>/stat fields 14 and 15); undefined once it is gone. */
+export async function processTicks(pid: number): Promise<readonly [number, number] | undefined> {
   try {
-    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+    // The fields after the command's closing parenthesis, which may itself hold spaces.
     const fields = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]!.split(" ");
-    return Number(fields[11]) + Number(fields[12]);
+    return [Number(fields[11]), Number(fields[12])];
   } catch {
-    return undefined; // gone
+    return undefined;
   }
 }
 
 async function ticksOf(pids: number[]): Promise<Map<number, number>> {
   const out = new Map<number, number>();
   for (const pid of pids) {
-    const t = await ticks(pid);
-    if (t !== undefined) out.set(pid, t);
+    const t = await processTicks(pid);
+    if (t !== undefined) out.set(pid, t[0] + t[1]);
   }
   return out;
 }

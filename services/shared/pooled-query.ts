@@ -77,6 +77,25 @@ export function onRealPostgres(deps: { databasePoolMax: number }): boolean {
 
 /** Each statement's text with positional placeholders, made once. */
 const texts = new Map<string, string>();
+const positionalOnce = (sql: string): string => {
+  let text = texts.get(sql);
+  if (text === undefined) texts.set(sql, (text = positional(sql)));
+  return text;
+};
+
+/** `fn` on a connection of the service's pool, without the ORM's per-query work; the connection goes back after. */
+async function onPooledConnection<C, T>(orm: MikroORM, fn: (conn: C) => Promise<T>): Promise<T> {
+  const knex = orm.em.getConnection().getKnex();
+  const conn = (await knex.client.acquireConnection()) as C;
+  try {
+    return await fn(conn);
+  } finally {
+    await knex.client.releaseConnection(conn);
+  }
+}
+
+/** A simple query's results, one per statement (node-postgres answers one result for one statement). */
+const perStatement = (results: Awaited<ReturnType<ScriptConnection["query"]>>) => (Array.isArray(results) ? results : [results]).map((r) => r.rows);
 
 export interface PooledStatement {
   <T = Record<string, unknown>>(values: unknown[]): Promise<T[]>;
@@ -88,20 +107,14 @@ export interface PooledStatement {
  * always have the same text).
  */
 export function pooledStatement(orm: MikroORM, name: string, sql: string, prepared: boolean): PooledStatement {
-  let text = texts.get(sql);
-  if (text === undefined) texts.set(sql, (text = positional(sql)));
+  const text = positionalOnce(sql);
   const statementName = prepared ? name : undefined;
-  return async <T>(values: unknown[]) => {
-    const knex = orm.em.getConnection().getKnex();
-    const conn = (await knex.client.acquireConnection()) as Connection;
-    try {
+  return async <T>(values: unknown[]) =>
+    onPooledConnection(orm, async (conn: Connection) =>
       // A literal, not a spread of a shared object: V8 gave each spread copy
       // a hidden class of its own (--log-maps: a new map per statement).
-      return (await conn.query(statementName === undefined ? { text, values } : { name: statementName, text, values })).rows as T[];
-    } finally {
-      await knex.client.releaseConnection(conn);
-    }
-  };
+      (await conn.query(statementName === undefined ? { text, values } : { name: statementName, text, values })).rows as T[],
+    );
 }
 
 /**
@@ -116,14 +129,7 @@ export function pooledStatement(orm: MikroORM, name: string, sql: string, prepar
  * statements are planned each time. Returns each statement's rows.
  */
 export async function pooledScript(orm: MikroORM, statements: string): Promise<Record<string, unknown>[][]> {
-  const knex = orm.em.getConnection().getKnex();
-  const conn = (await knex.client.acquireConnection()) as ScriptConnection;
-  try {
-    const results = await conn.query(statements);
-    return (Array.isArray(results) ? results : [results]).map((r) => r.rows);
-  } finally {
-    await knex.client.releaseConnection(conn);
-  }
+  return onPooledConnection(orm, async (conn: ScriptConnection) => perStatement(await conn.query(statements)));
 }
 
 /** The connections that have prepared a statement of pooledPreparedScript, by its name. */
@@ -144,21 +150,16 @@ const preparedOn = new Map<string, WeakSet<object>>();
 export async function pooledPreparedScript(orm: MikroORM, before: string, name: string, sql: string, values: unknown[]): Promise<Record<string, unknown>[][]> {
   let prepared = preparedOn.get(name);
   if (prepared === undefined) preparedOn.set(name, (prepared = new WeakSet()));
-  let text = texts.get(sql);
-  if (text === undefined) texts.set(sql, (text = positional(sql)));
-  const knex = orm.em.getConnection().getKnex();
-  const conn = (await knex.client.acquireConnection()) as ScriptConnection & object;
-  try {
-    if (!prepared.has(conn)) {
+  const made = prepared;
+  const text = positionalOnce(sql);
+  return onPooledConnection(orm, async (conn: ScriptConnection & object) => {
+    if (!made.has(conn)) {
       // Once per connection, on its own: a prepared statement outlives the transaction that made it.
       await conn.query(`prepare ${identifier(name)} as ${text}`).catch((err: { code?: string }) => {
         if (err.code !== "42P05") throw err; // duplicate_prepared_statement: made before, by this connection
       });
-      prepared.add(conn);
+      made.add(conn);
     }
-    const results = await conn.query(`${before}\nexecute ${identifier(name)}(${values.map(literal).join(", ")})`);
-    return (Array.isArray(results) ? results : [results]).map((r) => r.rows);
-  } finally {
-    await knex.client.releaseConnection(conn);
-  }
+    return perStatement(await conn.query(`${before}\nexecute ${identifier(name)}(${values.map(literal).join(", ")})`));
+  });
 }
