@@ -8,6 +8,7 @@
 import pg from "pg";
 import { startDeliveryTarget } from "./delivery-target.js";
 import { startActivitySampler } from "./pg-activity-sample.js";
+import { vacuumPipeline } from "./pipeline-vacuum.js";
 
 const seconds = Number(process.argv[2] ?? 10);
 const rate = Number(process.argv[3] ?? 200);
@@ -17,6 +18,10 @@ const target = await startDeliveryTarget(prof ? ["--cpu-prof", `--cpu-prof-dir=$
 try {
   // Warm-up at 200/s whatever the rate measured.
   await target.run(1000, 200, 1);
+  // As the bench's passes run (delivery-passes.ts): on tables analyzed, as autovacuum leaves them.
+  // Without it the measured run started with the plans of tables never analyzed (each record
+  // statement read the deliveries by a sequential scan: bench/profile-findings.md, 2026-11-29 15:13).
+  await vacuumPipeline(target.databaseUrl);
   const sampler = process.env.BENCH_PG_ACTIVITY ? await startActivitySampler(new URL(target.databaseUrl).pathname.slice(1)) : undefined;
   const runStarted = new Date();
   const run = await target.run(Math.round(rate * seconds), rate, 1, spread);
