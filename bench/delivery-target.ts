@@ -186,18 +186,22 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
     const organisations = createRpcClient(OrganisationService, rpc(ports.ORGANISATION_RPC_PORT!));
     const webhooks = createRpcClient(WebhookService, rpc(ports.WEBHOOK_RPC_PORT!));
 
-    let runs = 0;
-    let owners = 0;
+    /** A fresh organisation (its owner's password hashed: about 0.2 s of CPU) with one subscription of contact.created per target. */
+    let organisationCount = 0;
+    const subscribedOrganisation = async (name: string, targetUrls: (n: number) => string[], ordered = false) => {
+      const n = ++organisationCount;
+      const { organisation } = await organisations.createOrganisation({ name: `${name} ${n}`, ownerEmail: `owner${n}@bench.test`, ownerPassword: "bench-password" });
+      const owner = { organisationId: organisation!.id, clientId: "bench" };
+      const subscriptionIds: bigint[] = [];
+      for (const targetUrl of targetUrls(n)) {
+        const { subscription } = await webhooks.createSubscription({ owner, targetUrl, eventType: EventType.CONTACT_CREATED, ordered });
+        subscriptionIds.push(subscription!.id);
+      }
+      return { n, owner, subscriptionIds };
+    };
     const owner = async (targetUrl: string) => {
-      const { organisation } = await organisations.createOrganisation({
-        name: `Bench owner ${++owners}`,
-        ownerEmail: `other${owners}@bench.test`,
-        ownerPassword: "bench-password",
-      });
-      const organisationId = organisation!.id;
-      const subscriptionOwner = { organisationId, clientId: "bench" };
-      const { subscription } = await webhooks.createSubscription({ owner: subscriptionOwner, targetUrl, eventType: EventType.CONTACT_CREATED });
-      const id = owners;
+      const { n: id, owner: subscriptionOwner, subscriptionIds } = await subscribedOrganisation("Bench owner", () => [targetUrl]);
+      const { organisationId } = subscriptionOwner;
       let n = 0;
       const create = async () => {
         try {
@@ -207,8 +211,8 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
           return false;
         }
       };
-      const remove = async () => void (await webhooks.deleteSubscription({ owner: subscriptionOwner, id: subscription!.id }));
-      return { subscriptionId: subscription!.id, create, remove };
+      const remove = async () => void (await webhooks.deleteSubscription({ owner: subscriptionOwner, id: subscriptionIds[0]! }));
+      return { subscriptionId: subscriptionIds[0]!, create, remove };
     };
     // The organisations of a run, each with its subscriptions, by their shape: the passes of one
     // case (delivery-passes.ts) share them, as a tenant's load goes on from one minute to the next.
@@ -217,26 +221,14 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
     // platforms, were 200 hashes, about 40 s of CPU in a run and the two cores busy before each pass.
     // A shape's subscriptions are its own: no other run's contacts reach them.
     const tenantsByShape = new Map<string, string[]>();
-    const tenantsOf = async (organisationCount: number, subscriptions: number, ordered: boolean): Promise<string[]> => {
-      const shape = `${organisationCount}/${subscriptions}/${ordered}`;
+    const tenantsOf = async (count: number, subscriptions: number, ordered: boolean): Promise<string[]> => {
+      const shape = `${count}/${subscriptions}/${ordered}`;
       const known = tenantsByShape.get(shape);
       if (known) return known;
       const tenants: string[] = [];
-      for (let o = 0; o < organisationCount; o++) {
-        const { organisation } = await organisations.createOrganisation({
-          name: `Bench ${++runs}`,
-          ownerEmail: `owner${runs}@bench.test`,
-          ownerPassword: "bench-password",
-        });
-        tenants.push(organisation!.id);
-        for (let s = 0; s < subscriptions; s++) {
-          await webhooks.createSubscription({
-            owner: { organisationId: organisation!.id, clientId: "bench" },
-            targetUrl: `${receiverUrl}/run${runs}/s${s}`,
-            eventType: EventType.CONTACT_CREATED,
-            ordered,
-          });
-        }
+      for (let o = 0; o < count; o++) {
+        const paths = (n: number) => Array.from({ length: subscriptions }, (_, s) => `${receiverUrl}/org${n}/s${s}`);
+        tenants.push((await subscribedOrganisation("Bench", paths, ordered)).owner.organisationId);
       }
       tenantsByShape.set(shape, tenants);
       return tenants;
