@@ -2,6 +2,7 @@
 // connections, an RPC case a closed loop of calls; each run is one round.
 import autocannon from "autocannon";
 import { closedLoop } from "./closed-loop.js";
+import { cpuTimes, stolenPercent } from "./cpu-steal.js";
 
 /**
  * Before an HTTP case's first round, a round not counted (as closedLoop's
@@ -14,6 +15,8 @@ export interface Sample {
   rps: number;
   /** ms: p99 for the HTTP rows, the median for the RPC rows */
   latency: number;
+  /** The HTTP rows: the share of the machine's time the hypervisor took during the round, percent (cpu-steal.ts). */
+  stolenPercent?: number;
 }
 
 export interface Case {
@@ -39,10 +42,12 @@ export function httpCase(
       // server, the peer's as ours, is measured with its code compiled and its connections open.
       if (!warm) await load(WARMUP_SECONDS);
       warm = true;
+      const before = await cpuTimes();
       const result = await load(seconds);
+      const stolen = stolenPercent(before, await cpuTimes());
       const wrong = result.statusCodeStats ? Object.keys(result.statusCodeStats).filter((s) => Number(s) !== c.expectStatus) : [];
       if (wrong.length) throw new Error(`${name}: unexpected statuses ${wrong.join(", ")}`);
-      return { rps: result.requests.average, latency: result.latency.p99 };
+      return { rps: result.requests.average, latency: result.latency.p99, ...(stolen === undefined ? {} : { stolenPercent: stolen }) };
     },
   };
 }

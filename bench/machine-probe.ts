@@ -14,10 +14,12 @@
 //   whose flush was fast to 0.6x on one where it was slow (profile-findings.md,
 //   2026-11-29), while the JS loop differed by 15 %.
 // A run probes at its start and again at its end: the machine's speed moved by
-// up to 2x within half an hour on some days.
+// up to 2x within half an hour on some days. The end's line also says how much
+// of the machine's time the hypervisor took since the start (cpu-steal.ts).
 import { spawn } from "node:child_process";
 import { loadavg } from "node:os";
 import pg from "pg";
+import { cpuTimes, stolenPercent, type CpuTimes } from "./cpu-steal.js";
 import { median } from "./stats.js";
 
 export interface MachineProbe {
@@ -28,7 +30,12 @@ export interface MachineProbe {
   pgRoundTripUs: number;
   /** A statement that flushes WAL at its commit, median round trip (µs); NaN when the server refused it. */
   pgCommitUs: number;
+  /** At the end of a run: the share of the machine's time stolen since the run's first probe, percent. */
+  stolenSinceStartPercent?: number;
 }
+
+/** The first probe's CPU times: the end's steal is counted from them. */
+let firstProbe: CpuTimes | undefined;
 
 function jsLoopMs(): number {
   const started = performance.now();
@@ -86,11 +93,21 @@ async function postgresRoundTrips(databaseUrl: string, trips = 500): Promise<{ p
 
 /** The probes, printed on one line (`when`: "machine" at the start, "machine at the end"). */
 export async function probeMachine(databaseUrl: string, when = "machine"): Promise<MachineProbe> {
-  const probe = { loadAverageAtStart: loadavg(), jsLoopMs: jsLoopMs(), pipeRoundTripUs: await pipeRoundTripUs(), ...(await postgresRoundTrips(databaseUrl)) };
+  const times = await cpuTimes();
+  const stolen = firstProbe ? stolenPercent(firstProbe, times) : undefined;
+  firstProbe ??= times;
+  const probe: MachineProbe = {
+    loadAverageAtStart: loadavg(),
+    jsLoopMs: jsLoopMs(),
+    pipeRoundTripUs: await pipeRoundTripUs(),
+    ...(await postgresRoundTrips(databaseUrl)),
+    ...(stolen === undefined ? {} : { stolenSinceStartPercent: stolen }),
+  };
   console.log(
     `${when}: load ${probe.loadAverageAtStart.map((l) => l.toFixed(2)).join(" ")}, JS loop ${probe.jsLoopMs.toFixed(0)} ms, ` +
       `pipe round trip to a child process ${probe.pipeRoundTripUs.toFixed(0)} µs, ` +
-      `PostgreSQL select 1 ${probe.pgRoundTripUs.toFixed(0)} µs, commit with a WAL flush ${Number.isNaN(probe.pgCommitUs) ? "n/a (refused)" : `${probe.pgCommitUs.toFixed(0)} µs`} (medians)`,
+      `PostgreSQL select 1 ${probe.pgRoundTripUs.toFixed(0)} µs, commit with a WAL flush ${Number.isNaN(probe.pgCommitUs) ? "n/a (refused)" : `${probe.pgCommitUs.toFixed(0)} µs`} (medians)` +
+      (stolen === undefined ? "" : `; CPU time stolen by the hypervisor since the start ${stolen.toFixed(1)} % of the machine's`),
   );
   return probe;
 }

@@ -13,6 +13,8 @@ interface Row {
   latency: number;
   /** Each round's calls/s, in the order run. */
   rounds: number[];
+  /** Each round's share of the machine's time stolen by the hypervisor, percent (cpu-steal.ts). */
+  stolen?: (number | undefined)[];
 }
 
 const PEER_TOKEN = "peer: oidc-provider POST /token, client_credentials (in memory)";
@@ -98,12 +100,17 @@ export function printOauthRows(rows: Row[]): { token: number; me: number; intros
   // Introspection has no floor of its own: its ratio is printed beside them.
   const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
   const each = (p: { rounds: number[] }) => `rounds ${p.rounds.map((x) => x.toFixed(3)).join(" / ")}`;
+  // What the hypervisor took in each round, this row's and its counterpart's: a round far from the others often had much more.
+  const stolen = (r: Row, other: Row) => {
+    const side = (x: Row) => (x.stolen ?? []).map((s) => (s === undefined ? "?" : s.toFixed(0))).join("/");
+    return r.stolen?.some((s) => s !== undefined) ? `; CPU stolen % ${side(r)} against ${side(other)}` : "";
+  };
   const token = vsPeer(byName(TOKEN)!)!;
   const me = pairedRatio(byName(ME)!, bare);
   const introspection = byName(INTROSPECTION) && vsPeer(byName(INTROSPECTION)!);
   console.log(
-    `\nfloors, OAuth: token endpoint ${token.ratio.toFixed(3)}x the peer (${each(token)}; >= 0.85: ${verdict(token.ratio >= 0.85)}); ` +
-      `GET /oauth/me ${me.ratio.toFixed(3)}x bare (${each(me)}; >= 0.4: ${verdict(me.ratio >= 0.4)})` +
+    `\nfloors, OAuth: token endpoint ${token.ratio.toFixed(3)}x the peer (${each(token)}${stolen(byName(TOKEN)!, byName(PEER_TOKEN)!)}; >= 0.85: ${verdict(token.ratio >= 0.85)}); ` +
+      `GET /oauth/me ${me.ratio.toFixed(3)}x bare (${each(me)}${stolen(byName(ME)!, bare)}; >= 0.4: ${verdict(me.ratio >= 0.4)})` +
       (introspection === undefined ? "" : `; introspection ${introspection.ratio.toFixed(3)}x the peer (${each(introspection)}; no floor)`),
   );
   return { token: token.ratio, me: me.ratio, introspection: introspection?.ratio };

@@ -10,6 +10,7 @@
 // platform of the growth rows is idle meanwhile, its few writes counted too.
 import { readFile } from "node:fs/promises";
 import pg from "pg";
+import { cpuTimes, stolenPercent } from "./cpu-steal.js";
 import { ADMIN_DATABASE_URL } from "./rpc-target.js";
 
 /** Per event of a pass. */
@@ -20,6 +21,8 @@ export interface RunCost {
   postgresUs: number;
   /** WAL written, bytes. */
   walBytes: number;
+  /** The share of the machine's time the hypervisor took during the pass, percent (cpu-steal.ts); not per event. */
+  stolenPercent?: number;
 }
 
 /** Linux's USER_HZ: /proc's CPU times are in hundredths of a second. */
@@ -59,7 +62,7 @@ export async function startRunCost(database: string, platformPids: number[]): Pr
       [database],
     );
     const lsn = rows[0]?.lsn ?? (await client.query<{ lsn: string }>("select pg_current_wal_lsn()::text as lsn")).rows[0]!.lsn;
-    return { lsn, platform: await ticksOf(platformPids), postgres: await ticksOf(rows.map((r) => r.pid)) };
+    return { lsn, platform: await ticksOf(platformPids), postgres: await ticksOf(rows.map((r) => r.pid)), machine: await cpuTimes() };
   };
   const before = await reading();
   return {
@@ -72,6 +75,7 @@ export async function startRunCost(database: string, platformPids: number[]): Pr
           platformUs: used(before.platform, after.platform) / events,
           postgresUs: used(before.postgres, after.postgres) / events,
           walBytes: rows[0]!.bytes / events,
+          stolenPercent: stolenPercent(before.machine, after.machine),
         };
       } finally {
         await client.end();

@@ -45,8 +45,7 @@
 // (each service and the gateway a process of its own), each one's peak memory.
 // Every row goes to bench/results/<time>-<group>.json (bench/results.ts).
 // The cases take turns for BENCH_ROUNDS rounds of BENCH_SECONDS each (the RPC
-// rows' BENCH_RPC_SECONDS, 2) (each
-// HTTP case warmed up for 3 s before its first), and the median round
+// rows' BENCH_RPC_SECONDS, 2) (each HTTP case warmed up for 3 s before its first), and the median round
 // counts (one run is noisy here). The HTTP and OAuth rows take their turns
 // first, the RPC rows after them, with the bare row again in their rounds:
 // the RPC rows run a service in this process, whose work would otherwise
@@ -92,7 +91,7 @@ const httpCase = (name: string, c: Parameters<typeof httpCaseFor>[1], group?: Ca
 const rpcSeconds = Number(process.env.BENCH_RPC_SECONDS ?? 2);
 const loopCase = (name: string, call: () => Promise<unknown>, inFlight: number) => loopCaseFor(name, call, inFlight, rpcSeconds);
 
-type Row = Case & { rps: number; latency: number; rounds: number[] };
+type Row = Case & { rps: number; latency: number; rounds: number[]; stolen: (number | undefined)[] };
 
 /** The cases take turns for `rounds` rounds; each row is its median round. The first case is the bare row. */
 async function measure(cases: Case[]): Promise<{ rows: Row[]; base: number }> {
@@ -105,6 +104,7 @@ async function measure(cases: Case[]): Promise<{ rows: Row[]; base: number }> {
     rps: median(samples[i]!.map((s) => s.rps)),
     latency: median(samples[i]!.map((s) => s.latency)),
     rounds: samples[i]!.map((s) => Math.round(s.rps)),
+    stolen: samples[i]!.map((s) => s.stolenPercent),
   }));
   return { rows, base: rows[0]!.rps };
 }
@@ -327,8 +327,8 @@ try {
       machineAtEnd, // a run whose end differs much from its start ran on a machine that changed speed
     },
     {
-      // Each round's calls/s beside the median: how much one run moved.
-      rows: rows.map(({ group, name, rps, latency, rounds }) => ({ group, name, rps, latency, rounds })),
+      // Each round's calls/s beside the median (how much one run moved), and the CPU stolen in it (%).
+      rows: rows.map(({ group, name, rps, latency, rounds, stolen }) => ({ group, name, rps, latency, rounds, stolen })),
       // The OAuth floors' ratios, each the median of its rounds' (oauth-rows.ts pairedRatio).
       oauthFloors,
       delivery: deliveryResults && { ...deliveryResults, growth: undefined },
