@@ -15,7 +15,7 @@
 //   2026-11-29), while the JS loop differed by 15 %.
 // A run probes at its start and again at its end: the machine's speed moved by
 // up to 2x within half an hour on some days. The end's line also says how much
-// of the machine's time the hypervisor took since the start (cpu-steal.ts).
+// of the machine's time the hypervisor took since the start probe (cpu-steal.ts).
 import { spawn } from "node:child_process";
 import { loadavg } from "node:os";
 import pg from "pg";
@@ -30,12 +30,11 @@ export interface MachineProbe {
   pgRoundTripUs: number;
   /** A statement that flushes WAL at its commit, median round trip (µs); NaN when the server refused it. */
   pgCommitUs: number;
-  /** At the end of a run: the share of the machine's time stolen since the run's first probe, percent. */
+  /** The machine's CPU times when the probe began (cpu-steal.ts); undefined without /proc/stat. */
+  cpuTimes?: CpuTimes;
+  /** A probe given the run's first one (the end's): the share of the machine's time stolen since it, percent. */
   stolenSinceStartPercent?: number;
 }
-
-/** The first probe's CPU times: the end's steal is counted from them. */
-let firstProbe: CpuTimes | undefined;
 
 function jsLoopMs(): number {
   const started = performance.now();
@@ -91,12 +90,15 @@ async function postgresRoundTrips(databaseUrl: string, trips = 500): Promise<{ p
   }
 }
 
-/** The probes, printed on one line (`when`: "machine" at the start, "machine at the end"). */
-export async function probeMachine(databaseUrl: string, when = "machine"): Promise<MachineProbe> {
+/**
+ * The probes, printed on one line (`when`: "machine" at the start, "machine at
+ * the end"); given the run's first probe (`start`), also the CPU time stolen since.
+ */
+export async function probeMachine(databaseUrl: string, when = "machine", start?: MachineProbe): Promise<MachineProbe> {
   const times = await cpuTimes();
-  const stolen = firstProbe ? stolenPercent(firstProbe, times) : undefined;
-  firstProbe ??= times;
+  const stolen = start && stolenPercent(start.cpuTimes, times);
   const probe: MachineProbe = {
+    ...(times === undefined ? {} : { cpuTimes: times }),
     loadAverageAtStart: loadavg(),
     jsLoopMs: jsLoopMs(),
     pipeRoundTripUs: await pipeRoundTripUs(),

@@ -311,7 +311,7 @@ try {
         true,
       )
     : undefined;
-  const machineAtEnd = await probeMachine(ADMIN_DATABASE_URL, "machine at the end");
+  const machineAtEnd = await probeMachine(ADMIN_DATABASE_URL, "machine at the end", machine);
   const file = await writeResults(
     only ?? "all",
     {
