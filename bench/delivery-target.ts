@@ -6,7 +6,7 @@
 // answering 200 at once, which notes when each contact arrived.
 //
 // A contact's commit time is when CreateContact returned to this process; its
-// arrival, when the receiver had the whole POST. Contacts are created open
+// arrival, when the receiver had the whole POST. Contacts are created (bench/contact-caller.ts) open
 // loop: at a fixed rate whatever the answers (each call started on its
 // schedule), or as a burst (all of them at once, 32 calls in flight).
 import { randomBytes } from "node:crypto";
@@ -25,6 +25,7 @@ import { PLATFORM_ENV, startArgs } from "../scripts/platform-processes.js";
 import { deleteStream } from "../test/support/stream.js";
 import { ADMIN_DATABASE_URL, NATS_URL } from "./rpc-target.js";
 import { startRunCost, type RunCost } from "./run-cost.js";
+import { contactCaller, type ContactCaller } from "./contact-caller.js";
 
 export interface DeliveryRun {
   events: number;
@@ -155,7 +156,9 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
 
   let platform: Spawned | undefined;
   let compiled: string | undefined;
+  let caller: ContactCaller | undefined;
   const close = async () => {
+    await caller?.close();
     await platform?.kill();
     if (compiled) await rm(compiled, { recursive: true, force: true });
     receiver.closeAllConnections();
@@ -185,6 +188,9 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
     const rpc = (port: string) => ({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 10_000, internalToken: token });
     const organisations = createRpcClient(OrganisationService, rpc(ports.ORGANISATION_RPC_PORT!));
     const webhooks = createRpcClient(WebhookService, rpc(ports.WEBHOOK_RPC_PORT!));
+    // CreateContact as the load (contact-caller.ts): the same request a Connect client sends, at less CPU.
+    const contacts = contactCaller(`http://127.0.0.1:${ports.ORGANISATION_RPC_PORT!}`, token, 10_000);
+    caller = contacts;
 
     /** A fresh organisation (its owner's password hashed: about 0.2 s of CPU) with one subscription of contact.created per target. */
     let organisationCount = 0;
@@ -205,7 +211,7 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
       let n = 0;
       const create = async () => {
         try {
-          await organisations.createContact({ organisationId, fields: { firstName: `Other${++n}`, email: `o${id}-${n}@bench.test` } });
+          await contacts.createContact(organisationId, `Other${++n}`, `o${id}-${n}@bench.test`);
           return true;
         } catch {
           return false;
@@ -245,8 +251,7 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
       const create = async (i: number) => {
         try {
           const organisationId = tenants[i % tenants.length]!;
-          const { contact } = await organisations.createContact({ organisationId, fields: { firstName: `Bench${i}`, email: `c${i}@bench.test` } });
-          commits.set(contact!.id, performance.now());
+          commits.set(await contacts.createContact(organisationId, `Bench${i}`, `c${i}@bench.test`), performance.now());
         } catch (err) {
           failed++;
           firstError ??= err;
