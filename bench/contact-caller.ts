@@ -4,13 +4,14 @@
 //
 // Why: the load generator shares the machine's two cores with the platform,
 // PostgreSQL and NATS. Through the project's Connect client (createRpcClient)
-// it spent 446-465 µs of CPU an event at 1,000 events/s on the VM of
-// 2026-11-29 20:39 (a fifth of the machine), most of it the client's own
-// machinery; what the platform receives is the same request either way
-// (the same path, headers and Protobuf body).
+// it spent 420-547 µs of CPU an event at 1,000 events/s on the VM of
+// 2026-11-29 20:39 (about a fifth of the machine), through this 344-460
+// (docs/benchmark.md, "What changed, by date"); what the platform receives is
+// the same request either way (the same path, headers and Protobuf body).
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Pool } from "undici";
 import { CreateContactRequestSchema, CreateContactResponseSchema, OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
+import { contentTypeUnaryProto, protocolVersion } from "../services/shared/rpc/connect-internals.js";
 import { INTERNAL_AUTH_HEADER } from "../services/shared/rpc/interceptors.js";
 
 export interface ContactCaller {
@@ -24,8 +25,8 @@ export function contactCaller(baseUrl: string, internalToken: string, timeoutMs:
   const pool = new Pool(baseUrl, { connections: 128, pipelining: 1, keepAliveTimeout: 30_000 });
   const path = `/${OrganisationService.typeName}/${OrganisationService.method.createContact.name}`;
   const headers = {
-    "content-type": "application/proto",
-    "connect-protocol-version": "1",
+    "content-type": contentTypeUnaryProto,
+    "connect-protocol-version": protocolVersion,
     "connect-timeout-ms": String(timeoutMs),
     [INTERNAL_AUTH_HEADER]: `Bearer ${internalToken}`,
   };

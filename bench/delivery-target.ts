@@ -25,7 +25,7 @@ import { PLATFORM_ENV, startArgs } from "../scripts/platform-processes.js";
 import { deleteStream } from "../test/support/stream.js";
 import { ADMIN_DATABASE_URL, NATS_URL } from "./rpc-target.js";
 import { startRunCost, type RunCost } from "./run-cost.js";
-import { contactCaller, type ContactCaller } from "./contact-caller.js";
+import { contactCaller } from "./contact-caller.js";
 
 export interface DeliveryRun {
   events: number;
@@ -156,9 +156,11 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
 
   let platform: Spawned | undefined;
   let compiled: string | undefined;
-  let caller: ContactCaller | undefined;
+  // CreateContact as the load (contact-caller.ts): the same request a Connect client sends, at less CPU.
+  // Its pool connects at the first call.
+  const contacts = contactCaller(`http://127.0.0.1:${ports.ORGANISATION_RPC_PORT!}`, token, 10_000);
   const close = async () => {
-    await caller?.close();
+    await contacts.close();
     await platform?.kill();
     if (compiled) await rm(compiled, { recursive: true, force: true });
     receiver.closeAllConnections();
@@ -188,9 +190,6 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
     const rpc = (port: string) => ({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 10_000, internalToken: token });
     const organisations = createRpcClient(OrganisationService, rpc(ports.ORGANISATION_RPC_PORT!));
     const webhooks = createRpcClient(WebhookService, rpc(ports.WEBHOOK_RPC_PORT!));
-    // CreateContact as the load (contact-caller.ts): the same request a Connect client sends, at less CPU.
-    const contacts = contactCaller(`http://127.0.0.1:${ports.ORGANISATION_RPC_PORT!}`, token, 10_000);
-    caller = contacts;
 
     /** A fresh organisation (its owner's password hashed: about 0.2 s of CPU) with one subscription of contact.created per target. */
     let organisationCount = 0;
