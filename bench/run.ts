@@ -301,16 +301,13 @@ try {
     await twin?.close();
     twin = undefined;
   }
-  // Last: the loaded platforms' peaks, then the embedded start alone on the machine.
-  const memory = wants("memory")
-    ? await memoryRows(
-        {
-          ...peaks,
-          ...(await peaksOf(Object.fromEntries(Object.entries((await delivery?.processes()) ?? {}).map(([name, pid]) => [`${name}, after the delivery rows`, pid])))),
-        },
-        true,
-      )
-    : undefined;
+  // Last: the loaded platforms' peaks, then the embedded start alone on the machine: the
+  // delivery rows' platform is stopped first (before, its workers, relays and sweeps ran
+  // beside the embedded starts, which took 5.1 s in a full run against 4.3 s alone).
+  const deliveryPeaks = await peaksOf(Object.fromEntries(Object.entries((await delivery?.processes()) ?? {}).map(([name, pid]) => [`${name}, after the delivery rows`, pid])));
+  await delivery?.close();
+  delivery = undefined;
+  const memory = wants("memory") ? await memoryRows({ ...peaks, ...deliveryPeaks }, true) : undefined;
   const machineAtEnd = await probeMachine(ADMIN_DATABASE_URL, "machine at the end", machine);
   const file = await writeResults(
     only ?? "all",

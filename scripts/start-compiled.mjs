@@ -1,5 +1,5 @@
 // `npm start`'s entry point: the platform's TypeScript compiled to JavaScript
-// (compile-sources.mjs: esbuild, into
+// and bundled from scripts/start.ts (compile-sources.mjs: esbuild, into
 // node_modules/.cache/bizcard-start/<hash of the sources>/, only when they
 // changed), then its scripts/start.js run in this very process (so the pid npm
 // start execs is the platform's, and signals reach it).
@@ -23,5 +23,6 @@ const out = await compileSources({
   // The folders tsconfig.build.json compiles (the production image's dist/).
   sources: JSON.parse(readFileSync(path.join(ROOT, "tsconfig.build.json"), "utf8")).include,
   cache: path.join(ROOT, "node_modules", ".cache", "bizcard-start"),
+  entry: "scripts/start.ts",
 });
 await import(pathToFileURL(path.join(out, "scripts", "start.js")).href);
