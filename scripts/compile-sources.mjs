@@ -3,7 +3,7 @@
 // tsx compiles it for the tests), into <cache>/<hash of the sources>/: file by
 // file, or, given an `entry`, bundled from it (below). Only when the sources
 // changed: the hash covers every file's path and text, esbuild's version, the
-// build's options and the tsconfig. A
+// build's options and the tsconfig (a bundle's also package-lock.json). A
 // build is written under another name and renamed into place, so two starts
 // at once never run a half-written one; the last `keep` builds are kept (a
 // platform still running may import lazily from its own), and a partial
@@ -99,7 +99,11 @@ export async function compileSources({ root, sources, cache, keep = 3, entry }) 
     ...(entry ? bundleOptions(path.join(root, entry)) : {}),
   };
   const files = (await Promise.all(sources.map((dir) => typeScriptFiles(path.join(root, dir))))).flat().sort();
-  const hashed = { ...options, outbase: "", tsconfig: readFileSync(options.tsconfig, "utf8"), entryPoints: entry && [entry] };
+  // A bundle holds its packages' code too: a changed package-lock.json (`npm install <package>`
+  // keeps node_modules/.cache, where `npm ci` starts afresh) is another build.
+  const lock = path.join(root, "package-lock.json");
+  const packages = entry && existsSync(lock) ? readFileSync(lock, "utf8") : undefined;
+  const hashed = { ...options, outbase: "", tsconfig: readFileSync(options.tsconfig, "utf8"), entryPoints: entry && [entry], packages };
   const hash = createHash("sha256").update(`${ESBUILD_VERSION}\0${JSON.stringify(hashed)}\0`);
   for (const [file, text] of await Promise.all(files.map(async (f) => [f, await readFile(f)]))) {
     hash.update(`${path.relative(root, file)}\0`).update(text).update("\0");

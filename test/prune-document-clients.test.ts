@@ -38,14 +38,32 @@ afterAll(async () => {
 });
 
 /** A client row as the auth service keeps it; `expiredDaysAgo` sets a metadata document's expiry. */
-async function insertClient(id: string, registration: string, expiredDaysAgo?: number): Promise<void> {
+function clientRow(id: string, registration: string, expiredDaysAgo?: number): [string, unknown[]] {
   const expiry = expiredDaysAgo === undefined ? "null" : `now() - make_interval(days => ${expiredDaysAgo})`;
-  await exec(
+  return [
     `insert into "auth"."client" ("id", "name", "redirect_uris", "scopes", "public", "created_at", "grant_types",
        "registration", "token_endpoint_auth_method", "metadata_fetched_at", "metadata_expires_at")
      values ($1, 'Kept?', '[]', '[]', true, now() - interval '400 days', '["authorization_code"]', $2, 'none', ${expiry === "null" ? "null" : "now() - interval '400 days'"}, ${expiry})`,
     [id, registration],
-  );
+  ];
+}
+
+/**
+ * The statements in one transaction: the pruning, every second, sees all their rows or none
+ * (a client committed before its grant could be pruned in between, and the grant then fail).
+ */
+async function inOneTransaction(statements: [string, unknown[]][]): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query("begin");
+    for (const [sql, params] of statements) await client.query(sql, params);
+    await client.query("commit");
+  } catch (err) {
+    await client.query("rollback");
+    throw err;
+  } finally {
+    client.release();
+  }
 }
 
 const clientIds = async () => (await exec(`select "id" from "auth"."client" order by 1`)).map((r) => String(r.id));
@@ -67,16 +85,24 @@ const authorize = (clientId: string) =>
 describe("unused metadata document clients", () => {
   it(`deletes only those without a grant or sign-in whose copy expired over ${UNUSED_DOCUMENT_CLIENT_DAYS} days ago`, async () => {
     const old = UNUSED_DOCUMENT_CLIENT_DAYS + 1;
-    await insertClient("https://unused.example/agent.json", "metadata_document", old);
-    await insertClient("https://connected.example/agent.json", "metadata_document", old);
-    await insertClient("https://signing-in.example/agent.json", "metadata_document", old);
-    await insertClient("https://recent.example/agent.json", "metadata_document", UNUSED_DOCUMENT_CLIENT_DAYS - 1);
-    await insertClient("old-operator-client", "operator");
-    await insertClient("old-dynamic-client", "dynamic");
-    await exec(`insert into "auth"."grant" ("id", "organisation_id", "client_id", "scopes", "created_at", "updated_at")
-      values (gen_random_uuid(), '${ORG}', 'https://connected.example/agent.json', '[]', now() - interval '90 days', now() - interval '90 days')`);
-    await exec(`insert into "auth"."interaction" ("id", "kind", "csrf_token", "scopes", "created_at", "expires_at", "client_id")
-      values ('signing-in', 'authorize', 'c', '[]', now(), now() + interval '10 minutes', 'https://signing-in.example/agent.json')`);
+    await inOneTransaction([
+      clientRow("https://unused.example/agent.json", "metadata_document", old),
+      clientRow("https://connected.example/agent.json", "metadata_document", old),
+      clientRow("https://signing-in.example/agent.json", "metadata_document", old),
+      clientRow("https://recent.example/agent.json", "metadata_document", UNUSED_DOCUMENT_CLIENT_DAYS - 1),
+      clientRow("old-operator-client", "operator"),
+      clientRow("old-dynamic-client", "dynamic"),
+      [
+        `insert into "auth"."grant" ("id", "organisation_id", "client_id", "scopes", "created_at", "updated_at")
+          values (gen_random_uuid(), '${ORG}', 'https://connected.example/agent.json', '[]', now() - interval '90 days', now() - interval '90 days')`,
+        [],
+      ],
+      [
+        `insert into "auth"."interaction" ("id", "kind", "csrf_token", "scopes", "created_at", "expires_at", "client_id")
+          values ('signing-in', 'authorize', 'c', '[]', now(), now() + interval '10 minutes', 'https://signing-in.example/agent.json')`,
+        [],
+      ],
+    ]);
 
     await waitFor(async () => !(await clientIds()).includes("https://unused.example/agent.json"), 20_000, "the unused document client pruned");
     expect(await clientIds()).toEqual([

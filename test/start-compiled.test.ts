@@ -100,8 +100,10 @@ describe("npm start's compile step", () => {
     const main = (await import(pathToFileURL(path.join(out, "src", "main.js")).href)) as { answer: string; ask: () => Promise<string> };
     expect(main.answer).toBe("hello bizcard");
     expect(await main.ask()).toBe("loaded when asked");
-    // The same sources file by file are another build.
+    // The same sources file by file are another build; so is the bundle once the packages change.
     expect(await compileSources({ root: bundled, sources: ["src"], cache: path.join(bundled, "cache") })).not.toBe(out);
+    await writeFile(path.join(bundled, "package-lock.json"), '{ "lockfileVersion": 3, "packages": {} }\n');
+    expect(await compileSources({ root: bundled, sources: ["src"], cache: path.join(bundled, "cache"), entry: "src/main.ts" })).not.toBe(out);
   });
 
   it("npm start's bundle reads no package's __dirname or __filename: such a package is left external", async () => {
