@@ -18,11 +18,13 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { compileSources } from "./compile-sources.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+// Bundled from here; its output keeps the path, as .js (compile-sources.mjs).
+const ENTRY = "scripts/start.ts";
 const out = await compileSources({
   root: ROOT,
   // The folders tsconfig.build.json compiles (the production image's dist/).
   sources: JSON.parse(readFileSync(path.join(ROOT, "tsconfig.build.json"), "utf8")).include,
   cache: path.join(ROOT, "node_modules", ".cache", "bizcard-start"),
-  entry: "scripts/start.ts",
+  entry: ENTRY,
 });
-await import(pathToFileURL(path.join(out, "scripts", "start.js")).href);
+await import(pathToFileURL(path.join(out, ENTRY.replace(/\.ts$/, ".js"))).href);
