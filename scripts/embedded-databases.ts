@@ -5,6 +5,7 @@
 // database per service (DATA_DIR/pglite/<service>).
 import path from "node:path";
 import { startEmbeddedDatabases, type DatabaseMigrations, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
+import type { Logger } from "../services/shared/logger.js";
 import { embeddedTemplate, initialised, migratedTemplate } from "../services/shared/embedded-templates.js";
 import { EMBEDDED_DATABASE, SERVICE_SCHEMAS, migrationNames } from "./service-schemas.js";
 
@@ -15,8 +16,13 @@ export interface PlatformDatabases {
   databases: EmbeddedPostgres[];
 }
 
-/** Starts the embedded databases of `services` in `dataDir`, telling `progress` what it does. */
-export async function startPlatformDatabases(dataDir: string, services: readonly (keyof typeof SERVICE_SCHEMAS)[], progress: (step: string) => void): Promise<PlatformDatabases> {
+/** Starts the embedded databases of `services` in `dataDir`, telling `progress` what it does; `logger`: their vacuum's lines. */
+export async function startPlatformDatabases(
+  dataDir: string,
+  services: readonly (keyof typeof SERVICE_SCHEMAS)[],
+  progress: (step: string) => void,
+  logger?: Logger,
+): Promise<PlatformDatabases> {
   const made = (name: string) => initialised(path.join(dataDir, "pglite", name));
   const perService = !made(EMBEDDED_DATABASE) && services.some(made);
   const names = perService ? services : [EMBEDDED_DATABASE];
@@ -26,7 +32,7 @@ export async function startPlatformDatabases(dataDir: string, services: readonly
     : { [EMBEDDED_DATABASE]: all };
   if (names.every(made)) progress(`opening the ${perService ? "databases (one per service)" : "database"} in ${dataDir}`);
   else progress(`creating the ${perService ? "databases" : "database"} in ${dataDir} (first start: ${firstStartSource(names, migrations)})`);
-  const databases = await startEmbeddedDatabases(dataDir, names, migrations);
+  const databases = await startEmbeddedDatabases(dataDir, names, migrations, logger);
   const urls = Object.fromEntries(services.map((svc, i) => [svc, databases[perService ? i : 0]!.url]));
   return { urls, databases };
 }

@@ -101,7 +101,7 @@ async function main(): Promise<void> {
     bus = await openBus(config, "bizcard", logger);
     // One PGlite instance the services share, a fresh one copied from the
     // install's migrated template (embedded-databases.ts).
-    const embedded = embeddedDb ? await startPlatformDatabases(dataDir, SERVICES.map((svc) => svc.name), progress) : undefined;
+    const embedded = embeddedDb ? await startPlatformDatabases(dataDir, SERVICES.map((svc) => svc.name), progress, logger) : undefined;
     if (embedded) databases.push(...embedded.databases);
     for (const svc of SERVICES) {
       const log = createLogger(svc.name, config.LOG_LEVEL);

@@ -13,6 +13,8 @@ import { PGlite } from "@electric-sql/pglite";
 import { NodeFS } from "@electric-sql/pglite/nodefs";
 import { copyFolder } from "./copy-folder.js";
 import { INITDB_PARAMS, SHARED_BUFFERS, embeddedTemplate, initialised, migratedTemplate, type SchemaMigrations } from "./embedded-templates.js";
+import { startEmbeddedVacuum } from "./embedded-vacuum.js";
+import type { Logger } from "./logger.js";
 import { servePglite } from "./pglite-server.js";
 import { PRIVATE_DIR_MODE, makePrivateFolder } from "./private-folder.js";
 
@@ -167,9 +169,14 @@ function prepareEach(dataDir: string, names: readonly string[], migrations: Data
  * libuv's threads): the first start's copies cost about 0.75 ms a file on
  * the project's machine. If any fails, those started are closed again.
  */
-export async function startEmbeddedDatabases(dataDir: string, names: readonly string[], migrations: DatabaseMigrations = {}): Promise<EmbeddedPostgres[]> {
+export async function startEmbeddedDatabases(
+  dataDir: string,
+  names: readonly string[],
+  migrations: DatabaseMigrations = {},
+  logger?: Logger,
+): Promise<EmbeddedPostgres[]> {
   const ready = prepareEach(dataDir, names, migrations);
-  const started = await Promise.allSettled(names.map((name, i) => ready[i]!.then(() => startEmbeddedPostgres(dataDir, name))));
+  const started = await Promise.allSettled(names.map((name, i) => ready[i]!.then(() => startEmbeddedPostgres(dataDir, name, logger))));
   const failed = started.find((s): s is PromiseRejectedResult => s.status === "rejected");
   if (!failed) return started.map((s) => (s as PromiseFulfilledResult<EmbeddedPostgres>).value);
   await Promise.allSettled(started.map((s) => (s.status === "fulfilled" ? s.value.close() : undefined)));
@@ -178,10 +185,13 @@ export async function startEmbeddedDatabases(dataDir: string, names: readonly st
 
 export interface EmbeddedPostgres {
   url: string;
+  /** Autovacuum's check now (embedded-vacuum.ts; it also runs every minute): the statements it ran. */
+  vacuum(): Promise<string[]>;
   close(): Promise<void>;
 }
 
-export async function startEmbeddedPostgres(dataDir: string, name: string): Promise<EmbeddedPostgres> {
+/** `logger`: the vacuum's lines (embedded-vacuum.ts). */
+export async function startEmbeddedPostgres(dataDir: string, name: string, logger?: Logger): Promise<EmbeddedPostgres> {
   const dir = folder(dataDir, name);
   await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   if (!initialised(dir)) await initialise(dir);
@@ -189,9 +199,14 @@ export async function startEmbeddedPostgres(dataDir: string, name: string): Prom
   await makePrivateFolder(dir);
   const db = await PGlite.create({ fs: new OwnerOnlyNodeFS(dir), startParams: START_PARAMS });
   const server = await servePglite(db);
+  const url = `postgres://postgres:postgres@${server.address}/postgres?sslmode=disable`;
+  // No autovacuum runs in PGlite: this does its work (embedded-vacuum.ts).
+  const vacuum = startEmbeddedVacuum(url, logger);
   return {
-    url: `postgres://postgres:postgres@${server.address}/postgres?sslmode=disable`,
+    url,
+    vacuum: () => vacuum.pass(),
     close: async () => {
+      await vacuum.stop();
       await server.close();
       await db.close();
     },
