@@ -16,7 +16,10 @@ export interface PlatformDatabases {
   databases: EmbeddedPostgres[];
 }
 
-/** Starts the embedded databases of `services` in `dataDir`, telling `progress` what it does; `logger`: their vacuum's lines. */
+/**
+ * Starts the embedded databases of `services` in `dataDir`, telling `progress` what it does, each
+ * doing autovacuum's work (embedded-vacuum.ts); `logger`: its lines.
+ */
 export async function startPlatformDatabases(
   dataDir: string,
   services: readonly (keyof typeof SERVICE_SCHEMAS)[],
@@ -32,7 +35,7 @@ export async function startPlatformDatabases(
     : { [EMBEDDED_DATABASE]: all };
   if (names.every(made)) progress(`opening the ${perService ? "databases (one per service)" : "database"} in ${dataDir}`);
   else progress(`creating the ${perService ? "databases" : "database"} in ${dataDir} (first start: ${firstStartSource(names, migrations)})`);
-  const databases = await startEmbeddedDatabases(dataDir, names, migrations, logger);
+  const databases = await startEmbeddedDatabases(dataDir, names, migrations, { logger });
   const urls = Object.fromEntries(services.map((svc, i) => [svc, databases[perService ? i : 0]!.url]));
   return { urls, databases };
 }

@@ -173,10 +173,10 @@ export async function startEmbeddedDatabases(
   dataDir: string,
   names: readonly string[],
   migrations: DatabaseMigrations = {},
-  logger?: Logger,
+  vacuum?: VacuumOptions,
 ): Promise<EmbeddedPostgres[]> {
   const ready = prepareEach(dataDir, names, migrations);
-  const started = await Promise.allSettled(names.map((name, i) => ready[i]!.then(() => startEmbeddedPostgres(dataDir, name, logger))));
+  const started = await Promise.allSettled(names.map((name, i) => ready[i]!.then(() => startEmbeddedPostgres(dataDir, name, vacuum))));
   const failed = started.find((s): s is PromiseRejectedResult => s.status === "rejected");
   if (!failed) return started.map((s) => (s as PromiseFulfilledResult<EmbeddedPostgres>).value);
   await Promise.allSettled(started.map((s) => (s.status === "fulfilled" ? s.value.close() : undefined)));
@@ -185,13 +185,17 @@ export async function startEmbeddedDatabases(
 
 export interface EmbeddedPostgres {
   url: string;
-  /** Autovacuum's check now (embedded-vacuum.ts; it also runs every minute): the statements it ran. */
-  vacuum(): Promise<string[]>;
   close(): Promise<void>;
 }
 
-/** `logger`: the vacuum's lines (embedded-vacuum.ts). */
-export async function startEmbeddedPostgres(dataDir: string, name: string, logger?: Logger): Promise<EmbeddedPostgres> {
+/** Autovacuum's work on the database (embedded-vacuum.ts), for a platform that runs on it: `npm start`. */
+export interface VacuumOptions {
+  /** Its lines. */
+  logger?: Logger;
+}
+
+/** `vacuum`: with autovacuum's work done on it, every minute (embedded-vacuum.ts); without, none (tests, the install's template). */
+export async function startEmbeddedPostgres(dataDir: string, name: string, vacuum?: VacuumOptions): Promise<EmbeddedPostgres> {
   const dir = folder(dataDir, name);
   await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   if (!initialised(dir)) await initialise(dir);
@@ -201,12 +205,11 @@ export async function startEmbeddedPostgres(dataDir: string, name: string, logge
   const server = await servePglite(db);
   const url = `postgres://postgres:postgres@${server.address}/postgres?sslmode=disable`;
   // No autovacuum runs in PGlite: this does its work (embedded-vacuum.ts).
-  const vacuum = startEmbeddedVacuum(url, logger);
+  const vacuuming = vacuum ? startEmbeddedVacuum(url, vacuum.logger) : undefined;
   return {
     url,
-    vacuum: () => vacuum.pass(),
     close: async () => {
-      await vacuum.stop();
+      await vacuuming?.stop();
       await server.close();
       await db.close();
     },

@@ -10,11 +10,10 @@
 // Every VACUUM_EVERY_MS, a connection to the served session (pglite-server.ts:
 // a simple Query is one request, given the session only between other
 // connections' transactions, as VACUUM must run outside one) picks the
-// tables autovacuum would have picked with PostgreSQL's default thresholds
-// and vacuums or analyses each in a statement of its own, so that no service
-// waits for more than one table at a time. Per-table settings (the delivery
-// table's, migration 2026-12-10-queue-autovacuum) are not read here: the
-// defaults pick a small table sooner, and the embedded tables stay small.
+// tables autovacuum would pick, the system catalogs included, by PostgreSQL's
+// default thresholds or a table's own (the delivery table's, migration
+// 2026-12-10-queue-autovacuum), and vacuums or analyses each in a statement of
+// its own, so that no service waits for more than one table at a time.
 //
 //   PostgreSQL 15 documentation, 25.1.6 "The Autovacuum Daemon": "If the
 //   number of tuples obsoleted since the last VACUUM exceeds the 'vacuum
@@ -30,62 +29,86 @@ import type { Logger } from "./logger.js";
 /** How often the tables are checked (autovacuum_naptime's default). */
 export const VACUUM_EVERY_MS = 60_000;
 
+/** A table's own autovacuum setting `name` (its reloptions), else `fallback`: PostgreSQL's default. */
+const setting = (name: string, fallback: number) =>
+  `coalesce((select o.option_value::float8 from pg_options_to_table(c.reloptions) o where o.option_name = '${name}'), ${fallback})`;
+
 /**
- * The tables due, each with what it needs, by autovacuum's defaults:
- * autovacuum_vacuum_threshold 50 + scale factor 0.2, the insert threshold
- * 1,000 + 0.2, autovacuum_analyze_threshold 50 + 0.1, and an aggressive
- * vacuum (freezing) once its oldest transaction id is older than
- * vacuum_freeze_table_age (150 million).
+ * The tables due, each with what it needs, by autovacuum's rules and its
+ * defaults (autovacuum_vacuum_threshold 50 + scale factor 0.2, the insert
+ * threshold 1,000 + 0.2, autovacuum_analyze_threshold 50 + 0.1) or the
+ * table's own settings, and a vacuum once its oldest transaction id is older
+ * than autovacuum_freeze_max_age (200 million; that vacuum freezes, being
+ * past vacuum_freeze_table_age). Plain tables and materialized views, in
+ * every schema but TOAST's (a table's TOAST table is vacuumed with it).
  */
-const DUE_SQL = `select format('%I.%I', s.schemaname, s.relname) as "table",
-    (s.n_dead_tup > 50 + 0.2 * greatest(c.reltuples, 0)
-      or s.n_ins_since_vacuum > 1000 + 0.2 * greatest(c.reltuples, 0)
-      or age(c.relfrozenxid) > 150000000) as "vacuum",
-    (s.n_mod_since_analyze > 50 + 0.1 * greatest(c.reltuples, 0)) as "analyze"
-  from pg_stat_user_tables s join pg_class c on c.oid = s.relid
- where s.n_dead_tup > 50 + 0.2 * greatest(c.reltuples, 0)
-    or s.n_ins_since_vacuum > 1000 + 0.2 * greatest(c.reltuples, 0)
-    or age(c.relfrozenxid) > 150000000
-    or s.n_mod_since_analyze > 50 + 0.1 * greatest(c.reltuples, 0)
- order by s.n_dead_tup desc`;
+const DUE_SQL = `select format('%I.%I', t."schema", t."name") as "table", t."vacuum", t."analyze" from (
+    select s.schemaname as "schema", s.relname as "name", s.n_dead_tup,
+      (s.n_dead_tup > ${setting("autovacuum_vacuum_threshold", 50)} + ${setting("autovacuum_vacuum_scale_factor", 0.2)} * greatest(c.reltuples, 0)
+        or s.n_ins_since_vacuum > ${setting("autovacuum_vacuum_insert_threshold", 1000)} + ${setting("autovacuum_vacuum_insert_scale_factor", 0.2)} * greatest(c.reltuples, 0)
+        or age(c.relfrozenxid) > 200000000) as "vacuum",
+      (s.n_mod_since_analyze > ${setting("autovacuum_analyze_threshold", 50)} + ${setting("autovacuum_analyze_scale_factor", 0.1)} * greatest(c.reltuples, 0)) as "analyze"
+      from pg_stat_all_tables s join pg_class c on c.oid = s.relid
+     where c.relkind in ('r', 'm') and s.schemaname <> 'pg_toast'
+  ) t
+ where t."vacuum" or t."analyze"
+ order by t.n_dead_tup desc`;
 
 export interface EmbeddedVacuum {
-  /** One check, and the statements it ran (for tests and the log); the next check still comes on time. */
+  /** A check (joining one already running), and the statements it ran. */
   pass(): Promise<string[]>;
+  /** Stops the timer; a check waiting for the session is let go (its connection closed), one running ends first. */
   stop(): Promise<void>;
 }
 
 /**
  * Vacuums and analyses the served database at `url` as autovacuum would,
- * every `everyMs`; `logger`: what each timed check ran (debug), and why one failed (warn).
+ * every `everyMs`; `logger`: what each timed check ran (debug), why one failed or
+ * a table could not be vacuumed (warn).
  */
 export function startEmbeddedVacuum(url: string, logger?: Logger, everyMs = VACUUM_EVERY_MS): EmbeddedVacuum {
   let running: Promise<string[]> | undefined;
+  let client: pg.Client | undefined;
   let stopped = false;
-  const pass = (): Promise<string[]> => {
-    running ??= (async () => {
-      const client = new pg.Client({ connectionString: url });
-      await client.connect();
-      try {
-        // The one backend's counts so far, flushed to the statistics the check reads (they are
-        // otherwise flushed at most once a second, when it goes idle).
-        await client.query("select pg_stat_force_next_flush()");
-        const { rows } = await client.query<{ table: string; vacuum: boolean; analyze: boolean }>(DUE_SQL);
-        const ran: string[] = [];
-        for (const { table, vacuum, analyze } of rows) {
-          if (stopped) break;
-          const sql = vacuum ? `vacuum${analyze ? " (analyze)" : ""} ${table}` : `analyze ${table}`;
-          await client.query(sql);
+  const check = async (): Promise<string[]> => {
+    const c = new pg.Client({ connectionString: url });
+    client = c;
+    // A connection the server drops (the database closing) fails the query in hand; without a
+    // listener pg would also throw the error at the process.
+    c.on("error", (err) => logger?.warn({ err }, "embedded database vacuum: connection lost"));
+    // pg leaves connect() unsettled when the client is ended while it waits (stop(), below).
+    const ended = new Promise<never>((_, reject) => c.once("end", () => reject(new Error("embedded database vacuum: connection closed"))));
+    ended.catch(() => undefined);
+    try {
+      await Promise.race([c.connect(), ended]);
+      // The one backend's counts so far, flushed to the statistics the check reads (they are
+      // otherwise flushed at most once a second, when it goes idle).
+      await c.query("select pg_stat_force_next_flush()");
+      const { rows } = await c.query<{ table: string; vacuum: boolean; analyze: boolean }>(DUE_SQL);
+      const ran: string[] = [];
+      for (const { table, vacuum, analyze } of rows) {
+        if (stopped) break;
+        const sql = vacuum ? `vacuum${analyze ? " (analyze)" : ""} ${table}` : `analyze ${table}`;
+        try {
+          await c.query(sql);
           ran.push(sql);
+        } catch (err) {
+          // A table dropped since the check, say: the others are still vacuumed.
+          if (stopped) break;
+          logger?.warn({ err, statement: sql }, "embedded database vacuum: a table failed");
         }
-        return ran;
-      } finally {
-        await client.end().catch(() => undefined);
       }
-    })().finally(() => (running = undefined));
+      return ran;
+    } finally {
+      client = undefined;
+      await c.end().catch(() => undefined);
+    }
+  };
+  const pass = (): Promise<string[]> => {
+    running ??= check().finally(() => (running = undefined));
     return running;
   };
-  // A failed check (the database closing, a table dropped meanwhile) is tried again at the next.
+  // A failed check is tried again at the next.
   const timed = () =>
     pass().then(
       (ran) => {
@@ -101,6 +124,9 @@ export function startEmbeddedVacuum(url: string, logger?: Logger, everyMs = VACU
     stop: async () => {
       stopped = true;
       clearInterval(timer);
+      // Waiting for the session behind another connection's transaction, the check would hold up
+      // the close that ends that transaction: its connection goes, and its statement with it.
+      await client?.end().catch(() => undefined);
       await running?.catch(() => undefined);
     },
   };
