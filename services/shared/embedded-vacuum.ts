@@ -25,6 +25,7 @@
 //   the total number of tuples inserted, updated, or deleted since the last ANALYZE."
 import pg from "pg";
 import type { Logger } from "./logger.js";
+import { PollLoop } from "./loop/poll-loop.js";
 
 /** How often the tables are checked (autovacuum_naptime's default). */
 export const VACUUM_EVERY_MS = 60_000;
@@ -108,25 +109,30 @@ export function startEmbeddedVacuum(url: string, logger?: Logger, everyMs = VACU
     running ??= check().finally(() => (running = undefined));
     return running;
   };
-  // A failed check is tried again at the next.
-  const timed = () =>
-    pass().then(
-      (ran) => {
+  // The loop of every background timer (as the pruning's, prune-loop.ts): the first check one
+  // interval after the start, not during it; a failed check is tried again an interval later.
+  let first = true;
+  const loop = new PollLoop({
+    round: async () => {
+      if (first) first = false;
+      else {
+        const ran = await pass();
         if (ran.length > 0) logger?.debug({ statements: ran }, "embedded database vacuumed");
-      },
-      (err: unknown) => {
-        if (!stopped) logger?.warn({ err }, "embedded database vacuum failed; tried again at the next check");
-      },
-    );
-  const timer = setInterval(() => void timed(), everyMs).unref();
+      }
+      return everyMs;
+    },
+    backoff: { baseMs: everyMs, maxMs: everyMs },
+    onError: (err, retryInMs) => logger?.warn({ err, retryInMs }, "embedded database vacuum failed; retrying"),
+  });
+  loop.start();
   return {
     pass,
     stop: async () => {
       stopped = true;
-      clearInterval(timer);
       // Waiting for the session behind another connection's transaction, the check would hold up
       // the close that ends that transaction: its connection goes, and its statement with it.
       await client?.end().catch(() => undefined);
+      await loop.stop();
       await running?.catch(() => undefined);
     },
   };
