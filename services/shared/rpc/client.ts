@@ -19,8 +19,9 @@ import {
   type UniversalClientFn,
 } from "./connect-internals.js";
 import { createHttp1Client, createUnaryHttp1Client } from "./http1-transport.js";
-import { INTERNAL_AUTH_HEADER } from "./interceptors.js";
+import { INTERNAL_AUTH_HEADER, credentialDigest } from "./interceptors.js";
 import { inProcessUnary } from "./lean-server.js";
+import { PLAIN_NAME, PLAIN_VALUE } from "./request-headers.js";
 import { refuseUnsafeStrings } from "./string-guard.js";
 
 export interface RpcClientOptions {
@@ -60,6 +61,8 @@ const USER_AGENT = `connect-es/${CONNECT_VERSION}`;
 
 export function createRpcClient<T extends DescService>(service: T, options: RpcClientOptions): Client<T> {
   const authorization = options.internalToken ? `Bearer ${options.internalToken}` : undefined;
+  // A server of this process compares this digest instead of hashing the header on every call.
+  const credential = authorization === undefined ? undefined : credentialDigest(authorization);
   const propagate: Interceptor = (next) => (req) => {
     // An id the caller set explicitly wins; otherwise the one of the request being served.
     const requestId = currentRequestId();
@@ -124,7 +127,7 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
       // Encoded, a lone surrogate would arrive as U+FFFD, a value the caller never sent.
       refuseUnsafeStrings(method.input, input);
       if (lean) {
-        const served = lean(url.pathname, headers as http.IncomingHttpHeaders, input, signal);
+        const served = lean(url.pathname, headers as http.IncomingHttpHeaders, input, signal, credential);
         if (!served) return connectTransport.unary(method, signal, timeoutMs, header, message, contextValues);
         const answer = await withDeadline(served, timeout, signal);
         // An error answer is read as one that came over HTTP (its JSON, its status).
@@ -138,10 +141,6 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
   return createClient(service, transport);
 }
 
-/** A header name as Web Headers keeps it (an HTTP token, lowercase). */
-const PLAIN_NAME = /^[a-z0-9!#$%&'*+\-.^_`|~]+$/;
-/** A header value Web Headers keeps as it is: nothing to trim at either end, no CR, LF or NUL. */
-const PLAIN_VALUE = /^(?:[^\t \r\n\0](?:[^\r\n\0]*[^\t \r\n\0])?)?$/;
 
 /**
  * A call's headers as connect's transport sends them: what `new Headers(init)`

@@ -16,6 +16,8 @@ import {
   type UnaryResponse,
 } from "@connectrpc/connect";
 import { CallSignal, type OnCallerGone } from "./call-signal.js";
+import { PRESENTED_CREDENTIAL } from "./interceptors.js";
+import { RequestHeaders } from "./request-headers.js";
 import { ResponseMetadata, ServedContext, ServedRequest, ServedResponse } from "./served-call.js";
 import { codeToHttpStatus, contentTypeUnaryJson, contentTypeUnaryProto, errorToJsonBytes, type UniversalClientFn } from "./connect-internals.js";
 
@@ -48,6 +50,8 @@ export type InProcessUnary = (
   headers: http.IncomingHttpHeaders,
   input: Message,
   signal: AbortSignal | undefined,
+  /** The digest of the call's Authorization header, computed once by its client (interceptors.ts PRESENTED_CREDENTIAL). */
+  credential?: Buffer,
 ) => Promise<ServedAnswer> | undefined;
 
 export const leanInProcess = new WeakMap<UniversalClientFn, InProcessUnary>();
@@ -179,8 +183,9 @@ export async function invokeInProcess(
   input: Message,
   interceptors: Interceptor[],
   gone: OnCallerGone,
+  credential?: Buffer,
 ): Promise<ServedAnswer> {
-  const served = await serve(route, requestHeaders, url, () => clone(route.method.input, input), interceptors, gone);
+  const served = await serve(route, requestHeaders, url, () => clone(route.method.input, input), interceptors, gone, credential);
   if (!("message" in served)) return served;
   const { output } = route.method;
   try {
@@ -204,18 +209,13 @@ async function serve(
   input: () => Message,
   interceptors: Interceptor[],
   gone: OnCallerGone,
+  credential?: Buffer,
 ): Promise<ServedAnswer> {
   const { service, method } = route;
   const timeoutHeader = requestHeaders["connect-timeout-ms"];
   const deadline = typeof timeoutHeader === "string" ? Date.now() + Number(timeoutHeader) : undefined;
   const call = new CallSignal(gone, deadline);
-  const header = new Headers();
-  for (const [key, value] of Object.entries(requestHeaders)) {
-    // HTTP/2's pseudo-headers (":path", …) are not headers a handler reads.
-    if (value === undefined || key.charCodeAt(0) === 58) continue;
-    if (Array.isArray(value)) for (const v of value) header.append(key, v);
-    else header.set(key, value);
-  }
+  const header = new RequestHeaders(requestHeaders);
   const response = new ResponseMetadata();
   const implementation = async (ureq: UnaryRequest): Promise<UnaryResponse> => {
     const out = await route.impl(ureq.message, new ServedContext(ureq, call, deadline, response));
@@ -225,7 +225,9 @@ async function serve(
   try {
     let next = implementation as (r: UnaryRequest) => Promise<UnaryResponse>;
     for (let i = interceptors.length - 1; i >= 0; i--) next = interceptors[i]!(next as never) as typeof next;
-    const answer = await next(new ServedRequest(service, method, url, header, createContextValues(), input(), call));
+    const values = createContextValues();
+    if (credential) values.set(PRESENTED_CREDENTIAL, credential);
+    const answer = await next(new ServedRequest(service, method, url, header, values, input(), call));
     // An interceptor may answer with an object (and headers) of its own.
     if (!(answer instanceof ServedResponse)) {
       if (answer.header !== undefined && answer.header !== response.headerIfMade) answer.header.forEach((v, k) => response.header.set(k, v));

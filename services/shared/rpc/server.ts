@@ -75,11 +75,11 @@ export async function startRpcServer(options: RpcServerOptions): Promise<Running
   const host = options.host.includes(":") ? `[${options.host}]` : options.host;
   options.logger.info({ port, host: options.host }, `${options.name} RPC listening`);
   const url = `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`;
-  leanInProcess.set(inProcess, (path, headers, input, signal) => {
+  leanInProcess.set(inProcess, (path, headers, input, signal, credential) => {
     const route = unary.get(path);
     if (!route) return undefined;
     const gone: OnCallerGone = (abort) => signal?.addEventListener("abort", abort, { once: true });
-    return invokeInProcess(route, headers, `${url}${path}`, input, interceptors, gone);
+    return invokeInProcess(route, headers, `${url}${path}`, input, interceptors, gone, credential);
   });
   return {
     url,
