@@ -13,11 +13,16 @@ export interface RequestTrace {
   tracestate: string | undefined;
 }
 
-const traces = new WeakMap<IncomingMessage, RequestTrace>();
+/**
+ * The request's trace is kept on the request itself (a symbol property), not
+ * in a WeakMap entry set and deleted for every request.
+ */
+const TRACE = Symbol("request trace");
+type Traced = IncomingMessage & { [TRACE]?: RequestTrace };
 
 /** The request's trace, started at its first use. */
 export function requestTrace(raw: IncomingMessage): RequestTrace {
-  let found = traces.get(raw);
+  let found = (raw as Traced)[TRACE];
   if (!found) {
     const incoming = raw.headers[TRACEPARENT_HEADER];
     const state = raw.headers[TRACESTATE_HEADER];
@@ -25,7 +30,7 @@ export function requestTrace(raw: IncomingMessage): RequestTrace {
       span: startSpan(raw.method ?? "HTTP", typeof incoming === "string" ? incoming : undefined, "server", { "http.request.method": raw.method ?? "" }),
       tracestate: continuedTracestate(typeof incoming === "string" ? incoming : undefined, typeof state === "string" ? state : undefined),
     };
-    traces.set(raw, found);
+    (raw as Traced)[TRACE] = found;
   }
   return found;
 }
@@ -45,8 +50,8 @@ export function traceHeaders(raw: IncomingMessage): Record<string, string> {
 
 /** The answer went out: the request's span ends (a 5xx marks it failed). */
 export function endRequestTrace(raw: IncomingMessage, status: number, route: string | undefined): void {
-  const trace = traces.get(raw);
+  const trace = (raw as Traced)[TRACE];
   if (!trace) return;
-  traces.delete(raw);
+  (raw as Traced)[TRACE] = undefined;
   trace.span.end(status >= 500 ? `HTTP ${status}` : undefined, { "http.response.status_code": status, ...(route ? { "http.route": route } : {}) });
 }

@@ -18,6 +18,7 @@ import {
 import { CallSignal, type OnCallerGone } from "./call-signal.js";
 import { PRESENTED_CREDENTIAL } from "./interceptors.js";
 import { RequestHeaders } from "./request-headers.js";
+import { STRINGS_CHECKED } from "./string-guard.js";
 import { ResponseMetadata, ServedContext, ServedRequest, ServedResponse } from "./served-call.js";
 import { codeToHttpStatus, contentTypeUnaryJson, contentTypeUnaryProto, errorToJsonBytes, type UniversalClientFn } from "./connect-internals.js";
 
@@ -175,7 +176,21 @@ export async function invoke(
   return { status: 200, headers: served.headers, body: bytes };
 }
 
-/** Serves one unary call of this process: a copy of `input` in, a copy of the answer out (see InProcessUnary). */
+/**
+ * What a call of this process brings that its server need not work out
+ * again: the digest of its credential (interceptors.ts PRESENTED_CREDENTIAL),
+ * and that its strings were checked (string-guard.ts STRINGS_CHECKED: the
+ * client refuses them before every call).
+ */
+interface InProcessCaller {
+  credential?: Buffer;
+}
+
+/**
+ * Serves one unary call of this process: a copy of `input` in, a copy of the
+ * answer out (see InProcessUnary). Its caller has refused `input`'s unsafe
+ * strings (client.ts does, before every call).
+ */
 export async function invokeInProcess(
   route: UnaryRoute,
   requestHeaders: http.IncomingHttpHeaders,
@@ -185,7 +200,7 @@ export async function invokeInProcess(
   gone: OnCallerGone,
   credential?: Buffer,
 ): Promise<ServedAnswer> {
-  const served = await serve(route, requestHeaders, url, () => clone(route.method.input, input), interceptors, gone, credential);
+  const served = await serve(route, requestHeaders, url, () => clone(route.method.input, input), interceptors, gone, { credential });
   if (!("message" in served)) return served;
   const { output } = route.method;
   try {
@@ -209,7 +224,7 @@ async function serve(
   input: () => Message,
   interceptors: Interceptor[],
   gone: OnCallerGone,
-  credential?: Buffer,
+  caller?: InProcessCaller,
 ): Promise<ServedAnswer> {
   const { service, method } = route;
   const timeoutHeader = requestHeaders["connect-timeout-ms"];
@@ -226,7 +241,10 @@ async function serve(
     let next = implementation as (r: UnaryRequest) => Promise<UnaryResponse>;
     for (let i = interceptors.length - 1; i >= 0; i--) next = interceptors[i]!(next as never) as typeof next;
     const values = createContextValues();
-    if (credential) values.set(PRESENTED_CREDENTIAL, credential);
+    if (caller) {
+      values.set(STRINGS_CHECKED, true);
+      if (caller.credential) values.set(PRESENTED_CREDENTIAL, caller.credential);
+    }
     const answer = await next(new ServedRequest(service, method, url, header, values, input(), call));
     // An interceptor may answer with an object (and headers) of its own.
     if (!(answer instanceof ServedResponse)) {
