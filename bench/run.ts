@@ -27,7 +27,7 @@
 // - Delivery rows: the webhook pipeline of the platform as `npm
 //   start` runs it on PostgreSQL and NATS (bench/delivery-target.ts): contacts
 //   created over RPC, open loop, at fixed rates of 200, 500 and 1,000/s with
-//   one matching subscription each, each rate BENCH_RATE_PASSES (5) times for
+//   one matching subscription each, each rate BENCH_RATE_PASSES (7) times for
 //   BENCH_RATE_SECONDS (3) and its pass with the median p95, then as a burst
 //   (32 calls in flight) with 1 and with 10 subscriptions each, and with one
 //   ordered subscription, each burst BENCH_BURST_PASSES (3) times and its

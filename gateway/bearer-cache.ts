@@ -33,9 +33,17 @@ export interface BearerPrincipal {
    * The organisation's public fields (GET /oauth/me), loaded once and kept as
    * long as this check is cached, so the hot path makes no RPC at all.
    */
-  organisation?: Promise<{ id: string; name: string }>;
+  organisation?: Promise<PrincipalOrganisation>;
   /** The same, once loaded: answered without a promise. */
-  organisationLoaded?: { id: string; name: string };
+  organisationLoaded?: PrincipalOrganisation;
+}
+
+/** A principal's organisation as GET /oauth/me answers it. */
+export interface PrincipalOrganisation {
+  id: string;
+  name: string;
+  /** `{"id","name"}` as JSON: written once, sent as it is on every later call. */
+  json: string;
 }
 
 /** An RPC's per-call headers (rpcOptions, clients.ts). */

@@ -22,7 +22,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, preHandlerHookHandler } from "fastify";
 import { OAuthErrorSchema } from "../gen/bizcard/auth/v1/auth_pb.js";
-import type { BearerCache, BearerPrincipal } from "./bearer-cache.js";
+import type { BearerCache, BearerPrincipal, PrincipalOrganisation } from "./bearer-cache.js";
 import { rpcOptions } from "./clients.js";
 import { HttpError } from "./errors.js";
 import type { ProtectedResources, ResourceName } from "../services/shared/protected-resources.js";
@@ -160,7 +160,7 @@ export interface Bearer {
   /** The principal of the request's token, valid and issued for `resource`; throws the RFC 6750 answer. */
   authenticate(request: FastifyRequest, resource: ResourceName): Promise<BearerPrincipal>;
   /** The organisation of a principal (cached with it). */
-  organisation(principal: BearerPrincipal, load: (id: string) => Promise<{ id: string; name: string }>): Promise<{ id: string; name: string }>;
+  organisation(principal: BearerPrincipal, load: (id: string) => Promise<{ id: string; name: string }>): Promise<PrincipalOrganisation>;
 }
 
 export function createBearer(cache: BearerCache, resources: ProtectedResources): Bearer {
@@ -232,7 +232,7 @@ export function createBearer(cache: BearerCache, resources: ProtectedResources):
     },
     organisation(principal, load) {
       if (!principal.organisation) {
-        const loading = load(principal.organisationId);
+        const loading = load(principal.organisationId).then(({ id, name }) => ({ id, name, json: JSON.stringify({ id, name }) }));
         principal.organisation = loading;
         loading.then(
           (organisation) => {

@@ -1,11 +1,13 @@
 // GET /oauth/me (scope organisation:read): the token's organisation, {"id",
 // "name"}; integration platforms show the name as the connection's label.
 // The name is loaded once per cached bearer check (bearer.ts), so a repeated
-// call makes no RPC at all.
+// call makes no RPC at all, and its JSON is written once with it: a repeated
+// call is sent as it is, past fastify's serializer.
 import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
 import type { Bearer } from "../bearer.js";
+import type { PrincipalOrganisation } from "../bearer-cache.js";
 import { rpcOptions } from "../clients.js";
 import { DEFAULT_ERROR, HEADERS, bearerErrors, json, needs } from "../schemas/common.js";
 import { Organisation } from "../schemas/organisation.js";
@@ -24,8 +26,9 @@ const SCHEMA = {
 };
 
 export function meRoutes(app: FastifyInstance, bearer: Bearer, organisations: Client<typeof OrganisationService>): void {
-  const answer = (reply: FastifyReply, organisation: { id: string; name: string }) =>
-    reply.header("cache-control", "no-store").send({ id: organisation.id, name: organisation.name });
+  // A string with a JSON content type is sent as it is (fastify serializes only objects).
+  const answer = (reply: FastifyReply, organisation: PrincipalOrganisation) =>
+    reply.header("cache-control", "no-store").header("content-type", "application/json; charset=utf-8").send(organisation.json);
   // Not an async handler: a repeated call (the organisation loaded with the
   // cached check) is answered without a promise.
   app.get("/oauth/me", { schema: SCHEMA, preHandler: bearer.requireScope("organisation:read") }, (request, reply) => {
