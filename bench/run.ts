@@ -128,7 +128,14 @@ try {
 
   if (wants("http")) {
     const gatewayPort = await freePort();
-    const gateway = spawnTs("gateway/main.ts", { GATEWAY_PORT: String(gatewayPort), LOG_LEVEL: "warn", INTERNAL_RPC_TOKEN: randomBytes(32).toString("base64url") });
+    // Its metrics on a port of its own too: a platform already running on this machine
+    // (npm start, with the default 9464) must not stop the bench.
+    const gateway = spawnTs("gateway/main.ts", {
+      GATEWAY_PORT: String(gatewayPort),
+      GATEWAY_METRICS_PORT: String(await freePort()),
+      LOG_LEVEL: "warn",
+      INTERNAL_RPC_TOKEN: randomBytes(32).toString("base64url"),
+    });
     processes.push(gateway);
     await httpReady(`http://127.0.0.1:${gatewayPort}/healthz`, 60_000, gateway);
     const g = `http://127.0.0.1:${gatewayPort}`;
