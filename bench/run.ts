@@ -128,14 +128,9 @@ try {
 
   if (wants("http")) {
     const gatewayPort = await freePort();
-    // Its metrics on a port of its own too: a platform already running on this machine
-    // (npm start, with the default 9464) must not stop the bench.
-    const gateway = spawnTs("gateway/main.ts", {
-      GATEWAY_PORT: String(gatewayPort),
-      GATEWAY_METRICS_PORT: String(await freePort()),
-      LOG_LEVEL: "warn",
-      INTERNAL_RPC_TOKEN: randomBytes(32).toString("base64url"),
-    });
+    // Metrics on a free port too: an npm start left running here holds the default (9464).
+    const [port, metricsPort, token] = [String(gatewayPort), String(await freePort()), randomBytes(32).toString("base64url")];
+    const gateway = spawnTs("gateway/main.ts", { GATEWAY_PORT: port, GATEWAY_METRICS_PORT: metricsPort, LOG_LEVEL: "warn", INTERNAL_RPC_TOKEN: token });
     processes.push(gateway);
     await httpReady(`http://127.0.0.1:${gatewayPort}/healthz`, 60_000, gateway);
     const g = `http://127.0.0.1:${gatewayPort}`;
