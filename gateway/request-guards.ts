@@ -27,16 +27,31 @@ export class RouteTable {
   }
 }
 
-function hostProblem(request: FastifyRequest): string | undefined {
+/** How many field lines of each name the request has, for the singleton fields below. */
+function fieldLines(request: FastifyRequest): { host: number; authorization: number } {
+  const raw = request.raw.rawHeaders;
+  const count = { host: 0, authorization: 0 };
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (name === "host" || name === "authorization") count[name]++;
+  }
+  return count;
+}
+
+function singletonProblem(request: FastifyRequest): string | undefined {
+  // Node keeps only the first of several Host or Authorization lines: they are counted here.
+  const lines = fieldLines(request);
   // RFC 9112 §3.2: "A server MUST respond with a 400 (Bad Request) status code to
   // any HTTP/1.1 request message that lacks a Host header field and to any request
   // message that contains more than one Host header field line or a Host header
-  // field with an invalid field value." (Node keeps only the first of several.)
-  const raw = request.raw.rawHeaders;
-  let hosts = 0;
-  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 4 && raw[i]!.toLowerCase() === "host") hosts++;
-  if (hosts > 1) return "send one Host header";
-  if (hosts === 0 && request.raw.httpVersion === "1.1") return "the Host header is required";
+  // field with an invalid field value."
+  if (lines.host > 1) return "send one Host header";
+  if (lines.host === 0 && request.raw.httpVersion === "1.1") return "the Host header is required";
+  // RFC 9110 §5.3: "A sender MUST NOT generate multiple field lines with the same
+  // name in a message [...] unless that field's definition allows multiple field
+  // line values to be recombined as a comma-separated list". Authorization's
+  // does not (§11.6.2: one set of credentials), so which one counts would be a guess.
+  if (lines.authorization > 1) return "send one Authorization header: a request carries one set of credentials";
   return undefined;
 }
 
@@ -85,8 +100,8 @@ function guard(request: FastifyRequest, routes: RouteTable): HttpError | undefin
   if (expect !== undefined && expect.trim().toLowerCase() !== "100-continue") {
     return new HttpError(417, "expectation_failed", "the only expectation this server meets is 100-continue");
   }
-  const host = hostProblem(request);
-  if (host) return new HttpError(400, "invalid_request", host);
+  const singleton = singletonProblem(request);
+  if (singleton) return new HttpError(400, "invalid_request", singleton);
   // An unknown route is 404 (or 405) whatever its body: the body is not read.
   if (request.is404) return routes.notFound(request);
   // RFC 9110 §15.5.16: "If the problem was caused by an unsupported content coding,
