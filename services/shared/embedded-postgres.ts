@@ -1,11 +1,13 @@
 // The embedded default: PGlite (PostgreSQL compiled to WebAssembly) served on
-// a loopback port (pglite-server.ts), so the services use the very same
-// PostgreSQL driver as in production. PGlite is a single-session database:
+// a Unix socket inside the owner-only data folder (pglite-server.ts), so the
+// services use the very same PostgreSQL driver as in production, and no other
+// user's process can reach a database that asks no password. PGlite is a single-session database:
 // `npm start`'s services share one instance (DATA_DIR/pglite/platform), each
 // with a pool of one connection, and each request and transaction has the
 // session to itself (measured: README, "The embedded default").
-import { mkdir, rename, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rename, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
@@ -100,6 +102,29 @@ function initialise(dir: string): Promise<void> {
 
 const folder = (dataDir: string, name: string) => path.resolve(dataDir, "pglite", name);
 
+// libpq's name for a server's socket in its folder: .s.PGSQL.<port>.
+const SOCKET_PORT = 5432;
+const SOCKET_FILE = `.s.PGSQL.${SOCKET_PORT}`;
+// unix(7): sun_path holds 108 bytes, its terminating NUL included.
+const SOCKET_PATH_MAX = 107;
+
+/**
+ * The owner-only folder of a database's socket: beside its data folder, or,
+ * where that path is too long for a socket, a fresh private folder (mkdtemp
+ * makes it 0700) under the system's temporary folder, removed on close.
+ */
+async function socketFolder(dataDir: string, name: string): Promise<{ dir: string; temporary: boolean }> {
+  const dir = `${folder(dataDir, name)}.socket`;
+  if (Buffer.byteLength(path.join(dir, SOCKET_FILE)) <= SOCKET_PATH_MAX) {
+    await makePrivateFolder(dir);
+    return { dir, temporary: false };
+  }
+  return { dir: await mkdtemp(path.join(tmpdir(), "bizcard-pg-")), temporary: true };
+}
+
+/** A connection URL for the socket in `dir`: the driver takes a host that is a path as a socket's folder. */
+const socketUrl = (dir: string) => `postgres://postgres@${encodeURIComponent(dir)}:${SOCKET_PORT}/postgres?sslmode=disable`;
+
 /**
  * Initialises the folders of `names` that have no database yet: copies of
  * the install's migrated template for that database when `migrations` name
@@ -184,6 +209,7 @@ export async function startEmbeddedDatabases(
 }
 
 export interface EmbeddedPostgres {
+  /** Its connection URL: the socket's folder as the host. */
   url: string;
   close(): Promise<void>;
 }
@@ -202,8 +228,9 @@ export async function startEmbeddedPostgres(dataDir: string, name: string, vacuu
   // Also a folder an older version left readable by others.
   await makePrivateFolder(dir);
   const db = await PGlite.create({ fs: new OwnerOnlyNodeFS(dir), startParams: START_PARAMS });
-  const server = await servePglite(db);
-  const url = `postgres://postgres:postgres@${server.address}/postgres?sslmode=disable`;
+  const sockets = await socketFolder(dataDir, name);
+  const server = await servePglite(db, path.join(sockets.dir, SOCKET_FILE));
+  const url = socketUrl(sockets.dir);
   // No autovacuum runs in PGlite: this does its work (embedded-vacuum.ts).
   const vacuuming = vacuum ? startEmbeddedVacuum(url, vacuum.logger) : undefined;
   return {
@@ -212,6 +239,7 @@ export async function startEmbeddedPostgres(dataDir: string, name: string, vacuu
       await vacuuming?.stop();
       await server.close();
       await db.close();
+      if (sockets.temporary) await rm(sockets.dir, { recursive: true, force: true });
     },
   };
 }

@@ -1,6 +1,7 @@
 // One PGlite (a single PostgreSQL session) served to several connections on
-// a loopback port, the way `npm start`'s four services share one embedded
-// database. pglite-socket parses each connection's wire protocol
+// a Unix socket, the way `npm start`'s four services share one embedded
+// database. PGlite asks no password, so the socket is the access control: it
+// lives in a folder only the owner may enter, and is itself the owner's only. pglite-socket parses each connection's wire protocol
 // (PGLiteSocketHandler); its own queue is what cannot share the one session
 // safely: outside a transaction block it may hand the session to another
 // connection between any two messages (a Parse and its Bind are two), a
@@ -19,6 +20,7 @@
 // (PostgreSQL's IsTransactionBlock: BEGIN until COMMIT or ROLLBACK, a failed
 // block included); then the connection that has waited longest gets it. A
 // connection that goes away inside a transaction has it rolled back.
+import { chmod, rm } from "node:fs/promises";
 import { createServer, type Server, type Socket } from "node:net";
 import type { PGlite } from "@electric-sql/pglite";
 import { PGLiteSocketHandler } from "@electric-sql/pglite-socket";
@@ -110,35 +112,40 @@ export class SessionQueue {
 }
 
 export interface PgliteServer {
-  /** host:port */
-  address: string;
+  /** The socket's path. */
+  socket: string;
   close(): Promise<void>;
 }
 
-/** Serves `db` on 127.0.0.1 (a free port), connections sharing its session through a SessionQueue. */
-export async function servePglite(db: PGlite): Promise<PgliteServer> {
+/**
+ * Serves `db` on the Unix socket `socket` (its folder must be the owner's
+ * only), connections sharing its session through a SessionQueue.
+ */
+export async function servePglite(db: PGlite, socket: string): Promise<PgliteServer> {
   await db.waitReady;
   const queue = new SessionQueue(db);
   const handlers = new Set<PGLiteSocketHandler>();
-  const server: Server = createServer((socket: Socket) => {
+  const server: Server = createServer((connection: Socket) => {
     // The handler's type names pglite-socket's own queue class; this one has its shape.
     const handler = new PGLiteSocketHandler({ queryQueue: queue as never, closeOnDetach: true });
     handlers.add(handler);
     const forget = () => handlers.delete(handler);
     handler.addEventListener("close", forget);
     handler.addEventListener("error", forget);
-    handler.attach(socket).catch(() => {
+    handler.attach(connection).catch(() => {
       forget();
-      socket.destroy();
+      connection.destroy();
     });
   });
+  // A socket file a stopped process left behind would refuse the listen.
+  await rm(socket, { force: true });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
+    server.listen(socket, () => resolve());
   });
-  const { port } = server.address() as { port: number };
+  await chmod(socket, 0o600);
   return {
-    address: `127.0.0.1:${port}`,
+    socket,
     close: async () => {
       await Promise.all([...handlers].map((h) => h.detach(true)));
       await new Promise<void>((resolve) => server.close(() => resolve()));
