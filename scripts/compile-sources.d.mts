@@ -1,7 +1,4 @@
 /**
- * scripts/compile-sources.mjs: compiles `sources` (folders under `root`) into a folder of `cache` named by their hash, unless it is there; resolves to it.
- * `entry` (a path under `root`): bundled from that entry, its output at the same path (.js), instead of file by file.
+ * scripts/compile-sources.mjs: compiles `sources` (folders under `root`) file by file into a folder of `cache` named by their hash, unless it is there; resolves to it.
  */
-export function compileSources(options: { root: string; sources: string[]; cache: string; keep?: number; entry?: string }): Promise<string>;
-/** The packages a bundle leaves to Node's loader (esbuild `external` patterns). */
-export const BUNDLE_EXTERNAL: string[];
+export function compileSources(options: { root: string; sources: string[]; cache: string; keep?: number }): Promise<string>;

@@ -1,9 +1,10 @@
 // What `npm start` runs is compiled here first (scripts/start-compiled.mjs):
 // the TypeScript under `sources` compiled by esbuild without a type check (as
-// tsx compiles it for the tests), into <cache>/<hash of the sources>/: file by
-// file, or, given an `entry`, bundled from it (below). Only when the sources
+// tsx compiles it for the tests), into <cache>/<hash of the sources>/, file by
+// file: each module keeps its imports as written, so the dependencies load
+// from node_modules exactly as their authors ship them. Only when the sources
 // changed: the hash covers every file's path and text, esbuild's version, the
-// build's options and the tsconfig (a bundle's also package-lock.json). A
+// build's options and the tsconfig. A
 // build is written under another name and renamed into place, so two starts
 // at once never run a half-written one; the last `keep` builds are kept (a
 // platform still running may import lazily from its own), and a partial
@@ -43,51 +44,12 @@ async function prune(cache, keep) {
 /** Builds running in this process, by folder: a second call for one waits for the first. */
 const building = new Map();
 
-// A bundle (`entry`): the entry and every module it imports, the project's and
-// its packages', in a few files, so that a start reads, compiles and links a
-// few large modules instead of about a thousand small ones. Measured on
-// `npm start`'s cold start (fresh data folder, six alternating starts each):
-// ready in 3,232-4,219 ms (median 3,360) against 3,805-5,114 (median 3,855)
-// built file by file; its main thread done loading at about 1.2 s against 1.9
-// (bench/profile-findings.md). Dynamic imports stay lazy (`splitting`: each
-// is a chunk of its own, loaded when first imported: the MCP SDK, the OTLP
-// exporter, the NATS bus). The bundled CommonJS packages call `require` for
-// Node's own modules: the banner gives each output file one.
-//
-// Left to Node's loader, imported from node_modules as before (BUNDLE_EXTERNAL):
-// packages that find files of their own beside their code (PGlite's wasm and
-// data, pino's and thread-stream's workers, @fastify/swagger's package.json,
-// swagger-ui-dist's assets) or load modules by a name known only at run time
-// (MikroORM's drivers and migrations, knex's dialects, pg's optional native
-// binding). test/start-compiled.test.ts checks that no bundled package reads
-// __dirname or __filename unguarded: a new dependency that does belongs here.
-export const BUNDLE_EXTERNAL = [
-  "@mikro-orm/*",
-  "knex",
-  "pg",
-  "@electric-sql/*",
-  "pino",
-  "pino-pretty",
-  "thread-stream",
-  "@fastify/swagger",
-  "swagger-ui-dist",
-];
-
-const bundleOptions = (entry) => ({
-  entryPoints: [entry],
-  bundle: true,
-  splitting: true,
-  external: BUNDLE_EXTERNAL,
-  banner: { js: 'import { createRequire as __bizcardCreateRequire } from "node:module"; const require = __bizcardCreateRequire(import.meta.url);' },
-});
-
 /**
  * Compiles `sources` (folders under `root`) with `root`/tsconfig.build.json
  * into a folder of `cache`, unless it is there already; resolves to that
- * folder. `entry` (a path under `root`): bundled from it instead of file by
- * file; its output keeps its path (`scripts/start.ts` → `scripts/start.js`).
+ * folder.
  */
-export async function compileSources({ root, sources, cache, keep = 3, entry }) {
+export async function compileSources({ root, sources, cache, keep = 3 }) {
   const options = {
     outbase: root,
     format: "esm",
@@ -96,14 +58,9 @@ export async function compileSources({ root, sources, cache, keep = 3, entry }) 
     sourcemap: "linked",
     tsconfig: path.join(root, "tsconfig.build.json"),
     logLevel: "error",
-    ...(entry ? bundleOptions(path.join(root, entry)) : {}),
   };
   const files = (await Promise.all(sources.map((dir) => typeScriptFiles(path.join(root, dir))))).flat().sort();
-  // A bundle holds its packages' code too: a changed package-lock.json (`npm install <package>`
-  // keeps node_modules/.cache, where `npm ci` starts afresh) is another build.
-  const lock = path.join(root, "package-lock.json");
-  const packages = entry && existsSync(lock) ? readFileSync(lock, "utf8") : undefined;
-  const hashed = { ...options, outbase: "", tsconfig: readFileSync(options.tsconfig, "utf8"), entryPoints: entry && [entry], packages };
+  const hashed = { ...options, outbase: "", tsconfig: readFileSync(options.tsconfig, "utf8") };
   const hash = createHash("sha256").update(`${ESBUILD_VERSION}\0${JSON.stringify(hashed)}\0`);
   for (const [file, text] of await Promise.all(files.map(async (f) => [f, await readFile(f)]))) {
     hash.update(`${path.relative(root, file)}\0`).update(text).update("\0");

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BUNDLE_EXTERNAL, compileSources } from "../scripts/compile-sources.mjs";
+import { compileSources } from "../scripts/compile-sources.mjs";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 let root: string;
@@ -80,46 +80,4 @@ describe("npm start's compile step", () => {
     expect((await readdir(cache)).sort()).toEqual([path.basename(builds[1]!), path.basename(builds[2]!)].sort());
     expect(existsSync(builds[0]!)).toBe(false);
   });
-
-  it("bundles from an entry: its imports in the output, a dynamic import a chunk of its own loaded when called", async () => {
-    const bundled = path.join(root, "bundled");
-    await mkdir(path.join(bundled, "src", "lib"), { recursive: true });
-    await writeFile(path.join(bundled, "tsconfig.build.json"), JSON.stringify({ compilerOptions: { target: "ES2022", module: "NodeNext" } }));
-    await writeFile(path.join(bundled, "src", "lib", "greeting.ts"), 'export const greeting = (name: string): string => `hello ${name}`;\n');
-    await writeFile(path.join(bundled, "src", "lib", "later.ts"), 'export const later = "loaded when asked";\n');
-    await writeFile(
-      path.join(bundled, "src", "main.ts"),
-      'import { greeting } from "./lib/greeting.js";\nexport const answer: string = greeting("bizcard");\nexport const ask = async (): Promise<string> => (await import("./lib/later.js")).later;\n',
-    );
-    const out = await compileSources({ root: bundled, sources: ["src"], cache: path.join(bundled, "cache"), entry: "src/main.ts" });
-    // One file for the entry at its own path, the dynamic import in a chunk beside it.
-    expect((await readdir(path.join(out, "src"))).sort()).toEqual(["main.js", "main.js.map"]);
-    const chunks = (await readdir(out)).filter((f) => f.endsWith(".js"));
-    expect(chunks).toHaveLength(1);
-    expect(await readFile(path.join(out, chunks[0]!), "utf8")).toContain("loaded when asked");
-    const main = (await import(pathToFileURL(path.join(out, "src", "main.js")).href)) as { answer: string; ask: () => Promise<string> };
-    expect(main.answer).toBe("hello bizcard");
-    expect(await main.ask()).toBe("loaded when asked");
-    // The same sources file by file are another build; so is the bundle once the packages change.
-    expect(await compileSources({ root: bundled, sources: ["src"], cache: path.join(bundled, "cache") })).not.toBe(out);
-    await writeFile(path.join(bundled, "package-lock.json"), '{ "lockfileVersion": 3, "packages": {} }\n');
-    expect(await compileSources({ root: bundled, sources: ["src"], cache: path.join(bundled, "cache"), entry: "src/main.ts" })).not.toBe(out);
-  });
-
-  it("npm start's bundle reads no package's __dirname or __filename: such a package is left external", async () => {
-    const out = await compileSources({
-      root: ROOT,
-      sources: JSON.parse(await readFile(path.join(ROOT, "tsconfig.build.json"), "utf8")).include,
-      cache: path.join(root, "start-cache"),
-      entry: "scripts/start.ts",
-    });
-    const files = [path.join(out, "scripts", "start.js"), ...(await readdir(out)).filter((f) => f.endsWith(".js")).map((f) => path.join(out, f))];
-    const unguarded: string[] = [];
-    for (const file of files) {
-      const text = await readFile(file, "utf8");
-      // Only a guarded read (typeof __filename !== "undefined", undici's) runs the same bundled.
-      for (const line of text.split("\n")) if (/\b__(dirname|filename)\b/.test(line.replace(/typeof __(dirname|filename)[^?]*\?[^:]*:/g, ""))) unguarded.push(`${path.basename(file)}: ${line.trim()}`);
-    }
-    expect(unguarded, `add their packages to BUNDLE_EXTERNAL (${BUNDLE_EXTERNAL.join(", ")})`).toEqual([]);
-  }, 60_000);
 });
