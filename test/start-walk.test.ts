@@ -89,7 +89,7 @@ describe("npm start, walked", () => {
       if (!item.get) continue;
       const pathname = template.replace("{id}", subscription.id);
       const required = (item.get.parameters ?? []).filter((p) => p.in === "query" && p.required).map((p) => p.name);
-      const search = new URLSearchParams(required.map((name) => [name, query[name]!]));
+      const search = new URLSearchParams(required.map((name): [string, string] => [name, query[name]!]));
       for (const name of Object.keys(query)) if (!search.has(name) && template === "/oauth/authorize") search.set(name, query[name]!);
       const url = search.size > 0 ? `${pathname}?${search}` : pathname;
       const res = await get(url, { authorization: `Bearer ${token}` });
