@@ -1,69 +1,25 @@
 // The two body types the API reads, application/json and
 // application/x-www-form-urlencoded, parsed strictly: UTF-8 only, and no
-// parameter twice. Anything else is 415 (fastify's own answer, in our shape).
+// parameter twice (the JSON rules are services/shared/strict-json.ts, which
+// the auth service applies to client metadata documents too). Anything else
+// is 415 (fastify's own answer, in our shape).
 import type { FastifyInstance } from "fastify";
+import { decodeUtf8, firstRepeatedName } from "../services/shared/strict-json.js";
 import { HttpError } from "./errors.js";
 
 const FORM = "application/x-www-form-urlencoded";
 const JSON_TYPE = "application/json";
 
 const invalid = (description: string) => new HttpError(400, "invalid_request", description);
-const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /**
- * RFC 8259 §8.1: "JSON text exchanged between systems that are not part of a
- * closed ecosystem MUST be encoded using UTF-8". The WHATWG form encoding is
- * UTF-8 as well. A body that is not is refused, never silently repaired.
+ * RFC 8259 §8.1 (JSON) and the WHATWG form encoding: UTF-8. A body that is
+ * not is refused, never silently repaired (services/shared/strict-json.ts).
  */
-function decodeUtf8(body: Buffer): string {
-  try {
-    return utf8.decode(body);
-  } catch {
-    throw invalid("the request body is not valid UTF-8");
-  }
-}
-
-/**
- * RFC 8259 §4: "The names within an object SHOULD be unique"; RFC 6749 §3.1:
- * "Request and response parameters MUST NOT be included more than once." A
- * repeated name is refused at any depth (JSON.parse would keep the last one).
- * Runs on text JSON.parse accepted, so a string after "{" or "," inside an
- * object is a name; one pass, cheaper than the parse itself (a JSON AST
- * library was 25-40 times slower on a 40 KB body).
- */
-function firstRepeatedName(text: string): string | undefined {
-  // One set of names per open object; undefined for an open array.
-  const open: (Set<string> | undefined)[] = [];
-  let expectingName = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x22 /* " */) {
-      let end = i + 1;
-      for (let d = text.charCodeAt(end); d !== 0x22; d = text.charCodeAt(end)) end += d === 0x5c /* \ */ ? 2 : 1;
-      if (expectingName) {
-        const raw = text.slice(i + 1, end);
-        // "a\u0062" and "ab" are the same name.
-        const name: string = raw.includes("\\") ? JSON.parse(text.slice(i, end + 1)) : raw;
-        const names = open[open.length - 1]!;
-        if (names.has(name)) return name;
-        names.add(name);
-        expectingName = false;
-      }
-      i = end;
-    } else if (c === 0x7b /* { */) {
-      open.push(new Set());
-      expectingName = true;
-    } else if (c === 0x5b /* [ */) {
-      open.push(undefined);
-      expectingName = false;
-    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
-      open.pop();
-      expectingName = false;
-    } else if (c === 0x2c /* , */) {
-      expectingName = open[open.length - 1] !== undefined;
-    }
-  }
-  return undefined;
+function decodeBody(body: Buffer): string {
+  const text = decodeUtf8(body);
+  if (text === undefined) throw invalid("the request body is not valid UTF-8");
+  return text;
 }
 
 /**
@@ -102,12 +58,13 @@ export function registerBodyParsers(app: FastifyInstance, bodyLimit: number): vo
   app.addContentTypeParser(JSON_TYPE, { parseAs: "buffer", bodyLimit }, (request, body, done) => {
     let text: string;
     try {
-      text = decodeUtf8(body as Buffer);
+      text = decodeBody(body as Buffer);
     } catch (err) {
       return done(err as Error, undefined);
     }
     fastifyJson(request, text, (err, value) => {
       if (err) return done(err, undefined);
+      // RFC 8259 §4, RFC 6749 §3.1: a name twice, at any depth, is refused (JSON.parse would keep the last one).
       const repeated = firstRepeatedName(text);
       if (repeated !== undefined) return done(invalid(`parameter ${repeated} is included more than once`), undefined);
       done(null, value);
@@ -116,7 +73,7 @@ export function registerBodyParsers(app: FastifyInstance, bodyLimit: number): vo
 
   app.addContentTypeParser(FORM, { parseAs: "buffer", bodyLimit }, (_request, body, done) => {
     try {
-      done(null, parseForm(decodeUtf8(body as Buffer)));
+      done(null, parseForm(decodeBody(body as Buffer)));
     } catch (err) {
       done(err as Error, undefined);
     }

@@ -7,47 +7,22 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { HttpError } from "./errors.js";
 import { decodeBasic, isBasic } from "./oauth-params.js";
-import { isStorableText } from "../services/shared/storable-text.js";
+import { unstorableReason } from "../services/shared/storable-text.js";
+import { firstUnstorableString } from "../services/shared/strict-json.js";
+
+/** The refusal of `s`, found under `where` (a parameter, the path...). */
+const refusal = (where: string, s: string): HttpError => new HttpError(400, "invalid_request", `${where} must not contain ${unstorableReason(s)}`);
 
 /**
- * RFC 8259 §8.2: "the ABNF in this specification allows member names and
- * string values to contain bit sequences that cannot encode Unicode
- * characters; for example, "\uDEAD" (a single unpaired UTF-16 surrogate)
- * [...] The behavior of software that receives JSON texts containing such
- * values is unpredictable". Such a string is refused, as is U+0000
- * (isStorableText): this is the refusal of `s`, found under `where` (a
- * parameter, the path...).
- */
-function refusal(where: string, s: string): HttpError {
-  const what = s.includes("\u0000") ? "control characters (U+0000)" : "an unpaired surrogate, which is not Unicode text";
-  return new HttpError(400, "invalid_request", `${where} must not contain ${what}`);
-}
-
-/**
- * The refusal of the first unstorable string in a parsed value (names
- * included), naming the top-level parameter it is under. Iterative: a JSON
- * body may nest deeper than the stack.
+ * The refusal of the first unstorable string in a parsed value, names
+ * included (services/shared/strict-json.ts: U+0000, or an unpaired surrogate,
+ * RFC 8259 §8.2), naming the top-level parameter it is under.
  */
 function firstUnstorable(value: unknown, source: string): HttpError | undefined {
-  if (value === null || typeof value !== "object") {
-    return typeof value === "string" && !isStorableText(value) ? refusal(source, value) : undefined;
-  }
-  for (const [name, top] of Object.entries(value)) {
-    if (!isStorableText(name)) return refusal(`a parameter name in ${source}`, name);
-    const pending: unknown[] = [top];
-    while (pending.length > 0) {
-      const v = pending.pop();
-      if (typeof v === "string") {
-        if (!isStorableText(v)) return refusal(`${source}: ${name}`, v);
-      } else if (v !== null && typeof v === "object") {
-        for (const [key, inner] of Object.entries(v)) {
-          if (!isStorableText(key)) return refusal(`${source}: ${name}`, key);
-          pending.push(inner);
-        }
-      }
-    }
-  }
-  return undefined;
+  const found = firstUnstorableString(value);
+  if (!found) return undefined;
+  if (found.member === undefined) return refusal(source, found.text);
+  return refusal(found.isMemberName ? `a parameter name in ${source}` : `${source}: ${found.member}`, found.text);
 }
 
 /**

@@ -90,7 +90,7 @@ it("a name that resolves to 127.0.0.1 at delivery time is refused at connect and
   expect(deliveries[0]).toMatchObject({ status: "gave_up", attempts: 2 });
 });
 
-it("the sender refuses a name with any non-public address, a literal private IP, and http", async () => {
+it("the sender refuses a name with any non-public address, a localhost name, a literal private IP, and http", async () => {
   const sender = createWebhookSender({ resolve: atDelivery, allowInsecure: false, timeoutMs: 2000 });
   try {
     const send = (url: string) => sender.send({ url, secret: `whsec_${Buffer.alloc(32, 1).toString("base64")}`, eventId: randomUUID(), body: "{}" });
@@ -98,6 +98,9 @@ it("the sender refuses a name with any non-public address, a literal private IP,
     expect(await send(`https://127.0.0.1:${port}/`)).toMatchObject({ ok: false, kind: "refused", error: "refused: 127.0.0.1 is a loopback address" });
     expect(await send(`https://[::1]:${port}/`)).toMatchObject({ ok: false, kind: "refused" });
     expect(await send(`http://example.test:${port}/`)).toMatchObject({ ok: false, kind: "refused", error: "refused: http: targets are not allowed" });
+    // A localhost name, without a lookup (RFC 6761 §6.3).
+    expect(await send(`https://api.localhost:${port}/`)).toMatchObject({ ok: false, kind: "refused", error: "refused: api.localhost is a loopback name" });
+    expect(lookups).not.toContain("api.localhost");
     expect(connections).toBe(0);
   } finally {
     await sender.close();

@@ -122,6 +122,27 @@ describe("refused documents: an error page saying what was wrong, never a redire
     await expectRefused("/html.json", (url) => ({ body: documentFor(url), headers: { "content-type": "text/html" } }), /is not served as JSON \(Content-Type "text\/html"\)/);
   });
 
+  it("JSON a request body to the gateway could not carry either: a member twice, an unpaired surrogate or U+0000, bytes that are not UTF-8", async () => {
+    // The document as text, `members` written in by hand (JSON.stringify cannot write them).
+    const text = (url: string, members: string) => `{"client_id":${JSON.stringify(url)},"redirect_uris":${JSON.stringify([REDIRECT_URI])},${members}}`;
+    await expectRefused("/twice.json", (url) => ({ body: text(url, '"client_name":"a","client_name":"b"') }), /cannot be used: it has the member "client_name" more than once/);
+    await expectRefused(
+      "/surrogate.json",
+      (url) => ({ body: text(url, '"client_name":"\\ud800"') }),
+      /cannot be used: its member "client_name" must not contain an unpaired surrogate, which is not Unicode text/,
+    );
+    // Members this server does not read are held to the same rule.
+    await expectRefused("/low-surrogate.json", (url) => ({ body: text(url, '"logo_uri":"x\\udc00"') }), /its member "logo_uri" must not contain an unpaired surrogate/);
+    await expectRefused("/nul.json", (url) => ({ body: text(url, '"contacts":["a\\u0000b"]') }), /its member "contacts" must not contain control characters \(U\+0000\)/);
+    // Bytes: Latin-1 "é", and a surrogate's own three bytes (not UTF-8), never read as U+FFFD.
+    await expectRefused("/latin1.json", (url) => ({ body: Buffer.from(text(url, '"client_name":"Caf\u00e9"'), "latin1") }), /is not valid UTF-8/);
+    await expectRefused(
+      "/surrogate-bytes.json",
+      (url) => ({ body: Buffer.from(text(url, '"client_name":"X"').replace("X", "\u00ed\u00a0\u0080"), "latin1") }),
+      /is not valid UTF-8/,
+    );
+  });
+
   it("an answer other than 200", async () => {
     await expectRefused("/gone.json", () => ({ status: 404, body: {} }), /could not be fetched: it answered HTTP 404/);
   });
@@ -189,6 +210,37 @@ describe("a private address: refused when the connection is made (insecure redir
       expect(await refusedPage("https://127.0.0.1/client.json", gateway.base)).toMatch(/resolves to a private address.*127\.0\.0\.1 is a loopback address/s);
       // http is refused outright.
       expect(await refusedPage("http://127.0.0.1/client.json", gateway.base)).toMatch(/a client_id URL must use https/);
+    } finally {
+      await gateway.close();
+      await auth.stop();
+    }
+  });
+
+  it("a localhost name, refused without a DNS query (RFC 6761 §6.3)", async () => {
+    const auth = await platform.startService(
+      createAuthApp,
+      platform.gatewayConfig({ OAUTH_ALLOW_INSECURE_REDIRECTS: "false", WEBHOOK_DNS_SERVERS: dns.address }),
+    );
+    const gateway = await platform.addGateway({ config: { AUTH_RPC_URL: auth.server.url } });
+    try {
+      const asked = dns.asked.length;
+      for (const [clientId, host] of [
+        ["https://localhost/client.json", "localhost"],
+        ["https://foo.localhost/client.json", "foo.localhost"],
+        ["https://localhost./client.json", "localhost."],
+        ["https://a.b.localhost./client.json", "a.b.localhost."],
+      ] as const) {
+        const page = await refusedPage(clientId, gateway.base);
+        expect(page).toContain(`the client's metadata document at ${clientId} resolves to a private address, which is refused (${host} is a loopback name)`);
+      }
+      // Upper case is not the normal form: refused before any fetch.
+      expect(await refusedPage("https://LOCALHOST./client.json", gateway.base)).toMatch(/not in its normal form \(https:\/\/localhost\.\/client\.json\)/);
+      expect(dns.asked.slice(asked)).toEqual([]);
+      // The same service asks this DNS server about other names.
+      await refusedPage("https://agent.cimd.test/other.json", gateway.base);
+      expect(dns.asked.slice(asked)).toContain("agent.cimd.test/A");
+      const err = await rpcError(auth.client(AuthService).getClient({ clientId: "https://localhost/client.json" }));
+      expect(err.code).toBe(Code.NotFound);
     } finally {
       await gateway.close();
       await auth.stop();

@@ -89,6 +89,10 @@ describe("create", () => {
       [{ target_url: "https://mixed.example.test/hook", event_type: "contact.created" }, /resolves to a loopback address/],
       [{ target_url: "https://nowhere.example.test/hook", event_type: "contact.created" }, "target_url: host nowhere.example.test does not resolve"],
       [{ target_url: "https://hooks.example.test:22/", event_type: "contact.created" }, /^target_url: port 22 is not allowed/],
+      // Refused, not repaired into https://hooks.example.test/x by the URL parser.
+      [{ target_url: "https:///hooks.example.test/x", event_type: "contact.created" }, /^target_url: expected a host right after https:\/\//],
+      [{ target_url: "https:/hooks.example.test/x", event_type: "contact.created" }, /^target_url: expected \/\/ and a host right after https:/],
+      [{ target_url: "https:\\\\hooks.example.test\\x", event_type: "contact.created" }, /^target_url: must not contain backslashes/],
       // Control characters are refused, never silently dropped ("exa\tmple" must not become "example").
       [{ target_url: "https://hooks.exa\tmple.test/", event_type: "contact.created" }, /^target_url: must not contain control characters/],
       [{ target_url: "https://hooks.example.test/a\nb", event_type: "contact.created" }, /^target_url: must not contain control characters/],

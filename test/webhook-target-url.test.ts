@@ -89,6 +89,34 @@ describe("target_url", () => {
     expect(await listAll(owner)).toHaveLength(6);
   });
 
+  it("refuses what is not written as scheme://host rather than storing the URL parser's repair, in both deployments", async () => {
+    const owner = newPair();
+    for (const [targetUrl, reason] of [
+      ["http:///x", /expected a host right after http:\/\//],
+      ["https:///hooks.receiver.test/x", /expected a host right after https:\/\//],
+      ["https:////hooks.receiver.test/x", /expected a host right after https:\/\//],
+      ["http:/x.example/a", /expected \/\/ and a host right after http:/],
+      ["https:/hooks.receiver.test/x", /expected \/\/ and a host right after https:/],
+      ["https:hooks.receiver.test/x", /expected \/\/ and a host right after https:/],
+      ["http:\\\\x.example\\a", /must not contain backslashes/],
+      ["https:\\\\hooks.receiver.test/x", /must not contain backslashes/],
+      ["https://hooks.receiver.test\\x", /must not contain backslashes/],
+      ["https://@hooks.receiver.test/x", /user-info/],
+    ] as const) {
+      for (const c of [devClient, client]) {
+        const err = await rpcError(c.createSubscription({ owner, targetUrl, eventType: EventType.CONTACT_CREATED }));
+        expect(err.code, targetUrl).toBe(Code.InvalidArgument);
+        expect(err.rawMessage, targetUrl).toMatch(/^target_url: /);
+        expect(err.rawMessage, targetUrl).toMatch(reason);
+      }
+    }
+    expect(await listAll(owner)).toHaveLength(0);
+    // Written in full, the same URL passes where http is allowed, as it was sent.
+    const res = await devClient.createSubscription({ owner, targetUrl: "http://x.example:8080/a", eventType: EventType.CONTACT_CREATED });
+    expect(res.subscription!.targetUrl).toBe("http://x.example:8080/a");
+    expect(await listAll(owner)).toHaveLength(1);
+  });
+
   it("lets http and private destinations through when the deployment allows insecure targets", async () => {
     const owner = newPair();
     const before = resolved.length;

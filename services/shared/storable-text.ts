@@ -14,3 +14,7 @@
 
 /** Whether `s` holds neither U+0000 nor an unpaired surrogate. */
 export const isStorableText = (s: string): boolean => s.isWellFormed() && !s.includes("\u0000");
+
+/** Why `s` is not storable text, completing "… must not contain": the wording every refusal of it shares. */
+export const unstorableReason = (s: string): string =>
+  s.includes("\u0000") ? "control characters (U+0000)" : "an unpaired surrogate, which is not Unicode text";

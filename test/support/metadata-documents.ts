@@ -14,8 +14,8 @@ import path from "node:path";
 export interface DocumentAnswer {
   status?: number;
   headers?: Record<string, string>;
-  /** The body, as is (a string), or JSON of an object. */
-  body?: string | object;
+  /** The body, as is (a string, or bytes in a Buffer), or JSON of an object. */
+  body?: string | Buffer | object;
   /** Answer after this long (a slow document). */
   delayMs?: number;
   /** Send the body without Content-Length (chunked), in chunks of this many bytes. */
@@ -51,13 +51,13 @@ export async function startDocumentServer(tls?: { keyFile: string; certFile: str
     route.fetches += 1;
     route.accept.push(req.headers.accept ?? "");
     const a = route.answer(`${base}${req.url}`);
-    const body = a.body === undefined ? "" : typeof a.body === "string" ? a.body : JSON.stringify(a.body);
+    const body = Buffer.isBuffer(a.body) ? a.body : Buffer.from(a.body === undefined ? "" : typeof a.body === "string" ? a.body : JSON.stringify(a.body));
     const send = () => {
       if (res.destroyed) return;
       const headers = { "content-type": "application/json", ...a.headers };
-      if (!a.chunked) return void res.writeHead(a.status ?? 200, { ...headers, "content-length": String(Buffer.byteLength(body)) }).end(body);
+      if (!a.chunked) return void res.writeHead(a.status ?? 200, { ...headers, "content-length": String(body.length) }).end(body);
       res.writeHead(a.status ?? 200, headers);
-      for (let i = 0; i < body.length; i += a.chunked) res.write(body.slice(i, i + a.chunked));
+      for (let i = 0; i < body.length; i += a.chunked) res.write(body.subarray(i, i + a.chunked));
       res.end();
     };
     if (a.delayMs) setTimeout(send, a.delayMs);

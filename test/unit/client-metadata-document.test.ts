@@ -110,4 +110,24 @@ describe("what a document says", () => {
     expect(() => parseDocument(URL_, "not json", { allowInsecure: false })).toThrow(/is not valid JSON/);
     expect(() => parseDocument(URL_, "null", { allowInsecure: false })).toThrow(/is not a JSON object/);
   });
+
+  it("JSON as strict as a request body's: no member twice at any depth, no U+0000 or unpaired surrogate in any name or string", () => {
+    const text = (members: string) => `{"client_id":${JSON.stringify(URL_)},"redirect_uris":["https://agent.example/cb"],${members}}`;
+    const parseText = (members: string) => () => parseDocument(URL_, text(members), { allowInsecure: false });
+    expect(parseText('"client_name":"a"')().name).toBe("a");
+    for (const [members, why] of [
+      ['"client_name":"a","client_name":"b"', /cannot be used: it has the member "client_name" more than once/],
+      ['"client_name":"a","client\\u005fname":"b"', /it has the member "client_name" more than once/],
+      ['"jwks":{"keys":[{"kid":"1","kid":"2"}]}', /it has the member "kid" more than once/],
+      ['"client_name":"\\ud800"', /its member "client_name" must not contain an unpaired surrogate, which is not Unicode text/],
+      ['"contacts":["x","\\udfff"]', /its member "contacts" must not contain an unpaired surrogate/],
+      ['"contacts":{"\\ud800":1}', /its member "contacts" must not contain an unpaired surrogate/],
+      ['"\\udc00":1', /a member name must not contain an unpaired surrogate/],
+      ['"logo_uri":"a\\u0000"', /its member "logo_uri" must not contain control characters \(U\+0000\)/],
+    ] as const) {
+      expect(parseText(members), members).toThrow(why);
+    }
+    // A surrogate pair is a character, not a lone surrogate.
+    expect(parseText('"client_name":"card \\ud83d\\udcc7"')().name).toBe("card \u{1f4c7}");
+  });
 });

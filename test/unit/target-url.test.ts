@@ -69,6 +69,29 @@ describe("target_url rules that need no DNS", () => {
     expect(await refusal(targetUrl)).toMatch(/control characters/);
   });
 
+  it.each(
+    named<[RegExp]>([
+      ["http:///x", /^target_url: expected a host right after http:\/\/ \(such as http:\/\/example\.com\/webhooks\)$/],
+      ["https:///hooks.receiver.test/", /expected a host right after https:\/\//],
+      ["https:////hooks.receiver.test/", /expected a host right after https:\/\//],
+      ["https://?x", /expected a host right after https:\/\//],
+      ["http:/x", /^target_url: expected \/\/ and a host right after http: \(such as http:\/\/example\.com\/webhooks\)$/],
+      ["HTTPS:/hooks.receiver.test/", /expected \/\/ and a host right after https:/],
+      ["https:hooks.receiver.test", /expected \/\/ and a host right after https:/],
+      ["http:\\\\x", /must not contain backslashes/],
+      ["https:\\\\hooks.receiver.test/", /must not contain backslashes/],
+      ["https://hooks.receiver.test\\hook", /must not contain backslashes/],
+      ["https://hooks.receiver.test/a?b=\\", /must not contain backslashes/],
+      ["https://@hooks.receiver.test/", /user-info/],
+      ["https://:@hooks.receiver.test/", /user-info/],
+    ]),
+  )("refuses %s rather than storing what the URL parser would repair it into", async (_name, targetUrl, reason) => {
+    const before = looked.length;
+    expect(await refusal(targetUrl)).toMatch(reason);
+    expect(await refusal(targetUrl, { allowHttp: true, allowPrivate: true })).toMatch(reason);
+    expect(looked.length).toBe(before);
+  });
+
   it.each([[22], [25], [80], [442], [1023], [0]])("refuses port %i (the default, or 1024 and above)", async (port) => {
     expect(await refusal(`https://hooks.receiver.test:${port}/`)).toMatch(new RegExp(`port ${port} is not allowed`));
   });
@@ -131,6 +154,8 @@ describe("target_url rules that need no DNS", () => {
   it("normalises the URL it stores", async () => {
     expect(await checkTargetUrl("  HTTPS://Hooks.Receiver.TEST:443/a/../b?q=1  ", { resolve })).toBe("https://hooks.receiver.test/b?q=1");
     expect(await checkTargetUrl("https://hooks.receiver.test", { resolve })).toBe("https://hooks.receiver.test/");
+    expect(await checkTargetUrl("HTTP://X.Example:80/a", { allowHttp: true, allowPrivate: true })).toBe("http://x.example/a");
+    expect(await checkTargetUrl("http://x.example:8080/a", { allowHttp: true, allowPrivate: true })).toBe("http://x.example:8080/a");
     // DNS that never answers is not "does not resolve": UNAVAILABLE, try again.
     const slow = await rpcError(checkTargetUrl("https://slow.receiver.test/", { resolve: () => new Promise(() => {}), resolveTimeoutMs: 50 }));
     expect(slow.code).toBe(Code.Unavailable);

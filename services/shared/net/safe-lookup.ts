@@ -14,7 +14,7 @@
 // skips it), so checkLiteralHost covers them before the request.
 import { isIP } from "node:net";
 import type { LookupFunction } from "node:net";
-import type { Resolver } from "./dns-resolver.js";
+import { isLocalhostName, type Resolver } from "./dns-resolver.js";
 import { ipRefusal } from "./ip-address.js";
 
 /** The destination is not allowed: the attempt is logged as refused, no connection is made. */
@@ -34,9 +34,15 @@ export function checkLiteralHost(url: URL, allowInsecure: boolean): void {
   if (why) throw new DestinationRefusedError(why);
 }
 
-/** net.connect's `lookup`: resolves with `resolve`, refuses non-public answers unless allowed. */
+/** net.connect's `lookup`: resolves with `resolve`, refuses localhost names and non-public answers unless allowed. */
 export function safeLookup(resolve: Resolver, allowInsecure: boolean): LookupFunction {
   return (hostname, options, callback) => {
+    // RFC 6761 §6.3: "Name resolution APIs SHOULD NOT send queries for
+    // localhost names to their configured caching DNS server(s)." Such a name
+    // is loopback: refused as one, without a query.
+    if (!allowInsecure && isLocalhostName(hostname)) {
+      return process.nextTick(() => callback(new DestinationRefusedError(`${hostname} is a loopback name`), "", 0));
+    }
     resolve(hostname).then(
       (found) => {
         if (!allowInsecure) {

@@ -22,7 +22,11 @@
 //
 // Control characters (C0, DEL, C1) anywhere in the URL are refused: the WHATWG
 // parser would silently drop tabs and newlines ("exa\tmple.com" becomes
-// "example.com"), so what is stored would not be what was sent.
+// "example.com"), so what is stored would not be what was sent. For the same
+// reason the URL must be written in full, scheme "://" host: the parser
+// repairs "http:///x", "http:/x", "http:x" and "http:\\x" (a backslash is a
+// slash to it) all into "http://x/", and drops an empty "@" before the host;
+// each is refused rather than rewritten, in development too.
 //
 // Ports (decided, docs/interface.md): the scheme's default (443, or 80 for
 // http where http is allowed) or any port from 1024 to 65535. The other
@@ -63,6 +67,31 @@ export const TARGET_PORT_MIN = 1024;
 /** C0 controls, DEL and C1 controls. */
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
+/** RFC 3986 §3.1 scheme, then, when present, "//" and the authority (up to the path, query or fragment). */
+const SCHEME_AUTHORITY = /^([A-Za-z][A-Za-z0-9+.-]*):(\/\/([^/?#]*))?/;
+
+/**
+ * RFC 9110 §4.2.1: http-URI = "http" "://" authority path-abempty [ "?"
+ * query ], likewise https-URI; "A sender MUST NOT generate an "http" URI with
+ * an empty host identifier. A recipient that processes such a URI reference
+ * MUST reject it as invalid." RFC 3986 §2 has no place for "\" in a URI. What
+ * the WHATWG parser would otherwise repair into another URL is refused here,
+ * before it parses: the http(s) scheme not followed by "//" and a host, a
+ * backslash anywhere, an "@" in the authority (user-info, empty or not).
+ */
+function checkWrittenInFull(raw: string): void {
+  if (raw.includes("\\")) throw invalid(FIELD, "must not contain backslashes (\\); a URL's separator is /");
+  const m = SCHEME_AUTHORITY.exec(raw);
+  const scheme = m?.[1]?.toLowerCase();
+  // No scheme, or another one: refused below, for what it is.
+  if (!m || (scheme !== "http" && scheme !== "https")) return;
+  const authority = m[3];
+  const example = `such as ${scheme}://example.com/webhooks`;
+  if (authority === undefined) throw invalid(FIELD, `expected // and a host right after ${scheme}: (${example})`);
+  if (authority === "") throw invalid(FIELD, `expected a host right after ${scheme}:// (${example})`);
+  if (authority.includes("@")) throw invalid(FIELD, "must not contain user-info (user:password@)");
+}
+
 /** UNAVAILABLE for a lookup that failed; the detail is what the client is told. */
 export function targetUnavailable(host: string, cause: unknown): ConnectError {
   const description = `target_url: the host ${host} could not be resolved right now (DNS did not answer); try again later`;
@@ -90,8 +119,8 @@ export interface ParsedTargetUrl {
 }
 
 /**
- * The rules that need no DNS: syntax, scheme, user-info, fragment, control
- * characters, port, length, and literal IP destinations. Throws
+ * The rules that need no DNS: syntax (written in full), scheme, user-info,
+ * fragment, control characters, port, length, and literal IP destinations. Throws
  * INVALID_ARGUMENT "target_url: <reason>".
  */
 export function parseTargetUrl(value: string, options: Omit<TargetUrlOptions, "resolve" | "resolveTimeoutMs"> = {}): ParsedTargetUrl {
@@ -100,6 +129,7 @@ export function parseTargetUrl(value: string, options: Omit<TargetUrlOptions, "r
   const raw = value.trim();
   if (!raw) throw invalid(FIELD, "required");
   if (raw.length > TARGET_URL_MAX_LENGTH) throw invalid(FIELD, `at most ${TARGET_URL_MAX_LENGTH} characters`);
+  checkWrittenInFull(raw);
   let url: URL;
   try {
     url = new URL(raw);

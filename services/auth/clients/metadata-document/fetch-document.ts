@@ -16,6 +16,7 @@ import { rootCertificates } from "node:tls";
 import { Agent, request } from "undici";
 import type { Resolver } from "../../../shared/net/dns-resolver.js";
 import { DestinationRefusedError, checkLiteralHost, safeLookup } from "../../../shared/net/safe-lookup.js";
+import { decodeUtf8 } from "../../../shared/strict-json.js";
 import { DocumentRefusal } from "./document-refusal.js";
 
 /** The largest document read: a few KiB is plenty for client metadata. */
@@ -85,7 +86,10 @@ export function createDocumentFetcher(options: DocumentFetcherOptions): Document
           if (size > MAX_DOCUMENT_BYTES) throw tooLarge();
           chunks.push(chunk);
         }
-        return { body: Buffer.concat(chunks).toString("utf8"), cacheControl: header(res.headers["cache-control"]) };
+        // RFC 8259 §8.1: JSON text "MUST be encoded using UTF-8"; bytes that are not are refused, never read as U+FFFD.
+        const body = decodeUtf8(Buffer.concat(chunks));
+        if (body === undefined) throw refuse("is not valid UTF-8: JSON text must be encoded in UTF-8");
+        return { body, cacheControl: header(res.headers["cache-control"]) };
       } finally {
         // Whatever is left of the body is not wanted (an error above, or a cap reached).
         // undici's body reports being destroyed early as an AbortError: expected here.

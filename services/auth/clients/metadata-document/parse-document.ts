@@ -5,8 +5,11 @@
 // no way to establish a shared secret", "the token_endpoint_auth_method
 // property MUST NOT include client_secret_post or client_secret_basic" and
 // "the client_secret and client_secret_expires_at properties MUST NOT be
-// used". Only "none" is accepted: the client is public, PKCE required.
+// used". Only "none" is accepted: the client is public, PKCE required. The
+// JSON itself is read as strictly as a request body to the gateway.
 import { ConnectError } from "@connectrpc/connect";
+import { unstorableReason } from "../../../shared/storable-text.js";
+import { strictJsonProblem, type StrictJsonProblem } from "../../../shared/strict-json.js";
 import { checkGrantTypes } from "../grant-types.js";
 import { checkRedirectUri } from "../redirect-uri.js";
 import { ALL_SCOPES } from "../../scopes.js";
@@ -33,6 +36,8 @@ export function parseDocument(url: string, body: string, options: { allowInsecur
   } catch {
     throw refuse("is not valid JSON");
   }
+  const problem = strictJsonProblem(body, doc);
+  if (problem) throw refuse(`cannot be used: ${strictJsonRefusal(problem)}`);
   if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw refuse("is not a JSON object");
   const d = doc as Record<string, unknown>;
   if (d.client_id !== url) {
@@ -60,6 +65,19 @@ export function parseDocument(url: string, body: string, options: { allowInsecur
 }
 
 type Refuse = (what: string) => DocumentRefusal;
+
+/**
+ * The JSON a request body to the gateway must be (services/shared/strict-json.ts):
+ * no member twice (JSON.parse would keep the last one), no U+0000 or unpaired
+ * surrogate in any name or string, whether this server reads that member or not.
+ */
+function strictJsonRefusal(problem: StrictJsonProblem): string {
+  if (problem.kind === "repeated-name") return `it has the member ${JSON.stringify(problem.name.slice(0, 100))} more than once`;
+  const why = unstorableReason(problem.text);
+  if (problem.member === undefined) return `it must not contain ${why}`;
+  if (problem.isMemberName) return `a member name must not contain ${why}`;
+  return `its member ${JSON.stringify(problem.member.slice(0, 100))} must not contain ${why}`;
+}
 
 const stringList = (value: unknown): value is string[] => Array.isArray(value) && value.every((v) => typeof v === "string");
 
