@@ -16,6 +16,13 @@ export interface SessionCookie {
   clear(reply: FastifyReply): void;
 }
 
+/** Adds a Set-Cookie line to those the reply already has. */
+export function appendSetCookie(reply: FastifyReply, value: string): void {
+  const previous = reply.getHeader("set-cookie");
+  const list = previous === undefined ? [] : Array.isArray(previous) ? previous : [String(previous)];
+  reply.header("set-cookie", [...list, value]);
+}
+
 /** A session secret is URL-safe text: anything else is not one of ours. */
 const SESSION_VALUE = /^[A-Za-z0-9._~-]{1,200}$/;
 
@@ -26,11 +33,6 @@ export function createSessionCookie(publicUrl: string): SessionCookie {
   const secure = new URL(publicUrl).protocol === "https:";
   const name = secure ? "__Host-bizcard_session" : "bizcard_session";
   const attributes = { httpOnly: true, secure, sameSite: "lax", path: "/" } as const;
-  const append = (reply: FastifyReply, value: string) => {
-    const previous = reply.getHeader("set-cookie");
-    const list = previous === undefined ? [] : Array.isArray(previous) ? previous : [String(previous)];
-    reply.header("set-cookie", [...list, value]);
-  };
   return {
     name,
     secure,
@@ -42,10 +44,10 @@ export function createSessionCookie(publicUrl: string): SessionCookie {
     },
     set(reply, sessionId, expires) {
       const maxAge = Math.max(0, Math.floor((expires.getTime() - Date.now()) / 1000));
-      append(reply, stringifySetCookie(name, sessionId, { ...attributes, maxAge }));
+      appendSetCookie(reply, stringifySetCookie(name, sessionId, { ...attributes, maxAge }));
     },
     clear(reply) {
-      append(reply, stringifySetCookie(name, "", { ...attributes, maxAge: 0, expires: new Date(0) }));
+      appendSetCookie(reply, stringifySetCookie(name, "", { ...attributes, maxAge: 0, expires: new Date(0) }));
     },
   };
 }

@@ -62,26 +62,29 @@ function authorizeQuery(overrides: Record<string, string>): string {
   return `/oauth/authorize?${form({ response_type: "code", client_id: publicClientId, redirect_uri: REDIRECT, state: "s", code_challenge: "x".repeat(43), code_challenge_method: "S256", ...overrides })}`;
 }
 
-/** A fresh interaction (its page path) and its login form's CSRF token. */
-async function interaction(): Promise<{ path: string; csrf: string }> {
+/** A fresh interaction (its page path), its login form's CSRF and form tokens, and the browser's form cookie. */
+async function interaction(): Promise<{ path: string; csrf: string; formToken: string; formCookie: string }> {
   const start = await send("GET", authorizeQuery({}));
   expect(start.status).toBe(303);
   const path = start.headers.get("location")!;
   const page = await send("GET", path);
-  const csrf = /name="csrf_token" value="([^"]*)"/.exec(await page.text())![1]!;
-  return { path, csrf };
+  const formCookie = page.headers.getSetCookie()[0]!.split(";")[0]!;
+  const html = await page.text();
+  const csrf = /name="csrf_token" value="([^"]*)"/.exec(html)![1]!;
+  return { path, csrf, formToken: /name="form_token" value="([^"]*)"/.exec(html)![1]!, formCookie };
 }
 
-/** Signs the member in on a fresh interaction: its path, CSRF token and the session cookie. */
-async function signedIn(): Promise<{ path: string; csrf: string; cookie: string; id: string }> {
-  const { path, csrf } = await interaction();
-  const res = await send("POST", `${path}/login`, form({ csrf_token: csrf, email: MEMBER.email, password: MEMBER.password }), FORM);
+/** Signs the member in on a fresh interaction: its path, CSRF and form tokens, and the browser's cookies. */
+async function signedIn(): Promise<{ path: string; csrf: string; formToken: string; cookie: string; id: string }> {
+  const { path, csrf, formToken, formCookie } = await interaction();
+  const fields = { csrf_token: csrf, form_token: formToken, email: MEMBER.email, password: MEMBER.password };
+  const res = await send("POST", `${path}/login`, form(fields), { ...FORM, cookie: formCookie });
   expect(res.status).toBe(303);
-  const cookie = res.headers.getSetCookie()[0]!.split(";")[0]!;
+  const cookie = `${res.headers.getSetCookie()[0]!.split(";")[0]!}; ${formCookie}`;
   const consent = await send("GET", path, undefined, { cookie });
   const html = await consent.text();
   expect(consent.status, html).toBe(200);
-  return { path, cookie, id: decodeURIComponent(path.split("/").pop()!), csrf: /name="csrf_token" value="([^"]*)"/.exec(html)![1]! };
+  return { path, cookie, formToken, id: decodeURIComponent(path.split("/").pop()!), csrf: /name="csrf_token" value="([^"]*)"/.exec(html)![1]! };
 }
 
 describe("the OAuth endpoints (JSON answers)", () => {
@@ -158,18 +161,19 @@ describe("the pages (400 pages)", () => {
   });
 
   it("the login form: email, password, csrf_token, and the interaction id in the path", async () => {
-    const { path, csrf } = await interaction();
+    const { path, csrf, formToken, formCookie } = await interaction();
     for (const fields of [
       { csrf_token: csrf, email: `${MEMBER.email}${NUL}`, password: MEMBER.password },
       { csrf_token: csrf, email: NUL, password: "x" },
       { csrf_token: csrf, email: MEMBER.email, password: `${MEMBER.password}${NUL}` },
       { csrf_token: `${csrf}${NUL}`, email: MEMBER.email, password: MEMBER.password },
     ]) {
-      const res = await send("POST", `${path}/login`, form(fields), FORM);
+      const res = await send("POST", `${path}/login`, form({ ...fields, form_token: formToken }), { ...FORM, cookie: formCookie });
       expect(res.headers.get("set-cookie")).toBeNull();
       await expectPage400(res);
     }
-    await expectPage400(await send("POST", `${path}%00/login`, form({ csrf_token: csrf, email: MEMBER.email, password: MEMBER.password }), FORM));
+    const valid = form({ csrf_token: csrf, form_token: formToken, email: MEMBER.email, password: MEMBER.password });
+    await expectPage400(await send("POST", `${path}%00/login`, valid, { ...FORM, cookie: formCookie }));
     await expectPage400(await send("GET", `${path}%00`));
     await expectPage400(await send("GET", "/oauth/interaction/%00"));
     // Not signed in by any of them: the login page still shows.
@@ -178,15 +182,16 @@ describe("the pages (400 pages)", () => {
   });
 
   it("the consent form: interaction_id and client_id", async () => {
-    const { cookie, id, csrf } = await signedIn();
-    const fields = { decision: "allow", interaction_id: id, csrf_token: csrf, response_type: "code", client_id: publicClientId, redirect_uri: REDIRECT };
+    const { cookie, id, csrf, formToken } = await signedIn();
+    const fields = { decision: "allow", interaction_id: id, csrf_token: csrf, form_token: formToken, response_type: "code", client_id: publicClientId, redirect_uri: REDIRECT };
     await expectPage400(await send("POST", "/oauth/authorize/consent", form({ ...fields, interaction_id: `${id}${NUL}` }), { ...FORM, cookie }));
     await expectPage400(await send("POST", "/oauth/authorize/consent", form({ ...fields, client_id: NUL }), { ...FORM, cookie }));
   });
 
   it("the account pages: the revoke form's client_id", async () => {
-    const { cookie, csrf } = await signedIn();
-    await expectPage400(await send("POST", "/account/applications/revoke", form({ client_id: `${app.id}${NUL}`, csrf_token: csrf }), { ...FORM, cookie }));
+    const { cookie, csrf, formToken } = await signedIn();
+    const fields = { client_id: `${app.id}${NUL}`, csrf_token: csrf, form_token: formToken };
+    await expectPage400(await send("POST", "/account/applications/revoke", form(fields), { ...FORM, cookie }));
     await expectPage400(await send("GET", `/account/applications?notice=${encodeURIComponent(NUL)}`, undefined, { cookie }));
   });
 });

@@ -41,12 +41,19 @@ async function consentPage(): Promise<{ fields: Record<string, string>; cookie: 
   const start = await fetch(url(`/oauth/authorize?${q}`), { redirect: "manual" });
   expect(start.status).toBe(303);
   const interaction = start.headers.get("location")!;
-  const loginPage = await (await fetch(url(interaction))).text();
+  const shown = await fetch(url(interaction));
+  const form = shown.headers.getSetCookie()[0]!.split(";")[0]!;
+  const loginPage = await shown.text();
   const login = await fetch(url(`${interaction}/login`), {
     method: "POST",
     redirect: "manual",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ csrf_token: hidden(loginPage, "csrf_token"), email: platform.member.email, password: platform.member.password }).toString(),
+    headers: { "content-type": "application/x-www-form-urlencoded", cookie: form },
+    body: new URLSearchParams({
+      csrf_token: hidden(loginPage, "csrf_token"),
+      form_token: hidden(loginPage, "form_token"),
+      email: platform.member.email,
+      password: platform.member.password,
+    }).toString(),
   });
   expect(login.status).toBe(303);
   const cookie = login.headers.getSetCookie().find((c) => c.startsWith("bizcard_session="))!.split(";")[0]!;

@@ -8,6 +8,8 @@ import {
   consentPage,
   CSP,
   expectPageHeaders,
+  formCookie,
+  formCookieOf,
   get,
   good,
   hidden,
@@ -91,8 +93,8 @@ describe("the consent page", () => {
   });
 
   it("a consent form without a session goes back to the interaction's login", async () => {
-    const { html, interaction } = await consentPage(good.clientId);
-    const res = await postForm("/oauth/authorize/consent", consentFields(html, "allow"));
+    const { html, interaction, cookie } = await consentPage(good.clientId);
+    const res = await postForm("/oauth/authorize/consent", consentFields(html, "allow"), formCookieOf(cookie));
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe(interaction);
   });
@@ -113,8 +115,9 @@ describe("the consent page", () => {
   });
 
   it("a form without interaction_id is refused (only JSON may go without one)", async () => {
-    const { cookie } = await consentPage(good.clientId);
-    const res = await postForm("/oauth/authorize/consent", { response_type: "code", client_id: good.clientId, redirect_uri: REDIRECT, decision: "allow" }, cookie);
+    const { cookie, html } = await consentPage(good.clientId);
+    const fields = { response_type: "code", client_id: good.clientId, redirect_uri: REDIRECT, decision: "allow", form_token: hidden(html, "form_token") };
+    const res = await postForm("/oauth/authorize/consent", fields, cookie);
     expect(res.status).toBe(400);
     expect(res.headers.get("location")).toBeNull();
     expectPageHeaders(res);
@@ -126,11 +129,13 @@ describe("connected applications", () => {
     const start = await get("/account/login");
     expect(start.status).toBe(303);
     const interaction = start.headers.get("location")!;
-    const html = await (await get(interaction)).text();
-    const res = await postForm(`${interaction}/login`, { csrf_token: hidden(html, "csrf_token"), email: platform.member.email, password: platform.member.password });
+    const page = await get(interaction);
+    const html = await page.text();
+    const fields = { csrf_token: hidden(html, "csrf_token"), form_token: hidden(html, "form_token"), email: platform.member.email, password: platform.member.password };
+    const res = await postForm(`${interaction}/login`, fields, formCookie(page));
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/account/applications");
-    return sessionCookie(res);
+    return `${sessionCookie(res)}; ${formCookie(page)}`;
   }
 
   it("the account login with a live session goes straight to the applications", async () => {
@@ -162,11 +167,12 @@ describe("connected applications", () => {
     expect(html).toContain("See your organisation&#39;s name");
     expect(html).toMatch(/<time datetime="\d{4}-\d\d-\d\dT/);
     const csrf = hidden(html, "csrf_token");
+    const form = hidden(html, "form_token");
 
-    const forged = await postForm("/account/applications/revoke", { client_id: other.clientId }, cookie);
+    const forged = await postForm("/account/applications/revoke", { client_id: other.clientId, form_token: form }, cookie);
     expect(forged.status).toBe(403);
 
-    const revoked = await postForm("/account/applications/revoke", { client_id: other.clientId, csrf_token: csrf }, cookie);
+    const revoked = await postForm("/account/applications/revoke", { client_id: other.clientId, csrf_token: csrf, form_token: form }, cookie);
     expect(revoked.status).toBe(303);
     expect(revoked.headers.get("location")).toBe("/account/applications?notice=revoked");
     const after = await (await get("/account/applications?notice=revoked", cookie)).text();
@@ -174,8 +180,8 @@ describe("connected applications", () => {
     expect(after).not.toContain("Other App");
     expect(after).toContain("Good App");
 
-    expect((await postForm("/account/logout", {}, cookie)).status).toBe(403);
-    const out = await postForm("/account/logout", { csrf_token: csrf }, cookie);
+    expect((await postForm("/account/logout", { form_token: form }, cookie)).status).toBe(403);
+    const out = await postForm("/account/logout", { csrf_token: csrf, form_token: form }, cookie);
     expect(out.status).toBe(303);
     expect(out.headers.get("location")).toBe("/account/login");
     expect(out.headers.getSetCookie()[0]).toMatch(/^bizcard_session=; Max-Age=0; /);

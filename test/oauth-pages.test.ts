@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import {
   authorizePath,
   expectPageHeaders,
+  formCookie,
   get,
   good,
   hidden,
@@ -116,22 +117,26 @@ describe("the login page", () => {
 
   it("a wrong password shows the form again with one generic message, and sets no cookie", async () => {
     const interaction = await startAuthorization(good.clientId);
-    const html = await (await get(interaction)).text();
-    const res = await postForm(`${interaction}/login`, { csrf_token: hidden(html, "csrf_token"), email: platform.member.email, password: "wrong" });
+    const page = await get(interaction);
+    const html = await page.text();
+    const tokens = { csrf_token: hidden(html, "csrf_token"), form_token: hidden(html, "form_token") };
+    const res = await postForm(`${interaction}/login`, { ...tokens, email: platform.member.email, password: "wrong" }, formCookie(page));
     expect(res.status).toBe(200);
     expectPageHeaders(res);
     expect(res.headers.getSetCookie()).toEqual([]);
     const again = await res.text();
     expect(again).toContain("The email or password is not right.");
     expect(again).toContain(`value="${platform.member.email}"`);
-    const unknown = await postForm(`${interaction}/login`, { csrf_token: hidden(html, "csrf_token"), email: "nobody@pages.test", password: "wrong" });
+    const unknown = await postForm(`${interaction}/login`, { ...tokens, email: "nobody@pages.test", password: "wrong" }, formCookie(page));
     expect(await unknown.text()).toContain("The email or password is not right.");
   });
 
   it("past the failed-login limit for one email and address, the page is 429 with Retry-After", async () => {
     const interaction = await startAuthorization(good.clientId);
-    const html = await (await get(interaction)).text();
-    const attempt = () => postForm(`${interaction}/login`, { csrf_token: hidden(html, "csrf_token"), email: "limited@pages.test", password: "guess" });
+    const page = await get(interaction);
+    const html = await page.text();
+    const fields = { csrf_token: hidden(html, "csrf_token"), form_token: hidden(html, "form_token"), email: "limited@pages.test", password: "guess" };
+    const attempt = () => postForm(`${interaction}/login`, fields, formCookie(page));
     // RATE_LIMIT_LOGIN_FAILURES: 10 a minute by default.
     for (let i = 0; i < 10; i++) expect((await attempt()).status).toBe(200);
     const limited = await attempt();
@@ -143,12 +148,13 @@ describe("the login page", () => {
 
   it("a login sets an HttpOnly, SameSite=Lax session cookie for the session's life, and goes back to the interaction", async () => {
     const interaction = await startAuthorization(good.clientId);
-    const html = await (await get(interaction)).text();
-    const res = await postForm(`${interaction}/login`, {
-      csrf_token: hidden(html, "csrf_token"),
-      email: platform.member.email,
-      password: platform.member.password,
-    });
+    const page = await get(interaction);
+    const html = await page.text();
+    const res = await postForm(
+      `${interaction}/login`,
+      { csrf_token: hidden(html, "csrf_token"), form_token: hidden(html, "form_token"), email: platform.member.email, password: platform.member.password },
+      formCookie(page),
+    );
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe(interaction);
     const [cookie] = res.headers.getSetCookie();
@@ -163,12 +169,21 @@ describe("the login page", () => {
     try {
       const start = await fetch(`${https.base}${authorizePath(good.clientId)}`, { redirect: "manual" });
       const interaction = start.headers.get("location")!;
-      const html = await (await fetch(`${https.base}${interaction}`)).text();
+      const page = await fetch(`${https.base}${interaction}`);
+      const html = await page.text();
+      // The form cookie too is __Host- and Secure.
+      const form = formCookie(page, "__Host-bizcard_form");
+      expect(page.headers.getSetCookie()[0]).toMatch(/^__Host-bizcard_form=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
       const res = await fetch(`${https.base}${interaction}/login`, {
         method: "POST",
         redirect: "manual",
-        headers: { "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({ csrf_token: hidden(html, "csrf_token"), email: platform.member.email, password: platform.member.password }).toString(),
+        headers: { "content-type": "application/x-www-form-urlencoded", cookie: form },
+        body: new URLSearchParams({
+          csrf_token: hidden(html, "csrf_token"),
+          form_token: hidden(html, "form_token"),
+          email: platform.member.email,
+          password: platform.member.password,
+        }).toString(),
       });
       expect(res.status).toBe(303);
       const [cookie] = res.headers.getSetCookie();

@@ -322,11 +322,15 @@ describe("failure limits hold across gateway processes", () => {
     const started = await fetch(`${a}/account/login`, { redirect: "manual" });
     expect(started.status).toBe(303);
     const interaction = new URL(started.headers.get("location")!, a).pathname;
-    const page = await (await fetch(`${b}${interaction}`)).text();
+    const shown = await fetch(`${b}${interaction}`);
+    const page = await shown.text();
     const csrf = /name="csrf_token" value="([^"]+)"/.exec(page)?.[1];
+    const form = /name="form_token" value="([^"]+)"/.exec(page)?.[1];
     expect(csrf).toBeTruthy();
+    // One browser: the form cookie gateway b set is its own on gateway a too (one host).
+    const cookie = shown.headers.getSetCookie()[0]!.split(";")[0]!;
     const login = (base: string, password: string) =>
-      post(`${base}${interaction}/login`, { csrf_token: csrf!, email: "limits@resource.test", password }, {});
+      post(`${base}${interaction}/login`, { csrf_token: csrf!, form_token: form!, email: "limits@resource.test", password }, { cookie });
     // RATE_LIMIT_LOGIN_FAILURES: 10 a minute for one email from one address.
     for (let i = 0; i < 10; i++) {
       const res = await login(i % 2 ? a : b, `wrong password ${i}`);

@@ -6,6 +6,7 @@ export const applications = `<% layout("@layout", { title: "Connected applicatio
 <h1 id="page-title">Connected applications</h1>
 <form method="post" action="/account/logout">
 <input type="hidden" name="csrf_token" value="<%= it.csrfToken %>">
+<input type="hidden" name="form_token" value="<%= it.formToken %>">
 <button type="submit" class="button button-small">Sign out</button>
 </form>
 </div>
@@ -34,6 +35,7 @@ export const applications = `<% layout("@layout", { title: "Connected applicatio
 <td>
 <form method="post" action="/account/applications/revoke">
 <input type="hidden" name="csrf_token" value="<%= it.csrfToken %>">
+<input type="hidden" name="form_token" value="<%= it.formToken %>">
 <input type="hidden" name="client_id" value="<%= app.clientId %>">
 <button type="submit" class="button button-danger button-small" aria-label="Revoke access for <%= app.name %>">Revoke</button>
 </form>

@@ -1,7 +1,7 @@
 // The consent page: which application asks, for what (each scope in plain
 // words), on whose behalf, and where the answer goes; for an application the
 // operator did not register, a caution saying so. Allow and Deny post the
-// interaction's fields back with its CSRF token.
+// interaction's fields back with its CSRF token and the browser's form token.
 export const consent = `<% layout("@layout", { title: "Allow access?" }) %>
 <h1 id="page-title"><span class="app-name"><%= it.clientName %></span> wants to access your bizcard organisation</h1>
 <p class="lead">Signed in as <strong class="who"><%= it.memberEmail %></strong></p>
@@ -26,6 +26,7 @@ You can withdraw this access at any time on the <a href="/account/applications">
 <form method="post" action="/oauth/authorize/consent" class="actions">
 <input type="hidden" name="interaction_id" value="<%= it.interactionId %>">
 <input type="hidden" name="csrf_token" value="<%= it.csrfToken %>">
+<input type="hidden" name="form_token" value="<%= it.formToken %>">
 <% for (const [name, value] of it.fields) { %>
 <input type="hidden" name="<%= name %>" value="<%= value %>">
 <% } %>

@@ -1,5 +1,5 @@
 // The login page of an interaction: the member's email and password, the
-// interaction's CSRF token; for an authorization request, the application
+// interaction's CSRF token and the browser's form token (form-guard.ts); for an authorization request, the application
 // asking.
 export const login = `<% layout("@layout", { title: "Sign in" }) %>
 <h1 id="page-title">Sign in</h1>
@@ -13,6 +13,7 @@ export const login = `<% layout("@layout", { title: "Sign in" }) %>
 <% } %>
 <form method="post" action="<%= it.action %>" class="stack">
 <input type="hidden" name="csrf_token" value="<%= it.csrfToken %>">
+<input type="hidden" name="form_token" value="<%= it.formToken %>">
 <div class="field">
 <label for="email">Email</label>
 <input id="email" name="email" type="email" autocomplete="username" required<% if (!it.message) { %> autofocus<% } %> value="<%= it.email %>"<% if (it.message) { %> aria-describedby="login-error"<% } %>>

@@ -81,6 +81,8 @@ export function pageErrorHandler(err: unknown, request: FastifyRequest, reply: F
     return sendMessage(reply, 429, rateLimitedPage(detail.retryAfterSeconds, what), { "retry-after": String(detail.retryAfterSeconds) });
   }
   if (detail?.error === "invalid_csrf_token") return sendMessage(reply, 403, CSRF_PAGE);
+  // The gateway's own refusal of a form (form-guard.ts), with what to do.
+  if (err instanceof HttpError && err.error === "invalid_csrf_token") return sendMessage(reply, 403, { ...CSRF_PAGE, detail: err.description });
   if (err instanceof ConnectError && err.code === Code.NotFound) return sendMessage(reply, 404, EXPIRED_PAGE);
   const known = toHttpError(err);
   if (!known || known.status >= 500) request.log.error({ err }, "request failed");

@@ -28,6 +28,8 @@ export interface LoginPage {
   /** The form's target: /oauth/interaction/{id}/login. */
   action: string;
   csrfToken: string;
+  /** The browser's form token (form-guard.ts). */
+  formToken: string;
   /** The application asking, for an authorization request; none for the account login. */
   clientName?: string;
   /** The email typed before, kept after a failed attempt. */
@@ -39,6 +41,7 @@ export interface LoginPage {
 export interface ConsentPage {
   interactionId: string;
   csrfToken: string;
+  formToken: string;
   clientName: string;
   memberEmail: string;
   scopes: ScopeText[];
@@ -52,6 +55,7 @@ export interface ConsentPage {
 
 export interface ApplicationsPage {
   csrfToken: string;
+  formToken: string;
   memberEmail: string;
   notice?: string;
   applications: { clientId: string; name: string; selfRegistered?: SelfRegistered; scopes: ScopeText[]; granted: string; grantedIso: string }[];

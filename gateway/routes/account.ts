@@ -5,13 +5,14 @@
 import type { Client } from "@connectrpc/connect";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
 import { rpcOptions } from "../clients.js";
 import { readParams } from "../oauth-params.js";
 import { oauthDetail, pageErrorHandler, seeOther, sendPage } from "../pages/page-reply.js";
 import { pages } from "../pages/pages.js";
 import { selfRegistered } from "../pages/self-registered.js";
+import type { FormGuard } from "../form-guard.js";
 import type { SessionCookie } from "../session-cookie.js";
 import { interactionPath, scopeTexts } from "./authorize.js";
 
@@ -26,8 +27,9 @@ const DATE = new Intl.DateTimeFormat("en-GB", { dateStyle: "medium", timeStyle: 
 const sessionEnded = (err: unknown) =>
   oauthDetail(err)?.error === "login_required" || (err instanceof ConnectError && err.code === Code.NotFound);
 
-export function accountRoutes(app: FastifyInstance, auth: Client<typeof AuthService>, cookie: SessionCookie): void {
+export function accountRoutes(app: FastifyInstance, auth: Client<typeof AuthService>, cookie: SessionCookie, forms: FormGuard): void {
   const toLogin = (reply: FastifyReply) => seeOther(reply, "/account/login");
+  const formPost = { errorHandler: pageErrorHandler, preHandler: async (request: FastifyRequest) => forms.check(request) };
 
   app.get("/account/login", { errorHandler: pageErrorHandler }, async (request, reply) => {
     const sessionId = cookie.read(request);
@@ -59,6 +61,7 @@ export function accountRoutes(app: FastifyInstance, auth: Client<typeof AuthServ
     const notice = (request.query as Record<string, unknown> | undefined)?.notice;
     const html = pages.applications({
       csrfToken: res.session?.csrfToken ?? "",
+      formToken: forms.token(request, reply),
       memberEmail: res.session?.memberEmail ?? "",
       notice: typeof notice === "string" && Object.hasOwn(NOTICES, notice) ? NOTICES[notice] : undefined,
       applications: res.grants.map((grant) => {
@@ -76,7 +79,7 @@ export function accountRoutes(app: FastifyInstance, auth: Client<typeof AuthServ
     return sendPage(reply, 200, html);
   });
 
-  app.post("/account/applications/revoke", { errorHandler: pageErrorHandler }, async (request, reply) => {
+  app.post("/account/applications/revoke", formPost, async (request, reply) => {
     const params = readParams(request.body);
     const sessionId = cookie.read(request);
     if (!sessionId) return toLogin(reply);
@@ -94,7 +97,7 @@ export function accountRoutes(app: FastifyInstance, auth: Client<typeof AuthServ
     return seeOther(reply, "/account/applications?notice=revoked");
   });
 
-  app.post("/account/logout", { errorHandler: pageErrorHandler }, async (request, reply) => {
+  app.post("/account/logout", formPost, async (request, reply) => {
     const params = readParams(request.body);
     const sessionId = cookie.read(request);
     // The session ends at the auth service (CSRF-checked there), then here.

@@ -23,6 +23,7 @@ import { readParams, readRepeated, type Params } from "../oauth-params.js";
 import { EXPIRED_PAGE, oauthDetail, pageErrorHandler, seeOther, sendMessage, sendPage } from "../pages/page-reply.js";
 import { pages, type ScopeText } from "../pages/pages.js";
 import { selfRegistered } from "../pages/self-registered.js";
+import type { FormGuard } from "../form-guard.js";
 import type { SessionCookie } from "../session-cookie.js";
 import { AUTHORIZE_ROUTE, CONSENT_ROUTE } from "../schemas/oauth-routes.js";
 
@@ -77,11 +78,12 @@ function redirectHost(uri: string): string {
   }
 }
 
-/** The login page of an interaction (also after a failed attempt). */
-export function loginPage(interaction: Interaction, extra: { email?: string; message?: string } = {}): string {
+/** The login page of an interaction (also after a failed attempt), with the browser's form token. */
+export function loginPage(interaction: Interaction, formToken: string, extra: { email?: string; message?: string } = {}): string {
   return pages.login({
     action: `${interactionPath(interaction.id)}/login`,
     csrfToken: interaction.csrfToken,
+    formToken,
     clientName: interaction.kind === InteractionKind.AUTHORIZE ? interaction.client?.name : undefined,
     ...extra,
   });
@@ -90,7 +92,7 @@ export function loginPage(interaction: Interaction, extra: { email?: string; mes
 /** RFC 8707 §2: resource may be repeated in the authorization request (and so in the consent). */
 const RESOURCE = "resource";
 
-function sendConsentPage(reply: FastifyReply, interaction: Interaction): FastifyReply {
+function sendConsentPage(reply: FastifyReply, interaction: Interaction, formToken: string): FastifyReply {
   const p = interaction.parameters;
   const fields = (Object.entries(PARAMETERS) as [Wire, keyof Fields][])
     .map(([wire, field]): [string, string] => [wire, p?.[field] ?? ""])
@@ -100,6 +102,7 @@ function sendConsentPage(reply: FastifyReply, interaction: Interaction): Fastify
   const html = pages.consent({
     interactionId: interaction.id,
     csrfToken: interaction.csrfToken,
+    formToken,
     clientName: interaction.client?.name ?? interaction.parameters?.clientId ?? "",
     memberEmail: interaction.memberEmail,
     scopes: scopeTexts(interaction.scopes),
@@ -133,7 +136,8 @@ function consentErrorHandler(err: unknown, request: FastifyRequest, reply: Fasti
   return oauthErrorHandler(err, request, reply);
 }
 
-export function authorizeRoutes(app: FastifyInstance, auth: Client<typeof AuthService>, cookie: SessionCookie): void {
+export function authorizeRoutes(app: FastifyInstance, auth: Client<typeof AuthService>, cookie: SessionCookie, forms: FormGuard): void {
+  const formPost = { preHandler: async (request: FastifyRequest) => forms.check(request) };
   // RFC 6749 §4.1.1: the authorization request, in the query.
   app.get("/oauth/authorize", { schema: AUTHORIZE_ROUTE, errorHandler: pageErrorHandler }, async (request, reply) => {
     const query = (request.query ?? {}) as Record<string, string | string[] | undefined>;
@@ -181,12 +185,12 @@ export function authorizeRoutes(app: FastifyInstance, auth: Client<typeof AuthSe
       rpcOptions(request),
     );
     if (!interaction) return sendMessage(reply, 404, EXPIRED_PAGE);
-    if (!interaction.loggedIn) return sendPage(reply, 200, loginPage(interaction));
+    if (!interaction.loggedIn) return sendPage(reply, 200, loginPage(interaction, forms.token(request, reply)));
     if (interaction.kind === InteractionKind.ACCOUNT) return seeOther(reply, "/account/applications");
-    return sendConsentPage(reply, interaction);
+    return sendConsentPage(reply, interaction, forms.token(request, reply));
   });
 
-  app.post<{ Params: { id: string } }>("/oauth/interaction/:id/login", { errorHandler: pageErrorHandler }, async (request, reply) => {
+  app.post<{ Params: { id: string } }>("/oauth/interaction/:id/login", { errorHandler: pageErrorHandler, ...formPost }, async (request, reply) => {
     const params = readParams(request.body);
     const interactionId = request.params.id;
     try {
@@ -211,12 +215,13 @@ export function authorizeRoutes(app: FastifyInstance, auth: Client<typeof AuthSe
       // WWW-Authenticate scheme (RFC 9110 §15.5.2) that form login has not.
       const { interaction } = await auth.getInteraction({ interactionId, sessionId: "" }, rpcOptions(request));
       if (!interaction) return sendMessage(reply, 404, EXPIRED_PAGE);
-      return sendPage(reply, 200, loginPage(interaction, { email: params.email, message: "The email or password is not right." }));
+      const page = loginPage(interaction, forms.token(request, reply), { email: params.email, message: "The email or password is not right." });
+      return sendPage(reply, 200, page);
     }
   });
 
   // The consent decision: the page's form, or JSON from a client with a session.
-  app.post("/oauth/authorize/consent", { schema: CONSENT_ROUTE, errorHandler: consentErrorHandler }, async (request, reply) => {
+  app.post("/oauth/authorize/consent", { schema: CONSENT_ROUTE, errorHandler: consentErrorHandler, ...formPost }, async (request, reply) => {
     const json = isJson(request);
     const params: Params = readParams(request.body, [RESOURCE]);
     const decision =

@@ -157,7 +157,11 @@ export const CONSENT_ROUTE = {
     303: seeOther("Back to redirect_uri with the code (or access_denied), or to the sign-in page"),
     400: pageOrError("decision or interaction_id is missing or not valid", "invalid_request", "decision must be allow or deny"),
     401: error("JSON: no valid session cookie", "login_required", "sign in first: a valid session cookie is required", OAUTH_NO_STORE),
-    403: pageOrError("The CSRF token is not this page's", "invalid_csrf_token", "the form has expired; reload the page"),
+    403: pageOrError(
+      "The CSRF token is not this page's, the form token not this browser's, or the request came from another site",
+      "invalid_csrf_token",
+      "the form has expired; reload the page",
+    ),
     404: pageOrError("The sign-in request has expired", "not_found", "the sign-in request has expired"),
     429: pageOrError("Too many attempts", "rate_limited", "too many attempts; try again later"),
     default: DEFAULT_ERROR,

@@ -127,6 +127,10 @@ export const ConsentRequest = documentOnly(
     .object({
       interaction_id: z.string().describe("The sign-in request the consent page showed"),
       csrf_token: z.string().describe("The consent page's CSRF token"),
+      form_token: z
+        .string()
+        .optional()
+        .describe("The form's browser token, equal to the bizcard_form cookie the page set; required with a form body, not with JSON"),
       decision: z.enum(["allow", "deny"]),
     })
     .describe("The consent page's form, or JSON from a client holding the member's session cookie")

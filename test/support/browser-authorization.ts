@@ -4,7 +4,7 @@
 // platform registered (a self-registered one, a metadata document's).
 import { createHash, randomBytes } from "node:crypto";
 import { expect } from "vitest";
-import { hiddenFields } from "./html-forms.js";
+import { cookieHeader, hiddenFields, storeCookies } from "./html-forms.js";
 
 export { hiddenFields } from "./html-forms.js";
 
@@ -17,7 +17,7 @@ export function pkce(): { verifier: string; challenge: string } {
 export interface AuthorizationRun {
   /** The consent page's HTML. */
   consentHtml: string;
-  /** The session cookie ("name=value"). */
+  /** The browser's cookies, the session's and the forms' (a Cookie header). */
   cookie: string;
   /** Posts the consent page's form with this decision; the answer (a 303). */
   decide(decision: "allow" | "deny"): Promise<Response>;
@@ -29,11 +29,11 @@ export async function toConsentPage(
   query: Record<string, string>,
   member: { email: string; password: string },
 ): Promise<AuthorizationRun> {
-  let cookie = "";
+  const jar = new Map<string, string>();
   const go = async (path: string, init: RequestInit = {}) => {
+    const cookie = cookieHeader(jar);
     const res = await fetch(new URL(path, base), { ...init, redirect: "manual", headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) } });
-    const set = res.headers.getSetCookie().find((c) => c.startsWith("bizcard_session="));
-    if (set) cookie = set.split(";")[0]!;
+    storeCookies(jar, res);
     return res;
   };
   const post = (path: string, fields: Record<string, string>) =>
@@ -44,15 +44,15 @@ export async function toConsentPage(
   const interaction = start.headers.get("location")!;
   const loginPage = await go(interaction);
   expect(loginPage.status).toBe(200);
-  const { csrf_token } = hiddenFields(await loginPage.text());
-  const login = await post(`${interaction}/login`, { csrf_token: csrf_token!, email: member.email, password: member.password });
+  const { csrf_token, form_token } = hiddenFields(await loginPage.text());
+  const login = await post(`${interaction}/login`, { csrf_token: csrf_token!, form_token: form_token!, email: member.email, password: member.password });
   expect(login.status).toBe(303);
   const consent = await go(interaction);
   expect(consent.status).toBe(200);
   const consentHtml = await consent.text();
   return {
     consentHtml,
-    cookie,
+    cookie: cookieHeader(jar),
     decide: (decision) => post("/oauth/authorize/consent", { ...hiddenFields(consentHtml), decision }),
   };
 }

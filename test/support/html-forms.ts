@@ -25,20 +25,34 @@ export function formAction(html: string): string {
 
 export type FormFields = Record<string, string> | [string, string][];
 
-/** A minimal browser against `base`: follows nothing by itself, keeps the session cookie. */
+/** The cookies of a Cookie header, by name, with those the answer's Set-Cookie lines set or remove. */
+export function storeCookies(jar: Map<string, string>, res: Response): void {
+  for (const line of res.headers.getSetCookie()) {
+    const pair = line.split(";")[0]!;
+    const name = pair.slice(0, pair.indexOf("="));
+    const value = pair.slice(pair.indexOf("=") + 1);
+    if (value === "" || /;\s*max-age=0/i.test(line)) jar.delete(name);
+    else jar.set(name, value);
+  }
+}
+
+/** A jar's Cookie header. */
+export const cookieHeader = (jar: Map<string, string>) => [...jar].map(([name, value]) => `${name}=${value}`).join("; ");
+
+/** A minimal browser against `base`: follows nothing by itself, keeps its cookies (the session's, the forms'). */
 export function browser(base: string | URL) {
-  let cookie = "";
+  const jar = new Map<string, string>();
   const go = async (url: string | URL, init: RequestInit = {}) => {
+    const cookie = cookieHeader(jar);
     const res = await fetch(new URL(url, base), {
       ...init,
       redirect: "manual",
       headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) },
     });
-    const set = res.headers.get("set-cookie");
-    if (set) cookie = set.split(";")[0]!;
+    storeCookies(jar, res);
     return res;
   };
   const submit = (url: string | URL, fields: FormFields) =>
     go(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() });
-  return { go, submit, cookie: () => cookie };
+  return { go, submit, cookie: () => cookieHeader(jar) };
 }

@@ -49,6 +49,12 @@ export function sessionCookie(res: Response, name = "bizcard_session"): string {
   return set.split(";")[0]!;
 }
 
+/** "name=value" of the form cookie a page sets when the browser has none (gateway/form-guard.ts). */
+export const formCookie = (res: Response, name = "bizcard_form") => sessionCookie(res, name);
+
+/** The form cookie alone of a Cookie header: a browser whose session ended still has it. */
+export const formCookieOf = (cookie: string) => cookie.split("; ").find((c) => c.startsWith("bizcard_form="))!;
+
 export function expectPageHeaders(res: Response, csp = CSP): void {
   expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
   expect(res.headers.get("content-security-policy")).toBe(csp);
@@ -67,18 +73,19 @@ export async function startAuthorization(clientId: string, extra: Record<string,
   return location;
 }
 
-/** Logs the member in on an interaction's login page; the session cookie. */
+/** Logs the member in on an interaction's login page; the browser's cookies then: its session's and its forms'. */
 export async function login(interaction: string): Promise<string> {
   const page = await get(interaction);
   expect(page.status).toBe(200);
+  const form = formCookie(page);
   const html = await page.text();
-  const res = await postForm(`${interaction}/login`, {
-    csrf_token: hidden(html, "csrf_token"),
-    email: platform.member.email,
-    password: platform.member.password,
-  });
+  const res = await postForm(
+    `${interaction}/login`,
+    { csrf_token: hidden(html, "csrf_token"), form_token: hidden(html, "form_token"), email: platform.member.email, password: platform.member.password },
+    form,
+  );
   expect(res.status).toBe(303);
-  return sessionCookie(res);
+  return `${sessionCookie(res)}; ${form}`;
 }
 
 /** An authorization request up to its consent page: the page, its path, the cookie. */
@@ -92,7 +99,7 @@ export async function consentPage(clientId: string, extra: Record<string, string
 
 export function consentFields(html: string, decision: string): Record<string, string> {
   const fields: Record<string, string> = { decision };
-  for (const name of ["interaction_id", "csrf_token", "client_id", "redirect_uri", "scope", "state", "response_type", "code_challenge", "code_challenge_method"]) {
+  for (const name of ["interaction_id", "csrf_token", "form_token", "client_id", "redirect_uri", "scope", "state", "response_type", "code_challenge", "code_challenge_method"]) {
     try {
       fields[name] = hidden(html, name);
     } catch {
