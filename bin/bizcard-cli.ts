@@ -7,6 +7,7 @@
 //   bizcard contact create --org ID (--first-name F | --last-name L) [FIELD…] [--json]
 //   bizcard contact update --org ID --id ID FIELD [FIELD…] [--json]
 //   bizcard subscriptions rotate-secret ID --org ID --client CLIENT_ID [--json]
+//   bizcard secrets reencrypt [--json]
 //   bizcard deliveries failed [--org ID] [--limit N] [--json]
 //   bizcard deliveries log --org ID --client CLIENT_ID --subscription ID [--limit N] [--json]
 //   bizcard deliveries retry --org ID --client CLIENT_ID --subscription ID --id DELIVERY_ID [--json]
@@ -31,6 +32,7 @@ import { createClient, deleteClient, listClients } from "./client-commands.js";
 import { deliveriesLog } from "./deliveries-log.js";
 import { RECOVER_COMMAND, recoverDeliveries, recoverUsageProblem } from "./deliveries-recover.js";
 import { SUBSCRIPTION_COMMANDS, rotateSecret } from "./subscription-commands.js";
+import { SECRET_COMMANDS, reencryptSecrets } from "./secret-commands.js";
 import { explainFailure, internalCredential, serviceUrl, type ServiceName } from "./cli-connection.js";
 
 const CONTACT_FLAGS = {
@@ -111,6 +113,7 @@ const COMMANDS: Record<string, CommandSpec> = {
     oneOf: [{ flags: CONTACT_FLAG_NAMES, missing: "missing a FIELD to change" }],
   },
   ...SUBSCRIPTION_COMMANDS,
+  ...SECRET_COMMANDS,
   "deliveries failed": {
     usage: ["bizcard deliveries failed [--org ID] [--limit N] [--json]"],
     options: { org: str, limit: str },
@@ -180,7 +183,7 @@ function clients() {
 
 /** The service a command calls. */
 function serviceOf(argv: string[]): ServiceName {
-  return argv[0] === "client" ? "auth" : argv[0] === "deliveries" ? "delivery" : argv[0] === "subscriptions" ? "webhook" : "organisation";
+  return argv[0] === "client" ? "auth" : argv[0] === "deliveries" ? "delivery" : argv[0] === "subscriptions" || argv[0] === "secrets" ? "webhook" : "organisation";
 }
 
 function contactFields(values: Record<string, unknown>): Partial<ContactFields> {
@@ -262,6 +265,8 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string }> {
       if (!/^[1-9]\d{0,15}$/.test(positionals[0]!)) throw new UsageError(`ID: expected a subscription id (a positive whole number), not ${JSON.stringify(positionals[0]!.slice(0, 40))}`);
       return rotateSecret(webhook, { organisationId: values.org as string, clientId: values.client as string, id: BigInt(positionals[0]!) });
     }
+    case "secrets reencrypt":
+      return reencryptSecrets(webhook);
     case "deliveries failed": {
       const limit = values.limit === undefined ? 50 : wholeNumber("limit", values.limit as string, 1, 100);
       const res = await deliveries.listFailedDeliveries({ organisationId: (values.org as string | undefined) ?? "", pageSize: limit });

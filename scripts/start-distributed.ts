@@ -11,9 +11,10 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { loadConfigOrExit, requireBackends, type Config } from "../services/shared/config.js";
+import { exitOnConfigError, loadConfigOrExit, requireBackends, type Config } from "../services/shared/config.js";
 import { makePrivateFolder } from "../services/shared/private-folder.js";
 import { internalToken } from "./internal-token.js";
+import { WEBHOOK_SECRET_KEY_FILE, webhookSecretKey } from "./webhook-secret-key.js";
 import { PLATFORM_ENV, PLATFORM_PROCESSES, compiledCommand, tsxCommand, type PlatformProcess } from "./platform-processes.js";
 
 const STOP_TIMEOUT_MS = 30_000;
@@ -28,15 +29,21 @@ interface Child {
   exited: Promise<void>;
 }
 
-// The services' own requirements, but for the credential: made here when unset, as npm start does.
+// The services' own requirements, but for the credential and the webhook
+// secrets' key: made here when unset, as npm start does.
 const config = loadConfigOrExit([(c) => requireBackends(c, { database: true, nats: true })]);
 const env: NodeJS.ProcessEnv = { ...process.env, ...PLATFORM_ENV };
+const dataDir = path.resolve(config.DATA_DIR);
 if (config.INTERNAL_RPC_TOKEN.length === 0) {
   // As npm start: one credential per data folder, where bizcard looks for it.
-  const dataDir = path.resolve(config.DATA_DIR);
   await makePrivateFolder(dataDir);
   env.INTERNAL_RPC_TOKEN = await internalToken(dataDir);
   say(`INTERNAL_RPC_TOKEN is unset: using the one in ${path.join(dataDir, "internal-rpc-token")}`);
+}
+if (config.WEBHOOK_SECRET_ENCRYPTION_KEY.length === 0) {
+  await makePrivateFolder(dataDir);
+  env.WEBHOOK_SECRET_ENCRYPTION_KEY = await webhookSecretKey(dataDir).catch(exitOnConfigError);
+  say(`WEBHOOK_SECRET_ENCRYPTION_KEY is unset: using the one in ${path.join(dataDir, WEBHOOK_SECRET_KEY_FILE)}`);
 }
 
 const compiledAt = process.argv.indexOf("--compiled");

@@ -18,7 +18,7 @@ import { createServiceClients, serviceUrls } from "../gateway/clients.js";
 import { createAuthApp } from "../services/auth/auth-app.js";
 import { createDeliveryApp } from "../services/delivery/delivery-app.js";
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import { loadConfigOrExit, withInternalTokens, type Config } from "../services/shared/config.js";
+import { exitOnConfigError, loadConfigOrExit, withInternalTokens, withSecretEncryptionKeys, type Config } from "../services/shared/config.js";
 import { EMBEDDED_POOL_MAX, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
 import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
@@ -36,6 +36,7 @@ import { createWebhookApp } from "../services/webhook/webhook-app.js";
 import { OrganisationEntity } from "../services/organisation/organisations/organisation.entity.js";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { internalToken } from "./internal-token.js";
+import { webhookSecretKey } from "./webhook-secret-key.js";
 import { startPlatformDatabases } from "./embedded-databases.js";
 
 const SERVICES = [
@@ -65,6 +66,11 @@ async function main(): Promise<void> {
   // it exists), and on real PostgreSQL when the database has no organisation yet.
   const freshDataDir = embeddedDb && !existsSync(path.join(dataDir, DEMO_FILE));
   if (config.INTERNAL_RPC_TOKEN.length === 0) config = withInternalTokens(config, [await internalToken(dataDir)]);
+  // As the credential: one key per data folder for the webhook signing secrets, kept beside it.
+  if (config.WEBHOOK_SECRET_ENCRYPTION_KEY.length === 0) {
+    const key = await webhookSecretKey(dataDir).catch(exitOnConfigError);
+    config = withSecretEncryptionKeys(config, [Buffer.from(key, "base64")]);
+  }
 
   const databases: EmbeddedPostgres[] = [];
   const apps: ServiceApp[] = [];

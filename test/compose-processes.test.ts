@@ -1,6 +1,6 @@
 // docker-compose.yml against what each platform process requires when it runs
 // on its own: the variables come from services/shared/config.ts's own start
-// checks (SERVICE_PROCESS_CHECKS, GATEWAY_PROCESS_CHECKS), found one at a time
+// checks (SERVICE_PROCESS_CHECKS, WEBHOOK_PROCESS_CHECKS, GATEWAY_PROCESS_CHECKS), found one at a time
 // from an empty environment; the gateway gets the services' bus (else its
 // bearer cache is silently off); and each container runs the entry point that
 // `npm run start:distributed` runs (scripts/platform-processes.ts).
@@ -9,10 +9,13 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { GATEWAY_NODE_FLAGS, PLATFORM_ENV, PLATFORM_PROCESSES, compiledCommand, composeCommand, startCommand, tsxCommand } from "../scripts/platform-processes.js";
-import { ConfigError, GATEWAY_PROCESS_CHECKS, SERVICE_PROCESS_CHECKS, loadConfig, type Config } from "../services/shared/config.js";
+import { ConfigError, GATEWAY_PROCESS_CHECKS, SERVICE_PROCESS_CHECKS, WEBHOOK_PROCESS_CHECKS, loadConfig, type Config } from "../services/shared/config.js";
 import { ROOT } from "./support/processes.js";
 
-const HOST_ENV: Record<string, string> = { INTERNAL_RPC_TOKEN: "compose-processes-token-0123456789abcdef" };
+const HOST_ENV: Record<string, string> = {
+  INTERNAL_RPC_TOKEN: "compose-processes-token-0123456789abcdef",
+  WEBHOOK_SECRET_ENCRYPTION_KEY: Buffer.alloc(32, "compose-processes-key").toString("base64"),
+};
 const compose = parse(readFileSync(path.join(ROOT, "docker-compose.yml"), "utf8"), { merge: true }) as {
   services: Record<string, { command?: string[]; environment?: Record<string, unknown> }>;
 };
@@ -56,11 +59,14 @@ function requiredVariables(checks: ((c: Config) => void)[], source: Record<strin
 describe("docker-compose.yml and each process's own requirements", () => {
   it("sets, for every service and the gateway, each variable its start checks require", () => {
     for (const proc of PLATFORM_PROCESSES) {
-      const checks = proc.name === "gateway" ? GATEWAY_PROCESS_CHECKS : SERVICE_PROCESS_CHECKS;
+      const checks = proc.name === "gateway" ? GATEWAY_PROCESS_CHECKS : proc.name === "webhook" ? WEBHOOK_PROCESS_CHECKS : SERVICE_PROCESS_CHECKS;
       const env = environment(proc.name);
       const { required, unmet } = requiredVariables(checks, env);
       expect(unmet, `${proc.name} lacks ${unmet.join(", ")}`).toEqual([]);
-      expect(required.sort(), proc.name).toEqual(proc.name === "gateway" ? ["INTERNAL_RPC_TOKEN"] : ["DATABASE_URL", "INTERNAL_RPC_TOKEN", "NATS_URL"]);
+      const service = ["DATABASE_URL", "INTERNAL_RPC_TOKEN", "NATS_URL"];
+      expect(required.sort(), proc.name).toEqual(
+        proc.name === "gateway" ? ["INTERNAL_RPC_TOKEN"] : proc.name === "webhook" ? [...service, "WEBHOOK_SECRET_ENCRYPTION_KEY"] : service,
+      );
       // And with everything compose sets, the process starts its checks clean.
       const config = loadConfig(env);
       for (const check of checks) expect(() => check(config), proc.name).not.toThrow();

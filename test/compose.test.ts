@@ -60,7 +60,8 @@ const pkg = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as
   devDependencies: Record<string, string>;
 };
 const TOKEN = "compose-test-token-0123456789abcdef";
-const HOST_ENV = { INTERNAL_RPC_TOKEN: TOKEN };
+const KEY = Buffer.alloc(32, "compose-test-key").toString("base64");
+const HOST_ENV = { INTERNAL_RPC_TOKEN: TOKEN, WEBHOOK_SECRET_ENCRYPTION_KEY: KEY };
 
 const SERVICES = { auth: 7101, organisation: 7102, webhook: 7103, delivery: 7104 } as const;
 type ServiceName = keyof typeof SERVICES;
@@ -134,16 +135,20 @@ describe("docker-compose.yml", () => {
       } else {
         expect(Object.keys(doc).filter((k) => !k.startsWith("x-"))).toEqual(["name", "services", "volumes"]);
         expect(Object.keys(services).sort()).toEqual(["auth", "delivery", "gateway", "nats", "organisation", "postgres", "webhook"]);
-        // Every ${…} is either defaulted or the one required secret, whose message says what to do.
+        // Every ${…} is either defaulted or one of the two required secrets, whose message says what to do.
         const refs = [...composeText.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)([^}]*)\}/g)].map((m) => ({ name: m[1]!, op: m[2]! }));
         expect(refs.length).toBeGreaterThan(0);
         for (const r of refs) {
           if (r.name === "INTERNAL_RPC_TOKEN") expect(r.op).toBe(":?set INTERNAL_RPC_TOKEN (32+ chars)");
+          else if (r.name === "WEBHOOK_SECRET_ENCRYPTION_KEY") expect(r.op).toBe(":?set WEBHOOK_SECRET_ENCRYPTION_KEY (openssl rand -base64 32)");
           // The build's commit may be left out: /healthz then names none; so may the trace collector: no export.
           else if (r.name === "GIT_COMMIT" || r.name === "OTEL_EXPORTER_OTLP_ENDPOINT") expect(r.op).toBe(":-");
           else expect(r.op, r.name).toMatch(/^:-./);
         }
         for (const name of PLATFORM) expect(() => environment(name, {})).toThrow(/required variable INTERNAL_RPC_TOKEN/);
+        // The webhook service alone needs the secrets' key.
+        expect(() => environment("webhook", { INTERNAL_RPC_TOKEN: TOKEN })).toThrow(/required variable WEBHOOK_SECRET_ENCRYPTION_KEY/);
+        for (const name of PLATFORM.filter((n) => n !== "webhook")) expect(environment(name, { INTERNAL_RPC_TOKEN: TOKEN }).WEBHOOK_SECRET_ENCRYPTION_KEY, name).toBeUndefined();
       }
     },
   );

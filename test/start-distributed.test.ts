@@ -2,6 +2,7 @@
 // each line prefixed with its process's name; an OAuth client_credentials
 // token, /oauth/me, the authorization-code walk and a webhook delivery to a loopback receiver end to end;
 // SIGTERM stops every process; a missing backend is named in one line.
+import { statSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import net from "node:net";
@@ -13,6 +14,7 @@ import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { createRpcClient } from "../services/shared/rpc/client.js";
 import { TEST_NATS_URL, createTestDatabase, uniqueName, type TestDatabase } from "./support/backends.js";
+import { browser, formAction, hiddenFields } from "./support/html-forms.js";
 import { platformPorts, spawnProcess, waitFor, type Spawned } from "./support/processes.js";
 import { startReceiver, type Receiver } from "./support/receiver.js";
 import { GATEWAY_NODE_FLAGS, SERVICE_NODE_FLAGS } from "../scripts/platform-processes.js";
@@ -53,6 +55,8 @@ beforeAll(async () => {
     NATS_STREAM: STREAM,
     NATS_SUBJECT_PREFIX: PREFIX,
     INTERNAL_RPC_TOKEN: TOKEN,
+    // Unset: made in DATA_DIR, as npm start makes it.
+    WEBHOOK_SECRET_ENCRYPTION_KEY: undefined,
     PUBLIC_URL: base,
     WEBHOOK_ALLOW_INSECURE_TARGETS: "true",
     DELIVERY_RETRY_SCHEDULE_SECONDS: "1",
@@ -84,6 +88,10 @@ describe("npm run start:distributed", () => {
       expect(out, `${name} logs under its own name`).toMatch(new RegExp(`^${name} +\\| \\{"level"`, "m"));
     }
     expect(out).toContain(`  issuer (PUBLIC_URL): ${base}\n`);
+    // The webhook secrets' key, unset: made once in DATA_DIR, owner-only, and said so.
+    const keyFile = path.join(dataDir, "webhook-secret-encryption-key");
+    expect(out).toContain(`| WEBHOOK_SECRET_ENCRYPTION_KEY is unset: using the one in ${keyFile}\n`);
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
   });
 
   it("serves a client_credentials token and /oauth/me, and delivers a webhook to a loopback receiver", { timeout: 60_000 }, async () => {
@@ -146,20 +154,9 @@ describe("npm run start:distributed", () => {
       code_challenge_method: "S256",
     }).toString();
 
-    // A browser that keeps the session cookie and follows nothing by itself.
-    let cookie = "";
-    const go = async (url: string, init: RequestInit = {}) => {
-      const res = await fetch(new URL(url, base), { ...init, redirect: "manual", headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) } });
-      const set = res.headers.get("set-cookie");
-      if (set) cookie = set.split(";")[0]!;
-      return res;
-    };
-    const unescape = (v: string) => v.replace(/&(amp|lt|gt|quot|#39|#x27);/g, (_, e: string) => ({ amp: "&", lt: "<", gt: ">", quot: '"', "#39": "'", "#x27": "'" })[e]!);
-    const submitForm = async (html: string, fields: Record<string, string>) => {
-      const hidden = Object.fromEntries([...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [unescape(m[1]!), unescape(m[2]!)]));
-      const action = unescape(/<form[^>]* action="([^"]+)"/.exec(html)![1]!);
-      return go(action, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ ...hidden, ...fields }).toString() });
-    };
+    // A browser that keeps its cookies and follows nothing by itself.
+    const { go, submit } = browser(base);
+    const submitForm = (html: string, fields: Record<string, string>) => submit(formAction(html), { ...hiddenFields(html), ...fields });
     const started = await go(authorize.href);
     expect(started.status).toBe(303);
     const loggedIn = await submitForm(await (await go(started.headers.get("location")!)).text(), { email, password: "correct horse battery" });

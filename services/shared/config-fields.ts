@@ -48,3 +48,25 @@ export const origins = () =>
     .optional()
     .transform((v) => (v ?? "").split(",").map((s) => s.trim()).filter(Boolean))
     .pipe(z.array(z.string().refine(isOrigin, "expected origins such as https://agent.example (scheme, host and port as a browser sends them: no path, no trailing slash), comma-separated")));
+
+/** Base64 or base64url, padded or not. */
+const BASE64 = /^[A-Za-z0-9+/_-]+={0,2}$/;
+/**
+ * 256-bit keys, comma-separated, each base64 (or base64url) of 32 bytes;
+ * blank counts as none. Parsed to the keys, in order. An error names an
+ * entry by its position, never its value.
+ */
+export const keys256 = () =>
+  z
+    .string()
+    .optional()
+    .transform((v) => (v?.trim() ? v.split(",").map((k) => k.trim()) : []))
+    .superRefine((list, ctx) => {
+      list.forEach((key, i) => {
+        const bytes = BASE64.test(key) ? Buffer.from(key, "base64").length : undefined;
+        if (bytes === 32) return;
+        const what = bytes === undefined ? "is not base64" : `decodes to ${bytes} bytes`;
+        ctx.addIssue({ code: "custom", message: `key ${i + 1} of ${list.length} ${what}: expected base64 of 32 random bytes each (openssl rand -base64 32), comma-separated` });
+      });
+    })
+    .transform((list): Buffer[] => list.map((key) => Buffer.from(key, "base64")));

@@ -1,7 +1,7 @@
 // The webhook settings of the configuration (config.ts): subscriptions (the
 // webhook service) and their delivery (the delivery service).
 import { z } from "zod";
-import { bool, int } from "./config-fields.js";
+import { bool, int, keys256 } from "./config-fields.js";
 import { isDnsServer } from "./net/address-syntax.js";
 
 export const webhookSettings = {
@@ -27,6 +27,16 @@ export const webhookSettings = {
    * a receiver can switch at its pace. 0: the old secret stops at once. At most 30 days.
    */
   WEBHOOK_SECRET_OVERLAP_SECONDS: int(86_400, 0, 30 * 86_400),
+  /**
+   * The keys the subscriptions' signing secrets are encrypted with at rest
+   * (AES-256-GCM; services/webhook/subscriptions/secret-box.ts), comma-separated,
+   * each base64 of 32 random bytes: the first encrypts, every one decrypts, so
+   * a new key goes first and the old ones stay listed until
+   * `bizcard secrets reencrypt` has sealed every secret under the new one.
+   * Parsed to the keys. Required by the webhook service (`npm start`: generated
+   * into DATA_DIR when unset). Never echoed in an error.
+   */
+  WEBHOOK_SECRET_ENCRYPTION_KEY: keys256(),
   // Webhook delivery (services/delivery).
   /**
    * Delivery: the waits before each retry, in seconds (decimals allowed), after

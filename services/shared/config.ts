@@ -199,6 +199,19 @@ export function requireInternalToken(config: Config): void {
   }
 }
 
+/**
+ * The webhook service seals its subscriptions' signing secrets with the
+ * first of these keys and opens them with any: it never starts without one.
+ */
+export function requireSecretEncryptionKey(config: Config): void {
+  if (config.WEBHOOK_SECRET_ENCRYPTION_KEY.length === 0) {
+    throw new ConfigError(
+      "WEBHOOK_SECRET_ENCRYPTION_KEY",
+      "required: the key the webhook signing secrets are encrypted with, base64 of 32 random bytes (openssl rand -base64 32) (unset)",
+    );
+  }
+}
+
 // What a platform process checks at start when it runs on its own (services/shared/service-main.ts,
 // gateway/main.ts); test/compose-processes.test.ts holds docker-compose.yml to them.
 /** A service (auth, organisation, webhook, delivery) as its own process. */
@@ -206,12 +219,19 @@ export const SERVICE_PROCESS_CHECKS: ((config: Config) => void)[] = [
   (c) => requireBackends(c, { database: true, nats: true }),
   (c) => requireInternalToken(c),
 ];
+/** The webhook service as its own process: a service's checks and its secrets' key. */
+export const WEBHOOK_PROCESS_CHECKS: ((config: Config) => void)[] = [...SERVICE_PROCESS_CHECKS, (c) => requireSecretEncryptionKey(c)];
 /** The gateway as its own process (NATS_URL is optional: without it, bearer checks are not cached). */
 export const GATEWAY_PROCESS_CHECKS: ((config: Config) => void)[] = [(c) => requireInternalToken(c)];
 
 /** The configuration with these internal credentials (the embedded start's generated one). */
 export function withInternalTokens(config: Config, tokens: string[]): Config {
   return { ...config, INTERNAL_RPC_TOKEN: tokens, internalToken: tokens[0] };
+}
+
+/** The configuration with these secret encryption keys (the embedded start's generated one). */
+export function withSecretEncryptionKeys(config: Config, keys: Buffer[]): Config {
+  return { ...config, WEBHOOK_SECRET_ENCRYPTION_KEY: keys };
 }
 
 /** One line naming the variable, then exit 1. Anything else is rethrown. */

@@ -12,10 +12,12 @@ export interface ServiceMainOptions {
   name: string;
   port: (config: Config) => number;
   create: (deps: ServiceAppDeps) => Promise<ServiceApp>;
+  /** What the configuration must hold before anything starts; SERVICE_PROCESS_CHECKS unless given. */
+  checks?: ((config: Config) => void)[];
 }
 
 export async function serviceMain(options: ServiceMainOptions): Promise<void> {
-  const config = loadConfigOrExit(SERVICE_PROCESS_CHECKS);
+  const config = loadConfigOrExit(options.checks ?? SERVICE_PROCESS_CHECKS);
   const logger = createLogger(options.name, config.LOG_LEVEL);
   // Signals are handled from the first moment: a stop during start (waiting for
   // NATS, migrating) closes what is open so far and exits 0.

@@ -13,6 +13,8 @@ import { SubscriptionEntity } from "./subscriptions/subscription.entity.js";
 import { webhookPruneTargets } from "./webhook-prune.js";
 import { startPruning } from "../shared/prune/prune-loop.js";
 import { WEBHOOK_SCHEMA, createWebhookService } from "./webhook-service.js";
+import { requireSecretEncryptionKey } from "../shared/config.js";
+import { secretBox } from "./subscriptions/secret-box.js";
 
 /** Every table of the webhook schema (schema-diff test: entities == migrations). */
 export const WEBHOOK_ENTITIES = [SubscriptionEntity, SubscriptionEndEntity];
@@ -33,6 +35,9 @@ export interface WebhookAppOptions {
 
 export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookAppOptions = {}): Promise<ServiceApp> {
   const { config, bus, logger } = deps;
+  // Before anything opens: no key, no service (a secret is never stored in clear).
+  requireSecretEncryptionKey(config);
+  const secrets = secretBox(config.WEBHOOK_SECRET_ENCRYPTION_KEY);
   const orm = await openServiceDatabase(deps, { schema: WEBHOOK_SCHEMA, entities: WEBHOOK_ENTITIES, migrations: webhookMigrations });
   // One flag for http and private destinations: development and tests turn it on.
   const allowInsecureTargets = config.WEBHOOK_ALLOW_INSECURE_TARGETS;
@@ -45,6 +50,7 @@ export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookApp
     resolveTimeoutMs,
     maxSubscriptionsPerPair: config.WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR,
     secretOverlapSeconds: config.WEBHOOK_SECRET_OVERLAP_SECONDS,
+    secrets,
     changed: (organisationId) => announceSubscriptionsChanged(bus, organisationId, logger),
     preparedStatements: onRealPostgres(deps),
   });

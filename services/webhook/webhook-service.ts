@@ -9,13 +9,16 @@
 // transaction lock on the pair, so the per-pair cap is a count nobody can
 // overshoot and a concurrent create of the same subscription finds the
 // winner's row.
+//
+// Signing secrets are stored sealed (subscriptions/secret-box.ts,
+// WEBHOOK_SECRET_ENCRYPTION_KEY): sealed on every write, opened only where
+// one is handed out, to the delivery service (ListSubscribers).
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager, MikroORM } from "@mikro-orm/postgresql";
 import {
-  SubscriberSchema,
   SubscriptionSchema,
   WebhookService,
   type Subscriber as SubscriberMessage,
@@ -32,6 +35,9 @@ import { SubscriptionEndEntity } from "./subscriptions/subscription-end.entity.j
 import { endReasonOf, endSubscriptions, toSubscriptionEndMessage } from "./subscriptions/subscription-end.js";
 import { pooledStatement } from "../shared/pooled-query.js";
 import { rotateSecret, signingPreviousSecret } from "./subscriptions/secret-rotation.js";
+import type { SecretBox } from "./subscriptions/secret-box.js";
+import { readingSecret, subscriberOfRow } from "./subscriptions/subscriber-row.js";
+import { reencryptSecrets } from "./subscriptions/secret-reencrypt.js";
 
 export const WEBHOOK_SCHEMA = "webhook";
 
@@ -48,6 +54,8 @@ export interface WebhookServiceDeps {
   maxSubscriptionsPerPair: number;
   /** How long a rotated secret keeps signing (WEBHOOK_SECRET_OVERLAP_SECONDS); 0: not at all. */
   secretOverlapSeconds: number;
+  /** Seals every secret written and opens every secret read (WEBHOOK_SECRET_ENCRYPTION_KEY). */
+  secrets: SecretBox;
   /**
    * Called after each commit that changes what a delivery of the
    * organisation's subscriptions needs, before the RPC answers (the
@@ -88,23 +96,6 @@ export const DISABLED_REASON_MAX_LENGTH = 500;
 /** The most lookups of one ListSubscribersOfMany. */
 const MANY_LOOKUPS_MAX = 1000;
 
-/** A subscriber as ListSubscribers reads it (one row of subscribersStatement). */
-function subscriberOfRow(r: Record<string, unknown>): SubscriberMessage {
-  const previous = signingPreviousSecret({
-    previousSecret: r.previous_secret as string | null,
-    previousSecretExpiresAt: r.previous_secret_expires_at ? new Date(r.previous_secret_expires_at as string | Date) : null,
-  });
-  return create(SubscriberSchema, {
-    subscriptionId: BigInt(r.id as string),
-    clientId: r.client_id as string,
-    targetUrl: r.target_url as string,
-    secret: r.secret as string,
-    disabled: r.disabled_at !== null,
-    ordered: r.ordered as boolean,
-    ...(previous ? { previousSecret: previous.secret, previousSecretExpireTime: timestampFromDate(previous.expiresAt) } : {}),
-  });
-}
-
 function duplicate(id: bigint): ConnectError {
   return new ConnectError(
     `a subscription with this target_url and event_type already exists (id ${id})`,
@@ -129,7 +120,7 @@ async function lockPair(em: EntityManager, pair: Pair): Promise<void> {
 }
 
 export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<typeof WebhookService> {
-  const { orm } = deps;
+  const { orm, secrets } = deps;
   // Read for every fan-out batch (and a worker's cache miss): without the ORM's per-query work (shared/pooled-query.ts).
   const subscribersStatement = pooledStatement(
     orm,
@@ -183,7 +174,7 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
         if (same) return { subscription: same, created: false };
         if ((await em.count(SubscriptionEntity, pair)) >= deps.maxSubscriptionsPerPair) throw limitReached(deps.maxSubscriptionsPerPair);
         const now = new Date();
-        const subscription = em.create(SubscriptionEntity, { ...pair, targetUrl: url, eventType, secret, ordered: req.ordered, createdAt: now, updatedAt: now });
+        const subscription = em.create(SubscriptionEntity, { ...pair, targetUrl: url, eventType, secret: secrets.seal(secret), ordered: req.ordered, createdAt: now, updatedAt: now });
         await em.flush();
         return { subscription, created: true };
       });
@@ -257,7 +248,7 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
       const eventType = eventTypeName(req.eventType);
       // A disabled subscription gets nothing until its owner re-enables it (listed, marked, only when asked).
       const rows = await subscribersStatement([organisationId, eventType, req.includeDisabled]);
-      return { subscribers: rows.map(subscriberOfRow) };
+      return { subscribers: rows.map((r) => subscriberOfRow(r, secrets)) };
     },
 
     async listSubscribersOfMany(req) {
@@ -270,7 +261,7 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
       }));
       const results = lookups.map(() => ({ subscribers: [] as SubscriberMessage[] }));
       if (lookups.length === 0) return { results };
-      for (const r of await manyStatement([JSON.stringify(lookups)])) results[r.n as number]!.subscribers.push(subscriberOfRow(r));
+      for (const r of await manyStatement([JSON.stringify(lookups)])) results[r.n as number]!.subscribers.push(subscriberOfRow(r, secrets));
       return { results };
     },
 
@@ -294,12 +285,17 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
       const id = readId(req.id);
       const secret = newSigningSecret();
       const em = orm.em.fork();
-      const rotated = await rotateSecret(em, pair, id, secret, deps.secretOverlapSeconds);
+      // The secret it replaces, when it keeps signing, is sealed again under the current key should it not be.
+      const rotated = await rotateSecret(em, { pair, id, secret: secrets.seal(secret), overlapSeconds: deps.secretOverlapSeconds }, (old) => readingSecret(id, () => secrets.reseal(old)));
       if (!rotated) throw notFound("subscription");
       await changed(pair.organisationId);
       const subscription = await findOwned(em, pair, id);
       const expires = rotated.previousSecretExpiresAt;
       return { subscription: toSubscriptionMessage(subscription), secret, ...(expires ? { oldSecretExpireTime: timestampFromDate(expires) } : {}) };
+    },
+
+    async reencryptSecrets() {
+      return { reencryptedCount: await reencryptSecrets(orm.em, secrets), keyId: secrets.currentKeyId };
     },
 
     async disableSubscription(req) {

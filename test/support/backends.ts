@@ -83,11 +83,15 @@ export async function createTestDatabase(options: { sessions?: "one" | "many" } 
   return { ...(await createDatabaseOn(ADMIN_DATABASE_URL, uniqueName("bizcard_test_"))), poolMax: 5 };
 }
 
+/** The tests' WEBHOOK_SECRET_ENCRYPTION_KEY unless a test sets its own: a fixed one, so that every service of a file opens what another sealed. */
+export const TEST_SECRET_ENCRYPTION_KEY = Buffer.alloc(32, "test-webhook-secret-key").toString("base64");
+
 /** A Config for tests: a unique stream and subject prefix, a random internal credential, NATS only when it is real. */
 export function testConfig(overrides: Record<string, string> = {}): Config {
   const env: Record<string, string> = {
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
     INTERNAL_RPC_TOKEN: randomBytes(32).toString("base64url"),
+    WEBHOOK_SECRET_ENCRYPTION_KEY: TEST_SECRET_ENCRYPTION_KEY,
     NATS_STREAM: uniqueName("T_"),
     NATS_SUBJECT_PREFIX: uniqueName("t"),
     OUTBOX_POLL_MS: "100",

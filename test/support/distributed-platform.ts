@@ -28,6 +28,8 @@ export type ProcessName = ServiceName | "gateway";
 
 export const mode = backendMode();
 export const TOKEN = randomBytes(32).toString("base64url");
+/** WEBHOOK_SECRET_ENCRYPTION_KEY: the webhook process's alone, as in docker-compose.yml. */
+export const SECRET_KEY = randomBytes(32).toString("base64");
 export const STREAM = uniqueName("T_");
 export const PREFIX = uniqueName("t");
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -199,7 +201,7 @@ export function useDistributedPlatform(): void {
     const known = configVariables({ ...sample.service, ...sample.gateway });
     const spawnStarted = performance.now();
     for (const name of SERVICES) {
-      envs[name] = { ...environment(databaseUrls[name], poolMax).service };
+      envs[name] = { ...environment(databaseUrls[name], poolMax).service, ...(name === "webhook" ? { WEBHOOK_SECRET_ENCRYPTION_KEY: SECRET_KEY } : {}) };
       procs[name] = spawnTs(`services/${name}/main.ts`, isolated(envs[name], known));
     }
     envs.gateway = environment("postgres://unused/x", 1).gateway;

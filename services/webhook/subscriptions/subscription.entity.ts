@@ -15,9 +15,13 @@ export const SubscriptionEntity = defineEntity({
     targetUrl: p.text(),
     /** An event type name (shared/event-types.ts); a text column with the check "subscription_event_type_check". */
     eventType: p.enum([...EVENT_TYPE_NAMES]),
-    /** "whsec_" + base64 of 32 random bytes (Standard Webhooks signing secret). */
+    /**
+     * The Standard Webhooks signing secret ("whsec_" + base64 of 32 random
+     * bytes), sealed (secret-box.ts: "v1.<key id>.…"); a row written before
+     * secrets were sealed holds it in clear until `bizcard secrets reencrypt`.
+     */
     secret: p.text().hidden(),
-    /** The secret before the last rotation: it signs too until previousSecretExpiresAt; null when none does. */
+    /** The secret before the last rotation, stored as `secret` is: it signs too until previousSecretExpiresAt; null when none does. */
     previousSecret: p.text().nullable(),
     previousSecretExpiresAt: p.datetime(3).nullable(),
     createdAt: p.datetime(3).onCreate(() => new Date()),

@@ -1,0 +1,105 @@
+// Webhook signing secrets sealed at rest: AES-256-GCM (node:crypto) under the
+// first key of WEBHOOK_SECRET_ENCRYPTION_KEY; every listed key opens what it
+// sealed, so the key can be rotated (a new one first, the old ones after it,
+// then `bizcard secrets reencrypt`). The stored form is
+//
+//   v1.<key id>.<iv>.<ciphertext>.<tag>        (each part base64url)
+//
+// The key id is a hash of the key, never the key: it says which key opens the
+// value and which values a rotation must seal again. "v1.<key id>" is the
+// additional authenticated data, so the header cannot be changed either. A
+// clear "whsec_…" value, as stored before secrets were sealed, opens as itself.
+//
+// NIST SP 800-38D, 8.3: "The total number of invocations of the authenticated
+// encryption function shall not exceed 2^32, including all IV lengths and all
+// instances of the authenticated encryption function with the given key."
+// (for random 96-bit IVs, 8.2.2): far beyond one key's subscriptions.
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
+
+const VERSION = "v1";
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+const KEY_BYTES = 32;
+/** A clear secret, as stored before secrets were sealed (Standard Webhooks' prefix). */
+const CLEAR_PREFIX = "whsec_";
+
+/** A stored secret that cannot be opened: its key is not listed, it was altered, or it is neither sealed nor clear. */
+export class SecretBoxError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "SecretBoxError";
+  }
+}
+
+export interface SecretBox {
+  /** The id of the key that seals (the first listed). */
+  readonly currentKeyId: string;
+  /** How every value sealed under the current key begins ("v1.<key id>."). */
+  readonly currentPrefix: string;
+  /** `secret` sealed under the current key. */
+  seal(secret: string): string;
+  /** The secret in `stored` (sealed under any listed key, or clear); a SecretBoxError otherwise. */
+  open(stored: string): string;
+  /** True when `stored` is sealed under the current key: nothing to seal again. */
+  isCurrent(stored: string): boolean;
+  /** `stored` sealed under the current key: itself when it already is. */
+  reseal(stored: string): string;
+}
+
+/** A key's id: 8 base64url characters of a SHA-256 of the key (with a label of its own), never the key. */
+export function keyId(key: Buffer): string {
+  return createHash("sha256").update("bizcard webhook secret key id\0").update(key).digest().subarray(0, 6).toString("base64url");
+}
+
+/** A box over `keys` (each 32 bytes): the first seals, any opens. */
+export function secretBox(keys: readonly Buffer[]): SecretBox {
+  if (keys.length === 0) throw new SecretBoxError("no key: WEBHOOK_SECRET_ENCRYPTION_KEY lists none");
+  for (const key of keys) if (key.length !== KEY_BYTES) throw new SecretBoxError(`a key must be ${KEY_BYTES} bytes, not ${key.length}`);
+  const listed = keys.map((key) => ({ id: keyId(key), key }));
+  const current = listed[0]!;
+  const ids = listed.map((k) => k.id).join(", ");
+
+  function open(stored: string): string {
+    if (stored.startsWith(CLEAR_PREFIX)) return stored;
+    const parts = stored.split(".");
+    if (parts.length !== 5 || parts[0] !== VERSION) throw new SecretBoxError(`a stored secret is neither sealed (${VERSION}.) nor a clear ${CLEAR_PREFIX} secret`);
+    const [, id, iv, ciphertext, tag] = parts as [string, string, string, string, string];
+    const candidates = listed.filter((k) => k.id === id);
+    if (candidates.length === 0) {
+      throw new SecretBoxError(`sealed with key ${id}, which WEBHOOK_SECRET_ENCRYPTION_KEY does not list (it lists ${ids}): add that key back after the current one`);
+    }
+    for (const { key } of candidates) {
+      // Node: "If no tag is provided, or if the cipher text has been tampered with, decipher.final() will throw".
+      // authTagLength refuses a shortened tag.
+      const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(iv, "base64url"), { authTagLength: TAG_BYTES });
+      decipher.setAAD(Buffer.from(`${VERSION}.${id}`));
+      try {
+        decipher.setAuthTag(Buffer.from(tag, "base64url"));
+        return Buffer.concat([decipher.update(Buffer.from(ciphertext, "base64url")), decipher.final()]).toString("utf8");
+      } catch {
+        // Another listed key with the same id (astronomically unlikely) may still open it.
+      }
+    }
+    throw new SecretBoxError(`sealed with key ${id} but it does not open under that key: the stored value was altered, or the key is not the one it was sealed with`);
+  }
+
+  function seal(secret: string): string {
+    const iv = randomBytes(IV_BYTES);
+    const header = `${VERSION}.${current.id}`;
+    const cipher = createCipheriv("aes-256-gcm", current.key, iv, { authTagLength: TAG_BYTES });
+    cipher.setAAD(Buffer.from(header));
+    const ciphertext = Buffer.concat([cipher.update(secret, "utf8"), cipher.final()]);
+    return `${header}.${iv.toString("base64url")}.${ciphertext.toString("base64url")}.${cipher.getAuthTag().toString("base64url")}`;
+  }
+
+  const currentPrefix = `${VERSION}.${current.id}.`;
+  const isCurrent = (stored: string) => stored.startsWith(currentPrefix);
+  return {
+    currentKeyId: current.id,
+    currentPrefix,
+    seal,
+    open,
+    isCurrent,
+    reseal: (stored) => (isCurrent(stored) ? stored : seal(open(stored))),
+  };
+}
