@@ -7,7 +7,7 @@
 // ANALYZE, as autovacuum would have done by then (this machine's PostgreSQL
 // runs with it off), so the planner sees the sizes.
 import type pg from "pg";
-import { timeOrderedIdSql } from "../services/shared/time-ordered-id.js";
+import { uuidV7Sql } from "../services/shared/uuid-v7-sql.js";
 import { withClient } from "./pipeline-vacuum.js";
 
 /**
@@ -56,7 +56,7 @@ export async function seedAccessTokens(databaseUrl: string, count = GROWTH_TOKEN
  * subscriptions, each with its event's body (delivery.delivery_event) and one
  * attempt (delivery.delivery_attempt), made over the last hour; their ids
  * time-ordered (UUIDv7) from that time, as the platform makes them
- * (services/shared/time-ordered-id.ts).
+ * (uuid's v7(), and services/shared/uuid-v7-sql.ts in SQL).
  */
 export async function seedDeliveries(databaseUrl: string, count = GROWTH_DELIVERIES): Promise<number> {
   const started = performance.now();
@@ -64,7 +64,7 @@ export async function seedDeliveries(databaseUrl: string, count = GROWTH_DELIVER
     await client.query("begin");
     await client.query(
       `create temporary table growth on commit drop as
-       select i, ${timeOrderedIdSql("at")} as event_id, subscription_id, organisation_id, at
+       select i, ${uuidV7Sql("at")} as event_id, subscription_id, organisation_id, at
        from (select i, 900000000 + (i % 1000) as subscription_id,
                     ('00000000-0000-4000-9000-' || lpad(to_hex(i % 1000), 12, '0'))::uuid as organisation_id,
                     now() - interval '1 hour' + (i % 3600) * interval '1 second' as at
@@ -85,7 +85,7 @@ export async function seedDeliveries(databaseUrl: string, count = GROWTH_DELIVER
     );
     await client.query(
       `insert into "delivery"."delivery_attempt" ("id", "organisation_id", "client_id", "event_id", "subscription_id", "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "delivery_id", "event_type", "next_attempt_at")
-       select ${timeOrderedIdSql('d."updated_at"')}, d."organisation_id", d."client_id", d."event_id", d."subscription_id", 1, 200, 'succeeded', '', 12, d."updated_at", d."id", d."event_type", null
+       select ${uuidV7Sql('d."updated_at"')}, d."organisation_id", d."client_id", d."event_id", d."subscription_id", 1, 200, 'succeeded', '', 12, d."updated_at", d."id", d."event_type", null
        from "delivery"."delivery" d join growth g using ("event_id")`,
     );
     await client.query("commit");

@@ -45,7 +45,6 @@ import { webhooksObject } from "./openapi/events.js";
 import { openapiRoutes } from "./openapi/routes.js";
 import { validatorCompiler } from "./validation.js";
 import { tracingState } from "../services/shared/trace/tracing.js";
-import { lazyRequestLogger } from "./lazy-request-logger.js";
 import { endRequestTrace, requestTrace, requestTraceId } from "./trace.js";
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -144,11 +143,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     // every RPC they make (rpcOptions), so it reaches the services' log lines.
     genReqId: (req) => acceptRequestId(req.headers[REQUEST_ID_HEADER] as string | undefined) ?? randomUUID(),
     // The request's lines carry its trace id too (trace.ts).
-    // Made when a line is written (lazy-request-logger.ts): no trace nor child for a request that logs nothing.
-    childLoggerFactory: (logger, bindings, options, raw) =>
-      lazyRequestLogger(logger as FastifyBaseLogger & { isLevelEnabled(level: string): boolean }, () =>
-        logger.child({ ...bindings, traceId: requestTraceId(raw as IncomingMessage) }, options),
-      ),
+    childLoggerFactory: (logger, bindings, options, raw) => logger.child({ ...bindings, traceId: requestTraceId(raw as IncomingMessage) }, options),
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
   };
   const app = Fastify(fastifyOptions);
@@ -180,7 +175,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     const route = request.routeOptions.url ?? "unmatched";
     const { method } = request;
     const status = reply.statusCode;
-    httpRequestDuration.observe(`${method} ${route} ${status}`, () => ({ method, route, status }), reply.elapsedTime / 1000);
+    httpRequestDuration.observe({ method, route, status }, reply.elapsedTime / 1000);
     // The line's fields are made only when it is written (LOG_LEVEL=warn writes none).
     if (options.logger.isLevelEnabled("info")) {
       request.log.info(
@@ -194,7 +189,6 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
         "request",
       );
     }
-    // After the line: a line written now makes the request's trace if nothing did before.
     endRequestTrace(request.raw, reply.statusCode, route);
     done();
   });
@@ -202,7 +196,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   const issuer = (options.publicUrl ?? DEFAULT_ISSUER).replace(/\/+$/, "");
   const mcpAllowed = mcpOrigins(issuer, options.mcpAllowedOrigins);
   // Before the guards: their refusals carry the CORS headers too (cors.ts).
-  registerCors(app, mcpAllowed);
+  await registerCors(app, mcpAllowed);
   const routes = new RouteTable();
   routes.attach(app);
   requestGuards(app, routes);

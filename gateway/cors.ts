@@ -1,8 +1,9 @@
-// CORS (the Fetch standard's CORS protocol): which web pages may read which
-// answers, per group of routes. A route in no group sends no CORS header, and
-// a preflight to it is refused as before (405 with Allow, or 404): the pages,
-// GET /oauth/authorize (a browser navigates there, it does not fetch it) and
-// /oauth/introspect (for resource servers, never a browser).
+// CORS (the Fetch standard's CORS protocol) with @fastify/cors: which web
+// pages may read which answers, per group of routes. A route in no group
+// sends no CORS header, and a preflight to it is refused as any OPTIONS
+// request is (405 with Allow, or 404): the pages, GET /oauth/authorize (a
+// browser navigates there, it does not fetch it) and /oauth/introspect (for
+// resource servers, never a browser).
 //
 //   discovery   the metadata documents, the OpenAPI document and the event
 //               catalog: any origin, GET
@@ -20,16 +21,26 @@
 // is only honoured for requests without credentials (cookies), which is
 // what every group but mcp answers; mcp names its origins.
 //
-// Our own onRequest hook, not @fastify/cors: with a policy per path, that
-// plugin takes a delegator, and then normalises the options, merges them
-// with the route's and parses Vary on every request, Origin or not (the
-// bench's /oauth/me lost a third of its rate to it, with trace context).
-// Here each group's headers are strings made once at start.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+// Each group is the plugin's route-level options (config.cors), set on its
+// routes as they are added; the plugin's own options (origin: false) leave
+// every other route alone. A preflight is routed by its method: each group
+// path has an OPTIONS route of its own carrying the group's options (the
+// plugin's OPTIONS * route carries the plugin's, so it refuses the others).
+// Not the plugin's delegator (options per request): with one, the plugin
+// adds Vary: Origin to every answer, the discovery documents' too.
+import cors, { type FastifyCorsOptions, type OriginFunction } from "@fastify/cors";
+import type { FastifyInstance } from "fastify";
 import { MCP_PATH } from "./mcp/route.js";
 import { CONTACTS_PATH } from "./routes/contacts.js";
 import { EVENT_TYPES_PATH } from "./routes/event-types.js";
 import { SUBSCRIPTIONS_PATH } from "./routes/subscriptions.js";
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** The route's own options of @fastify/cors (its route-level overrides; its typings leave them out). */
+    cors?: FastifyCorsOptions | false;
+  }
+}
 
 /** Answer headers a script may read besides the CORS-safelisted ones. */
 const READABLE = ["www-authenticate", "retry-after", "x-request-id"];
@@ -37,29 +48,43 @@ const READABLE = ["www-authenticate", "retry-after", "x-request-id"];
 /** How long a browser may keep a preflight's answer, in seconds. */
 const PREFLIGHT_MAX_AGE = 600;
 
-interface GroupSpec {
-  /** "*", or the origins whose pages may read the answers. */
-  origins: "*" | readonly string[];
-  methods: readonly string[];
-  allowedHeaders: readonly string[];
-  exposedHeaders: readonly string[];
-}
+/**
+ * Fetch: a browser's CORS request always carries Origin. Without one (a
+ * server, a CLI, an integration platform) no page reads the answer: it gets
+ * no CORS header, only Vary: Origin (the plugin's, for an origin function),
+ * so that a browser's cache never hands it to a page of another origin; and
+ * an OPTIONS request without Origin is no preflight. A page's request gets
+ * `allowed`: "*", or the origins named (the request's own when listed).
+ */
+const fromPages =
+  (allowed: string | string[]): OriginFunction =>
+  (origin, done) =>
+    done(null, origin === undefined ? false : allowed);
 
 /** MCP clients send MCP-Protocol-Version when they fetch the metadata (the SDK's client/auth.js). */
-const DISCOVERY: GroupSpec = { origins: "*", methods: ["GET"], allowedHeaders: ["mcp-protocol-version", "x-request-id"], exposedHeaders: ["x-request-id"] };
+const DISCOVERY: FastifyCorsOptions = {
+  // Every answer, Origin or not, without Vary: caches keep these documents and hand them to any page.
+  origin: "*",
+  methods: ["GET"],
+  allowedHeaders: ["mcp-protocol-version", "x-request-id"],
+  exposedHeaders: ["x-request-id"],
+  maxAge: PREFLIGHT_MAX_AGE,
+};
 
-const OAUTH: GroupSpec = {
-  origins: "*",
+const OAUTH: FastifyCorsOptions = {
+  origin: fromPages("*"),
   methods: ["POST"],
   allowedHeaders: ["authorization", "content-type", "x-request-id"],
   exposedHeaders: READABLE,
+  maxAge: PREFLIGHT_MAX_AGE,
 };
 
-const API: GroupSpec = {
-  origins: "*",
+const API: FastifyCorsOptions = {
+  origin: fromPages("*"),
   methods: ["GET", "POST", "PUT", "DELETE"],
   allowedHeaders: ["authorization", "content-type", "x-request-id"],
   exposedHeaders: [...READABLE, "link", "location", "etag", "subscription-state", "subscription-state-reason"],
+  maxAge: PREFLIGHT_MAX_AGE,
 };
 
 /**
@@ -68,11 +93,12 @@ const API: GroupSpec = {
  * A browser agent must read the 401's WWW-Authenticate to find the
  * protected resource metadata (RFC 9728 §5.1).
  */
-const mcp = (origins: readonly string[]): GroupSpec => ({
-  origins,
+const mcp = (origins: readonly string[]): FastifyCorsOptions => ({
+  origin: fromPages([...origins]),
   methods: ["GET", "POST", "DELETE"],
   allowedHeaders: ["authorization", "content-type", "mcp-protocol-version", "mcp-session-id", "last-event-id", "x-request-id"],
   exposedHeaders: [...READABLE, "mcp-session-id"],
+  maxAge: PREFLIGHT_MAX_AGE,
 });
 
 const DISCOVERY_PATHS = [
@@ -87,47 +113,19 @@ const OAUTH_PATHS = ["/oauth/token", "/oauth/revoke", "/oauth/register"];
 const API_PATHS = ["/oauth/me", CONTACTS_PATH, SUBSCRIPTIONS_PATH];
 const API_PREFIXES = [`${CONTACTS_PATH}/`, `${SUBSCRIPTIONS_PATH}/`];
 
-/** A group's answer headers, made once. */
-export interface CorsGroup {
-  /**
-   * Its CORS headers on every answer, Origin or not: the discovery documents,
-   * which caches keep and hand to any page. The other groups' answers (no
-   * store, or behind a bearer token) carry them only for a request with Origin.
-   */
-  always: boolean;
-  /** undefined: any origin ("*"); else the allowed origins, answered by name with Vary: Origin. */
-  origins?: ReadonlySet<string>;
-  /** Access-Control-Expose-Headers. */
-  expose: string;
-  /** The preflight's Access-Control-Allow-Methods, -Allow-Headers and -Max-Age. */
-  preflight: Record<string, string>;
+/** The CORS options of each route path (a template: /oauth/contacts/:id): undefined for a route no web page may read. */
+function corsGroups(mcpAllowed: readonly string[]): (path: string) => FastifyCorsOptions | undefined {
+  const exact = new Map<string, FastifyCorsOptions>();
+  for (const path of DISCOVERY_PATHS) exact.set(path, DISCOVERY);
+  for (const path of OAUTH_PATHS) exact.set(path, OAUTH);
+  for (const path of API_PATHS) exact.set(path, API);
+  exact.set(MCP_PATH, mcp(mcpAllowed));
+  return (path) => exact.get(path) ?? (API_PREFIXES.some((prefix) => path.startsWith(prefix)) ? API : undefined);
 }
 
-function group(spec: GroupSpec, always = false): CorsGroup {
-  return {
-    always,
-    origins: spec.origins === "*" ? undefined : new Set(spec.origins),
-    expose: spec.exposedHeaders.join(", "),
-    preflight: {
-      "access-control-allow-methods": spec.methods.join(", "),
-      "access-control-allow-headers": spec.allowedHeaders.join(", "),
-      "access-control-max-age": String(PREFLIGHT_MAX_AGE),
-    },
-  };
-}
-
-/** The CORS group of each path, made once: `groupOf(path)` is undefined for a route no web page may read. */
-export function corsGroups(mcpAllowed: readonly string[]): (path: string) => CorsGroup | undefined {
-  const exact = new Map<string, CorsGroup>();
-  const discovery = group(DISCOVERY, true);
-  const oauth = group(OAUTH);
-  const api = group(API);
-  for (const path of DISCOVERY_PATHS) exact.set(path, discovery);
-  for (const path of OAUTH_PATHS) exact.set(path, oauth);
-  for (const path of API_PATHS) exact.set(path, api);
-  exact.set(MCP_PATH, group(mcp(mcpAllowed)));
-  return (path) => exact.get(path) ?? (API_PREFIXES.some((prefix) => path.startsWith(prefix)) ? api : undefined);
-}
+/** A group's options for its preflights: an OPTIONS request without Origin is no preflight (fromPages), whatever the group. */
+const preflightOptions = (group: FastifyCorsOptions): FastifyCorsOptions =>
+  typeof group.origin === "string" ? { ...group, origin: fromPages(group.origin) } : group;
 
 /**
  * The origins whose pages may call /mcp: the gateway's own (PUBLIC_URL's)
@@ -138,60 +136,24 @@ export function mcpOrigins(issuer: string, configured: readonly string[] = []): 
   return [...new Set([new URL(issuer).origin, ...configured])];
 }
 
-/** Fetch, "CORS protocol and HTTP caches": an answer that depends on Origin says so. */
-function varyOrigin(reply: FastifyReply): void {
-  const vary = reply.getHeader("vary");
-  if (vary === undefined) reply.header("vary", "Origin");
-  else if (!String(vary).toLowerCase().split(",").some((v) => v.trim() === "origin" || v.trim() === "*")) reply.header("vary", `${vary}, Origin`);
-}
-
 /**
- * The allowed origin to name in Access-Control-Allow-Origin: "*" for a
- * group of any origin (the answer is the same for every page, so no Vary),
- * the request's Origin if the group lists it, else undefined.
+ * The plugin, and each group's options on its routes as they are added.
+ * Before the request guards (its hook runs first), so that their refusals
+ * (415, 417…) are readable too; before the routes, whose options it sets.
  */
-function allowedOrigin(group: CorsGroup, request: FastifyRequest, reply: FastifyReply): string | undefined {
-  if (!group.origins) return "*";
-  varyOrigin(reply);
-  const origin = request.headers.origin;
-  return origin !== undefined && group.origins.has(origin) ? origin : undefined;
-}
-
-/**
- * The CORS headers of each request's path. Registered before the request
- * guards, so that their refusals (415, 417…) are readable too. A preflight
- * (OPTIONS with Origin and Access-Control-Request-Method) to a route of a
- * group is answered 204 here; any other OPTIONS request, or one to a route
- * of no group, gets no CORS header and goes on to the not-found handler
- * (405 with Allow, or 404).
- */
-export function registerCors(app: FastifyInstance, mcpAllowed: readonly string[]): void {
+export async function registerCors(app: FastifyInstance, mcpAllowed: readonly string[]): Promise<void> {
   const groupOf = corsGroups(mcpAllowed);
-  app.addHook("onRequest", (request, reply, done) => {
-    const url = request.url;
-    const query = url.indexOf("?");
-    const cors = groupOf(query === -1 ? url : url.slice(0, query));
-    if (!cors) return done();
-    if (request.method !== "OPTIONS") {
-      // Fetch: a browser's CORS request always carries Origin. Without one (a
-      // server, a CLI, an integration platform), no page reads the answer: a
-      // group whose answers depend on the request (every one but discovery)
-      // sends no CORS header, only Vary: Origin, so that a browser's cache
-      // never hands this answer to a page of another origin.
-      if (request.headers.origin === undefined && !cors.always) {
-        varyOrigin(reply);
-        return done();
-      }
-      const origin = allowedOrigin(cors, request, reply);
-      if (origin !== undefined) reply.headers({ "access-control-allow-origin": origin, "access-control-expose-headers": cors.expose });
-      return done();
-    }
-    if (request.headers.origin === undefined || request.headers["access-control-request-method"] === undefined) return done();
-    const origin = allowedOrigin(cors, request, reply);
-    // Fetch, "CORS-preflight fetch": a preflight whose answer lacks an allowed
-    // origin fails in the browser; the 204 tells it nothing more.
-    if (origin !== undefined) reply.headers({ "access-control-allow-origin": origin, ...cors.preflight });
-    // Safari waits for a body on a 204 without Content-Length.
-    reply.code(204).header("content-length", "0").send();
+  // strictPreflight off: an OPTIONS request with Origin is answered as a preflight, never with the plugin's text/plain 400.
+  await app.register(cors, { origin: false, strictPreflight: false });
+  app.addHook("onRoute", (route) => {
+    const group = groupOf(route.url);
+    if (group) route.config = { ...route.config, cors: route.method === "OPTIONS" ? preflightOptions(group) : group };
   });
+  // Each group path's preflight route; an OPTIONS request that is no preflight
+  // goes on, as from the plugin's OPTIONS * route, to the not-found handler.
+  // Added before the gateway's route table (app.ts), so no Allow names OPTIONS;
+  // hidden, so the OpenAPI document has no OPTIONS operation.
+  const preflight = { schema: { hide: true } };
+  const paths = [...DISCOVERY_PATHS, ...OAUTH_PATHS, ...API_PATHS, MCP_PATH, ...API_PREFIXES.map((prefix) => `${prefix}*`)];
+  for (const path of paths) app.options(path, preflight, (_request, reply) => reply.callNotFound());
 }

@@ -4,15 +4,13 @@
 // subscription's rows through a partial index (migration 2026-12-12): here
 // the statistics are taken with every row succeeded, then a burst's pending
 // rows arrive, and the hand-on's next rows and the in-flight count (as
-// hand-on.ts and delivery-claim.ts write them) are explained as run, and the
-// whole claim as the generic plan of the prepared statement real PostgreSQL keeps.
+// hand-on.ts and delivery-claim.ts write them) and the whole claim are explained as run.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { DELIVERY_ENTITIES } from "../services/delivery/delivery-app.js";
 import { DELIVERY_SCHEMA } from "../services/delivery/delivery-service.js";
 import { deliveryMigrations } from "../services/delivery/migrations/index.js";
 import { CLAIM_SQL } from "../services/delivery/deliveries/delivery-claim.js";
-import { positional } from "../services/shared/pooled-query.js";
 import { explained, migratedSchema, type MigratedSchema, type PlanNode } from "./support/query-plans.js";
 
 const SUBSCRIPTIONS = 10;
@@ -73,16 +71,12 @@ describe("the queue's hot statements, planned on statistics that saw no pending 
     expect(scans[0]!["Actual Rows"]).toBe(4);
   });
 
-  it("the claim as real PostgreSQL keeps it prepared (its generic plan) reads the queue by index and claims each subscription's free slots", async () => {
-    // delivery-claim.ts: on real PostgreSQL each connection PREPAREs the claim once and EXECUTEs it
-    // (shared/pooled-query.ts pooledPreparedScript); after five runs PostgreSQL may keep the plan made
-    // without the values, forced here. Cap 8 with 4 in flight: 4 free slots in each of the 10 subscriptions.
+  it("the claim, planned with its values as delivery-claim.ts sends it, reads the queue by index and claims each subscription's free slots", async () => {
+    // Cap 8 with 4 in flight: 4 free slots in each of the 10 subscriptions.
     const em = orm.em.fork();
     await em.begin();
     try {
-      await em.execute(`set local plan_cache_mode = force_generic_plan`);
-      await em.execute(`prepare "plans_claim" as ${positional(CLAIM_SQL)}`);
-      const plan = explained(await em.execute(`explain (analyze, format json) execute "plans_claim"(8, 100, 8, null, null, 100, 30, '${crypto.randomUUID()}')`));
+      const plan = explained(await em.execute(`explain (analyze, format json) ${CLAIM_SQL}`, [8, 100, 8, null, null, 100, 30, crypto.randomUUID()]));
       const scans = plan.filter((n) => n["Node Type"].includes("Scan") && n["Relation Name"] === "delivery");
       expect(scans.length).toBeGreaterThan(0);
       expect(scans.filter((n) => n["Node Type"] === "Seq Scan")).toEqual([]);
@@ -91,7 +85,6 @@ describe("the queue's hot statements, planned on statistics that saw no pending 
       expect(plan[0]!["Actual Rows"]).toBe(4 * SUBSCRIPTIONS);
     } finally {
       await em.rollback();
-      await em.execute(`deallocate "plans_claim"`).catch(() => undefined);
     }
   });
 

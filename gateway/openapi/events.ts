@@ -49,7 +49,7 @@ export function exampleEvent(name: EventTypeName): EventBody {
 
 /** A made-up secret the examples are signed with, so a receiver can try its verification on them. */
 export const EXAMPLE_SECRET = "whsec_" + Buffer.from("bizcard example secret, not real").toString("base64");
-/** UUIDv7s of the events' times, as the platform makes event ids (services/shared/time-ordered-id.ts). */
+/** UUIDv7s of the events' times, as the platform makes event ids (uuid's v7()). */
 const EXAMPLE_IDS: Record<EventTypeName, string> = {
   "contact.created": "01a20380-c364-7a2b-8c3d-5e6f7a8b9c0d",
   "contact.updated": "01a20390-cee1-7e6f-9a0b-1c2d3e4f5a6b",

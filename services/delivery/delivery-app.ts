@@ -1,7 +1,6 @@
-import { onRealPostgres } from "../shared/pooled-query.js";
 import { DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
 import { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
-import { openServiceDatabase, pingDatabase } from "../shared/database.js";
+import { onRealPostgres, openServiceDatabase, pingDatabase } from "../shared/database.js";
 import type { Consumer } from "../shared/event-bus/event-bus.js";
 import { targetResolver, type Resolver } from "../shared/net/dns-resolver.js";
 import { createRpcClient } from "../shared/rpc/client.js";

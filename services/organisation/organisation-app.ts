@@ -1,7 +1,6 @@
-import { onRealPostgres } from "../shared/pooled-query.js";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
-import { openServiceDatabase, pingDatabase } from "../shared/database.js";
+import { onRealPostgres, openServiceDatabase, pingDatabase } from "../shared/database.js";
 import { openRelayDatabase } from "../shared/outbox/relay-database.js";
 import { OutboxRelay } from "../shared/outbox/relay.js";
 import { runChecks } from "../shared/rpc/health.js";

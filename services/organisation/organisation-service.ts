@@ -42,7 +42,7 @@ export interface OrganisationServiceDeps {
   subjectPrefix: string;
   /** Called after a transaction that wrote an event commits. */
   onEventCommitted: () => void;
-  /** CreateContact's statement as a prepared statement (real PostgreSQL; shared/pooled-query.ts). */
+  /** CreateContact's statement as a named prepared statement (real PostgreSQL only: database.ts onRealPostgres). */
   preparedStatements?: boolean;
 }
 

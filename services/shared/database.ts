@@ -74,6 +74,16 @@ export async function pingDatabase(orm: MikroORM): Promise<void> {
   await orm.em.fork().getConnection().execute("select 1");
 }
 
+/**
+ * Whether a service's database takes named prepared statements and
+ * connections of a side pool: real PostgreSQL, a pool of several
+ * connections. PGlite (the embedded default) serves one session per service,
+ * a pool of one, where a name an earlier connection prepared still exists.
+ */
+export function onRealPostgres(deps: { databasePoolMax: number }): boolean {
+  return deps.databasePoolMax > 1;
+}
+
 /** A service's database as ServiceAppDeps describe it, migrated when MIGRATE_ON_START is on. */
 export async function openServiceDatabase(
   deps: { databaseUrl: string; databasePoolMax: number; logger: Logger; config: { MIGRATE_ON_START: boolean } },

@@ -1,6 +1,5 @@
-import { onRealPostgres } from "../shared/pooled-query.js";
 import { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
-import { openServiceDatabase, pingDatabase } from "../shared/database.js";
+import { onRealPostgres, openServiceDatabase, pingDatabase } from "../shared/database.js";
 import { runChecks } from "../shared/rpc/health.js";
 import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
 import type { Consumer } from "../shared/event-bus/event-bus.js";

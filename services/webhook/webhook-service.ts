@@ -33,7 +33,6 @@ import type { Resolver } from "../shared/net/dns-resolver.js";
 import { checkDestination, parseTargetUrl } from "./subscriptions/target-url.js";
 import { SubscriptionEndEntity } from "./subscriptions/subscription-end.entity.js";
 import { endReasonOf, endSubscriptions, toSubscriptionEndMessage } from "./subscriptions/subscription-end.js";
-import { pooledStatement } from "../shared/pooled-query.js";
 import { rotateSecret, signingPreviousSecret } from "./subscriptions/secret-rotation.js";
 import type { SecretBox } from "./subscriptions/secret-box.js";
 import { readingSecret, subscriberOfRow } from "./subscriptions/subscriber-row.js";
@@ -62,7 +61,7 @@ export interface WebhookServiceDeps {
    * subscriptions.changed announcement); never throws.
    */
   changed?: (organisationId: string) => Promise<void>;
-  /** ListSubscribers as a prepared statement (real PostgreSQL; shared/pooled-query.ts). */
+  /** ListSubscribers as a named prepared statement (real PostgreSQL only: database.ts onRealPostgres). */
   preparedStatements?: boolean;
 }
 
@@ -121,26 +120,23 @@ async function lockPair(em: EntityManager, pair: Pair): Promise<void> {
 
 export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<typeof WebhookService> {
   const { orm, secrets } = deps;
-  // Read for every fan-out batch (and a worker's cache miss): without the ORM's per-query work (shared/pooled-query.ts).
-  const subscribersStatement = pooledStatement(
-    orm,
-    "webhook-list-subscribers",
-    `select "id"::text as "id", "client_id", "target_url", "secret", "previous_secret", "previous_secret_expires_at", "disabled_at", "ordered"
+  // Read for every fan-out batch (and a worker's cache miss): without the ORM's per-query work (knex's raw);
+  // knex hands options() to pg, whose name makes the statement a named prepared one.
+  const knex = orm.em.getKnex();
+  const named = (name: string) => (deps.preparedStatements === true ? { name } : {});
+  const subscribersSql = `select "id"::text as "id", "client_id", "target_url", "secret", "previous_secret", "previous_secret_expires_at", "disabled_at", "ordered"
        from "${WEBHOOK_SCHEMA}"."subscription"
-      where "organisation_id" = ?::uuid and "event_type" = ?::text and (?::boolean or "disabled_at" is null) order by "id"`,
-    deps.preparedStatements === true,
-  );
+      where "organisation_id" = ?::uuid and "event_type" = ?::text and (?::boolean or "disabled_at" is null) order by "id"`;
+  const subscribersStatement = async (values: [string, string, boolean]) =>
+    (await knex.raw<{ rows: Record<string, unknown>[] }>(subscribersSql, values).options(named("webhook-list-subscribers"))).rows;
   // The fan-out's batch: every lookup in one read (the rows tagged with their lookup's index).
-  const manyStatement = pooledStatement(
-    orm,
-    "webhook-list-subscribers-of-many",
-    `select l."n", s."id"::text as "id", s."client_id", s."target_url", s."secret", s."previous_secret", s."previous_secret_expires_at", s."disabled_at", s."ordered"
+  const manySql = `select l."n", s."id"::text as "id", s."client_id", s."target_url", s."secret", s."previous_secret", s."previous_secret_expires_at", s."disabled_at", s."ordered"
        from jsonb_to_recordset(?::jsonb) as l("n" int, "organisation_id" uuid, "event_type" text, "include_disabled" boolean)
        join "${WEBHOOK_SCHEMA}"."subscription" s on s."organisation_id" = l."organisation_id" and s."event_type" = l."event_type"
         and (l."include_disabled" or s."disabled_at" is null)
-      order by l."n", s."id"`,
-    deps.preparedStatements === true,
-  );
+      order by l."n", s."id"`;
+  const manyStatement = async (values: [string]) =>
+    (await knex.raw<{ rows: Record<string, unknown>[] }>(manySql, values).options(named("webhook-list-subscribers-of-many"))).rows;
   const changed = (organisationId: string) => deps.changed?.(organisationId);
   const insecure = deps.allowInsecureTargets;
   const parse = (value: string) => parseTargetUrl(value, { allowHttp: insecure, allowPrivate: insecure });

@@ -3,10 +3,10 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
+import { v7 } from "uuid";
 import { GrantRevokedSchema, TokenRevokedSchema } from "../../../gen/bizcard/events/v1/events_pb.js";
 import { subjectFor } from "../../shared/event-bus/event-bus.js";
 import { enqueueEvent } from "../../shared/outbox/writer.js";
-import { timeOrderedId } from "../../shared/time-ordered-id.js";
 import type { GrantRevocationReason } from "./grant-store.js";
 
 export interface EventOptions {
@@ -20,7 +20,7 @@ export async function enqueueGrantRevoked(
   pair: { organisationId: string; clientId: string },
   reason: GrantRevocationReason,
 ): Promise<void> {
-  const event = create(GrantRevokedSchema, { eventId: timeOrderedId(), ...pair, occurTime: timestampFromDate(new Date()), reason });
+  const event = create(GrantRevokedSchema, { eventId: v7(), ...pair, occurTime: timestampFromDate(new Date()), reason });
   await enqueueEvent(em, options.schema, {
     id: event.eventId,
     subject: subjectFor(options.subjectPrefix, "grant.revoked"),
@@ -36,7 +36,7 @@ export async function enqueueTokenRevoked(
   accessTokenHashes: string[],
 ): Promise<void> {
   const event = create(TokenRevokedSchema, {
-    eventId: timeOrderedId(),
+    eventId: v7(),
     ...pair,
     accessTokenHashes,
     occurTime: timestampFromDate(new Date()),

@@ -24,7 +24,7 @@ import { RateLimiterPostgres, type RateLimiterRes } from "rate-limiter-flexible"
 import { rateLimited } from "../oauth-errors.js";
 import type { FailureKind, FailureLimits } from "./failure-limits.js";
 import { sha256Base64url } from "../../shared/token-hash.js";
-import { identifier } from "../../shared/pooled-query.js";
+import { escapeIdentifier } from "pg";
 
 /**
  * The library's queries on a connection of the service's pool, as unnamed
@@ -63,7 +63,7 @@ const keyOf = (...parts: string[]) => sha256Base64url(parts.join("\u0000"));
 
 export function createPostgresFailureLimits(orm: MikroORM, schema: string, settings: FailureLimitSettings): FailureLimits {
   const store = unnamedStatements(orm);
-  const table = `${identifier(schema)}.${identifier(RATE_LIMIT_TABLE)}`;
+  const table = `${escapeIdentifier(schema)}.${escapeIdentifier(RATE_LIMIT_TABLE)}`;
   const limiter = (keyPrefix: string, points: number, clearExpiredByTimeout = false) =>
     new RateLimiterPostgres({
       storeClient: store,

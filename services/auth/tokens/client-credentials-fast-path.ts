@@ -28,9 +28,9 @@
 // request to the pipeline, and so does a request naming a resource (RFC 8707;
 // resource-indicators.ts): its token's audience is the column's default, the
 // REST API, here.
-import type { MikroORM } from "@mikro-orm/postgresql";
+import type { Knex, MikroORM } from "@mikro-orm/postgresql";
 import type { ExchangeTokenRequest, ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
-import { identifier } from "../../shared/pooled-query.js";
+import { escapeIdentifier } from "pg";
 import { statementBatcher, type Queued } from "../../shared/statement-batcher.js";
 import { tokenHash } from "../../shared/token-hash.js";
 import { hashSecret } from "../clients/client-secret.js";
@@ -55,10 +55,6 @@ export interface FastPathDeps {
   preparedStatements?: boolean;
 }
 
-interface Connection {
-  query(q: { name?: string; text: string; values: unknown[] }): Promise<{ rows: { hash: string; scopes: string[] }[] }>;
-}
-
 /**
  * Statements in flight at once; requests arriving meanwhile wait for the next
  * one, together. One: measured on the bench's token row (10 connections, npm
@@ -73,26 +69,25 @@ const MAX_IN_FLIGHT = 1;
 const MAX_BATCH = 64;
 
 /**
- * The statement. Each request is a row of the arrays $1-$4 (numbered by
- * "n"), with $11 (its client authentication method), each of its
- * counters a row of $5-$7; $8 created_at, $9 expires_at, $10 the failure
- * limits' now.
+ * The statement. Each request is a row of the first five arrays (numbered by
+ * "n"), each of its counters a row of the next three; then created_at,
+ * expires_at, and the failure limits' now.
  */
 function statement(schema: string, limits: StoredFailureCheck): string {
   return `with "request" as (
-            select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $11::text[]) with ordinality
+            select * from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) with ordinality
               as r("hash", "client_id", "secret_hash", "scopes", "method", "n")),
           "counter" as (
-            select * from unnest($5::bigint[], $6::text[], $7::integer[]) as k("n", "key", "limit"))
-          insert into ${identifier(schema)}."access_token"
+            select * from unnest(?::bigint[], ?::text[], ?::integer[]) as k("n", "key", "limit"))
+          insert into ${escapeIdentifier(schema)}."access_token"
             ("hash", "client_id", "organisation_id", "member_id", "grant_id", "family", "scopes", "created_at", "expires_at")
-          select r."hash", c."id", c."owner_organisation_id", null, null, null, coalesce(r."scopes"::jsonb, c."scopes"), $8, $9
-            from "request" r join ${identifier(schema)}."client" c on c."id" = r."client_id"
+          select r."hash", c."id", c."owner_organisation_id", null, null, null, coalesce(r."scopes"::jsonb, c."scopes"), ?, ?
+            from "request" r join ${escapeIdentifier(schema)}."client" c on c."id" = r."client_id"
            where ${secretAuthenticatesSql("c", 'r."secret_hash"', 'r."method"')}
              and ${allowsGrantTypeSql("c", "client_credentials")}
              and ${mayUseClientCredentialsSql("c")}
              and (r."scopes" is null or ${scopeWithinSql('c."scopes"', 'r."scopes"::jsonb')})
-             and not ${limits.overLimitSql('(select "key", "limit" from "counter" where "counter"."n" = r."n")', "$10")}
+             and not ${limits.overLimitSql('(select "key", "limit" from "counter" where "counter"."n" = r."n")', "?")}
           returning "hash", "scopes"`;
 }
 
@@ -131,9 +126,9 @@ export function createClientCredentialsFastPath(deps: FastPathDeps): (request: E
   const { tables } = deps;
   const stored = deps.limits.stored;
   if (!stored) return async () => undefined;
-  const knex = deps.orm.em.getConnection().getKnex();
+  const knex = deps.orm.em.getKnex();
   const text = statement(tables.schema, stored);
-  const name = deps.preparedStatements ? "client-credentials-fast-path" : undefined;
+  const name = deps.preparedStatements ? { name: "client-credentials-fast-path" } : {};
 
   const send = async (queued: Queued<Request, Issued>[]) => {
     const batch = queued.map((q) => q.item);
@@ -144,26 +139,18 @@ export function createClientCredentialsFastPath(deps: FastPathDeps): (request: E
       batch.map((p) => p.clientId),
       batch.map((p) => p.secretHash),
       batch.map((p) => p.scopes),
+      batch.map((p) => p.method),
       ...counterColumns(batch),
       new Date(now).toISOString(),
       new Date(expiresAt).toISOString(),
       stored.now(),
-      batch.map((p) => p.method),
     ];
-    // A connection of the service's pool, without the ORM's per-query work
-    // (as the limiter's store: rate-limit/postgres-failure-limits.ts).
-    const conn = (await knex.client.acquireConnection()) as Connection;
-    try {
-      // A literal, not a spread of a shared object: V8 gave each spread copy
-      // a hidden class of its own (--log-maps: one new map per statement).
-      const { rows } = await conn.query(name === undefined ? { text, values } : { name, text, values });
-      const issued = new Map(rows.map((r) => [r.hash, r.scopes]));
-      for (const q of queued) {
-        const scopes = issued.get(q.item.hash);
-        q.resolve(scopes ? { scopes, now, expiresAt } : undefined);
-      }
-    } finally {
-      await knex.client.releaseConnection(conn);
+    // Without the ORM's per-query work (knex's raw); knex hands options() to pg, whose name makes it a named prepared statement.
+    const { rows } = await knex.raw<{ rows: { hash: string; scopes: string[] }[] }>(text, values as Knex.RawBinding[]).options(name);
+    const issued = new Map(rows.map((r) => [r.hash, r.scopes]));
+    for (const q of queued) {
+      const scopes = issued.get(q.item.hash);
+      q.resolve(scopes ? { scopes, now, expiresAt } : undefined);
     }
   };
 

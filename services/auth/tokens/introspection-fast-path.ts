@@ -19,9 +19,9 @@
 // sends the same requests through both). Limits that offer no SQL leave every
 // request to the pipeline.
 import type { MikroORM } from "@mikro-orm/postgresql";
+import { escapeIdentifier } from "pg";
 import type { IntrospectTokenRequest, IntrospectTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import type { ProtectedResources } from "../../shared/protected-resources.js";
-import { identifier, pooledStatement } from "../../shared/pooled-query.js";
 import { statementBatcher, type Queued } from "../../shared/statement-batcher.js";
 import { tokenHash } from "../../shared/token-hash.js";
 import { hashSecret } from "../clients/client-secret.js";
@@ -49,7 +49,7 @@ const MAX_BATCH = 64;
 /**
  * The statement: each call a row of the first five arrays (numbered by "n"),
  * each of its counters a row of the next three, then the failure limits'
- * now (shared/pooled-query.ts makes the placeholders positional). A row comes
+ * now (knex makes the placeholders positional). A row comes
  * back for each call whose client authenticates, with its token's columns
  * (null when the token is not active).
  */
@@ -61,7 +61,7 @@ function statement(deps: IntrospectionFastPathDeps, limits: StoredFailureCheck):
           "counter" as (
             select * from unnest(?::bigint[], ?::text[], ?::integer[]) as k("n", "key", "limit"))
           select q."n", t."client_id", t."organisation_id", t."scopes", t."audience", t."created_at", t."expires_at", t."token_type"
-            from "request" q join ${identifier(deps.schema)}."client" c on c."id" = q."client_id"
+            from "request" q join ${escapeIdentifier(deps.schema)}."client" c on c."id" = q."client_id"
             left join lateral (${activeTokenSql(deps.schema, 'q."hash"', 'q."kind"')}) t on true
            where ${secretAuthenticatesSql("c", 'q."secret_hash"', 'q."method"')}
              and ${clientKnownSql("c", deps.metadataDocuments)}
@@ -84,7 +84,10 @@ type Looked = ActiveToken | null | undefined;
 export function createIntrospectionFastPath(deps: IntrospectionFastPathDeps): (request: IntrospectTokenRequest) => Promise<IntrospectTokenResponse | undefined> {
   const stored = deps.limits.stored;
   if (!stored) return async () => undefined;
-  const query = pooledStatement(deps.orm, "introspection-fast-path", statement(deps, stored), deps.preparedStatements ?? false);
+  // Without the ORM's per-query work (knex's raw); knex hands options() to pg, whose name makes it a named prepared statement.
+  const knex = deps.orm.em.getKnex();
+  const text = statement(deps, stored);
+  const name = deps.preparedStatements ? { name: "introspection-fast-path" } : {};
 
   const send = async (queued: Queued<Call, Looked>[]) => {
     const batch = queued.map((q) => q.item);
@@ -97,7 +100,7 @@ export function createIntrospectionFastPath(deps: IntrospectionFastPathDeps): (r
       ...counterColumns(batch),
       stored.now(),
     ];
-    const rows = await query<Partial<ActiveToken> & { n: string }>(values);
+    const { rows } = await knex.raw<{ rows: (Partial<ActiveToken> & { n: string })[] }>(text, values).options(name);
     const found = new Map(rows.map((r) => [Number(r.n), r]));
     for (const [i, q] of queued.entries()) {
       const row = found.get(i + 1);

@@ -5,7 +5,7 @@
 import { create } from "@bufbuild/protobuf";
 import { IntrospectTokenResponseSchema, type IntrospectTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import type { ProtectedResources, ResourceName } from "../../shared/protected-resources.js";
-import { identifier } from "../../shared/pooled-query.js";
+import { escapeIdentifier } from "pg";
 import { TOKEN_PREFIX } from "../grants/token-values.js";
 
 /** What a token value is by its prefix: an access or a refresh token, or neither (never active). */
@@ -34,7 +34,7 @@ export interface ActiveToken {
  * organisation. No row: not active.
  */
 export function activeTokenSql(schema: string, hash: string, kind: string): string {
-  const t = (table: string) => `${identifier(schema)}.${identifier(table)}`;
+  const t = (table: string) => `${escapeIdentifier(schema)}.${escapeIdentifier(table)}`;
   return `select a."client_id", a."organisation_id", a."scopes", a."audience", a."created_at", a."expires_at", 'Bearer' as "token_type"
             from ${t("access_token")} a
            where ${kind} = 'access' and a."hash" = ${hash} and a."expires_at" > now()

@@ -3,8 +3,7 @@
 // subscription (subscription-pause.ts): a pause, a halved in-flight cap, a
 // cap grown back, a run of timeouts counted or ended.
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { pooledStatement } from "../../shared/pooled-query.js";
-import { timeOrderedId } from "../../shared/time-ordered-id.js";
+import { v7 } from "uuid";
 import { handOnSql, NO_HAND_ON } from "./hand-on.js";
 import { TIMEOUT_RUN_HALVES_CAP, type Throttle } from "./subscription-pause.js";
 
@@ -55,7 +54,7 @@ export interface RecordOptions {
    * subscriptions' next due rows. Undefined: every slot is freed.
    */
   handOn?: { claimId: string; leaseSeconds: number };
-  /** Run as a prepared statement (real PostgreSQL; pooled-query.ts). */
+  /** Run as a named prepared statement (real PostgreSQL only: database.ts onRealPostgres). */
   prepared?: boolean;
   /** A cap halved less than this long ago is not halved again (DELIVERY_TIMEOUT_MS). */
   halvingWindowMs: number;
@@ -148,7 +147,7 @@ export async function recordAttempts(orm: MikroORM, list: AttemptRecord[], o: Re
       next_attempt_at: a.nextAttemptAt?.toISOString() ?? null,
       response_status: a.responseStatus,
       error: a.error,
-      attempt_id: timeOrderedId(),
+      attempt_id: v7(),
       organisation_id: a.delivery.organisationId,
       client_id: a.delivery.clientId,
       event_id: a.delivery.eventId,
@@ -198,6 +197,8 @@ export async function recordAttempts(orm: MikroORM, list: AttemptRecord[], o: Re
        select "attempt_id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
          "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at" from "input"
      )${handOn}`);
-  const statement = pooledStatement(orm, o.handOn ? "delivery-record-hand-on" : "delivery-record", sql, o.prepared === true);
-  return statement([rows, JSON.stringify(perSubscription), ...(o.handOn ? [o.cap ?? null, o.handOn.leaseSeconds, o.handOn.claimId] : [])]);
+  const values = [rows, JSON.stringify(perSubscription), ...(o.handOn ? [o.cap ?? null, o.handOn.leaseSeconds, o.handOn.claimId] : [])];
+  // Without the ORM's per-query work (knex's raw); knex hands options() to pg, whose name makes it a named prepared statement.
+  const name = o.handOn ? "delivery-record-hand-on" : "delivery-record";
+  return (await orm.em.getKnex().raw<{ rows: Record<string, unknown>[] }>(sql, values).options(o.prepared === true ? { name } : {})).rows;
 }

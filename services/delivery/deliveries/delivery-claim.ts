@@ -11,7 +11,6 @@
 // claim is one short statement, so the turns are short.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { randomUUID } from "node:crypto";
-import { inlined, pooledPreparedScript, pooledScript } from "../../shared/pooled-query.js";
 import { orderedHeadSql } from "./ordered-head.js";
 
 const S = `"delivery"`;
@@ -28,8 +27,6 @@ export interface ClaimOptions {
    * one fan-out, in order).
    */
   watermark?: number;
-  /** The claim as a prepared statement (real PostgreSQL; pooledPreparedScript). */
-  prepared?: boolean;
 }
 
 /**
@@ -152,11 +149,11 @@ export async function claimDue(orm: MikroORM, o: ClaimOptions): Promise<{ claimI
   const claimId = randomUUID();
   const cap = o.maxInFlightPerSubscription ?? null;
   const values = [cap, o.limit, cap, o.watermark ?? null, o.watermark ?? null, o.limit, o.leaseSeconds, claimId];
-  // The lock, then the claim, in one round trip: one transaction (pooledScript), and the claim's
-  // statement starts, with a snapshot of its own, once the lock is granted. Before, a BEGIN, the
-  // lock, the claim and a COMMIT each waited for this process's event loop, with the lock held.
-  const [, rows = []] = o.prepared
-    ? await pooledPreparedScript(orm, CLAIM_LOCK, "delivery_claim", CLAIM_SQL, values)
-    : await pooledScript(orm, `${CLAIM_LOCK}\n${inlined(CLAIM_SQL, values)}`);
+  // The lock, then the claim, in ONE simple query (MikroORM writes the values into the text; the
+  // simple protocol takes no parameters): one round trip, one implicit transaction (committed after
+  // the claim, rolled back whole if it fails), and the claim's statement starts, with a snapshot of
+  // its own, once the lock is granted. A transaction of its own would wait for this process's event
+  // loop between its statements (BEGIN, the lock, the claim, COMMIT), with the lock held.
+  const [, rows = []] = await orm.em.getConnection().execute<Record<string, unknown>[][]>(`${CLAIM_LOCK}\n${CLAIM_SQL}`, values);
   return { claimId, rows };
 }

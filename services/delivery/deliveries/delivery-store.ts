@@ -1,11 +1,11 @@
 // The delivery tables' statements, each one SQL statement (no unit of work):
 // the fan-out's write, the workers' claim and record, and the manual retry.
-import type { MikroORM } from "@mikro-orm/postgresql";
+import type { Knex, MikroORM } from "@mikro-orm/postgresql";
 import { randomUUID } from "node:crypto";
+import { v7 } from "uuid";
 import { recordAttempts, type AttemptRecord, type ClaimedDelivery } from "./attempt-record.js";
 import { claimDue, type ClaimOptions } from "./delivery-claim.js";
-import { pooledStatement } from "../../shared/pooled-query.js";
-import { timeOrderedId, timeOrderedIdSql } from "../../shared/time-ordered-id.js";
+import { uuidV7Sql } from "../../shared/uuid-v7-sql.js";
 import { orderedHeadJsonSql, parseHead, type OrderedHead } from "./ordered-head.js";
 
 export type { AttemptRecord, ClaimedDelivery } from "./attempt-record.js";
@@ -55,7 +55,7 @@ export interface RetriedDelivery {
 export interface DeliveryStoreOptions {
   /** A halved in-flight cap is not halved again within this (DELIVERY_TIMEOUT_MS). */
   halvingWindowMs?: number;
-  /** The hot statements (the fan-out's, the claim's, the attempts') as prepared statements (real PostgreSQL; shared/pooled-query.ts). */
+  /** The hot statements (the fan-out's, the attempts') as named prepared statements (real PostgreSQL only: database.ts onRealPostgres). */
   prepared?: boolean;
 }
 
@@ -80,8 +80,13 @@ function claimedOf(r: Record<string, unknown>, claimId: string): ClaimedDelivery
 
 export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions = {}) {
   const execute = <T = Record<string, unknown>>(sql: string, params: unknown[] = []) => orm.em.fork().execute<T[]>(sql, params);
-  /** A statement of every event or attempt: without the ORM's per-query work, prepared on real PostgreSQL. */
-  const hot = <T = Record<string, unknown>>(name: string, sql: string, params: unknown[]) => pooledStatement(orm, name, sql, options.prepared === true)<T>(params);
+  const knex = orm.em.getKnex();
+  /**
+   * A statement of every event: without the ORM's per-query work (knex's raw);
+   * knex hands options() to pg, whose name makes it a named prepared statement.
+   */
+  const hot = async <T>(name: string, sql: string, params: readonly Knex.RawBinding[]) =>
+    (await knex.raw<{ rows: T[] }>(sql, params).options(options.prepared === true ? { name } : {})).rows;
   return {
     /**
      * The fan-out of a batch of events, in ONE statement: each event's body,
@@ -134,7 +139,7 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
          ), "skipped" as (
            insert into ${S}."delivery_attempt" ("id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
              "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at")
-           select ${timeOrderedIdSql()}, r."organisation_id", r."client_id", r."event_id", r."subscription_id", r."id", r."event_type",
+           select ${uuidV7Sql()}, r."organisation_id", r."client_id", r."event_id", r."subscription_id", r."id", r."event_type",
                   0, 0, 'skipped', '${SKIPPED_ERROR}', 0, r."created_at", null
              from "rows" r where r."status" = 'skipped'
          ), "position" as (
@@ -157,7 +162,7 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
 
     /** Claims up to `limit` due rows for this worker (delivery-claim.ts: the per-subscription cap, the owners' turns, ordered heads). */
     async claim(limit: number, leaseSeconds: number, maxInFlightPerSubscription?: number, watermark?: ClaimOptions["watermark"]): Promise<ClaimedDelivery[]> {
-      const { claimId, rows } = await claimDue(orm, { limit, leaseSeconds, maxInFlightPerSubscription, watermark, prepared: options.prepared });
+      const { claimId, rows } = await claimDue(orm, { limit, leaseSeconds, maxInFlightPerSubscription, watermark });
       return rows.map((r) => claimedOf(r, claimId));
     },
 
@@ -184,7 +189,7 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
          )
          insert into ${S}."delivery_attempt" ("id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
            "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at")
-         select ${timeOrderedIdSql()}, c."organisation_id", c."client_id", c."event_id", c."subscription_id", c."id", c."event_type",
+         select ${uuidV7Sql()}, c."organisation_id", c."client_id", c."event_id", c."subscription_id", c."id", c."event_type",
                 0, 0, 'cancelled', ?, 0, now(), null
            from "cancelled" c`,
         [why, d.id.toString(), d.claimId, `cancelled: ${why}`],
@@ -210,7 +215,7 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
           a.error,
           d.id.toString(),
           d.claimId,
-          timeOrderedId(),
+          v7(),
           d.organisationId,
           d.clientId,
           d.eventId,

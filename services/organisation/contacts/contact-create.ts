@@ -4,7 +4,8 @@
 // (BEGIN, the organisation read, the two inserts, COMMIT), and the outbox
 // lock (writer.ts) is held only from the event's insert to this statement's
 // commit, never across a round trip to this process. Without the ORM's
-// per-query work, and prepared on real PostgreSQL (shared/pooled-query.ts).
+// per-query work (knex's raw), and a named prepared statement on real
+// PostgreSQL (knex hands options() to pg, whose name makes it one).
 //
 // Calls that arrive while AT_ONCE statements are running are written
 // together by the next one (shared/statement-batcher.ts), as many rows as
@@ -14,11 +15,10 @@
 // its calls are written again one by one, so one bad row fails only its own
 // call.
 import type { MikroORM } from "@mikro-orm/postgresql";
+import { v7 } from "uuid";
 import { EventType } from "../../../gen/bizcard/events/v1/events_pb.js";
 import type { Contact as ContactMessage } from "../../../gen/bizcard/organisation/v1/organisation_pb.js";
-import { pooledStatement } from "../../shared/pooled-query.js";
 import { statementBatcher, type Queued } from "../../shared/statement-batcher.js";
-import { timeOrderedId } from "../../shared/time-ordered-id.js";
 import { outboxInsertManySql, outboxRowOf } from "../../shared/outbox/writer.js";
 import { CONTACT_FIELDS, type Contact, type ContactField } from "./contact.entity.js";
 import { contactEvent } from "./contact-events.js";
@@ -58,9 +58,11 @@ function batchSql(schema: string): string {
 }
 
 export function contactCreator(orm: MikroORM, events: { schema: string; subjectPrefix: string }, prepared: boolean): ContactCreator {
-  const statement = pooledStatement(orm, "organisation-create-contacts", batchSql(events.schema), prepared);
+  const knex = orm.em.getKnex();
+  const sql = batchSql(events.schema);
+  const name = prepared ? { name: "organisation-create-contacts" } : {};
   const write = async (batch: Call[]): Promise<void> => {
-    const rows = await statement<{ id: string }>([JSON.stringify(batch.map((c) => c.item.row))]);
+    const { rows } = await knex.raw<{ rows: { id: string }[] }>(sql, [JSON.stringify(batch.map((c) => c.item.row))]).options(name);
     const created = new Set(rows.map((r) => r.id));
     for (const c of batch) c.resolve(created.has(c.item.message.id) ? c.item.message : undefined);
   };
@@ -81,7 +83,7 @@ export function contactCreator(orm: MikroORM, events: { schema: string; subjectP
   return {
     create(organisationId, fields) {
       const now = new Date();
-      const contact = { id: timeOrderedId(), organisationId, createdAt: now, updatedAt: now } as Contact;
+      const contact = { id: v7(), organisationId, createdAt: now, updatedAt: now } as Contact;
       for (const f of CONTACT_FIELDS) contact[f] = fields[f] ?? "";
       const message = toContactMessage(contact);
       const event = contactEvent(events, EventType.CONTACT_CREATED, message);

@@ -3,19 +3,19 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
+import { v7 } from "uuid";
 import { ContactEventSchema, EventType } from "../../../gen/bizcard/events/v1/events_pb.js";
 import type { Contact as ContactMessage } from "../../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { subjectFor } from "../../shared/event-bus/event-bus.js";
 import { nameOfEventType } from "../../shared/event-types.js";
 import { enqueueEvent, type OutboxEvent } from "../../shared/outbox/writer.js";
-import { timeOrderedId } from "../../shared/time-ordered-id.js";
 
 type ContactEventType = EventType.CONTACT_CREATED | EventType.CONTACT_UPDATED;
 
 /** The outbox row of a contact's event. */
 export function contactEvent(options: { subjectPrefix: string }, type: ContactEventType, contact: ContactMessage): OutboxEvent {
   const event = create(ContactEventSchema, {
-    eventId: timeOrderedId(),
+    eventId: v7(),
     type,
     organisationId: contact.organisationId,
     occurTime: timestampFromDate(new Date()),

@@ -5,9 +5,8 @@
 // (bench/delivery-stages.ts, outbox→published p50 3.6 s; 26 ms on its own
 // connections). Embedded (PGlite serves one session per service, a pool of
 // one): the service's own.
-import { onRealPostgres } from "../pooled-query.js";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { openDatabase } from "../database.js";
+import { onRealPostgres, openDatabase } from "../database.js";
 import type { Logger } from "../logger.js";
 
 /** Rounds run one at a time; the other connection serves the outbox gauges' reads. */

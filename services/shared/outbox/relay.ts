@@ -26,7 +26,6 @@ import { PollLoop } from "../loop/poll-loop.js";
 import type { Logger } from "../logger.js";
 import { outboxOldestSources, outboxPendingSources } from "../metrics/metrics.js";
 import { addSource } from "../metrics/scrape-sources.js";
-import { pooledStatement, type PooledStatement } from "../pooled-query.js";
 import { startSpan, tracingState, type WorkSpan } from "../trace/tracing.js";
 import { OutboxLease } from "./lease.js";
 
@@ -98,22 +97,23 @@ export class OutboxRelay {
   /** The last batch read as many new rows as it could: more may be waiting. */
   private moreRows = false;
   private readonly stopMetrics: (() => void)[] = [];
-  /** A round's statements: without the ORM's per-query work, prepared on connections of its own (shared/pooled-query.ts). */
-  private readonly readStatement: PooledStatement;
-  private readonly markStatement: PooledStatement;
+  /** A round's statements: without the ORM's per-query work (knex's raw), named prepared statements on connections of its own. */
+  private readonly readStatement: (deferred: string[], limit: number) => Promise<Row[]>;
+  private readonly markStatement: (ids: string[]) => Promise<void>;
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.batchSize = options.batchSize ?? 100;
     const { orm, schema } = options;
-    const prepared = options.preparedStatements === true;
-    this.readStatement = pooledStatement(
-      orm,
-      `outbox-read-${schema}`,
-      `select "id", "seq"::text as "seq", "subject", "payload", "traceparent", "tracestate" from "${schema}"."outbox"
-        where "published_at" is null and "id" <> all(?::uuid[]) order by "outbox"."seq" limit ?::int`,
-      prepared,
-    );
-    this.markStatement = pooledStatement(orm, `outbox-mark-${schema}`, `update "${schema}"."outbox" set "published_at" = now() where "id" = any(?::uuid[])`, prepared);
+    const knex = orm.em.getKnex();
+    // pg's query options: a name makes the statement a named prepared one.
+    const named = (name: string) => (options.preparedStatements === true ? { name } : {});
+    const read = `select "id", "seq"::text as "seq", "subject", "payload", "traceparent", "tracestate" from "${schema}"."outbox"
+        where "published_at" is null and "id" <> all(?::uuid[]) order by "outbox"."seq" limit ?::int`;
+    this.readStatement = async (deferred, limit) => (await knex.raw<{ rows: Row[] }>(read, [deferred, limit]).options(named(`outbox-read-${schema}`))).rows;
+    const mark = `update "${schema}"."outbox" set "published_at" = now() where "id" = any(?::uuid[])`;
+    this.markStatement = async (ids) => {
+      await knex.raw(mark, [ids]).options(named(`outbox-mark-${schema}`));
+    };
     this.lease = new OutboxLease({
       orm: options.orm,
       schema: options.schema,
@@ -221,7 +221,7 @@ export class OutboxRelay {
     const markSent = async () => {
       const ids = sent.slice(marked);
       if (ids.length === 0) return;
-      await this.markStatement([ids]);
+      await this.markStatement(ids);
       marked = sent.length;
     };
     let error: unknown;
@@ -292,7 +292,7 @@ export class OutboxRelay {
     }
     if (going) {
       // The deferred rows wait for their turn above.
-      const rows = await this.readStatement<Row>([[...this.deferred.keys()], this.batchSize]);
+      const rows = await this.readStatement([...this.deferred.keys()], this.batchSize);
       this.moreRows = rows.length === this.batchSize;
       await publishRows(rows);
     }

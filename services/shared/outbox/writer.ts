@@ -29,7 +29,7 @@
 //     traceparent text null, tracestate text null)
 //   <schema>.outbox_lease (name text primary key, holder text, expires_at timestamptz)
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { literal } from "../pooled-query.js";
+import { escapeLiteral } from "pg";
 import { currentRequest } from "../request-context.js";
 
 export interface OutboxEvent {
@@ -85,7 +85,7 @@ function outboxInsertSql(schema: string): string {
  * among them there is no earlier one.
  */
 export function outboxInsertManySql(schema: string, source: string): string {
-  const prefix = literal(outboxLockKey(schema, ""));
+  const prefix = escapeLiteral(outboxLockKey(schema, ""));
   return `insert into "${schema}"."outbox" ("id", "subject", "payload", "traceparent", "tracestate")
      select e."id", e."subject", e."payload", e."traceparent", e."tracestate" from ${source} as e,
        (select count(pg_advisory_xact_lock(hashtextextended(${prefix} || k."order_key", 0))) as "n"

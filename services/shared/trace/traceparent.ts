@@ -3,7 +3,7 @@
 // tracestate that travels beside it. Parsing is @opentelemetry/core's (the
 // W3CTraceContextPropagator's parser); this file adds what a process without
 // the SDK needs: new ids, and the next hop's header.
-import { pooledRandom } from "../random-pool.js";
+import { randomBytes } from "node:crypto";
 import { parseTraceParent } from "@opentelemetry/core";
 
 export const TRACEPARENT_HEADER = "traceparent";
@@ -89,7 +89,7 @@ export function newSpanId(): string {
 
 function randomHex(bytes: number): string {
   for (;;) {
-    const hex = pooledRandom(bytes, "hex");
+    const hex = randomBytes(bytes).toString("hex");
     // §3.2.2.3/4: all zeroes is invalid (astronomically rare; drawn again).
     if (!/^0+$/.test(hex)) return hex;
   }
