@@ -3,16 +3,18 @@
 // undici's Pool instead of a full Connect client.
 //
 // Why: the load generator shares the machine's two cores with the platform,
-// PostgreSQL and NATS. Through the project's Connect client (createRpcClient)
-// it spent 420-547 µs of CPU an event at 1,000 events/s on the VM of
-// 2026-11-29 20:39 (about a fifth of the machine), through this 344-460
-// (docs/benchmark.md, "What changed, by date"); what the platform receives is
-// the same request either way (the same path, headers and Protobuf body).
+// PostgreSQL and NATS, and a full client spends more of them on each call
+// (docs/benchmark.md); what the platform receives is the same request either
+// way (the same path, headers and Protobuf body).
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Pool } from "undici";
 import { CreateContactRequestSchema, CreateContactResponseSchema, OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { contentTypeUnaryProto, protocolVersion } from "../services/shared/rpc/connect-internals.js";
 import { INTERNAL_AUTH_HEADER } from "../services/shared/rpc/interceptors.js";
+
+// The Connect protocol's unary request: "Content-Type: application/proto" for
+// binary Protobuf, and "Connect-Protocol-Version: 1".
+const CONNECT_UNARY_PROTO = "application/proto";
+const CONNECT_PROTOCOL_VERSION = "1";
 
 export interface ContactCaller {
   /** Creates a contact; resolves to its id, rejects when the call fails (not 200, or past `timeoutMs`). */
@@ -25,8 +27,8 @@ export function contactCaller(baseUrl: string, internalToken: string, timeoutMs:
   const pool = new Pool(baseUrl, { connections: 128, pipelining: 1, keepAliveTimeout: 30_000 });
   const path = `/${OrganisationService.typeName}/${OrganisationService.method.createContact.name}`;
   const headers = {
-    "content-type": contentTypeUnaryProto,
-    "connect-protocol-version": protocolVersion,
+    "content-type": CONNECT_UNARY_PROTO,
+    "connect-protocol-version": CONNECT_PROTOCOL_VERSION,
     "connect-timeout-ms": String(timeoutMs),
     [INTERNAL_AUTH_HEADER]: `Bearer ${internalToken}`,
   };

@@ -1,17 +1,11 @@
-// The headers a call carries both ways on the unary path: a caller's, in
-// whatever form connect's options take them, arrive as Web Headers would
-// keep them (the client copies the plain object every caller here passes
-// without making a Web Headers); an interceptor's own answer has its headers
-// sent beside the handler's (the lean server's call objects, served-call.ts).
-// No database. Behaviour only, never timing.
+// The headers a caller gives a call, in whatever form connect's options take
+// them, arrive as Web Headers keep them, over HTTP and in memory alike. No
+// database. Behaviour only, never timing.
 import { Writable } from "node:stream";
-import { create } from "@bufbuild/protobuf";
-import type { Interceptor } from "@connectrpc/connect";
 import { afterAll, describe, expect, it } from "vitest";
-import { GetOrganisationRequestSchema, OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
+import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { createLogger } from "../services/shared/logger.js";
 import { createRpcClient, serveInProcess } from "../services/shared/rpc/client.js";
-import { invokeInProcess, unaryRoutes } from "../services/shared/rpc/lean-server.js";
 import { startRpcServer, type RunningServer } from "../services/shared/rpc/server.js";
 
 const TOKEN = "r".repeat(40);
@@ -62,27 +56,5 @@ describe("a call's headers", () => {
     } finally {
       undo();
     }
-  });
-
-  it("sends the headers of an interceptor that answers with an object of its own, beside the handler's", async () => {
-    const routes = unaryRoutes((router) =>
-      router.service(OrganisationService, {
-        getOrganisation(req, ctx) {
-          ctx.responseHeader.set("x-answered-by", "handler");
-          ctx.responseTrailer.set("x-rows", "1");
-          return { organisation: { id: req.id, name: `${ctx.requestHeader.get("x-asked-by")} ${ctx.method.name}` } };
-        },
-      }),
-    );
-    const route = routes.get(`/${OrganisationService.typeName}/GetOrganisation`)!;
-    const own: Interceptor = (next) => async (req) => {
-      const res = await next(req);
-      return { ...res, header: new Headers({ "x-interceptor": "yes" }), trailer: new Headers({ "x-checked": "2" }) } as typeof res;
-    };
-    const input = create(GetOrganisationRequestSchema, { id: ORG_ID });
-    const answer = await invokeInProcess(route, { "x-asked-by": "caller" }, "http://in-memory/x", input, [own], () => undefined);
-    expect(answer.status).toBe(200);
-    expect(answer.headers).toEqual({ "x-answered-by": "handler", "x-interceptor": "yes", "trailer-x-rows": "1", "trailer-x-checked": "2" });
-    expect("message" in answer && answer.message).toMatchObject({ organisation: { id: ORG_ID, name: "caller GetOrganisation" } });
   });
 });

@@ -1,6 +1,6 @@
 // Interoperability with stock connect-es, both ways: a stock connect-node
 // client (HTTP/1.1 and HTTP/2, binary and JSON) calling this project's RPC
-// server (its lean unary path and connect's handler behind it), and this
+// server (connect-node's adapter with the project's interceptors), and this
 // project's client calling a stock connectNodeAdapter server. Each: a call to
 // the real organisation service, every error code with its details, the
 // deadline, an unknown method, an oversized message, and a handler that

@@ -1,7 +1,7 @@
 // The RPC server's side of the path between services: one log line per call
 // at the level its outcome deserves, services of one process calling each
-// other in memory, and the unary path (request ids carried downstream,
-// headers, trailers and deadlines, what connect still serves). No database.
+// other in memory, and how a call is served (request ids carried downstream,
+// headers, trailers and deadlines, JSON and errors). No database.
 // Behaviour only, never timing.
 import { Writable } from "node:stream";
 import { create } from "@bufbuild/protobuf";
@@ -215,7 +215,7 @@ describe("services of one process", () => {
   });
 });
 
-describe("the server's unary path", () => {
+describe("a unary call, served", () => {
   const servers: RunningServer[] = [];
   afterAll(async () => {
     for (const s of servers) await s.close();
@@ -295,7 +295,7 @@ describe("the server's unary path", () => {
     expect(slow.code).toBe(Code.DeadlineExceeded);
   });
 
-  it("still answers what it does not serve itself through connect (JSON, a wrong content type, an unknown path)", async () => {
+  it("answers JSON, a wrong content type and an unknown path as connect does", async () => {
     const server = await startRpcServer({
       name: "json",
       host: "127.0.0.1",

@@ -2,7 +2,7 @@
 // request id and trace context with one log line per call and errors that
 // never carry internals.
 import { hash, timingSafeEqual } from "node:crypto";
-import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "../logger.js";
 import { REQUEST_ID_HEADER, requestIdFrom, runInRequest } from "../request-context.js";
 import { TRACEPARENT_HEADER, TRACESTATE_HEADER, continuedTracestate } from "../trace/traceparent.js";
@@ -13,19 +13,6 @@ export const INTERNAL_AUTH_HEADER = "authorization";
 
 /** One-shot crypto.hash (Node 20.12+): no Hash object per call. */
 const digest = (s: string) => hash("sha256", s, "buffer");
-
-/** The digest internalAuthInterceptor compares, of an Authorization header's value. */
-export const credentialDigest = (headerValue: string): Buffer => digest(headerValue);
-
-/**
- * The digest of the Authorization header a call of this process carries,
- * which its client computed once (client.ts): a call that never left the
- * process skips hashing the same header on every call (2.7 % of the
- * platform's CPU a token request under `npm start`, its CPU profile). The
- * comparison is the same. Only the lean in-process path sets it
- * (lean-server.ts invokeInProcess); over HTTP the header is hashed here.
- */
-export const PRESENTED_CREDENTIAL = createContextKey<Buffer | undefined>(undefined, { description: "internal credential digest" });
 
 /**
  * Refuses, with UNAUTHENTICATED, every call that does not carry one of the
@@ -41,7 +28,7 @@ export function internalAuthInterceptor(tokens: readonly string[]): Interceptor 
   const accepted = tokens.map((t) => digest(`Bearer ${t}`));
   // Not an async function: a call let through costs no promise of its own.
   return (next) => (req) => {
-    const given = req.contextValues.get(PRESENTED_CREDENTIAL) ?? digest(req.header.get(INTERNAL_AUTH_HEADER) ?? "");
+    const given = digest(req.header.get(INTERNAL_AUTH_HEADER) ?? "");
     let matched = false;
     for (const expected of accepted) matched = timingSafeEqual(given, expected) || matched;
     if (!matched) {

@@ -7,15 +7,8 @@
 // message's descriptor, so that no handler has to remember.
 import type { DescField, DescMessage, Message } from "@bufbuild/protobuf";
 import { reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
-import { configureTextEncoding, getTextEncoding } from "@bufbuild/protobuf/wire";
-import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { isStorableText } from "../storable-text.js";
-
-// protobuf-es checks each string it sets or copies into a message (clone(),
-// create(): reflect-check's "invalid UTF8") with encodeURIComponent in a try,
-// which copies the string: the same question as isWellFormed() asks, without
-// the copy. The setting is the process's (protobuf-es keeps it on globalThis).
-configureTextEncoding({ ...getTextEncoding(), checkUtf8: (text) => text.isWellFormed() });
 
 /** Messages with no string anywhere inside, by type name: skipped without a walk. */
 const stringless = new Map<string, boolean>();
@@ -94,22 +87,14 @@ export function refuseUnsafeStrings(desc: DescMessage, message: Message): void {
 }
 
 /**
- * Set on a call of this process (lean-server.ts invokeInProcess): its client
- * refused these strings already (client.ts, before every call), and the
- * server's copy of the message holds the same strings, so the guard does not
- * walk them a second time (about 1 % of the platform's CPU a token request
- * under `npm start`).
- */
-export const STRINGS_CHECKED = createContextKey(false, { description: "strings checked by the caller" });
-
-/**
- * The server's guard. A lone surrogate does not survive the encoding (it
- * arrives as U+FFFD), so the project's client refuses it before sending
- * (client.ts); here it is caught on the paths that pass messages unencoded.
+ * The server's guard, for every caller: another team's client, a JSON body
+ * (where a lone surrogate arrives as sent), or U+0000 in any encoding. The
+ * project's own client refuses these before sending (client.ts), as an
+ * encoded lone surrogate would arrive as U+FFFD.
  */
 export function stringGuardInterceptor(): Interceptor {
   return (next) => (req) => {
-    if (!req.stream && !req.contextValues.get(STRINGS_CHECKED)) refuseUnsafeStrings(req.method.input, req.message as Message);
+    if (!req.stream) refuseUnsafeStrings(req.method.input, req.message as Message);
     return next(req);
   };
 }

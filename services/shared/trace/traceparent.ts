@@ -3,7 +3,7 @@
 // tracestate that travels beside it. Parsing is @opentelemetry/core's (the
 // W3CTraceContextPropagator's parser); this file adds what a process without
 // the SDK needs: new ids, and the next hop's header.
-import { randomBytes } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { parseTraceParent } from "@opentelemetry/core";
 
 export const TRACEPARENT_HEADER = "traceparent";
@@ -79,18 +79,24 @@ export function continuedTracestate(traceparent: string | undefined | null, trac
   return tracestate && parseTraceparent(traceparent) ? acceptTracestate(tracestate) : undefined;
 }
 
+// Ids from crypto.randomUUID(), which draws on Node's own cache of random
+// bytes: randomBytes() asks the kernel on every call, and a request makes
+// several ids. W3C Trace Context §3.2.2.3 asks a trace-id to be random, not
+// secret: a version 4 UUID has 122 random bits (the version digit, index 12
+// without dashes, and the variant digit, index 16, are fixed), and its fixed
+// version digit keeps a trace-id from being all zeroes.
+const randomHex32 = () => randomUUID().replaceAll("-", "");
+
 export function newTraceId(): string {
-  return randomHex(16);
+  return randomHex32();
 }
 
 export function newSpanId(): string {
-  return randomHex(8);
-}
-
-function randomHex(bytes: number): string {
   for (;;) {
-    const hex = randomBytes(bytes).toString("hex");
-    // §3.2.2.3/4: all zeroes is invalid (astronomically rare; drawn again).
-    if (!/^0+$/.test(hex)) return hex;
+    // §3.2.2.4: 8 bytes, the UUID's 16 random digits before its variant digit and the one after it.
+    const hex = randomHex32();
+    const id = `${hex.slice(0, 12)}${hex.slice(13, 16)}${hex[17]}`;
+    // All zeroes is invalid (astronomically rare; drawn again).
+    if (id !== "0000000000000000") return id;
   }
 }
