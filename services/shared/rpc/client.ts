@@ -80,7 +80,12 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
       if (current.tracestate) req.header.set(TRACESTATE_HEADER, current.tracestate);
     }
     if (authorization) req.header.set(INTERNAL_AUTH_HEADER, authorization);
-    // Encoded, a lone surrogate would arrive as U+FFFD, a value the caller never sent.
+    return next(req);
+  };
+  // Encoded, a lone surrogate would arrive as U+FFFD, a value the caller never sent: refused
+  // before it leaves. A direct call hands the server the strings as they are, and its guard
+  // refuses them there.
+  const unencodable: Interceptor = (next) => (req) => {
     if (!req.stream) refuseUnsafeStrings(req.method.input, req.message as Message);
     return next(req);
   };
@@ -90,7 +95,7 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
     httpVersion: "1.1",
     useBinaryFormat: true,
     defaultTimeoutMs: options.timeoutMs,
-    interceptors: [serverAway, propagate],
+    interceptors: [serverAway, propagate, unencodable],
     acceptCompression: [compressionGzip, compressionBrotli],
     readMaxBytes,
   });

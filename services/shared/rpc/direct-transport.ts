@@ -1,12 +1,13 @@
 // A call to a service of this process (`npm start`) as a direct call: the
 // client's interceptors, then the server's, around the service's own handler,
 // built from connect's public pieces (its handler context, its interceptor
-// and transport types). Each side gets its own copy of the other's message,
-// encoded and decoded as the binary wire format would carry it, so a call
-// answers the same in memory as over HTTP. connect's router transport would
+// and transport types). Each side gets its own copy of the other's message:
+// the request as it is (the server's string guard refuses what no encoding
+// could carry), the answer as the binary wire format would carry it, so a
+// call answers the same in memory as over HTTP. connect's router transport would
 // do the same through its universal handler's streams, at many times the
 // CPU of the call itself (docs/benchmark.md).
-import { create, fromBinary, isMessage, toBinary, type DescMessage, type DescMethod, type DescMethodUnary, type MessageShape } from "@bufbuild/protobuf";
+import { clone, create, fromBinary, isMessage, toBinary, type DescMessage, type DescMethod, type DescMethodUnary, type MessageShape } from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
@@ -91,7 +92,7 @@ export function createDirectTransport(options: DirectTransportOptions): Transpor
           contextValues: req.contextValues,
         });
         try {
-          const output = await handler(overTheWire(method.input, req.message) as never, context);
+          const output = await handler(clone(method.input, req.message) as never, context);
           const message = isMessage(output, method.output) ? output : create(method.output, output as never);
           return { stream: false, service: method.parent, method, header: context.responseHeader, trailer: context.responseTrailer, message };
         } finally {
