@@ -27,7 +27,7 @@ export interface BearerPrincipal {
   memberId: string;
   /** When the token expires, ms since the epoch. */
   expiresAt: number;
-  /** The resource identifier the token was issued for (RFC 8707); empty from an auth service that predates audiences. */
+  /** The resource identifier the token was issued for (RFC 8707); empty when none is named (the REST API's). */
   audience: string;
   /**
    * The organisation's public fields (GET /oauth/me), loaded once and kept as

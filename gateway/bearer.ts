@@ -1,7 +1,8 @@
 // Bearer token checks for the protected resources (RFC 6750): the access token
 // in the Authorization header only, resolved through the bearer cache
 // (bearer-cache.ts), issued for the resource asked for (its audience, RFC
-// 8707; resources.ts), with the scopes each route declares:
+// 8707; services/shared/protected-resources.ts), with the scopes each route
+// declares:
 //
 //   app.get("/oauth/me", { preHandler: bearer.requireScope("organisation:read") }, handler)
 //   app.post("/mcp", { preHandler: bearer.requireScope([], "mcp") }, handler)
@@ -171,7 +172,7 @@ export function createBearer(cache: BearerCache, resources: ProtectedResources):
     // An entry may outlive its token by less than a clock tick; never the expiry itself.
     if (principal.expiresAt <= Date.now()) throw challenges.invalidToken("the access token has expired");
     // RFC 8707 §2: the resource server checks that it is the token's audience.
-    // A token from before audiences existed is the REST API's.
+    // A token without an audience is the REST API's.
     const audience = principal.audience || resources.api.identifier;
     if (audience !== resources[resource].identifier) {
       throw challenges.invalidToken(

@@ -22,10 +22,10 @@ interface InFlight {
  * collection has moved the table to the old generation, each replaced table
  * is old garbage holding the next one, and young collections take every old
  * object's pointers as roots until the next full collection: each table, and
- * the requests in it, outlived its young collections, from the first full
- * collection on. Under the token endpoint's load that promoted about 1 MB a
- * young collection (3 KB with the slot), a full collection followed every
- * second, and a token cost 100-110 µs of CPU against 83 (bench/profile-findings.md).
+ * the requests in it, outlives its young collections from the first full
+ * collection on. Under the token endpoint's load that promotes far more per
+ * young collection than the slot does, full collections follow one another,
+ * and every request pays for them in CPU.
  */
 const IN_FLIGHT = Symbol("in-flight request");
 type TrackedSocket = Socket & { [IN_FLIGHT]?: InFlight };

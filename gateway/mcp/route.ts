@@ -1,5 +1,6 @@
 // POST /mcp: the MCP endpoint (Streamable HTTP transport, stateless, JSON
-// answers), a protected resource of its own (resources.ts "mcp"). In order:
+// answers), a protected resource of its own ("mcp" of
+// services/shared/protected-resources.ts). In order:
 //
 //   1. Origin: the MCP transport says "Servers MUST validate the Origin
 //      header on all incoming connections to prevent DNS rebinding attacks.
@@ -34,7 +35,7 @@ import { missingScopeChallenge } from "./scope-check.js";
 import type { McpServerDeps } from "./server.js";
 
 // The MCP SDK and the tools are loaded on the first request to the endpoint,
-// not at start: about 100 ms of a cold start's module loading here.
+// not at start: their modules are a large part of a cold start's loading.
 type McpModules = {
   Transport: typeof import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js").WebStandardStreamableHTTPServerTransport;
   createMcpServer: typeof import("./server.js").createMcpServer;

@@ -16,7 +16,7 @@ const Document = z.record(z.string(), z.unknown()).describe("An OpenAPI 3.1 docu
 export function openapiRoutes(app: FastifyInstance): void {
   let json: ReturnType<typeof served> | undefined;
   let yaml: ReturnType<typeof served> | undefined;
-  // Made on the first request for each; YAML's library is loaded only then (40 ms of a cold start here).
+  // Made on the first request for each; YAML's library is loaded only then, not at start.
   const document = () => app.swagger() as object;
   const loadJson = async () => (json ??= served(JSON.stringify(document()), "application/json; charset=utf-8"));
   const loadYaml = async () => {

@@ -73,9 +73,9 @@ interface SubscriptionFields {
 }
 
 /**
- * Before the body's schema (validation.ts): the id, then the media type, as
- * the answers have always come: 400 for a bad id, then 415 for a body that is
- * not JSON. No body at all (a PUT changing nothing) is an empty object.
+ * Before the body's schema (validation.ts): the id, then the media type, in
+ * that order: 400 for a bad id, then 415 for a body that is not JSON. No
+ * body at all (a PUT changing nothing) is an empty object.
  */
 const jsonBody: preValidationAsyncHookHandler = async (request) => {
   if ((request.params as Record<string, string>).id !== undefined) readId(request);

@@ -1,4 +1,4 @@
-// The scopes this server knows, and what each grants (CONTRACT.md, "Scopes").
+// The scopes this server knows, and what each grants (docs/interface.md, "Scopes").
 export const SCOPES = {
   "organisation:read": "See your organisation's name",
   "webhooks:read": "See the webhook subscriptions this application made",

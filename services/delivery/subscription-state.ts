@@ -3,7 +3,7 @@
 // it was deleted (who, why, when; GetSubscriptionEnd), and the newest attempt
 // of its delivery log, which the delivery service keeps after the
 // subscription is deleted. Both are kept for DELIVERY_LOG_RETENTION_DAYS. A
-// subscription deleted before ends were recorded has neither: its reason is
+// deleted subscription without a recorded end has neither: its reason is
 // guessed from the log. The REST delivery log and `bizcard deliveries log`
 // both answer it.
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
@@ -52,7 +52,7 @@ export function subscriptionState(
   }
   if (end) return { state: "deleted", reason: endReason(end) };
   if (!newest) return undefined;
-  // Deleted before ends were recorded: what the log tells.
+  // Deleted without a recorded end: what the log tells.
   if (newest.outcome === "gone") return { state: "deleted", reason: `deleted at ${at}: the target answered 410 Gone (it asked for no more events)` };
   return { state: "deleted", reason: "deleted by its owner (DELETE), or when the application's access to the organisation was revoked" };
 }

@@ -172,7 +172,7 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
       const member = email ? await orm.em.fork().findOne(MemberEntity, { email }) : null;
       const ok = await passwordWork(verifyPassword(req.password, member?.passwordHash ?? (await dummyHash()), ctx.signal));
       if (!member || !ok) {
-        // A member whose hash is older (cheaper) than today's answers a wrong password
+        // A member whose hash is cheaper than a new one answers a wrong password
         // sooner than an unknown email would: spend the difference, so timing tells nothing.
         if (member && needsRehash(member.passwordHash)) await passwordWork(verifyPassword(req.password, await dummyHash(), ctx.signal));
         throw new ConnectError("email or password is wrong", Code.PermissionDenied);
@@ -199,7 +199,7 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
         // Row lock (select … for update): concurrent updates of one contact wait for
         // each other, so each applies on top of the last and emits its event in commit
         // order. (LockMode.PESSIMISTIC_WRITE, not the literal 4: that is
-        // PESSIMISTIC_PARTIAL_WRITE, "for update skip locked", which made a concurrent
+        // PESSIMISTIC_PARTIAL_WRITE, "for update skip locked", which makes a concurrent
         // update find no row and answer NotFound.)
         const contact = await findContact(em, req, LockMode.PESSIMISTIC_WRITE);
         em.assign(contact, fields);

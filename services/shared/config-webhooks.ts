@@ -60,10 +60,10 @@ export const webhookSettings = {
   DELIVERY_TIMEOUT_MS: int(10_000, 100, 120_000),
   /**
    * Delivery: POSTs in flight at once per delivery process. Enough for 32
-   * subscriptions at the default per-subscription cap of 4: at 32 (8 such
-   * subscriptions) a process's own limit, not the targets, held ten busy
-   * organisations back, and with every slot taken no finished POST could
-   * hand its slot on (hand-on.ts), so each took a claim of its own.
+   * subscriptions at the default per-subscription cap of 4: a lower limit
+   * holds busy organisations back before their targets do, and with every
+   * slot taken no finished POST can hand its slot on (hand-on.ts), so each
+   * takes a claim of its own.
    */
   DELIVERY_CONCURRENCY: int(128, 1, 1000),
   /**

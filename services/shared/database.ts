@@ -42,8 +42,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<MikroORM> 
 
 /**
  * The ORM's migrator. Its module (with umzug and its command-line
- * libraries: about 90 ms and 11 MB here) is loaded on first use, as most
- * starts find every migration applied already (hasPendingMigrations).
+ * libraries, a large part of a cold start's loading) is loaded on first
+ * use, as most starts find every migration applied already
+ * (hasPendingMigrations).
  */
 export async function migrator(orm: MikroORM): Promise<Migrator> {
   const { Migrator } = await import("@mikro-orm/migrations");

@@ -4,7 +4,7 @@
 // user's process can reach a database that asks no password. PGlite is a single-session database:
 // `npm start`'s services share one instance (DATA_DIR/pglite/platform), each
 // with a pool of one connection, and each request and transaction has the
-// session to itself (measured: README, "The embedded default").
+// session to itself (README, "The embedded default").
 import { mkdir, mkdtemp, rename, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -23,17 +23,17 @@ import { PRIVATE_DIR_MODE, makePrivateFolder } from "./private-folder.js";
 /** Pool size for a service on embedded PostgreSQL. */
 // One: the session serves one request or transaction at a time whatever the
 // pool (pglite-server.ts), so more connections would only wait there; with
-// pglite-socket's own queue, several made it drop connections when a
-// statement failed inside a transaction (a unique violation a service
+// pglite-socket's own queue, several would drop connections when a
+// statement fails inside a transaction (a unique violation a service
 // expects and handles).
 export const EMBEDDED_POOL_MAX = 1;
 
-// Memory: shared_buffers (embedded-templates.ts) also for folders made before that setting.
+// Memory: shared_buffers (embedded-templates.ts) also for folders whose postgresql.conf lacks it.
 const START_PARAMS = [...PGlite.defaultStartParams, "-c", SHARED_BUFFERS];
 
-// A fresh folder runs initdb, which in PGlite 0.5 peaks at about 700 MB and
-// leaves most of it held by the instance that ran it (measured: README, "The
-// embedded default"). So initdb runs in a worker thread, whose memory is
+// A fresh folder runs initdb, which takes far more memory than a running
+// instance and leaves most of it held by the instance that ran it (README,
+// "The embedded default"). So initdb runs in a worker thread, whose memory is
 // returned when it exits, and one at a time: the instances then open the
 // initialised folder as on a restart. The worker is inline so that it runs the
 // same whether this module is TypeScript (tsx, vitest) or compiled JavaScript;
@@ -191,8 +191,8 @@ function prepareEach(dataDir: string, names: readonly string[], migrations: Data
  * Prepares and starts the databases of `names` (in order): each instance
  * starts as soon as its folder is ready, so that PGlite's start (on this
  * thread) overlaps the other folders' copies (the file system's work, in
- * libuv's threads): the first start's copies cost about 0.75 ms a file on
- * the project's machine. If any fails, those started are closed again.
+ * libuv's threads), which on a first start copy hundreds of files. If any
+ * fails, those started are closed again.
  */
 export async function startEmbeddedDatabases(
   dataDir: string,
@@ -225,7 +225,7 @@ export async function startEmbeddedPostgres(dataDir: string, name: string, vacuu
   const dir = folder(dataDir, name);
   await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   if (!initialised(dir)) await initialise(dir);
-  // Also a folder an older version left readable by others.
+  // Also a folder found readable by others: made the owner's only again.
   await makePrivateFolder(dir);
   const db = await PGlite.create({ fs: new OwnerOnlyNodeFS(dir), startParams: START_PARAMS });
   const sockets = await socketFolder(dataDir, name);

@@ -1,19 +1,18 @@
 // Autovacuum's work for the embedded default. PGlite runs PostgreSQL as its
 // one backend, with no autovacuum launcher: `show autovacuum` says on, yet no
-// table is ever vacuumed or analysed (measured: 20,000 rows updated five times
-// left 99,895 dead row versions 75 s later, the table never analysed). The
-// platform's queues (the outbox, the deliveries) update every row they hold
-// and prune what is done, so without this their dead versions pile up in the
-// heap and the indexes for as long as `npm start` runs, and transaction ids
-// age towards wraparound.
+// table is ever vacuumed or analysed: dead row versions stay, and no table
+// gets statistics. The platform's queues (the outbox, the deliveries) update
+// every row they hold and prune what is done, so without this their dead
+// versions pile up in the heap and the indexes for as long as `npm start`
+// runs, and transaction ids age towards wraparound.
 //
 // Every VACUUM_EVERY_MS, a connection to the served session (pglite-server.ts:
 // a simple Query is one request, given the session only between other
 // connections' transactions, as VACUUM must run outside one) picks the
 // tables autovacuum would pick, the system catalogs included, by PostgreSQL's
-// default thresholds or a table's own (the delivery table's, migration
-// 2026-12-10-queue-autovacuum), and vacuums or analyses each in a statement of
-// its own, so that no service waits for more than one table at a time.
+// default thresholds or a table's own (the delivery table's, set by its
+// migration), and vacuums or analyses each in a statement of its own, so that
+// no service waits for more than one table at a time.
 //
 //   PostgreSQL 15 documentation, 25.1.6 "The Autovacuum Daemon": "If the
 //   number of tuples obsoleted since the last VACUUM exceeds the 'vacuum

@@ -1,7 +1,7 @@
 // A folder only its owner may read: DATA_DIR holds the embedded databases
 // (whose WAL carries member emails and password hashes), the internal RPC
 // credential and the demo credentials. Folders 0700, files 0600, made so and
-// repaired so at every start (a folder an older version made stays private).
+// repaired so at every start (a folder found with wider modes is narrowed).
 import { chmod, lstat, mkdir, readdir } from "node:fs/promises";
 import path from "node:path";
 

@@ -4,12 +4,11 @@
 //
 // What the request being served goes by is kept in an AsyncLocalStorage for
 // the calls its handler makes (rpc/client.ts reads it), the events it writes
-// (outbox/writer.ts) and its log lines (logger.ts). Measured on this project's
-// machine (GetOrganisation, service in its own process, CPU per call on both
-// sides, several rounds): keeping it only in processes that call other
-// services saved nothing measurable, because MikroORM's own AsyncLocalStorage
+// (outbox/writer.ts) and its log lines (logger.ts). In every process, not only
+// those that call other services: MikroORM's own AsyncLocalStorage
 // (TransactionContext, em.transactional) turns Node 20's promise hooks on for
-// the whole process at a service's first transaction anyway.
+// the whole process at a service's first transaction anyway, so leaving it out
+// would save nothing.
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import { traceIdOf } from "./trace/traceparent.js";

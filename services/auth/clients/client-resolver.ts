@@ -98,7 +98,7 @@ export function createClientResolver(deps: ClientResolverDeps): ClientResolver {
     if (!clientId) return null;
     const row = await orm.em.fork().findOne(ClientEntity, { id: clientId });
     const isDocumentClient = row?.registration === "metadata_document";
-    // Off: a URL is an unknown client_id, and so is a document client kept from before.
+    // Off: a URL is an unknown client_id, and so is a stored document client.
     if (isDocumentClient && !documents) return null;
     if (!documents || !isDocumentClientId(clientId) || (row && !isDocumentClient)) return row ? toClientMessage(row) : null;
     // The kept copy, until it expires (metadata-document/cache-lifetime.ts).

@@ -5,8 +5,8 @@
 //
 // Counting is atomic: consume() adds the point and learns the new count in
 // one step, so attempts in flight together cannot all pass one read of the
-// count (checking first and counting after a failure let a whole parallel
-// burst through). Two ways to use it:
+// count (checking first and counting after a failure would let a whole
+// parallel burst through). Two ways to use it:
 // - logins (a password is guessable): consume() before the password is
 //   looked at, refund() when it was right. Of a burst of any size at most the
 //   limit's number ever reach the password in one window.
@@ -71,8 +71,7 @@ export interface FailureLimits {
 /**
  * The counters of a batch's calls as a statement binds them: three arrays of
  * one row a counter (the call's number from 1, its key, its limit), made in
- * one pass (three flatMaps were the token statement's costliest lines in its
- * profile).
+ * one pass: the token endpoint's statement binds them on every batch.
  */
 export function counterColumns(calls: readonly { counters: readonly CounterKey[] }[]): [number[], string[], number[]] {
   const n: number[] = [];

@@ -1,5 +1,5 @@
 // FailureLimits on rate-limiter-flexible's RateLimiterPostgres, counting in
-// the auth schema's "rate_limit" table (made by the 2026-11-23 migration, in
+// the auth schema's "rate_limit" table (made by the schema's migrations, in
 // the library's shape), so that the limits hold across every replica of the
 // auth service. The limiter borrows connections from the service's own
 // MikroORM (knex) pool: on the embedded start, PGlite serves one connection,

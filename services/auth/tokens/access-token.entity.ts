@@ -34,7 +34,7 @@ export const AccessTokenEntity = defineEntity({
   indexes: [
     // Withdrawing a grant also ends the pair's client_credentials tokens.
     { name: "access_token_pair_index", properties: ["organisationId", "clientId"] },
-    // The grant's cascade and a family's revocation: only the tokens that have one (migration 2026-12-16).
+    // The grant's cascade and a family's revocation: a partial index, of only the tokens that have one.
     {
       name: "access_token_grant_id_index",
       expression: `create index "access_token_grant_id_index" on "auth"."access_token" ("grant_id") where "grant_id" is not null`,

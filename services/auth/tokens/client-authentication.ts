@@ -11,7 +11,7 @@ export interface ClientAuthenticationDeps {
   orm: MikroORM;
   schema: string;
   limits: FailureLimits;
-  /** OAUTH_CLIENT_METADATA_DOCUMENTS: when off, a metadata document client kept from before is unknown (on when unset). */
+  /** OAUTH_CLIENT_METADATA_DOCUMENTS: when off, a stored metadata document client is unknown (on when unset). */
   metadataDocuments?: boolean;
 }
 
@@ -81,8 +81,8 @@ export const secretAuthenticatesSql = (client: string, secretHash: string, metho
 
 /**
  * A SQL boolean on a row `client` of the client table: false for a client
- * authenticateClient() treats as unknown (a metadata document client kept
- * from before, while OAUTH_CLIENT_METADATA_DOCUMENTS is off).
+ * authenticateClient() treats as unknown (a stored metadata document
+ * client, while OAUTH_CLIENT_METADATA_DOCUMENTS is off).
  */
 export const clientKnownSql = (client: string, metadataDocuments: boolean | undefined): string =>
   metadataDocuments === false ? `${client}."registration" <> 'metadata_document'` : "true";

@@ -57,12 +57,9 @@ export interface FastPathDeps {
 
 /**
  * Statements in flight at once; requests arriving meanwhile wait for the next
- * one, together. One: measured on the bench's token row (10 connections, npm
- * start on PostgreSQL, four alternating runs), one statement at a time made
- * 4,300-4,800 tokens/s at 200-220 µs of the platform's CPU a token, two at
- * once 3,700-4,050/s at 250-275 µs: with two, each statement carried half as
- * many tokens, and the round trips and commits cost more than the wait saved.
- * A lone request still goes at once.
+ * one, together. One: with two, each statement carries half as many tokens,
+ * and the extra round trips and commits cost more than the wait saves
+ * (docs/benchmark.md). A lone request still goes at once.
  */
 const MAX_IN_FLIGHT = 1;
 /** Requests in one statement at most. */

@@ -3,9 +3,8 @@
 //
 // Why it exists: the pipeline (token-handlers.ts) reads the client's row and
 // the failure counters, then the token: two round trips one after the other
-// through the ORM, 600-700 µs of the auth service's CPU an introspection
-// (bench/cpu-per-request.ts, 2026-11-29), four times a token's. A resource
-// server may introspect on every call it receives. Here one statement
+// through the ORM, far more CPU than a token costs, and a resource server
+// may introspect on every call it receives. Here one statement
 // authenticates the client, reads its counters and selects the token; calls
 // arriving while a statement is in flight go together in the next one.
 //

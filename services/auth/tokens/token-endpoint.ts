@@ -27,8 +27,8 @@ export function createTokenEndpoint(deps: TokenEndpointDeps): (request: Exchange
     const answered = await fastPath(request);
     if (answered) return answered;
     const grant = grantOf(request);
-    // No credentials at all: answered before the grant's parameters, as the
-    // gateway answered it when it checked grant_type itself.
+    // No credentials at all: invalid_client, answered before the grant's
+    // parameters, whatever else the request lacks.
     if (!request.client?.clientId) throw new InvalidClient(CLIENT_AUTHENTICATION_REQUIRED);
     requireParameters(grant, request);
     const client = await authenticateClient(deps, request.client, request.remoteAddress);

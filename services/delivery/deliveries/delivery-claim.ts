@@ -36,7 +36,7 @@ export interface ClaimOptions {
  * by the claim and the hand-on (hand-on.ts), both a WITH list that this
  * continues. The event's body and trace headers come from one probe of
  * delivery_event per row (a left join: a row whose event is gone is claimed
- * with an empty body, as before).
+ * with an empty body).
  */
 export function claimRowsSql(ids: string): string {
   return `, "claimed" as (

@@ -3,8 +3,8 @@
 // attempts in the batch, as many of its next due rows, so a busy
 // subscription's slot goes from one POST to the next without waiting for a
 // separate claim (its turn on the claim lock, its own round trips). A slot
-// cycle is then the POST and one statement; with the default cap of 4 that is
-// what lets one subscription take hundreds of events a second.
+// cycle is then the POST and one statement, so a busy subscription's pace is
+// set by its target's answers rather than by the claims.
 //
 // The per-subscription cap still holds across processes without the claim's
 // lock: a hand-on never raises the subscription's count of rows in flight

@@ -7,9 +7,9 @@
 // at once and aborted as soon as undici hands it its controller; the
 // connection's own timeout (the Agent's connect.timeout) ends the connect.
 //
-// undici's request() did the same job through a response stream, an
-// AbortSignal.timeout and a second parse of the URL: about a tenth of the
-// platform's CPU in the bench's bursts (docs/benchmark.md, "The sender").
+// Not undici's request(), which does the same job through a response stream,
+// an AbortSignal.timeout and a second parse of the URL: a large share of the
+// platform's CPU under bursts of deliveries (docs/benchmark.md, "The sender").
 import type { Dispatcher } from "undici";
 
 /** What came back: an answer (its status, its Retry-After) or an error before the answer ended. */

@@ -61,9 +61,8 @@ const subscribersById = (subscribers: Subscriber[]) => new Map(subscribers.map((
  * Record statements a worker runs at once: one. The attempts that finish
  * while it runs make the next batch, so the busier the worker, the bigger its
  * batches. The statement's cost is mostly per statement, not per attempt:
- * with 4 at once (until 2026-11-28) a burst of 5,000 deliveries made 1,063
- * statements of 4.7 attempts each, and PostgreSQL spent 30-40 % more CPU on
- * it than with one at a time, which also sent 5-20 % more deliveries a second
+ * several at once make many small statements, each paying that cost, so
+ * PostgreSQL spends more CPU and fewer deliveries go out a second
  * (docs/benchmark.md, "Records one at a time"). More than one stays correct:
  * each batch's statement only releases the slots it records and hands on at
  * most as many (hand-on.ts), and a subscription's pause row is updated under
@@ -182,7 +181,7 @@ export class DeliveryWorker {
         if (!subscriber || subscriber.clientId !== d.clientId) {
           await this.options.store.cancel(d, "the subscription was deleted");
           // Its other waiting deliveries too, at once: one claim each (a few at a time, within its
-          // cap) kept the workers busy with a deleted subscription's queue long after it was gone.
+          // cap) would keep the workers busy with a deleted subscription's queue long after it is gone.
           await this.options.store.cancelSubscription(d.subscriptionId);
           continue;
         }

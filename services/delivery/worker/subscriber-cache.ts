@@ -1,8 +1,8 @@
 // The delivery worker's cache of subscribers (WebhookService.ListSubscribers
 // answers, per organisation and event type), so that a busy subscription's
 // next POST needs no round trip to the webhook service: without it, every
-// claimed batch read the subscriptions again, and that read was a large part
-// of a slot's cycle.
+// claimed batch would read the subscriptions again, a large part of a slot's
+// cycle.
 //
 // Fresh enough: the webhook service announces every change of an
 // organisation's subscriptions (subscriptions-changed.ts) before the change's

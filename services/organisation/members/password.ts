@@ -8,9 +8,9 @@
 // parallelization parameter of 2, or 2^15 with 3, or 2^14 with 5, or 2^13
 // with 10)." We use N = 2^14 with p = 5: the same defence, 16 MiB per
 // derivation instead of 128 MiB. At 128 MiB each, the hashes a start makes
-// (the dummy hash, the demo member) set the platform's peak memory, 120 MB
-// over what it holds otherwise (docs/benchmark.md, "The memory rows").
-// A hash made with other parameters (the earlier N = 2^17, p = 1, or weaker)
+// (the dummy hash, the demo member) would set the platform's peak memory
+// (docs/benchmark.md, "The memory rows").
+// A hash made with other parameters (OWASP's N = 2^17, p = 1, or weaker)
 // still verifies; needsRehash says so, and a successful login stores a new
 // hash (password-upgrade.ts).
 import { randomBytes, scrypt, timingSafeEqual } from "node:crypto";
@@ -31,7 +31,7 @@ const SALT_LENGTH = 16;
 /**
  * What a stored hash may ask for. A hash outside these bounds, or one whose
  * derivation would need more than twice the memory of OWASP's first choice
- * (N = 2^17, r = 8, p = 1: our hashes before, 128 MiB), never matches, so a
+ * (N = 2^17, r = 8, p = 1: 128 MiB), never matches, so a
  * corrupt row cannot make a login allocate gigabytes.
  */
 const MAX_N = 2 ** 20;
@@ -60,8 +60,8 @@ const MAX_MEMORY = 2 * scryptMemory({ N: 2 ** 17, r: 8, p: 1 });
 const limited = pLimit(2);
 
 /**
- * Derivations that may wait for a turn. At ~0.2 s each (0.4 s for an N = 2^17
- * hash), more than this would
+ * Derivations that may wait for a turn. Each is slow by design (slower still
+ * for an N = 2^17 hash), so more than this would
  * wait past any caller's deadline: a flood of logins is refused at once
  * (ResourceExhausted, 429) instead of queueing work nobody waits for.
  */

@@ -65,8 +65,8 @@ export class NatsBus implements EventBus {
       pingInterval: 10_000,
       maxPingOut: 2,
       // Every request (each JetStream publish and its acknowledgement) otherwise makes an Error up
-      // front to hold where it started, for a timeout's message: 2-3 % of the platform's CPU at
-      // 1,000 events/s (bench/profile-findings.md). A timeout still says what timed out.
+      // front to hold where it started, for a timeout's message: CPU on every publish, for a stack
+      // only a timeout would show. A timeout still says what timed out.
       noAsyncTraces: true,
     });
     const jsm = await nc.jetstreamManager({ checkAPI: false });

@@ -5,8 +5,8 @@ import { InProcessBus } from "./in-process-bus.js";
 
 /**
  * NATS JetStream when NATS_URL is set; otherwise the in-process bus of the
- * embedded start, which then never loads the NATS client (60 ms of a cold
- * start's module loading here).
+ * embedded start, which then never loads the NATS client: a cold start
+ * skips its modules.
  */
 export async function openBus(config: Config, name: string, logger: Logger): Promise<EventBus> {
   if (!config.NATS_URL) return new InProcessBus(config.NATS_SUBJECT_PREFIX, logger);

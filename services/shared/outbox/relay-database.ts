@@ -1,10 +1,8 @@
 // The relay's own connections. On real PostgreSQL a service's requests fill
 // its pool (each event-writing request holds a connection to its commit), and
-// the relay's statements (lease, read, mark) waited behind them for one: at
-// 200 events/s in the one-process start it fell seconds behind the commits
-// (bench/delivery-stages.ts, outbox→published p50 3.6 s; 26 ms on its own
-// connections). Embedded (PGlite serves one session per service, a pool of
-// one): the service's own.
+// the relay's statements (lease, read, mark) would wait behind them for one,
+// and under load the relay would fall far behind the commits. Embedded
+// (PGlite serves one session per service, a pool of one): the service's own.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { onRealPostgres, openDatabase } from "../database.js";
 import type { Logger } from "../logger.js";

@@ -8,7 +8,7 @@
 // The key id is a hash of the key, never the key: it says which key opens the
 // value and which values a rotation must seal again. "v1.<key id>" is the
 // additional authenticated data, so the header cannot be changed either. A
-// clear "whsec_…" value, as stored before secrets were sealed, opens as itself.
+// clear "whsec_…" value, one never sealed, opens as itself.
 //
 // NIST SP 800-38D, 8.3: "The total number of invocations of the authenticated
 // encryption function shall not exceed 2^32, including all IV lengths and all
@@ -20,7 +20,7 @@ const VERSION = "v1";
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const KEY_BYTES = 32;
-/** A clear secret, as stored before secrets were sealed (Standard Webhooks' prefix). */
+/** A clear secret, one never sealed (Standard Webhooks' prefix). */
 const CLEAR_PREFIX = "whsec_";
 
 /** A stored secret that cannot be opened: its key is not listed, it was altered, or it is neither sealed nor clear. */

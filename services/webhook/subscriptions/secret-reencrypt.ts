@@ -1,6 +1,6 @@
 // Sealing the stored signing secrets again under the current key
 // (ReencryptSecrets; `bizcard secrets reencrypt`): those sealed under an
-// older listed key, and clear ones stored before secrets were sealed. The
+// older listed key, and the clear ones, stored as `whsec_…` unsealed. The
 // secrets themselves do not change, so no receiver or delivery notices. In
 // batches in id order, each its own transaction with its rows locked (a
 // rotation of one of them waits, or is waited for), so a run that stops part

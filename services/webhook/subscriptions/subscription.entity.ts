@@ -17,8 +17,8 @@ export const SubscriptionEntity = defineEntity({
     eventType: p.enum([...EVENT_TYPE_NAMES]),
     /**
      * The Standard Webhooks signing secret ("whsec_" + base64 of 32 random
-     * bytes), sealed (secret-box.ts: "v1.<key id>.…"); a row written before
-     * secrets were sealed holds it in clear until `bizcard secrets reencrypt`.
+     * bytes), sealed (secret-box.ts: "v1.<key id>.…"); a row never sealed
+     * holds it in clear until `bizcard secrets reencrypt`.
      */
     secret: p.text().hidden(),
     /** The secret before the last rotation, stored as `secret` is: it signs too until previousSecretExpiresAt; null when none does. */
