@@ -2,7 +2,7 @@
 // schemas and examples. Served as GET /oauth/webhooks/event-types (an array
 // an integration platform builds its field mapping from) and as the OpenAPI
 // 3.1 document's `webhooks` object; both come from the zod schemas below, and
-// test/event-types.test.ts checks a really delivered body against them.
+// test/webhooks/event-types.test.ts checks a really delivered body against them.
 // The body is built by services/delivery/fan-out/contact-fan-out.ts
 // (webhookBody) and signed by services/delivery/sender/webhook-sender.ts.
 import { Webhook } from "standardwebhooks";

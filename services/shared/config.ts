@@ -213,7 +213,7 @@ export function requireSecretEncryptionKey(config: Config): void {
 }
 
 // What a platform process checks at start when it runs on its own (services/shared/service-main.ts,
-// gateway/main.ts); test/compose-processes.test.ts holds docker-compose.yml to them.
+// gateway/main.ts); test/platform/compose-processes.test.ts holds docker-compose.yml to them.
 /** A service (auth, organisation, webhook, delivery) as its own process. */
 export const SERVICE_PROCESS_CHECKS: ((config: Config) => void)[] = [
   (c) => requireBackends(c, { database: true, nats: true }),

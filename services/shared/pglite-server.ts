@@ -6,7 +6,7 @@
 // safely: outside a transaction block it may hand the session to another
 // connection between any two messages (a Parse and its Bind are two), a
 // connection that goes away inside a transaction leaves it open for the next
-// one (test/pglite-server.test.ts fails that way on it), and an exec that
+// one (test/platform/pglite-server.test.ts fails that way on it), and an exec that
 // throws stops the queue for good. SessionQueue hands the session to one
 // connection at a time for whole requests instead:
 //

@@ -1,4 +1,4 @@
-// The platform as docker-compose.yml runs it, for test/distributed.test.ts:
+// The platform as docker-compose.yml runs it, for test/platform/distributed.test.ts:
 // each service and the gateway as its own process (their real main.ts),
 // configured through the very environment variable names the compose file
 // sets, on PostgreSQL and NATS JetStream.

@@ -2,7 +2,7 @@
 // does: compiled JavaScript on production dependencies only. Any import that
 // resolves to TypeScript source, or into a package that `npm ci --omit=dev`
 // would not install (package-lock.json marks it "dev": true), throws.
-// Registered with module.register(); see test/production-build.test.ts.
+// Registered with module.register(); see test/platform/production-build.test.ts.
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 

@@ -1,7 +1,7 @@
 // Configuration is read and validated once at start: the documented defaults,
 // and a ConfigError naming the variable for every bad value. No database, no
 // process: what a process does with a bad configuration is in
-// test/config-processes.test.ts.
+// test/platform/config-processes.test.ts.
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig, requireBackends, requireInternalToken } from "../../services/shared/config.js";
 

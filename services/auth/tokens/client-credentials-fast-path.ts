@@ -15,7 +15,7 @@
 //
 // The statement holds no rule of its own: each condition is the SQL form its
 // owning module exports beside the rule the pipeline runs, so that the two
-// change together (test/oauth-fast-path-agreement.test.ts sends the same
+// change together (test/oauth/oauth-fast-path-agreement.test.ts sends the same
 // requests through both):
 // - the secret authenticates a confidential client: client-authentication.ts;
 // - the client may use client_credentials: clients/grant-types.ts, and it is

@@ -14,7 +14,7 @@
 // token lookup introspection.ts's, the answer introspection.ts's. A request
 // the statement does not authenticate (an unknown or public client, a wrong
 // secret or method, a limit exceeded) goes to the pipeline, which answers its
-// exact error and counts the failure (test/oauth-introspection-agreement.test.ts
+// exact error and counts the failure (test/oauth/oauth-introspection-agreement.test.ts
 // sends the same requests through both). Limits that offer no SQL leave every
 // request to the pipeline.
 import type { MikroORM } from "@mikro-orm/postgresql";

@@ -7,7 +7,7 @@
 // package's sign(), which hashes in JavaScript (fast-sha256) and decodes the
 // secret again for every message, work every POST would pay for. The
 // package still verifies every signature in the tests, and
-// test/webhook-signature.test.ts holds the two to the same output.
+// test/webhooks/webhook-signature.test.ts holds the two to the same output.
 import { createHmac } from "node:crypto";
 
 const SECRET_PREFIX = "whsec_";

@@ -258,7 +258,7 @@ function busMessage(m: JsMsg): BusMessage {
 
 /**
  * EventBus.ackFloor from the consumer's info. What nats-server (2.9/2.10)
- * reports, checked against a real server (test/nats-ack-floor.test.ts):
+ * reports, checked against a real server (test/delivery/nats-ack-floor.test.ts):
  * - ack_floor.stream_seq: every message of the consumer at or below it is
  *   acked (or terminated). It moves only when the server has processed the
  *   acks, a few ms after the client sent them (acks are not awaited), so a
