@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # One image for every bizcard process, in two stages: the build stage compiles
-# the TypeScript (tsc -p tsconfig.build.json into dist/, migrations included);
+# the TypeScript (npm run build: esbuild, file by file, into dist/, migrations
+# included; the same build a checkout's commands run);
 # the runtime stage holds the production dependencies and dist/ only, with no
 # TypeScript loader, compiler or test tools. The default command runs the
 # gateway; each service's container overrides it (see docker-compose.yml):
@@ -15,8 +16,9 @@ ENV NPM_CONFIG_UPDATE_NOTIFIER=false \
 WORKDIR /app
 # Every dependency, dev ones included: the compiler is one.
 COPY package.json package-lock.json ./
-# npm's postinstall runs it (the embedded default's PGlite templates; it exits at once here, see ENV).
-COPY scripts/pglite-template.mjs ./scripts/pglite-template.mjs
+# npm's postinstall runs them (the embedded default's PGlite templates, which exit at once here,
+# see ENV; and the checkout's build, which has nothing to compile before the sources are copied).
+COPY scripts/pglite-template.mjs scripts/run-compiled.mjs scripts/compile-sources.mjs ./scripts/
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
 COPY gen ./gen

@@ -9,7 +9,7 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Pool } from "undici";
 import { CreateContactRequestSchema, CreateContactResponseSchema, OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { INTERNAL_AUTH_HEADER } from "../services/shared/rpc/interceptors.js";
+import { INTERNAL_AUTH_HEADER } from "../services/shared/rpc/client.js";
 
 // The Connect protocol's unary request: "Content-Type: application/proto" for
 // binary Protobuf, and "Connect-Protocol-Version: 1".

@@ -1,14 +1,13 @@
 #!/usr/bin/env node
-// The `bizcard` administration command. Runs the compiled CLI when there is a
-// build (dist/, as in the production image, where tsx is not installed), and
-// otherwise the TypeScript source through tsx (a development checkout).
+// The `bizcard` administration command, compiled: in a checkout, the build
+// every command runs (scripts/run-compiled.mjs, made again only after the
+// sources changed); in the image, which holds no sources, dist/ (npm run build).
 import { existsSync } from "node:fs";
 
-const compiled = new URL("../dist/bin/bizcard-cli.js", import.meta.url);
-if (existsSync(compiled)) {
-  await import(compiled.href);
+const checkout = new URL("../scripts/run-compiled.mjs", import.meta.url);
+if (existsSync(checkout)) {
+  const { compiledEntry } = await import(checkout.href);
+  await import(await compiledEntry("bin/bizcard-cli.ts"));
 } else {
-  const { register } = await import("tsx/esm/api");
-  register();
-  await import("./bizcard-cli.ts");
+  await import(new URL("../dist/bin/bizcard-cli.js", import.meta.url).href);
 }

@@ -9,17 +9,6 @@ import { z } from "zod";
 import type { DeliveryService } from "../gen/bizcard/delivery/v1/delivery_pb.js";
 import type { RecoveredJson } from "../gateway/routes/subscription-recover.js";
 
-/** The command's spec (bizcard-cli.ts CommandSpec). */
-export const RECOVER_COMMAND = {
-  "deliveries recover": {
-    usage: ["bizcard deliveries recover SUBSCRIPTION_ID --org ID --client CLIENT_ID --since TIME [--json]"],
-    options: { org: { type: "string" as const }, client: { type: "string" as const }, since: { type: "string" as const } },
-    required: ["org", "client", "since"],
-    oneOf: [],
-    positionals: ["SUBSCRIPTION_ID"],
-  },
-};
-
 const RFC3339 = z.iso.datetime({ offset: true });
 
 /** The problem with the command line's values, or undefined when they are good. */

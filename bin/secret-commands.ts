@@ -7,16 +7,6 @@
 import type { Client } from "@connectrpc/connect";
 import type { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 
-/** The commands' specs (bizcard-cli.ts CommandSpec). */
-export const SECRET_COMMANDS = {
-  "secrets reencrypt": {
-    usage: ["bizcard secrets reencrypt [--json]"],
-    options: {},
-    required: [],
-    oneOf: [],
-  },
-};
-
 export async function reencryptSecrets(webhook: Client<typeof WebhookService>) {
   const res = await webhook.reencryptSecrets({});
   const json = { reencrypted: res.reencryptedCount, key_id: res.keyId };

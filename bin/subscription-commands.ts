@@ -7,17 +7,6 @@ import type { Client } from "@connectrpc/connect";
 import type { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import type { RotatedSecretJson } from "../gateway/routes/subscription-secret.js";
 
-/** The commands' specs (bizcard-cli.ts CommandSpec). */
-export const SUBSCRIPTION_COMMANDS = {
-  "subscriptions rotate-secret": {
-    usage: ["bizcard subscriptions rotate-secret ID --org ID --client CLIENT_ID [--json]"],
-    options: { org: { type: "string" as const }, client: { type: "string" as const } },
-    required: ["org", "client"],
-    oneOf: [],
-    positionals: ["ID"],
-  },
-};
-
 export async function rotateSecret(webhook: Client<typeof WebhookService>, args: { organisationId: string; clientId: string; id: bigint }) {
   const res = await webhook.rotateSubscriptionSecret({ owner: { organisationId: args.organisationId, clientId: args.clientId }, id: args.id });
   const json: RotatedSecretJson = {

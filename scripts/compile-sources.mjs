@@ -1,4 +1,5 @@
-// What `npm start` runs is compiled here first (scripts/start-compiled.mjs):
+// What every command of the project runs is compiled here first (scripts/run-compiled.mjs;
+// the image's dist/ by scripts/build.mjs, with the same options):
 // the TypeScript under `sources` compiled by esbuild without a type check (as
 // tsx compiles it for the tests), into <cache>/<hash of the sources>/, file by
 // file: each module keeps its imports as written, so the dependencies load
@@ -44,22 +45,27 @@ async function prune(cache, keep) {
 /** Builds running in this process, by folder: a second call for one waits for the first. */
 const building = new Map();
 
+/** The esbuild options of every build: one ES module per TypeScript file, its imports as written. */
+const buildOptions = (root) => ({
+  outbase: root,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  sourcemap: "linked",
+  tsconfig: path.join(root, "tsconfig.build.json"),
+  logLevel: "error",
+});
+
+const filesOf = async (root, sources) => (await Promise.all(sources.map((dir) => typeScriptFiles(path.join(root, dir))))).flat().sort();
+
 /**
  * Compiles `sources` (folders under `root`) with `root`/tsconfig.build.json
  * into a folder of `cache`, unless it is there already; resolves to that
  * folder.
  */
 export async function compileSources({ root, sources, cache, keep = 3 }) {
-  const options = {
-    outbase: root,
-    format: "esm",
-    platform: "node",
-    target: "node20",
-    sourcemap: "linked",
-    tsconfig: path.join(root, "tsconfig.build.json"),
-    logLevel: "error",
-  };
-  const files = (await Promise.all(sources.map((dir) => typeScriptFiles(path.join(root, dir))))).flat().sort();
+  const options = buildOptions(root);
+  const files = await filesOf(root, sources);
   const hashed = { ...options, outbase: "", tsconfig: readFileSync(options.tsconfig, "utf8") };
   const hash = createHash("sha256").update(`${ESBUILD_VERSION}\0${JSON.stringify(hashed)}\0`);
   for (const [file, text] of await Promise.all(files.map(async (f) => [f, await readFile(f)]))) {
@@ -67,11 +73,21 @@ export async function compileSources({ root, sources, cache, keep = 3 }) {
   }
   const out = path.join(cache, hash.digest("hex").slice(0, 20));
   if (existsSync(out)) return out;
-  if (!building.has(out)) building.set(out, build(files, options, out, cache, keep).finally(() => building.delete(out)));
-  return building.get(out);
+  if (!building.has(out)) building.set(out, build(files, options, out).finally(() => building.delete(out)));
+  await building.get(out);
+  await prune(cache, keep);
+  return out;
 }
 
-async function build(files, options, out, cache, keep) {
+/** The same build into `out` (the image's dist/), replacing what is there. */
+export async function compileInto({ root, sources, out }) {
+  const files = await filesOf(root, sources);
+  await rm(out, { recursive: true, force: true });
+  await build(files, buildOptions(root), out);
+  return out;
+}
+
+async function build(files, options, out) {
   const esbuild = await import("esbuild");
   const partial = `${out}.partial-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   try {
@@ -87,6 +103,5 @@ async function build(files, options, out, cache, keep) {
     // esbuild's service process is shared by the builds of this process: stopped after the last.
     if (building.size <= 1) await esbuild.stop();
   }
-  await prune(cache, keep);
   return out;
 }

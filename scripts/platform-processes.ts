@@ -1,6 +1,7 @@
 // The platform's processes when each runs on its own: what docker-compose.yml
-// runs compiled (`node dist/<main>.js`) and `npm run start:distributed` runs
-// through tsx (`node --import tsx <main>.ts`), the same entry points.
+// runs from the image's dist/ (`node dist/<main>.js`) and `npm run
+// start:distributed` from the checkout's build (run-compiled.mjs), the same
+// compiled entry points.
 
 /**
  * V8 flag of each service's own process and of `npm start`'s (not the
@@ -83,15 +84,10 @@ export const composeCommand = (p: PlatformProcess): string[] => compiledCommand(
 export const compiledCommand = (p: PlatformProcess, outDir: string): string[] => ["node", ...p.nodeFlags, `${outDir.replace(/\/+$/, "")}/${p.main}.js`];
 
 /** The command start:distributed runs for it: the same entry point, compiled on the fly by tsx as `npm start` is. */
-export const tsxCommand = (p: PlatformProcess): string[] => ["node", ...p.nodeFlags, "--import", "tsx", `${p.main}.ts`];
-
 /**
  * V8 flags of `npm start`'s one process, which serves the gateway and runs
  * every service: the gateway's (no pretenuring, a 16 MiB young generation)
- * and the services' old-generation limit. Compiled (start-compiled.mjs) and
- * with these flags, its peak was 194 MB after the bench's OAuth rows and
- * 227 MB after its delivery rows, against 457-459 MB after the OAuth rows
- * through tsx with a 64 MiB young generation (docs/benchmark.md, "The memory rows").
+ * and the services' old-generation limit (docs/benchmark.md, "The memory rows").
  */
 export const START_NODE_FLAGS = [...GATEWAY_NODE_FLAGS, ...SERVICE_NODE_FLAGS] as const;
 
@@ -101,7 +97,7 @@ export const startCommand = (): string[] => ["env", ...Object.entries(PLATFORM_E
 /**
  * Its arguments after `node`, with `nodeArgs` (--cpu-prof...) among the
  * flags: for the bench, which spawns it as npm start does (with
- * PLATFORM_ENV). scripts/start-compiled.mjs compiles the sources (when they
+ * PLATFORM_ENV). scripts/run-compiled.mjs compiles the sources (when they
  * changed) and runs the compiled scripts/start.ts in the same process.
  */
-export const startArgs = (nodeArgs: readonly string[] = []): string[] => [...START_NODE_FLAGS, ...nodeArgs, "scripts/start-compiled.mjs"];
+export const startArgs = (nodeArgs: readonly string[] = []): string[] => [...START_NODE_FLAGS, ...nodeArgs, "scripts/run-compiled.mjs", "scripts/start.ts"];

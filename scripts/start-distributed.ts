@@ -1,21 +1,22 @@
 // `npm run start:distributed`: the platform as docker-compose.yml runs it, each
 // service and the gateway as its own process, without Docker. It needs the
 // real backends (DATABASE_URL and NATS_URL; a process of its own cannot share
-// PGlite or an in-process bus). The children run their main.ts through tsx,
-// as `npm start` does, so no build step can leave a stale dist/ behind; the
-// compose file runs the same entry points compiled (scripts/platform-processes.ts).
-// `--compiled <folder>` runs them compiled instead, from npm run build's dist/
-// (or another --outDir inside the project), as the containers do. Each
-// child's lines are prefixed with its name; SIGINT (Ctrl-C) or SIGTERM stops
-// them all, and a child that dies stops the rest.
+// PGlite or an in-process bus). This script runs compiled (run-compiled.mjs),
+// and the children run their main.js from the same build, as the containers
+// run them from dist/ (scripts/platform-processes.ts). `--compiled <folder>`
+// runs them from another build folder inside the project (npm run build's
+// dist/, or its --outDir). Each child's lines are prefixed with its name;
+// SIGINT (Ctrl-C) or SIGTERM stops them all, and a child that dies stops the
+// rest.
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
 import { exitOnConfigError, loadConfigOrExit, requireBackends, type Config } from "../services/shared/config.js";
 import { makePrivateFolder } from "../services/shared/private-folder.js";
 import { internalToken } from "./internal-token.js";
 import { WEBHOOK_SECRET_KEY_FILE, webhookSecretKey } from "./webhook-secret-key.js";
-import { PLATFORM_ENV, PLATFORM_PROCESSES, compiledCommand, tsxCommand, type PlatformProcess } from "./platform-processes.js";
+import { PLATFORM_ENV, PLATFORM_PROCESSES, compiledCommand, type PlatformProcess } from "./platform-processes.js";
 
 const STOP_TIMEOUT_MS = 30_000;
 const READY_TIMEOUT_MS = 180_000;
@@ -47,8 +48,10 @@ if (config.WEBHOOK_SECRET_ENCRYPTION_KEY.length === 0) {
 }
 
 const compiledAt = process.argv.indexOf("--compiled");
-const compiled = compiledAt >= 0 ? process.argv[compiledAt + 1] : undefined;
-if (compiledAt >= 0 && !compiled) {
+// This build's own folder: the one above its scripts/.
+const build = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const compiled = compiledAt >= 0 ? process.argv[compiledAt + 1] : build;
+if (compiledAt >= 0 && !process.argv[compiledAt + 1]) {
   say("--compiled needs the compiled folder: npm run build && npm run start:distributed -- --compiled dist");
   process.exit(2);
 }
@@ -61,7 +64,7 @@ function prefixLines(name: string, stream: NodeJS.ReadableStream, out: NodeJS.Wr
 }
 
 function start(proc: PlatformProcess): Child {
-  const [command, ...args] = compiled ? compiledCommand(proc, compiled) : tsxCommand(proc);
+  const [command, ...args] = compiledCommand(proc, compiled!);
   say(`starting ${proc.name}: ${command} ${args.join(" ")}`);
   // Its own process group: a Ctrl-C reaches this process only, which stops the children in order.
   const child = spawn(command === "node" ? process.execPath : command!, args, { env, stdio: ["ignore", "pipe", "pipe"], detached: true });

@@ -3,7 +3,7 @@
 // in-process bus); with them set, on real PostgreSQL and NATS JetStream. Each
 // service still listens on its own loopback RPC port (the CLI and tools use it)
 // and talks to the others over the same Connect RPCs, which stay in memory
-// within this process. package.json runs it, compiled (start-compiled.mjs), with `exec`, so that the signal npm
+// within this process. package.json runs it, compiled (run-compiled.mjs), with `exec`, so that the signal npm
 // forwards (`kill <npm pid>`) reaches node itself rather than a shell that
 // would leave node running.
 import { randomBytes } from "node:crypto";

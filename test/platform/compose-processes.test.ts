@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { GATEWAY_NODE_FLAGS, PLATFORM_ENV, PLATFORM_PROCESSES, compiledCommand, composeCommand, startCommand, tsxCommand } from "../../scripts/platform-processes.js";
+import { GATEWAY_NODE_FLAGS, PLATFORM_ENV, PLATFORM_PROCESSES, compiledCommand, composeCommand, startCommand } from "../../scripts/platform-processes.js";
 import { ConfigError, GATEWAY_PROCESS_CHECKS, SERVICE_PROCESS_CHECKS, WEBHOOK_PROCESS_CHECKS, loadConfig, type Config } from "../../services/shared/config.js";
 import { ROOT } from "../support/processes.js";
 
@@ -87,7 +87,7 @@ describe("docker-compose.yml and each process's own requirements", () => {
     expect(platform.map(([name]) => name).sort()).toEqual(PLATFORM_PROCESSES.map((p) => p.name).sort());
     for (const proc of PLATFORM_PROCESSES) {
       expect(compose.services[proc.name]!.command, proc.name).toEqual(composeCommand(proc));
-      expect(tsxCommand(proc).at(-1)!.replace(/\.ts$/, ".js"), proc.name).toBe(composeCommand(proc).at(-1)!.replace(/^dist\//, ""));
+      expect(compiledCommand(proc, "/build").at(-1), proc.name).toBe(composeCommand(proc).at(-1)!.replace(/^dist\//, "/build/"));
     }
   });
 
@@ -115,10 +115,12 @@ describe("docker-compose.yml and each process's own requirements", () => {
 });
 
 describe("the Dockerfile's installs", () => {
-  it("copy package.json's postinstall script before each npm ci that runs scripts (it would fail to start without it)", () => {
+  it("copy package.json's postinstall scripts before each npm ci that runs scripts (it would fail to start without them)", () => {
     const manifest = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> };
-    const script = /^node (\S+)$/.exec(manifest.scripts.postinstall ?? "")?.[1];
-    expect(script).toBe("scripts/pglite-template.mjs");
+    const scripts = (manifest.scripts.postinstall ?? "").split(" && ").map((step) => /^node (\S+)$/.exec(step)?.[1]);
+    expect(scripts).toEqual(["scripts/pglite-template.mjs", "scripts/run-compiled.mjs"]);
+    // run-compiled.mjs imports compile-sources.mjs.
+    const copiedBeforeInstall = [...scripts, "scripts/compile-sources.mjs"];
     const lines = readFileSync(path.join(ROOT, "Dockerfile"), "utf8").split("\n");
     const installs = lines.flatMap((line, i) => (/^RUN npm ci\b/.test(line) ? [i] : []));
     expect(installs).toHaveLength(2);
@@ -127,7 +129,9 @@ describe("the Dockerfile's installs", () => {
     for (const at of installs.filter((i) => !lines[i]!.includes("--ignore-scripts"))) {
       // Since the stage's FROM, a COPY of the script.
       const stage = lines.slice(0, at).findLastIndex((l) => l.startsWith("FROM "));
-      expect(lines.slice(stage, at).some((l) => l.startsWith("COPY ") && l.includes(script!)), lines[at]).toBe(true);
+      for (const script of copiedBeforeInstall) {
+        expect(lines.slice(stage, at).some((l) => l.startsWith("COPY ") && l.includes(script!)), `${script} before ${lines[at]}`).toBe(true);
+      }
     }
   });
 });

@@ -49,7 +49,7 @@ afterAll(async () => {
 
 /**
  * Peak resident memory (VmHWM, MB) of the node process that runs
- * scripts/start-compiled.mjs (npm start's platform) in the process group of `p` (npm → sh → node): the
+ * scripts/run-compiled.mjs (npm start's platform) in the process group of `p` (npm → sh → node): the
  * largest among the group's processes whose command line names it.
  */
 function startPeakRssMb(p: Spawned): number {
@@ -60,14 +60,14 @@ function startPeakRssMb(p: Spawned): number {
       const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
       const pgrp = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
       if (pgrp !== p.child.pid) continue;
-      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("scripts/start-compiled.mjs")) continue;
+      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("scripts/run-compiled.mjs")) continue;
       const kb = Number(readFileSync(`/proc/${pid}/status`, "utf8").match(/VmHWM:\s+(\d+) kB/)![1]);
       peak = Math.max(peak, Math.round(kb / 1024));
     } catch {
       // the process ended meanwhile
     }
   }
-  if (peak === 0) throw new Error(`no scripts/start-compiled.mjs process in group ${p.child.pid}`);
+  if (peak === 0) throw new Error(`no scripts/run-compiled.mjs process in group ${p.child.pid}`);
   return peak;
 }
 

@@ -84,7 +84,9 @@ describe("npm run start:distributed", () => {
     for (const name of NAMES) {
       // With its V8 flags (scripts/platform-processes.ts GATEWAY_NODE_FLAGS, SERVICE_NODE_FLAGS).
       const flags = (name === "gateway" ? GATEWAY_NODE_FLAGS : SERVICE_NODE_FLAGS).map((f) => `${f} `).join("");
-      expect(out).toMatch(new RegExp(`^start +\\| starting ${name}: node ${flags}--import tsx ${name === "gateway" ? "gateway" : `services/${name}`}/main\\.ts$`, "m"));
+      // From the checkout's one build (scripts/run-compiled.mjs), as the containers run dist/.
+      const main = `${name === "gateway" ? "gateway" : `services/${name}`}/main\\.js`;
+      expect(out).toMatch(new RegExp(`^start +\\| starting ${name}: node ${flags}\\S*/node_modules/\\.cache/bizcard-start/[0-9a-f]+/${main}$`, "m"));
       expect(out, `${name} logs under its own name`).toMatch(new RegExp(`^${name} +\\| \\{"level"`, "m"));
     }
     expect(out).toContain(`  issuer (PUBLIC_URL): ${base}\n`);

@@ -140,13 +140,13 @@ describe("npm start, walked", () => {
   });
 });
 
-/** The node process running scripts/start-compiled.mjs in the process group of `p` (npm → node). */
+/** The node process running scripts/run-compiled.mjs in the process group of `p` (npm → node). */
 function platformPid(p: Spawned): number {
   for (const pid of readdirSync("/proc").filter((e) => /^\d+$/.test(e))) {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
       const group = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
-      if (group === p.child.pid && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("scripts/start-compiled.mjs")) return Number(pid);
+      if (group === p.child.pid && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("scripts/run-compiled.mjs")) return Number(pid);
     } catch {
       // the process ended meanwhile
     }

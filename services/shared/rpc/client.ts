@@ -8,7 +8,6 @@ import { compressionBrotli, compressionGzip, createConnectTransport } from "@con
 import type { DescService, Message } from "@bufbuild/protobuf";
 import { REQUEST_ID_HEADER, currentRequest } from "../request-context.js";
 import { TRACEPARENT_HEADER, TRACESTATE_HEADER } from "../trace/traceparent.js";
-import { INTERNAL_AUTH_HEADER } from "./interceptors.js";
 import { refuseUnsafeStrings } from "./string-guard.js";
 
 export interface RpcClientOptions {
@@ -24,6 +23,9 @@ export interface RpcClientOptions {
 }
 
 export const DEFAULT_READ_MAX_BYTES = 4 * 1024 * 1024;
+
+/** Where every call carries the internal credential (`Bearer <token>`), which the servers' interceptor checks. */
+export const INTERNAL_AUTH_HEADER = "authorization";
 
 /** A server's routes in memory, given the client's interceptors and deadline (server.ts). */
 export type InProcessServer = (client: { interceptors: Interceptor[]; defaultTimeoutMs: number }) => Transport;

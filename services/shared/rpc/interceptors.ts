@@ -7,9 +7,9 @@ import type { Logger } from "../logger.js";
 import { REQUEST_ID_HEADER, requestIdFrom, runInRequest } from "../request-context.js";
 import { TRACEPARENT_HEADER, TRACESTATE_HEADER, continuedTracestate } from "../trace/traceparent.js";
 import { startSpan } from "../trace/tracing.js";
+import { INTERNAL_AUTH_HEADER } from "./client.js";
 import { isOutage } from "./outage.js";
 
-export const INTERNAL_AUTH_HEADER = "authorization";
 
 /** One-shot crypto.hash (Node 20.12+): no Hash object per call. */
 const digest = (s: string) => hash("sha256", s, "buffer");
