@@ -5,7 +5,10 @@
 //   client it owns (client_credentials): tokens are durable in PostgreSQL, and
 //   bearer checks are cached as in production (revocations on NATS);
 // - the peer, oidc-provider (bench/peer/), installed into a folder under the
-//   system's temporary directory on first use.
+//   system's temporary directory on first use: with its in-memory adapter, or
+//   durable, on its PostgreSQL adapter (bench/peer/pg-adapter.mjs) in a fresh
+//   database of this machine's PostgreSQL (dropped after), where every token
+//   is committed before it is answered.
 import { createHash, randomBytes } from "node:crypto";
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -19,7 +22,7 @@ import { createDatabaseOn } from "../test/support/backends.js";
 import { freePort, httpReady, platformPorts, ROOT, spawnProcess, type Spawned } from "../test/support/processes.js";
 import { PLATFORM_ENV, startArgs } from "../scripts/platform-processes.js";
 import { deleteStream } from "../test/support/stream.js";
-import { vacuumDatabase } from "./pipeline-vacuum.js";
+import { vacuumDatabase, withClient } from "./pipeline-vacuum.js";
 import { ADMIN_DATABASE_URL, NATS_URL } from "./rpc-target.js";
 
 export interface PlatformTarget {
@@ -99,10 +102,14 @@ export interface PeerTarget {
   clientSecret: string;
   /** An access token of that client (600 s), for introspection. */
   accessToken: string;
+  /** The durable peer's: how many rows of a model (ClientCredentials…) its adapter holds in PostgreSQL. */
+  storedRows?(model: string): Promise<number>;
   close(): Promise<void>;
 }
 
 const PEER_CLIENT = { clientId: "svc", clientSecret: "svc-secret-0123456789" };
+/** What startPeer copies from bench/peer (or BENCH_PEER_DIR). */
+const PEER_FILES = ["package.json", "server.mjs", "pg-adapter.mjs"];
 
 /** POSTs a form; the JSON answer, or an error naming the status (the targets' set-up checks). */
 async function postForm(url: string, params: Record<string, string>): Promise<Record<string, unknown>> {
@@ -118,30 +125,76 @@ async function expectActive(url: string, params: Record<string, string>): Promis
   if (answer.active !== true) throw new Error(`${url} called the bench's token inactive: ${JSON.stringify(answer)}`);
 }
 
-/** oidc-provider from bench/peer (or BENCH_PEER_DIR), installed once into the temporary directory. */
-export async function startPeer(): Promise<PeerTarget> {
+/** bench/peer (or BENCH_PEER_DIR) in a folder of the temporary directory named after its package.json, installed there once. */
+async function installPeer(): Promise<string> {
   const source = process.env.BENCH_PEER_DIR ?? path.join(ROOT, "bench/peer");
   const manifest = await readFile(path.join(source, "package.json"));
   const dir = path.join(tmpdir(), `bizcard-bench-peer-${createHash("sha256").update(manifest).digest("hex").slice(0, 12)}`);
   await mkdir(dir, { recursive: true });
-  for (const file of ["package.json", "server.mjs"]) await copyFile(path.join(source, file), path.join(dir, file));
-  if (!existsSync(path.join(dir, "node_modules/oidc-provider/package.json"))) {
+  for (const file of PEER_FILES) await copyFile(path.join(source, file), path.join(dir, file));
+  if (!["oidc-provider", "pg"].every((name) => existsSync(path.join(dir, "node_modules", name, "package.json")))) {
     console.log(`installing the peer (oidc-provider) into ${dir}`);
     const npm = spawnSync("npm", ["install", "--no-audit", "--no-fund", "--no-package-lock"], { cwd: dir, stdio: "inherit" });
     if (npm.status !== 0) throw new Error(`npm install of the peer failed in ${dir}`);
   }
+  return dir;
+}
+
+/**
+ * oidc-provider from bench/peer: with its in-memory adapter, or `durable`,
+ * on its PostgreSQL adapter in a fresh database (dropped by close), checked
+ * to have stored the set-up's token before any case runs.
+ */
+export async function startPeer(options: { durable?: boolean } = {}): Promise<PeerTarget> {
+  const dir = await installPeer();
+  const suffix = `${Date.now().toString(36)}${randomBytes(3).toString("hex")}`;
+  const db = options.durable ? await createDatabaseOn(ADMIN_DATABASE_URL, `bizcard_bench_peer_${suffix}`) : undefined;
   const port = await freePort();
-  const peer = spawnProcess(process.execPath, ["server.mjs"], { PORT: String(port) }, dir);
+  // DATABASE_URL unset for the in-memory peer, even if this process has one.
+  const peer = spawnProcess(process.execPath, ["server.mjs"], { PORT: String(port), DATABASE_URL: db?.url }, dir);
   const url = `http://127.0.0.1:${port}`;
+  const close = async () => {
+    await peer.kill();
+    await db?.drop();
+  };
+  const storedRows = db
+    ? (model: string) =>
+        withClient(db.url, async (c) => (await c.query<{ n: number }>("select count(*)::int as n from oidc_payload where type = $1", [model])).rows[0]!.n)
+    : undefined;
   try {
     await httpReady(`${url}/.well-known/openid-configuration`, 60_000, peer);
     const client = { client_id: PEER_CLIENT.clientId, client_secret: PEER_CLIENT.clientSecret };
     const { access_token } = await postForm(`${url}/token`, { grant_type: "client_credentials", ...client, scope: "api:read" });
     const accessToken = String(access_token);
     await expectActive(`${url}/token/introspection`, { ...client, token: accessToken });
-    return { url, ...PEER_CLIENT, accessToken, close: async () => void (await peer.kill()) };
+    if (db) {
+      const stored = await storedRows!("ClientCredentials");
+      if (stored !== 1) throw new Error(`the durable peer's adapter holds ${stored} ClientCredentials rows after one token, not 1`);
+      // Statistics for its table, as the platform's (startPlatform).
+      await vacuumDatabase(db.url);
+    }
+    return { url, ...PEER_CLIENT, accessToken, ...(storedRows ? { storedRows } : {}), close };
   } catch (err) {
-    await peer.kill();
+    process.stderr.write(peer.output());
+    await close();
+    throw err;
+  }
+}
+
+/** Both peers of the OAuth rows: oidc-provider in memory, and durable on PostgreSQL. */
+export interface Peers {
+  memory: PeerTarget;
+  durable: PeerTarget;
+  close(): Promise<void>;
+}
+
+export async function startPeers(): Promise<Peers> {
+  const memory = await startPeer();
+  try {
+    const durable = await startPeer({ durable: true });
+    return { memory, durable, close: async () => void (await Promise.all([memory.close(), durable.close()])) };
+  } catch (err) {
+    await memory.close();
     throw err;
   }
 }

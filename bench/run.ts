@@ -18,11 +18,12 @@
 //
 // - OAuth rows: the token endpoint (client_credentials, form-encoded,
 //   through the gateway of the platform as `npm start` runs it, on this
-//   machine's PostgreSQL and NATS: tokens durable) against the peer,
-//   oidc-provider with its in-memory adapter (bench/peer/, installed into the
-//   temporary directory on first use); introspection of an active token
-//   against the peer's; and GET /oauth/me with a bearer token against bare
-//   node:http. autocannon, 10 connections (bench/oauth-rows.ts).
+//   machine's PostgreSQL and NATS: tokens durable) against two peers,
+//   oidc-provider in memory and on a durable PostgreSQL adapter (bench/peer/,
+//   installed into the temporary directory on first use; its stored tokens
+//   counted after); introspection of an active token against each peer's;
+//   and GET /oauth/me with a bearer token against bare node:http.
+//   autocannon, 10 connections (bench/oauth-rows.ts).
 //
 // - Delivery rows: the webhook pipeline of the platform as `npm
 //   start` runs it on PostgreSQL and NATS (bench/delivery-target.ts): contacts
@@ -70,7 +71,7 @@ import { freePort, httpReady, spawnProcess, spawnTs, type Spawned } from "../tes
 import { httpCase as httpCaseFor, loopCase as loopCaseFor, type Case, type Sample } from "./cases.js";
 import { deliveryRows } from "./delivery-rows.js";
 import { startDeliveryTarget, type DeliveryTarget } from "./delivery-target.js";
-import { startPeer, startPlatform, type PeerTarget, type PlatformTarget } from "./oauth-target.js";
+import { startPeers, startPlatform, type Peers, type PlatformTarget } from "./oauth-target.js";
 import { seedAccessTokens } from "./growth.js";
 import { oauthGrowth } from "./growth-rows.js";
 import { probeMachine } from "./machine-probe.js";
@@ -116,7 +117,7 @@ let local: { app: ServiceApp; server: RunningServer; close: () => Promise<void> 
 let platform: PlatformTarget | undefined;
 let grownPlatform: PlatformTarget | undefined;
 let tokensSeedMs = 0;
-let peer: PeerTarget | undefined;
+let peers: Peers | undefined;
 let delivery: DeliveryTarget | undefined;
 let twin: DeliveryTarget | undefined;
 try {
@@ -150,7 +151,7 @@ try {
   }
 
   if (wants("oauth")) {
-    peer = await startPeer();
+    peers = await startPeers();
     platform = await startPlatform();
     // Growth: a second platform with a million access tokens stored, each of its cases in turn
     // with the first's (BENCH_GROWTH=0: not; growth-rows.ts).
@@ -158,7 +159,7 @@ try {
       grownPlatform = await startPlatform();
       tokensSeedMs = await seedAccessTokens(grownPlatform.databaseUrl);
     }
-    cases.push(...oauthCases(peer, platform, seconds, grownPlatform));
+    cases.push(...oauthCases(peers, platform, seconds, grownPlatform));
   }
 
   // The rounds, group by group: the HTTP and OAuth rows first, then the RPC rows, whose
@@ -177,17 +178,17 @@ try {
   const growth: { oauth?: Awaited<ReturnType<typeof oauthGrowth>>; delivery?: Awaited<ReturnType<typeof deliveryRows>>["growth"] } = {};
   let oauthFloors: ReturnType<typeof printOauthRows> | undefined;
   if (wants("oauth")) {
-    oauthFloors = printOauthRows(rows);
+    oauthFloors = printOauthRows(rows, await peers!.durable.storedRows!("ClientCredentials"), seconds);
     if (grownPlatform) growth.oauth = oauthGrowth(tokensSeedMs, oauthGrowthPairs(rows));
   }
   // The OAuth platform's peak, then every target of the first phase stops: what follows runs without them.
   const peaks = await peaksOf({ "platform (npm start on PostgreSQL + NATS), after the OAuth rows": platform?.pid });
   await platform?.close();
   await grownPlatform?.close();
-  await peer?.close();
+  await peers?.close();
   platform = undefined;
   grownPlatform = undefined;
-  peer = undefined;
+  peers = undefined;
   for (const p of processes.splice(1)) await p.kill();
   if (wants("rpc")) {
     const rpcCases: Case[] = [cases[0]!];
@@ -328,7 +329,7 @@ try {
     {
       // Each round's calls/s beside the median (how much one run moved), and the CPU stolen in it (%).
       rows: rows.map(({ group, name, rps, latency, rounds, stolen }) => ({ group, name, rps, latency, rounds, stolen })),
-      // The OAuth floors' ratios, each the median of its rounds' (oauth-rows.ts pairedRatio).
+      // The OAuth floors' ratios, each the median of its rounds' (oauth-rows.ts pairedRatio), and the durable peer's stored tokens.
       oauthFloors,
       delivery: deliveryResults && { ...deliveryResults, growth: undefined },
       growth,
@@ -344,6 +345,6 @@ try {
   await target?.close();
   await platform?.close();
   await grownPlatform?.close();
-  await peer?.close();
+  await peers?.close();
   for (const p of processes) await p.kill();
 }
