@@ -7,50 +7,37 @@
  * V8 flag of each service's own process and of `npm start`'s (not the
  * gateway's own process): an old generation of at most 1 GB. After each full
  * collection V8 lets the old generation grow to a multiple of what survived
- * before the next one: up to 4 times with its default limit (on this 24 GB
- * machine, about 4 GB), 1.3 to 2 times when the limit is smaller than that
- * default (V8's heap-controller.cc, MaxGrowingFactor). With the default, the
- * delivery process (40-50 MB live) let its garbage reach 150 MB of old space
- * during the bench's 1,000 events/s row: 257-272 MB resident, over the
- * 256 MB floor. With 1 GB, compiled, one process per service: no process
- * over 162 MB, and every delivery floor met in both runs (512 MB: 156 MB, but
- * 1,000 events/s p95 181-522 ms against 73-135 without the flag; docs/benchmark.md, "The
- * memory rows"). It is a ceiling too: twenty times the largest live heap
- * measured under the bench's load. In a container with a memory limit Node
- * picks a small limit itself; this one holds wherever the process runs.
+ * before the next one: up to 4 times with its default limit (a share of the
+ * machine's memory), less when the limit is smaller (V8's heap-controller.cc,
+ * MaxGrowingFactor). With the default, the delivery process let its garbage
+ * grow past the per-process memory floor under the bench's highest rate;
+ * with 1 GB no process does, and the delivery rows hold (docs/benchmark.md,
+ * "The memory rows"). It is a ceiling too, far above any live heap measured
+ * under load. In a container with a memory limit Node picks a small limit
+ * itself; this one holds wherever the process runs.
  */
 export const SERVICE_NODE_FLAGS = ["--max-old-space-size=1024"] as const;
 
 /**
- * V8 flag of the processes that serve the gateway (its own process, and
- * `npm start`'s one process: START_NODE_FLAGS): no allocation-site
- * pretenuring. V8 watches where objects are allocated; a site whose objects
- * survived two young collections while the token endpoint was loaded
- * (PostgreSQL answers, batches waiting for their statement) is switched to
- * allocate straight into the old generation, and stays so when the load
- * changes. Under GET /oauth/me those sites then filled the old generation
- * (8-9 full collections in 5 s against 1-2) and every young collection had
- * to scan their pointers into the young one (7 ms each against 0.8):
- * 50-58 µs of CPU per request against 35-40. A 64 MiB young generation
- * (the flag before this one) only hid it, by letting those objects die young:
- * it held 128 MB. Without pretenuring, a 16 MiB young generation (V8's
- * largest by default) serves /oauth/me after the token rows at 37-40 µs a
- * request and the process peaks about 75 MB lower. It is held at 16 MiB (V8
- * shrinks it when idle): in the bench's alternating rounds, token endpoint
- * 0.80-0.82x the peer and /oauth/me 0.42-0.48x bare against 0.69-0.85x and
- * 0.36-0.43x with V8's default sizing (docs/benchmark.md, "The memory rows";
- * bench/profile-findings.md).
+ * V8 flags of the processes that serve the gateway (its own process, and
+ * `npm start`'s one process: START_NODE_FLAGS).
  *
- * And no memory reducer: when a process goes idle, V8's memory reducer runs
- * up to three full collections that shrink the heap. Once it has run (here:
- * the process started, then idle 25 s, as any deployment is before its
- * first traffic), GET /oauth/me cost 43-45 µs of CPU a request for the rest
- * of the process's life against 37-38 µs without it, three alternating
- * runs; in the bench's HTTP and OAuth rows (whose platform waits out the
- * HTTP rows first), 0.33-0.36x bare against 0.39-0.41x (README, "Benchmark";
- * bench/profile-findings.md). It does not lower the peak,
- * which the floors and the container limits are about; an idle process
- * keeps the heap its load grew.
+ * No allocation-site pretenuring: V8 watches where objects are allocated; a
+ * site whose objects survived two young collections while the token endpoint
+ * was loaded (PostgreSQL answers, batches waiting for their statement) is
+ * switched to allocate straight into the old generation, and stays so when
+ * the load changes. Under GET /oauth/me those sites then fill the old
+ * generation, and every young collection has to scan their pointers into the
+ * young one. A young generation held at 16 MiB (V8's largest by default; V8
+ * would shrink it when idle) lets the request's objects die young without
+ * holding memory for it.
+ *
+ * No memory reducer: when a process goes idle, V8's memory reducer runs up to
+ * three full collections that shrink the heap, and the process serves
+ * requests at a higher CPU cost for the rest of its life; any deployment is
+ * idle before its first traffic. It does not lower the peak, which the floors
+ * and the container limits are about. Measurements: docs/benchmark.md, "The
+ * memory rows".
  */
 export const GATEWAY_NODE_FLAGS = ["--no-allocation-site-pretenuring", "--min-semi-space-size=16", "--max-semi-space-size=16", "--no-memory-reducer"] as const;
 
@@ -60,10 +47,8 @@ export const GATEWAY_NODE_FLAGS = ["--no-allocation-site-pretenuring", "--min-se
  * of 1 MiB or more to the system when it is freed. By default it raises that
  * threshold to the largest mmap'd block freed so far (up to 32 MiB), so one
  * password hash (scrypt's 16 MiB, at every CreateOrganisation and each
- * login) stays resident afterwards, in the thread arena that computed it.
- * Measured on the embedded start (docs/benchmark.md, "The memory rows"): peak 396-407 →
- * 361-380 MB, after the start 376-406 → 326-337 MB. Other C libraries
- * ignore it.
+ * login) stays resident afterwards, in the thread arena that computed it
+ * (docs/benchmark.md, "The memory rows"). Other C libraries ignore it.
  */
 export const PLATFORM_ENV = { MALLOC_MMAP_THRESHOLD_: "1048576" } as const;
 
