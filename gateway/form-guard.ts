@@ -17,10 +17,10 @@
 // token: a page of another site cannot send one without a CORS preflight,
 // which this gateway does not grant it.
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import { parseCookie, stringifySetCookie } from "cookie";
+import { stringifySetCookie } from "cookie";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { HttpError } from "./errors.js";
-import { appendSetCookie } from "./session-cookie.js";
+import { appendSetCookie, readCookie } from "./session-cookie.js";
 
 export const FORM_TOKEN_FIELD = "form_token";
 
@@ -44,11 +44,7 @@ export function createFormGuard(publicUrl: string): FormGuard {
   // Lax: sent when a link from another site opens a page, so that it reuses the token of the
   // browser's other open forms instead of replacing it.
   const attributes = { httpOnly: true, secure, sameSite: "lax", path: "/" } as const;
-  const read = (request: FastifyRequest) => {
-    const header = request.headers.cookie;
-    const value = header ? parseCookie(header)[name] : undefined;
-    return value && TOKEN.test(value) ? value : undefined;
-  };
+  const read = (request: FastifyRequest) => readCookie(request, name, TOKEN);
   const refuse = (description: string) => new HttpError(403, INVALID_CSRF_TOKEN, description);
   return {
     token(request, reply) {

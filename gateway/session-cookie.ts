@@ -23,6 +23,13 @@ export function appendSetCookie(reply: FastifyReply, value: string): void {
   reply.header("set-cookie", [...list, value]);
 }
 
+/** The value of the request's cookie `name` when it has the shape `valid`: anything else is not one of ours. */
+export function readCookie(request: FastifyRequest, name: string, valid: RegExp): string | undefined {
+  const header = request.headers.cookie;
+  const value = header ? parseCookie(header)[name] : undefined;
+  return value && valid.test(value) ? value : undefined;
+}
+
 /** A session secret is URL-safe text: anything else is not one of ours. */
 const SESSION_VALUE = /^[A-Za-z0-9._~-]{1,200}$/;
 
@@ -36,12 +43,7 @@ export function createSessionCookie(publicUrl: string): SessionCookie {
   return {
     name,
     secure,
-    read(request) {
-      const header = request.headers.cookie;
-      if (!header) return undefined;
-      const value = parseCookie(header)[name];
-      return value && SESSION_VALUE.test(value) ? value : undefined;
-    },
+    read: (request) => readCookie(request, name, SESSION_VALUE),
     set(reply, sessionId, expires) {
       const maxAge = Math.max(0, Math.floor((expires.getTime() - Date.now()) / 1000));
       appendSetCookie(reply, stringifySetCookie(name, sessionId, { ...attributes, maxAge }));

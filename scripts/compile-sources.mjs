@@ -42,6 +42,9 @@ async function prune(cache, keep) {
   for (const { dir } of [...builds.slice(keep), ...abandoned]) await rm(dir, { recursive: true, force: true });
 }
 
+/** The folders `root`/tsconfig.build.json compiles: every command's build's sources. */
+export const buildSources = (root) => JSON.parse(readFileSync(path.join(root, "tsconfig.build.json"), "utf8")).include;
+
 /** Builds running in this process, by folder: a second call for one waits for the first. */
 const building = new Map();
 

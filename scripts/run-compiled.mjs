@@ -16,10 +16,10 @@
 // Plain JavaScript: it runs before anything is compiled. Stack traces name the
 // compiled files; NODE_OPTIONS=--enable-source-maps maps them to the sources
 // (each file has its .map beside it).
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { compileSources } from "./compile-sources.mjs";
+import { buildSources, compileSources } from "./compile-sources.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -27,8 +27,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export function compiledBuild() {
   return compileSources({
     root: ROOT,
-    // The folders tsconfig.build.json compiles (the image's dist/).
-    sources: JSON.parse(readFileSync(path.join(ROOT, "tsconfig.build.json"), "utf8")).include,
+    sources: buildSources(ROOT),
     cache: path.join(ROOT, "node_modules", ".cache", "bizcard-start"),
   });
 }

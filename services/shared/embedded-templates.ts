@@ -10,11 +10,11 @@ import { createRequire } from "node:module";
 import path from "node:path";
 
 // Memory. PGlite keeps shared_buffers inside its WebAssembly heap, touched
-// as it starts, and initdb's default is 128MB: 8MB (1,024 pages) holds the
-// services' hot rows on the embedded start, whose tables are small, and the
-// rest is read through the OS's cache (a larger setting only adds resident
-// memory: docs/benchmark.md, "The memory rows"). `initdb --set` writes it
-// into the new folder's postgresql.conf.
+// as it starts, and initdb's default is many times what the embedded start
+// needs: a small pool holds the services' hot rows, whose tables are small,
+// and the rest is read through the OS's cache (a larger setting only adds
+// resident memory: docs/benchmark.md, "The memory rows"). `initdb --set`
+// writes it into the new folder's postgresql.conf.
 export const SHARED_BUFFERS = "shared_buffers=8MB";
 export const INITDB_PARAMS: readonly string[] = ["--set", SHARED_BUFFERS];
 

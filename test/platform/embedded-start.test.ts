@@ -1,14 +1,14 @@
 // `npm start` on the embedded default, as a newcomer runs it: no database or
 // broker configured. Then the bizcard command against it, a restart on the
 // same data folder, and a clean stop.
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EMBEDDED_DATABASE, migrationNames } from "../../scripts/service-schemas.js";
 import { templateMigrations } from "../../services/shared/embedded-templates.js";
-import { ROOT, httpReady, platformPorts, spawnProcess, type Spawned } from "../support/processes.js";
+import { ROOT, httpReady, platformPids, platformPorts, spawnProcess, type Spawned } from "../support/processes.js";
 
 let dataDir: string;
 let env: Record<string, string>;
@@ -47,28 +47,10 @@ afterAll(async () => {
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
-/**
- * Peak resident memory (VmHWM, MB) of the node process that runs
- * scripts/run-compiled.mjs (npm start's platform) in the process group of `p` (npm → sh → node): the
- * largest among the group's processes whose command line names it.
- */
+/** Peak resident memory (VmHWM, MB) of npm start's platform process in the process group of `p`. */
 function startPeakRssMb(p: Spawned): number {
-  let peak = 0;
-  for (const pid of readdirSync("/proc").filter((e) => /^\d+$/.test(e))) {
-    try {
-      // Field 5 of /proc/<pid>/stat is the process group; the command name may hold spaces, so count after ")".
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const pgrp = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
-      if (pgrp !== p.child.pid) continue;
-      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("scripts/run-compiled.mjs")) continue;
-      const kb = Number(readFileSync(`/proc/${pid}/status`, "utf8").match(/VmHWM:\s+(\d+) kB/)![1]);
-      peak = Math.max(peak, Math.round(kb / 1024));
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  if (peak === 0) throw new Error(`no scripts/run-compiled.mjs process in group ${p.child.pid}`);
-  return peak;
+  const peaks = platformPids(p).map((pid) => Number(readFileSync(`/proc/${pid}/status`, "utf8").match(/VmHWM:\s+(\d+) kB/)![1]));
+  return Math.round(Math.max(...peaks) / 1024);
 }
 
 describe("npm start (embedded default)", () => {

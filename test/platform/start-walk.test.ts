@@ -11,7 +11,7 @@ import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { httpReady, platformPorts, runBizcard, spawnProcess, type Spawned } from "../support/processes.js";
+import { httpReady, platformPids, platformPorts, runBizcard, spawnProcess, type Spawned } from "../support/processes.js";
 
 let dataDir: string;
 let env: Record<string, string>;
@@ -130,7 +130,7 @@ describe("npm start, walked", () => {
   }, 60_000);
 
   it("listens on TCP only on its configured ports, its database on an owner-only Unix socket", () => {
-    const pid = platformPid(platform!);
+    const pid = platformPids(platform!)[0]!;
     const expected = ["GATEWAY_PORT", "GATEWAY_METRICS_PORT", "AUTH_RPC_PORT", "ORGANISATION_RPC_PORT", "WEBHOOK_RPC_PORT", "DELIVERY_RPC_PORT"];
     expect(listeningTcpPorts(pid).sort()).toEqual(expected.map((name) => Number(env[name])).sort());
     const sockets = unixSocketsUnder(pid, dataDir);
@@ -139,20 +139,6 @@ describe("npm start, walked", () => {
     expect(statSync(path.dirname(sockets[0]!)).mode & 0o777).toBe(0o700);
   });
 });
-
-/** The node process running scripts/run-compiled.mjs in the process group of `p` (npm → node). */
-function platformPid(p: Spawned): number {
-  for (const pid of readdirSync("/proc").filter((e) => /^\d+$/.test(e))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const group = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
-      if (group === p.child.pid && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("scripts/run-compiled.mjs")) return Number(pid);
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  throw new Error(`no platform process in group ${p.child.pid}`);
-}
 
 /** The socket inodes a process holds open. */
 function socketInodes(pid: number): Set<string> {

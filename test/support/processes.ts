@@ -2,7 +2,7 @@
 // them, or restart a broker: the services' real main.ts, a private
 // nats-server on a free port (never the shared one).
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import net from "node:net";
 import { tmpdir } from "node:os";
@@ -95,6 +95,26 @@ export function spawnProcess(
 /** node with tsx, as `npm start` runs TypeScript. */
 export function spawnTs(script: string, env: Record<string, string | undefined>, args: string[] = []): Spawned {
   return spawnProcess(process.execPath, ["--import", "tsx", script, ...args], env);
+}
+
+/**
+ * The pids of the node processes in the process group of `p` (npm → sh → node)
+ * that run scripts/run-compiled.mjs: npm start's platform.
+ */
+export function platformPids(p: Spawned): number[] {
+  const pids: number[] = [];
+  for (const pid of readdirSync("/proc").filter((e) => /^\d+$/.test(e))) {
+    try {
+      // Field 5 of /proc/<pid>/stat is the process group; the command name may hold spaces, so count after ")".
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const group = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
+      if (group === p.child.pid && readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("scripts/run-compiled.mjs")) pids.push(Number(pid));
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  if (pids.length === 0) throw new Error(`no scripts/run-compiled.mjs process in group ${p.child.pid}`);
+  return pids;
 }
 
 export async function waitFor<T>(fn: () => Promise<T | undefined> | T | undefined, ms = 30_000, what = "condition"): Promise<T> {

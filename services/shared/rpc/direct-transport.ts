@@ -79,7 +79,7 @@ export function createDirectTransport(options: DirectTransportOptions): Transpor
       const url = `${base}/${method.parent.typeName}/${method.name}`;
       const handler = options.handlers.get(method);
       const serve = async (req: UnaryRequest<I, O>): Promise<UnaryResponse<I, O>> => {
-        if (!handler) throw new ConnectError(`${method.parent.typeName}.${method.name} is not implemented`, Code.Unimplemented);
+        if (!handler) throw new ConnectError(`${method.parent.typeName}.${method.name} has no handler on this server`, Code.Unimplemented);
         const context = createHandlerContext({
           service: method.parent,
           method,
