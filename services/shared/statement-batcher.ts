@@ -2,8 +2,8 @@
 // statements running starts one at once, alone (nothing waits for company);
 // calls that arrive while `atOnce` run wait and go together in the next one,
 // at most `max` to a statement. Under load, one round trip and one commit
-// serve many calls; idle, none waits. Used by the token endpoint's fast path
-// (auth) and CreateContact (organisation).
+// serve many calls; idle, none waits. Used by client authentication, token
+// issue and introspection (auth) and CreateContact (organisation).
 export interface Queued<I, O> {
   item: I;
   resolve(answer: O): void;

@@ -1,11 +1,12 @@
 // Login into server-side sessions, CSRF, and the failure rate limits, which
 // hold across two auth service instances sharing the database.
-import { Code, type ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { AuthService, ConsentDecision } from "../../gen/bizcard/auth/v1/auth_pb.js";
 import { AUTH_SCHEMA } from "../../services/auth/auth-service.js";
 import { authMigrations } from "../../services/auth/migrations/index.js";
 import { createPostgresFailureLimits } from "../../services/auth/rate-limit/postgres-failure-limits.js";
+import type { StoredCounter } from "../../services/auth/rate-limit/failure-limits.js";
 import { RateLimitEntity } from "../../services/auth/rate-limit/rate-limit.entity.js";
 import { openServiceDatabase } from "../../services/shared/database.js";
 import { tokenHash } from "../../services/shared/token-hash.js";
@@ -151,9 +152,17 @@ describe("FailureLimits on PostgreSQL", () => {
       await limits.consume("client", "bc_limited", "192.0.2.50");
       await limits.refund("client", "bc_limited", "192.0.2.50");
       for (let i = 0; i < 3; i++) await limits.consume("client", "bc_limited", "192.0.2.50");
-      // At the limit: a read refuses now (the next consume would too).
-      expect(oauthError(await rpcError(limits.check("client", "bc_limited", "192.0.2.50")))?.error).toBe("invalid_client");
-      await limits.check("client", "bc_limited", "192.0.2.51");
+      // At the limit: a read of the counters refuses now (the next consume would too).
+      const check = async (address: string) => {
+        const keys = limits.counterKeys("client", "bc_limited", address);
+        const sql = `select ${limits.countersSql('(select unnest(?::text[]) as "key")')} as "counters"`;
+        const { rows } = await orm.em.getKnex().raw<{ rows: { counters: StoredCounter[] }[] }>(sql, [keys]);
+        return limits.overLimit("client", "bc_limited", address, rows[0]!.counters);
+      };
+      const limited = await check("192.0.2.50");
+      expect(limited).toBeInstanceOf(ConnectError);
+      expect(oauthError(limited as ConnectError)).toMatchObject({ error: "invalid_client" });
+      expect(await check("192.0.2.51")).toBeUndefined();
       const err = await rpcError(limits.consume("client", "bc_limited", "192.0.2.50"));
       expect(err.code).toBe(Code.ResourceExhausted);
       expect(oauthError(err)).toMatchObject({ error: "invalid_client" });

@@ -30,9 +30,9 @@ export const ALL = "organisation:read webhooks:read webhooks:write contacts:read
 export const failures: string[] = [];
 export const limitedClients = new Set(["bc_limited"]);
 export const limits: FailureLimits = {
-  check: async (kind, subject) => {
-    if (kind === "client" && limitedClients.has(subject)) throw rateLimited("invalid_client", 7);
-  },
+  counterKeys: () => [],
+  countersSql: () => "'[]'::json",
+  overLimit: (kind, subject) => (kind === "client" && limitedClients.has(subject) ? rateLimited("invalid_client", 7) : undefined),
   consume: async (kind, subject) => {
     failures.push(`${kind}:${subject}`);
     if (kind === "client" && limitedClients.has(subject)) throw rateLimited("invalid_client", 7);

@@ -13,10 +13,6 @@ export const isGrantType = (value: string): value is GrantType => (GRANT_TYPES a
  */
 export const allowsGrantType = (registered: readonly string[], grantType: GrantType): boolean => registered.includes(grantType);
 
-/** allowsGrantType() as a SQL boolean on a row `client` of the client table (grant_types: a JSON array). */
-export const allowsGrantTypeSql = (client: string, grantType: GrantType): string =>
-  `${client}."grant_types" @> '${JSON.stringify([grantType])}'::jsonb`;
-
 /**
  * Empty means authorization_code and refresh_token (for a client with a
  * redirect URI), plus client_credentials for a client an organisation owns. CONTRACT: client_credentials is "only for

@@ -1,7 +1,7 @@
 // grant_type=client_credentials (RFC 6749 §4.4): a confidential client owned
 // by an organisation acts for that organisation. No refresh token.
 import { UnauthorizedClient } from "../oauth-errors.js";
-import { issueTokens, tokenAnswer } from "./issue-tokens.js";
+import { tokenAnswer } from "./issue-tokens.js";
 import { narrowScope } from "./scope-parameter.js";
 import { tokenResource } from "../resource-indicators.js";
 import type { GrantModule } from "./grant-module.js";
@@ -15,10 +15,6 @@ export const mayUseClientCredentials = <C extends { public: boolean; ownerOrgani
   client: C,
 ): client is C & { ownerOrganisationId: string } => !client.public && Boolean(client.ownerOrganisationId);
 
-/** mayUseClientCredentials() as a SQL boolean on a row `client` of the client table. */
-export const mayUseClientCredentialsSql = (client: string): string =>
-  `(not ${client}."public" and ${client}."owner_organisation_id" is not null)`;
-
 export const clientCredentialsGrant: GrantModule = {
   grantType: "client_credentials",
   parameters: [{ name: "scope", field: "scope", required: false }],
@@ -31,15 +27,7 @@ export const clientCredentialsGrant: GrantModule = {
     // RFC 8707 §2.2: the resource the token is for; none: the REST API.
     const audience = tokenResource(deps.resources, request.resource) ?? "api";
     // RFC 6749 §4.4.3: "A refresh token SHOULD NOT be included."
-    const issued = await issueTokens(deps.orm.em.fork(), deps.tables, {
-      clientId: client.id,
-      organisationId,
-      memberId: null,
-      grantId: null,
-      family: null,
-      scopes,
-      audience,
-    });
+    const issued = await deps.issueAccessToken({ clientId: client.id, organisationId, scopes, audience });
     return tokenAnswer(issued);
   },
 };

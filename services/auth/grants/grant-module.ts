@@ -8,7 +8,7 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { ExchangeTokenRequest, ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import type { ProtectedResources } from "../../shared/protected-resources.js";
-import type { TokenTables } from "./issue-tokens.js";
+import type { AccessTokenToIssue, IssuedTokens, TokenTables } from "./issue-tokens.js";
 import type { GrantType } from "../clients/grant-types.js";
 import type { GrantStore } from "./grant-store.js";
 
@@ -36,6 +36,8 @@ export interface GrantDeps {
   refreshRetryWindowSeconds: number;
   /** The protected resources a token may be for (RFC 8707 audiences). */
   resources: ProtectedResources;
+  /** Issues an access token of no grant, committed on its own (issue-tokens.ts accessTokenIssuer). */
+  issueAccessToken(t: AccessTokenToIssue): Promise<IssuedTokens>;
 }
 
 export interface GrantContext {

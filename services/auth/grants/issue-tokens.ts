@@ -1,9 +1,12 @@
-// Writing new access and refresh tokens (inside the caller's transaction),
-// and the answer of the token endpoint (RFC 6749 §5.1).
+// Writing new access and refresh tokens (inside the caller's transaction, or
+// alone: an access token of client_credentials), and the answer of the token
+// endpoint (RFC 6749 §5.1).
 import { create } from "@bufbuild/protobuf";
-import type { EntityManager } from "@mikro-orm/postgresql";
+import type { EntityManager, MikroORM } from "@mikro-orm/postgresql";
+import { escapeIdentifier } from "pg";
 import { ExchangeTokenResponseSchema, type ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import type { ResourceName } from "../../shared/protected-resources.js";
+import { statementBatcher, type Queued } from "../../shared/statement-batcher.js";
 import { tokenHash } from "../../shared/token-hash.js";
 import { newTokenValue } from "./token-values.js";
 
@@ -80,6 +83,55 @@ export async function issueTokens(em: EntityManager, tables: TokenTables, t: Tok
     );
   }
   return { accessToken, refreshToken, expiresAt, scopes: t.scopes };
+}
+
+/** Statements in flight at once; tokens arriving meanwhile go together in the next one. */
+const AT_ONCE = 1;
+/** Tokens in one statement at most. */
+const MAX_BATCH = 64;
+
+export type AccessTokenToIssue = Omit<TokensToIssue, "memberId" | "grantId" | "family" | "refresh">;
+
+/**
+ * Issues access tokens that belong to no grant (client_credentials), each
+ * committed before it is answered: the tokens of requests that arrive while
+ * an insert is in flight go together in the next one (statement-batcher.ts),
+ * one round trip and one commit for all of them.
+ */
+export function accessTokenIssuer(
+  orm: MikroORM,
+  tables: TokenTables,
+  preparedStatements = false,
+): (t: AccessTokenToIssue) => Promise<IssuedTokens> {
+  const knex = orm.em.getKnex();
+  const text = `insert into ${escapeIdentifier(tables.schema)}."access_token"
+      ("hash", "client_id", "organisation_id", "scopes", "audience", "created_at", "expires_at")
+    select "hash", "client_id", "organisation_id", "scopes"::jsonb, "audience", ?, ?
+      from unnest(?::text[], ?::text[], ?::uuid[], ?::text[], ?::text[]) as t("hash", "client_id", "organisation_id", "scopes", "audience")`;
+  const name = preparedStatements ? { name: "access-token-insert" } : {};
+  type Row = { hash: string; t: AccessTokenToIssue };
+  const write = async (queued: Queued<Row, number>[]) => {
+    const now = Date.now();
+    const rows = queued.map((q) => q.item);
+    await knex
+      .raw(text, [
+        new Date(now).toISOString(),
+        new Date(now + tables.accessTtlSeconds * 1000).toISOString(),
+        rows.map((r) => r.hash),
+        rows.map((r) => r.t.clientId),
+        rows.map((r) => r.t.organisationId),
+        rows.map((r) => JSON.stringify(r.t.scopes)),
+        rows.map((r) => r.t.audience),
+      ])
+      .options(name);
+    for (const q of queued) q.resolve(now);
+  };
+  const insert = statementBatcher<Row, number>({ atOnce: AT_ONCE, max: MAX_BATCH, write });
+  return async (t) => {
+    const accessToken = newTokenValue("access");
+    const now = await insert({ hash: tokenHash(accessToken), t });
+    return { accessToken, refreshToken: "", expiresAt: now + tables.accessTtlSeconds * 1000, scopes: t.scopes };
+  };
 }
 
 /**

@@ -8,9 +8,6 @@ import { ALL_SCOPES } from "../scopes.js";
  * resource owner, and if omitted is treated as equal to the scope originally
  * granted by the resource owner." Returned in the server's order.
  */
-/** narrowScope()'s "every scope asked for was granted" as SQL, on JSON arrays `allowed` and `asked`. */
-export const scopeWithinSql = (allowed: string, asked: string): string => `${allowed} @> ${asked}`;
-
 export function narrowScope(requested: string, allowed: readonly string[]): string[] {
   if (requested === "") return [...allowed];
   const asked = requested.split(" ");

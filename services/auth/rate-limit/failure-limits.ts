@@ -13,38 +13,19 @@
 // - client authentication (a 256-bit secret is not guessable; the token
 //   endpoint is hot, and a write per success on one shared row would cap it):
 //   the secret first; a wrong one is consume()d, and answered 429 instead of
-//   401 once past the limit; a right one is check()ed (a read) and refused
-//   with 429 too while the window is over, so the limit never tells a right
+//   401 once past the limit; for a right one the counters are read and it is
+//   refused with 429 too while the window is over, so the limit never tells a right
 //   secret from a wrong one. A burst of wrong secrets gets at most the limit's
 //   number of 401s.
 
 export type FailureKind = "login" | "client";
 
-/** One counter check() reads: its key in the store and its limit. */
-export interface CounterKey {
+/** A stored counter as countersSql() reads it: the library's row. */
+export interface StoredCounter {
   key: string;
-  limit: number;
-}
-
-/**
- * check() as a fragment of SQL, for a caller that folds the check into its
- * own statement (tokens/client-credentials-fast-path.ts). How the counters
- * are stored (the limiter's table, columns and key format) stays with the
- * FailureLimits that offers it: the caller binds what counters() returns as
- * rows of a relation, and puts overLimitSql() in its WHERE clause.
- */
-export interface StoredFailureCheck {
-  /** The counters check(kind, subject, address) reads. */
-  counters(kind: FailureKind, subject: string, address: string): CounterKey[];
-  /**
-   * A SQL boolean, true when any of the counters is past its limit (when
-   * check() would throw). `counters` is a relation (a table expression) with
-   * columns "key" text and "limit" integer holding rows of counters();
-   * `now` is where the statement binds now().
-   */
-  overLimitSql(counters: string, now: string): string;
-  /** The value to bind for `now`, taken when the statement is sent. */
-  now(): number;
+  points: number;
+  /** Epoch milliseconds; null: no expiry. */
+  expire: number | null;
 }
 
 export interface FailureLimits {
@@ -59,26 +40,18 @@ export interface FailureLimits {
   consume(kind: FailureKind, subject: string, address: string): Promise<void>;
   /** Gives back a point consume() took before a credential that was right (or never judged). */
   refund(kind: FailureKind, subject: string, address: string): Promise<void>;
-  /** A read: throws as consume() does when the subject or the address is already past its limit. */
-  check(kind: FailureKind, subject: string, address: string): Promise<void>;
   /**
-   * check() in SQL, when the counters live in the service's PostgreSQL;
-   * absent for limits kept elsewhere (then callers use check()).
+   * The check is a read a caller makes in its own statement (client
+   * authentication reads the counters with the client's row: one round trip):
+   * counterKeys() are the keys to bind, countersSql() reads their rows, and
+   * overLimit() judges them.
    */
-  stored?: StoredFailureCheck;
-}
-
-/**
- * The counters of a batch's calls as a statement binds them: three arrays of
- * one row a counter (the call's number from 1, its key, its limit), made in
- * one pass: the token endpoint's statement binds them on every batch.
- */
-export function counterColumns(calls: readonly { counters: readonly CounterKey[] }[]): [number[], string[], number[]] {
-  const n: number[] = [];
-  const keys: string[] = [];
-  const limits: number[] = [];
-  calls.forEach((call, i) => {
-    for (const c of call.counters) n.push(i + 1), keys.push(c.key), limits.push(c.limit);
-  });
-  return [n, keys, limits];
+  counterKeys(kind: FailureKind, subject: string, address: string): string[];
+  /**
+   * A SQL scalar subquery: the stored counters whose keys are the rows of the
+   * relation `keys` (one text column "key"), as a JSON array of StoredCounter.
+   */
+  countersSql(keys: string): string;
+  /** The refusal (as consume() throws it) when a counter read is past its limit; undefined when none is. */
+  overLimit(kind: FailureKind, subject: string, address: string, counters: readonly StoredCounter[]): Error | undefined;
 }

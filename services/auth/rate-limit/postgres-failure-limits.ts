@@ -11,18 +11,20 @@
 // RATE_LIMIT_ADDRESS_FAILURES failures of either kind from one address, the
 // next attempt is refused (RESOURCE_EXHAUSTED, Retry-After) until the window
 // ends. consume() is the library's consume (one atomic upsert that returns
-// the new count), refund() its reward, check() its get (a read); see
-// failure-limits.ts for how logins and client authentication use them.
+// the new count), refund() its reward; the check reads the library's rows
+// in the caller's statement (countersSql) and judges them as the library's
+// get() does; see failure-limits.ts for how logins and client
+// authentication use them.
 // A refused attempt keeps its point (it changes nothing: the window is fixed).
 // Known limit: a refund landing after its window ended starts the next window
 // at -1 (one extra attempt there).
 //
-// Callers: consume, refund and check outside any transaction. On the embedded start the
+// Callers: consume and refund outside any transaction. On the embedded start the
 // pool has one connection; a transaction holding it would wait forever here.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { RateLimiterPostgres, type RateLimiterRes } from "rate-limiter-flexible";
 import { rateLimited } from "../oauth-errors.js";
-import type { FailureKind, FailureLimits } from "./failure-limits.js";
+import type { FailureKind, FailureLimits, StoredCounter } from "./failure-limits.js";
 import { sha256Base64url } from "../../shared/token-hash.js";
 import { escapeIdentifier } from "pg";
 
@@ -112,26 +114,26 @@ export function createPostgresFailureLimits(orm: MikroORM, schema: string, setti
       const waitMs = await take(kind, subject, address);
       if (waitMs > 0) throw rateLimited(errorOf(kind), waitMs / 1000);
     },
-    async check(kind, subject, address) {
-      const found = await Promise.all(buckets(kind, subject, address).map(async ([l, key]) => [l, await l.get(key)] as const));
-      const over = found
-        .filter((f): f is readonly [RateLimiterPostgres, RateLimiterRes] => f[1] !== null && f[1].consumedPoints >= f[0].points)
-        .map(([, res]) => res.msBeforeNext);
-      if (over.length) throw rateLimited(errorOf(kind), Math.max(...over) / 1000);
-    },
     async refund(kind, subject, address) {
       await Promise.all(buckets(kind, subject, address).map(([l, key]) => l.reward(key, 1)));
     },
-    // The rows get() reads: the library stores "<keyPrefix>:<key>" (getKey),
-    // with "points" consumed and "expire" in epoch ms, and counts a row while
-    // expire > Date.now() or expire is null (_get); a row is over when
-    // points >= the limiter's points, as check() reads it above.
-    stored: {
-      counters: (kind, subject, address) => buckets(kind, subject, address).map(([l, key]) => ({ key: l.getKey(key), limit: l.points })),
-      overLimitSql: (counters, now) =>
-        `exists (select 1 from ${counters} k join ${table} l on l."key" = k."key"
-                  where l."points" >= k."limit" and (l."expire" > ${now} or l."expire" is null))`,
-      now: () => Date.now(),
+    counterKeys: (kind, subject, address) => buckets(kind, subject, address).map(([l, key]) => l.getKey(key)),
+    // The library stores "<keyPrefix>:<key>" (getKey) with the points
+    // consumed and "expire" in epoch ms.
+    countersSql: (keys) =>
+      `(select coalesce(json_agg(json_build_object('key', l."key", 'points', l."points", 'expire', l."expire")), '[]')
+          from ${keys} k join ${table} l on l."key" = k."key")`,
+    // As the library's get(): a row counts while expire > now or it has no
+    // expiry; it is over when its points reach the limiter's.
+    overLimit(kind, subject, address, counters) {
+      const now = Date.now();
+      let waitMs = 0;
+      for (const [l, key] of buckets(kind, subject, address)) {
+        const c = counters.find((counter: StoredCounter) => counter.key === l.getKey(key));
+        if (!c || c.points < l.points || (c.expire !== null && c.expire <= now)) continue;
+        waitMs = Math.max(waitMs, c.expire === null ? 0 : c.expire - now, 1);
+      }
+      return waitMs > 0 ? rateLimited(errorOf(kind), waitMs / 1000) : undefined;
     },
   };
 }

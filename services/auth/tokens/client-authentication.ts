@@ -1,11 +1,16 @@
 // Client authentication at the token, introspection and revocation endpoints
 // (RFC 6749 §2.3, §3.2.1), limited against brute force per client and address.
+// The client's row and its failure counters are read in one statement, shared
+// by the requests that arrive while one is in flight (statement-batcher.ts):
+// under load one round trip serves many authentications.
+import type { MikroORM } from "@mikro-orm/postgresql";
+import { escapeIdentifier } from "pg";
 import type { ClientCredentials } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import { statementBatcher, type Queued } from "../../shared/statement-batcher.js";
 import { secretMatches } from "../clients/client-secret.js";
 import type { AuthenticatedClient } from "../grants/grant-module.js";
 import { InvalidClient, InvalidRequest } from "../oauth-errors.js";
-import type { FailureLimits } from "../rate-limit/failure-limits.js";
-import type { MikroORM } from "@mikro-orm/postgresql";
+import type { FailureLimits, StoredCounter } from "../rate-limit/failure-limits.js";
 
 export interface ClientAuthenticationDeps {
   orm: MikroORM;
@@ -13,6 +18,12 @@ export interface ClientAuthenticationDeps {
   limits: FailureLimits;
   /** OAUTH_CLIENT_METADATA_DOCUMENTS: when off, a stored metadata document client is unknown (on when unset). */
   metadataDocuments?: boolean;
+  /**
+   * Name the statement, so that PostgreSQL parses and plans it once per
+   * connection. Not on the embedded start: PGlite serves every connection
+   * from one session, where a name another connection prepared already exists.
+   */
+  preparedStatements?: boolean;
 }
 
 interface ClientRow {
@@ -60,36 +71,50 @@ function refusal(row: ClientRow | undefined, credentials: ClientCredentials): st
   return undefined;
 }
 
-/**
- * The credentials secretAuthenticatesSql() judges: a secret sent Basic or in
- * the body (a public client's "none" is judged by refusal() only).
- */
-export const presentsSecret = (credentials: ClientCredentials): boolean =>
-  (credentials.method === "client_secret_basic" || credentials.method === "client_secret_post") && credentials.clientSecret !== "";
-
-/**
- * refusal() for credentials that presentsSecret(), as a SQL boolean on a row
- * `client` of the client table, `secretHash` and `method` being where the
- * statement binds hashSecret() of the presented secret and the credentials'
- * method: true when they are right (the client is confidential, registered
- * no other method, and its secret's hash matches). Comparing hashes in SQL,
- * not in constant time, tells an attacker nothing: the secret is 256 random
- * bits (clients/client-secret.ts).
- */
-export const secretAuthenticatesSql = (client: string, secretHash: string, method: string): string =>
-  `(not ${client}."public" and (${client}."token_endpoint_auth_method" is null or ${client}."token_endpoint_auth_method" = ${method}) and ${client}."secret_hash" = ${secretHash})`;
-
-/**
- * A SQL boolean on a row `client` of the client table: false for a client
- * authenticateClient() treats as unknown (a stored metadata document
- * client, while OAUTH_CLIENT_METADATA_DOCUMENTS is off).
- */
-export const clientKnownSql = (client: string, metadataDocuments: boolean | undefined): string =>
-  metadataDocuments === false ? `${client}."registration" <> 'metadata_document'` : "true";
-
 export const CLIENT_AUTHENTICATION_REQUIRED = "client authentication is required (client_id and client_secret, or Basic)";
 
 const METHODS = new Set(["client_secret_basic", "client_secret_post", "none"]);
+
+/** Statements in flight at once; reads arriving meanwhile go together in the next one. */
+const AT_ONCE = 1;
+/** Reads in one statement at most. */
+const MAX_BATCH = 64;
+
+interface Read {
+  clientId: string;
+  counterKeys: string[];
+}
+
+interface Found {
+  row: ClientRow | undefined;
+  counters: StoredCounter[];
+}
+
+/** Reads each client's row (none when unknown) and its failure counters, a batch to a statement. */
+function clientReader(deps: ClientAuthenticationDeps): (read: Read) => Promise<Found> {
+  const knex = deps.orm.em.getKnex();
+  const counters = deps.limits.countersSql('(select "key" from "counter" where "counter"."n" = q."n")');
+  const text = `with "counter" as (select * from unnest(?::bigint[], ?::text[]) as k("n", "key"))
+    select q."n", c."id", c."public", c."owner_organisation_id", c."scopes", c."grant_types", c."secret_hash",
+           c."registration", c."token_endpoint_auth_method", ${counters} as "counters"
+      from unnest(?::text[]) with ordinality as q("client_id", "n")
+      left join ${escapeIdentifier(deps.schema)}."client" c on c."id" = q."client_id"`;
+  const name = deps.preparedStatements ? { name: "client-authentication-read" } : {};
+  const write = async (queued: Queued<Read, Found>[]) => {
+    const n: number[] = [];
+    const keys: string[] = [];
+    queued.forEach((q, i) => q.item.counterKeys.forEach((key) => (n.push(i + 1), keys.push(key))));
+    const values = [n, keys, queued.map((q) => q.item.clientId)];
+    const { rows } = await knex.raw<{ rows: (ClientRow & { n: string; counters: StoredCounter[] })[] }>(text, values).options(name);
+    for (const r of rows) {
+      const { n: number, counters: read, ...row } = r;
+      queued[Number(number) - 1]!.resolve({ row: row.id === null ? undefined : row, counters: read });
+    }
+  };
+  return statementBatcher<Read, Found>({ atOnce: AT_ONCE, max: MAX_BATCH, write });
+}
+
+export type AuthenticateClient = (credentials: ClientCredentials | undefined, remoteAddress: string) => Promise<AuthenticatedClient>;
 
 /**
  * RFC 6749 §3.2.1: "Confidential clients or other clients issued client
@@ -99,42 +124,31 @@ const METHODS = new Set(["client_secret_basic", "client_secret_post", "none"]);
  * (method "none"); a confidential client must send its secret (Basic or in
  * the body; the gateway refuses both at once, RFC 6749 §2.3).
  */
-export async function authenticateClient(
-  deps: ClientAuthenticationDeps,
-  credentials: ClientCredentials | undefined,
-  remoteAddress: string,
-): Promise<AuthenticatedClient> {
-  if (!credentials?.clientId) throw new InvalidClient(CLIENT_AUTHENTICATION_REQUIRED);
-  if (!METHODS.has(credentials.method)) throw new InvalidRequest(`unknown client authentication method ${credentials.method}`);
-  const { clientId } = credentials;
-  // The secret first, then the limits (rate-limit/failure-limits.ts): a
-  // wrong one is counted atomically and answered 429 once past the limit; a
-  // right one is refused too while the limit is exceeded (read in parallel
-  // with the client's row: the hot path writes nothing).
-  const [rows, limited] = await Promise.all([
-    deps.orm.em
-      .fork()
-      .execute<ClientRow[]>(
-        `select "id", "public", "owner_organisation_id", "scopes", "grant_types", "secret_hash", "registration", "token_endpoint_auth_method" from "${deps.schema}"."client" where "id" = ?`,
-        [clientId],
-      ),
-    deps.limits.check("client", clientId, remoteAddress).then(
-      () => undefined,
-      (err: unknown) => err,
-    ),
-  ]);
-  const row = rows[0]?.registration === "metadata_document" && deps.metadataDocuments === false ? undefined : rows[0];
-  const failure = refusal(row, credentials);
-  if (failure !== undefined || !row) {
-    await deps.limits.consume("client", clientId, remoteAddress);
-    throw new InvalidClient(failure ?? "client authentication failed");
-  }
-  if (limited !== undefined) throw limited;
-  return {
-    id: row.id,
-    public: row.public,
-    ownerOrganisationId: row.owner_organisation_id,
-    scopes: row.scopes,
-    grantTypes: row.grant_types,
+export function createClientAuthentication(deps: ClientAuthenticationDeps): AuthenticateClient {
+  const read = clientReader(deps);
+  return async (credentials, remoteAddress) => {
+    if (!credentials?.clientId) throw new InvalidClient(CLIENT_AUTHENTICATION_REQUIRED);
+    if (!METHODS.has(credentials.method)) throw new InvalidRequest(`unknown client authentication method ${credentials.method}`);
+    const { clientId } = credentials;
+    const found = await read({ clientId, counterKeys: deps.limits.counterKeys("client", clientId, remoteAddress) });
+    const row = found.row?.registration === "metadata_document" && deps.metadataDocuments === false ? undefined : found.row;
+    // The secret first, then the limits (rate-limit/failure-limits.ts): a
+    // wrong one is counted atomically and answered 429 once past the limit;
+    // a right one is refused too while the limit is exceeded (the counters
+    // were read with the row: the hot path writes nothing).
+    const failure = refusal(row, credentials);
+    if (failure !== undefined || !row) {
+      await deps.limits.consume("client", clientId, remoteAddress);
+      throw new InvalidClient(failure ?? "client authentication failed");
+    }
+    const limited = deps.limits.overLimit("client", clientId, remoteAddress, found.counters);
+    if (limited) throw limited;
+    return {
+      id: row.id,
+      public: row.public,
+      ownerOrganisationId: row.owner_organisation_id,
+      scopes: row.scopes,
+      grantTypes: row.grant_types,
+    };
   };
 }

@@ -1,12 +1,19 @@
-// RFC 7662 introspection's two halves that both of its paths share (the
-// pipeline in token-handlers.ts, the one-statement fast path in
-// introspection-fast-path.ts): which stored token a value names while it is
-// active, and the answer made of it.
+// RFC 7662 introspection: the client authenticates, then the stored token a
+// value names is looked up while it is active, and the answer made of it.
 import { create } from "@bufbuild/protobuf";
-import { IntrospectTokenResponseSchema, type IntrospectTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
-import type { ProtectedResources, ResourceName } from "../../shared/protected-resources.js";
+import type { MikroORM } from "@mikro-orm/postgresql";
 import { escapeIdentifier } from "pg";
+import {
+  IntrospectTokenResponseSchema,
+  type IntrospectTokenRequest,
+  type IntrospectTokenResponse,
+} from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import type { ProtectedResources, ResourceName } from "../../shared/protected-resources.js";
+import { statementBatcher, type Queued } from "../../shared/statement-batcher.js";
+import { tokenHash } from "../../shared/token-hash.js";
 import { TOKEN_PREFIX } from "../grants/token-values.js";
+import { InvalidClient } from "../oauth-errors.js";
+import type { AuthenticateClient } from "./client-authentication.js";
 
 /** What a token value is by its prefix: an access or a refresh token, or neither (never active). */
 export type TokenKind = "access" | "refresh" | "";
@@ -33,7 +40,7 @@ export interface ActiveToken {
  * successor is the family's live one), with its grant's client and
  * organisation. No row: not active.
  */
-export function activeTokenSql(schema: string, hash: string, kind: string): string {
+function activeTokenSql(schema: string, hash: string, kind: string): string {
   const t = (table: string) => `${escapeIdentifier(schema)}.${escapeIdentifier(table)}`;
   return `select a."client_id", a."organisation_id", a."scopes", a."audience", a."created_at", a."expires_at", 'Bearer' as "token_type"
             from ${t("access_token")} a
@@ -70,4 +77,50 @@ export function introspectionAnswer(row: ActiveToken | undefined, clientId: stri
     // token": the resource identifier it was issued for (RFC 8707).
     aud: resources[row.audience].identifier,
   });
+}
+
+export interface IntrospectionDeps {
+  orm: MikroORM;
+  schema: string;
+  issuer: string;
+  resources: ProtectedResources;
+  authenticateClient: AuthenticateClient;
+  /** Name the statement (client-authentication.ts says when). */
+  preparedStatements?: boolean;
+}
+
+/** Statements in flight at once; lookups arriving meanwhile go together in the next one. */
+const AT_ONCE = 1;
+/** Lookups in one statement at most. */
+const MAX_BATCH = 64;
+
+/** Looks up each token value's active row (undefined: none), a batch to a statement. */
+function tokenLookup(deps: IntrospectionDeps): (token: string) => Promise<ActiveToken | undefined> {
+  const knex = deps.orm.em.getKnex();
+  // "q": the lookup's own aliases (a, r, g) are inside the lateral subquery.
+  const text = `select q."n", t.* from unnest(?::text[], ?::text[]) with ordinality as q("hash", "kind", "n"),
+    lateral (${activeTokenSql(deps.schema, 'q."hash"', 'q."kind"')}) t`;
+  const name = deps.preparedStatements ? { name: "introspection-lookup" } : {};
+  const write = async (queued: Queued<string, ActiveToken | undefined>[]) => {
+    const values = [queued.map((q) => tokenHash(q.item)), queued.map((q) => tokenKind(q.item))];
+    const { rows } = await knex.raw<{ rows: (ActiveToken & { n: string })[] }>(text, values).options(name);
+    const found = new Map(rows.map((r) => [Number(r.n), r]));
+    queued.forEach((q, i) => q.resolve(found.get(i + 1)));
+  };
+  return statementBatcher<string, ActiveToken | undefined>({ atOnce: AT_ONCE, max: MAX_BATCH, write });
+}
+
+/**
+ * RFC 7662 §2.1: "the endpoint MUST also require some form of authorization
+ * to access this endpoint"; here: confidential clients, which see only their
+ * own tokens as active (§4: "the authorization server MAY respond with an
+ * active:false" to a client not allowed to know).
+ */
+export function createIntrospection(deps: IntrospectionDeps): (request: IntrospectTokenRequest) => Promise<IntrospectTokenResponse> {
+  const lookUp = tokenLookup(deps);
+  return async (request) => {
+    const client = await deps.authenticateClient(request.client, request.remoteAddress);
+    if (client.public) throw new InvalidClient("introspection is for confidential clients");
+    return introspectionAnswer(await lookUp(request.token), client.id, deps.issuer, deps.resources);
+  };
 }

@@ -1,10 +1,7 @@
 // The token endpoint (RFC 6749 §3.2) as a short pipeline of named steps:
 // the grant type (judged here only: the gateway forwards grant_type as
 // sent), the client's authentication, the grant, the answer.
-// node-oidc-provider's lib/actions/token.js has the same shape. Before it, a
-// right client_credentials request is answered in one SQL statement
-// (client-credentials-fast-path.ts); anything else, and any request that
-// statement refuses, goes through the pipeline, which answers the error.
+// node-oidc-provider's lib/actions/token.js has the same shape.
 import type { ExchangeTokenRequest, ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import { allowsGrantType } from "../clients/grant-types.js";
 import { authorizationCodeGrant } from "../grants/authorization-code.js";
@@ -12,26 +9,22 @@ import { clientCredentialsGrant } from "../grants/client-credentials.js";
 import type { AuthenticatedClient, GrantDeps, GrantModule } from "../grants/grant-module.js";
 import { refreshTokenGrant } from "../grants/refresh-token.js";
 import { InvalidClient, InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from "../oauth-errors.js";
-import { CLIENT_AUTHENTICATION_REQUIRED, authenticateClient, type ClientAuthenticationDeps } from "./client-authentication.js";
-import { createClientCredentialsFastPath, type FastPathDeps } from "./client-credentials-fast-path.js";
+import { CLIENT_AUTHENTICATION_REQUIRED, type AuthenticateClient } from "./client-authentication.js";
 
 export const GRANT_MODULES: readonly GrantModule[] = [authorizationCodeGrant, refreshTokenGrant, clientCredentialsGrant];
 
 const byType = new Map(GRANT_MODULES.map((g) => [g.grantType as string, g]));
 
-export type TokenEndpointDeps = GrantDeps & ClientAuthenticationDeps & Pick<FastPathDeps, "preparedStatements">;
+export type TokenEndpointDeps = GrantDeps & { authenticateClient: AuthenticateClient };
 
 export function createTokenEndpoint(deps: TokenEndpointDeps): (request: ExchangeTokenRequest) => Promise<ExchangeTokenResponse> {
-  const fastPath = createClientCredentialsFastPath(deps);
   return async (request) => {
-    const answered = await fastPath(request);
-    if (answered) return answered;
     const grant = grantOf(request);
     // No credentials at all: invalid_client, answered before the grant's
     // parameters, whatever else the request lacks.
     if (!request.client?.clientId) throw new InvalidClient(CLIENT_AUTHENTICATION_REQUIRED);
     requireParameters(grant, request);
-    const client = await authenticateClient(deps, request.client, request.remoteAddress);
+    const client = await deps.authenticateClient(request.client, request.remoteAddress);
     allowGrantType(client, grant);
     return grant.handle({ deps, client, request });
   };

@@ -13,12 +13,12 @@ import { invalid, notFound, requireUuid } from "../../shared/validation.js";
 import { AUTH_SCHEMA } from "../auth-schema.js";
 import type { AuthServiceDeps } from "../auth-service-deps.js";
 import { enqueueTokenRevoked } from "../grants/grant-events.js";
-import { InvalidClient, InvalidToken, oauthHandler } from "../oauth-errors.js";
-import { authenticateClient } from "./client-authentication.js";
-import { activeTokenSql, introspectionAnswer, tokenKind, type ActiveToken } from "./introspection.js";
-import { createIntrospectionFastPath } from "./introspection-fast-path.js";
-import { createTokenEndpoint } from "./token-endpoint.js";
+import { accessTokenIssuer } from "../grants/issue-tokens.js";
 import { TOKEN_PREFIX } from "../grants/token-values.js";
+import { InvalidToken, oauthHandler } from "../oauth-errors.js";
+import { createClientAuthentication } from "./client-authentication.js";
+import { createIntrospection } from "./introspection.js";
+import { createTokenEndpoint } from "./token-endpoint.js";
 
 export type TokenHandlers = Partial<
   Pick<ServiceImpl<typeof AuthService>, "exchangeToken" | "introspectToken" | "revokeToken" | "authenticateAccessToken" | "listGrants" | "revokeGrant">
@@ -29,47 +29,39 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
   const schema = AUTH_SCHEMA;
   const t = (table: string) => `"${schema}"."${table}"`;
   const tables = { schema, accessTtlSeconds: config.ACCESS_TOKEN_TTL_SECONDS, refreshTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS };
-  const clientAuth = { orm, schema, limits: deps.limits, metadataDocuments: config.OAUTH_CLIENT_METADATA_DOCUMENTS };
   const resources = protectedResources(deps.issuer);
-  // The fast paths' statements are named, but not on the embedded start's PGlite (unset DATABASE_URL; client-credentials-fast-path.ts).
+  // Named statements, but not on the embedded start's PGlite (unset DATABASE_URL; client-authentication.ts).
   const preparedStatements = Boolean(config.DATABASE_URL);
+  const authenticateClient = createClientAuthentication({
+    orm,
+    schema,
+    limits: deps.limits,
+    metadataDocuments: config.OAUTH_CLIENT_METADATA_DOCUMENTS,
+    preparedStatements,
+  });
   const exchange = createTokenEndpoint({
-    ...clientAuth,
+    orm,
     tables,
     grants: deps.grants,
     refreshRetryWindowSeconds: config.REFRESH_RETRY_WINDOW_SECONDS,
     resources,
-    preparedStatements,
+    issueAccessToken: accessTokenIssuer(orm, tables, preparedStatements),
+    authenticateClient,
   });
-  const introspectFast = createIntrospectionFastPath({ ...clientAuth, issuer: deps.issuer, resources, preparedStatements });
+  const introspect = createIntrospection({ orm, schema, issuer: deps.issuer, resources, authenticateClient, preparedStatements });
   const events = { schema, subjectPrefix: config.NATS_SUBJECT_PREFIX };
 
   return {
     exchangeToken: oauthHandler(async (req) => exchange(req)),
 
-    // RFC 7662 §2.1: "the endpoint MUST also require some form of
-    // authorization to access this endpoint"; here: confidential clients,
-    // which see only their own tokens as active (§4: "the authorization
-    // server MAY respond with an active:false" to a client not allowed to know).
-    introspectToken: oauthHandler(async (req) => {
-      // One statement when the client authenticates (introspection-fast-path.ts).
-      const fast = await introspectFast(req);
-      if (fast) return fast;
-      const client = await authenticateClient(clientAuth, req.client, req.remoteAddress);
-      if (client.public) throw new InvalidClient("introspection is for confidential clients");
-      const [row]: ActiveToken[] = await orm.em.fork().execute(
-        `select t.* from (select ?::text as "hash", ?::text as "kind") p, lateral (${activeTokenSql(schema, 'p."hash"', 'p."kind"')}) t`,
-        [tokenHash(req.token), tokenKind(req.token)],
-      );
-      return introspectionAnswer(row, client.id, deps.issuer, resources);
-    }),
+    introspectToken: oauthHandler(async (req) => introspect(req)),
 
     // RFC 7009 §2.1: "The client also includes its authentication credentials"
     // and "The authorization server first validates the client credentials [...]
     // and then verifies whether the token was issued to the client making the
     // revocation request." §2.2: "invalid tokens do not cause an error response".
     revokeToken: oauthHandler(async (req) => {
-      const client = await authenticateClient(clientAuth, req.client, req.remoteAddress);
+      const client = await authenticateClient(req.client, req.remoteAddress);
       const hash = tokenHash(req.token);
       const revoked = await orm.em.fork().transactional(async (em) => {
         let pair: { organisation_id: string } | undefined;
