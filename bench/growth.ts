@@ -7,7 +7,7 @@
 // ANALYZE, as autovacuum would have done by then (this machine's PostgreSQL
 // runs with it off), so the planner sees the sizes.
 import type pg from "pg";
-import { uuidV7Sql } from "../services/shared/uuid-v7-sql.js";
+import { uuidV7Sql } from "../services/delivery/deliveries/uuid-v7-sql.js";
 import { withClient } from "./pipeline-vacuum.js";
 
 /**
@@ -56,7 +56,7 @@ export async function seedAccessTokens(databaseUrl: string, count = GROWTH_TOKEN
  * subscriptions, each with its event's body (delivery.delivery_event) and one
  * attempt (delivery.delivery_attempt), made over the last hour; their ids
  * time-ordered (UUIDv7) from that time, as the platform makes them
- * (uuid's v7(), and services/shared/uuid-v7-sql.ts in SQL).
+ * (uuid's v7(), and services/delivery/deliveries/uuid-v7-sql.ts in SQL).
  */
 export async function seedDeliveries(databaseUrl: string, count = GROWTH_DELIVERIES): Promise<number> {
   const started = performance.now();

@@ -7,7 +7,7 @@ import { DeliveryService } from "../gen/bizcard/delivery/v1/delivery_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { contactJson } from "../services/shared/contact-json.js";
-import { deliveryJson, ownedDeliveryJson } from "../services/shared/delivery-json.js";
+import { deliveryJson, ownedDeliveryJson } from "../gateway/routes/delivery-json.js";
 import { createRpcClient } from "../services/shared/rpc/client.js";
 import { createClient, deleteClient, listClients } from "./client-commands.js";
 import { UsageError, contactFields, parse, serviceOf, wholeNumber } from "./cli-commands.js";

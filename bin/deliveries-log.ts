@@ -7,7 +7,7 @@ import type { DeliveryService } from "../gen/bizcard/delivery/v1/delivery_pb.js"
 import type { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { subscriptionOrEnd } from "../services/delivery/subscription-or-end.js";
 import { subscriptionState } from "../services/delivery/subscription-state.js";
-import { attemptJson } from "../services/shared/delivery-json.js";
+import { attemptJson } from "../gateway/routes/delivery-json.js";
 
 export async function deliveriesLog(
   args: { organisationId: string; clientId: string; subscriptionId: bigint; limit: number },

@@ -4,9 +4,13 @@
 // template. A data folder made before the services shared one keeps its
 // database per service (DATA_DIR/pglite/<service>).
 import path from "node:path";
-import { startEmbeddedDatabases, type DatabaseMigrations, type EmbeddedPostgres } from "../services/shared/embedded-postgres.js";
+import {
+  startEmbeddedDatabases,
+  type DatabaseMigrations,
+  type EmbeddedPostgres,
+} from "./embedded/embedded-postgres.js";
 import type { Logger } from "../services/shared/logger.js";
-import { embeddedTemplate, initialised, migratedTemplate } from "../services/shared/embedded-templates.js";
+import { embeddedTemplate, initialised, migratedTemplate } from "./embedded/embedded-templates.js";
 import { EMBEDDED_DATABASE, SERVICE_SCHEMAS, migrationNames } from "./service-schemas.js";
 
 export interface PlatformDatabases {

@@ -1,5 +1,5 @@
-// The second half of npm's postinstall (pglite-template.mjs runs it, through
-// tsx, after it has made the install's cluster): a copy of that cluster with
+// The second half of npm's postinstall (pglite-template.mjs runs it, compiled
+// through run-compiled.mjs, after it has made the install's cluster): a copy of that cluster with
 // every service's schema and committed migrations applied, in
 // <template>-migrated/platform/, the database `npm start`'s services share. A
 // first start copies it, so its migrations find nothing to apply: 27
@@ -11,10 +11,10 @@ import { readFileSync } from "node:fs";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { migrate, openDatabase } from "../services/shared/database.js";
-import { EMBEDDED_POOL_MAX, startEmbeddedDatabases } from "../services/shared/embedded-postgres.js";
-import { embeddedTemplate, migratedTemplatesFolder, templateMigrations } from "../services/shared/embedded-templates.js";
+import { EMBEDDED_POOL_MAX, startEmbeddedDatabases } from "./embedded/embedded-postgres.js";
+import { embeddedTemplate, migratedTemplatesFolder, templateMigrations } from "./embedded/embedded-templates.js";
 import { createLogger } from "../services/shared/logger.js";
-import { PRIVATE_DIR_MODE, makePrivateFolder } from "../services/shared/private-folder.js";
+import { PRIVATE_DIR_MODE, makePrivateFolder } from "./private-folder.js";
 import { EMBEDDED_DATABASE, SERVICE_SCHEMAS, migrationNames } from "./service-schemas.js";
 
 async function main(): Promise<void> {

@@ -2,12 +2,16 @@
 // cluster for each service, and initdb (PGlite's, in WebAssembly) takes about
 // 5 s and peaks at about 700 MB. Made once here, at install, into
 // node_modules/.cache/bizcard-pglite/<PGlite version>/, the first `npm start`
-// copies it for each service instead (services/shared/embedded-postgres.ts),
+// copies it for each service instead (scripts/embedded/embedded-postgres.ts),
 // as later starts open their folders; then pglite-migrated-template.ts
-// applies the services' migrations to a copy of it. Plain JavaScript: it
-// runs before anything is built, and starts tsx only for that second step. Never fails the install: without a
-// template, the first start runs initdb as before. Skipped for production
-// installs (npm ci --omit=dev: the containers use PostgreSQL) and with
+// applies the services' migrations to a copy of it, in a process of its own,
+// compiled as every command runs the TypeScript (run-compiled.mjs: the
+// checkout's one build, compiled first when the cache lacks it; the
+// postinstall's next step then finds it there). Plain JavaScript: it runs
+// before anything is built. Never fails the install: without a template, the
+// first start runs initdb as before; without the migrated one, it migrates
+// the services' schemas. Skipped for production installs (npm ci
+// --omit=dev: the containers use PostgreSQL) and with
 // BIZCARD_PGLITE_TEMPLATE=off.
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -19,7 +23,7 @@ import path from "node:path";
 const INITDB_PARAMS = ["--set", "shared_buffers=8MB"];
 const START_PARAMS_EXTRA = ["-c", "shared_buffers=8MB"];
 
-/** Folders 0700, files 0600, as every data folder's (services/shared/private-folder.ts): the copies keep these modes. */
+/** Folders 0700, files 0600, as every data folder's (scripts/private-folder.ts): the copies keep these modes. */
 async function ownerOnly(dir) {
   await chmod(dir, 0o700);
   for (const entry of await readdir(dir, { withFileTypes: true })) {
@@ -66,8 +70,9 @@ try {
     await rename(partial, dir);
     console.log(`bizcard: made the embedded PostgreSQL template in ${dir} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
   }
-  // A copy of it with the services' schemas migrated (pglite-migrated-template.ts, through tsx: the migrations are TypeScript).
-  const step = spawnSync(process.execPath, ["--import", "tsx", path.join(import.meta.dirname, "pglite-migrated-template.ts")], {
+  // A copy of it with the services' schemas migrated (pglite-migrated-template.ts), from the compiled build.
+  const runCompiled = path.join(import.meta.dirname, "run-compiled.mjs");
+  const step = spawnSync(process.execPath, [runCompiled, "scripts/pglite-migrated-template.ts"], {
     stdio: "inherit",
     env: { ...process.env, BIZCARD_PGLITE_TEMPLATE_DIR: dir },
   });

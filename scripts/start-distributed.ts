@@ -13,7 +13,7 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { exitOnConfigError, loadConfigOrExit, requireBackends, type Config } from "../services/shared/config.js";
-import { makePrivateFolder } from "../services/shared/private-folder.js";
+import { makePrivateFolder } from "./private-folder.js";
 import { internalToken } from "./internal-token.js";
 import { WEBHOOK_SECRET_KEY_FILE, webhookSecretKey } from "./webhook-secret-key.js";
 import { PLATFORM_ENV, PLATFORM_PROCESSES, compiledCommand, type PlatformProcess } from "./platform-processes.js";

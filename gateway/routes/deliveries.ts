@@ -42,7 +42,7 @@ import { AttemptList, Delivery as DeliveryOut, attemptExample, deliveryExample }
 import { subscriptionOrEnd } from "../../services/delivery/subscription-or-end.js";
 import { headerSafe, subscriptionState, type SubscriptionState } from "../../services/delivery/subscription-state.js";
 import { SUBSCRIPTIONS_PATH, readIntParam, subscriptionErrors, tokenOwner } from "./subscriptions.js";
-import { attemptJson, deliveryJson } from "../../services/shared/delivery-json.js";
+import { attemptJson, deliveryJson } from "./delivery-json.js";
 
 const LIST_DEFAULT = 50;
 const LIST_MAX = 100;

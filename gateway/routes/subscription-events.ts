@@ -29,7 +29,7 @@ import { DEFAULT_ERROR, HEADERS, IdParam, ListQuery, bearerErrors, error, json, 
 import { Delivery, deliveryExample } from "../schemas/subscriptions.js";
 import { subscriptionOrEnd } from "../../services/delivery/subscription-or-end.js";
 import { subscriptionState } from "../../services/delivery/subscription-state.js";
-import { deliveryJson } from "../../services/shared/delivery-json.js";
+import { deliveryJson } from "./delivery-json.js";
 import { SUBSCRIPTION_STATE_HEADER, replySubscriptionState } from "./deliveries.js";
 import { SUBSCRIPTIONS_PATH, readIntParam, subscriptionErrors, tokenOwner } from "./subscriptions.js";
 

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { prepareEmbeddedPostgres, startEmbeddedPostgres } from "../../services/shared/embedded-postgres.js";
+import { prepareEmbeddedPostgres, startEmbeddedPostgres } from "../../scripts/embedded/embedded-postgres.js";
 import { platformPorts, spawnTs } from "../support/processes.js";
 
 let root: string;

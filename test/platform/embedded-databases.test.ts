@@ -8,7 +8,7 @@ import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startPlatformDatabases } from "../../scripts/embedded-databases.js";
-import { startEmbeddedDatabases } from "../../services/shared/embedded-postgres.js";
+import { startEmbeddedDatabases } from "../../scripts/embedded/embedded-postgres.js";
 
 const SERVICES = ["delivery", "webhook", "auth", "organisation"] as const;
 let root: string;

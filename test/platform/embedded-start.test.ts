@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EMBEDDED_DATABASE, migrationNames } from "../../scripts/service-schemas.js";
-import { templateMigrations } from "../../services/shared/embedded-templates.js";
+import { templateMigrations } from "../../scripts/embedded/embedded-templates.js";
 import { ROOT, httpReady, platformPids, platformPorts, spawnProcess, type Spawned } from "../support/processes.js";
 
 let dataDir: string;

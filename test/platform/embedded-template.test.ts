@@ -11,8 +11,12 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EMBEDDED_DATABASE, migrationNames, SERVICE_SCHEMAS } from "../../scripts/service-schemas.js";
 import { migrate, openDatabase } from "../../services/shared/database.js";
-import { prepareEmbeddedPostgres, startEmbeddedDatabases, startEmbeddedPostgres } from "../../services/shared/embedded-postgres.js";
-import { embeddedTemplate, migratedTemplate, templateMigrations } from "../../services/shared/embedded-templates.js";
+import {
+  prepareEmbeddedPostgres,
+  startEmbeddedDatabases,
+  startEmbeddedPostgres,
+} from "../../scripts/embedded/embedded-postgres.js";
+import { embeddedTemplate, migratedTemplate, templateMigrations } from "../../scripts/embedded/embedded-templates.js";
 import { createLogger } from "../../services/shared/logger.js";
 import { spawnProcess } from "../support/processes.js";
 

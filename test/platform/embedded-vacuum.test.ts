@@ -8,8 +8,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
-import { startEmbeddedPostgres, type EmbeddedPostgres } from "../../services/shared/embedded-postgres.js";
-import { startEmbeddedVacuum, type EmbeddedVacuum } from "../../services/shared/embedded-vacuum.js";
+import { startEmbeddedPostgres, type EmbeddedPostgres } from "../../scripts/embedded/embedded-postgres.js";
+import { startEmbeddedVacuum, type EmbeddedVacuum } from "../../scripts/embedded/embedded-vacuum.js";
 import { createLogger } from "../../services/shared/logger.js";
 import { waitFor } from "../support/processes.js";
 

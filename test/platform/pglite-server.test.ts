@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startEmbeddedPostgres, type EmbeddedPostgres } from "../../services/shared/embedded-postgres.js";
+import { startEmbeddedPostgres, type EmbeddedPostgres } from "../../scripts/embedded/embedded-postgres.js";
 
 let root: string;
 let db: EmbeddedPostgres;

@@ -9,7 +9,7 @@ import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createAuthApp } from "../../services/auth/auth-app.js";
 import { createDeliveryApp } from "../../services/delivery/delivery-app.js";
-import { EMBEDDED_POOL_MAX, startEmbeddedPostgres } from "../../services/shared/embedded-postgres.js";
+import { EMBEDDED_POOL_MAX, startEmbeddedPostgres } from "../../scripts/embedded/embedded-postgres.js";
 import { InProcessBus } from "../../services/shared/event-bus/in-process-bus.js";
 import { createLogger } from "../../services/shared/logger.js";
 import { testConfig } from "../support/backends.js";

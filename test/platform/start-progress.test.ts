@@ -4,7 +4,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { embeddedTemplate, templateMigrations } from "../../services/shared/embedded-templates.js";
+import { embeddedTemplate, templateMigrations } from "../../scripts/embedded/embedded-templates.js";
 import { EMBEDDED_DATABASE, migrationNames } from "../../scripts/service-schemas.js";
 import { httpReady, platformPorts, spawnProcess, type Spawned } from "../support/processes.js";
 

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { loadConfig, type Config } from "../../services/shared/config.js";
-import { EMBEDDED_POOL_MAX, startEmbeddedPostgres } from "../../services/shared/embedded-postgres.js";
+import { EMBEDDED_POOL_MAX, startEmbeddedPostgres } from "../../scripts/embedded/embedded-postgres.js";
 
 export const ADMIN_DATABASE_URL = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 export const TEST_NATS_URL = process.env.TEST_NATS_URL ?? "nats://127.0.0.1:4222";

@@ -11,7 +11,7 @@ import type { ServiceApp } from "../../services/shared/service-app.js";
 import { apiCaller, type AppClient } from "./api-client.js";
 import { startPlatform, type Platform, type StartedService } from "./platform.js";
 import { startReceiver, type Receiver } from "./receiver.js";
-import type { AttemptJson } from "../../services/shared/delivery-json.js";
+import type { AttemptJson } from "../../gateway/routes/delivery-json.js";
 
 export const TOKEN = "w".repeat(40);
 export const PATH = "/oauth/webhooks/subscriptions";

@@ -18,7 +18,12 @@ import { connect, type JetStreamClient, type JetStreamManager, type NatsConnecti
 import { afterAll, beforeAll, expect } from "vitest";
 import { ContactEventSchema, type ContactEvent } from "../../gen/bizcard/events/v1/events_pb.js";
 import { loadConfig } from "../../services/shared/config.js";
-import { EMBEDDED_POOL_MAX, prepareEmbeddedPostgres, startEmbeddedPostgres, type EmbeddedPostgres } from "../../services/shared/embedded-postgres.js";
+import {
+  EMBEDDED_POOL_MAX,
+  prepareEmbeddedPostgres,
+  startEmbeddedPostgres,
+  type EmbeddedPostgres,
+} from "../../scripts/embedded/embedded-postgres.js";
 import { TEST_NATS_URL, backendMode, createTestDatabase, uniqueName, type TestDatabase } from "./backends.js";
 import { NatsServer, ROOT, freePort, httpReady, spawnProcess, spawnTs, type Spawned } from "./processes.js";
 

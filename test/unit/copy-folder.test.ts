@@ -3,7 +3,7 @@ import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/pr
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { copyFolder } from "../../services/shared/copy-folder.js";
+import { copyFolder } from "../../scripts/embedded/copy-folder.js";
 
 const root = await mkdtemp(path.join(tmpdir(), "copy-folder-"));
 afterAll(() => rm(root, { recursive: true, force: true }));

@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { v7 } from "uuid";
 import { recordAttempts, type AttemptRecord, type ClaimedDelivery } from "./attempt-record.js";
 import { claimDue, type ClaimOptions } from "./delivery-claim.js";
-import { uuidV7Sql } from "../../shared/uuid-v7-sql.js";
+import { uuidV7Sql } from "./uuid-v7-sql.js";
 import { orderedHeadJsonSql, parseHead, type OrderedHead } from "./ordered-head.js";
 
 export type { AttemptRecord, ClaimedDelivery } from "./attempt-record.js";

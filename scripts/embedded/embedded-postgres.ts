@@ -14,11 +14,18 @@ import { Worker } from "node:worker_threads";
 import { PGlite } from "@electric-sql/pglite";
 import { NodeFS } from "@electric-sql/pglite/nodefs";
 import { copyFolder } from "./copy-folder.js";
-import { INITDB_PARAMS, SHARED_BUFFERS, embeddedTemplate, initialised, migratedTemplate, type SchemaMigrations } from "./embedded-templates.js";
+import {
+  INITDB_PARAMS,
+  SHARED_BUFFERS,
+  embeddedTemplate,
+  initialised,
+  migratedTemplate,
+  type SchemaMigrations,
+} from "./embedded-templates.js";
 import { startEmbeddedVacuum } from "./embedded-vacuum.js";
-import type { Logger } from "./logger.js";
+import type { Logger } from "../../services/shared/logger.js";
 import { servePglite } from "./pglite-server.js";
-import { PRIVATE_DIR_MODE, makePrivateFolder } from "./private-folder.js";
+import { PRIVATE_DIR_MODE, makePrivateFolder } from "../private-folder.js";
 
 /** Pool size for a service on embedded PostgreSQL. */
 // One: the session serves one request or transaction at a time whatever the

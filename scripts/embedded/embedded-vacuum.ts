@@ -23,8 +23,8 @@
 //   analyze, a similar condition is used: the threshold [...] is compared to
 //   the total number of tuples inserted, updated, or deleted since the last ANALYZE."
 import pg from "pg";
-import type { Logger } from "./logger.js";
-import { PollLoop } from "./loop/poll-loop.js";
+import type { Logger } from "../../services/shared/logger.js";
+import { PollLoop } from "../../services/shared/loop/poll-loop.js";
 
 /** How often the tables are checked (autovacuum_naptime's default). */
 export const VACUUM_EVERY_MS = 60_000;
