@@ -7,6 +7,7 @@ import type { MikroORM } from "@mikro-orm/postgresql";
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import { type DeliveryStore } from "../../services/delivery/deliveries/delivery-store.js";
 import { startDeliverySchema, type DeliverySchema } from "../support/delivery-schema.js";
+import { waitFor } from "../support/processes.js";
 
 let schema: DeliverySchema;
 let orm: MikroORM;
@@ -92,6 +93,14 @@ it("a claim takes no more of a subscription than its cap less what is already cl
   const leased = await queue(short, 3, 300);
   expect(await store.claim(10, 1, 2)).toHaveLength(2);
   expect((await store.claim(10, 60, 2)).filter((d) => d.subscriptionId === leased)).toHaveLength(0);
-  await new Promise((r) => setTimeout(r, 1200));
+  // The 1 s leases run out on the database's clock, which the claim reads.
+  await waitFor(async () => {
+    const held: unknown[] = await orm.em.fork().execute(
+      `select 1 from "delivery"."delivery"
+        where "subscription_id" = ? and "claim_id" is not null and "next_attempt_at" > now()`,
+      [leased.toString()],
+    );
+    return held.length === 0 ? true : undefined;
+  }, 10_000, "the leases to run out");
   expect((await store.claim(10, 60, 2)).filter((d) => d.subscriptionId === leased)).toHaveLength(2);
 });

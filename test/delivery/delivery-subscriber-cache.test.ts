@@ -64,6 +64,10 @@ it("a PUT of target_url and a rotated secret reach the workers at once, whatever
   const created = await call(app, "POST", PATH, { target_url: old.url, event_type: "contact.created" });
   expect(created.status).toBe(201);
   const { id, secret } = (await created.json()) as { id: number; secret: string };
+  // A second subscription to the same events, made before anything is cached: each event's POSTs to both go out
+  // together, so its POSTs show when the first's would have arrived.
+  const witness = receiver.route("/cache/witness");
+  expect((await call(app, "POST", PATH, { target_url: witness.url, event_type: "contact.created" })).status).toBe(201);
   // The worker reads the subscriber for these, and keeps it.
   for (const name of ["Ada", "Bea", "Cy"]) await arrives(old, name);
 
@@ -85,7 +89,8 @@ it("a PUT of target_url and a rotated secret reach the workers at once, whatever
   // Deleted: nothing more arrives.
   const deleted = await call(app, "DELETE", `${PATH}/${id}`);
   expect(deleted.status).toBe(204);
-  await createContact("Fay");
-  await new Promise((r) => setTimeout(r, 1500));
+  // Fay's POST reaches the witness, and then the next event's: by then one to the deleted subscription would have too.
+  await arrives(witness, "Fay");
+  await arrives(witness, "Gus");
   expect(fresh.requests.map(nameOf)).toEqual(["Dora", "Eve"]);
 });

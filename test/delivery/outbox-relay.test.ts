@@ -12,7 +12,15 @@ import { OutboxRelay } from "../../services/shared/outbox/relay.js";
 import { enqueueEvent } from "../../services/shared/outbox/writer.js";
 import { createOrganisationApp } from "../support/platform.js";
 import { waitFor } from "../support/processes.js";
-import { cleanups, contactOf, countBy, db, sleep, startOnRecordingBus, useOutboxRelaySuite } from "../support/outbox-relay-suite.js";
+import {
+  cleanups,
+  contactOf,
+  countBy,
+  db,
+  slowConsumer,
+  startOnRecordingBus,
+  useOutboxRelaySuite,
+} from "../support/outbox-relay-suite.js";
 
 useOutboxRelaySuite();
 
@@ -29,7 +37,7 @@ describe("outbox relay", () => {
     const received: string[] = [];
     await bus.consume({ durable: "slow", subject: "contact.>" }, async (m) => {
       received.push(m.msgId);
-      await sleep(80);
+      await slowConsumer(80);
     });
     const client = first.client(OrganisationService);
     const { organisation } = await client.createOrganisation({ name: "Lease", ownerEmail: "o@lease.test", ownerPassword: "password-l" });
@@ -61,7 +69,7 @@ describe("outbox relay", () => {
     const svc = platform.organisation;
     await svc.app.relay.stop();
     await bus.consume({ durable: "slow", subject: "contact.>" }, async () => {
-      await sleep(80);
+      await slowConsumer(80);
     });
     const client = svc.client(OrganisationService);
     const { organisation } = await client.createOrganisation({ name: "Hang", ownerEmail: "o@hang.test", ownerPassword: "password-h" });

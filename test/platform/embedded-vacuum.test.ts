@@ -12,6 +12,7 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from "../../scripts/embe
 import { startEmbeddedVacuum, type EmbeddedVacuum } from "../../scripts/embedded/embedded-vacuum.js";
 import { createLogger } from "../../services/shared/logger.js";
 import { waitFor } from "../support/processes.js";
+import { watchSessionQueue } from "../support/wait.js";
 
 /** Longer than any test: the tests call pass() themselves. */
 const NO_TIMER_MS = 3_600_000;
@@ -100,8 +101,10 @@ it("waits for another connection's transaction to end instead of failing inside 
     await other.query("begin");
     await other.query(`insert into "busy" values (1000)`);
     let done = false;
+    const queue = watchSessionQueue();
     const pass = vacuum.pass().then((ran) => ((done = true), ran));
-    await new Promise((r) => setTimeout(r, 300));
+    // The check's connection has reached the session and waits there behind the open transaction.
+    await queue.held();
     expect(done).toBe(false);
     await other.query("commit");
     expect(await pass).toContain("vacuum (analyze) public.busy");
@@ -119,8 +122,10 @@ it("stopping lets go of a check that waits behind a transaction, and leaves that
   try {
     await other.query("begin");
     await other.query(`insert into "held" values (1)`);
+    const queue = watchSessionQueue();
     const pass = vacuum.pass().catch((err: unknown) => err);
-    await new Promise((r) => setTimeout(r, 200));
+    // The check waits for the session behind the open transaction.
+    await queue.held();
     const stopped = Date.now();
     await vacuum.stop();
     expect(Date.now() - stopped).toBeLessThan(5000);

@@ -7,6 +7,7 @@ import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "../../scripts/embedded/embedded-postgres.js";
+import { watchSessionQueue } from "../support/wait.js";
 
 let root: string;
 let db: EmbeddedPostgres;
@@ -50,8 +51,10 @@ it("gives a transaction the session until COMMIT: another connection waits, then
   await a.query("begin");
   await a.query(`insert into t values (1, 'in a transaction')`);
   let seen: number | undefined;
+  const queue = watchSessionQueue();
   const reading = b.query<{ n: number }>(`select count(*)::int as n from t where id = 1`).then((r) => (seen = r.rows[0]!.n));
-  await new Promise((r) => setTimeout(r, 200));
+  // b's query has reached the session and waits there behind a's transaction, unanswered.
+  await queue.held();
   expect(seen).toBeUndefined();
   await a.query(`update t set note = 'committed' where id = 1`);
   await a.query("commit");

@@ -240,6 +240,9 @@ describe("a unary call, served", () => {
     });
     servers.push(downstream);
     const next = createRpcClient(OrganisationService, { baseUrl: downstream.url, timeoutMs: 5000, internalToken: TOKEN });
+    let firstCalls = 0;
+    let bothCalledOnce!: () => void;
+    const bothInHandlers = new Promise<void>((resolve) => (bothCalledOnce = resolve));
     const upstream = await startRpcServer({
       name: "upstream",
       host: "127.0.0.1",
@@ -249,9 +252,11 @@ describe("a unary call, served", () => {
       routes: (router) =>
         router.service(OrganisationService, {
           async getOrganisation(req) {
-            // Two calls, one after an await: the id is still the served request's.
+            // Two calls, the second after an await that lasts until both served calls have made their first: each
+            // handler's id is still its own request's while the other request is being served.
             await next.getOrganisation({ id: req.id });
-            await new Promise((r) => setTimeout(r, 5));
+            if (++firstCalls === 2) bothCalledOnce();
+            await bothInHandlers;
             return next.getOrganisation({ id: req.id });
           },
         }),

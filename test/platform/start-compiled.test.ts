@@ -11,6 +11,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compileSources } from "../../scripts/compile-sources.mjs";
+import { waitFor } from "../support/processes.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 let root: string;
@@ -73,9 +74,16 @@ describe("npm start's compile step", () => {
     const builds = [];
     for (const word of ["one", "two", "three"]) {
       await writeFile(path.join(root, "src", "lib", "greeting.ts"), `export const greeting = (name: string): string => \`${word} \${name}\`;\n`);
-      builds.push(await compile(2));
-      // Folders' times are ordered by their mtime: keep them apart on coarse clocks.
-      await new Promise((r) => setTimeout(r, 20));
+      const build = await compile(2);
+      builds.push(build);
+      // Builds are ordered by their folders' mtimes: the next is made once the file system's clock has moved past
+      // this one's (it ticks coarsely), seen on a file written outside the cache.
+      const made = (await stat(build)).mtimeMs;
+      const probe = path.join(root, "clock-probe");
+      await waitFor(async () => {
+        await writeFile(probe, "tick");
+        return (await stat(probe)).mtimeMs > made ? true : undefined;
+      }, 10_000, "the file system's clock to move past the build");
     }
     expect((await readdir(cache)).sort()).toEqual([path.basename(builds[1]!), path.basename(builds[2]!)].sort());
     expect(existsSync(builds[0]!)).toBe(false);

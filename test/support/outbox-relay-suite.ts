@@ -20,7 +20,11 @@ export let db: TestDatabase;
 export const cleanups: (() => Promise<unknown>)[] = [];
 
 export const countBy = (ids: string[]) => ids.reduce<Record<string, number>>((m, id) => ((m[id] = (m[id] ?? 0) + 1), m), {});
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * A slow consumer's time with one message: a latency the lease scenarios need, not a wait for a condition. The
+ * lease runs on PostgreSQL's clock, so only a batch that takes real time outlasts it (each publish within its timeout).
+ */
+export const slowConsumer = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 
 /** A real bus (the in-process one) that records every publish call: what the relays asked the broker to store. */
 export function recordingBus(inner: EventBus) {

@@ -1,6 +1,6 @@
 // The one back-off helper (services/shared/loop/backoff.ts) and the one loop
-// shape (poll-loop.ts). Pure, with real (short) timers: no database.
-import { describe, expect, it } from "vitest";
+// shape (poll-loop.ts). Pure, on fake timers: no database.
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { backoffDelay, withJitter } from "../../services/shared/loop/backoff.js";
 import { PollLoop } from "../../services/shared/loop/poll-loop.js";
 
@@ -39,9 +39,16 @@ describe("backoffDelay", () => {
   });
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 describe("PollLoop", () => {
+  // The loop's waits are timers: on fake ones a test moves the clock to just short of a wait's end and sees that
+  // nothing happened yet, then past it. Advancing also runs the promise callbacks due, so every step is settled.
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it("runs rounds back to back while they ask for 0, waits what they ask for otherwise, and stops after the round in hand", async () => {
     const starts: number[] = [];
     let inRound = false;
@@ -49,7 +56,8 @@ describe("PollLoop", () => {
       round: async () => {
         inRound = true;
         starts.push(Date.now());
-        await sleep(5);
+        // Each round takes 5 ms of the (fake) clock.
+        await new Promise<void>((done) => setTimeout(done, 5));
         inRound = false;
         return starts.length < 3 ? 0 : 10_000;
       },
@@ -57,12 +65,22 @@ describe("PollLoop", () => {
       onError: () => undefined,
     });
     loop.start();
-    await sleep(100);
+    // Three rounds of 5 ms are over well within a second; the third asked for 10 s.
+    await vi.advanceTimersByTimeAsync(1000);
     expect(starts).toHaveLength(3);
-    const stopping = Date.now();
-    await loop.stop();
-    // The long wait is cut short by stop().
-    expect(Date.now() - stopping).toBeLessThan(1000);
+    // Back to back: each starts as the one before ends (a fake clock counts at most 1 ms for the yield between).
+    expect(starts[1]! - (starts[0]! + 5)).toBeLessThanOrEqual(1);
+    expect(starts[2]! - (starts[1]! + 5)).toBeLessThanOrEqual(1);
+    // 1 ms short of the 10 s after the third ended: no fourth round.
+    await vi.advanceTimersByTimeAsync(starts[2]! + 5 + 10_000 - 1 - Date.now());
+    expect(starts).toHaveLength(3);
+    let stopped = false;
+    const stopping = loop.stop().then(() => (stopped = true));
+    await vi.advanceTimersByTimeAsync(0);
+    // The long wait is cut short by stop(): it returned with no time passing.
+    expect(stopped).toBe(true);
+    await stopping;
+    expect(starts).toHaveLength(3);
     expect(inRound).toBe(false);
     expect(loop.active).toBe(false);
   });
@@ -83,14 +101,15 @@ describe("PollLoop", () => {
       onError: () => undefined,
     });
     loop.start();
-    await sleep(30);
+    // 1 ms short of the poll wait: no second round without a wake.
+    await vi.advanceTimersByTimeAsync(60_000 - 1);
     expect(rounds).toBe(1);
     loop.wake();
-    await sleep(30);
+    await vi.advanceTimersByTimeAsync(0);
     expect(rounds).toBe(2);
     wakeDuringRound = true;
     loop.wake();
-    await sleep(30);
+    await vi.advanceTimersByTimeAsync(0);
     expect(rounds).toBe(4);
     await loop.stop();
   });
@@ -108,7 +127,9 @@ describe("PollLoop", () => {
       onError: (_err, retryInMs) => waits.push(retryInMs),
     });
     loop.start();
-    await sleep(200);
+    // Past the four back-offs (65 ms in all), short of the sixth round's 60 s poll wait.
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(calls).toBe(6);
     await loop.stop();
     expect(waits).toEqual([10, 20, 25, 10]);
   });
@@ -126,9 +147,11 @@ describe("PollLoop", () => {
         wakeEndsBackoff,
       });
       loop.start();
-      await sleep(20);
+      await vi.advanceTimersByTimeAsync(0);
+      expect(calls).toBe(1);
       loop.wake();
-      await sleep(20);
+      // Settled with no time passing: only the wake can have started another round.
+      await vi.advanceTimersByTimeAsync(0);
       expect(calls).toBe(wakeEndsBackoff ? 2 : 1);
       await loop.stop();
     }
