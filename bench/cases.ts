@@ -32,7 +32,8 @@ export function httpCase(
   seconds: number,
   group: Case["group"] = "http",
 ): Case {
-  const load = (duration: number) => autocannon({ url: c.url, method: c.method ?? "GET", headers: c.headers, body: c.body, connections: 10, duration });
+  const load = (duration: number) =>
+    autocannon({ url: c.url, method: c.method ?? "GET", headers: c.headers, body: c.body, connections: 10, duration });
   let warm = false;
   return {
     group,
@@ -45,9 +46,15 @@ export function httpCase(
       const before = await cpuTimes();
       const result = await load(seconds);
       const stolen = stolenPercent(before, await cpuTimes());
-      const wrong = result.statusCodeStats ? Object.keys(result.statusCodeStats).filter((s) => Number(s) !== c.expectStatus) : [];
+      const wrong = result.statusCodeStats
+        ? Object.keys(result.statusCodeStats).filter((s) => Number(s) !== c.expectStatus)
+        : [];
       if (wrong.length) throw new Error(`${name}: unexpected statuses ${wrong.join(", ")}`);
-      return { rps: result.requests.average, latency: result.latency.p99, ...(stolen === undefined ? {} : { stolenPercent: stolen }) };
+      return {
+        rps: result.requests.average,
+        latency: result.latency.p99,
+        ...(stolen === undefined ? {} : { stolenPercent: stolen }),
+      };
     },
   };
 }
@@ -62,4 +69,3 @@ export function loopCase(name: string, call: () => Promise<unknown>, inFlight: n
     },
   };
 }
-

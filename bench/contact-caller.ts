@@ -8,7 +8,11 @@
 // way (the same path, headers and Protobuf body).
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Pool } from "undici";
-import { CreateContactRequestSchema, CreateContactResponseSchema, OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
+import {
+  CreateContactRequestSchema,
+  CreateContactResponseSchema,
+  OrganisationService,
+} from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { INTERNAL_AUTH_HEADER } from "../services/shared/rpc/client.js";
 
 // The Connect protocol's unary request: "Content-Type: application/proto" for
@@ -34,10 +38,21 @@ export function contactCaller(baseUrl: string, internalToken: string, timeoutMs:
   };
   return {
     async createContact(organisationId, firstName, email) {
-      const body = toBinary(CreateContactRequestSchema, create(CreateContactRequestSchema, { organisationId, fields: { firstName, email } }));
-      const res = await pool.request({ path, method: "POST", headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+      const body = toBinary(
+        CreateContactRequestSchema,
+        create(CreateContactRequestSchema, { organisationId, fields: { firstName, email } }),
+      );
+      const res = await pool.request({
+        path,
+        method: "POST",
+        headers,
+        body,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
       const answer = new Uint8Array(await res.body.arrayBuffer());
-      if (res.statusCode !== 200) throw new Error(`CreateContact: HTTP ${res.statusCode}: ${Buffer.from(answer).toString("utf8").slice(0, 200)}`);
+      if (res.statusCode !== 200)
+        throw new Error(`CreateContact: HTTP ${res.statusCode}: ${Buffer.from(answer).toString("utf8").slice(0, 200)}`);
       const id = fromBinary(CreateContactResponseSchema, answer).contact?.id;
       if (!id) throw new Error("CreateContact: no contact in the answer");
       return id;

@@ -25,15 +25,31 @@ const target = await startPlatform();
 /** The platform process's CPU time so far, in clock ticks: [utime, stime]. */
 const ticks = async () => (await processTicks(target.pid))!;
 try {
-  const form = new URLSearchParams({ grant_type: "client_credentials", client_id: target.clientId, client_secret: target.clientSecret, scope: "organisation:read" });
+  const form = new URLSearchParams({
+    grant_type: "client_credentials",
+    client_id: target.clientId,
+    client_secret: target.clientSecret,
+    scope: "organisation:read",
+  });
   for (const row of rows) {
-    const formPost = (pathname: string, body: URLSearchParams) =>
-      ({ url: `${target.gateway}${pathname}`, method: "POST" as const, headers: { "content-type": "application/x-www-form-urlencoded" }, body: body.toString() });
+    const formPost = (pathname: string, body: URLSearchParams) => ({
+      url: `${target.gateway}${pathname}`,
+      method: "POST" as const,
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: body.toString(),
+    });
     const load =
       row === "token"
         ? formPost("/oauth/token", form)
         : row === "introspect"
-          ? formPost("/oauth/introspect", new URLSearchParams({ client_id: target.clientId, client_secret: target.clientSecret, token: target.accessToken }))
+          ? formPost(
+              "/oauth/introspect",
+              new URLSearchParams({
+                client_id: target.clientId,
+                client_secret: target.clientSecret,
+                token: target.accessToken,
+              }),
+            )
           : { url: `${target.gateway}/oauth/me`, headers: { authorization: `Bearer ${target.accessToken}` } };
     const before = await ticks();
     const result = await autocannon({ ...load, connections: 10, duration: seconds });
@@ -57,6 +73,9 @@ if (output && process.env.BENCH_NODE_FLAGS?.includes("--trace-gc-nvp")) {
     .slice(-30)
     .map((l) => Number(/ promoted=(\d+)/.exec(l)?.[1] ?? 0))
     .sort((a, b) => a - b);
-  if (promoted.length) console.log(`young collections: median ${Math.round(promoted[promoted.length >> 1]! / 1024)} KB promoted of the last ${promoted.length}`);
+  if (promoted.length)
+    console.log(
+      `young collections: median ${Math.round(promoted[promoted.length >> 1]! / 1024)} KB promoted of the last ${promoted.length}`,
+    );
 }
 process.exit(0);

@@ -35,7 +35,9 @@ const parentOf = new Map<number, number>();
 for (const n of profile.nodes) for (const c of n.children ?? []) parentOf.set(c, n.id);
 const name = (n: Node) => {
   const f = n.callFrame;
-  const where = f.url.replace(/^.*\/node_modules\/(\.cache\/bizcard-start\/[^/]+\/)?/, "").replace(/^file:\/\/.*?\/(?=[^/]+\/[^/]+$)/, "");
+  const where = f.url
+    .replace(/^.*\/node_modules\/(\.cache\/bizcard-start\/[^/]+\/)?/, "")
+    .replace(/^file:\/\/.*?\/(?=[^/]+\/[^/]+$)/, "");
   return `${f.functionName || "(anonymous)"} ${where}:${f.lineNumber + 1}`;
 };
 
@@ -59,5 +61,8 @@ for (let i = 0; i < profile.samples.length; i++) {
   }
 }
 console.log(`${file}: ${(busy / 1000).toFixed(0)} ms busy in the last ${windowUs / 1e6} s; inclusive shares of it`);
-const rows = [...inclusive].filter(([k]) => !filter || k.includes(filter)).sort((a, b) => b[1] - a[1]).slice(0, top);
+const rows = [...inclusive]
+  .filter(([k]) => !filter || k.includes(filter))
+  .sort((a, b) => b[1] - a[1])
+  .slice(0, top);
 for (const [k, v] of rows) console.log(`${((100 * v) / busy).toFixed(1).padStart(6)} %  ${k}`);

@@ -40,7 +40,12 @@ function packageOf(url: string, functionName: string): string {
     return first!.startsWith("@") ? `${first}/${second}` : first!;
   }
   const relative = path.relative(process.cwd(), file);
-  return relative.startsWith("..") ? file : relative.split(path.sep).slice(0, relative.includes(path.sep) ? 2 : 1).join("/");
+  return relative.startsWith("..")
+    ? file
+    : relative
+        .split(path.sep)
+        .slice(0, relative.includes(path.sep) ? 2 : 1)
+        .join("/");
 }
 
 function fileOf(url: string): string {
@@ -93,12 +98,17 @@ async function summarise(file: string): Promise<void> {
   }
   const busy = total - idle;
   const wall = (profile.endTime - profile.startTime) / 1000;
-  console.log(`${path.basename(file)}: ${(wall / 1000).toFixed(1)} s profiled, busy ${(busy / 1000).toFixed(0)} ms (${((100 * busy) / (wall * 1000)).toFixed(0)} % of one core); shares below are of busy time`);
+  console.log(
+    `${path.basename(file)}: ${(wall / 1000).toFixed(1)} s profiled, busy ${(busy / 1000).toFixed(0)} ms (${((100 * busy) / (wall * 1000)).toFixed(0)} % of one core); shares below are of busy time`,
+  );
   table(`top ${top} functions by self time`, byFunction, busy);
   table(`top ${top} packages / project folders by self time`, byPackage, busy);
   table(`top ${top} files by self time`, byFile, busy);
   // Who calls the costliest native frames: the nearest callers outside node's own code.
-  const natives = [...byFunction].filter(([k]) => !k.includes(" ")).sort((a, b) => b[1] - a[1]).slice(0, 3);
+  const natives = [...byFunction]
+    .filter(([k]) => !k.includes(" "))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 3);
   for (const [name] of natives) {
     const callers = new Map<string, number>();
     for (const [id, us] of self) {
@@ -107,7 +117,8 @@ async function summarise(file: string): Promise<void> {
       const chain: string[] = [];
       while (p !== undefined && chain.length < 3) {
         const f = frames.get(p)!;
-        if (f.url !== "" && !f.url.startsWith("node:")) chain.push(`${f.functionName || "(anonymous)"} ${fileOf(f.url)}:${f.lineNumber + 1}`);
+        if (f.url !== "" && !f.url.startsWith("node:"))
+          chain.push(`${f.functionName || "(anonymous)"} ${fileOf(f.url)}:${f.lineNumber + 1}`);
         p = parent.get(p);
       }
       const key = chain.join(" < ") || "(no JavaScript caller)";
@@ -119,6 +130,9 @@ async function summarise(file: string): Promise<void> {
 }
 
 const files = (await stat(target)).isDirectory()
-  ? (await readdir(target)).filter((f) => f.endsWith(".cpuprofile")).sort().map((f) => path.join(target, f))
+  ? (await readdir(target))
+      .filter((f) => f.endsWith(".cpuprofile"))
+      .sort()
+      .map((f) => path.join(target, f))
   : [target];
 for (const file of files) await summarise(file);

@@ -65,7 +65,11 @@ export async function runCase(delivery: DeliveryTarget, args: Parameters<Deliver
  * machine's speed moves by half between minutes (growth-rows.ts). The two
  * rows' `passes` are in pairs: the n-th of each ran one beside the other.
  */
-export async function runCasePair(a: DeliveryTarget, b: DeliveryTarget, args: Parameters<DeliveryTarget["run"]>): Promise<[Row, Row]> {
+export async function runCasePair(
+  a: DeliveryTarget,
+  b: DeliveryTarget,
+  args: Parameters<DeliveryTarget["run"]>,
+): Promise<[Row, Row]> {
   const runs: [DeliveryRun[], DeliveryRun[]] = [[], []];
   const targets = [a, b] as const;
   for (let pass = 0; pass < passesOf(args); pass++) {

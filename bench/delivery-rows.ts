@@ -2,7 +2,15 @@
 // against one platform (delivery-target.ts), printed with their floors, and
 // returned for the results file (without the per-delivery samples).
 import type { DeliveryRun, DeliveryTarget } from "./delivery-target.js";
-import { BURST_PASSES, RATE_PASSES, RATE_SECONDS, lostOrFailed, runCase, runCasePair, type Row } from "./delivery-passes.js";
+import {
+  BURST_PASSES,
+  RATE_PASSES,
+  RATE_SECONDS,
+  lostOrFailed,
+  runCase,
+  runCasePair,
+  type Row,
+} from "./delivery-passes.js";
 import { seedDeliveries } from "./growth.js";
 import { deliveryGrowth } from "./growth-rows.js";
 import { BASELINE_P95_MS, NOISY_FLOOR, noisyNeighbour } from "./noisy-neighbour.js";
@@ -18,7 +26,12 @@ const summary = ({ samples: _, ...r }: DeliveryRun) => r;
  * `twin`: a second platform for the growth rows: its tables are seeded with
  * 100,000 deliveries, and each case's passes take turns on both (growth-rows.ts).
  */
-export async function deliveryRows(delivery: DeliveryTarget, deliverySeconds: number, noisyOnly = false, twin?: DeliveryTarget) {
+export async function deliveryRows(
+  delivery: DeliveryTarget,
+  deliverySeconds: number,
+  noisyOnly = false,
+  twin?: DeliveryTarget,
+) {
   const seedMs = twin && !noisyOnly ? await seedDeliveries(twin.databaseUrl) : undefined;
   // Warm-up: connections opened, code paths compiled. 5 s at 200/s, then 2 s at the highest rate
   // over SPREAD organisations: at 200/s alone the pools were still opening connections (a new
@@ -27,20 +40,40 @@ export async function deliveryRows(delivery: DeliveryTarget, deliverySeconds: nu
     await target.run(1000, 200, 1);
     if (!noisyOnly) await target.run(2000, 1000, 1, SPREAD);
   }
-  const cases: [string, Parameters<DeliveryTarget["run"]>][] = noisyOnly ? [] : [
-    // Each fixed rate RATE_PASSES times for RATE_SECONDS, the pass with the median p95 (delivery-passes.ts).
-    [`200 contacts/s for ${RATE_SECONDS} s, 1 subscription each, median of ${RATE_PASSES}`, [200 * RATE_SECONDS, 200, 1]],
-    // The higher rates go round SPREAD organisations, as a multi-tenant load does: one subscription
-    // takes at most its in-flight cap (4) of POSTs at once, so one alone cannot take 500 a second.
-    [`500 contacts/s for ${RATE_SECONDS} s over ${SPREAD} organisations, 1 subscription each, median of ${RATE_PASSES}`, [500 * RATE_SECONDS, 500, 1, SPREAD]],
-    [`1,000 contacts/s for ${RATE_SECONDS} s over ${SPREAD} organisations, 1 subscription each, median of ${RATE_PASSES}`, [1000 * RATE_SECONDS, 1000, 1, SPREAD]],
-    // Each burst BURST_PASSES times, the median pass (delivery-passes.ts).
-    [`burst: 2,000 contacts, 32 calls in flight, 1 subscription each, median of ${BURST_PASSES}`, [2000, Infinity, 1]],
-    [`burst: 500 contacts, 32 calls in flight, 10 subscriptions each, median of ${BURST_PASSES}`, [500, Infinity, 10]],
-    // An ordered subscription takes one POST at a time, in commit order: its rate is one delivery per
-    // round of claim, POST and record (no floor; what a receiver that asks for order gets).
-    [`ordered: 200 contacts, 32 calls in flight, 1 ordered subscription, median of ${BURST_PASSES}`, [200, Infinity, 1, 1, { ordered: true }]],
-  ];
+  const cases: [string, Parameters<DeliveryTarget["run"]>][] = noisyOnly
+    ? []
+    : [
+        // Each fixed rate RATE_PASSES times for RATE_SECONDS, the pass with the median p95 (delivery-passes.ts).
+        [
+          `200 contacts/s for ${RATE_SECONDS} s, 1 subscription each, median of ${RATE_PASSES}`,
+          [200 * RATE_SECONDS, 200, 1],
+        ],
+        // The higher rates go round SPREAD organisations, as a multi-tenant load does: one subscription
+        // takes at most its in-flight cap (4) of POSTs at once, so one alone cannot take 500 a second.
+        [
+          `500 contacts/s for ${RATE_SECONDS} s over ${SPREAD} organisations, 1 subscription each, median of ${RATE_PASSES}`,
+          [500 * RATE_SECONDS, 500, 1, SPREAD],
+        ],
+        [
+          `1,000 contacts/s for ${RATE_SECONDS} s over ${SPREAD} organisations, 1 subscription each, median of ${RATE_PASSES}`,
+          [1000 * RATE_SECONDS, 1000, 1, SPREAD],
+        ],
+        // Each burst BURST_PASSES times, the median pass (delivery-passes.ts).
+        [
+          `burst: 2,000 contacts, 32 calls in flight, 1 subscription each, median of ${BURST_PASSES}`,
+          [2000, Infinity, 1],
+        ],
+        [
+          `burst: 500 contacts, 32 calls in flight, 10 subscriptions each, median of ${BURST_PASSES}`,
+          [500, Infinity, 10],
+        ],
+        // An ordered subscription takes one POST at a time, in commit order: its rate is one delivery per
+        // round of claim, POST and record (no floor; what a receiver that asks for order gets).
+        [
+          `ordered: 200 contacts, 32 calls in flight, 1 ordered subscription, median of ${BURST_PASSES}`,
+          [200, Infinity, 1, 1, { ordered: true }],
+        ],
+      ];
   const runs: [string, Row][] = [];
   const grown: Row[] = [];
   // Each row on tables as autovacuum would leave them (pipeline-vacuum.ts).
@@ -68,14 +101,18 @@ export async function deliveryRows(delivery: DeliveryTarget, deliverySeconds: nu
       `${name.padEnd(width)} ${num(r.eventsPerSecond).padStart(9)} ${num(r.deliveriesPerSecond).padStart(9)} ${num(r.p50).padStart(7)} ${num(r.p95).padStart(7)} ${num(r.p99).padStart(7)} ${`${r.arrived}/${r.events * r.subscriptions}`.padStart(13)} ${num(r.failed).padStart(7)}`,
     );
   }
-  console.log(`\nthe other owner (noisy neighbour), per pass: its events (failed calls), POSTs its receiver had, its open POSTs during the run (min / mean / max)`);
+  console.log(
+    `\nthe other owner (noisy neighbour), per pass: its events (failed calls), POSTs its receiver had, its open POSTs during the run (min / mean / max)`,
+  );
   for (const [i, p] of noisy.passes.entries()) {
     console.log(
       `  ${Math.floor(i / 2) + 1} ${p.hanging ? "hangs  " : "answers"}  ${p.noisyCreated} (${p.noisyFailed})  ${p.noisyReceived} POSTs  open ${p.openMin} / ${p.openMean.toFixed(1)} / ${p.openMax}`,
     );
   }
   const median = (m: { p50: number; p95: number; p99: number }) => `${num(m.p50)} / ${num(m.p95)} / ${num(m.p99)}`;
-  console.log(`\nnoisy neighbour, medians of ${noisy.passes.length / 2} passes each, p50 / p95 / p99 ms: without ${median(noisy.without)}; with ${median(noisy.with)}`);
+  console.log(
+    `\nnoisy neighbour, medians of ${noisy.passes.length / 2} passes each, p50 / p95 / p99 ms: without ${median(noisy.without)}; with ${median(noisy.with)}`,
+  );
   // The delivery floors (issue 16): p95 at 200 events/s <= 250 ms, at 500/s <= 100 ms, at 1,000/s <= 250 ms,
   // nothing lost; bursts with 10 subscriptions each >= 3,000 deliveries/s; the quiet owner's p95 with a
   // hanging subscription of another owner <= 1.5x without, none lost.
@@ -96,16 +133,25 @@ export async function deliveryRows(delivery: DeliveryTarget, deliverySeconds: nu
   console.log(
     `\nfloors, delivery: ` +
       (floors
-        ? floors.rates.map((f) => `p95 at ${f.rate} events/s ${num(f.p95)} ms (<= ${f.floor}, none lost: ${verdict(f.met)}); `).join("") +
+        ? floors.rates
+            .map((f) => `p95 at ${f.rate} events/s ${num(f.p95)} ms (<= ${f.floor}, none lost: ${verdict(f.met)}); `)
+            .join("") +
           `burst with 10 subscriptions each ${num(floors.burst10)} deliveries/s (>= 3,000: ${verdict(floors.burst10Met)}); `
         : "") +
       `noisy neighbour p95 with / without a hanging subscription ${num(noisy.with.p95)} / ${num(noisy.without.p95)} ms = ${noisy.ratio.toFixed(2)}x ` +
       `(<= ${NOISY_FLOOR}x; ${noisy.lost} lost, ${noisy.failedCalls} calls failed: ` +
-      (noisy.met === null ? `no verdict: the passes without fell behind, p95 over ${BASELINE_P95_MS} ms)` : `${verdict(noisy.met)})`),
+      (noisy.met === null
+        ? `no verdict: the passes without fell behind, p95 over ${BASELINE_P95_MS} ms)`
+        : `${verdict(noisy.met)})`),
   );
   // The growth rows, after the floors above: the twin's row of each case beside the rows'.
   const growth =
-    seedMs === undefined ? undefined : deliveryGrowth(seedMs, runs.map(([name, before], i) => ({ name, args: cases[i]![1], before, after: grown[i]! })));
+    seedMs === undefined
+      ? undefined
+      : deliveryGrowth(
+          seedMs,
+          runs.map(([name, before], i) => ({ name, args: cases[i]![1], before, after: grown[i]! })),
+        );
   return {
     growth,
     seconds: deliverySeconds,

@@ -22,7 +22,9 @@ try {
   // Without it the measured run started with the plans of tables never analyzed (each record
   // statement read the deliveries by a sequential scan: bench/profile-findings.md, 2026-11-29 15:13).
   await vacuumPipeline(target.databaseUrl);
-  const sampler = process.env.BENCH_PG_ACTIVITY ? await startActivitySampler(new URL(target.databaseUrl).pathname.slice(1)) : undefined;
+  const sampler = process.env.BENCH_PG_ACTIVITY
+    ? await startActivitySampler(new URL(target.databaseUrl).pathname.slice(1))
+    : undefined;
   const runStarted = new Date();
   const run = await target.run(Math.round(rate * seconds), rate, 1, spread);
   const activity = await sampler?.stop();
@@ -48,7 +50,15 @@ try {
   ).rows;
   await client.end();
   const byContact = new Map(rows.map((r) => [r.contact_id as string, r]));
-  const stages: Record<string, number[]> = { "commit→arrival": [], "outbox→commit": [], "outbox→published": [], "published→fanout": [], "fanout→post": [], "post→arrival": [], "outbox→arrival": [] };
+  const stages: Record<string, number[]> = {
+    "commit→arrival": [],
+    "outbox→commit": [],
+    "outbox→published": [],
+    "published→fanout": [],
+    "fanout→post": [],
+    "post→arrival": [],
+    "outbox→arrival": [],
+  };
   for (const s of run.samples) {
     const r = byContact.get(s.contactId);
     if (!r) continue;
@@ -62,12 +72,18 @@ try {
     stages["outbox→arrival"].push(s.arrivedAt - o);
   }
   const pct = (a: number[], p: number) => a[Math.min(a.length - 1, Math.floor((a.length * p) / 100))];
-  console.log(`rate ${rate}/s asked, events/s ${run.eventsPerSecond.toFixed(0)}, arrived ${run.arrived}/${run.events}, failed ${run.failed}, matched ${stages["commit→arrival"].length}`);
-  console.log(`outbox rows written ${written.n} in ${Number(written.s).toFixed(1)} s: ${(written.n / Math.max(Number(written.s), 0.001)).toFixed(0)}/s`);
+  console.log(
+    `rate ${rate}/s asked, events/s ${run.eventsPerSecond.toFixed(0)}, arrived ${run.arrived}/${run.events}, failed ${run.failed}, matched ${stages["commit→arrival"].length}`,
+  );
+  console.log(
+    `outbox rows written ${written.n} in ${Number(written.s).toFixed(1)} s: ${(written.n / Math.max(Number(written.s), 0.001)).toFixed(0)}/s`,
+  );
   for (const [name, a] of Object.entries(stages)) {
     if (a.length === 0) continue;
     a.sort((x, y) => x - y);
-    console.log(`${name.padEnd(20)} p50 ${pct(a, 50).toFixed(1).padStart(7)}  p95 ${pct(a, 95).toFixed(1).padStart(7)}  p99 ${pct(a, 99).toFixed(1).padStart(7)}  max ${a[a.length - 1].toFixed(1).padStart(7)}`);
+    console.log(
+      `${name.padEnd(20)} p50 ${pct(a, 50).toFixed(1).padStart(7)}  p95 ${pct(a, 95).toFixed(1).padStart(7)}  p99 ${pct(a, 99).toFixed(1).padStart(7)}  max ${a[a.length - 1].toFixed(1).padStart(7)}`,
+    );
   }
   if (activity) console.log(activity);
 } finally {

@@ -12,7 +12,7 @@
 import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { EventType } from "../gen/bizcard/events/v1/events_pb.js";
@@ -20,12 +20,13 @@ import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation
 import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 import { createRpcClient } from "../services/shared/rpc/client.js";
 import { createDatabaseOn } from "../test/support/backends.js";
-import { ROOT, httpReady, platformPorts, spawnProcess, type Spawned } from "../test/support/processes.js";
-import { PLATFORM_ENV, startArgs } from "../scripts/platform-processes.js";
+import { httpReady, platformPorts, spawnProcess, type Spawned } from "../test/support/processes.js";
+import { PLATFORM_ENV } from "../scripts/platform-processes.js";
 import { deleteStream } from "../test/support/stream.js";
 import { ADMIN_DATABASE_URL, NATS_URL } from "./rpc-target.js";
 import { startRunCost, type RunCost } from "./run-cost.js";
 import { contactCaller } from "./contact-caller.js";
+import { childProcesses, compiledBuild, DISTRIBUTED, LAYOUT, platformArgs } from "./platform-layout.js";
 
 export interface DeliveryRun {
   events: number;
@@ -64,13 +65,21 @@ export interface DeliveryTarget {
    * `subscriptions`, as a multi-tenant load would (one subscription takes
    * at most its in-flight cap of POSTs at once).
    */
-  run(events: number, perSecond: number, subscriptions: number, organisations?: number, options?: RunOptions): Promise<DeliveryRun>;
+  run(
+    events: number,
+    perSecond: number,
+    subscriptions: number,
+    organisations?: number,
+    options?: RunOptions,
+  ): Promise<DeliveryRun>;
   /**
    * Another owner: a fresh organisation with one subscription of
    * contact.created to `targetUrl` (not this receiver's: its arrivals are not
    * counted): `create` makes one of its contacts (false: the call failed), `remove` deletes the subscription.
    */
-  owner(targetUrl: string): Promise<{ subscriptionId: bigint; create: () => Promise<boolean>; remove: () => Promise<void> }>;
+  owner(
+    targetUrl: string,
+  ): Promise<{ subscriptionId: bigint; create: () => Promise<boolean>; remove: () => Promise<void> }>;
   /** The platform's database (where its stages' timestamps can be read). */
   databaseUrl: string;
   /** The platform's process (its peak memory: memory.ts). */
@@ -84,40 +93,8 @@ export interface DeliveryTarget {
   close(): Promise<void>;
 }
 
-/**
- * BENCH_LAYOUT=distributed: the platform as `npm run start:distributed` runs
- * it, a process per service (through tsx); BENCH_LAYOUT=compiled: the same
- * processes compiled, as the containers run them (`npm run build` into a
- * folder inside the project, removed afterwards; start:distributed --compiled).
- */
-const LAYOUT = process.env.BENCH_LAYOUT;
-const DISTRIBUTED = LAYOUT === "distributed" || LAYOUT === "compiled";
-
-/** The compiled build for BENCH_LAYOUT=compiled, inside the project so that it resolves node_modules (never dist/, which bin/bizcard.js would pick up). */
-async function compiledBuild(): Promise<string> {
-  const out = await mkdtemp(path.join(ROOT, ".bench-build-"));
-  const build = spawnProcess("npm", ["run", "--silent", "build", "--", "--outDir", out], {});
-  const code = await build.exited;
-  if (code !== 0) {
-    process.stderr.write(build.output());
-    throw new Error(`npm run build failed (${code})`);
-  }
-  return out;
-}
-
-/** A process's children by what they run (services/<name>/main, gateway/main). */
-async function childProcesses(pid: number): Promise<Record<string, number>> {
-  const children = (await readFile(`/proc/${pid}/task/${pid}/children`, "utf8")).trim().split(/\s+/).filter(Boolean).map(Number);
-  const named: Record<string, number> = {};
-  for (const child of children) {
-    const command = (await readFile(`/proc/${child}/cmdline`, "utf8")).split("\0").join(" ");
-    const name = /(?:services\/(\w+)|(gateway))\/main/.exec(command);
-    if (name) named[name[1] ?? name[2]!] = child;
-  }
-  return named;
-}
-
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
 
 /** `nodeArgs` go before the platform's script (e.g. --cpu-prof). */
 export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<DeliveryTarget> {
@@ -171,8 +148,7 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
   };
   try {
     if (LAYOUT === "compiled") compiled = await compiledBuild();
-    const distributed = [...nodeArgs, "--import", "tsx", "scripts/start-distributed.ts", ...(compiled ? ["--compiled", path.relative(ROOT, compiled)] : [])];
-    platform = spawnProcess(process.execPath, DISTRIBUTED ? distributed : startArgs(nodeArgs), {
+    platform = spawnProcess(process.execPath, platformArgs(nodeArgs, compiled), {
       // As npm start and start:distributed set it.
       ...PLATFORM_ENV,
       ...ports,
@@ -195,17 +171,30 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
     let organisationCount = 0;
     const subscribedOrganisation = async (name: string, targetUrls: (n: number) => string[], ordered = false) => {
       const n = ++organisationCount;
-      const { organisation } = await organisations.createOrganisation({ name: `${name} ${n}`, ownerEmail: `owner${n}@bench.test`, ownerPassword: "bench-password" });
+      const { organisation } = await organisations.createOrganisation({
+        name: `${name} ${n}`,
+        ownerEmail: `owner${n}@bench.test`,
+        ownerPassword: "bench-password",
+      });
       const owner = { organisationId: organisation!.id, clientId: "bench" };
       const subscriptionIds: bigint[] = [];
       for (const targetUrl of targetUrls(n)) {
-        const { subscription } = await webhooks.createSubscription({ owner, targetUrl, eventType: EventType.CONTACT_CREATED, ordered });
+        const { subscription } = await webhooks.createSubscription({
+          owner,
+          targetUrl,
+          eventType: EventType.CONTACT_CREATED,
+          ordered,
+        });
         subscriptionIds.push(subscription!.id);
       }
       return { n, owner, subscriptionIds };
     };
     const owner = async (targetUrl: string) => {
-      const { n: id, owner: subscriptionOwner, subscriptionIds } = await subscribedOrganisation("Bench owner", () => [targetUrl]);
+      const {
+        n: id,
+        owner: subscriptionOwner,
+        subscriptionIds,
+      } = await subscribedOrganisation("Bench owner", () => [targetUrl]);
       const { organisationId } = subscriptionOwner;
       let n = 0;
       const create = async () => {
@@ -216,7 +205,8 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
           return false;
         }
       };
-      const remove = async () => void (await webhooks.deleteSubscription({ owner: subscriptionOwner, id: subscriptionIds[0]! }));
+      const remove = async () =>
+        void (await webhooks.deleteSubscription({ owner: subscriptionOwner, id: subscriptionIds[0]! }));
       return { subscriptionId: subscriptionIds[0]!, create, remove };
     };
     // The organisations of a run, each with its subscriptions, by their shape: the passes of one
@@ -240,7 +230,13 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
     };
     const pid = platform.child.pid;
     const processes = async () => (DISTRIBUTED && pid !== undefined ? childProcesses(pid) : { platform: pid! });
-    const run = async (events: number, perSecond: number, subscriptions: number, organisationCount = 1, options: RunOptions = {}): Promise<DeliveryRun> => {
+    const run = async (
+      events: number,
+      perSecond: number,
+      subscriptions: number,
+      organisationCount = 1,
+      options: RunOptions = {},
+    ): Promise<DeliveryRun> => {
       const tenants = await tenantsOf(organisationCount, subscriptions, options.ordered ?? false);
       const commits = new Map<string, number>();
       let expected = events * subscriptions;
@@ -276,7 +272,8 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
       }
       await Promise.all(calls);
       const lastCommit = performance.now();
-      if (failed > 0) console.warn(`${failed} of ${events} CreateContact calls failed; the first: ${String(firstError)}`);
+      if (failed > 0)
+        console.warn(`${failed} of ${events} CreateContact calls failed; the first: ${String(firstError)}`);
       // A failed call may still have committed (its answer came too late): those deliveries are not waited for.
       expected = commits.size * subscriptions;
       // Every delivery arrives, or 60 s pass.
@@ -302,7 +299,11 @@ export async function startDeliveryTarget(nodeArgs: string[] = []): Promise<Deli
         firstCommit = Math.min(firstCommit, commitAt);
         for (const at of arrivals.get(id) ?? []) {
           latencies.push(at - commitAt);
-          samples.push({ contactId: id, committedAt: performance.timeOrigin + commitAt, arrivedAt: performance.timeOrigin + at });
+          samples.push({
+            contactId: id,
+            committedAt: performance.timeOrigin + commitAt,
+            arrivedAt: performance.timeOrigin + at,
+          });
           lastArrival = Math.max(lastArrival, at);
         }
       }

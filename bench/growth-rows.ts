@@ -3,7 +3,7 @@
 // them with SQL) on a second platform, each beside the same row of the first
 // platform measured in turns with it, and how much it fell. Floor: no figure
 // falls by more than 20%.
-import type { DeliveryRun, DeliveryTarget } from "./delivery-target.js";
+import type { DeliveryTarget } from "./delivery-target.js";
 import { lostOrFailed, type Row } from "./delivery-passes.js";
 import { GROWTH_DELIVERIES, GROWTH_TOKENS, fall } from "./growth.js";
 import type { RunCost } from "./run-cost.js";
@@ -32,16 +32,34 @@ const num = (n: number) => n.toLocaleString("en-US", { maximumFractionDigits: 0 
  * one beside the other (an OAuth round, a delivery pass). Its fall is the
  * median of the pairs' falls; its columns, each side's median.
  */
-function pairedRow(name: string, figure: string, before: number[], after: number[], higherIsBetter: boolean): GrowthRow {
+function pairedRow(
+  name: string,
+  figure: string,
+  before: number[],
+  after: number[],
+  higherIsBetter: boolean,
+): GrowthRow {
   const falls = after.map((a, i) => fall(before[i]!, a, higherIsBetter));
   const paired = median(falls);
-  return { name, figure, before: median(before), after: median(after), fall: paired, met: paired <= GROWTH_FLOOR_PERCENT, falls };
+  return {
+    name,
+    figure,
+    before: median(before),
+    after: median(after),
+    fall: paired,
+    met: paired <= GROWTH_FLOOR_PERCENT,
+    falls,
+  };
 }
 
 export function printGrowth(title: string, seeded: string, rows: GrowthRow[]): void {
-  console.log(`\n${`${title} (${seeded})`.padEnd(78)} ${"before".padStart(9)} ${"after".padStart(9)} ${"fall".padStart(7)}`);
+  console.log(
+    `\n${`${title} (${seeded})`.padEnd(78)} ${"before".padStart(9)} ${"after".padStart(9)} ${"fall".padStart(7)}`,
+  );
   for (const r of rows) {
-    console.log(`${`${r.name}, ${r.figure}`.padEnd(78)} ${num(r.before).padStart(9)} ${num(r.after).padStart(9)} ${`${r.fall.toFixed(0)}%`.padStart(7)}`);
+    console.log(
+      `${`${r.name}, ${r.figure}`.padEnd(78)} ${num(r.before).padStart(9)} ${num(r.after).padStart(9)} ${`${r.fall.toFixed(0)}%`.padStart(7)}`,
+    );
   }
   const worst = rows.reduce((a, b) => (b.fall > a.fall ? b : a));
   console.log(
@@ -60,9 +78,16 @@ export function printGrowth(title: string, seeded: string, rows: GrowthRow[]): v
  * row of their rounds, the three rows fell 11-21 % together in one run,
  * `GET /oauth/me` among them, which reads nothing from the database.
  */
-export function oauthGrowth(seedMs: number, pairs: { name: string; before: number[]; after: number[] }[]): { seedMs: number; rows: GrowthRow[] } {
+export function oauthGrowth(
+  seedMs: number,
+  pairs: { name: string; before: number[]; after: number[] }[],
+): { seedMs: number; rows: GrowthRow[] } {
   const rows = pairs.map(({ name, before, after }) => pairedRow(name, "calls/s", before, after, true));
-  printGrowth("OAuth, growth", `${num(GROWTH_TOKENS)} access tokens stored, seeded in ${(seedMs / 1000).toFixed(0)} s; in turns, fall: median round`, rows);
+  printGrowth(
+    "OAuth, growth",
+    `${num(GROWTH_TOKENS)} access tokens stored, seeded in ${(seedMs / 1000).toFixed(0)} s; in turns, fall: median round`,
+    rows,
+  );
   return { seedMs, rows };
 }
 
@@ -81,10 +106,19 @@ export function deliveryGrowth(
 ): { seedMs: number; rows: GrowthRow[]; costs: GrowthCost[] } {
   const rows = pairs.map(({ name, args, before, after }): GrowthRow => {
     const burst = args[1] === Infinity;
-    const grown = { ...pairedRow(name, burst ? "deliveries/s" : "p95 ms", before.passes, after.passes, burst), passes: after.passes };
-    return lostOrFailed(after) ? { ...grown, met: false, figure: `${grown.figure}, ${after.events * after.subscriptions - after.arrived} LOST` } : grown;
+    const grown = {
+      ...pairedRow(name, burst ? "deliveries/s" : "p95 ms", before.passes, after.passes, burst),
+      passes: after.passes,
+    };
+    return lostOrFailed(after)
+      ? { ...grown, met: false, figure: `${grown.figure}, ${after.events * after.subscriptions - after.arrived} LOST` }
+      : grown;
   });
-  printGrowth("Delivery, growth", `${num(GROWTH_DELIVERIES)} deliveries stored, seeded in ${(seedMs / 1000).toFixed(0)} s; in turns, fall: median pair`, rows);
+  printGrowth(
+    "Delivery, growth",
+    `${num(GROWTH_DELIVERIES)} deliveries stored, seeded in ${(seedMs / 1000).toFixed(0)} s; in turns, fall: median pair`,
+    rows,
+  );
   const costs = pairs.map(({ name, before, after }) => growthCost(name, before.costs, after.costs));
   printCosts(costs);
   return { seedMs, rows, costs };
@@ -100,7 +134,8 @@ export interface GrowthCost {
 }
 
 function growthCost(name: string, before: (RunCost | undefined)[], after: (RunCost | undefined)[]): GrowthCost {
-  const side = (costs: (RunCost | undefined)[], figure: (c: RunCost) => number) => median(costs.flatMap((c) => (c ? [figure(c)] : [])));
+  const side = (costs: (RunCost | undefined)[], figure: (c: RunCost) => number) =>
+    median(costs.flatMap((c) => (c ? [figure(c)] : [])));
   const compare = (figure: (c: RunCost) => number) => {
     const [b, a] = [side(before, figure), side(after, figure)];
     return { before: b, after: a, change: (a / b - 1) * 100 };

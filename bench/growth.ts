@@ -89,7 +89,8 @@ export async function seedDeliveries(databaseUrl: string, count = GROWTH_DELIVER
        from "delivery"."delivery" d join growth g using ("event_id")`,
     );
     await client.query("commit");
-    for (const table of ["delivery_event", "delivery", "delivery_attempt"]) await client.query(`vacuum analyze "delivery"."${table}"`);
+    for (const table of ["delivery_event", "delivery", "delivery_attempt"])
+      await client.query(`vacuum analyze "delivery"."${table}"`);
     await settle(client);
   });
   return performance.now() - started;

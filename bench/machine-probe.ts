@@ -46,7 +46,9 @@ function jsLoopMs(): number {
 }
 
 async function pipeRoundTripUs(trips = 2_000): Promise<number> {
-  const child = spawn(process.execPath, ["-e", "process.stdin.on('data', (b) => process.stdout.write(b))"], { stdio: ["pipe", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["-e", "process.stdin.on('data', (b) => process.stdout.write(b))"], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
   const times: number[] = [];
   await new Promise<void>((resolve, reject) => {
     let sent = 0;
@@ -67,7 +69,10 @@ async function pipeRoundTripUs(trips = 2_000): Promise<number> {
   return median(times);
 }
 
-async function postgresRoundTrips(databaseUrl: string, trips = 500): Promise<{ pgRoundTripUs: number; pgCommitUs: number }> {
+async function postgresRoundTrips(
+  databaseUrl: string,
+  trips = 500,
+): Promise<{ pgRoundTripUs: number; pgCommitUs: number }> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
@@ -83,7 +88,9 @@ async function postgresRoundTrips(databaseUrl: string, trips = 500): Promise<{ p
     const pgRoundTripUs = await time("select 1");
     // Transactional: the message is WAL written in the statement's own transaction, flushed at its
     // commit. Where the server refuses it, the figure is left out (NaN).
-    const pgCommitUs = await time("select pg_logical_emit_message(true, 'bizcard-bench-probe', '')").catch(() => Number.NaN);
+    const pgCommitUs = await time("select pg_logical_emit_message(true, 'bizcard-bench-probe', '')").catch(
+      () => Number.NaN,
+    );
     return { pgRoundTripUs, pgCommitUs };
   } finally {
     await client.end();
@@ -109,7 +116,9 @@ export async function probeMachine(databaseUrl: string, when = "machine", start?
     `${when}: load ${probe.loadAverageAtStart.map((l) => l.toFixed(2)).join(" ")}, JS loop ${probe.jsLoopMs.toFixed(0)} ms, ` +
       `pipe round trip to a child process ${probe.pipeRoundTripUs.toFixed(0)} µs, ` +
       `PostgreSQL select 1 ${probe.pgRoundTripUs.toFixed(0)} µs, commit with a WAL flush ${Number.isNaN(probe.pgCommitUs) ? "n/a (refused)" : `${probe.pgCommitUs.toFixed(0)} µs`} (medians)` +
-      (stolen === undefined ? "" : `; CPU time stolen by the hypervisor since the start ${stolen.toFixed(1)} % of the machine's`),
+      (stolen === undefined
+        ? ""
+        : `; CPU time stolen by the hypervisor since the start ${stolen.toFixed(1)} % of the machine's`),
   );
   return probe;
 }

@@ -72,7 +72,9 @@ const mb = (n: number | undefined) => (n === undefined ? "–" : n.toFixed(0));
 /** The peaks of running processes (name → pid), read now (before they stop). */
 export async function peaksOf(loaded: Record<string, number | undefined>): Promise<Record<string, number | undefined>> {
   const running = Object.entries(loaded).filter(([, pid]) => pid !== undefined);
-  return Object.fromEntries(await Promise.all(running.map(async ([name, pid]) => [name, await peakRssMb(pid)] as const)));
+  return Object.fromEntries(
+    await Promise.all(running.map(async ([name, pid]) => [name, await peakRssMb(pid)] as const)),
+  );
 }
 
 /** Prints the memory rows: the loaded processes' peaks (name → MB, read with peaksOf) and the embedded starts; returns them for the results file. */
@@ -80,16 +82,23 @@ export async function memoryRows(peaks: Record<string, number | undefined>, with
   const running = Object.keys(peaks);
   const embedded = withEmbedded ? await embeddedStarts() : undefined;
   console.log(`\n${"Memory (peak resident, VmHWM)".padEnd(72)} ${"MB".padStart(7)} ${"ready ms".padStart(9)}`);
-  for (const [name, peak] of Object.entries(peaks)) console.log(`${name.padEnd(72)} ${mb(peak).padStart(7)} ${"".padStart(9)}`);
+  for (const [name, peak] of Object.entries(peaks))
+    console.log(`${name.padEnd(72)} ${mb(peak).padStart(7)} ${"".padStart(9)}`);
   if (embedded) {
-    console.log(`${"npm start, embedded (PGlite, in-process bus), fresh data folder".padEnd(72)} ${mb(embedded.cold.peakMb).padStart(7)} ${embedded.cold.readyMs.toFixed(0).padStart(9)}`);
-    console.log(`${"npm start, embedded, restarted on that folder".padEnd(72)} ${mb(embedded.restart.peakMb).padStart(7)} ${embedded.restart.readyMs.toFixed(0).padStart(9)}`);
+    console.log(
+      `${"npm start, embedded (PGlite, in-process bus), fresh data folder".padEnd(72)} ${mb(embedded.cold.peakMb).padStart(7)} ${embedded.cold.readyMs.toFixed(0).padStart(9)}`,
+    );
+    console.log(
+      `${"npm start, embedded, restarted on that folder".padEnd(72)} ${mb(embedded.restart.peakMb).padStart(7)} ${embedded.restart.readyMs.toFixed(0).padStart(9)}`,
+    );
   }
   const loadedMax = Math.max(0, ...Object.values(peaks).map((p) => p ?? 0));
   const embeddedMax = embedded ? Math.max(embedded.cold.peakMb ?? 0, embedded.restart.peakMb ?? 0) : undefined;
   console.log(
     `\nfloors, memory: ` +
-      (running.length > 0 ? `every loaded process <= ${PROCESS_FLOOR_MB} MB (${mb(loadedMax)}: ${verdict(loadedMax <= PROCESS_FLOOR_MB)}); ` : "") +
+      (running.length > 0
+        ? `every loaded process <= ${PROCESS_FLOOR_MB} MB (${mb(loadedMax)}: ${verdict(loadedMax <= PROCESS_FLOOR_MB)}); `
+        : "") +
       (embedded
         ? `embedded start <= ${EMBEDDED_FLOOR_MB} MB (${mb(embeddedMax)}: ${verdict(embeddedMax! <= EMBEDDED_FLOOR_MB)}); ` +
           `cold start to ready <= ${READY_FLOOR_MS} ms (${embedded.cold.readyMs.toFixed(0)}: ${verdict(embedded.cold.readyMs <= READY_FLOOR_MS)})`

@@ -83,7 +83,14 @@ function startNoisyReceiver() {
     held.add(res);
     res.on("close", () => (open--, held.delete(res)));
   });
-  return new Promise<{ url: string; setHang(h: boolean): void; release(): void; open(): number; received(): number; close(): Promise<void> }>((resolve) =>
+  return new Promise<{
+    url: string;
+    setHang(h: boolean): void;
+    release(): void;
+    open(): number;
+    received(): number;
+    close(): Promise<void>;
+  }>((resolve) =>
     server.listen(0, "127.0.0.1", () =>
       resolve({
         url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
@@ -132,7 +139,11 @@ async function until(check: () => boolean | Promise<boolean>, ms: number) {
 }
 
 /** Every round: a pass without and one with the hanging subscription, in turns (ABBA). */
-export async function noisyNeighbour(target: DeliveryTarget, seconds: number, rounds = Number(process.env.BENCH_NOISY_ROUNDS ?? 3)): Promise<NoisyResult> {
+export async function noisyNeighbour(
+  target: DeliveryTarget,
+  seconds: number,
+  rounds = Number(process.env.BENCH_NOISY_ROUNDS ?? 3),
+): Promise<NoisyResult> {
   const receiver = await startNoisyReceiver();
   const db = new pg.Client({ connectionString: target.databaseUrl });
   await db.connect();
@@ -150,7 +161,8 @@ export async function noisyNeighbour(target: DeliveryTarget, seconds: number, ro
   };
   const pass = async (hanging: boolean): Promise<NoisyPass> => {
     const kind = hanging ? "with" : "without";
-    if (!(await until(idle, 120_000))) console.warn(`noisy neighbour (${kind}): the pipeline was still busy after 2 min; the pass starts behind`);
+    if (!(await until(idle, 120_000)))
+      console.warn(`noisy neighbour (${kind}): the pipeline was still busy after 2 min; the pass starts behind`);
     // As autovacuum would have by now (pipeline-vacuum.ts): not on the dead row versions of the passes before.
     await vacuumPipeline(db);
     receiver.setHang(hanging);
@@ -165,7 +177,10 @@ export async function noisyNeighbour(target: DeliveryTarget, seconds: number, ro
     await Promise.all(Array.from({ length: 10 }, caller));
     // WITH: the hanging POSTs have started; WITHOUT: the queue has been answered.
     const ready = hanging ? () => receiver.open() > 0 : () => receiver.received() - receivedBefore >= queued.created;
-    if (!(await until(ready, 30_000))) console.warn(`noisy neighbour (${kind}): the noisy owner's queue was not ${hanging ? "in flight" : "delivered"} within 30 s`);
+    if (!(await until(ready, 30_000)))
+      console.warn(
+        `noisy neighbour (${kind}): the noisy owner's queue was not ${hanging ? "in flight" : "delivered"} within 30 s`,
+      );
     const stop = steady(noisy.create, NOISY_PER_SECOND);
     const open: number[] = [];
     const sampler = setInterval(() => open.push(receiver.open()), 100);
@@ -198,7 +213,11 @@ export async function noisyNeighbour(target: DeliveryTarget, seconds: number, ro
     }
     const of = (hanging: boolean) => {
       const qs = passes.filter((p) => p.hanging === hanging).map((p) => p.quiet);
-      return { p50: median(qs.map((q) => q.p50)), p95: median(qs.map((q) => q.p95)), p99: median(qs.map((q) => q.p99)) };
+      return {
+        p50: median(qs.map((q) => q.p50)),
+        p95: median(qs.map((q) => q.p95)),
+        p99: median(qs.map((q) => q.p99)),
+      };
     };
     const without = of(false);
     const withHanging = of(true);
@@ -207,7 +226,16 @@ export async function noisyNeighbour(target: DeliveryTarget, seconds: number, ro
     // A failed call may still have committed; run() waits only for the answered ones (arrived counts those).
     const lost = passes.reduce((n, p) => n + Math.max(0, p.quiet.events - p.quiet.failed - p.quiet.arrived), 0);
     const baselineKeptUp = without.p95 <= BASELINE_P95_MS;
-    return { passes, without, with: withHanging, ratio, failedCalls, lost, baselineKeptUp, met: baselineKeptUp ? ratio <= NOISY_FLOOR && lost === 0 && failedCalls === 0 : null };
+    return {
+      passes,
+      without,
+      with: withHanging,
+      ratio,
+      failedCalls,
+      lost,
+      baselineKeptUp,
+      met: baselineKeptUp ? ratio <= NOISY_FLOOR && lost === 0 && failedCalls === 0 : null,
+    };
   } finally {
     await db.end();
     await receiver.close();

@@ -46,8 +46,10 @@ export function oauthCases(peers: Peers, platform: PlatformTarget, seconds: numb
   const peerClient = (p: PeerTarget) => ({ client_id: p.clientId, client_secret: p.clientSecret });
   const post = (name: string, url: string, params: Record<string, string>, group: Case["group"] = "oauth") =>
     httpCase(name, { url, method: "POST", headers: form, body: body(params), expectStatus: 200 }, seconds, group);
-  const peerToken = (name: string, p: PeerTarget) => post(name, `${p.url}/token`, { grant_type: "client_credentials", ...peerClient(p), scope: "api:read" });
-  const peerIntrospection = (name: string, p: PeerTarget) => post(name, `${p.url}/token/introspection`, { ...peerClient(p), token: p.accessToken });
+  const peerToken = (name: string, p: PeerTarget) =>
+    post(name, `${p.url}/token`, { grant_type: "client_credentials", ...peerClient(p), scope: "api:read" });
+  const peerIntrospection = (name: string, p: PeerTarget) =>
+    post(name, `${p.url}/token/introspection`, { ...peerClient(p), token: p.accessToken });
   // The platform's cases; with `grown`, each followed by the same case on it (the growth rows).
   const ours = (name: string, make: (p: PlatformTarget, name: string, group: Case["group"]) => Case) =>
     grown ? [make(platform, name, "oauth"), make(grown, `${name}${GROWN}`, "growth")] : [make(platform, name, "oauth")];
@@ -55,12 +57,26 @@ export function oauthCases(peers: Peers, platform: PlatformTarget, seconds: numb
   return [
     peerToken(PEER_TOKEN, peers.memory),
     peerToken(DURABLE_TOKEN, peers.durable),
-    ...ours(TOKEN, (p, name, group) => post(name, `${p.gateway}/oauth/token`, { grant_type: "client_credentials", ...client(p), scope: "organisation:read" }, group)),
+    ...ours(TOKEN, (p, name, group) =>
+      post(
+        name,
+        `${p.gateway}/oauth/token`,
+        { grant_type: "client_credentials", ...client(p), scope: "organisation:read" },
+        group,
+      ),
+    ),
     peerIntrospection(PEER_INTROSPECTION, peers.memory),
     peerIntrospection(DURABLE_INTROSPECTION, peers.durable),
-    ...ours(INTROSPECTION, (p, name, group) => post(name, `${p.gateway}/oauth/introspect`, { ...client(p), token: p.accessToken }, group)),
+    ...ours(INTROSPECTION, (p, name, group) =>
+      post(name, `${p.gateway}/oauth/introspect`, { ...client(p), token: p.accessToken }, group),
+    ),
     ...ours(ME, (p, name, group) =>
-      httpCase(name, { url: `${p.gateway}/oauth/me`, headers: { authorization: `Bearer ${p.accessToken}` }, expectStatus: 200 }, seconds, group),
+      httpCase(
+        name,
+        { url: `${p.gateway}/oauth/me`, headers: { authorization: `Bearer ${p.accessToken}` }, expectStatus: 200 },
+        seconds,
+        group,
+      ),
     ),
   ];
 }
@@ -75,7 +91,8 @@ export function oauthGrowthPairs(rows: Row[]): { name: string; before: number[];
     });
 }
 
-const num = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const num = (n: number, digits = 0) =>
+  n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 /**
  * `row` against `other` (the peer's case, or the bare row), round by round:
@@ -113,7 +130,8 @@ export function printOauthRows(rows: Row[], stored: number, seconds: number): Oa
     return other ? pairedRatio(r, other) : undefined;
   };
   const [vsPeer, vsDurable] = [against(PEER_OF), against(DURABLE_OF)];
-  const ratioColumn = (p: { ratio: number } | undefined, width: number) => (p === undefined ? "" : p.ratio.toFixed(3)).padStart(width);
+  const ratioColumn = (p: { ratio: number } | undefined, width: number) =>
+    (p === undefined ? "" : p.ratio.toFixed(3)).padStart(width);
   console.log(
     `\n${"OAuth, 10 connections (autocannon); ratios: median of the rounds'".padEnd(72)} ${"calls/s".padStart(9)} ${"p99 ms".padStart(9)} ${"vs bare".padStart(8)} ${"vs peer".padStart(8)} ${"vs durable".padStart(10)}`,
   );
@@ -143,11 +161,22 @@ export function printOauthRows(rows: Row[], stored: number, seconds: number): Oa
     `\nfloors, OAuth: token endpoint ${token.ratio.toFixed(3)}x the in-memory peer (${each(token)}${stolen(tokenRow, byName(PEER_TOKEN)!)}; >= 0.85: ${verdict(token.ratio >= 0.85)}); ` +
       `token endpoint ${tokenDurable.ratio.toFixed(3)}x the durable peer (${each(tokenDurable)}${stolen(tokenRow, byName(DURABLE_TOKEN)!)}; >= 1.0: ${verdict(tokenDurable.ratio >= 1)}); ` +
       `GET /oauth/me ${me.ratio.toFixed(3)}x bare (${each(me)}${stolen(byName(ME)!, bare)}; >= 0.4: ${verdict(me.ratio >= 0.4)})` +
-      (introspection === undefined ? "" : `; introspection ${introspection.ratio.toFixed(3)}x the in-memory peer (${each(introspection)}; no floor)`) +
-      (introspectionDurable === undefined ? "" : `; introspection ${introspectionDurable.ratio.toFixed(3)}x the durable peer (${each(introspectionDurable)}; no floor)`),
+      (introspection === undefined
+        ? ""
+        : `; introspection ${introspection.ratio.toFixed(3)}x the in-memory peer (${each(introspection)}; no floor)`) +
+      (introspectionDurable === undefined
+        ? ""
+        : `; introspection ${introspectionDurable.ratio.toFixed(3)}x the durable peer (${each(introspectionDurable)}; no floor)`),
   );
   const durablePeerStorage = printDurablePeerStorage(rows, stored, seconds);
-  return { token: token.ratio, tokenDurable: tokenDurable.ratio, me: me.ratio, introspection: introspection?.ratio, introspectionDurable: introspectionDurable?.ratio, durablePeerStorage };
+  return {
+    token: token.ratio,
+    tokenDurable: tokenDurable.ratio,
+    me: me.ratio,
+    introspection: introspection?.ratio,
+    introspectionDurable: introspectionDurable?.ratio,
+    durablePeerStorage,
+  };
 }
 
 interface DurablePeerStorage {

@@ -50,7 +50,8 @@ export async function startPlatform(): Promise<PlatformTarget> {
   const close = async () => {
     await platform?.kill();
     // BENCH_PLATFORM_OUTPUT=<file>: what the platform printed (the GC trace of BENCH_NODE_FLAGS).
-    if (process.env.BENCH_PLATFORM_OUTPUT && platform) await writeFile(process.env.BENCH_PLATFORM_OUTPUT, platform.output());
+    if (process.env.BENCH_PLATFORM_OUTPUT && platform)
+      await writeFile(process.env.BENCH_PLATFORM_OUTPUT, platform.output());
     await deleteStream(NATS_URL, stream).catch(() => undefined);
     await db.drop();
     await rm(dataDir, { recursive: true, force: true });
@@ -73,21 +74,45 @@ export async function startPlatform(): Promise<PlatformTarget> {
       LOG_LEVEL: "warn",
     };
     // As npm start runs it (package.json's start script: scripts/platform-processes.ts startArgs).
-    platform = spawnProcess(process.execPath, startArgs([...(profile ? ["--cpu-prof", "--cpu-prof-dir", path.resolve(profile)] : []), ...extraFlags]), env);
+    platform = spawnProcess(
+      process.execPath,
+      startArgs([...(profile ? ["--cpu-prof", "--cpu-prof-dir", path.resolve(profile)] : []), ...extraFlags]),
+      env,
+    );
     const gateway = `http://127.0.0.1:${ports.GATEWAY_PORT}`;
     await httpReady(`${gateway}/readyz`, 120_000, platform);
     const rpc = (port: string) => ({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 10_000, internalToken: token });
     const organisations = createRpcClient(OrganisationService, rpc(ports.ORGANISATION_RPC_PORT!));
     const auth = createRpcClient(AuthService, rpc(ports.AUTH_RPC_PORT!));
-    const { organisation } = await organisations.createOrganisation({ name: "Bench Cards", ownerEmail: "owner@bench.test", ownerPassword: "bench-password" });
-    const { client, clientSecret } = await auth.createClient({ name: "Bench Sync", ownerOrganisationId: organisation!.id });
+    const { organisation } = await organisations.createOrganisation({
+      name: "Bench Cards",
+      ownerEmail: "owner@bench.test",
+      ownerPassword: "bench-password",
+    });
+    const { client, clientSecret } = await auth.createClient({
+      name: "Bench Sync",
+      ownerOrganisationId: organisation!.id,
+    });
     const credentials = { client_id: client!.clientId, client_secret: clientSecret };
-    const body = await postForm(`${gateway}/oauth/token`, { grant_type: "client_credentials", ...credentials, scope: "organisation:read" });
+    const body = await postForm(`${gateway}/oauth/token`, {
+      grant_type: "client_credentials",
+      ...credentials,
+      scope: "organisation:read",
+    });
     const accessToken = String(body.access_token);
     await expectActive(`${gateway}/oauth/introspect`, { ...credentials, token: accessToken });
     // Statistics for the tables the token endpoint reads, as autovacuum would have taken them (pipeline-vacuum.ts).
     await vacuumDatabase(db.url);
-    return { gateway, clientId: client!.clientId, clientSecret, accessToken, pid: platform.child.pid!, databaseName, databaseUrl: db.url, close };
+    return {
+      gateway,
+      clientId: client!.clientId,
+      clientSecret,
+      accessToken,
+      pid: platform.child.pid!,
+      databaseName,
+      databaseUrl: db.url,
+      close,
+    };
   } catch (err) {
     if (platform) process.stderr.write(platform.output());
     await close();
@@ -113,7 +138,11 @@ const PEER_FILES = ["package.json", "server.mjs", "pg-adapter.mjs"];
 
 /** POSTs a form; the JSON answer, or an error naming the status (the targets' set-up checks). */
 async function postForm(url: string, params: Record<string, string>): Promise<Record<string, unknown>> {
-  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(params) });
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams(params),
+  });
   const answer = (await res.json()) as Record<string, unknown>;
   if (res.status !== 200) throw new Error(`${url} answered ${res.status} ${JSON.stringify(answer)}`);
   return answer;
@@ -129,12 +158,18 @@ async function expectActive(url: string, params: Record<string, string>): Promis
 async function installPeer(): Promise<string> {
   const source = process.env.BENCH_PEER_DIR ?? path.join(ROOT, "bench/peer");
   const manifest = await readFile(path.join(source, "package.json"));
-  const dir = path.join(tmpdir(), `bizcard-bench-peer-${createHash("sha256").update(manifest).digest("hex").slice(0, 12)}`);
+  const dir = path.join(
+    tmpdir(),
+    `bizcard-bench-peer-${createHash("sha256").update(manifest).digest("hex").slice(0, 12)}`,
+  );
   await mkdir(dir, { recursive: true });
   for (const file of PEER_FILES) await copyFile(path.join(source, file), path.join(dir, file));
   if (!["oidc-provider", "pg"].every((name) => existsSync(path.join(dir, "node_modules", name, "package.json")))) {
     console.log(`installing the peer (oidc-provider) into ${dir}`);
-    const npm = spawnSync("npm", ["install", "--no-audit", "--no-fund", "--no-package-lock"], { cwd: dir, stdio: "inherit" });
+    const npm = spawnSync("npm", ["install", "--no-audit", "--no-fund", "--no-package-lock"], {
+      cwd: dir,
+      stdio: "inherit",
+    });
     if (npm.status !== 0) throw new Error(`npm install of the peer failed in ${dir}`);
   }
   return dir;
@@ -159,17 +194,27 @@ export async function startPeer(options: { durable?: boolean } = {}): Promise<Pe
   };
   const storedRows = db
     ? (model: string) =>
-        withClient(db.url, async (c) => (await c.query<{ n: number }>("select count(*)::int as n from oidc_payload where type = $1", [model])).rows[0]!.n)
+        withClient(
+          db.url,
+          async (c) =>
+            (await c.query<{ n: number }>("select count(*)::int as n from oidc_payload where type = $1", [model]))
+              .rows[0]!.n,
+        )
     : undefined;
   try {
     await httpReady(`${url}/.well-known/openid-configuration`, 60_000, peer);
     const client = { client_id: PEER_CLIENT.clientId, client_secret: PEER_CLIENT.clientSecret };
-    const { access_token } = await postForm(`${url}/token`, { grant_type: "client_credentials", ...client, scope: "api:read" });
+    const { access_token } = await postForm(`${url}/token`, {
+      grant_type: "client_credentials",
+      ...client,
+      scope: "api:read",
+    });
     const accessToken = String(access_token);
     await expectActive(`${url}/token/introspection`, { ...client, token: accessToken });
     if (db) {
       const stored = await storedRows!("ClientCredentials");
-      if (stored !== 1) throw new Error(`the durable peer's adapter holds ${stored} ClientCredentials rows after one token, not 1`);
+      if (stored !== 1)
+        throw new Error(`the durable peer's adapter holds ${stored} ClientCredentials rows after one token, not 1`);
       // Statistics for its table, as the platform's (startPlatform).
       await vacuumDatabase(db.url);
     }

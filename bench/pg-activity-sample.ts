@@ -42,9 +42,12 @@ export async function startActivitySampler(database: string, intervalMs = 25): P
       stopping = true;
       await loop;
       await client.end();
-      const lines = [`pg_stat_activity: ${samples} samples, ${(backends / Math.max(1, samples)).toFixed(2)} non-idle backends on average, at most ${busiest}`];
+      const lines = [
+        `pg_stat_activity: ${samples} samples, ${(backends / Math.max(1, samples)).toFixed(2)} non-idle backends on average, at most ${busiest}`,
+      ];
       lines.push(`${"count".padStart(6)}  ${"state".padEnd(19)} ${"wait".padEnd(26)} query`);
-      for (const [key, n] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, 25)) lines.push(`${String(n).padStart(6)}  ${key}`);
+      for (const [key, n] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, 25))
+        lines.push(`${String(n).padStart(6)}  ${key}`);
       return lines.join("\n");
     },
   };

@@ -21,22 +21,31 @@ export interface RpcTarget {
 }
 
 /** `nodeArgs` go before the script (e.g. --cpu-prof); `cwd`: another checkout's service (a before/after comparison). */
-export async function startRpcTarget(nodeArgs: string[] = [], env: Record<string, string> = {}, cwd?: string): Promise<RpcTarget> {
+export async function startRpcTarget(
+  nodeArgs: string[] = [],
+  env: Record<string, string> = {},
+  cwd?: string,
+): Promise<RpcTarget> {
   const suffix = `${Date.now().toString(36)}${randomBytes(3).toString("hex")}`;
   const stream = `BENCH_${suffix}`;
   const db = await createDatabaseOn(ADMIN_DATABASE_URL, `bizcard_bench_${suffix}`);
   const port = await freePort();
   const token = randomBytes(32).toString("base64url");
-  const service = spawnProcess(process.execPath, [...nodeArgs, "--import", "tsx", "services/organisation/main.ts"], {
-    DATABASE_URL: db.url,
-    NATS_URL,
-    NATS_STREAM: stream,
-    NATS_SUBJECT_PREFIX: `bench${suffix}`,
-    ORGANISATION_RPC_PORT: String(port),
-    INTERNAL_RPC_TOKEN: token,
-    LOG_LEVEL: "info",
-    ...env,
-  }, cwd);
+  const service = spawnProcess(
+    process.execPath,
+    [...nodeArgs, "--import", "tsx", "services/organisation/main.ts"],
+    {
+      DATABASE_URL: db.url,
+      NATS_URL,
+      NATS_STREAM: stream,
+      NATS_SUBJECT_PREFIX: `bench${suffix}`,
+      ORGANISATION_RPC_PORT: String(port),
+      INTERNAL_RPC_TOKEN: token,
+      LOG_LEVEL: "info",
+      ...env,
+    },
+    cwd,
+  );
   const url = `http://127.0.0.1:${port}`;
   const close = async () => {
     await service.kill();
@@ -46,7 +55,11 @@ export async function startRpcTarget(nodeArgs: string[] = [], env: Record<string
   try {
     await httpReady(`${url}/readyz`, 60_000, service);
     const client = createRpcClient(OrganisationService, { baseUrl: url, timeoutMs: 5000, internalToken: token });
-    const { organisation } = await client.createOrganisation({ name: "Bench Cards", ownerEmail: "owner@bench.test", ownerPassword: "bench-password" });
+    const { organisation } = await client.createOrganisation({
+      name: "Bench Cards",
+      ownerEmail: "owner@bench.test",
+      ownerPassword: "bench-password",
+    });
     return { url, token, databaseUrl: db.url, organisationId: organisation!.id, service, close };
   } catch (err) {
     await close();

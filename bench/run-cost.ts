@@ -53,7 +53,10 @@ const used = (before: Map<number, number>, after: Map<number, number>) =>
   [...after].reduce((sum, [pid, t]) => sum + (t - (before.get(pid) ?? 0)), 0) * TICK_US;
 
 /** Starts measuring; `stop(events)` answers the cost per event since. */
-export async function startRunCost(database: string, platformPids: number[]): Promise<{ stop(events: number): Promise<RunCost | undefined> }> {
+export async function startRunCost(
+  database: string,
+  platformPids: number[],
+): Promise<{ stop(events: number): Promise<RunCost | undefined> }> {
   const client = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
   await client.connect();
   const reading = async () => {
@@ -61,15 +64,24 @@ export async function startRunCost(database: string, platformPids: number[]): Pr
       `select pid, pg_current_wal_lsn()::text as lsn from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()`,
       [database],
     );
-    const lsn = rows[0]?.lsn ?? (await client.query<{ lsn: string }>("select pg_current_wal_lsn()::text as lsn")).rows[0]!.lsn;
-    return { lsn, platform: await ticksOf(platformPids), postgres: await ticksOf(rows.map((r) => r.pid)), machine: await cpuTimes() };
+    const lsn =
+      rows[0]?.lsn ?? (await client.query<{ lsn: string }>("select pg_current_wal_lsn()::text as lsn")).rows[0]!.lsn;
+    return {
+      lsn,
+      platform: await ticksOf(platformPids),
+      postgres: await ticksOf(rows.map((r) => r.pid)),
+      machine: await cpuTimes(),
+    };
   };
   const before = await reading();
   return {
     async stop(events) {
       try {
         const after = await reading();
-        const { rows } = await client.query<{ bytes: number }>("select pg_wal_lsn_diff($1, $2)::float8 as bytes", [after.lsn, before.lsn]);
+        const { rows } = await client.query<{ bytes: number }>("select pg_wal_lsn_diff($1, $2)::float8 as bytes", [
+          after.lsn,
+          before.lsn,
+        ]);
         if (events === 0) return undefined;
         return {
           platformUs: used(before.platform, after.platform) / events,

@@ -13,7 +13,7 @@
 //   same RPC through a stock connect-node client (createConnectTransport,
 //   binary, HTTP/1.1 and HTTP/2) in a process of its own, what another team's
 //   service would be (bench/stock-client-load.ts). One
-//   call at a time, and 10 in flight. BENCH_RPC_CWD: run the service of
+//   call at a time, and 10 in flight (bench/rpc-rows.ts). BENCH_RPC_CWD: run the service of
 //   another checkout (a before/after comparison).
 //
 // - OAuth rows: the token endpoint (client_credentials, form-encoded,
@@ -55,20 +55,9 @@
 // (http,oauth) several; memory: the embedded start's
 // time and peak memory (bench/memory.ts; after a full run also the loaded
 // platforms' peaks).
-import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { promisify } from "node:util";
-import pg from "pg";
-import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
-import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import { loadConfig } from "../services/shared/config.js";
-import { openBus } from "../services/shared/event-bus/open-bus.js";
-import { createLogger } from "../services/shared/logger.js";
-import { createRpcClient, serveInProcess } from "../services/shared/rpc/client.js";
-import { startRpcServer, type RunningServer } from "../services/shared/rpc/server.js";
-import type { ServiceApp } from "../services/shared/service-app.js";
 import { freePort, httpReady, spawnProcess, spawnTs, type Spawned } from "../test/support/processes.js";
-import { httpCase as httpCaseFor, loopCase as loopCaseFor, type Case, type Sample } from "./cases.js";
+import { httpCase as httpCaseFor, type Case, type Sample } from "./cases.js";
 import { deliveryRows } from "./delivery-rows.js";
 import { startDeliveryTarget, type DeliveryTarget } from "./delivery-target.js";
 import { startPeers, startPlatform, type Peers, type PlatformTarget } from "./oauth-target.js";
@@ -78,19 +67,19 @@ import { probeMachine } from "./machine-probe.js";
 import { memoryRows, peaksOf } from "./memory.js";
 import { oauthCases, oauthGrowthPairs, printOauthRows } from "./oauth-rows.js";
 import { writeResults } from "./results.js";
-import { ADMIN_DATABASE_URL, startRpcTarget, type RpcTarget } from "./rpc-target.js";
+import { printRpcFloors, startRpcCases, type RpcCases } from "./rpc-rows.js";
+import { ADMIN_DATABASE_URL } from "./rpc-target.js";
 import { median } from "./stats.js";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 3);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const only = process.env.BENCH_ONLY;
 const wants = (group: Case["group"] | "delivery" | "memory") => !only || only.split(",").includes(group);
-const execFileAsync = promisify(execFile);
 const machine = await probeMachine(ADMIN_DATABASE_URL);
-const httpCase = (name: string, c: Parameters<typeof httpCaseFor>[1], group?: Case["group"]) => httpCaseFor(name, c, seconds, group);
+const httpCase = (name: string, c: Parameters<typeof httpCaseFor>[1], group?: Case["group"]) =>
+  httpCaseFor(name, c, seconds, group);
 // The RPC rows' closed loops make thousands of calls a second: 2 s a round is plenty, and keeps the run under ten minutes.
 const rpcSeconds = Number(process.env.BENCH_RPC_SECONDS ?? 2);
-const loopCase = (name: string, call: () => Promise<unknown>, inFlight: number) => loopCaseFor(name, call, inFlight, rpcSeconds);
 
 type Row = Case & { rps: number; latency: number; rounds: number[]; stolen: (number | undefined)[] };
 
@@ -111,9 +100,7 @@ async function measure(cases: Case[]): Promise<{ rows: Row[]; base: number }> {
 }
 
 const processes: Spawned[] = [];
-let target: RpcTarget | undefined;
-let pool: pg.Pool | undefined;
-let local: { app: ServiceApp; server: RunningServer; close: () => Promise<void> } | undefined;
+let rpc: RpcCases | undefined;
 let platform: PlatformTarget | undefined;
 let grownPlatform: PlatformTarget | undefined;
 let tokensSeedMs = 0;
@@ -125,13 +112,24 @@ try {
   const bare = spawnProcess(process.execPath, ["bench/bare-server.mjs"], { PORT: String(barePort) });
   processes.push(bare);
   await httpReady(`http://127.0.0.1:${barePort}/`);
-  const cases: Case[] = [httpCase("bare node:http, small JSON", { url: `http://127.0.0.1:${barePort}/`, expectStatus: 200 })];
+  const cases: Case[] = [
+    httpCase("bare node:http, small JSON", { url: `http://127.0.0.1:${barePort}/`, expectStatus: 200 }),
+  ];
 
   if (wants("http")) {
     const gatewayPort = await freePort();
     // Metrics on a free port too: an npm start left running here holds the default (9464).
-    const [port, metricsPort, token] = [String(gatewayPort), String(await freePort()), randomBytes(32).toString("base64url")];
-    const gateway = spawnTs("gateway/main.ts", { GATEWAY_PORT: port, GATEWAY_METRICS_PORT: metricsPort, LOG_LEVEL: "warn", INTERNAL_RPC_TOKEN: token });
+    const [port, metricsPort, token] = [
+      String(gatewayPort),
+      String(await freePort()),
+      randomBytes(32).toString("base64url"),
+    ];
+    const gateway = spawnTs("gateway/main.ts", {
+      GATEWAY_PORT: port,
+      GATEWAY_METRICS_PORT: metricsPort,
+      LOG_LEVEL: "warn",
+      INTERNAL_RPC_TOKEN: token,
+    });
     processes.push(gateway);
     await httpReady(`http://127.0.0.1:${gatewayPort}/healthz`, 60_000, gateway);
     const g = `http://127.0.0.1:${gatewayPort}`;
@@ -166,16 +164,31 @@ try {
   // in-process service (and its AsyncLocalStorage) would otherwise share this process, and
   // so autocannon's CPU, with every other row. Each phase measures the bare row in its own rounds.
   const { rows, base } = await measure(cases);
-  const num = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
-  console.log(`\nmedian of ${rounds} rounds, ${seconds} s per case, ${rpcSeconds} s per RPC case (compare ratios, not absolute numbers)`);
-  const table = (tableRows: Row[], tableBase: number, group: Case["group"], title: string, latency: string, digits: number) => {
+  const num = (n: number, digits = 0) =>
+    n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+  console.log(
+    `\nmedian of ${rounds} rounds, ${seconds} s per case, ${rpcSeconds} s per RPC case (compare ratios, not absolute numbers)`,
+  );
+  const table = (
+    tableRows: Row[],
+    tableBase: number,
+    group: Case["group"],
+    title: string,
+    latency: string,
+    digits: number,
+  ) => {
     console.log(`\n${title.padEnd(80)} ${"calls/s".padStart(9)} ${latency.padStart(9)} ${"vs bare".padStart(8)}`);
     for (const r of tableRows.filter((r) => r.group === group || (group === "rpc" && r === tableRows[0]))) {
-      console.log(`${r.name.padEnd(80)} ${num(r.rps).padStart(9)} ${num(r.latency, r === tableRows[0] ? 0 : digits).padStart(9)} ${(r.rps / tableBase).toFixed(3).padStart(8)}`);
+      console.log(
+        `${r.name.padEnd(80)} ${num(r.rps).padStart(9)} ${num(r.latency, r === tableRows[0] ? 0 : digits).padStart(9)} ${(r.rps / tableBase).toFixed(3).padStart(8)}`,
+      );
     }
   };
   if (wants("http")) table(rows, base, "http", "HTTP, 10 connections (autocannon)", "p99 ms", 0);
-  const growth: { oauth?: Awaited<ReturnType<typeof oauthGrowth>>; delivery?: Awaited<ReturnType<typeof deliveryRows>>["growth"] } = {};
+  const growth: {
+    oauth?: Awaited<ReturnType<typeof oauthGrowth>>;
+    delivery?: Awaited<ReturnType<typeof deliveryRows>>["growth"];
+  } = {};
   let oauthFloors: ReturnType<typeof printOauthRows> | undefined;
   if (wants("oauth")) {
     oauthFloors = printOauthRows(rows, await peers!.durable.storedRows!("ClientCredentials"), seconds);
@@ -191,107 +204,23 @@ try {
   peers = undefined;
   for (const p of processes.splice(1)) await p.kill();
   if (wants("rpc")) {
-    const rpcCases: Case[] = [cases[0]!];
-    // The service logs at info, as `npm start` runs it.
-    target = await startRpcTarget([], {}, process.env.BENCH_RPC_CWD);
-    const { organisationId } = target;
-    const client = createRpcClient(OrganisationService, { baseUrl: target.url, timeoutMs: 5000, internalToken: target.token });
-    const rpc = async () => {
-      const res = await client.getOrganisation({ id: organisationId });
-      if (res.organisation?.id !== organisationId) throw new Error("GetOrganisation answered another organisation");
-    };
-    pool = new pg.Pool({ connectionString: target.databaseUrl, max: 10 });
-    const sql = `select "id", "name", "created_at" from "organisation"."organisation" where "id" = $1`;
-    const direct = async () => {
-      const res = await pool!.query(sql, [organisationId]);
-      if (res.rows[0]?.id !== organisationId) throw new Error("pg answered another row");
-    };
-    // The same service in this process, on the same database, as the embedded start runs it.
-    const config = loadConfig({ DATABASE_URL: target.databaseUrl, MIGRATE_ON_START: "false", INTERNAL_RPC_TOKEN: target.token, LOG_LEVEL: "info" });
-    // Its successful calls log at debug either way; warn keeps its start line out of the table.
-    const logger = createLogger("organisation", "warn");
-    const bus = await openBus(config, "bench", logger);
-    const app = await createOrganisationApp({ config, databaseUrl: target.databaseUrl, databasePoolMax: config.DATABASE_POOL_MAX, bus, logger });
-    const server = await startRpcServer({ name: "organisation", host: "127.0.0.1", port: 0, routes: app.routes, logger, internalTokens: [target.token] });
-    const undo = serveInProcess(server.url, server.inProcess);
-    local = { app, server, close: async () => (undo(), await server.close(), await app.close(), await bus.close()) };
-    const inProcess = createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 5000, internalToken: target.token });
-    const rpcInProcess = async () => {
-      const res = await inProcess.getOrganisation({ id: organisationId });
-      if (res.organisation?.id !== organisationId) throw new Error("GetOrganisation answered another organisation");
-    };
-    // The stock client runs in a process of its own, as another team's service would (stock-client-load.ts).
-    const stock = (httpVersion: "1.1" | "2", inFlight: number): Case => ({
-      group: "rpc",
-      name: `RPC GetOrganisation via stock connect-node client, HTTP/${httpVersion}, ${inFlight} in flight`,
-      run: async () => {
-        const { stdout } = await execFileAsync(process.execPath, ["--import", "tsx", "bench/stock-client-load.ts"], {
-          env: {
-            ...process.env,
-            BENCH_URL: target!.url,
-            BENCH_TOKEN: target!.token,
-            BENCH_ORGANISATION_ID: organisationId,
-            BENCH_HTTP_VERSION: httpVersion,
-            BENCH_IN_FLIGHT: String(inFlight),
-            BENCH_SECONDS: String(rpcSeconds),
-          },
-        });
-        const r = JSON.parse(stdout) as { perSecond: number; medianMs: number };
-        return { rps: r.perSecond, latency: r.medianMs };
-      },
-    });
-    rpcCases.push(
-      loopCase("RPC GetOrganisation via createRpcClient, 1 in flight", rpc, 1),
-      loopCase("RPC GetOrganisation via createRpcClient, 10 in flight", rpc, 10),
-      loopCase("same select directly with pg, 1 in flight", direct, 1),
-      loopCase("same select directly with pg (pool of 10), 10 in flight", direct, 10),
-      loopCase("RPC GetOrganisation, service in this process (npm start), 1 in flight", rpcInProcess, 1),
-      loopCase("RPC GetOrganisation, service in this process (npm start), 10 in flight", rpcInProcess, 10),
-      stock("1.1", 1),
-      stock("1.1", 10),
-    );
-    // A service of before h2c answers HTTP/2 not at all.
-    if (!process.env.BENCH_RPC_CWD) {
-      rpcCases.push(
-        stock("2", 1),
-        stock("2", 10),
-      );
-    }
-    const measured = await measure(rpcCases);
+    rpc = await startRpcCases(rpcSeconds);
+    const measured = await measure([cases[0]!, ...rpc.cases]);
     // In the results file beside the first phase's rows, with the bare row of their own rounds.
     rows.push(...measured.rows.map((r, i) => (i === 0 ? { ...r, name: `${r.name} (the RPC rows' rounds)` } : r)));
-    table(measured.rows, measured.base, "rpc", "RPC path (bare row: autocannon, its p99; measured in the RPC rows' own rounds)", "median ms", 2);
-    // The RPC path floors: median <= 1.5 ms one at a time, >= 0.06x bare with 10 in flight. They are
-    // the project's client's. A stock connect-node client (what another team's service would use)
-    // gets the same figures without a verdict: with 10 in flight its own process, not the service,
-    // sets its pace (docs/benchmark.md, "A stock connect-node client").
-    const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
-    for (const [label, prefix, floor] of [
-      ["service in its own process, over HTTP", "RPC GetOrganisation via createRpcClient", true],
-      ["service in this process (npm start)", "RPC GetOrganisation, service in this process (npm start)", true],
-      ["stock connect-node client, HTTP/1.1", "RPC GetOrganisation via stock connect-node client, HTTP/1.1", false],
-      ["stock connect-node client, HTTP/2", "RPC GetOrganisation via stock connect-node client, HTTP/2", false],
-    ] as const) {
-      const one = measured.rows.find((r) => r.name === `${prefix}, 1 in flight`);
-      const ten = measured.rows.find((r) => r.name === `${prefix}, 10 in flight`);
-      if (!one || !ten) continue;
-      const tenX = ten.rps / measured.base;
-      const oneAtATime = `median one at a time ${num(one.latency, 2)} ms`;
-      const tenInFlight = `10 in flight ${tenX.toFixed(3)}x bare`;
-      console.log(
-        floor
-          ? `\nfloors, ${label}: ${oneAtATime} (<= 1.5: ${verdict(one.latency <= 1.5)}); ${tenInFlight} (>= 0.06: ${verdict(tenX >= 0.06)})`
-          : `\nfor comparison (no floor), ${label}: ${oneAtATime}; ${tenInFlight}`,
-      );
-    }
+    table(
+      measured.rows,
+      measured.base,
+      "rpc",
+      "RPC path (bare row: autocannon, its p99; measured in the RPC rows' own rounds)",
+      "median ms",
+      2,
+    );
+    printRpcFloors(measured.rows, measured.base);
   }
   // The RPC rows' targets stop too: the delivery rows run alone on the machine.
-  await pool?.end();
-  await local?.close();
-  await target?.close();
-  pool = undefined;
-  local = undefined;
-  target = undefined;
+  await rpc?.close();
+  rpc = undefined;
   let deliveryResults: Awaited<ReturnType<typeof deliveryRows>> | undefined;
   if (wants("delivery")) {
     // After the other groups, alone on the machine. Growth: a twin with 100,000 deliveries stored,
@@ -307,7 +236,14 @@ try {
   // Last: the loaded platforms' peaks, then the embedded start alone on the machine: the
   // delivery rows' platform is stopped first (before, its workers, relays and sweeps ran
   // beside the embedded starts, which took 5.1 s in a full run against 4.3 s alone).
-  const deliveryPeaks = await peaksOf(Object.fromEntries(Object.entries((await delivery?.processes()) ?? {}).map(([name, pid]) => [`${name}, after the delivery rows`, pid])));
+  const deliveryPeaks = await peaksOf(
+    Object.fromEntries(
+      Object.entries((await delivery?.processes()) ?? {}).map(([name, pid]) => [
+        `${name}, after the delivery rows`,
+        pid,
+      ]),
+    ),
+  );
   await delivery?.close();
   delivery = undefined;
   const memory = wants("memory") ? await memoryRows({ ...peaks, ...deliveryPeaks }, true) : undefined;
@@ -322,13 +258,22 @@ try {
       deliveryCases: process.env.BENCH_DELIVERY_CASES ?? "all",
       noisyRounds: Number(process.env.BENCH_NOISY_ROUNDS ?? 3),
       // What this environment changes of the platform's delivery settings (passed on to it).
-      platformEnv: Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(WEBHOOK|DELIVERY|OUTBOX)_/.test(k))),
+      platformEnv: Object.fromEntries(
+        Object.entries(process.env).filter(([k]) => /^(WEBHOOK|DELIVERY|OUTBOX)_/.test(k)),
+      ),
       machine,
       machineAtEnd, // a run whose end differs much from its start ran on a machine that changed speed
     },
     {
       // Each round's calls/s beside the median (how much one run moved), and the CPU stolen in it (%).
-      rows: rows.map(({ group, name, rps, latency, rounds, stolen }) => ({ group, name, rps, latency, rounds, stolen })),
+      rows: rows.map(({ group, name, rps, latency, rounds, stolen }) => ({
+        group,
+        name,
+        rps,
+        latency,
+        rounds,
+        stolen,
+      })),
       // The OAuth floors' ratios, each the median of its rounds' (oauth-rows.ts pairedRatio), and the durable peer's stored tokens.
       oauthFloors,
       delivery: deliveryResults && { ...deliveryResults, growth: undefined },
@@ -340,9 +285,7 @@ try {
 } finally {
   await delivery?.close();
   await twin?.close();
-  await pool?.end();
-  await local?.close();
-  await target?.close();
+  await rpc?.close();
   await platform?.close();
   await grownPlatform?.close();
   await peers?.close();

@@ -8,7 +8,11 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { closedLoop } from "./closed-loop.js";
 
-const env = (name: string) => process.env[name] ?? (() => { throw new Error(`${name} is required`); })();
+const env = (name: string) =>
+  process.env[name] ??
+  (() => {
+    throw new Error(`${name} is required`);
+  })();
 const organisationId = env("BENCH_ORGANISATION_ID");
 const credential: Interceptor = (next) => (req) => {
   req.header.set("authorization", `Bearer ${env("BENCH_TOKEN")}`);
@@ -16,7 +20,12 @@ const credential: Interceptor = (next) => (req) => {
 };
 const client = createClient(
   OrganisationService,
-  createConnectTransport({ baseUrl: env("BENCH_URL"), httpVersion: env("BENCH_HTTP_VERSION") as "1.1" | "2", useBinaryFormat: true, interceptors: [credential] }),
+  createConnectTransport({
+    baseUrl: env("BENCH_URL"),
+    httpVersion: env("BENCH_HTTP_VERSION") as "1.1" | "2",
+    useBinaryFormat: true,
+    interceptors: [credential],
+  }),
 );
 const call = async () => {
   const res = await client.getOrganisation({ id: organisationId });

@@ -55,7 +55,12 @@ export const COMMANDS: Record<string, CommandSpec> = {
       "grant-type": { type: "string", multiple: true },
     },
     required: ["name"],
-    oneOf: [{ flags: ["redirect-uri", "owner-org"], missing: "missing --redirect-uri (or --owner-org for a client an organisation owns)" }],
+    oneOf: [
+      {
+        flags: ["redirect-uri", "owner-org"],
+        missing: "missing --redirect-uri (or --owner-org for a client an organisation owns)",
+      },
+    ],
   },
   "client list": {
     usage: ["bizcard client list [--self-registered] [--json]"],
@@ -154,12 +159,20 @@ function groupUsage(group: string): string | undefined {
   const lines = Object.entries(COMMANDS)
     .filter(([name]) => name.split(" ")[0] === group)
     .flatMap(([, c]) => c.usage);
-  return lines.length ? `usage:\n${lines.map((l) => `  ${l}`).join("\n")}\n(bizcard --help for every command)` : undefined;
+  return lines.length
+    ? `usage:\n${lines.map((l) => `  ${l}`).join("\n")}\n(bizcard --help for every command)`
+    : undefined;
 }
 
 /** The service a command calls. */
 export function serviceOf(argv: string[]): ServiceName {
-  return argv[0] === "client" ? "auth" : argv[0] === "deliveries" ? "delivery" : argv[0] === "subscriptions" || argv[0] === "secrets" ? "webhook" : "organisation";
+  return argv[0] === "client"
+    ? "auth"
+    : argv[0] === "deliveries"
+      ? "delivery"
+      : argv[0] === "subscriptions" || argv[0] === "secrets"
+        ? "webhook"
+        : "organisation";
 }
 
 export function contactFields(values: Record<string, unknown>): Partial<ContactFields> {
@@ -181,19 +194,31 @@ export function parse(argv: string[]): { command: string; values: Record<string,
     if (!usage) throw new UsageError(`unknown command: ${group}`);
     const actions = Object.keys(COMMANDS).filter((c) => c.startsWith(`${group} `));
     const which = actions.map((c) => c.split(" ")[1]).join(", ");
-    throw new UsageError(action && !action.startsWith("-") ? `unknown command: ${command} (${group}: ${which})` : `${group}: which command? (${which})`, usage);
+    throw new UsageError(
+      action && !action.startsWith("-")
+        ? `unknown command: ${command} (${group}: ${which})`
+        : `${group}: which command? (${which})`,
+      usage,
+    );
   }
   const usage = `usage:\n${spec.usage.map((l) => `  ${l}`).join("\n")}\n(bizcard --help for every command)`;
   let values: Record<string, unknown>;
   let positionals: string[];
   const names = spec.positionals ?? [];
   try {
-    ({ values, positionals } = parseArgs({ args: argv.slice(2), options: { ...spec.options, json: { type: "boolean" } }, strict: true, allowPositionals: names.length > 0 }));
+    ({ values, positionals } = parseArgs({
+      args: argv.slice(2),
+      options: { ...spec.options, json: { type: "boolean" } },
+      strict: true,
+      allowPositionals: names.length > 0,
+    }));
   } catch (err) {
     throw new UsageError((err as Error).message, usage);
   }
-  if (positionals.length < names.length) throw new UsageError(`missing ${names.slice(positionals.length).join(", ")}`, usage);
-  if (positionals.length > names.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[names.length])}`, usage);
+  if (positionals.length < names.length)
+    throw new UsageError(`missing ${names.slice(positionals.length).join(", ")}`, usage);
+  if (positionals.length > names.length)
+    throw new UsageError(`unexpected argument ${JSON.stringify(positionals[names.length])}`, usage);
   const missing = spec.required.filter((k) => values[k] === undefined);
   if (missing.length) throw new UsageError(`missing --${missing.join(", --")}`, usage);
   for (const group of spec.oneOf) {
@@ -207,4 +232,3 @@ export function wholeNumber(flag: string, value: string, min: number, max: numbe
   if (!(n >= min && n <= max)) throw new UsageError(`--${flag}: expected a whole number from ${min} to ${max}`);
   return n;
 }
-

@@ -4,7 +4,7 @@
 // knows what to start or set.
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, type ConnectError } from "@connectrpc/connect";
 
 export type ServiceName = "organisation" | "auth" | "webhook" | "delivery";
 
@@ -52,7 +52,10 @@ export function explainFailure(err: ConnectError, service: ServiceName, url: str
     if (credential.source === undefined) {
       return `no internal credential: INTERNAL_RPC_TOKEN is unset and ${credential.file} does not exist (set INTERNAL_RPC_TOKEN, or DATA_DIR to the folder npm start uses)`;
     }
-    const where = credential.source === "INTERNAL_RPC_TOKEN" ? "from INTERNAL_RPC_TOKEN" : `from ${credential.file} (DATA_DIR; INTERNAL_RPC_TOKEN is unset)`;
+    const where =
+      credential.source === "INTERNAL_RPC_TOKEN"
+        ? "from INTERNAL_RPC_TOKEN"
+        : `from ${credential.file} (DATA_DIR; INTERNAL_RPC_TOKEN is unset)`;
     return `the ${service} service at ${url} refused the internal credential ${where}: it must be one the platform was started with`;
   }
   return message;

@@ -19,7 +19,11 @@ import { explainFailure, internalCredential, serviceUrl, type ServiceName } from
 
 function clients() {
   const credential = internalCredential();
-  const options = (name: ServiceName) => ({ baseUrl: serviceUrl(name), timeoutMs: 15_000, internalToken: credential.token });
+  const options = (name: ServiceName) => ({
+    baseUrl: serviceUrl(name),
+    timeoutMs: 15_000,
+    internalToken: credential.token,
+  });
   return {
     organisations: createRpcClient(OrganisationService, options("organisation")),
     auth: createRpcClient(AuthService, options("auth")),
@@ -43,7 +47,10 @@ export async function run(argv: string[]): Promise<{ json: unknown; text: string
         organisation: { id: res.organisation!.id, name: res.organisation!.name },
         user: { id: res.owner!.id, email: res.owner!.email },
       };
-      return { json, text: `organisation ${json.organisation.id} "${json.organisation.name}"\nuser ${json.user.id} ${json.user.email}` };
+      return {
+        json,
+        text: `organisation ${json.organisation.id} "${json.organisation.name}"\nuser ${json.user.id} ${json.user.email}`,
+      };
     }
     case "client create":
       return createClient(auth, values);
@@ -64,14 +71,24 @@ export async function run(argv: string[]): Promise<{ json: unknown; text: string
       return { json, text: `contact ${json.id} ${name}${json.email ? ` <${json.email}>` : ""}` };
     }
     case "subscriptions rotate-secret": {
-      if (!/^[1-9]\d{0,15}$/.test(positionals[0]!)) throw new UsageError(`ID: expected a subscription id (a positive whole number), not ${JSON.stringify(positionals[0]!.slice(0, 40))}`);
-      return rotateSecret(webhook, { organisationId: values.org as string, clientId: values.client as string, id: BigInt(positionals[0]!) });
+      if (!/^[1-9]\d{0,15}$/.test(positionals[0]!))
+        throw new UsageError(
+          `ID: expected a subscription id (a positive whole number), not ${JSON.stringify(positionals[0]!.slice(0, 40))}`,
+        );
+      return rotateSecret(webhook, {
+        organisationId: values.org as string,
+        clientId: values.client as string,
+        id: BigInt(positionals[0]!),
+      });
     }
     case "secrets reencrypt":
       return reencryptSecrets(webhook);
     case "deliveries failed": {
       const limit = values.limit === undefined ? 50 : wholeNumber("limit", values.limit as string, 1, 100);
-      const res = await deliveries.listFailedDeliveries({ organisationId: (values.org as string | undefined) ?? "", pageSize: limit });
+      const res = await deliveries.listFailedDeliveries({
+        organisationId: (values.org as string | undefined) ?? "",
+        pageSize: limit,
+      });
       const list = res.deliveries.map(ownedDeliveryJson);
       const lines = list.map(
         (d) =>
@@ -81,8 +98,14 @@ export async function run(argv: string[]): Promise<{ json: unknown; text: string
     }
     case "deliveries log": {
       const limit = values.limit === undefined ? 50 : wholeNumber("limit", values.limit as string, 1, 100);
-      const subscriptionId = BigInt(wholeNumber("subscription", values.subscription as string, 1, Number.MAX_SAFE_INTEGER));
-      return deliveriesLog({ organisationId: values.org as string, clientId: values.client as string, subscriptionId, limit }, deliveries, webhook);
+      const subscriptionId = BigInt(
+        wholeNumber("subscription", values.subscription as string, 1, Number.MAX_SAFE_INTEGER),
+      );
+      return deliveriesLog(
+        { organisationId: values.org as string, clientId: values.client as string, subscriptionId, limit },
+        deliveries,
+        webhook,
+      );
     }
     case "deliveries retry": {
       const res = await deliveries.retryDelivery({
@@ -97,7 +120,12 @@ export async function run(argv: string[]): Promise<{ json: unknown; text: string
       const [subscriptionId, since] = [positionals[0]!, values.since as string];
       const problem = recoverUsageProblem(subscriptionId, since);
       if (problem) throw new UsageError(problem);
-      return recoverDeliveries(deliveries, { organisationId: values.org as string, clientId: values.client as string, subscriptionId, since });
+      return recoverDeliveries(deliveries, {
+        organisationId: values.org as string,
+        clientId: values.client as string,
+        subscriptionId,
+        since,
+      });
     }
   }
   throw new UsageError(`unknown command: ${command}`);
@@ -114,14 +142,14 @@ function fail(json: boolean, status: 1 | 2, error: string, description: string, 
   process.exit(status);
 }
 
-
 /** Runs the command line; prints its answer, or its failure and exits 1 (2 for a usage error). */
 export async function runCommand(argv: string[], json: boolean): Promise<void> {
   try {
     const result = await run(argv);
     process.stdout.write(json ? `${JSON.stringify(result.json)}\n` : `${result.text}\n`);
   } catch (err) {
-    if (err instanceof UsageError) fail(json, 2, "invalid_usage", err.message, `bizcard: ${err.message}\n${err.usage}\n`);
+    if (err instanceof UsageError)
+      fail(json, 2, "invalid_usage", err.message, `bizcard: ${err.message}\n${err.usage}\n`);
     const e = ConnectError.from(err);
     const service = serviceOf(argv);
     const message = explainFailure(e, service, serviceUrl(service), internalCredential());

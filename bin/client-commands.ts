@@ -61,15 +61,31 @@ function clientJson(c: ClientMessage) {
 
 export async function listClients(auth: Auth, values: Record<string, unknown>): Promise<Output> {
   const { clients } = await auth.listClients({});
-  const shown = values["self-registered"] ? clients.filter((c) => c.registration === ClientRegistration.DYNAMIC || c.registration === ClientRegistration.METADATA_DOCUMENT) : clients;
+  const shown = values["self-registered"]
+    ? clients.filter(
+        (c) => c.registration === ClientRegistration.DYNAMIC || c.registration === ClientRegistration.METADATA_DOCUMENT,
+      )
+    : clients;
   const list = shown.map(clientJson);
   const width = Math.max(9, ...list.map((c) => c.client_id.length));
-  const lines = list.map((c) => `${c.client_id.padEnd(width)}  ${c.registration.padEnd(17)}  ${c.created_at ?? ""}  ${c.name}`);
+  const lines = list.map(
+    (c) => `${c.client_id.padEnd(width)}  ${c.registration.padEnd(17)}  ${c.created_at ?? ""}  ${c.name}`,
+  );
   const none = values["self-registered"] ? "no self-registered clients" : "no clients";
-  return { json: { clients: list }, text: lines.length ? [`${"CLIENT_ID".padEnd(width)}  ${"REGISTRATION".padEnd(17)}  ${"CREATED".padEnd(24)}  NAME`, ...lines].join("\n") : none };
+  return {
+    json: { clients: list },
+    text: lines.length
+      ? [`${"CLIENT_ID".padEnd(width)}  ${"REGISTRATION".padEnd(17)}  ${"CREATED".padEnd(24)}  NAME`, ...lines].join(
+          "\n",
+        )
+      : none,
+  };
 }
 
 export async function deleteClient(auth: Auth, clientId: string): Promise<Output> {
   await auth.deleteClient({ clientId });
-  return { json: { client_id: clientId, deleted: true }, text: `client ${clientId} deleted, with its grants and tokens` };
+  return {
+    json: { client_id: clientId, deleted: true },
+    text: `client ${clientId} deleted, with its grants and tokens`,
+  };
 }

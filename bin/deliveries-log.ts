@@ -16,7 +16,11 @@ export async function deliveriesLog(
 ): Promise<{ json: unknown; text: string }> {
   const owner = { organisationId: args.organisationId, clientId: args.clientId };
   const { subscription, end, missing } = await subscriptionOrEnd(webhook, owner, args.subscriptionId);
-  const res = await deliveries.listDeliveryAttempts({ owner, subscriptionId: args.subscriptionId, pageSize: args.limit });
+  const res = await deliveries.listDeliveryAttempts({
+    owner,
+    subscriptionId: args.subscriptionId,
+    pageSize: args.limit,
+  });
   const state = subscriptionState(subscription, res.attempts[0], end);
   if (!state) throw missing;
   const attempts = res.attempts.map(attemptJson);
@@ -26,5 +30,8 @@ export async function deliveriesLog(
       `${a.attempted_at}  delivery ${a.delivery_id} attempt ${a.attempt}  ${a.outcome}  ${a.error ?? a.status_code ?? ""}` +
       `${a.next_retry_at ? `  next retry ${a.next_retry_at}` : ""}`,
   );
-  return { json: { subscription_id: Number(args.subscriptionId), state: state.state, reason: state.reason, attempts }, text: [head, ...lines].join("\n") };
+  return {
+    json: { subscription_id: Number(args.subscriptionId), state: state.state, reason: state.reason, attempts },
+    text: [head, ...lines].join("\n"),
+  };
 }

@@ -13,8 +13,10 @@ const RFC3339 = z.iso.datetime({ offset: true });
 
 /** The problem with the command line's values, or undefined when they are good. */
 export function recoverUsageProblem(id: string, since: string): string | undefined {
-  if (!/^[1-9]\d{0,15}$/.test(id)) return `SUBSCRIPTION_ID: expected a subscription id (a positive whole number), not ${JSON.stringify(id.slice(0, 40))}`;
-  if (!RFC3339.safeParse(since).success) return `--since: expected an RFC 3339 date-time, such as 2026-01-15T09:00:00Z, not ${JSON.stringify(since.slice(0, 40))}`;
+  if (!/^[1-9]\d{0,15}$/.test(id))
+    return `SUBSCRIPTION_ID: expected a subscription id (a positive whole number), not ${JSON.stringify(id.slice(0, 40))}`;
+  if (!RFC3339.safeParse(since).success)
+    return `--since: expected an RFC 3339 date-time, such as 2026-01-15T09:00:00Z, not ${JSON.stringify(since.slice(0, 40))}`;
   return undefined;
 }
 
@@ -28,7 +30,11 @@ export async function recoverDeliveries(
     subscriptionId: BigInt(args.subscriptionId),
     since: timestampFromDate(since),
   });
-  const json: RecoveredJson = { subscription_id: Number(args.subscriptionId), since: since.toISOString(), queued: res.queuedCount };
+  const json: RecoveredJson = {
+    subscription_id: Number(args.subscriptionId),
+    since: since.toISOString(),
+    queued: res.queuedCount,
+  };
   const what = json.queued === 1 ? "1 delivery" : `${json.queued} deliveries`;
   return { json, text: `subscription ${json.subscription_id}: ${what} since ${json.since} queued, oldest first` };
 }

@@ -10,6 +10,7 @@ import type { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
 export async function reencryptSecrets(webhook: Client<typeof WebhookService>) {
   const res = await webhook.reencryptSecrets({});
   const json = { reencrypted: res.reencryptedCount, key_id: res.keyId };
-  const what = json.reencrypted === 1 ? "1 subscription's signing secrets" : `${json.reencrypted} subscriptions' signing secrets`;
+  const what =
+    json.reencrypted === 1 ? "1 subscription's signing secrets" : `${json.reencrypted} subscriptions' signing secrets`;
   return { json, text: `re-sealed ${what} under key ${json.key_id}; every secret is sealed under it now` };
 }

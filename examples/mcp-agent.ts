@@ -17,9 +17,12 @@ const redirectUrl = `http://127.0.0.1:${(callback.address() as AddressInfo).port
 const code = new Promise<string>((resolve, reject) =>
   callback.on("request", (req, res) => {
     const answer = new URL(req.url ?? "/", redirectUrl).searchParams;
-    res.writeHead(200, { connection: "close" }).end(answer.has("code") ? "Authorized: you can close this tab." : "Not authorized.");
+    res
+      .writeHead(200, { connection: "close" })
+      .end(answer.has("code") ? "Authorized: you can close this tab." : "Not authorized.");
     if (answer.has("code")) resolve(answer.get("code")!);
-    else reject(new Error(`not authorized: ${answer.get("error") ?? "no code"} ${answer.get("error_description") ?? ""}`));
+    else
+      reject(new Error(`not authorized: ${answer.get("error") ?? "no code"} ${answer.get("error_description") ?? ""}`));
   }),
 );
 
@@ -32,7 +35,8 @@ const provider: OAuthClientProvider = {
   saveClientInformation: (client) => void (saved.client = client),
   tokens: () => saved.tokens,
   saveTokens: (tokens) => void (saved.tokens = tokens),
-  redirectToAuthorization: (authorizationUrl) => console.log(`Open this URL to authorize the agent:\n${authorizationUrl}`),
+  redirectToAuthorization: (authorizationUrl) =>
+    console.log(`Open this URL to authorize the agent:\n${authorizationUrl}`),
   saveCodeVerifier: (verifier) => void (saved.verifier = verifier),
   codeVerifier: () => saved.verifier!,
 };

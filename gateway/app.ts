@@ -62,7 +62,10 @@ export const DEFAULT_TIMEOUTS: GatewayTimeouts = { requestMs: 10_000, headersMs:
 
 /** The registration options of a gateway's config. */
 export function gatewayRegistration(config: Config): RegistrationOptions {
-  return { dynamicRegistration: config.OAUTH_DYNAMIC_REGISTRATION, clientMetadataDocuments: config.OAUTH_CLIENT_METADATA_DOCUMENTS };
+  return {
+    dynamicRegistration: config.OAUTH_DYNAMIC_REGISTRATION,
+    clientMetadataDocuments: config.OAUTH_CLIENT_METADATA_DOCUMENTS,
+  };
 }
 
 export function gatewayTimeouts(config: Config): GatewayTimeouts {
@@ -143,7 +146,8 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     // every RPC they make (rpcOptions), so it reaches the services' log lines.
     genReqId: (req) => acceptRequestId(req.headers[REQUEST_ID_HEADER] as string | undefined) ?? randomUUID(),
     // The request's lines carry its trace id too (trace.ts).
-    childLoggerFactory: (logger, bindings, options, raw) => logger.child({ ...bindings, traceId: requestTraceId(raw as IncomingMessage) }, options),
+    childLoggerFactory: (logger, bindings, options, raw) =>
+      logger.child({ ...bindings, traceId: requestTraceId(raw as IncomingMessage) }, options),
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
   };
   const app = Fastify(fastifyOptions);

@@ -103,7 +103,12 @@ export class BearerCache {
     const { bus } = options;
     if (bus && options.ttlMs > 0) {
       cache.stopListening = bus.onConnectionChange((connected) => {
-        options.logger.warn({ connected }, connected ? "bus reconnected: bearer cache emptied, caching again" : "bus disconnected: bearer checks go to the auth service until it is back");
+        options.logger.warn(
+          { connected },
+          connected
+            ? "bus reconnected: bearer cache emptied, caching again"
+            : "bus disconnected: bearer checks go to the auth service until it is back",
+        );
         cache.invalidateAll();
       });
       cache.subscriptions.push(
@@ -161,7 +166,11 @@ export class BearerCache {
     return undefined;
   }
 
-  private miss(hash: string, accessToken: string, call: RpcCallOptions | (() => RpcCallOptions) | undefined): Promise<BearerPrincipal> {
+  private miss(
+    hash: string,
+    accessToken: string,
+    call: RpcCallOptions | (() => RpcCallOptions) | undefined,
+  ): Promise<BearerPrincipal> {
     const pending = this.inflight.get(hash);
     if (pending) return pending;
     const generation = this.generation;
@@ -177,7 +186,10 @@ export class BearerCache {
     return started;
   }
 
-  private async resolve(accessToken: string, call: RpcCallOptions | (() => RpcCallOptions) | undefined): Promise<BearerPrincipal> {
+  private async resolve(
+    accessToken: string,
+    call: RpcCallOptions | (() => RpcCallOptions) | undefined,
+  ): Promise<BearerPrincipal> {
     const res = await this.options.authenticate(accessToken, typeof call === "function" ? call() : call);
     return {
       organisationId: res.organisationId,

@@ -56,10 +56,19 @@ export type Challenges = ReturnType<typeof challengesFor>;
 export function challengesFor(resources: ProtectedResources, resource: ResourceName) {
   const metadataUrl = resources[resource].metadataUrl;
   const challenge = (attributes: Record<string, string> = {}): string => {
-    const parts = [`realm="${REALM}"`, `resource_metadata="${quoted(metadataUrl)}"`, ...Object.entries(attributes).map(([k, v]) => `${k}="${quoted(v)}"`)];
+    const parts = [
+      `realm="${REALM}"`,
+      `resource_metadata="${quoted(metadataUrl)}"`,
+      ...Object.entries(attributes).map(([k, v]) => `${k}="${quoted(v)}"`),
+    ];
     return `Bearer ${parts.join(", ")}`;
   };
-  const bearerError = (status: number, error: string, description: string, attributes: Record<string, string> = {}): HttpError =>
+  const bearerError = (
+    status: number,
+    error: string,
+    description: string,
+    attributes: Record<string, string> = {},
+  ): HttpError =>
     new HttpError(status, error, description, {
       "www-authenticate": challenge({ error, error_description: description, ...attributes }),
       "cache-control": "no-store",
@@ -71,10 +80,15 @@ export function challengesFor(resources: ProtectedResources, resource: ResourceN
      * error code or other error information." ... "WWW-Authenticate: Bearer realm="example""
      */
     missingToken(): HttpError {
-      return new HttpError(401, "invalid_token", "this resource needs an access token: send Authorization: Bearer <token>", {
-        "www-authenticate": challenge(),
-        "cache-control": "no-store",
-      });
+      return new HttpError(
+        401,
+        "invalid_token",
+        "this resource needs an access token: send Authorization: Bearer <token>",
+        {
+          "www-authenticate": challenge(),
+          "cache-control": "no-store",
+        },
+      );
     },
     /**
      * RFC 6750 §3.1 invalid_token: "The access token provided is expired,
@@ -105,7 +119,8 @@ export function challengesFor(resources: ProtectedResources, resource: ResourceN
      */
     insufficientScope(scopes: readonly string[]): HttpError {
       const scope = scopes.join(" ");
-      const description = scopes.length === 1 ? `this resource needs the scope ${scope}` : `this request needs the scopes ${scope}`;
+      const description =
+        scopes.length === 1 ? `this resource needs the scope ${scope}` : `this request needs the scopes ${scope}`;
       return bearerError(403, "insufficient_scope", description, { scope });
     },
   };
@@ -129,7 +144,10 @@ function presentedToken(request: FastifyRequest, challenges: Challenges): string
   if (hasParameter(request.query, "access_token")) {
     throw challenges.invalidRequest("send the access token in the Authorization header (Bearer), never in the URL");
   }
-  if (hasParameter(request.body, "access_token") && request.headers["content-type"]?.startsWith("application/x-www-form-urlencoded")) {
+  if (
+    hasParameter(request.body, "access_token") &&
+    request.headers["content-type"]?.startsWith("application/x-www-form-urlencoded")
+  ) {
     throw challenges.invalidRequest("send the access token in the Authorization header (Bearer), not in the body");
   }
   const header = request.headers.authorization;
@@ -143,7 +161,8 @@ function presentedToken(request: FastifyRequest, challenges: Challenges): string
 function fromAuthService(err: unknown, challenges: Challenges): unknown {
   if (err instanceof ConnectError && err.code === Code.PermissionDenied) {
     const [detail] = err.findDetails(OAuthErrorSchema);
-    if (detail?.error === "invalid_token") return challenges.invalidToken(detail.errorDescription || "the access token is not valid");
+    if (detail?.error === "invalid_token")
+      return challenges.invalidToken(detail.errorDescription || "the access token is not valid");
   }
   return err;
 }
@@ -161,7 +180,10 @@ export interface Bearer {
   /** The principal of the request's token, valid and issued for `resource`; throws the RFC 6750 answer. */
   authenticate(request: FastifyRequest, resource: ResourceName): Promise<BearerPrincipal>;
   /** The organisation of a principal (cached with it). */
-  organisation(principal: BearerPrincipal, load: (id: string) => Promise<{ id: string; name: string }>): Promise<PrincipalOrganisation>;
+  organisation(
+    principal: BearerPrincipal,
+    load: (id: string) => Promise<{ id: string; name: string }>,
+  ): Promise<PrincipalOrganisation>;
 }
 
 export function createBearer(cache: BearerCache, resources: ProtectedResources): Bearer {
@@ -182,12 +204,14 @@ export function createBearer(cache: BearerCache, resources: ProtectedResources):
     return principal;
   };
   const lookup = (request: FastifyRequest, token: string, resource: ResourceName): Promise<BearerPrincipal> =>
-    cache.lookup(token, () => rpcOptions(request)).then(
-      (principal) => accept(principal, resource),
-      (err: unknown) => {
-        throw fromAuthService(err, byResource[resource]);
-      },
-    );
+    cache
+      .lookup(token, () => rpcOptions(request))
+      .then(
+        (principal) => accept(principal, resource),
+        (err: unknown) => {
+          throw fromAuthService(err, byResource[resource]);
+        },
+      );
   /**
    * The request's principal, valid and issued for `resource`: at once when
    * its check is cached, else a promise of it. Throws (or the promise
@@ -227,13 +251,21 @@ export function createBearer(cache: BearerCache, resources: ProtectedResources):
         } catch (err) {
           return done(err as Error);
         }
-        if (found instanceof Promise) found.then((principal) => done(allowed(request, principal)), (err: Error) => done(err));
+        if (found instanceof Promise)
+          found.then(
+            (principal) => done(allowed(request, principal)),
+            (err: Error) => done(err),
+          );
         else done(allowed(request, found));
       };
     },
     organisation(principal, load) {
       if (!principal.organisation) {
-        const loading = load(principal.organisationId).then(({ id, name }) => ({ id, name, json: JSON.stringify({ id, name }) }));
+        const loading = load(principal.organisationId).then(({ id, name }) => ({
+          id,
+          name,
+          json: JSON.stringify({ id, name }),
+        }));
         principal.organisation = loading;
         loading.then(
           (organisation) => {

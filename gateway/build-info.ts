@@ -16,7 +16,8 @@ const PACKAGE_NAME = "bizcard-oauth-platform";
 function packageRoot(from: string): string | undefined {
   for (let dir = from; ; dir = path.dirname(dir)) {
     const file = path.join(dir, "package.json");
-    if (existsSync(file) && (JSON.parse(readFileSync(file, "utf8")) as { name?: string }).name === PACKAGE_NAME) return dir;
+    if (existsSync(file) && (JSON.parse(readFileSync(file, "utf8")) as { name?: string }).name === PACKAGE_NAME)
+      return dir;
     if (path.dirname(dir) === dir) return undefined;
   }
 }
@@ -28,7 +29,9 @@ function gitCommit(root: string): string | undefined {
   const dotGit = path.join(root, ".git");
   if (!existsSync(dotGit)) return undefined;
   const gitDir = statSync(dotGit).isDirectory() ? dotGit : path.resolve(root, read(dotGit)!.replace(/^gitdir:\s*/, ""));
-  const commonDir = existsSync(path.join(gitDir, "commondir")) ? path.resolve(gitDir, read(path.join(gitDir, "commondir"))!) : gitDir;
+  const commonDir = existsSync(path.join(gitDir, "commondir"))
+    ? path.resolve(gitDir, read(path.join(gitDir, "commondir"))!)
+    : gitDir;
   const head = read(path.join(gitDir, "HEAD"));
   if (!head) return undefined;
   if (!head.startsWith("ref:")) return head;
@@ -36,12 +39,17 @@ function gitCommit(root: string): string | undefined {
   const loose = read(path.join(gitDir, ref)) ?? read(path.join(commonDir, ref));
   if (loose) return loose;
   const packed = read(path.join(commonDir, "packed-refs"));
-  return packed?.split("\n").find((l) => l.endsWith(` ${ref}`))?.split(" ")[0];
+  return packed
+    ?.split("\n")
+    .find((l) => l.endsWith(` ${ref}`))
+    ?.split(" ")[0];
 }
 
 export function readBuildInfo(env: NodeJS.ProcessEnv = process.env, from = import.meta.dirname): BuildInfo {
   const root = packageRoot(from);
-  const version = root ? ((JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { version?: string }).version ?? "unknown") : "unknown";
+  const version = root
+    ? ((JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { version?: string }).version ?? "unknown")
+    : "unknown";
   let commit = env.GIT_COMMIT?.trim() || undefined;
   if (!commit && root) {
     try {

@@ -28,7 +28,11 @@ export function serviceUrls(config: Config): Record<keyof ServiceClients, string
 
 export function createServiceClients(config: Config): ServiceClients {
   const urls = serviceUrls(config);
-  const options = (baseUrl: string) => ({ baseUrl, timeoutMs: config.RPC_TIMEOUT_MS, internalToken: config.internalToken });
+  const options = (baseUrl: string) => ({
+    baseUrl,
+    timeoutMs: config.RPC_TIMEOUT_MS,
+    internalToken: config.internalToken,
+  });
   return {
     auth: createRpcClient(AuthService, options(urls.auth)),
     organisation: createRpcClient(OrganisationService, options(urls.organisation)),

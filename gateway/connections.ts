@@ -144,7 +144,14 @@ export class Connections {
   readonly onConnect = (request: IncomingMessage, socket: Socket): void => {
     const requestId = acceptRequestId(request.headers[REQUEST_ID_HEADER] as string | undefined) ?? randomUUID();
     this.logger.info({ requestId, status: 405, method: "CONNECT" }, "request refused on its connection");
-    writeAnswerAndClose(socket, requestId, 405, "method_not_allowed", "this server is not a proxy: CONNECT is not served here", { Allow: "" });
+    writeAnswerAndClose(
+      socket,
+      requestId,
+      405,
+      "method_not_allowed",
+      "this server is not a proxy: CONNECT is not served here",
+      { Allow: "" },
+    );
   };
 
   /**
@@ -161,9 +168,16 @@ export class Connections {
       } else if (!current.request.raw.complete) {
         if (current.reply.raw.headersSent) socket.destroy();
         else {
-          writeAnswerAndClose(socket, current.request.id, 503, "temporarily_unavailable", "the server is shutting down; send the request again", {
-            "Retry-After": "1",
-          });
+          writeAnswerAndClose(
+            socket,
+            current.request.id,
+            503,
+            "temporarily_unavailable",
+            "the server is shutting down; send the request again",
+            {
+              "Retry-After": "1",
+            },
+          );
         }
       } else if (!current.reply.raw.headersSent) {
         current.reply.header("connection", "close");

@@ -96,7 +96,14 @@ const API: FastifyCorsOptions = {
 const mcp = (origins: readonly string[]): FastifyCorsOptions => ({
   origin: fromPages([...origins]),
   methods: ["GET", "POST", "DELETE"],
-  allowedHeaders: ["authorization", "content-type", "mcp-protocol-version", "mcp-session-id", "last-event-id", "x-request-id"],
+  allowedHeaders: [
+    "authorization",
+    "content-type",
+    "mcp-protocol-version",
+    "mcp-session-id",
+    "last-event-id",
+    "x-request-id",
+  ],
   exposedHeaders: [...READABLE, "mcp-session-id"],
   maxAge: PREFLIGHT_MAX_AGE,
 });
@@ -154,6 +161,12 @@ export async function registerCors(app: FastifyInstance, mcpAllowed: readonly st
   // Added before the gateway's route table (app.ts), so no Allow names OPTIONS;
   // hidden, so the OpenAPI document has no OPTIONS operation.
   const preflight = { schema: { hide: true } };
-  const paths = [...DISCOVERY_PATHS, ...OAUTH_PATHS, ...API_PATHS, MCP_PATH, ...API_PREFIXES.map((prefix) => `${prefix}*`)];
+  const paths = [
+    ...DISCOVERY_PATHS,
+    ...OAUTH_PATHS,
+    ...API_PATHS,
+    MCP_PATH,
+    ...API_PREFIXES.map((prefix) => `${prefix}*`),
+  ];
   for (const path of paths) app.options(path, preflight, (_request, reply) => reply.callNotFound());
 }

@@ -41,7 +41,14 @@ const CONNECT_TO_HTTP: Record<Code, { status: number; error: string }> = {
   [Code.Unauthenticated]: { status: 500, error: "server_error" },
 };
 
-const SAFE_TO_SHOW = new Set([Code.InvalidArgument, Code.NotFound, Code.AlreadyExists, Code.FailedPrecondition, Code.OutOfRange, Code.PermissionDenied]);
+const SAFE_TO_SHOW = new Set([
+  Code.InvalidArgument,
+  Code.NotFound,
+  Code.AlreadyExists,
+  Code.FailedPrecondition,
+  Code.OutOfRange,
+  Code.PermissionDenied,
+]);
 
 export function fromConnectError(err: ConnectError): HttpError {
   const mapped = CONNECT_TO_HTTP[err.code] ?? CONNECT_TO_HTTP[Code.Internal];
@@ -71,7 +78,10 @@ function acceptedTypes(request: FastifyRequest | undefined): string[] {
 }
 
 /** Fastify's own errors (body parsing, limits, content types) in our shape; the request names the route's media types. */
-function fromFastifyError(err: { code?: string; statusCode?: number; message: string }, request?: FastifyRequest): HttpError | undefined {
+function fromFastifyError(
+  err: { code?: string; statusCode?: number; message: string },
+  request?: FastifyRequest,
+): HttpError | undefined {
   switch (err.code) {
     case "FST_ERR_CTP_BODY_TOO_LARGE":
       return new HttpError(413, "payload_too_large", "the request body is larger than 64 KiB");
@@ -112,5 +122,8 @@ export function errorHandler(err: unknown, request: FastifyRequest, reply: Fasti
   const known = toHttpError(err, request);
   if (known && known.status < 500) return sendError(reply, known);
   request.log.error({ err }, "request failed");
-  return sendError(reply, known ?? new HttpError(500, "server_error", "the server could not complete the request; try again later"));
+  return sendError(
+    reply,
+    known ?? new HttpError(500, "server_error", "the server could not complete the request; try again later"),
+  );
 }

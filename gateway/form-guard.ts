@@ -61,13 +61,24 @@ export function createFormGuard(publicUrl: string): FormGuard {
         throw refuse("this form was sent from another site; open the page here and send it from there");
       }
       const origin = request.headers.origin;
-      if (site === undefined && origin !== undefined && origin !== "null" && origin !== publicOrigin && origin !== `${request.protocol}://${request.host}`) {
+      if (
+        site === undefined &&
+        origin !== undefined &&
+        origin !== "null" &&
+        origin !== publicOrigin &&
+        origin !== `${request.protocol}://${request.host}`
+      ) {
         throw refuse("this form was sent from another site; open the page here and send it from there");
       }
       if (!/^application\/x-www-form-urlencoded\s*(;|$)/i.test(request.headers["content-type"] ?? "")) return;
       const sent = (request.body as Record<string, unknown> | undefined)?.[FORM_TOKEN_FIELD];
       const expected = read(request);
-      if (typeof sent !== "string" || !expected || sent.length !== expected.length || !timingSafeEqual(Buffer.from(sent), Buffer.from(expected))) {
+      if (
+        typeof sent !== "string" ||
+        !expected ||
+        sent.length !== expected.length ||
+        !timingSafeEqual(Buffer.from(sent), Buffer.from(expected))
+      ) {
         throw refuse("the form was not the one this browser was shown; reload the page and try again");
       }
     },

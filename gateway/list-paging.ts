@@ -27,7 +27,8 @@ export function readListQuery(request: FastifyRequest, fallback: number, max: nu
   let limit = fallback;
   if (limitText !== undefined) {
     limit = /^[0-9]{1,4}$/.test(limitText) ? Number(limitText) : 0;
-    if (limit < 1 || limit > max) throw new HttpError(400, "invalid_request", `limit: expected a whole number from 1 to ${max}`);
+    if (limit < 1 || limit > max)
+      throw new HttpError(400, "invalid_request", `limit: expected a whole number from 1 to ${max}`);
   }
   return { limit, cursor: single(query, "cursor") ?? "" };
 }

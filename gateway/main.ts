@@ -37,10 +37,12 @@ await listenOn(listen, () => app.listen({ host: listen.host, port: listen.port }
 });
 // Metrics on an internal port (RPC_HOST), never the public one.
 const metricsListen = { variable: "GATEWAY_METRICS_PORT", host: config.RPC_HOST, port: config.GATEWAY_METRICS_PORT };
-const metrics = await listenOn(metricsListen, () => startMetricsListener(metricsListen.host, metricsListen.port)).catch((err) => {
-  exitIfPortInUse("gateway", err);
-  throw err;
-});
+const metrics = await listenOn(metricsListen, () => startMetricsListener(metricsListen.host, metricsListen.port)).catch(
+  (err) => {
+    exitIfPortInUse("gateway", err);
+    throw err;
+  },
+);
 onShutdown(logger, async () => {
   await metrics.close();
   await app.close();

@@ -24,7 +24,9 @@ export const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" } as c
  * used by the client."
  */
 export function invalidClient(description: string): OAuthError {
-  return new OAuthError("invalid_client", description, 401, { "www-authenticate": 'Basic realm="bizcard", charset="UTF-8"' });
+  return new OAuthError("invalid_client", description, 401, {
+    "www-authenticate": 'Basic realm="bizcard", charset="UTF-8"',
+  });
 }
 
 /**
@@ -35,7 +37,9 @@ export function invalidClient(description: string): OAuthError {
  * MUST include the HTTP "WWW-Authenticate" response header field".
  */
 export function invalidToken(description: string): OAuthError {
-  return new OAuthError("invalid_token", description, 401, { "www-authenticate": 'Bearer realm="bizcard", error="invalid_token"' });
+  return new OAuthError("invalid_token", description, 401, {
+    "www-authenticate": 'Bearer realm="bizcard", error="invalid_token"',
+  });
 }
 
 /** An OAuth error from the auth service's details, or the generic mapping. */
@@ -45,7 +49,9 @@ export function oauthErrorFrom(err: unknown): HttpError | undefined {
   const [detail] = err.findDetails(OAuthErrorSchema);
   if (detail) {
     if (detail.retryAfterSeconds > 0) {
-      return new OAuthError(detail.error, detail.errorDescription, 429, { "retry-after": String(detail.retryAfterSeconds) });
+      return new OAuthError(detail.error, detail.errorDescription, 429, {
+        "retry-after": String(detail.retryAfterSeconds),
+      });
     }
     if (detail.error === "invalid_client") return invalidClient(detail.errorDescription);
     if (detail.error === "invalid_token") return invalidToken(detail.errorDescription);

@@ -12,7 +12,8 @@ export type Params = Record<string, string>;
  */
 export function readParams(body: unknown, repeatable: readonly string[] = []): Params {
   if (body === undefined || body === null) return {};
-  if (typeof body !== "object" || Array.isArray(body)) throw new OAuthError("invalid_request", "the body must be a set of parameters");
+  if (typeof body !== "object" || Array.isArray(body))
+    throw new OAuthError("invalid_request", "the body must be a set of parameters");
   const out: Params = {};
   for (const [key, value] of Object.entries(body as Record<string, unknown>)) {
     if (repeatable.includes(key)) continue;
@@ -33,7 +34,8 @@ export function readRepeated(body: unknown, name: string): string[] {
   if (body === undefined || body === null || typeof body !== "object" || Array.isArray(body)) return [];
   const value = (body as Record<string, unknown>)[name];
   const values = Array.isArray(value) ? value : value === undefined || value === null ? [] : [value];
-  if (values.some((v) => typeof v !== "string")) throw new OAuthError("invalid_request", `parameter ${name} must be a string or strings`);
+  if (values.some((v) => typeof v !== "string"))
+    throw new OAuthError("invalid_request", `parameter ${name} must be a string or strings`);
   return (values as string[]).filter((v) => v !== "");
 }
 
@@ -82,7 +84,10 @@ export function presentedClient(authorization: string | undefined, params: Param
   const basic = isBasic(authorization) ? decodeBasic(authorization) : undefined;
   if (basic) {
     if (params.client_secret !== undefined) {
-      throw new OAuthError("invalid_request", "use one client authentication method: Basic or client_secret in the body, not both");
+      throw new OAuthError(
+        "invalid_request",
+        "use one client authentication method: Basic or client_secret in the body, not both",
+      );
     }
     if (params.client_id !== undefined && params.client_id !== basic.id) {
       throw new OAuthError("invalid_request", "client_id in the body differs from the Basic credentials");

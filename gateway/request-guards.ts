@@ -21,7 +21,9 @@ export class RouteTable {
     const path = request.url.split("?")[0]!;
     const allowed = [...new Set(this.routes.filter((r) => r.pattern.test(path)).map((r) => r.method))];
     if (allowed.length > 0) {
-      return new HttpError(405, "method_not_allowed", `use ${allowed.join(", ")} on ${path}`, { allow: allowed.join(", ") });
+      return new HttpError(405, "method_not_allowed", `use ${allowed.join(", ")} on ${path}`, {
+        allow: allowed.join(", "),
+      });
     }
     return new HttpError(404, "not_found", `no route ${request.method} ${path}`);
   }
@@ -85,7 +87,12 @@ function framingProblem(request: FastifyRequest): HttpError | undefined {
   // RFC 9112 §6.1: "A server that receives a request message with a transfer
   // coding it does not understand SHOULD respond with 501 (Not Implemented)."
   if (codings.length !== 1) {
-    return new HttpError(501, "not_implemented", "the only transfer coding this server reads is chunked (Transfer-Encoding: chunked)", CLOSE);
+    return new HttpError(
+      501,
+      "not_implemented",
+      "the only transfer coding this server reads is chunked (Transfer-Encoding: chunked)",
+      CLOSE,
+    );
   }
   return undefined;
 }
@@ -109,9 +116,14 @@ function guard(request: FastifyRequest, routes: RouteTable): HttpError | undefin
   // indicate which (if any) content codings would have been accepted in the request."
   const coding = request.headers["content-encoding"];
   if (coding !== undefined && coding.trim().toLowerCase() !== "identity" && hasBody(request)) {
-    return new HttpError(415, "unsupported_media_type", "send the body without a content coding (Content-Encoding: identity)", {
-      "accept-encoding": "identity",
-    });
+    return new HttpError(
+      415,
+      "unsupported_media_type",
+      "send the body without a content coding (Content-Encoding: identity)",
+      {
+        "accept-encoding": "identity",
+      },
+    );
   }
   return undefined;
 }

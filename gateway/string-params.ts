@@ -11,7 +11,8 @@ import { unstorableReason } from "../services/shared/storable-text.js";
 import { firstUnstorableString } from "../services/shared/strict-json.js";
 
 /** The refusal of `s`, found under `where` (a parameter, the path...). */
-const refusal = (where: string, s: string): HttpError => new HttpError(400, "invalid_request", `${where} must not contain ${unstorableReason(s)}`);
+const refusal = (where: string, s: string): HttpError =>
+  new HttpError(400, "invalid_request", `${where} must not contain ${unstorableReason(s)}`);
 
 /**
  * The refusal of the first unstorable string in a parsed value, names
@@ -45,7 +46,9 @@ function problem(request: FastifyRequest): HttpError | undefined {
   const query = queryProblem(request.url);
   if (query) return new HttpError(400, "invalid_request", query);
   const found =
-    firstUnstorable(request.query, "the query") ?? firstUnstorable(request.params, "the path") ?? firstUnstorable(request.body, "the body");
+    firstUnstorable(request.query, "the query") ??
+    firstUnstorable(request.params, "the path") ??
+    firstUnstorable(request.body, "the body");
   if (found) return found;
   const authorization = request.headers.authorization;
   if (isBasic(authorization)) {

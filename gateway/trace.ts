@@ -5,7 +5,12 @@
 // bound to the request's log lines. Kept beside the request, not in an
 // AsyncLocalStorage: none on the gateway's hot path.
 import type { IncomingMessage } from "node:http";
-import { TRACEPARENT_HEADER, TRACESTATE_HEADER, continuedTracestate, traceIdOf } from "../services/shared/trace/traceparent.js";
+import {
+  TRACEPARENT_HEADER,
+  TRACESTATE_HEADER,
+  continuedTracestate,
+  traceIdOf,
+} from "../services/shared/trace/traceparent.js";
 import { startSpan, type WorkSpan } from "../services/shared/trace/tracing.js";
 
 export interface RequestTrace {
@@ -27,8 +32,13 @@ export function requestTrace(raw: IncomingMessage): RequestTrace {
     const incoming = raw.headers[TRACEPARENT_HEADER];
     const state = raw.headers[TRACESTATE_HEADER];
     found = {
-      span: startSpan(raw.method ?? "HTTP", typeof incoming === "string" ? incoming : undefined, "server", { "http.request.method": raw.method ?? "" }),
-      tracestate: continuedTracestate(typeof incoming === "string" ? incoming : undefined, typeof state === "string" ? state : undefined),
+      span: startSpan(raw.method ?? "HTTP", typeof incoming === "string" ? incoming : undefined, "server", {
+        "http.request.method": raw.method ?? "",
+      }),
+      tracestate: continuedTracestate(
+        typeof incoming === "string" ? incoming : undefined,
+        typeof state === "string" ? state : undefined,
+      ),
     };
     (raw as Traced)[TRACE] = found;
   }
@@ -53,5 +63,8 @@ export function endRequestTrace(raw: IncomingMessage, status: number, route: str
   const trace = (raw as Traced)[TRACE];
   if (!trace) return;
   (raw as Traced)[TRACE] = undefined;
-  trace.span.end(status >= 500 ? `HTTP ${status}` : undefined, { "http.response.status_code": status, ...(route ? { "http.route": route } : {}) });
+  trace.span.end(status >= 500 ? `HTTP ${status}` : undefined, {
+    "http.response.status_code": status,
+    ...(route ? { "http.route": route } : {}),
+  });
 }

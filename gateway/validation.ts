@@ -12,7 +12,7 @@
 // owns the grant rules). Those are marked with documentOnly() and pass
 // through unchanged.
 import type { FastifySchemaCompiler } from "fastify";
-import { z } from "zod";
+import type { z } from "zod";
 import { HttpError } from "./errors.js";
 
 const DOCUMENT_ONLY = new WeakSet<object>();

@@ -5,7 +5,9 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 
 const LIMIT = 350;
-const files = execFileSync("git", ["ls-files", "-co", "--exclude-standard", "*.ts", "*.mjs", "*.js", "*.cjs"], { encoding: "utf8" })
+const files = execFileSync("git", ["ls-files", "-co", "--exclude-standard", "*.ts", "*.mjs", "*.js", "*.cjs"], {
+  encoding: "utf8",
+})
   .split("\n")
   .filter((f) => f && !f.startsWith("gen/") && !f.includes("node_modules/"));
 const long = [];

@@ -18,7 +18,9 @@ import { readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises
 import { createRequire } from "node:module";
 import path from "node:path";
 
-const ESBUILD_VERSION = JSON.parse(readFileSync(createRequire(import.meta.url).resolve("esbuild/package.json"), "utf8")).version;
+const ESBUILD_VERSION = JSON.parse(
+  readFileSync(createRequire(import.meta.url).resolve("esbuild/package.json"), "utf8"),
+).version;
 
 async function typeScriptFiles(dir) {
   const files = [];
@@ -34,7 +36,11 @@ async function typeScriptFiles(dir) {
 async function prune(cache, keep) {
   // Another start may rename or remove a folder meanwhile: what is gone is skipped.
   const listed = await Promise.all(
-    (await readdir(cache)).map(async (name) => ({ name, dir: path.join(cache, name), at: (await stat(path.join(cache, name)).catch(() => undefined))?.mtimeMs })),
+    (await readdir(cache)).map(async (name) => ({
+      name,
+      dir: path.join(cache, name),
+      at: (await stat(path.join(cache, name)).catch(() => undefined))?.mtimeMs,
+    })),
   );
   const entries = listed.filter((e) => e.at !== undefined);
   const builds = entries.filter((e) => !e.name.includes(".partial-")).sort((a, b) => b.at - a.at);
@@ -59,7 +65,8 @@ const buildOptions = (root) => ({
   logLevel: "error",
 });
 
-const filesOf = async (root, sources) => (await Promise.all(sources.map((dir) => typeScriptFiles(path.join(root, dir))))).flat().sort();
+const filesOf = async (root, sources) =>
+  (await Promise.all(sources.map((dir) => typeScriptFiles(path.join(root, dir))))).flat().sort();
 
 /**
  * Compiles `sources` (folders under `root`) with `root`/tsconfig.build.json
@@ -72,11 +79,18 @@ export async function compileSources({ root, sources, cache, keep = 3 }) {
   const hashed = { ...options, outbase: "", tsconfig: readFileSync(options.tsconfig, "utf8") };
   const hash = createHash("sha256").update(`${ESBUILD_VERSION}\0${JSON.stringify(hashed)}\0`);
   for (const [file, text] of await Promise.all(files.map(async (f) => [f, await readFile(f)]))) {
-    hash.update(`${path.relative(root, file)}\0`).update(text).update("\0");
+    hash
+      .update(`${path.relative(root, file)}\0`)
+      .update(text)
+      .update("\0");
   }
   const out = path.join(cache, hash.digest("hex").slice(0, 20));
   if (existsSync(out)) return out;
-  if (!building.has(out)) building.set(out, build(files, options, out).finally(() => building.delete(out)));
+  if (!building.has(out))
+    building.set(
+      out,
+      build(files, options, out).finally(() => building.delete(out)),
+    );
   await building.get(out);
   await prune(cache, keep);
   return out;

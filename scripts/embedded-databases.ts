@@ -35,10 +35,16 @@ export async function startPlatformDatabases(
   const names = perService ? services : [EMBEDDED_DATABASE];
   const all = migrationNames();
   const migrations: DatabaseMigrations = perService
-    ? Object.fromEntries(services.map((svc) => [svc, { [SERVICE_SCHEMAS[svc].schema]: all[SERVICE_SCHEMAS[svc].schema]! }]))
+    ? Object.fromEntries(
+        services.map((svc) => [svc, { [SERVICE_SCHEMAS[svc].schema]: all[SERVICE_SCHEMAS[svc].schema]! }]),
+      )
     : { [EMBEDDED_DATABASE]: all };
-  if (names.every(made)) progress(`opening the ${perService ? "databases (one per service)" : "database"} in ${dataDir}`);
-  else progress(`creating the ${perService ? "databases" : "database"} in ${dataDir} (first start: ${firstStartSource(names, migrations)})`);
+  if (names.every(made))
+    progress(`opening the ${perService ? "databases (one per service)" : "database"} in ${dataDir}`);
+  else
+    progress(
+      `creating the ${perService ? "databases" : "database"} in ${dataDir} (first start: ${firstStartSource(names, migrations)})`,
+    );
   const databases = await startEmbeddedDatabases(dataDir, names, migrations, { logger });
   const urls = Object.fromEntries(services.map((svc, i) => [svc, databases[perService ? i : 0]!.url]));
   return { urls, databases };
@@ -46,6 +52,7 @@ export async function startPlatformDatabases(
 
 /** How a fresh data folder's databases are made, for the progress line. */
 export function firstStartSource(names: readonly string[], migrations: DatabaseMigrations): string {
-  if (names.every((n) => migrations[n] && migratedTemplate(n, migrations[n]))) return "the services' schemas made at install, copied";
+  if (names.every((n) => migrations[n] && migratedTemplate(n, migrations[n])))
+    return "the services' schemas made at install, copied";
   return embeddedTemplate() ? "the cluster made at install, copied" : "one initdb, copied";
 }

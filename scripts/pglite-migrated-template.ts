@@ -31,7 +31,14 @@ async function main(): Promise<void> {
   const logger = createLogger("install", "silent");
   try {
     for (const { schema, migrations } of Object.values(SERVICE_SCHEMAS)) {
-      const orm = await openDatabase({ clientUrl: db!.url, schema, entities: [], migrations, poolMax: EMBEDDED_POOL_MAX, logger });
+      const orm = await openDatabase({
+        clientUrl: db!.url,
+        schema,
+        entities: [],
+        migrations,
+        poolMax: EMBEDDED_POOL_MAX,
+        logger,
+      });
       try {
         await migrate(orm);
       } finally {
@@ -50,7 +57,9 @@ async function main(): Promise<void> {
   await rm(path.join(folder, EMBEDDED_DATABASE), { recursive: true, force: true });
   await rename(dir, path.join(folder, EMBEDDED_DATABASE));
   await rm(partial, { recursive: true, force: true });
-  console.log(`bizcard: made the services' migrated database template in ${path.join(folder, EMBEDDED_DATABASE)} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  console.log(
+    `bizcard: made the services' migrated database template in ${path.join(folder, EMBEDDED_DATABASE)} (${((Date.now() - started) / 1000).toFixed(1)} s)`,
+  );
 }
 
 await main();

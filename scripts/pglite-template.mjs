@@ -39,7 +39,9 @@ if (process.env.BIZCARD_PGLITE_TEMPLATE === "off" || omitted.includes("dev")) pr
 try {
   const entry = createRequire(import.meta.url).resolve("@electric-sql/pglite");
   const nodeModules = entry.slice(0, entry.lastIndexOf(`${path.sep}@electric-sql${path.sep}pglite${path.sep}`));
-  const version = JSON.parse(readFileSync(path.join(nodeModules, "@electric-sql", "pglite", "package.json"), "utf8")).version;
+  const version = JSON.parse(
+    readFileSync(path.join(nodeModules, "@electric-sql", "pglite", "package.json"), "utf8"),
+  ).version;
   const dir = process.env.BIZCARD_PGLITE_TEMPLATE_DIR ?? path.join(nodeModules, ".cache", "bizcard-pglite", version);
   if (!existsSync(path.join(dir, "template.json"))) {
     const started = Date.now();
@@ -47,7 +49,11 @@ try {
     await rm(partial, { recursive: true, force: true });
     await mkdir(partial, { recursive: true });
     const { PGlite } = await import("@electric-sql/pglite");
-    const db = await PGlite.create({ dataDir: partial, startParams: [...PGlite.defaultStartParams, ...START_PARAMS_EXTRA], initDbStartParams: INITDB_PARAMS });
+    const db = await PGlite.create({
+      dataDir: partial,
+      startParams: [...PGlite.defaultStartParams, ...START_PARAMS_EXTRA],
+      initDbStartParams: INITDB_PARAMS,
+    });
     // Only the database PGlite opens ("postgres") is kept: template0 and
     // template1 serve CREATE DATABASE, which nothing here runs, and they were
     // two thirds of the cluster's 999 files. A first start copies the
@@ -64,11 +70,16 @@ try {
       await db.exec(sql);
     }
     await db.close();
-    await writeFile(path.join(partial, "template.json"), `${JSON.stringify({ pglite: version, initdb: INITDB_PARAMS })}\n`);
+    await writeFile(
+      path.join(partial, "template.json"),
+      `${JSON.stringify({ pglite: version, initdb: INITDB_PARAMS })}\n`,
+    );
     await ownerOnly(partial);
     await rm(dir, { recursive: true, force: true });
     await rename(partial, dir);
-    console.log(`bizcard: made the embedded PostgreSQL template in ${dir} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+    console.log(
+      `bizcard: made the embedded PostgreSQL template in ${dir} (${((Date.now() - started) / 1000).toFixed(1)} s)`,
+    );
   }
   // A copy of it with the services' schemas migrated (pglite-migrated-template.ts), from the compiled build.
   const runCompiled = path.join(import.meta.dirname, "run-compiled.mjs");
@@ -76,7 +87,10 @@ try {
     stdio: "inherit",
     env: { ...process.env, BIZCARD_PGLITE_TEMPLATE_DIR: dir },
   });
-  if (step.status !== 0) console.warn("bizcard: no migrated database template; the first npm start migrates the services' schemas");
+  if (step.status !== 0)
+    console.warn("bizcard: no migrated database template; the first npm start migrates the services' schemas");
 } catch (err) {
-  console.warn(`bizcard: no embedded PostgreSQL template (${err instanceof Error ? err.message : err}); the first npm start runs initdb instead`);
+  console.warn(
+    `bizcard: no embedded PostgreSQL template (${err instanceof Error ? err.message : err}); the first npm start runs initdb instead`,
+  );
 }

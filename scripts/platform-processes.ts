@@ -39,7 +39,12 @@ export const SERVICE_NODE_FLAGS = ["--max-old-space-size=1024"] as const;
  * and the container limits are about. Measurements: docs/benchmark.md, "The
  * memory rows".
  */
-export const GATEWAY_NODE_FLAGS = ["--no-allocation-site-pretenuring", "--min-semi-space-size=16", "--max-semi-space-size=16", "--no-memory-reducer"] as const;
+export const GATEWAY_NODE_FLAGS = [
+  "--no-allocation-site-pretenuring",
+  "--min-semi-space-size=16",
+  "--max-semi-space-size=16",
+  "--no-memory-reducer",
+] as const;
 
 /**
  * The environment every platform process starts with (`npm start`'s script,
@@ -54,7 +59,12 @@ export const PLATFORM_ENV = { MALLOC_MMAP_THRESHOLD_: "1048576" } as const;
 
 export const PLATFORM_PROCESSES = [
   { name: "auth", main: "services/auth/main", readyPort: "AUTH_RPC_PORT", nodeFlags: SERVICE_NODE_FLAGS },
-  { name: "organisation", main: "services/organisation/main", readyPort: "ORGANISATION_RPC_PORT", nodeFlags: SERVICE_NODE_FLAGS },
+  {
+    name: "organisation",
+    main: "services/organisation/main",
+    readyPort: "ORGANISATION_RPC_PORT",
+    nodeFlags: SERVICE_NODE_FLAGS,
+  },
   { name: "webhook", main: "services/webhook/main", readyPort: "WEBHOOK_RPC_PORT", nodeFlags: SERVICE_NODE_FLAGS },
   { name: "delivery", main: "services/delivery/main", readyPort: "DELIVERY_RPC_PORT", nodeFlags: SERVICE_NODE_FLAGS },
   { name: "gateway", main: "gateway/main", readyPort: "GATEWAY_PORT", nodeFlags: GATEWAY_NODE_FLAGS },
@@ -66,7 +76,11 @@ export type PlatformProcess = (typeof PLATFORM_PROCESSES)[number];
 export const composeCommand = (p: PlatformProcess): string[] => compiledCommand(p, "dist");
 
 /** The compiled entry point under `outDir` (npm run build's dist/, or another --outDir inside the project). */
-export const compiledCommand = (p: PlatformProcess, outDir: string): string[] => ["node", ...p.nodeFlags, `${outDir.replace(/\/+$/, "")}/${p.main}.js`];
+export const compiledCommand = (p: PlatformProcess, outDir: string): string[] => [
+  "node",
+  ...p.nodeFlags,
+  `${outDir.replace(/\/+$/, "")}/${p.main}.js`,
+];
 
 /** The command start:distributed runs for it: the same entry point, compiled on the fly by tsx as `npm start` is. */
 /**
@@ -77,7 +91,12 @@ export const compiledCommand = (p: PlatformProcess, outDir: string): string[] =>
 export const START_NODE_FLAGS = [...GATEWAY_NODE_FLAGS, ...SERVICE_NODE_FLAGS] as const;
 
 /** What `npm start` runs (package.json's start script, `exec`: `env` execs node in turn): every service and the gateway in one process. */
-export const startCommand = (): string[] => ["env", ...Object.entries(PLATFORM_ENV).map(([k, v]) => `${k}=${v}`), "node", ...startArgs()];
+export const startCommand = (): string[] => [
+  "env",
+  ...Object.entries(PLATFORM_ENV).map(([k, v]) => `${k}=${v}`),
+  "node",
+  ...startArgs(),
+];
 
 /**
  * Its arguments after `node`, with `nodeArgs` (--cpu-prof...) among the
@@ -85,4 +104,9 @@ export const startCommand = (): string[] => ["env", ...Object.entries(PLATFORM_E
  * PLATFORM_ENV). scripts/run-compiled.mjs compiles the sources (when they
  * changed) and runs the compiled scripts/start.ts in the same process.
  */
-export const startArgs = (nodeArgs: readonly string[] = []): string[] => [...START_NODE_FLAGS, ...nodeArgs, "scripts/run-compiled.mjs", "scripts/start.ts"];
+export const startArgs = (nodeArgs: readonly string[] = []): string[] => [
+  ...START_NODE_FLAGS,
+  ...nodeArgs,
+  "scripts/run-compiled.mjs",
+  "scripts/start.ts",
+];

@@ -60,14 +60,20 @@ const children: Child[] = [];
 let stopping = false;
 
 function prefixLines(name: string, stream: NodeJS.ReadableStream, out: NodeJS.WriteStream): void {
-  createInterface({ input: stream, crlfDelay: Infinity }).on("line", (line) => out.write(`${name.padEnd(width)} | ${line}\n`));
+  createInterface({ input: stream, crlfDelay: Infinity }).on("line", (line) =>
+    out.write(`${name.padEnd(width)} | ${line}\n`),
+  );
 }
 
 function start(proc: PlatformProcess): Child {
   const [command, ...args] = compiledCommand(proc, compiled!);
   say(`starting ${proc.name}: ${command} ${args.join(" ")}`);
   // Its own process group: a Ctrl-C reaches this process only, which stops the children in order.
-  const child = spawn(command === "node" ? process.execPath : command!, args, { env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const child = spawn(command === "node" ? process.execPath : command!, args, {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   say(`${proc.name} is pid ${child.pid}`);
   prefixLines(proc.name, child.stdout!, process.stdout);
   prefixLines(proc.name, child.stderr!, process.stderr);
@@ -118,20 +124,27 @@ async function waitReady(proc: PlatformProcess): Promise<void> {
   const url = readyUrl(proc, config);
   const end = Date.now() + READY_TIMEOUT_MS;
   while (!stopping) {
-    const ok = await fetch(url, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false);
+    const ok = await fetch(url, { signal: AbortSignal.timeout(2000) }).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return;
     if (Date.now() > end) throw new Error(`${proc.name} was not ready at ${url} within ${READY_TIMEOUT_MS} ms`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }
 
-say(`PostgreSQL at ${new URL(config.DATABASE_URL!).host}, NATS at ${config.NATS_URL}; each service migrates its own schema as it starts`);
+say(
+  `PostgreSQL at ${new URL(config.DATABASE_URL!).host}, NATS at ${config.NATS_URL}; each service migrates its own schema as it starts`,
+);
 for (const proc of PLATFORM_PROCESSES) children.push(start(proc));
 try {
-  await Promise.all(PLATFORM_PROCESSES.map(async (proc) => {
-    await waitReady(proc);
-    if (!stopping) say(`${proc.name} ready`);
-  }));
+  await Promise.all(
+    PLATFORM_PROCESSES.map(async (proc) => {
+      await waitReady(proc);
+      if (!stopping) say(`${proc.name} ready`);
+    }),
+  );
 } catch (err) {
   say((err as Error).message);
   await stopAll(1);

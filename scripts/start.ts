@@ -18,7 +18,13 @@ import { createServiceClients, serviceUrls } from "../gateway/clients.js";
 import { createAuthApp } from "../services/auth/auth-app.js";
 import { createDeliveryApp } from "../services/delivery/delivery-app.js";
 import { createOrganisationApp } from "../services/organisation/organisation-app.js";
-import { exitOnConfigError, loadConfigOrExit, withInternalTokens, withSecretEncryptionKeys, type Config } from "../services/shared/config.js";
+import {
+  exitOnConfigError,
+  loadConfigOrExit,
+  withInternalTokens,
+  withSecretEncryptionKeys,
+  type Config,
+} from "../services/shared/config.js";
 import { EMBEDDED_POOL_MAX, type EmbeddedPostgres } from "./embedded/embedded-postgres.js";
 import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
@@ -41,10 +47,25 @@ import { startPlatformDatabases } from "./embedded-databases.js";
 
 const SERVICES = [
   // Consumers first, publishers last: a relay never publishes before its consumers listen.
-  { name: "delivery", create: createDeliveryApp, port: (c: Config) => c.DELIVERY_RPC_PORT, portVariable: "DELIVERY_RPC_PORT" },
-  { name: "webhook", create: createWebhookApp, port: (c: Config) => c.WEBHOOK_RPC_PORT, portVariable: "WEBHOOK_RPC_PORT" },
+  {
+    name: "delivery",
+    create: createDeliveryApp,
+    port: (c: Config) => c.DELIVERY_RPC_PORT,
+    portVariable: "DELIVERY_RPC_PORT",
+  },
+  {
+    name: "webhook",
+    create: createWebhookApp,
+    port: (c: Config) => c.WEBHOOK_RPC_PORT,
+    portVariable: "WEBHOOK_RPC_PORT",
+  },
   { name: "auth", create: createAuthApp, port: (c: Config) => c.AUTH_RPC_PORT, portVariable: "AUTH_RPC_PORT" },
-  { name: "organisation", create: createOrganisationApp, port: (c: Config) => c.ORGANISATION_RPC_PORT, portVariable: "ORGANISATION_RPC_PORT" },
+  {
+    name: "organisation",
+    create: createOrganisationApp,
+    port: (c: Config) => c.ORGANISATION_RPC_PORT,
+    portVariable: "ORGANISATION_RPC_PORT",
+  },
 ] as const;
 
 export const DEMO_FILE = "demo-credentials.json";
@@ -107,7 +128,14 @@ async function main(): Promise<void> {
     bus = await openBus(config, "bizcard", logger);
     // One PGlite instance the services share, a fresh one copied from the
     // install's migrated template (embedded-databases.ts).
-    const embedded = embeddedDb ? await startPlatformDatabases(dataDir, SERVICES.map((svc) => svc.name), progress, logger) : undefined;
+    const embedded = embeddedDb
+      ? await startPlatformDatabases(
+          dataDir,
+          SERVICES.map((svc) => svc.name),
+          progress,
+          logger,
+        )
+      : undefined;
     if (embedded) databases.push(...embedded.databases);
     for (const svc of SERVICES) {
       const log = createLogger(svc.name, config.LOG_LEVEL);
@@ -144,7 +172,10 @@ async function main(): Promise<void> {
     // Demo data first: once /readyz answers 200, everything printed here is true.
     const emptyDatabase = !embeddedDb && (await hasNoOrganisation(apps));
     if (freshDataDir || emptyDatabase) progress("creating the demo organisation, member and client");
-    const demo = freshDataDir || emptyDatabase ? await createDemo(config, dataDir, freshDataDir ? "fresh data folder" : "empty database") : undefined;
+    const demo =
+      freshDataDir || emptyDatabase
+        ? await createDemo(config, dataDir, freshDataDir ? "fresh data folder" : "empty database")
+        : undefined;
     progress("starting the gateway");
     gateway = await buildGateway({
       clients: createServiceClients(config),
@@ -162,7 +193,11 @@ async function main(): Promise<void> {
     const gatewayListen = { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT };
     await listenOn(gatewayListen, () => gateway!.listen({ host: gatewayListen.host, port: gatewayListen.port }));
     // Every service's metrics and the gateway's: one process, one registry, on an internal port.
-    const metricsListen = { variable: "GATEWAY_METRICS_PORT", host: config.RPC_HOST, port: config.GATEWAY_METRICS_PORT };
+    const metricsListen = {
+      variable: "GATEWAY_METRICS_PORT",
+      host: config.RPC_HOST,
+      port: config.GATEWAY_METRICS_PORT,
+    };
     metrics = await listenOn(metricsListen, () => startMetricsListener(metricsListen.host, metricsListen.port));
 
     const backends = `${embeddedDb ? `PGlite in ${dataDir}` : "PostgreSQL"}, ${bus.kind === "nats" ? "NATS JetStream" : "in-process bus"}`;
@@ -170,7 +205,8 @@ async function main(): Promise<void> {
       `\nbizcard platform ready (${backends})\n  gateway: http://${config.GATEWAY_HOST}:${config.GATEWAY_PORT}\n  issuer (PUBLIC_URL): ${config.publicUrl}\n`,
     );
     if (demo) process.stdout.write(demo);
-    else if (existsSync(path.join(dataDir, DEMO_FILE))) process.stdout.write(`  demo credentials: ${path.join(dataDir, DEMO_FILE)}\n`);
+    else if (existsSync(path.join(dataDir, DEMO_FILE)))
+      process.stdout.write(`  demo credentials: ${path.join(dataDir, DEMO_FILE)}\n`);
     process.stdout.write("\n");
   } catch (err) {
     if (!(err instanceof PortInUseError)) logger.fatal({ err }, "start failed");
@@ -214,19 +250,24 @@ async function createDemo(config: Config, dataDir: string, why: string): Promise
   const demo = {
     organisation: { id: organisation!.id, name: organisation!.name },
     member: { id: owner!.id, email: owner!.email, password },
-    client: { client_id: client!.clientId, client_secret: clientSecret, redirect_uris: client!.redirectUris, scopes: client!.scopes },
+    client: {
+      client_id: client!.clientId,
+      client_secret: clientSecret,
+      redirect_uris: client!.redirectUris,
+      scopes: client!.scopes,
+    },
   };
   await writeFile(path.join(dataDir, DEMO_FILE), `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
   return [
-      `  demo data (${why}):`,
-      `    organisation   ${demo.organisation.name} (${demo.organisation.id})`,
-      `    member login   ${demo.member.email} / ${password}`,
-      `    OAuth client   client_id=${demo.client.client_id}`,
-      `                   client_secret=${clientSecret}`,
-      `                   redirect_uri=${demo.client.redirect_uris[0]}`,
-      `    (kept in ${path.join(dataDir, DEMO_FILE)})`,
-      "",
-    ].join("\n");
+    `  demo data (${why}):`,
+    `    organisation   ${demo.organisation.name} (${demo.organisation.id})`,
+    `    member login   ${demo.member.email} / ${password}`,
+    `    OAuth client   client_id=${demo.client.client_id}`,
+    `                   client_secret=${clientSecret}`,
+    `                   redirect_uri=${demo.client.redirect_uris[0]}`,
+    `    (kept in ${path.join(dataDir, DEMO_FILE)})`,
+    "",
+  ].join("\n");
 }
 
 await main();

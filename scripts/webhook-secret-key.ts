@@ -16,7 +16,10 @@ export async function webhookSecretKey(dataDir: string): Promise<string> {
   if (existsSync(file)) {
     const key = (await readFile(file, "utf8")).trim();
     if (Buffer.from(key, "base64").length !== 32) {
-      throw new ConfigError("WEBHOOK_SECRET_ENCRYPTION_KEY", `unset, and ${file} does not hold a key (base64 of 32 bytes): restore that file, or set the variable`);
+      throw new ConfigError(
+        "WEBHOOK_SECRET_ENCRYPTION_KEY",
+        `unset, and ${file} does not hold a key (base64 of 32 bytes): restore that file, or set the variable`,
+      );
     }
     return key;
   }

@@ -41,7 +41,9 @@ function isolateTempDir(): () => void {
     const left = readdirSync(runDir).filter((e) => e.startsWith("bizcard-"));
     rmSync(runDir, { recursive: true, force: true });
     if (left.length > 0) {
-      throw new Error(`the tests left ${left.length} temporary folder(s) behind (removed now): ${left.sort().join(", ")}`);
+      throw new Error(
+        `the tests left ${left.length} temporary folder(s) behind (removed now): ${left.sort().join(", ")}`,
+      );
     }
   };
 }

@@ -42,12 +42,19 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
   const needs = `Needs the scope${scopes.length > 1 ? "s" : ""} ${scopes.join(" and ")}.`;
   const handler = (args: z.output<I>): Promise<CallToolResult> =>
     runTool(context, async () => {
-      if (!scopes.every((scope) => context.principal.scopes.includes(scope))) return toolError(`this tool needs the scopes ${scopes.join(" ")}`);
+      if (!scopes.every((scope) => context.principal.scopes.includes(scope)))
+        return toolError(`this tool needs the scopes ${scopes.join(" ")}`);
       return toolResult(await spec.run(args, context));
     });
   server.registerTool(
     name,
-    { title: spec.title, description: `${spec.description} ${needs}`, inputSchema: spec.input, outputSchema: spec.output, annotations: spec.annotations },
+    {
+      title: spec.title,
+      description: `${spec.description} ${needs}`,
+      inputSchema: spec.input,
+      outputSchema: spec.output,
+      annotations: spec.annotations,
+    },
     handler as never,
   );
 }

@@ -8,10 +8,18 @@ export function listArguments(fallback: number, max: number) {
   const query = ListQuery(fallback, max).shape;
   const badLimit = `limit: expected a whole number from 1 to ${max}`;
   return {
-    limit: z.int({ error: badLimit }).min(1, { error: badLimit }).max(max, { error: badLimit }).optional().describe(query.limit.description ?? ""),
+    limit: z
+      .int({ error: badLimit })
+      .min(1, { error: badLimit })
+      .max(max, { error: badLimit })
+      .optional()
+      .describe(query.limit.description ?? ""),
     cursor: query.cursor.describe("Where the page starts: the next_cursor of the previous page"),
   };
 }
 
 /** The next page's cursor of a list's structured content: null on the last page. */
-export const NextCursor = z.string().nullable().describe("Pass it as cursor to read the next page; null on the last page");
+export const NextCursor = z
+  .string()
+  .nullable()
+  .describe("Pass it as cursor to read the next page; null on the last page");

@@ -21,7 +21,12 @@ const ContactId = z
   .refine(isUuid, { error: "id: expected a contact id (a UUID, as list_contacts shows)" })
   .describe("The contact's id (a UUID)");
 
-export function organisationTools(server: McpServer, context: ToolContext, bearer: Bearer, organisations: Client<typeof OrganisationService>): void {
+export function organisationTools(
+  server: McpServer,
+  context: ToolContext,
+  bearer: Bearer,
+  organisations: Client<typeof OrganisationService>,
+): void {
   const organisationId = context.principal.organisationId;
 
   defineTool(server, context, "get_organisation", {
@@ -47,7 +52,10 @@ export function organisationTools(server: McpServer, context: ToolContext, beare
     output: z.object({ contacts: ContactList, next_cursor: NextCursor }),
     annotations: READ_ONLY,
     async run({ limit, cursor }, { rpc }) {
-      const res = await organisations.listContacts({ organisationId, pageSize: limit ?? LIST_DEFAULT, pageToken: cursor ?? "" }, rpc);
+      const res = await organisations.listContacts(
+        { organisationId, pageSize: limit ?? LIST_DEFAULT, pageToken: cursor ?? "" },
+        rpc,
+      );
       return { contacts: res.contacts.map(contactJson), next_cursor: res.nextPageToken || null };
     },
   });

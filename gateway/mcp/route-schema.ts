@@ -20,7 +20,12 @@ export const MCP_SCHEMA = {
   consumes: ["application/json"],
   body: JsonRpcBody.meta({ examples: [initializeExample] }),
   response: {
-    200: json("The JSON-RPC response (a tool's failure is a result with isError: true)", JsonRpcAnswer, toolResultExample, noStore),
+    200: json(
+      "The JSON-RPC response (a tool's failure is a result with isError: true)",
+      JsonRpcAnswer,
+      toolResultExample,
+      noStore,
+    ),
     202: empty("Notifications or responses only: accepted", noStore),
     400: json(
       "Not a JSON-RPC message, or an MCP-Protocol-Version this server does not speak",
@@ -28,11 +33,27 @@ export const MCP_SCHEMA = {
       { error: "invalid_request", error_description: 'jsonrpc: expected "2.0"' },
     ),
     ...bearerErrors("of the tool called"),
-    403: error("A tool called without the scopes it needs (the challenge's scope names them all), or a browser Origin other than this server's", "insufficient_scope", "this request needs the scopes webhooks:write contacts:read", {
-      "www-authenticate": { ...stepUpChallenge, description: "On insufficient_scope: the challenge, with scope= every scope the call needs" },
-    }),
-    406: error("The Accept header does not list both application/json and text/event-stream", "not_acceptable", "the Accept header must list both application/json and text/event-stream (MCP Streamable HTTP)"),
-    415: error("The body is not application/json", "unsupported_media_type", "send the JSON-RPC message as application/json"),
+    403: error(
+      "A tool called without the scopes it needs (the challenge's scope names them all), or a browser Origin other than this server's",
+      "insufficient_scope",
+      "this request needs the scopes webhooks:write contacts:read",
+      {
+        "www-authenticate": {
+          ...stepUpChallenge,
+          description: "On insufficient_scope: the challenge, with scope= every scope the call needs",
+        },
+      },
+    ),
+    406: error(
+      "The Accept header does not list both application/json and text/event-stream",
+      "not_acceptable",
+      "the Accept header must list both application/json and text/event-stream (MCP Streamable HTTP)",
+    ),
+    415: error(
+      "The body is not application/json",
+      "unsupported_media_type",
+      "send the JSON-RPC message as application/json",
+    ),
     default: DEFAULT_ERROR,
   },
 };

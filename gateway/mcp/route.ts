@@ -25,7 +25,13 @@
 // this route sends through the reply: the gateway's headers (x-request-id,
 // nosniff), its log line and error handler stay as on every route, and with
 // JSON answers (no event stream) nothing needs the raw socket.
-import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler, preHandlerAsyncHookHandler, preValidationAsyncHookHandler } from "fastify";
+import type {
+  FastifyInstance,
+  FastifyRequest,
+  onRequestAsyncHookHandler,
+  preHandlerAsyncHookHandler,
+  preValidationAsyncHookHandler,
+} from "fastify";
 import type { Bearer } from "../bearer.js";
 import { readBuildInfo } from "../build-info.js";
 import { rpcOptions, type ServiceClients } from "../clients.js";
@@ -42,7 +48,10 @@ type McpModules = {
 };
 let mcpModules: Promise<McpModules> | undefined;
 const loadMcp = () =>
-  (mcpModules ??= Promise.all([import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"), import("./server.js")]).then(([sdk, server]) => ({
+  (mcpModules ??= Promise.all([
+    import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"),
+    import("./server.js"),
+  ]).then(([sdk, server]) => ({
     Transport: sdk.WebStandardStreamableHTTPServerTransport,
     createMcpServer: server.createMcpServer,
   })));
@@ -56,7 +65,11 @@ function originCheck(allowed: readonly string[]): onRequestAsyncHookHandler {
   return async (request) => {
     const origin = request.headers.origin;
     if (origin !== undefined && !allowed.includes(origin)) {
-      throw new HttpError(403, "forbidden", `requests from the origin ${JSON.stringify(origin.slice(0, 100))} are not accepted here`);
+      throw new HttpError(
+        403,
+        "forbidden",
+        `requests from the origin ${JSON.stringify(origin.slice(0, 100))} are not accepted here`,
+      );
     }
   };
 }
@@ -69,10 +82,15 @@ function originCheck(allowed: readonly string[]): onRequestAsyncHookHandler {
  */
 const mediaTypes: preValidationAsyncHookHandler = async (request) => {
   const type = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
-  if (type !== "application/json") throw new HttpError(415, "unsupported_media_type", "send the JSON-RPC message as application/json");
+  if (type !== "application/json")
+    throw new HttpError(415, "unsupported_media_type", "send the JSON-RPC message as application/json");
   const accept = request.headers.accept ?? "";
   if (!accept.includes("application/json") || !accept.includes("text/event-stream")) {
-    throw new HttpError(406, "not_acceptable", "the Accept header must list both application/json and text/event-stream (MCP Streamable HTTP)");
+    throw new HttpError(
+      406,
+      "not_acceptable",
+      "the Accept header must list both application/json and text/event-stream (MCP Streamable HTTP)",
+    );
   }
 };
 
@@ -90,8 +108,20 @@ function webRequest(request: FastifyRequest, issuer: string): Request {
  * `origins`: the pages allowed to call /mcp (cors.ts mcpOrigins: PUBLIC_URL's
  * origin and MCP_ALLOWED_ORIGINS), the same list as the CORS answers.
  */
-export function mcpRoutes(app: FastifyInstance, bearer: Bearer, clients: ServiceClients, issuer: string, origins: readonly string[]): void {
-  const deps: McpServerDeps = { version: readBuildInfo().version, bearer, organisations: clients.organisation, webhook: clients.webhook, delivery: clients.delivery };
+export function mcpRoutes(
+  app: FastifyInstance,
+  bearer: Bearer,
+  clients: ServiceClients,
+  issuer: string,
+  origins: readonly string[],
+): void {
+  const deps: McpServerDeps = {
+    version: readBuildInfo().version,
+    bearer,
+    organisations: clients.organisation,
+    webhook: clients.webhook,
+    delivery: clients.delivery,
+  };
   const origin = originCheck(origins);
   const authenticate: onRequestAsyncHookHandler = async (request) => {
     request.bearer = await bearer.authenticate(request, "mcp");
@@ -101,22 +131,26 @@ export function mcpRoutes(app: FastifyInstance, bearer: Bearer, clients: Service
     if (scopes) throw bearer.challenges("mcp").insufficientScope(scopes);
   };
 
-  app.post(MCP_PATH, { schema: MCP_SCHEMA, onRequest: [origin, authenticate], preValidation: mediaTypes, preHandler: stepUp }, async (request, reply) => {
-    const { Transport, createMcpServer } = await loadMcp();
-    const server = createMcpServer(deps, { principal: request.bearer!, rpc: rpcOptions(request), log: request.log });
-    // Stateless: no session id; every answer is one JSON body (no event stream).
-    const transport = new Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    try {
-      await server.connect(transport);
-      const response = await transport.handleRequest(webRequest(request, issuer), { parsedBody: request.body });
-      const body = await response.text();
-      reply.status(response.status).header("cache-control", "no-store");
-      const type = response.headers.get("content-type");
-      if (type) reply.type(type);
-      return reply.send(body === "" ? undefined : body);
-    } finally {
-      await transport.close();
-      await server.close();
-    }
-  });
+  app.post(
+    MCP_PATH,
+    { schema: MCP_SCHEMA, onRequest: [origin, authenticate], preValidation: mediaTypes, preHandler: stepUp },
+    async (request, reply) => {
+      const { Transport, createMcpServer } = await loadMcp();
+      const server = createMcpServer(deps, { principal: request.bearer!, rpc: rpcOptions(request), log: request.log });
+      // Stateless: no session id; every answer is one JSON body (no event stream).
+      const transport = new Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      try {
+        await server.connect(transport);
+        const response = await transport.handleRequest(webRequest(request, issuer), { parsedBody: request.body });
+        const body = await response.text();
+        reply.status(response.status).header("cache-control", "no-store");
+        const type = response.headers.get("content-type");
+        if (type) reply.type(type);
+        return reply.send(body === "" ? undefined : body);
+      } finally {
+        await transport.close();
+        await server.close();
+      }
+    },
+  );
 }

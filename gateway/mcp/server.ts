@@ -26,7 +26,10 @@ const INSTRUCTIONS =
   "Tools of one bizcard organisation (the one this connection was authorised for): its contacts and this application's webhook subscriptions.";
 
 export function createMcpServer(deps: McpServerDeps, context: ToolContext): McpServer {
-  const server = new McpServer({ name: SERVER_NAME, version: deps.version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  const server = new McpServer(
+    { name: SERVER_NAME, version: deps.version },
+    { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
+  );
   organisationTools(server, context, deps.bearer, deps.organisations);
   webhookTools(server, context, deps.webhook, deps.delivery);
   return server;

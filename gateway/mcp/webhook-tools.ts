@@ -10,21 +10,32 @@ import type { DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.
 import { SubscriptionEndReason, type WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { eventTypeOf } from "../../services/shared/event-types.js";
 import { subscriptionJson, subscriptionsJson } from "../routes/subscription-json.js";
-import { LIST_DEFAULT, LIST_MAX } from "../routes/subscriptions.js";
-import { CreateSubscriptionBody, Subscription, SubscriptionCreated, SubscriptionList } from "../schemas/subscriptions.js";
+import { LIST_DEFAULT, LIST_MAX } from "../routes/subscription-route-schemas.js";
+import {
+  CreateSubscriptionBody,
+  Subscription,
+  SubscriptionCreated,
+  SubscriptionList,
+} from "../schemas/subscriptions.js";
 import { defineTool, toolArguments } from "./define-tool.js";
 import { NextCursor, listArguments } from "./list-arguments.js";
 import type { ToolContext } from "./tool-results.js";
 
 /** The id as the representation has it (a number), refused in the words of the REST path's {id}. */
-const badId = (iss: { input?: unknown }) => `id: expected a positive integer, not ${JSON.stringify(iss.input)?.slice(0, 40) ?? "nothing"}`;
+const badId = (iss: { input?: unknown }) =>
+  `id: expected a positive integer, not ${JSON.stringify(iss.input)?.slice(0, 40) ?? "nothing"}`;
 const SubscriptionId = z
   .int({ error: badId })
   .positive({ error: badId })
   .describe("The subscription's id, as list_webhook_subscriptions shows it");
 
 /** `delivery`: each listed subscription's throttled_until, in_flight_cap, blocked_since and blocked_delivery_id, as REST (null when it cannot answer). */
-export function webhookTools(server: McpServer, context: ToolContext, webhook: Client<typeof WebhookService>, delivery: Client<typeof DeliveryService>): void {
+export function webhookTools(
+  server: McpServer,
+  context: ToolContext,
+  webhook: Client<typeof WebhookService>,
+  delivery: Client<typeof DeliveryService>,
+): void {
   const owner = { organisationId: context.principal.organisationId, clientId: context.principal.clientId };
 
   defineTool(server, context, "list_webhook_subscriptions", {
@@ -34,7 +45,10 @@ export function webhookTools(server: McpServer, context: ToolContext, webhook: C
     output: z.object({ subscriptions: SubscriptionList, next_cursor: NextCursor }),
     annotations: { readOnlyHint: true, openWorldHint: false },
     async run({ limit, cursor }, { rpc }) {
-      const res = await webhook.listSubscriptions({ owner, pageSize: limit ?? LIST_DEFAULT, pageToken: cursor ?? "" }, rpc);
+      const res = await webhook.listSubscriptions(
+        { owner, pageSize: limit ?? LIST_DEFAULT, pageToken: cursor ?? "" },
+        rpc,
+      );
       const subscriptions = await subscriptionsJson(delivery, owner, res.subscriptions, rpc, context.log);
       return { subscriptions, next_cursor: res.nextPageToken || null };
     },
@@ -55,9 +69,15 @@ export function webhookTools(server: McpServer, context: ToolContext, webhook: C
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     async run({ target_url, event_type }, { rpc }) {
       // Both are required by the create body's schema (its type also covers the update's).
-      const res = await webhook.createSubscription({ owner, targetUrl: target_url!, eventType: eventTypeOf(event_type!) }, rpc);
+      const res = await webhook.createSubscription(
+        { owner, targetUrl: target_url!, eventType: eventTypeOf(event_type!) },
+        rpc,
+      );
       const subscription = subscriptionJson(res.subscription!);
-      return { created: res.created, subscription: res.created ? { ...subscription, secret: res.secret } : subscription };
+      return {
+        created: res.created,
+        subscription: res.created ? { ...subscription, secret: res.secret } : subscription,
+      };
     },
   });
 

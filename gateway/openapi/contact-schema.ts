@@ -21,7 +21,9 @@ export const ContactSchema = z
     address: optionalText("Postal address, free text, may contain line breaks"),
     notes: optionalText("Free-text notes"),
     created_at: z.iso.datetime().describe("When the contact was created (RFC 3339, UTC)."),
-    updated_at: z.iso.datetime().describe("When the contact was last changed (RFC 3339, UTC); equal to created_at until the first change."),
+    updated_at: z.iso
+      .datetime()
+      .describe("When the contact was last changed (RFC 3339, UTC); equal to created_at until the first change."),
   })
   .describe("A contact of the organisation (a business card).");
 

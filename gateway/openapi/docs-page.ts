@@ -93,11 +93,26 @@ export function docsPageRoutes(app: FastifyInstance): void {
   app.get(DOCS_PATH, async (_request, reply) =>
     reply.headers(PAGE_HEADERS).headers(policy).type("text/html; charset=utf-8").send(HTML),
   );
-  asset(app, `${DOCS_PATH}/swagger-ui-bundle.js`, "text/javascript; charset=utf-8", distFile("swagger-ui-bundle.js"), policy);
+  asset(
+    app,
+    `${DOCS_PATH}/swagger-ui-bundle.js`,
+    "text/javascript; charset=utf-8",
+    distFile("swagger-ui-bundle.js"),
+    policy,
+  );
   asset(app, `${DOCS_PATH}/swagger-ui.css`, "text/css; charset=utf-8", distFile("swagger-ui.css"), policy);
   asset(app, `${DOCS_PATH}/docs-init.js`, "text/javascript; charset=utf-8", INIT, policy);
   asset(app, `${DOCS_PATH}/docs.css`, "text/css; charset=utf-8", CSS, policy);
   // The Authorize dialog's redirect target: the package's page (no inline script) and its script.
-  asset(app, `${DOCS_PATH}/oauth2-redirect.html`, "text/html; charset=utf-8", distFile("oauth2-redirect.html"), { ...policy, "referrer-policy": "no-referrer" });
-  asset(app, `${DOCS_PATH}/oauth2-redirect.js`, "text/javascript; charset=utf-8", distFile("oauth2-redirect.js"), policy);
+  asset(app, `${DOCS_PATH}/oauth2-redirect.html`, "text/html; charset=utf-8", distFile("oauth2-redirect.html"), {
+    ...policy,
+    "referrer-policy": "no-referrer",
+  });
+  asset(
+    app,
+    `${DOCS_PATH}/oauth2-redirect.js`,
+    "text/javascript; charset=utf-8",
+    distFile("oauth2-redirect.js"),
+    policy,
+  );
 }

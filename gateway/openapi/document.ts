@@ -28,11 +28,18 @@ export const HIDDEN_ROUTES = [/^\/account\//, /^\/oauth\/interaction\//, /^\/ass
 export const isHidden = (url: string): boolean => HIDDEN_ROUTES.some((re) => re.test(url));
 
 export const TAGS = [
-  { name: "OAuth 2.0", description: "Tokens, revocation, introspection, the authorization request and the server's metadata" },
+  {
+    name: "OAuth 2.0",
+    description: "Tokens, revocation, introspection, the authorization request and the server's metadata",
+  },
   { name: "Webhook subscriptions", description: "REST Hooks: subscribe a target URL to contact events" },
   { name: "Deliveries", description: "Every POST made to a subscription's target, and sending one again" },
   { name: "Organisation", description: "The token's organisation and its contacts" },
-  { name: "MCP", description: "The Model Context Protocol endpoint for AI agents: the same data and scopes as the REST routes, as tools" },
+  {
+    name: "MCP",
+    description:
+      "The Model Context Protocol endpoint for AI agents: the same data and scopes as the REST routes, as tools",
+  },
   { name: "Health", description: "Liveness and readiness" },
   WEBHOOK_TAG,
 ];
@@ -64,7 +71,12 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
             type: "oauth2",
             description: "OAuth 2.0 (RFC 6749). The authorization code flow requires PKCE with S256 (RFC 7636).",
             flows: {
-              authorizationCode: { authorizationUrl: `${base}/oauth/authorize`, tokenUrl: `${base}/oauth/token`, refreshUrl: `${base}/oauth/token`, scopes },
+              authorizationCode: {
+                authorizationUrl: `${base}/oauth/authorize`,
+                tokenUrl: `${base}/oauth/token`,
+                refreshUrl: `${base}/oauth/token`,
+                scopes,
+              },
               clientCredentials: { tokenUrl: `${base}/oauth/token`, scopes },
             },
           },
@@ -72,7 +84,8 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
           client: {
             type: "http",
             scheme: "basic",
-            description: "The client's credentials (client_secret_basic); they may also be sent as client_id and client_secret in the body",
+            description:
+              "The client's credentials (client_secret_basic); they may also be sent as client_id and client_secret in the body",
           },
         },
       },

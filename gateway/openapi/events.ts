@@ -15,7 +15,8 @@ type JsonSchema = Record<string, unknown>;
 
 const DESCRIPTIONS: Record<EventTypeName, string> = {
   "contact.created": "A contact was created in the organisation. `data` is the new contact.",
-  "contact.updated": "A contact of the organisation was changed. `data` is the contact as it is after the change (all its fields, not only the changed ones).",
+  "contact.updated":
+    "A contact of the organisation was changed. `data` is the contact as it is after the change (all its fields, not only the changed ones).",
 };
 
 const SUMMARIES: Record<EventTypeName, string> = {
@@ -43,12 +44,15 @@ const EXAMPLE_TIMES: Record<EventTypeName, string> = {
 
 export function exampleEvent(name: EventTypeName): EventBody {
   const timestamp = EXAMPLE_TIMES[name];
-  const data = name === "contact.created" ? CONTACT_EXAMPLE : { ...CONTACT_EXAMPLE, job_title: "Chief Scientist", updated_at: timestamp };
+  const data =
+    name === "contact.created"
+      ? CONTACT_EXAMPLE
+      : { ...CONTACT_EXAMPLE, job_title: "Chief Scientist", updated_at: timestamp };
   return { type: name, timestamp, data };
 }
 
 /** A made-up secret the examples are signed with, so a receiver can try its verification on them. */
-export const EXAMPLE_SECRET = "whsec_" + Buffer.from("bizcard example secret, not real").toString("base64");
+export const EXAMPLE_SECRET = `whsec_${Buffer.from("bizcard example secret, not real").toString("base64")}`;
 /** UUIDv7s of the events' times, as the platform makes event ids (uuid's v7()). */
 const EXAMPLE_IDS: Record<EventTypeName, string> = {
   "contact.created": "01a20380-c364-7a2b-8c3d-5e6f7a8b9c0d",
@@ -56,7 +60,11 @@ const EXAMPLE_IDS: Record<EventTypeName, string> = {
 };
 
 /** The three Standard Webhooks headers of the example delivery of `name` (signed with EXAMPLE_SECRET). */
-export function exampleHeaders(name: EventTypeName): { "webhook-id": string; "webhook-timestamp": string; "webhook-signature": string } {
+export function exampleHeaders(name: EventTypeName): {
+  "webhook-id": string;
+  "webhook-timestamp": string;
+  "webhook-signature": string;
+} {
   const at = new Date(EXAMPLE_TIMES[name]);
   const id = EXAMPLE_IDS[name];
   return {
@@ -89,10 +97,21 @@ export function eventTypes(): EventType[] {
 export const EventTypesAnswerSchema = z
   .array(
     z.object({
-      name: z.enum(EVENT_TYPE_NAMES as [EventTypeName, ...EventTypeName[]]).describe("The event type, as a subscription's event_type names it."),
+      name: z
+        .enum(EVENT_TYPE_NAMES as [EventTypeName, ...EventTypeName[]])
+        .describe("The event type, as a subscription's event_type names it."),
       description: z.string().describe("What happened when this event is sent."),
-      schema: z.record(z.string(), z.unknown()).describe("Self-contained JSON Schema 2020-12 of the whole body a subscriber receives."),
-      example: z.union(EVENT_TYPE_NAMES.map((name) => eventSchema(name)) as [ReturnType<typeof eventSchema>, ...ReturnType<typeof eventSchema>[]]).describe("A whole body."),
+      schema: z
+        .record(z.string(), z.unknown())
+        .describe("Self-contained JSON Schema 2020-12 of the whole body a subscriber receives."),
+      example: z
+        .union(
+          EVENT_TYPE_NAMES.map((name) => eventSchema(name)) as [
+            ReturnType<typeof eventSchema>,
+            ...ReturnType<typeof eventSchema>[],
+          ],
+        )
+        .describe("A whole body."),
     }),
   )
   .describe("One entry per event type.");
@@ -117,7 +136,10 @@ export const VERIFY_TEXT = [
 ].join("\n");
 
 /** The tag of the webhook operations; the document's `tags` should list it. */
-export const WEBHOOK_TAG = { name: "Webhook events", description: "What a subscription's target_url receives: one signed POST per event" };
+export const WEBHOOK_TAG = {
+  name: "Webhook events",
+  description: "What a subscription's target_url receives: one signed POST per event",
+};
 
 function headerParameter(name: string, description: string, schema: JsonSchema, example: string) {
   return { name, in: "header" as const, required: true, description, schema, example };
@@ -166,9 +188,17 @@ function webhookPathItem(type: EventType) {
         content: { "application/json": { schema, example: type.example } },
       },
       responses: {
-        "2XX": { description: "Accepted: the event is delivered and not sent again. The answer's body is read up to 64 KiB and ignored." },
-        "410": { description: "Gone: the subscription is deleted (REST Hooks unsubscribe); nothing more is sent to it." },
-        default: { description: "Anything else (or no answer within 10 seconds): the event is sent again later, on the retry schedule above." },
+        "2XX": {
+          description:
+            "Accepted: the event is delivered and not sent again. The answer's body is read up to 64 KiB and ignored.",
+        },
+        "410": {
+          description: "Gone: the subscription is deleted (REST Hooks unsubscribe); nothing more is sent to it.",
+        },
+        default: {
+          description:
+            "Anything else (or no answer within 10 seconds): the event is sent again later, on the retry schedule above.",
+        },
       },
     },
   };
@@ -178,5 +208,8 @@ export type WebhookPathItem = ReturnType<typeof webhookPathItem>;
 
 /** The OpenAPI 3.1 `webhooks` object (OpenAPI 3.1 §4.8.1: "The incoming webhooks that MAY be received as part of this API"). */
 export function webhooksObject(): Record<EventTypeName, WebhookPathItem> {
-  return Object.fromEntries(eventTypes().map((type) => [type.name, webhookPathItem(type)])) as Record<EventTypeName, WebhookPathItem>;
+  return Object.fromEntries(eventTypes().map((type) => [type.name, webhookPathItem(type)])) as Record<
+    EventTypeName,
+    WebhookPathItem
+  >;
 }

@@ -36,7 +36,13 @@ export function tidy(ctx: { jsonSchema: JsonSchema }): void {
 
 /** The JSON Schema (2020-12) of what `schema` outputs: every part inline, tidied, with `$schema`. */
 export function selfContainedJsonSchema(schema: z.ZodType): JsonSchema {
-  const json = z.toJSONSchema(schema, { target: "draft-2020-12", io: "output", reused: "inline", cycles: "throw", override: tidy }) as JsonSchema;
+  const json = z.toJSONSchema(schema, {
+    target: "draft-2020-12",
+    io: "output",
+    reused: "inline",
+    cycles: "throw",
+    override: tidy,
+  }) as JsonSchema;
   const text = JSON.stringify(json);
   if (text.includes('"$ref"') || text.includes('"$defs"')) {
     // A schema with .meta({ id }) would land in $defs; the catalog's schemas must stand alone.

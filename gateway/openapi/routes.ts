@@ -22,14 +22,18 @@ export function openapiRoutes(app: FastifyInstance): void {
   const loadYaml = async () => {
     const { stringify } = await import("yaml");
     // Two media types share one object in the document: written twice, not as a YAML alias.
-    return (yaml ??= served(stringify(document(), { aliasDuplicateObjects: false }), "application/yaml; charset=utf-8"));
+    return (yaml ??= served(
+      stringify(document(), { aliasDuplicateObjects: false }),
+      "application/yaml; charset=utf-8",
+    ));
   };
-  const send = (load: () => Promise<ReturnType<typeof served>>) => async (request: FastifyRequest, reply: FastifyReply) => {
-    const doc = await load();
-    reply.header("cache-control", "public, max-age=60").header("etag", doc.etag);
-    if (request.headers["if-none-match"] === doc.etag) return reply.status(304).send();
-    return reply.type(doc.type).send(doc.text);
-  };
+  const send =
+    (load: () => Promise<ReturnType<typeof served>>) => async (request: FastifyRequest, reply: FastifyReply) => {
+      const doc = await load();
+      reply.header("cache-control", "public, max-age=60").header("etag", doc.etag);
+      if (request.headers["if-none-match"] === doc.etag) return reply.status(304).send();
+      return reply.type(doc.type).send(doc.text);
+    };
   const documented = (format: string, media: string, schema: z.ZodType, example: unknown) => ({
     summary: `This API's OpenAPI 3.1 document, as ${format}`,
     tags: ["Health"],
@@ -44,10 +48,32 @@ export function openapiRoutes(app: FastifyInstance): void {
       default: DEFAULT_ERROR,
     },
   });
-  app.get("/openapi.json", { schema: { operationId: "getOpenApiJson", ...documented("JSON", "application/json", Document, { openapi: "3.1.0", info: { title: "bizcard API", version: "1.0.0" } }) } }, send(loadJson));
+  app.get(
+    "/openapi.json",
+    {
+      schema: {
+        operationId: "getOpenApiJson",
+        ...documented("JSON", "application/json", Document, {
+          openapi: "3.1.0",
+          info: { title: "bizcard API", version: "1.0.0" },
+        }),
+      },
+    },
+    send(loadJson),
+  );
   app.get(
     "/openapi.yaml",
-    { schema: { operationId: "getOpenApiYaml", ...documented("YAML", "application/yaml", z.string().describe("An OpenAPI 3.1 document in YAML"), "openapi: 3.1.0\ninfo:\n  title: bizcard API\n") } },
+    {
+      schema: {
+        operationId: "getOpenApiYaml",
+        ...documented(
+          "YAML",
+          "application/yaml",
+          z.string().describe("An OpenAPI 3.1 document in YAML"),
+          "openapi: 3.1.0\ninfo:\n  title: bizcard API\n",
+        ),
+      },
+    },
     send(loadYaml),
   );
 }

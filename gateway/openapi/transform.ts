@@ -9,6 +9,7 @@ import { createJsonSchemaTransform, createJsonSchemaTransformObject } from "fast
 import { z } from "zod";
 import { ZOD_TO_JSON } from "./zod-json.js";
 
+// biome-ignore lint/suspicious/noExplicitAny: schemas of any shape, read and rewritten by key
 type Json = Record<string, any>;
 
 const zodTransform = createJsonSchemaTransform({ skipList: [], zodToJsonConfig: ZOD_TO_JSON });
@@ -19,37 +20,44 @@ const isZod = (v: unknown): boolean => v instanceof z.ZodType;
 /** The routes left out of the document (HTML pages and their assets). */
 export type Hidden = (url: string) => boolean;
 
-export const transformHiding = (hidden: Hidden): typeof zodTransform => (input) => {
-  if (hidden(input.url)) return { schema: { hide: true }, url: input.url } as ReturnType<typeof zodTransform>;
-  const declared = ((input.schema as Json | undefined)?.response ?? {}) as Json;
-  const bodiless: Json = {};
-  const response: Json = {};
-  for (const [status, r] of Object.entries(declared)) {
-    if (r && !isZod(r) && typeof r === "object" && !("content" in r)) {
-      bodiless[status] = r;
-      response[status] = z.null();
-    } else response[status] = r;
-  }
-  const out = zodTransform({ ...input, schema: { ...(input.schema as Json), response } } as typeof input) as { schema: Json };
-  for (const [status, r] of Object.entries(declared)) {
-    if (!r || isZod(r) || typeof r !== "object") continue;
-    const target: Json = bodiless[status] ? { type: "null" } : out.schema.response[status];
-    target.description = r.description;
-    if (r.headers) target.headers = r.headers;
-    for (const [type, media] of Object.entries((r.content ?? {}) as Json)) {
-      if ((media as Json).example !== undefined) target.content[type].example = (media as Json).example;
+export const transformHiding =
+  (hidden: Hidden): typeof zodTransform =>
+  (input) => {
+    if (hidden(input.url)) return { schema: { hide: true }, url: input.url } as ReturnType<typeof zodTransform>;
+    const declared = ((input.schema as Json | undefined)?.response ?? {}) as Json;
+    const bodiless: Json = {};
+    const response: Json = {};
+    for (const [status, r] of Object.entries(declared)) {
+      if (r && !isZod(r) && typeof r === "object" && !("content" in r)) {
+        bodiless[status] = r;
+        response[status] = z.null();
+      } else response[status] = r;
     }
-    out.schema.response[status] = target;
-  }
-  return out as ReturnType<typeof zodTransform>;
-};
+    const out = zodTransform({ ...input, schema: { ...(input.schema as Json), response } } as typeof input) as {
+      schema: Json;
+    };
+    for (const [status, r] of Object.entries(declared)) {
+      if (!r || isZod(r) || typeof r !== "object") continue;
+      const target: Json = bodiless[status] ? { type: "null" } : out.schema.response[status];
+      target.description = r.description;
+      if (r.headers) target.headers = r.headers;
+      for (const [type, media] of Object.entries((r.content ?? {}) as Json)) {
+        if ((media as Json).example !== undefined) target.content[type].example = (media as Json).example;
+      }
+      out.schema.response[status] = target;
+    }
+    return out as ReturnType<typeof zodTransform>;
+  };
 
 /** Component schemas nothing references are dropped (a linter rightly calls them noise). */
 export function pruneComponents(doc: Json): Json {
   const schemas: Json = doc.components?.schemas ?? {};
   const used = new Set<string>();
   const visit = (v: unknown): void => {
-    if (Array.isArray(v)) return v.forEach(visit);
+    if (Array.isArray(v)) {
+      v.forEach(visit);
+      return;
+    }
     if (!v || typeof v !== "object") return;
     for (const [k, x] of Object.entries(v)) {
       if (k === "$ref" && typeof x === "string" && x.startsWith("#/components/schemas/")) {
@@ -68,7 +76,8 @@ export function pruneComponents(doc: Json): Json {
 
 /** Every answer carries the request's id (app.ts): the caller's when it is sane, else a new one. */
 const REQUEST_ID = {
-  description: "The request's id: the caller's X-Request-Id when it is 1-128 characters of A-Za-z0-9._:-, else a new one. Quote it when reporting a problem.",
+  description:
+    "The request's id: the caller's X-Request-Id when it is 1-128 characters of A-Za-z0-9._:-, else a new one. Quote it when reporting a problem.",
   required: true,
   schema: { type: "string", pattern: "^[A-Za-z0-9._:-]{1,128}$" },
 };

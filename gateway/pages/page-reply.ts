@@ -47,7 +47,12 @@ export function seeOther(reply: FastifyReply, location: string): FastifyReply {
   return reply.status(303).headers(PAGE_HEADERS).header("location", location).send();
 }
 
-export function sendMessage(reply: FastifyReply, status: number, page: MessagePage, headers: Record<string, string> = {}): FastifyReply {
+export function sendMessage(
+  reply: FastifyReply,
+  status: number,
+  page: MessagePage,
+  headers: Record<string, string> = {},
+): FastifyReply {
   return sendPage(reply.headers(headers), status, pages.message(page));
 }
 
@@ -69,7 +74,12 @@ export const CSRF_PAGE: MessagePage = {
 /** The page of a refusal with Retry-After: failed sign-ins, or (`detail`) another limit saying what happened. */
 export function rateLimitedPage(seconds: number, detail?: string): MessagePage {
   const wait = seconds >= 90 ? `${Math.ceil(seconds / 60)} minutes` : `${seconds} second${seconds === 1 ? "" : "s"}`;
-  if (detail) return { title: "Too many requests", text: `This server refused the request for now. Wait ${wait}, then try again.`, detail };
+  if (detail)
+    return {
+      title: "Too many requests",
+      text: `This server refused the request for now. Wait ${wait}, then try again.`,
+      detail,
+    };
   return { title: "Too many attempts", text: `Too many sign-in attempts failed. Wait ${wait}, then try again.` };
 }
 
@@ -78,11 +88,14 @@ export function pageErrorHandler(err: unknown, request: FastifyRequest, reply: F
   const detail = oauthDetail(err);
   if (detail?.retryAfterSeconds) {
     const what = detail.error === "rate_limited" ? detail.errorDescription : undefined;
-    return sendMessage(reply, 429, rateLimitedPage(detail.retryAfterSeconds, what), { "retry-after": String(detail.retryAfterSeconds) });
+    return sendMessage(reply, 429, rateLimitedPage(detail.retryAfterSeconds, what), {
+      "retry-after": String(detail.retryAfterSeconds),
+    });
   }
   if (detail?.error === "invalid_csrf_token") return sendMessage(reply, 403, CSRF_PAGE);
   // The gateway's own refusal of a form (form-guard.ts), with what to do.
-  if (err instanceof HttpError && err.error === "invalid_csrf_token") return sendMessage(reply, 403, { ...CSRF_PAGE, detail: err.description });
+  if (err instanceof HttpError && err.error === "invalid_csrf_token")
+    return sendMessage(reply, 403, { ...CSRF_PAGE, detail: err.description });
   if (err instanceof ConnectError && err.code === Code.NotFound) return sendMessage(reply, 404, EXPIRED_PAGE);
   const known = toHttpError(err);
   if (!known || known.status >= 500) request.log.error({ err }, "request failed");
@@ -98,7 +111,11 @@ export function pageErrorHandler(err: unknown, request: FastifyRequest, reply: F
   return sendMessage(
     reply,
     shown.status,
-    { title: "This request cannot be completed", text: "The request was not valid.", detail: detail?.errorDescription || shown.description },
+    {
+      title: "This request cannot be completed",
+      text: "The request was not valid.",
+      detail: detail?.errorDescription || shown.description,
+    },
     shown.headers,
   );
 }

@@ -58,7 +58,14 @@ export interface ApplicationsPage {
   formToken: string;
   memberEmail: string;
   notice?: string;
-  applications: { clientId: string; name: string; selfRegistered?: SelfRegistered; scopes: ScopeText[]; granted: string; grantedIso: string }[];
+  applications: {
+    clientId: string;
+    name: string;
+    selfRegistered?: SelfRegistered;
+    scopes: ScopeText[];
+    granted: string;
+    grantedIso: string;
+  }[];
 }
 
 export interface MessagePage {

@@ -10,7 +10,10 @@ export interface SelfRegistered {
 }
 
 /** How a page marks a client of this registration, or undefined for an operator's client. */
-export function selfRegistered(registration: ClientRegistration | undefined, clientId: string): SelfRegistered | undefined {
+export function selfRegistered(
+  registration: ClientRegistration | undefined,
+  clientId: string,
+): SelfRegistered | undefined {
   if (registration === ClientRegistration.DYNAMIC) return {};
   if (registration === ClientRegistration.METADATA_DOCUMENT) return { identifiedBy: clientId };
   return undefined;

@@ -27,9 +27,17 @@ const DATE = new Intl.DateTimeFormat("en-GB", { dateStyle: "medium", timeStyle: 
 const sessionEnded = (err: unknown) =>
   oauthDetail(err)?.error === "login_required" || (err instanceof ConnectError && err.code === Code.NotFound);
 
-export function accountRoutes(app: FastifyInstance, auth: Client<typeof AuthService>, cookie: SessionCookie, forms: FormGuard): void {
+export function accountRoutes(
+  app: FastifyInstance,
+  auth: Client<typeof AuthService>,
+  cookie: SessionCookie,
+  forms: FormGuard,
+): void {
   const toLogin = (reply: FastifyReply) => seeOther(reply, "/account/login");
-  const formPost = { errorHandler: pageErrorHandler, preHandler: async (request: FastifyRequest) => forms.check(request) };
+  const formPost = {
+    errorHandler: pageErrorHandler,
+    preHandler: async (request: FastifyRequest) => forms.check(request),
+  };
 
   app.get("/account/login", { errorHandler: pageErrorHandler }, async (request, reply) => {
     const sessionId = cookie.read(request);
@@ -91,7 +99,8 @@ export function accountRoutes(app: FastifyInstance, auth: Client<typeof AuthServ
     } catch (err) {
       if (oauthDetail(err)?.error === "login_required") return toLogin(reply);
       // Already withdrawn (a second click, another tab): say so on the list.
-      if (err instanceof ConnectError && err.code === Code.NotFound) return seeOther(reply, "/account/applications?notice=gone");
+      if (err instanceof ConnectError && err.code === Code.NotFound)
+        return seeOther(reply, "/account/applications?notice=gone");
       throw err;
     }
     return seeOther(reply, "/account/applications?notice=revoked");

@@ -79,7 +79,11 @@ function redirectHost(uri: string): string {
 }
 
 /** The login page of an interaction (also after a failed attempt), with the browser's form token. */
-export function loginPage(interaction: Interaction, formToken: string, extra: { email?: string; message?: string } = {}): string {
+export function loginPage(
+  interaction: Interaction,
+  formToken: string,
+  extra: { email?: string; message?: string } = {},
+): string {
   return pages.login({
     action: `${interactionPath(interaction.id)}/login`,
     csrfToken: interaction.csrfToken,
@@ -107,7 +111,9 @@ function sendConsentPage(reply: FastifyReply, interaction: Interaction, formToke
     memberEmail: interaction.memberEmail,
     scopes: scopeTexts(interaction.scopes),
     redirectHost: redirectHost(redirectUri),
-    selfRegistered: interaction.client ? selfRegistered(interaction.client.registration, interaction.client.clientId) : undefined,
+    selfRegistered: interaction.client
+      ? selfRegistered(interaction.client.registration, interaction.client.clientId)
+      : undefined,
     fields,
   });
   return sendPage(reply, 200, html, redirectTarget(redirectUri));
@@ -131,12 +137,20 @@ function consentErrorHandler(err: unknown, request: FastifyRequest, reply: Fasti
       .status(401)
       .headers(NO_STORE)
       .type("application/json; charset=utf-8")
-      .send({ error: "login_required", error_description: oauthDetail(err)?.errorDescription || "sign in first: a valid session cookie is required" });
+      .send({
+        error: "login_required",
+        error_description: oauthDetail(err)?.errorDescription || "sign in first: a valid session cookie is required",
+      });
   }
   return oauthErrorHandler(err, request, reply);
 }
 
-export function authorizeRoutes(app: FastifyInstance, auth: Client<typeof AuthService>, cookie: SessionCookie, forms: FormGuard): void {
+export function authorizeRoutes(
+  app: FastifyInstance,
+  auth: Client<typeof AuthService>,
+  cookie: SessionCookie,
+  forms: FormGuard,
+): void {
   const formPost = { preHandler: async (request: FastifyRequest) => forms.check(request) };
   // RFC 6749 §4.1.1: the authorization request, in the query.
   app.get("/oauth/authorize", { schema: AUTHORIZE_ROUTE, errorHandler: pageErrorHandler }, async (request, reply) => {
@@ -179,74 +193,104 @@ export function authorizeRoutes(app: FastifyInstance, auth: Client<typeof AuthSe
   });
 
   // The interaction's page: login when no member is logged in, else consent.
-  app.get<{ Params: { id: string } }>("/oauth/interaction/:id", { errorHandler: pageErrorHandler }, async (request, reply) => {
-    const { interaction } = await auth.getInteraction(
-      { interactionId: request.params.id, sessionId: cookie.read(request) ?? "" },
-      rpcOptions(request),
-    );
-    if (!interaction) return sendMessage(reply, 404, EXPIRED_PAGE);
-    if (!interaction.loggedIn) return sendPage(reply, 200, loginPage(interaction, forms.token(request, reply)));
-    if (interaction.kind === InteractionKind.ACCOUNT) return seeOther(reply, "/account/applications");
-    return sendConsentPage(reply, interaction, forms.token(request, reply));
-  });
-
-  app.post<{ Params: { id: string } }>("/oauth/interaction/:id/login", { errorHandler: pageErrorHandler, ...formPost }, async (request, reply) => {
-    const params = readParams(request.body);
-    const interactionId = request.params.id;
-    try {
-      const res = await auth.login(
-        {
-          interactionId,
-          csrfToken: params.csrf_token ?? "",
-          email: params.email ?? "",
-          password: params.password ?? "",
-          remoteAddress: request.ip,
-        },
+  app.get<{ Params: { id: string } }>(
+    "/oauth/interaction/:id",
+    { errorHandler: pageErrorHandler },
+    async (request, reply) => {
+      const { interaction } = await auth.getInteraction(
+        { interactionId: request.params.id, sessionId: cookie.read(request) ?? "" },
         rpcOptions(request),
       );
-      cookie.set(reply, res.sessionId, res.expireTime ? timestampDate(res.expireTime) : new Date(Date.now() + 3600_000));
-      const account = res.interaction?.kind === InteractionKind.ACCOUNT;
-      return seeOther(reply, account ? "/account/applications" : interactionPath(interactionId));
-    } catch (err) {
-      const detail = oauthDetail(err);
-      if (detail?.error !== "invalid_credentials" || detail.retryAfterSeconds > 0) throw err;
-      // The form again, with one message for a wrong email and a wrong password
-      // alike. Status 200: the page is the answer, and a 401 would need a
-      // WWW-Authenticate scheme (RFC 9110 §15.5.2) that form login has not.
-      const { interaction } = await auth.getInteraction({ interactionId, sessionId: "" }, rpcOptions(request));
       if (!interaction) return sendMessage(reply, 404, EXPIRED_PAGE);
-      const page = loginPage(interaction, forms.token(request, reply), { email: params.email, message: "The email or password is not right." });
-      return sendPage(reply, 200, page);
-    }
-  });
+      if (!interaction.loggedIn) return sendPage(reply, 200, loginPage(interaction, forms.token(request, reply)));
+      if (interaction.kind === InteractionKind.ACCOUNT) return seeOther(reply, "/account/applications");
+      return sendConsentPage(reply, interaction, forms.token(request, reply));
+    },
+  );
+
+  app.post<{ Params: { id: string } }>(
+    "/oauth/interaction/:id/login",
+    { errorHandler: pageErrorHandler, ...formPost },
+    async (request, reply) => {
+      const params = readParams(request.body);
+      const interactionId = request.params.id;
+      try {
+        const res = await auth.login(
+          {
+            interactionId,
+            csrfToken: params.csrf_token ?? "",
+            email: params.email ?? "",
+            password: params.password ?? "",
+            remoteAddress: request.ip,
+          },
+          rpcOptions(request),
+        );
+        cookie.set(
+          reply,
+          res.sessionId,
+          res.expireTime ? timestampDate(res.expireTime) : new Date(Date.now() + 3600_000),
+        );
+        const account = res.interaction?.kind === InteractionKind.ACCOUNT;
+        return seeOther(reply, account ? "/account/applications" : interactionPath(interactionId));
+      } catch (err) {
+        const detail = oauthDetail(err);
+        if (detail?.error !== "invalid_credentials" || detail.retryAfterSeconds > 0) throw err;
+        // The form again, with one message for a wrong email and a wrong password
+        // alike. Status 200: the page is the answer, and a 401 would need a
+        // WWW-Authenticate scheme (RFC 9110 §15.5.2) that form login has not.
+        const { interaction } = await auth.getInteraction({ interactionId, sessionId: "" }, rpcOptions(request));
+        if (!interaction) return sendMessage(reply, 404, EXPIRED_PAGE);
+        const page = loginPage(interaction, forms.token(request, reply), {
+          email: params.email,
+          message: "The email or password is not right.",
+        });
+        return sendPage(reply, 200, page);
+      }
+    },
+  );
 
   // The consent decision: the page's form, or JSON from a client with a session.
-  app.post("/oauth/authorize/consent", { schema: CONSENT_ROUTE, errorHandler: consentErrorHandler, ...formPost }, async (request, reply) => {
-    const json = isJson(request);
-    const params: Params = readParams(request.body, [RESOURCE]);
-    const decision =
-      params.decision === "allow" ? ConsentDecision.ALLOW : params.decision === "deny" ? ConsentDecision.DENY : undefined;
-    if (decision === undefined) throw new OAuthError("invalid_request", "decision must be allow or deny");
-    const interactionId = params.interaction_id ?? "";
-    // A form or a JSON body alike answers one interaction's consent page,
-    // with that page's CSRF token (which the auth service checks): a session
-    // cookie alone does not show that the member saw this request. Checked
-    // here too, before the session: the form's way back to its login needs
-    // the interaction.
-    if (!interactionId) throw new HttpError(400, "invalid_request", "the consent does not name its sign-in request (interaction_id)");
-    const sessionId = cookie.read(request);
-    try {
-      if (!sessionId) throw new OAuthError("login_required", "sign in first: the session cookie is missing");
-      const res = await auth.decideConsent(
-        { interactionId, sessionId, csrfToken: params.csrf_token ?? "", decision, parameters: { ...parametersFrom((name) => params[name]), resource: readRepeated(request.body, RESOURCE) } },
-        rpcOptions(request),
-      );
-      if (json) return reply.status(303).headers(NO_STORE).header("location", res.redirectTo).send();
-      return seeOther(reply, res.redirectTo);
-    } catch (err) {
-      // The form's member is no longer logged in: the interaction shows the login again.
-      if (!json && loginRequired(err)) return seeOther(reply, interactionPath(interactionId));
-      throw err;
-    }
-  });
+  app.post(
+    "/oauth/authorize/consent",
+    { schema: CONSENT_ROUTE, errorHandler: consentErrorHandler, ...formPost },
+    async (request, reply) => {
+      const json = isJson(request);
+      const params: Params = readParams(request.body, [RESOURCE]);
+      const decision =
+        params.decision === "allow"
+          ? ConsentDecision.ALLOW
+          : params.decision === "deny"
+            ? ConsentDecision.DENY
+            : undefined;
+      if (decision === undefined) throw new OAuthError("invalid_request", "decision must be allow or deny");
+      const interactionId = params.interaction_id ?? "";
+      // A form or a JSON body alike answers one interaction's consent page,
+      // with that page's CSRF token (which the auth service checks): a session
+      // cookie alone does not show that the member saw this request. Checked
+      // here too, before the session: the form's way back to its login needs
+      // the interaction.
+      if (!interactionId)
+        throw new HttpError(400, "invalid_request", "the consent does not name its sign-in request (interaction_id)");
+      const sessionId = cookie.read(request);
+      try {
+        if (!sessionId) throw new OAuthError("login_required", "sign in first: the session cookie is missing");
+        const res = await auth.decideConsent(
+          {
+            interactionId,
+            sessionId,
+            csrfToken: params.csrf_token ?? "",
+            decision,
+            parameters: { ...parametersFrom((name) => params[name]), resource: readRepeated(request.body, RESOURCE) },
+          },
+          rpcOptions(request),
+        );
+        if (json) return reply.status(303).headers(NO_STORE).header("location", res.redirectTo).send();
+        return seeOther(reply, res.redirectTo);
+      } catch (err) {
+        // The form's member is no longer logged in: the interaction shows the login again.
+        if (!json && loginRequired(err)) return seeOther(reply, interactionPath(interactionId));
+        throw err;
+      }
+    },
+  );
 }

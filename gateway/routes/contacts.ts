@@ -22,28 +22,41 @@ export const LIST_MAX = 100;
 const SCHEMA = {
   operationId: "listContacts",
   summary: "The organisation's most recent contacts",
-  description: "Newest first, in exactly the representation contact events carry in `data`: sample data for a trigger's setup, and polling.",
+  description:
+    "Newest first, in exactly the representation contact events carry in `data`: sample data for a trigger's setup, and polling.",
   tags: ["Organisation"],
   security: needs("contacts:read"),
   querystring: ListQuery(LIST_DEFAULT, LIST_MAX),
   response: {
-    200: json("One page of contacts", ContactList, [contactExample], { "cache-control": HEADERS.noStore, link: HEADERS.link }),
+    200: json("One page of contacts", ContactList, [contactExample], {
+      "cache-control": HEADERS.noStore,
+      link: HEADERS.link,
+    }),
     400: error("limit or cursor is not valid", "invalid_request", "limit: expected a whole number from 1 to 100"),
     ...bearerErrors("contacts:read"),
     default: DEFAULT_ERROR,
   },
 };
 
-export function contactRoutes(app: FastifyInstance, bearer: Bearer, organisations: Client<typeof OrganisationService>, publicUrl: string): void {
+export function contactRoutes(
+  app: FastifyInstance,
+  bearer: Bearer,
+  organisations: Client<typeof OrganisationService>,
+  publicUrl: string,
+): void {
   const onRequest = bearer.requireScope("contacts:read") as onRequestAsyncHookHandler;
   app.get(CONTACTS_PATH, { schema: SCHEMA, onRequest }, async (request, reply) => {
     const { limit, cursor } = readListQuery(request, LIST_DEFAULT, LIST_MAX);
     const organisationId = request.bearer!.organisationId;
     let res;
     try {
-      res = await organisations.listContacts({ organisationId, pageSize: limit, pageToken: cursor }, rpcOptions(request));
+      res = await organisations.listContacts(
+        { organisationId, pageSize: limit, pageToken: cursor },
+        rpcOptions(request),
+      );
     } catch (err) {
-      if (err instanceof ConnectError && err.code === Code.InvalidArgument && err.rawMessage.startsWith("page_token:")) throw badCursor();
+      if (err instanceof ConnectError && err.code === Code.InvalidArgument && err.rawMessage.startsWith("page_token:"))
+        throw badCursor();
       throw err;
     }
     linkNext(reply, publicUrl, CONTACTS_PATH, limit, res.nextPageToken);

@@ -51,13 +51,18 @@ const NO_STORE = { "cache-control": "no-store" };
 const TAGS = ["Deliveries"];
 const noStore = { "cache-control": HEADERS.noStore };
 const subscriptionId = IdParam("id", "The subscription's id");
-const notFound = error("No such subscription of this token's pair (or no such delivery of it)", "not_found", "subscription 42 not found");
+const notFound = error(
+  "No such subscription of this token's pair (or no such delivery of it)",
+  "not_found",
+  "subscription 42 not found",
+);
 
 /** Subscription-State, on the delivery log and on a subscription's events (subscription-events.ts). */
 export const SUBSCRIPTION_STATE_HEADER = {
   type: "string",
   enum: ["active", "disabled", "deleted"],
-  description: "active: receives events; disabled: every attempt failed for a while (a PUT enables it); deleted (by its owner, with the application's access, or by a 410 answer)",
+  description:
+    "active: receives events; disabled: every attempt failed for a while (a PUT enables it); deleted (by its owner, with the application's access, or by a 410 answer)",
   required: true,
 };
 
@@ -86,14 +91,22 @@ const LIST_SCHEMA = {
         type: "string",
         description:
           "Why and when it was disabled or deleted, or that its last delivery gave up; absent otherwise. A deleted subscription says who ended it: " +
-          "\"deleted at <time> by its owner (DELETE)\", \"deleted at <time>: the application's access to the organisation was revoked\" or " +
-          "\"deleted at <time>: the target answered 410 Gone (it asked for no more events)\"",
+          '"deleted at <time> by its owner (DELETE)", "deleted at <time>: the application\'s access to the organisation was revoked" or ' +
+          '"deleted at <time>: the target answered 410 Gone (it asked for no more events)"',
         example: "deleted at 2026-11-24T09:12:03.000Z: the target answered 410 Gone (it asked for no more events)",
       },
     }),
-    400: error("The id, limit or cursor is not valid", "invalid_request", "limit: expected a whole number from 1 to 100"),
+    400: error(
+      "The id, limit or cursor is not valid",
+      "invalid_request",
+      "limit: expected a whole number from 1 to 100",
+    ),
     ...bearerErrors("webhooks:read"),
-    404: error("No such subscription of this token's pair, and nothing of it kept (its end and delivery log are pruned after the retention period)", "not_found", "subscription 42 not found"),
+    404: error(
+      "No such subscription of this token's pair, and nothing of it kept (its end and delivery log are pruned after the retention period)",
+      "not_found",
+      "subscription 42 not found",
+    ),
     default: DEFAULT_ERROR,
   },
 };
@@ -107,10 +120,17 @@ const RETRY_SCHEMA = {
     "An ordered subscription's delivery behind its head (an older pending one) goes only when it becomes the head: next_retry_at is then the earliest it can go (not before the head's next attempt).",
   tags: TAGS,
   security: needs("webhooks:write"),
-  params: z.object({ id: subscriptionId, delivery_id: IdParam("delivery_id", "The delivery's id (delivery_id in the log)") }),
+  params: z.object({
+    id: subscriptionId,
+    delivery_id: IdParam("delivery_id", "The delivery's id (delivery_id in the log)"),
+  }),
   response: {
     202: json("Accepted: the delivery, pending", DeliveryOut, deliveryExample, noStore),
-    400: error("An id is not a positive integer", "invalid_request", 'delivery_id: expected a positive integer, not "x"'),
+    400: error(
+      "An id is not a positive integer",
+      "invalid_request",
+      'delivery_id: expected a positive integer, not "x"',
+    ),
     ...bearerErrors("webhooks:write"),
     404: notFound,
     409: error(
@@ -137,37 +157,64 @@ export function deliveryRoutes(
   const ownSubscription = async (request: FastifyRequest, id: bigint) =>
     (await webhook.getSubscription({ owner: tokenOwner(request), id }, rpcOptions(request))).subscription!;
 
-  app.get(`${SUBSCRIPTIONS_PATH}/:id/deliveries`, { schema: LIST_SCHEMA, onRequest: read, ...errorHandlerOption }, async (request, reply) => {
-    const id = readIntParam(request, "id");
-    const { limit, cursor } = readListQuery(request, LIST_DEFAULT, LIST_MAX);
-    const { subscription, end, missing } = await subscriptionOrEnd(webhook, tokenOwner(request), id, rpcOptions(request));
-    const list = (pageSize: number, pageToken: string) =>
-      delivery.listDeliveryAttempts({ owner: tokenOwner(request), subscriptionId: id, pageSize, pageToken }, rpcOptions(request));
-    const res = await list(limit, cursor);
-    const newest = cursor ? (await list(1, "")).attempts[0] : res.attempts[0];
-    const state = subscriptionState(subscription, newest, end);
-    if (!state) throw missing;
-    linkNext(reply, publicUrl, `${SUBSCRIPTIONS_PATH}/${id}/deliveries`, limit, res.nextPageToken);
-    replySubscriptionState(reply, state);
-    return reply.headers(NO_STORE).send(res.attempts.map(attemptJson));
-  });
+  app.get(
+    `${SUBSCRIPTIONS_PATH}/:id/deliveries`,
+    { schema: LIST_SCHEMA, onRequest: read, ...errorHandlerOption },
+    async (request, reply) => {
+      const id = readIntParam(request, "id");
+      const { limit, cursor } = readListQuery(request, LIST_DEFAULT, LIST_MAX);
+      const { subscription, end, missing } = await subscriptionOrEnd(
+        webhook,
+        tokenOwner(request),
+        id,
+        rpcOptions(request),
+      );
+      const list = (pageSize: number, pageToken: string) =>
+        delivery.listDeliveryAttempts(
+          { owner: tokenOwner(request), subscriptionId: id, pageSize, pageToken },
+          rpcOptions(request),
+        );
+      const res = await list(limit, cursor);
+      const newest = cursor ? (await list(1, "")).attempts[0] : res.attempts[0];
+      const state = subscriptionState(subscription, newest, end);
+      if (!state) throw missing;
+      linkNext(reply, publicUrl, `${SUBSCRIPTIONS_PATH}/${id}/deliveries`, limit, res.nextPageToken);
+      replySubscriptionState(reply, state);
+      return reply.headers(NO_STORE).send(res.attempts.map(attemptJson));
+    },
+  );
 
-  app.post(`${SUBSCRIPTIONS_PATH}/:id/deliveries/:delivery_id/retry`, { schema: RETRY_SCHEMA, onRequest: write, ...errorHandlerOption }, async (request, reply) => {
-    const id = readIntParam(request, "id");
-    const deliveryId = readIntParam(request, "delivery_id");
-    const subscription = await ownSubscription(request, id);
-    if (subscription.disableTime) {
-      throw new HttpError(409, "conflict", "the subscription is disabled (every delivery attempt failed); update it with PUT to enable it, then retry");
-    }
-    try {
-      const res = await delivery.retryDelivery({ owner: tokenOwner(request), subscriptionId: id, deliveryId }, rpcOptions(request));
-      return reply.status(202).headers(NO_STORE).send(deliveryJson(res.delivery!));
-    } catch (err) {
-      // A delivery cancelled (its subscription was disabled or deleted when it was due): nothing to resend it to as it was.
-      if (err instanceof ConnectError && err.code === Code.FailedPrecondition) {
-        throw new HttpError(409, "conflict", "this delivery was cancelled and cannot be sent again; new events are delivered");
+  app.post(
+    `${SUBSCRIPTIONS_PATH}/:id/deliveries/:delivery_id/retry`,
+    { schema: RETRY_SCHEMA, onRequest: write, ...errorHandlerOption },
+    async (request, reply) => {
+      const id = readIntParam(request, "id");
+      const deliveryId = readIntParam(request, "delivery_id");
+      const subscription = await ownSubscription(request, id);
+      if (subscription.disableTime) {
+        throw new HttpError(
+          409,
+          "conflict",
+          "the subscription is disabled (every delivery attempt failed); update it with PUT to enable it, then retry",
+        );
       }
-      throw err;
-    }
-  });
+      try {
+        const res = await delivery.retryDelivery(
+          { owner: tokenOwner(request), subscriptionId: id, deliveryId },
+          rpcOptions(request),
+        );
+        return reply.status(202).headers(NO_STORE).send(deliveryJson(res.delivery!));
+      } catch (err) {
+        // A delivery cancelled (its subscription was disabled or deleted when it was due): nothing to resend it to as it was.
+        if (err instanceof ConnectError && err.code === Code.FailedPrecondition) {
+          throw new HttpError(
+            409,
+            "conflict",
+            "this delivery was cancelled and cannot be sent again; new events are delivered",
+          );
+        }
+        throw err;
+      }
+    },
+  );
 }

@@ -16,7 +16,11 @@ const SCHEMA = {
   security: [],
   response: {
     200: json("One entry per event type", EventTypesAnswerSchema, eventTypes(), {
-      "cache-control": { type: "string", description: "The catalog changes only with a new version of the platform", required: true },
+      "cache-control": {
+        type: "string",
+        description: "The catalog changes only with a new version of the platform",
+        required: true,
+      },
     }),
     400: DEFAULT_ERROR,
     default: DEFAULT_ERROR,

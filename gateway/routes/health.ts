@@ -14,7 +14,12 @@ const HEALTHZ = {
   tags: ["Health"],
   security: [],
   response: {
-    200: json("Up", Health, { status: "ok", version: "0.1.0", commit: "a25ffb2c0e1d4f7b9a8c6e5d4c3b2a1f0e9d8c7b" }, noStore),
+    200: json(
+      "Up",
+      Health,
+      { status: "ok", version: "0.1.0", commit: "a25ffb2c0e1d4f7b9a8c6e5d4c3b2a1f0e9d8c7b" },
+      noStore,
+    ),
     400: DEFAULT_ERROR,
     default: DEFAULT_ERROR,
   },
@@ -25,9 +30,17 @@ const READYZ = {
   tags: ["Health"],
   security: [],
   response: {
-    200: json("Ready; every service reported", Readiness, { status: "ok", services: { organisation: "ok", auth: "ok", webhook: "ok", delivery: "ok" } }, noStore),
+    200: json(
+      "Ready; every service reported",
+      Readiness,
+      { status: "ok", services: { organisation: "ok", auth: "ok", webhook: "ok", delivery: "ok" } },
+      noStore,
+    ),
     400: DEFAULT_ERROR,
-    503: error("A required service does not answer", "temporarily_unavailable", "not ready: auth", { ...noStore, "retry-after": HEADERS.retryAfter }),
+    503: error("A required service does not answer", "temporarily_unavailable", "not ready: auth", {
+      ...noStore,
+      "retry-after": HEADERS.retryAfter,
+    }),
     default: DEFAULT_ERROR,
   },
 };
@@ -61,7 +74,9 @@ async function ready(url: string, timeoutMs: number): Promise<boolean> {
 export function healthRoutes(app: FastifyInstance, options: HealthRouteOptions): void {
   const optional = new Set(options.optional ?? OPTIONAL);
   const build = readBuildInfo();
-  app.get("/healthz", { schema: HEALTHZ }, async (_req, reply) => reply.header("cache-control", "no-store").send({ status: "ok", ...build }));
+  app.get("/healthz", { schema: HEALTHZ }, async (_req, reply) =>
+    reply.header("cache-control", "no-store").send({ status: "ok", ...build }),
+  );
 
   app.get("/readyz", { schema: READYZ }, async (_req, reply) => {
     const names = Object.keys(options.services);
@@ -69,8 +84,14 @@ export function healthRoutes(app: FastifyInstance, options: HealthRouteOptions):
     const down = names.filter((n, i) => !results[i] && !optional.has(n));
     reply.header("cache-control", "no-store");
     if (down.length > 0) {
-      return sendError(reply, new HttpError(503, "temporarily_unavailable", `not ready: ${down.join(", ")}`, { "retry-after": "5" }));
+      return sendError(
+        reply,
+        new HttpError(503, "temporarily_unavailable", `not ready: ${down.join(", ")}`, { "retry-after": "5" }),
+      );
     }
-    return reply.send({ status: "ok", services: Object.fromEntries(names.map((n, i) => [n, results[i] ? "ok" : "unavailable"])) });
+    return reply.send({
+      status: "ok",
+      services: Object.fromEntries(names.map((n, i) => [n, results[i] ? "ok" : "unavailable"])),
+    });
   });
 }

@@ -11,15 +11,37 @@ const LANDING: LandingPage = {
     {
       title: "Reference",
       links: [
-        { href: DOCS_PATH, label: "API reference", text: "Every endpoint, scope and webhook event, with examples, in your browser." },
-        { href: "/openapi.json", label: "OpenAPI 3.1 document", text: "Import it into Postman, Insomnia or a code generator (also as /openapi.yaml)." },
-        { href: EVENT_TYPES_PATH, label: "Webhook event types", text: "The JSON Schema and an example of every event body, for field mapping." },
-        { href: "/.well-known/oauth-authorization-server", label: "OAuth 2.0 server metadata", text: "Endpoints, grant types, PKCE and scopes (RFC 8414)." },
+        {
+          href: DOCS_PATH,
+          label: "API reference",
+          text: "Every endpoint, scope and webhook event, with examples, in your browser.",
+        },
+        {
+          href: "/openapi.json",
+          label: "OpenAPI 3.1 document",
+          text: "Import it into Postman, Insomnia or a code generator (also as /openapi.yaml).",
+        },
+        {
+          href: EVENT_TYPES_PATH,
+          label: "Webhook event types",
+          text: "The JSON Schema and an example of every event body, for field mapping.",
+        },
+        {
+          href: "/.well-known/oauth-authorization-server",
+          label: "OAuth 2.0 server metadata",
+          text: "Endpoints, grant types, PKCE and scopes (RFC 8414).",
+        },
       ],
     },
     {
       title: "For members",
-      links: [{ href: "/account/applications", label: "Connected applications", text: "See which applications can access your organisation, and revoke their access." }],
+      links: [
+        {
+          href: "/account/applications",
+          label: "Connected applications",
+          text: "See which applications can access your organisation, and revoke their access.",
+        },
+      ],
     },
     {
       title: "Status",

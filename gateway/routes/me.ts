@@ -19,16 +19,28 @@ const SCHEMA = {
   tags: ["Organisation"],
   security: needs("organisation:read"),
   response: {
-    200: json("The organisation", Organisation, { id: "9d3c2b1a-0f4e-4d5c-8b7a-6e5f4d3c2b1a", name: "Acme Ltd" }, { "cache-control": HEADERS.noStore }),
+    200: json(
+      "The organisation",
+      Organisation,
+      { id: "9d3c2b1a-0f4e-4d5c-8b7a-6e5f4d3c2b1a", name: "Acme Ltd" },
+      { "cache-control": HEADERS.noStore },
+    ),
     ...bearerErrors("organisation:read"),
     default: DEFAULT_ERROR,
   },
 };
 
-export function meRoutes(app: FastifyInstance, bearer: Bearer, organisations: Client<typeof OrganisationService>): void {
+export function meRoutes(
+  app: FastifyInstance,
+  bearer: Bearer,
+  organisations: Client<typeof OrganisationService>,
+): void {
   // A string with a JSON content type is sent as it is (fastify serializes only objects).
   const answer = (reply: FastifyReply, organisation: PrincipalOrganisation) =>
-    reply.header("cache-control", "no-store").header("content-type", "application/json; charset=utf-8").send(organisation.json);
+    reply
+      .header("cache-control", "no-store")
+      .header("content-type", "application/json; charset=utf-8")
+      .send(organisation.json);
   // Not an async handler: a repeated call (the organisation loaded with the
   // cached check) is answered without a promise.
   app.get("/oauth/me", { schema: SCHEMA, preHandler: bearer.requireScope("organisation:read") }, (request, reply) => {

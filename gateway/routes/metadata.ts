@@ -19,7 +19,10 @@ export interface RegistrationOptions {
 
 export const DEFAULT_REGISTRATION: RegistrationOptions = { dynamicRegistration: false, clientMetadataDocuments: true };
 
-export function authorizationServerMetadata(issuer: string, registration: RegistrationOptions = DEFAULT_REGISTRATION): Record<string, unknown> {
+export function authorizationServerMetadata(
+  issuer: string,
+  registration: RegistrationOptions = DEFAULT_REGISTRATION,
+): Record<string, unknown> {
   return {
     /*
      * RFC 8414 §2: "issuer REQUIRED. The authorization server's issuer
@@ -86,7 +89,15 @@ export function metadataRoutes(
   const metadata = authorizationServerMetadata(issuer, registration);
   serve("/.well-known/oauth-authorization-server", metadataRoute(metadata), metadata);
   const api = protectedResourceMetadata(issuer, resources.api);
-  serve(resources.api.metadataPath, protectedResourceRoute("getApiResourceMetadata", "The REST API's protected resource metadata", api), api);
+  serve(
+    resources.api.metadataPath,
+    protectedResourceRoute("getApiResourceMetadata", "The REST API's protected resource metadata", api),
+    api,
+  );
   const mcp = protectedResourceMetadata(issuer, resources.mcp);
-  serve(resources.mcp.metadataPath, protectedResourceRoute("getMcpResourceMetadata", "The MCP endpoint's protected resource metadata", mcp), mcp);
+  serve(
+    resources.mcp.metadataPath,
+    protectedResourceRoute("getMcpResourceMetadata", "The MCP endpoint's protected resource metadata", mcp),
+    mcp,
+  );
 }

@@ -14,7 +14,11 @@ import { validatorAnswering } from "../validation.js";
 
 type Metadata = Partial<Record<(typeof METADATA_MEMBERS)[number], string | string[] | null>>;
 
-export function registerRoutes(app: FastifyInstance, auth: Client<typeof AuthService>, options: { enabled: boolean }): void {
+export function registerRoutes(
+  app: FastifyInstance,
+  auth: Client<typeof AuthService>,
+  options: { enabled: boolean },
+): void {
   app.post(
     "/oauth/register",
     {
@@ -24,12 +28,14 @@ export function registerRoutes(app: FastifyInstance, auth: Client<typeof AuthSer
       validatorCompiler: validatorAnswering<typeof REGISTER_ROUTE>("invalid_client_metadata"),
       // Off: nothing of the request is read.
       onRequest: async () => {
-        if (!options.enabled) throw new HttpError(404, "not_found", "dynamic client registration is not enabled on this server");
+        if (!options.enabled)
+          throw new HttpError(404, "not_found", "dynamic client registration is not enabled on this server");
       },
       // RFC 7591 §3.1: "The client sends an HTTP POST to the client registration endpoint with a content type of "application/json"."
       preValidation: async (request: FastifyRequest) => {
         const type = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
-        if (type !== "application/json") throw new HttpError(415, "unsupported_media_type", "send the client metadata as application/json");
+        if (type !== "application/json")
+          throw new HttpError(415, "unsupported_media_type", "send the client metadata as application/json");
       },
     },
     async (request, reply) => {

@@ -53,29 +53,58 @@ const SCHEMA = {
       "cache-control": HEADERS.noStore,
       link: HEADERS.link,
       "subscription-state": SUBSCRIPTION_STATE_HEADER,
-      "subscription-state-reason": { type: "string", description: "Why and when it was disabled or deleted; absent otherwise" },
+      "subscription-state-reason": {
+        type: "string",
+        description: "Why and when it was disabled or deleted; absent otherwise",
+      },
     }),
-    400: error("The id, limit or cursor is not valid", "invalid_request", "limit: expected a whole number from 1 to 100"),
+    400: error(
+      "The id, limit or cursor is not valid",
+      "invalid_request",
+      "limit: expected a whole number from 1 to 100",
+    ),
     ...bearerErrors("webhooks:read"),
-    404: error("No such subscription of this token's pair, and nothing of it kept", "not_found", "subscription 42 not found"),
+    404: error(
+      "No such subscription of this token's pair, and nothing of it kept",
+      "not_found",
+      "subscription 42 not found",
+    ),
     default: DEFAULT_ERROR,
   },
 };
 
-export function subscriptionEventRoutes(app: FastifyInstance, bearer: Bearer, webhook: Client<typeof WebhookService>, delivery: Client<typeof DeliveryService>, publicUrl: string): void {
+export function subscriptionEventRoutes(
+  app: FastifyInstance,
+  bearer: Bearer,
+  webhook: Client<typeof WebhookService>,
+  delivery: Client<typeof DeliveryService>,
+  publicUrl: string,
+): void {
   const read = bearer.requireScope("webhooks:read") as onRequestAsyncHookHandler;
 
-  app.get(`${SUBSCRIPTIONS_PATH}/:id/events`, { schema: SCHEMA, onRequest: read, errorHandler: subscriptionErrors }, async (request, reply) => {
-    const id = readIntParam(request, "id");
-    const { limit, cursor } = readListQuery(request, LIST_DEFAULT, LIST_MAX);
-    // The subscription (or its recorded end) first: the delivery service answers
-    // an empty list for a subscription its caller does not own.
-    const { subscription, end, missing } = await subscriptionOrEnd(webhook, tokenOwner(request), id, rpcOptions(request));
-    const state = subscriptionState(subscription, undefined, end);
-    if (!state) throw missing;
-    const res = await delivery.listDeliveries({ owner: tokenOwner(request), subscriptionId: id, pageSize: limit, pageToken: cursor }, rpcOptions(request));
-    linkNext(reply, publicUrl, `${SUBSCRIPTIONS_PATH}/${id}/events`, limit, res.nextPageToken);
-    replySubscriptionState(reply, state);
-    return reply.headers(NO_STORE).send(res.deliveries.map(deliveryJson));
-  });
+  app.get(
+    `${SUBSCRIPTIONS_PATH}/:id/events`,
+    { schema: SCHEMA, onRequest: read, errorHandler: subscriptionErrors },
+    async (request, reply) => {
+      const id = readIntParam(request, "id");
+      const { limit, cursor } = readListQuery(request, LIST_DEFAULT, LIST_MAX);
+      // The subscription (or its recorded end) first: the delivery service answers
+      // an empty list for a subscription its caller does not own.
+      const { subscription, end, missing } = await subscriptionOrEnd(
+        webhook,
+        tokenOwner(request),
+        id,
+        rpcOptions(request),
+      );
+      const state = subscriptionState(subscription, undefined, end);
+      if (!state) throw missing;
+      const res = await delivery.listDeliveries(
+        { owner: tokenOwner(request), subscriptionId: id, pageSize: limit, pageToken: cursor },
+        rpcOptions(request),
+      );
+      linkNext(reply, publicUrl, `${SUBSCRIPTIONS_PATH}/${id}/events`, limit, res.nextPageToken);
+      replySubscriptionState(reply, state);
+      return reply.headers(NO_STORE).send(res.deliveries.map(deliveryJson));
+    },
+  );
 }

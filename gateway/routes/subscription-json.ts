@@ -51,7 +51,9 @@ export function subscriptionJson(s: Subscription, state?: SubscriptionDeliverySt
     disabled_at: s.disableTime ? timestampDate(s.disableTime).toISOString() : null,
     disabled_reason: s.disableTime ? s.disabledReason : null,
     ordered: s.ordered,
-    previous_secret_expires_at: s.previousSecretExpireTime ? timestampDate(s.previousSecretExpireTime).toISOString() : null,
+    previous_secret_expires_at: s.previousSecretExpireTime
+      ? timestampDate(s.previousSecretExpireTime).toISOString()
+      : null,
     throttled_until: state?.throttledUntil ? timestampDate(state.throttledUntil).toISOString() : null,
     in_flight_cap: state && state.inFlightCap > 0 ? state.inFlightCap : null,
     blocked_since: state?.blockedSince ? timestampDate(state.blockedSince).toISOString() : null,
@@ -72,7 +74,10 @@ export async function deliveryStates(
     const res = await delivery.getDeliveryStates({ owner, subscriptionIds: ids }, rpc);
     return new Map(res.states.map((s) => [s.subscriptionId, s]));
   } catch (err) {
-    log.warn({ err, subscriptions: ids.length }, "delivery states could not be read: throttled_until, in_flight_cap, blocked_since and blocked_delivery_id answered null");
+    log.warn(
+      { err, subscriptions: ids.length },
+      "delivery states could not be read: throttled_until, in_flight_cap, blocked_since and blocked_delivery_id answered null",
+    );
     return new Map();
   }
 }
@@ -85,6 +90,12 @@ export async function subscriptionsJson(
   rpc: { headers: Record<string, string> },
   log: FastifyBaseLogger,
 ): Promise<SubscriptionJson[]> {
-  const states = await deliveryStates(delivery, owner, subscriptions.map((s) => s.id), rpc, log);
+  const states = await deliveryStates(
+    delivery,
+    owner,
+    subscriptions.map((s) => s.id),
+    rpc,
+    log,
+  );
   return subscriptions.map((s) => subscriptionJson(s, states.get(s.id)));
 }

@@ -45,8 +45,14 @@ const SCHEMA = {
   params: z.object({ id: IdParam("id", "The subscription's id") }),
   body: RecoverBody,
   response: {
-    202: json("Accepted: this many deliveries are queued", Recovered, recoveredExample, { "cache-control": HEADERS.noStore }),
-    400: error("The id is not a positive integer, or since is missing, not RFC 3339 or in the future, or the body has another field", "invalid_request", "since: required (an RFC 3339 date-time, such as 2026-01-15T09:00:00Z)"),
+    202: json("Accepted: this many deliveries are queued", Recovered, recoveredExample, {
+      "cache-control": HEADERS.noStore,
+    }),
+    400: error(
+      "The id is not a positive integer, or since is missing, not RFC 3339 or in the future, or the body has another field",
+      "invalid_request",
+      "since: required (an RFC 3339 date-time, such as 2026-01-15T09:00:00Z)",
+    ),
     ...bearerErrors("webhooks:write"),
     404: error("No such subscription of this token's pair", "not_found", "subscription not found"),
     409: error(
@@ -67,19 +73,31 @@ const jsonBody: preValidationAsyncHookHandler = async (request) => {
     return;
   }
   const type = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
-  if (type !== "application/json") throw new HttpError(415, "unsupported_media_type", "send the body as application/json");
+  if (type !== "application/json")
+    throw new HttpError(415, "unsupported_media_type", "send the body as application/json");
 };
 
-export function subscriptionRecoverRoutes(app: FastifyInstance, bearer: Bearer, delivery: Client<typeof DeliveryService>): void {
+export function subscriptionRecoverRoutes(
+  app: FastifyInstance,
+  bearer: Bearer,
+  delivery: Client<typeof DeliveryService>,
+): void {
   const write = bearer.requireScope("webhooks:write") as onRequestAsyncHookHandler;
 
-  app.post(`${SUBSCRIPTIONS_PATH}/:id/recover`, { schema: SCHEMA, onRequest: write, preValidation: jsonBody }, async (request, reply) => {
-    const id = readIntParam(request, "id");
-    const since = new Date((request.body as { since: string }).since);
-    const owner = tokenOwner(request);
-    // The delivery service checks the subscription (404 another pair's, 409 disabled, 400 a since in the future).
-    const res = await delivery.recoverDeliveries({ owner, subscriptionId: id, since: timestampFromDate(since) }, rpcOptions(request));
-    const body: RecoveredJson = { subscription_id: Number(id), since: since.toISOString(), queued: res.queuedCount };
-    return reply.status(202).headers(NO_STORE).send(body);
-  });
+  app.post(
+    `${SUBSCRIPTIONS_PATH}/:id/recover`,
+    { schema: SCHEMA, onRequest: write, preValidation: jsonBody },
+    async (request, reply) => {
+      const id = readIntParam(request, "id");
+      const since = new Date((request.body as { since: string }).since);
+      const owner = tokenOwner(request);
+      // The delivery service checks the subscription (404 another pair's, 409 disabled, 400 a since in the future).
+      const res = await delivery.recoverDeliveries(
+        { owner, subscriptionId: id, since: timestampFromDate(since) },
+        rpcOptions(request),
+      );
+      const body: RecoveredJson = { subscription_id: Number(id), since: since.toISOString(), queued: res.queuedCount };
+      return reply.status(202).headers(NO_STORE).send(body);
+    },
+  );
 }

@@ -39,7 +39,9 @@ const SCHEMA = {
   security: needs("webhooks:write"),
   params: z.object({ id: IdParam("id", "The subscription's id") }),
   response: {
-    200: json("The new secret, in this answer only", RotatedSecret, rotatedSecretExample, { "cache-control": HEADERS.noStore }),
+    200: json("The new secret, in this answer only", RotatedSecret, rotatedSecretExample, {
+      "cache-control": HEADERS.noStore,
+    }),
     400: error("The id is not a positive integer", "invalid_request", 'id: expected a positive integer, not "abc"'),
     ...bearerErrors("webhooks:write"),
     404: error("No such subscription of this token's pair", "not_found", "subscription 42 not found"),
@@ -47,18 +49,28 @@ const SCHEMA = {
   },
 };
 
-export function subscriptionSecretRoutes(app: FastifyInstance, bearer: Bearer, webhook: Client<typeof WebhookService>): void {
+export function subscriptionSecretRoutes(
+  app: FastifyInstance,
+  bearer: Bearer,
+  webhook: Client<typeof WebhookService>,
+): void {
   const write = bearer.requireScope("webhooks:write") as onRequestAsyncHookHandler;
 
-  app.post(`${SUBSCRIPTIONS_PATH}/:id/rotate-secret`, { schema: SCHEMA, onRequest: write, errorHandler: subscriptionErrors }, async (request, reply) => {
-    const id = readIntParam(request, "id");
-    const owner = tokenOwner(request);
-    const res = await webhook.rotateSubscriptionSecret({ owner, id }, rpcOptions(request));
-    const body: RotatedSecretJson = {
-      id: Number(res.subscription!.id),
-      secret: res.secret,
-      previous_secret_expires_at: res.oldSecretExpireTime ? timestampDate(res.oldSecretExpireTime).toISOString() : null,
-    };
-    return reply.headers(NO_STORE).send(body);
-  });
+  app.post(
+    `${SUBSCRIPTIONS_PATH}/:id/rotate-secret`,
+    { schema: SCHEMA, onRequest: write, errorHandler: subscriptionErrors },
+    async (request, reply) => {
+      const id = readIntParam(request, "id");
+      const owner = tokenOwner(request);
+      const res = await webhook.rotateSubscriptionSecret({ owner, id }, rpcOptions(request));
+      const body: RotatedSecretJson = {
+        id: Number(res.subscription!.id),
+        secret: res.secret,
+        previous_secret_expires_at: res.oldSecretExpireTime
+          ? timestampDate(res.oldSecretExpireTime).toISOString()
+          : null,
+      };
+      return reply.headers(NO_STORE).send(body);
+    },
+  );
 }

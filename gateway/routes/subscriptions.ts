@@ -19,32 +19,34 @@
 // back what it read; any other unknown field is a 400 (a misspelt
 // "event_type" must not pass as "nothing to change").
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
-import { z } from "zod";
-import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler, preValidationAsyncHookHandler } from "fastify";
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  onRequestAsyncHookHandler,
+  preValidationAsyncHookHandler,
+} from "fastify";
 import type { EventType } from "../../gen/bizcard/events/v1/events_pb.js";
 import type { DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
-import { SubscriptionEndReason, TargetUnavailableSchema, type WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
+import {
+  SubscriptionEndReason,
+  TargetUnavailableSchema,
+  type WebhookService,
+} from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { eventTypeOf } from "../../services/shared/event-types.js";
 import type { Bearer } from "../bearer.js";
 import { rpcOptions } from "../clients.js";
 import { HttpError, errorHandler } from "../errors.js";
 import { badCursor, linkNext, readListQuery } from "../list-paging.js";
-import { DEFAULT_ERROR, HEADERS, IdParam, ListQuery, bearerErrors, empty, error, json, needs } from "../schemas/common.js";
-import {
-  CreateSubscriptionBody,
-  Subscription as SubscriptionOut,
-  SubscriptionCreated,
-  SubscriptionList,
-  UpdateSubscriptionBody,
-  subscriptionExample,
-} from "../schemas/subscriptions.js";
+import { LIST_DEFAULT, LIST_MAX, SCHEMAS } from "./subscription-route-schemas.js";
 
 export const SUBSCRIPTIONS_PATH = "/oauth/webhooks/subscriptions";
 
 /** Whose subscriptions a request may touch: the pair (organisation, client application) of its token. */
-export const tokenOwner = (request: FastifyRequest) => ({ organisationId: request.bearer!.organisationId, clientId: request.bearer!.clientId });
-export const LIST_DEFAULT = 50;
-export const LIST_MAX = 100;
+export const tokenOwner = (request: FastifyRequest) => ({
+  organisationId: request.bearer!.organisationId,
+  clientId: request.bearer!.clientId,
+});
 const INT64_MAX = 2n ** 63n - 1n;
 
 const NO_STORE = { "cache-control": "no-store" };
@@ -59,7 +61,8 @@ const invalid = (description: string) => new HttpError(400, "invalid_request", d
 export function readIntParam(request: FastifyRequest, name: string): bigint {
   const text = (request.params as Record<string, string>)[name] ?? "";
   const id = /^[1-9][0-9]{0,18}$/.test(text) ? BigInt(text) : 0n;
-  if (id <= 0n || id > INT64_MAX) throw invalid(`${name}: expected a positive integer, not ${JSON.stringify(text.slice(0, 40))}`);
+  if (id <= 0n || id > INT64_MAX)
+    throw invalid(`${name}: expected a positive integer, not ${JSON.stringify(text.slice(0, 40))}`);
   return id;
 }
 
@@ -84,7 +87,8 @@ const jsonBody: preValidationAsyncHookHandler = async (request) => {
     return;
   }
   const type = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
-  if (type !== "application/json") throw new HttpError(415, "unsupported_media_type", "send the subscription as application/json");
+  if (type !== "application/json")
+    throw new HttpError(415, "unsupported_media_type", "send the subscription as application/json");
 };
 
 /** The checked body's writable fields (the read-only ones are ignored). */
@@ -102,110 +106,19 @@ export function subscriptionErrors(err: unknown, request: FastifyRequest, reply:
   if (err instanceof ConnectError) {
     // The pair's cap (WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR): a clear 400, not a conflict to retry.
     if (err.code === Code.FailedPrecondition) return errorHandler(invalid(err.rawMessage), request, reply);
-    if (err.code === Code.InvalidArgument && err.rawMessage.startsWith("page_token:")) return errorHandler(badCursor(), request, reply);
+    if (err.code === Code.InvalidArgument && err.rawMessage.startsWith("page_token:"))
+      return errorHandler(badCursor(), request, reply);
     const [unavailable] = err.code === Code.Unavailable ? err.findDetails(TargetUnavailableSchema) : [];
     if (unavailable) {
-      return errorHandler(new HttpError(503, "temporarily_unavailable", unavailable.description, { "retry-after": "5" }), request, reply);
+      return errorHandler(
+        new HttpError(503, "temporarily_unavailable", unavailable.description, { "retry-after": "5" }),
+        request,
+        reply,
+      );
     }
   }
   return errorHandler(err, request, reply);
 }
-
-const TAGS = ["Webhook subscriptions"];
-const SubscriptionId = z.object({ id: IdParam("id", "The subscription's id") });
-const noStore = { "cache-control": HEADERS.noStore };
-const badId = error("The id is not a positive integer", "invalid_request", 'id: expected a positive integer, not "abc"');
-const notFound = error("No such subscription of this token's pair", "not_found", "subscription 42 not found");
-const wrongType = error("The body is not application/json", "unsupported_media_type", "send the subscription as application/json");
-const badBody = error(
-  "A field is missing, unknown or not valid (a target_url not https, or one that resolves to a private address, …)",
-  "invalid_request",
-  "target_url: required",
-);
-const unreachable = error("The target_url's host could not be resolved in time", "temporarily_unavailable", "the target's DNS did not answer; try again", {
-  "retry-after": HEADERS.retryAfter,
-});
-
-/** The documentation (and the request validation) of each route. */
-const SCHEMAS = {
-  list: {
-    operationId: "listSubscriptions",
-    summary: "List this application's subscriptions",
-    tags: TAGS,
-    security: needs("webhooks:read"),
-    querystring: ListQuery(LIST_DEFAULT, LIST_MAX),
-    response: {
-      200: json("One page of subscriptions", SubscriptionList, [subscriptionExample], { ...noStore, link: HEADERS.link }),
-      400: error("limit or cursor is not valid", "invalid_request", "limit: expected a whole number from 1 to 100"),
-      ...bearerErrors("webhooks:read"),
-      default: DEFAULT_ERROR,
-    },
-  },
-  create: {
-    operationId: "createSubscription",
-    summary: "Subscribe a target URL to an event type",
-    description:
-      "Needs webhooks:write and contacts:read (every event is a contact event). Creating the same (target_url, event_type) again answers 200 with the existing subscription, without its secret.",
-    tags: TAGS,
-    security: needs("webhooks:write", "contacts:read"),
-    consumes: ["application/json"],
-    body: CreateSubscriptionBody,
-    response: {
-      200: json("The same subscription existed already (no secret: it was shown when it was created)", SubscriptionOut, subscriptionExample, noStore),
-      201: json("Created; the secret is in this answer only", SubscriptionCreated, { ...subscriptionExample, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" }, {
-        ...noStore,
-        location: HEADERS.location,
-      }),
-      400: badBody,
-      ...bearerErrors("webhooks:write"),
-      403: error("The token lacks webhooks:write or contacts:read", "insufficient_scope", "this request needs the scope contacts:read", {
-        "www-authenticate": HEADERS.wwwAuthenticate,
-      }),
-      415: wrongType,
-      503: unreachable,
-      default: DEFAULT_ERROR,
-    },
-  },
-  get: {
-    operationId: "getSubscription",
-    summary: "Read one subscription",
-    tags: TAGS,
-    security: needs("webhooks:read"),
-    params: SubscriptionId,
-    response: { 200: json("The subscription", SubscriptionOut, subscriptionExample, noStore), 400: badId, ...bearerErrors("webhooks:read"), 404: notFound, default: DEFAULT_ERROR },
-  },
-  update: {
-    operationId: "updateSubscription",
-    summary: "Change a subscription, or re-enable a disabled one",
-    description: "Needs webhooks:write and contacts:read. Any PUT re-enables a disabled subscription.",
-    tags: TAGS,
-    security: needs("webhooks:write", "contacts:read"),
-    consumes: ["application/json"],
-    params: SubscriptionId,
-    body: UpdateSubscriptionBody,
-    response: {
-      200: json("The subscription as it is now", SubscriptionOut, subscriptionExample, noStore),
-      400: badBody,
-      ...bearerErrors("webhooks:write"),
-      403: error("The token lacks webhooks:write or contacts:read", "insufficient_scope", "this request needs the scope contacts:read", {
-        "www-authenticate": HEADERS.wwwAuthenticate,
-      }),
-      404: notFound,
-      409: error("Another of the pair's subscriptions already has this target_url and event_type", "conflict", "a subscription with this target_url and event_type already exists (id 41)"),
-      415: wrongType,
-      503: unreachable,
-      default: DEFAULT_ERROR,
-    },
-  },
-  delete: {
-    operationId: "deleteSubscription",
-    summary: "Delete a subscription",
-    tags: TAGS,
-    security: needs("webhooks:write"),
-    params: SubscriptionId,
-    response: { 204: empty("Deleted", noStore), 400: badId, ...bearerErrors("webhooks:write"), 404: notFound, default: DEFAULT_ERROR },
-  },
-};
 
 /**
  * `delivery`: GET (one and the list), PUT and a repeated POST answer each subscription's
@@ -226,52 +139,106 @@ export function subscriptionRoutes(
   const location = (id: bigint) => `${publicUrl}${SUBSCRIPTIONS_PATH}/${id}`;
   const errorHandlerOption = { errorHandler: subscriptionErrors };
 
-  app.get(SUBSCRIPTIONS_PATH, { schema: SCHEMAS.list, onRequest: read, ...errorHandlerOption }, async (request, reply) => {
-    const { limit, cursor } = readListQuery(request, LIST_DEFAULT, LIST_MAX);
-    const res = await webhook.listSubscriptions({ owner: tokenOwner(request), pageSize: limit, pageToken: cursor }, rpcOptions(request));
-    linkNext(reply, publicUrl, SUBSCRIPTIONS_PATH, limit, res.nextPageToken);
-    return reply.headers(NO_STORE).send(await subscriptionsJson(delivery, tokenOwner(request), res.subscriptions, rpcOptions(request), request.log));
-  });
+  app.get(
+    SUBSCRIPTIONS_PATH,
+    { schema: SCHEMAS.list, onRequest: read, ...errorHandlerOption },
+    async (request, reply) => {
+      const { limit, cursor } = readListQuery(request, LIST_DEFAULT, LIST_MAX);
+      const res = await webhook.listSubscriptions(
+        { owner: tokenOwner(request), pageSize: limit, pageToken: cursor },
+        rpcOptions(request),
+      );
+      linkNext(reply, publicUrl, SUBSCRIPTIONS_PATH, limit, res.nextPageToken);
+      return reply
+        .headers(NO_STORE)
+        .send(
+          await subscriptionsJson(delivery, tokenOwner(request), res.subscriptions, rpcOptions(request), request.log),
+        );
+    },
+  );
 
-  app.post(SUBSCRIPTIONS_PATH, { schema: SCHEMAS.create, onRequest: writeContacts, preValidation: jsonBody, ...errorHandlerOption }, async (request, reply) => {
-    const fields = fieldsOf(request) as Required<SubscriptionFields>;
-    const res = await webhook.createSubscription(
-      { owner: tokenOwner(request), targetUrl: fields.target_url, eventType: fields.event_type, ordered: fields.ordered ?? false },
-      rpcOptions(request),
-    );
-    const subscription = res.subscription!;
-    if (!res.created) return reply.headers(NO_STORE).send((await subscriptionsJson(delivery, tokenOwner(request), [subscription], rpcOptions(request), request.log))[0]);
-    // The secret, once: it is never shown again.
-    return reply
-      .status(201)
-      .headers(NO_STORE)
-      .header("location", location(subscription.id))
-      .send({ ...subscriptionJson(subscription), secret: res.secret });
-  });
+  app.post(
+    SUBSCRIPTIONS_PATH,
+    { schema: SCHEMAS.create, onRequest: writeContacts, preValidation: jsonBody, ...errorHandlerOption },
+    async (request, reply) => {
+      const fields = fieldsOf(request) as Required<SubscriptionFields>;
+      const res = await webhook.createSubscription(
+        {
+          owner: tokenOwner(request),
+          targetUrl: fields.target_url,
+          eventType: fields.event_type,
+          ordered: fields.ordered ?? false,
+        },
+        rpcOptions(request),
+      );
+      const subscription = res.subscription!;
+      if (!res.created)
+        return reply
+          .headers(NO_STORE)
+          .send(
+            (
+              await subscriptionsJson(delivery, tokenOwner(request), [subscription], rpcOptions(request), request.log)
+            )[0],
+          );
+      // The secret, once: it is never shown again.
+      return reply
+        .status(201)
+        .headers(NO_STORE)
+        .header("location", location(subscription.id))
+        .send({ ...subscriptionJson(subscription), secret: res.secret });
+    },
+  );
 
-  app.get(`${SUBSCRIPTIONS_PATH}/:id`, { schema: SCHEMAS.get, onRequest: read, ...errorHandlerOption }, async (request, reply) => {
-    const id = readId(request);
-    // Both at once: the delivery state does not wait for the subscription (another pair's ids are left out of its answer).
-    const [res, states] = await Promise.all([
-      webhook.getSubscription({ owner: tokenOwner(request), id }, rpcOptions(request)),
-      deliveryStates(delivery, tokenOwner(request), [id], rpcOptions(request), request.log),
-    ]);
-    return reply.headers(NO_STORE).send(subscriptionJson(res.subscription!, states.get(id)));
-  });
+  app.get(
+    `${SUBSCRIPTIONS_PATH}/:id`,
+    { schema: SCHEMAS.get, onRequest: read, ...errorHandlerOption },
+    async (request, reply) => {
+      const id = readId(request);
+      // Both at once: the delivery state does not wait for the subscription (another pair's ids are left out of its answer).
+      const [res, states] = await Promise.all([
+        webhook.getSubscription({ owner: tokenOwner(request), id }, rpcOptions(request)),
+        deliveryStates(delivery, tokenOwner(request), [id], rpcOptions(request), request.log),
+      ]);
+      return reply.headers(NO_STORE).send(subscriptionJson(res.subscription!, states.get(id)));
+    },
+  );
 
-  app.put(`${SUBSCRIPTIONS_PATH}/:id`, { schema: SCHEMAS.update, onRequest: writeContacts, preValidation: jsonBody, ...errorHandlerOption }, async (request, reply) => {
-    const id = readId(request);
-    const fields = fieldsOf(request);
-    const res = await webhook.updateSubscription(
-      { owner: tokenOwner(request), id, targetUrl: fields.target_url, eventType: fields.event_type, ordered: fields.ordered },
-      rpcOptions(request),
-    );
-    const [json] = await subscriptionsJson(delivery, tokenOwner(request), [res.subscription!], rpcOptions(request), request.log);
-    return reply.headers(NO_STORE).send(json);
-  });
+  app.put(
+    `${SUBSCRIPTIONS_PATH}/:id`,
+    { schema: SCHEMAS.update, onRequest: writeContacts, preValidation: jsonBody, ...errorHandlerOption },
+    async (request, reply) => {
+      const id = readId(request);
+      const fields = fieldsOf(request);
+      const res = await webhook.updateSubscription(
+        {
+          owner: tokenOwner(request),
+          id,
+          targetUrl: fields.target_url,
+          eventType: fields.event_type,
+          ordered: fields.ordered,
+        },
+        rpcOptions(request),
+      );
+      const [json] = await subscriptionsJson(
+        delivery,
+        tokenOwner(request),
+        [res.subscription!],
+        rpcOptions(request),
+        request.log,
+      );
+      return reply.headers(NO_STORE).send(json);
+    },
+  );
 
-  app.delete(`${SUBSCRIPTIONS_PATH}/:id`, { schema: SCHEMAS.delete, onRequest: write, ...errorHandlerOption }, async (request, reply) => {
-    await webhook.deleteSubscription({ owner: tokenOwner(request), id: readId(request), reason: SubscriptionEndReason.DELETED_BY_OWNER }, rpcOptions(request));
-    return reply.status(204).headers(NO_STORE).send();
-  });
+  app.delete(
+    `${SUBSCRIPTIONS_PATH}/:id`,
+    { schema: SCHEMAS.delete, onRequest: write, ...errorHandlerOption },
+    async (request, reply) => {
+      await webhook.deleteSubscription(
+        { owner: tokenOwner(request), id: readId(request), reason: SubscriptionEndReason.DELETED_BY_OWNER },
+        rpcOptions(request),
+      );
+      return reply.status(204).headers(NO_STORE).send();
+    },
+  );
 }

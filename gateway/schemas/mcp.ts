@@ -19,20 +19,30 @@ export const JsonRpcMessage = z
 
 export const JsonRpcBody = z
   .union([JsonRpcMessage, z.array(JsonRpcMessage).min(1, { error: "a batch holds at least one message" })], {
-    error: "the body must be a JSON-RPC 2.0 message (an object with jsonrpc \"2.0\") or an array of them",
+    error: 'the body must be a JSON-RPC 2.0 message (an object with jsonrpc "2.0") or an array of them',
   })
   .describe("One JSON-RPC message, or a batch of them");
 
 const JsonRpcResponse = z
   .looseObject({
     jsonrpc: z.literal("2.0"),
-    id: z.union([StringId, NumberId, z.null().describe("null: the request could not be read")]).describe("The id of the request answered"),
-    result: z.record(z.string(), z.unknown()).optional().describe("The method's result (a tool's: content, structuredContent, isError)"),
-    error: z.object({ code: z.int(), message: z.string(), data: z.unknown().optional() }).optional().describe("A JSON-RPC error"),
+    id: z
+      .union([StringId, NumberId, z.null().describe("null: the request could not be read")])
+      .describe("The id of the request answered"),
+    result: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe("The method's result (a tool's: content, structuredContent, isError)"),
+    error: z
+      .object({ code: z.int(), message: z.string(), data: z.unknown().optional() })
+      .optional()
+      .describe("A JSON-RPC error"),
   })
   .meta({ id: "JsonRpcResponse", description: "A JSON-RPC 2.0 response" });
 
-export const JsonRpcAnswer = z.union([JsonRpcResponse, z.array(JsonRpcResponse)]).describe("The response, or one per request of a batch");
+export const JsonRpcAnswer = z
+  .union([JsonRpcResponse, z.array(JsonRpcResponse)])
+  .describe("The response, or one per request of a batch");
 
 /** The MCP SDK's own refusals (an unsupported MCP-Protocol-Version, …) are JSON-RPC errors with id null. */
 export const JsonRpcRefusal = JsonRpcResponse;

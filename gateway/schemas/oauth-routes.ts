@@ -21,10 +21,15 @@ const TAGS = ["OAuth 2.0"];
 const FORM_OR_JSON = ["application/x-www-form-urlencoded", "application/json"];
 /** The client authenticates with HTTP Basic, or with client_id (and client_secret) in the body. */
 const CLIENT: Record<string, string[]>[] = [{ client: [] }, {}];
-const unavailable = error("The auth service is not answering", "temporarily_unavailable", "the server could not complete the request; try again later", {
-  ...OAUTH_NO_STORE,
-  "retry-after": HEADERS.retryAfter,
-});
+const unavailable = error(
+  "The auth service is not answering",
+  "temporarily_unavailable",
+  "the server could not complete the request; try again later",
+  {
+    ...OAUTH_NO_STORE,
+    "retry-after": HEADERS.retryAfter,
+  },
+);
 
 export const TOKEN_ROUTE = {
   operationId: "token",
@@ -36,8 +41,18 @@ export const TOKEN_ROUTE = {
   consumes: FORM_OR_JSON,
   body: TokenRequest,
   response: {
-    200: json("The token (RFC 6749 §5.1)", TokenResponse, { access_token: "bca_2mVZcT1w9qJxLr0aP3sK", token_type: "Bearer", expires_in: 3600, scope: "contacts:read" }, OAUTH_NO_STORE),
-    400: error("RFC 6749 §5.2: invalid_request, invalid_grant, unauthorized_client, unsupported_grant_type or invalid_scope; RFC 8707 §2: invalid_target", "invalid_request", "grant_type is required", OAUTH_NO_STORE),
+    200: json(
+      "The token (RFC 6749 §5.1)",
+      TokenResponse,
+      { access_token: "bca_2mVZcT1w9qJxLr0aP3sK", token_type: "Bearer", expires_in: 3600, scope: "contacts:read" },
+      OAUTH_NO_STORE,
+    ),
+    400: error(
+      "RFC 6749 §5.2: invalid_request, invalid_grant, unauthorized_client, unsupported_grant_type or invalid_scope; RFC 8707 §2: invalid_target",
+      "invalid_request",
+      "grant_type is required",
+      OAUTH_NO_STORE,
+    ),
     401: invalidClient,
     429: oauthRateLimited,
     503: unavailable,
@@ -51,7 +66,12 @@ export const TOKEN_ROUTE = {
  * which clients parsing every token-endpoint answer as JSON expect.
  */
 export const REVOKED_EMPTY = empty("Revoked, or the token was not valid (RFC 7009 §2.2)", OAUTH_NO_STORE);
-export const REVOKED_JSON = json("Revoked, or the token was not valid (RFC 7009 §2.2); the body is ignored", z.object({}).strict(), {}, OAUTH_NO_STORE);
+export const REVOKED_JSON = json(
+  "Revoked, or the token was not valid (RFC 7009 §2.2); the body is ignored",
+  z.object({}).strict(),
+  {},
+  OAUTH_NO_STORE,
+);
 
 export const revokeRoute = (revoked = REVOKED_EMPTY) => ({
   operationId: "revokeToken",
@@ -63,7 +83,12 @@ export const revokeRoute = (revoked = REVOKED_EMPTY) => ({
   body: TokenRevocationRequest,
   response: {
     200: revoked,
-    400: error("The token is missing, or the request is malformed", "invalid_request", "token is required", OAUTH_NO_STORE),
+    400: error(
+      "The token is missing, or the request is malformed",
+      "invalid_request",
+      "token is required",
+      OAUTH_NO_STORE,
+    ),
     401: invalidClient,
     429: oauthRateLimited,
     503: unavailable,
@@ -83,10 +108,25 @@ export const INTROSPECT_ROUTE = {
     200: json(
       "The token's state",
       Introspection,
-      { active: true, scope: "contacts:read", client_id: "bc_4c1d2e9f", token_type: "Bearer", exp: 1768473000, iat: 1768469400, sub: "9d3c2b1a-0f4e-4d5c-8b7a-6e5f4d3c2b1a", iss: "https://bizcard.example", aud: "https://bizcard.example" },
+      {
+        active: true,
+        scope: "contacts:read",
+        client_id: "bc_4c1d2e9f",
+        token_type: "Bearer",
+        exp: 1768473000,
+        iat: 1768469400,
+        sub: "9d3c2b1a-0f4e-4d5c-8b7a-6e5f4d3c2b1a",
+        iss: "https://bizcard.example",
+        aud: "https://bizcard.example",
+      },
       OAUTH_NO_STORE,
     ),
-    400: error("The token is missing, or the request is malformed", "invalid_request", "token is required", OAUTH_NO_STORE),
+    400: error(
+      "The token is missing, or the request is malformed",
+      "invalid_request",
+      "token is required",
+      OAUTH_NO_STORE,
+    ),
     401: invalidClient,
     429: oauthRateLimited,
     503: unavailable,
@@ -102,7 +142,12 @@ export const metadataRoute = (example: Record<string, unknown>) => ({
   security: [],
   response: {
     200: json("The metadata document", ServerMetadata, example, {
-      "cache-control": { type: "string", const: "public, max-age=300", description: "It may be cached for five minutes", required: true },
+      "cache-control": {
+        type: "string",
+        const: "public, max-age=300",
+        description: "It may be cached for five minutes",
+        required: true,
+      },
     }),
     400: DEFAULT_ERROR,
     default: DEFAULT_ERROR,
@@ -112,12 +157,18 @@ export const metadataRoute = (example: Record<string, unknown>) => ({
 export const protectedResourceRoute = (operationId: string, summary: string, example: Record<string, unknown>) => ({
   operationId,
   summary,
-  description: "RFC 9728: the resource's identifier, the authorization server that issues its tokens, its scopes. Every 401 and 403 of the resource names this document in WWW-Authenticate (resource_metadata).",
+  description:
+    "RFC 9728: the resource's identifier, the authorization server that issues its tokens, its scopes. Every 401 and 403 of the resource names this document in WWW-Authenticate (resource_metadata).",
   tags: TAGS,
   security: [],
   response: {
     200: json("The metadata document", ProtectedResourceMetadata, example, {
-      "cache-control": { type: "string", const: "public, max-age=300", description: "It may be cached for five minutes", required: true },
+      "cache-control": {
+        type: "string",
+        const: "public, max-age=300",
+        description: "It may be cached for five minutes",
+        required: true,
+      },
     }),
     400: DEFAULT_ERROR,
     default: DEFAULT_ERROR,
@@ -125,7 +176,10 @@ export const protectedResourceRoute = (operationId: string, summary: string, exa
 });
 
 const seeOther = (description: string) =>
-  empty(description, { location: { type: "string", description: "Where the browser goes next", required: true }, "cache-control": HEADERS.noStore });
+  empty(description, {
+    location: { type: "string", description: "Where the browser goes next", required: true },
+    "cache-control": HEADERS.noStore,
+  });
 
 export const AUTHORIZE_ROUTE = {
   operationId: "authorize",
@@ -137,7 +191,11 @@ export const AUTHORIZE_ROUTE = {
   querystring: AuthorizeQuery,
   response: {
     303: seeOther("To the sign-in or consent page, or back to redirect_uri (with the code, or an error)"),
-    400: pageOrError("The client or redirect_uri is not valid: a page saying so", "invalid_request", "the query must not contain control characters"),
+    400: pageOrError(
+      "The client or redirect_uri is not valid: a page saying so",
+      "invalid_request",
+      "the query must not contain control characters",
+    ),
     404: htmlPage("The sign-in request has expired"),
     429: htmlPage("Too many attempts: a page saying when to try again"),
     default: htmlPage("A page saying the server could not complete the request"),
@@ -155,8 +213,17 @@ export const CONSENT_ROUTE = {
   body: ConsentRequest,
   response: {
     303: seeOther("Back to redirect_uri with the code (or access_denied), or to the sign-in page"),
-    400: pageOrError("decision or interaction_id is missing or not valid", "invalid_request", "decision must be allow or deny"),
-    401: error("JSON: no valid session cookie", "login_required", "sign in first: a valid session cookie is required", OAUTH_NO_STORE),
+    400: pageOrError(
+      "decision or interaction_id is missing or not valid",
+      "invalid_request",
+      "decision must be allow or deny",
+    ),
+    401: error(
+      "JSON: no valid session cookie",
+      "login_required",
+      "sign in first: a valid session cookie is required",
+      OAUTH_NO_STORE,
+    ),
     403: pageOrError(
       "The CSRF token is not this page's, the form token not this browser's, or the request came from another site",
       "invalid_csrf_token",

@@ -11,10 +11,17 @@ import { HEADERS, error, json, type HeaderSpec, type Response } from "./common.j
 const scopeList = `Space-separated scopes: ${ALL_SCOPES.join(", ")}`;
 
 /** RFC 8707: a string, or (JSON) an array of strings; in a form, the parameter repeated. */
-const resourceIndicator = (description: string) => z.union([z.string(), z.array(z.string())]).optional().describe(description);
+const resourceIndicator = (description: string) =>
+  z
+    .union([z.string(), z.array(z.string())])
+    .optional()
+    .describe(description);
 
 const clientCredentials = {
-  client_id: z.string().optional().describe("The client's id, when not sent with HTTP Basic (a public client sends only this)"),
+  client_id: z
+    .string()
+    .optional()
+    .describe("The client's id, when not sent with HTTP Basic (a public client sends only this)"),
   client_secret: z.string().optional().describe("client_secret_post: the secret, when not sent with HTTP Basic"),
 };
 
@@ -26,7 +33,10 @@ export const TokenRequest = documentOnly(
       redirect_uri: z.string().optional().describe("authorization_code: the redirect_uri of the authorization request"),
       code_verifier: z.string().optional().describe("authorization_code: the PKCE verifier (RFC 7636)"),
       refresh_token: z.string().optional().describe("refresh_token: the refresh token"),
-      scope: z.string().optional().describe(`client_credentials, refresh_token: ${scopeList}; all the client may have when left out`),
+      scope: z
+        .string()
+        .optional()
+        .describe(`client_credentials, refresh_token: ${scopeList}; all the client may have when left out`),
       resource: resourceIndicator(
         "RFC 8707: the protected resource the token is for: PUBLIC_URL (the REST API, the default) or PUBLIC_URL/mcp. One resource per token (several distinct ones: invalid_target); authorization_code and refresh_token: one the authorization request named, and a refresh without it keeps the token's",
       ),
@@ -67,9 +77,12 @@ export const Introspection = z
     iat: z.number().int().optional(),
     sub: z.string().optional().describe("The organisation the token acts for"),
     iss: z.string().optional(),
-    aud: z.string().optional().describe("RFC 8707: the resource identifier the token is for (PUBLIC_URL or PUBLIC_URL/mcp)"),
+    aud: z
+      .string()
+      .optional()
+      .describe("RFC 8707: the resource identifier the token is for (PUBLIC_URL or PUBLIC_URL/mcp)"),
   })
-  .meta({ id: "Introspection", description: "RFC 7662 §2.2: an inactive token is only {\"active\": false}" });
+  .meta({ id: "Introspection", description: 'RFC 7662 §2.2: an inactive token is only {"active": false}' });
 
 export const ServerMetadata = z
   .object({
@@ -87,11 +100,16 @@ export const ServerMetadata = z
     introspection_endpoint_auth_methods_supported: z.array(z.string()),
     code_challenge_methods_supported: z.array(z.string()),
     authorization_response_iss_parameter_supported: z.boolean(),
-    registration_endpoint: z.string().optional().describe("RFC 7591 dynamic registration; present only when it is turned on"),
+    registration_endpoint: z
+      .string()
+      .optional()
+      .describe("RFC 7591 dynamic registration; present only when it is turned on"),
     client_id_metadata_document_supported: z
       .boolean()
       .optional()
-      .describe("An https URL may be used as client_id: it names the client's metadata document (Client ID Metadata Documents)"),
+      .describe(
+        "An https URL may be used as client_id: it names the client's metadata document (Client ID Metadata Documents)",
+      ),
   })
   .describe("RFC 8414 §2");
 
@@ -110,10 +128,16 @@ export const AuthorizeQuery = documentOnly(
   z.object({
     response_type: z.literal("code"),
     client_id: z.string(),
-    redirect_uri: z.string().optional().describe("One of the client's registered redirect URIs (required when it has several)"),
+    redirect_uri: z
+      .string()
+      .optional()
+      .describe("One of the client's registered redirect URIs (required when it has several)"),
     scope: z.string().optional().describe(scopeList),
     state: z.string().optional().describe("Returned unchanged with the code"),
-    code_challenge: z.string().optional().describe("RFC 7636: BASE64URL(SHA256(code_verifier)); required for a public client"),
+    code_challenge: z
+      .string()
+      .optional()
+      .describe("RFC 7636: BASE64URL(SHA256(code_verifier)); required for a public client"),
     code_challenge_method: z.literal("S256").optional().describe("S256 only; required with code_challenge"),
     response_mode: z.literal("query").optional(),
     resource: resourceIndicator(
@@ -130,7 +154,9 @@ export const ConsentRequest = documentOnly(
       form_token: z
         .string()
         .optional()
-        .describe("The form's browser token, equal to the bizcard_form cookie the page set; required with a form body, not with JSON"),
+        .describe(
+          "The form's browser token, equal to the bizcard_form cookie the page set; required with a form body, not with JSON",
+        ),
       decision: z.enum(["allow", "deny"]),
     })
     .describe("The consent page's form, or JSON from a client holding the member's session cookie")
@@ -143,21 +169,31 @@ export const OAUTH_NO_STORE: Record<string, HeaderSpec> = {
   pragma: { type: "string", const: "no-cache", description: "RFC 6749 §5.1", required: true },
 };
 
-export const invalidClient = error("The client could not be authenticated (RFC 6749 §5.2)", "invalid_client", "client authentication failed", {
-  ...OAUTH_NO_STORE,
-  "www-authenticate": { ...HEADERS.wwwAuthenticate, description: 'Basic realm="bizcard", charset="UTF-8"' },
-});
+export const invalidClient = error(
+  "The client could not be authenticated (RFC 6749 §5.2)",
+  "invalid_client",
+  "client authentication failed",
+  {
+    ...OAUTH_NO_STORE,
+    "www-authenticate": { ...HEADERS.wwwAuthenticate, description: 'Basic realm="bizcard", charset="UTF-8"' },
+  },
+);
 
-export const oauthRateLimited = error("Too many failed attempts; wait as Retry-After says", "rate_limited", "too many attempts; try again later", {
-  ...OAUTH_NO_STORE,
-  "retry-after": HEADERS.retryAfter,
-});
+export const oauthRateLimited = error(
+  "Too many failed attempts; wait as Retry-After says",
+  "rate_limited",
+  "too many attempts; try again later",
+  {
+    ...OAUTH_NO_STORE,
+    "retry-after": HEADERS.retryAfter,
+  },
+);
 
 /** An HTML page (the authorization endpoint's answers to a person's browser). */
 export function htmlPage(description: string): Response {
   return {
     description,
-    content: { "text/html": { schema: z.string(), example: "<!doctype html><html lang=\"en\">…</html>" } },
+    content: { "text/html": { schema: z.string(), example: '<!doctype html><html lang="en">…</html>' } },
   };
 }
 

@@ -39,7 +39,10 @@ export const contactExample = {
 };
 
 export const Organisation = z
-  .object({ id: z.string().describe("The organisation's id"), name: z.string().describe("Its name, for a connection's label") })
+  .object({
+    id: z.string().describe("The organisation's id"),
+    name: z.string().describe("Its name, for a connection's label"),
+  })
   .meta({ id: "Organisation", description: "The token's organisation" });
 
 export const Health = z
@@ -53,6 +56,8 @@ export const Health = z
 export const Readiness = z
   .object({
     status: z.literal("ok"),
-    services: z.record(z.string(), z.enum(["ok", "unavailable"])).describe("Every service, by name; an optional one may be unavailable"),
+    services: z
+      .record(z.string(), z.enum(["ok", "unavailable"]))
+      .describe("Every service, by name; an optional one may be unavailable"),
   })
   .describe("The services the gateway needs answer");

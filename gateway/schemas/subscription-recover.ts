@@ -10,7 +10,10 @@ export const RecoverBody = z
   .strictObject(
     {
       since: z
-        .string({ error: (iss) => (iss.input === undefined ? `since: required (an RFC 3339 date-time, such as ${SINCE_EXAMPLE})` : badSince) })
+        .string({
+          error: (iss) =>
+            iss.input === undefined ? `since: required (an RFC 3339 date-time, such as ${SINCE_EXAMPLE})` : badSince,
+        })
         .meta({ format: "date-time" })
         // RFC 3339 §5.6: "the "T" and "Z" characters in this syntax may alternatively be lower case "t" or "z"".
         .refine((since) => DATE_TIME.safeParse(since.toUpperCase()).success, { error: badSince })
@@ -18,7 +21,9 @@ export const RecoverBody = z
     },
     {
       error: (iss) =>
-        iss.code === "unrecognized_keys" ? `unknown field ${JSON.stringify(String(iss.keys[0]).slice(0, 40))}; the body has since only` : "the body must be a JSON object",
+        iss.code === "unrecognized_keys"
+          ? `unknown field ${JSON.stringify(String(iss.keys[0]).slice(0, 40))}; the body has since only`
+          : "the body must be a JSON object",
     },
   )
   .describe("A JSON object with since")
@@ -32,8 +37,13 @@ export const Recovered = z
       .number()
       .int()
       .min(0)
-      .describe("How many deliveries were queued: each gets one new attempt (a failed one waiting for its retry: that retry, now), oldest first"),
+      .describe(
+        "How many deliveries were queued: each gets one new attempt (a failed one waiting for its retry: that retry, now), oldest first",
+      ),
   })
-  .meta({ id: "RecoveredDeliveries", description: "How many of a subscription's failed, given-up, cancelled or skipped deliveries were queued again" });
+  .meta({
+    id: "RecoveredDeliveries",
+    description: "How many of a subscription's failed, given-up, cancelled or skipped deliveries were queued again",
+  });
 
 export const recoveredExample = { subscription_id: 42, since: "2026-01-15T09:00:00.000Z", queued: 17 };

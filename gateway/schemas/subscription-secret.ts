@@ -12,7 +12,10 @@ export const RotatedSecret = z
         "Until when the old secret keeps signing too: each POST carries two signatures (webhook-signature: v1,<new> v1,<old>), so a receiver verifies with either while it switches. null when the old secret stopped at once",
       ),
   })
-  .meta({ id: "RotatedSecret", description: "A subscription's new signing secret, and when its old one stops signing" });
+  .meta({
+    id: "RotatedSecret",
+    description: "A subscription's new signing secret, and when its old one stops signing",
+  });
 
 export const rotatedSecretExample = {
   id: 42,

@@ -12,14 +12,18 @@ export const Subscription = z
     event_type: EventTypeName,
     created_at: Time,
     updated_at: Time,
-    disabled_at: Time.nullable().describe("Set while disabled (every delivery attempt failed for a while); a PUT re-enables it"),
+    disabled_at: Time.nullable().describe(
+      "Set while disabled (every delivery attempt failed for a while); a PUT re-enables it",
+    ),
     disabled_reason: z.string().nullable().describe("Why it was disabled; null while enabled"),
     ordered: z
       .boolean()
       .describe(
         "Ordered delivery: its events are POSTed one at a time, in the order they committed, across every delivery process; a failing one holds back those behind it until it succeeds or gives up (false: in parallel, a later event may arrive first)",
       ),
-    previous_secret_expires_at: Time.nullable().describe("Set after a secret rotation while the old secret still signs too: until when"),
+    previous_secret_expires_at: Time.nullable().describe(
+      "Set after a secret rotation while the old secret still signs too: until when",
+    ),
     throttled_until: Time.nullable().describe(
       "Set while the target asked for a pause (429, 502, 503 or 504 with Retry-After): nothing is sent before then, a retry included. Null when the delivery service could not be asked (the subscription is answered anyway)",
     ),
@@ -34,9 +38,17 @@ export const Subscription = z
     blocked_since: Time.nullable().describe(
       "Ordered subscriptions: set while the oldest pending delivery (the head, in commit order) has failed and waits for its retry, holding back those behind it: its first failed attempt's time",
     ),
-    blocked_delivery_id: z.number().int().positive().nullable().describe("The head delivery that blocks (with blocked_since): the one to look for in the log, or to retry"),
+    blocked_delivery_id: z
+      .number()
+      .int()
+      .positive()
+      .nullable()
+      .describe("The head delivery that blocks (with blocked_since): the one to look for in the log, or to retry"),
   })
-  .meta({ id: "Subscription", description: "A webhook subscription of the token's (organisation, client application) pair" });
+  .meta({
+    id: "Subscription",
+    description: "A webhook subscription of the token's (organisation, client application) pair",
+  });
 
 export const SubscriptionCreated = z
   .object({
@@ -63,7 +75,9 @@ export const READ_ONLY_FIELDS = [
   "blocked_since",
   "blocked_delivery_id",
 ] as const;
-const readOnly = Object.fromEntries(READ_ONLY_FIELDS.map((name) => [name, z.unknown().optional().meta({ readOnly: true })]));
+const readOnly = Object.fromEntries(
+  READ_ONLY_FIELDS.map((name) => [name, z.unknown().optional().meta({ readOnly: true })]),
+);
 const names = EVENT_TYPE_NAMES.join(" or ");
 
 /** A subscription body's fields; `required`: a create's (both fields must be there). */
@@ -73,14 +87,25 @@ function body(required: boolean) {
   const targetUrl = z.string({ error: missing("target_url", "target_url: required") });
   const eventType = z.enum(EVENT_TYPE_NAMES as [string, ...string[]], {
     error: (iss) =>
-      iss.input === undefined ? `event_type: required (${names})` : typeof iss.input === "string" ? `event_type: expected ${names}` : "event_type: expected a string",
+      iss.input === undefined
+        ? `event_type: required (${names})`
+        : typeof iss.input === "string"
+          ? `event_type: expected ${names}`
+          : "event_type: expected a string",
   });
   const ordered = z
     .boolean({ error: "ordered: expected true or false" })
     .optional()
-    .describe("true: events are sent one at a time, in commit order (a failing one holds back those behind it); false by default on create, unchanged when absent on PUT");
+    .describe(
+      "true: events are sent one at a time, in commit order (a failing one holds back those behind it); false by default on create, unchanged when absent on PUT",
+    );
   return z.strictObject(
-    { target_url: required ? targetUrl : targetUrl.optional(), event_type: required ? eventType : eventType.optional(), ordered, ...readOnly },
+    {
+      target_url: required ? targetUrl : targetUrl.optional(),
+      event_type: required ? eventType : eventType.optional(),
+      ordered,
+      ...readOnly,
+    },
     {
       error: (iss) =>
         iss.code === "unrecognized_keys"
@@ -95,7 +120,9 @@ export const CreateSubscriptionBody = body(true)
   .meta({ examples: [{ target_url: "https://hooks.example.com/bizcard", event_type: "contact.created" }] });
 
 export const UpdateSubscriptionBody = body(false)
-  .describe(`${BODY_NOTE} Fields left out keep their value; an empty object (or no body) changes nothing but re-enables a disabled subscription.`)
+  .describe(
+    `${BODY_NOTE} Fields left out keep their value; an empty object (or no body) changes nothing but re-enables a disabled subscription.`,
+  )
   .meta({ examples: [{ target_url: "https://hooks.example.com/bizcard/v2" }] });
 
 export const subscriptionExample = {
@@ -117,10 +144,20 @@ export const subscriptionExample = {
 export const Attempt = z
   .object({
     id: z.uuid().describe("The attempt"),
-    delivery_id: z.number().int().positive().describe("The delivery (one event for this subscription) it belongs to: what the retry route takes"),
+    delivery_id: z
+      .number()
+      .int()
+      .positive()
+      .describe("The delivery (one event for this subscription) it belongs to: what the retry route takes"),
     event_id: z.string().describe("The event's id: the webhook-id header the receiver got, the same on every attempt"),
     event_type: EventTypeName,
-    attempt: z.number().int().min(0).describe("1 for the first POST of the delivery, 2 for its first retry, …; 0 for a skipped event or a cancelled delivery (nothing was sent)"),
+    attempt: z
+      .number()
+      .int()
+      .min(0)
+      .describe(
+        "1 for the first POST of the delivery, 2 for its first retry, …; 0 for a skipped event or a cancelled delivery (nothing was sent)",
+      ),
     status_code: z.number().int().nullable().describe("The HTTP status the receiver answered; null when none came"),
     outcome: z
       .enum(["succeeded", "failed", "gave_up", "gone", "skipped", "cancelled"])
@@ -131,10 +168,14 @@ export const Attempt = z
     error: z
       .string()
       .nullable()
-      .describe('null on success; else "HTTP <status>", "timeout: …", "refused: …", "network: …", "skipped: the subscription was disabled" or "cancelled: the subscription was disabled"'),
+      .describe(
+        'null on success; else "HTTP <status>", "timeout: …", "refused: …", "network: …", "skipped: the subscription was disabled" or "cancelled: the subscription was disabled"',
+      ),
     duration_ms: z.number().int().min(0),
     attempted_at: Time,
-    next_retry_at: Time.nullable().describe("When the next attempt of this delivery was planned after this one; null when none was"),
+    next_retry_at: Time.nullable().describe(
+      "When the next attempt of this delivery was planned after this one; null when none was",
+    ),
   })
   .meta({ id: "DeliveryAttempt", description: "One POST of one event to the subscription's target_url" });
 
@@ -148,7 +189,9 @@ export const Delivery = z
     subscription_id: z.number().int().positive(),
     status: z
       .enum(["pending", "succeeded", "gave_up", "gone", "cancelled", "skipped"])
-      .describe('"cancelled": not sent, the subscription was disabled or deleted when it was due; "skipped": the event happened while the subscription was disabled'),
+      .describe(
+        '"cancelled": not sent, the subscription was disabled or deleted when it was due; "skipped": the event happened while the subscription was disabled',
+      ),
     attempts: z.number().int().min(0).describe("Attempts made so far"),
     status_code: z.number().int().nullable().describe("Of the last attempt"),
     error: z.string().nullable().describe("Of the last attempt"),

@@ -62,7 +62,10 @@ await db.close();
 const OWNER_ONLY = ~0o077;
 
 interface NodeFsOps {
-  node_ops: { mknod(parent: unknown, name: string, mode: number, dev: unknown): unknown; setattr(node: unknown, attr: { mode?: number }): void };
+  node_ops: {
+    mknod(parent: unknown, name: string, mode: number, dev: unknown): unknown;
+    setattr(node: unknown, attr: { mode?: number }): void;
+  };
   stream_ops: { setattr(stream: unknown, attr: { mode?: number }): void };
 }
 
@@ -71,7 +74,8 @@ function ownerOnly(nodefs: NodeFsOps): void {
   const mknod = node.mknod.bind(node);
   const setattr = node.setattr.bind(node);
   const streamSetattr = stream.setattr.bind(stream);
-  const narrow = (attr: { mode?: number }) => (attr.mode === undefined ? attr : { ...attr, mode: attr.mode & OWNER_ONLY });
+  const narrow = (attr: { mode?: number }) =>
+    attr.mode === undefined ? attr : { ...attr, mode: attr.mode & OWNER_ONLY };
   node.mknod = (parent, name, mode, dev) => mknod(parent, name, mode & OWNER_ONLY, dev);
   node.setattr = (n, attr) => setattr(n, narrow(attr));
   stream.setattr = (s, attr) => streamSetattr(s, narrow(attr));
@@ -100,7 +104,9 @@ function initialise(dir: string): Promise<void> {
         execArgv: [],
       });
       worker.once("error", reject);
-      worker.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`PGlite initdb in ${dir} exited with code ${code}`))));
+      worker.once("exit", (code) =>
+        code === 0 ? resolve() : reject(new Error(`PGlite initdb in ${dir} exited with code ${code}`)),
+      );
     });
   const done = initdbQueue.then(run, run);
   initdbQueue = done.catch(() => undefined);
@@ -130,7 +136,8 @@ async function socketFolder(dataDir: string, name: string): Promise<{ dir: strin
 }
 
 /** A connection URL for the socket in `dir`: the driver takes a host that is a path as a socket's folder. */
-const socketUrl = (dir: string) => `postgres://postgres@${encodeURIComponent(dir)}:${SOCKET_PORT}/postgres?sslmode=disable`;
+const socketUrl = (dir: string) =>
+  `postgres://postgres@${encodeURIComponent(dir)}:${SOCKET_PORT}/postgres?sslmode=disable`;
 
 /**
  * Initialises the folders of `names` that have no database yet: copies of
@@ -141,7 +148,11 @@ const socketUrl = (dir: string) => `postgres://postgres@${encodeURIComponent(dir
  * instance is a server of its own, so they may share initdb's system
  * identifier).
  */
-export async function prepareEmbeddedPostgres(dataDir: string, names: readonly string[], migrations: DatabaseMigrations = {}): Promise<void> {
+export async function prepareEmbeddedPostgres(
+  dataDir: string,
+  names: readonly string[],
+  migrations: DatabaseMigrations = {},
+): Promise<void> {
   await Promise.all(prepareEach(dataDir, names, migrations));
 }
 
@@ -156,7 +167,9 @@ function prepareEach(dataDir: string, names: readonly string[], migrations: Data
   // The install's migrated copy when there is one (the schemas are there: the
   // start's migrations find nothing or only newer ones to apply), else the
   // install's cluster: no initdb at all.
-  const migrated = new Map(names.map((n, i) => [dirs[i]!, migrations[n] ? migratedTemplate(n, migrations[n]) : undefined]));
+  const migrated = new Map(
+    names.map((n, i) => [dirs[i]!, migrations[n] ? migratedTemplate(n, migrations[n]) : undefined]),
+  );
   const plain = missing.filter((dir) => !migrated.get(dir));
   const template = plain.length > 0 ? embeddedTemplate() : undefined;
   // Without the install's cluster, initdb runs once, in the first folder that needs it.
@@ -208,7 +221,9 @@ export async function startEmbeddedDatabases(
   vacuum?: VacuumOptions,
 ): Promise<EmbeddedPostgres[]> {
   const ready = prepareEach(dataDir, names, migrations);
-  const started = await Promise.allSettled(names.map((name, i) => ready[i]!.then(() => startEmbeddedPostgres(dataDir, name, vacuum))));
+  const started = await Promise.allSettled(
+    names.map((name, i) => ready[i]!.then(() => startEmbeddedPostgres(dataDir, name, vacuum))),
+  );
   const failed = started.find((s): s is PromiseRejectedResult => s.status === "rejected");
   if (!failed) return started.map((s) => (s as PromiseFulfilledResult<EmbeddedPostgres>).value);
   await Promise.allSettled(started.map((s) => (s.status === "fulfilled" ? s.value.close() : undefined)));
@@ -228,7 +243,11 @@ export interface VacuumOptions {
 }
 
 /** `vacuum`: with autovacuum's work done on it, every minute (embedded-vacuum.ts); without, none (tests, the install's template). */
-export async function startEmbeddedPostgres(dataDir: string, name: string, vacuum?: VacuumOptions): Promise<EmbeddedPostgres> {
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  name: string,
+  vacuum?: VacuumOptions,
+): Promise<EmbeddedPostgres> {
   const dir = folder(dataDir, name);
   await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   if (!initialised(dir)) await initialise(dir);

@@ -29,21 +29,32 @@ interface TemplateMarker {
 }
 
 const PGLITE_ENTRY = createRequire(import.meta.url).resolve("@electric-sql/pglite");
-const NODE_MODULES = PGLITE_ENTRY.slice(0, PGLITE_ENTRY.lastIndexOf(`${path.sep}@electric-sql${path.sep}pglite${path.sep}`));
+const NODE_MODULES = PGLITE_ENTRY.slice(
+  0,
+  PGLITE_ENTRY.lastIndexOf(`${path.sep}@electric-sql${path.sep}pglite${path.sep}`),
+);
 
 export const initialised = (dir: string) => existsSync(path.join(dir, "PG_VERSION"));
 
 /** PGlite's version and the folder of the install's cluster (BIZCARD_PGLITE_TEMPLATE_DIR overrides it). */
 function templateFolder(): { version: string; dir: string } {
-  const version = (JSON.parse(readFileSync(path.join(NODE_MODULES, "@electric-sql", "pglite", "package.json"), "utf8")) as { version: string }).version;
-  return { version, dir: process.env.BIZCARD_PGLITE_TEMPLATE_DIR ?? path.join(NODE_MODULES, ".cache", "bizcard-pglite", version) };
+  const version = (
+    JSON.parse(readFileSync(path.join(NODE_MODULES, "@electric-sql", "pglite", "package.json"), "utf8")) as {
+      version: string;
+    }
+  ).version;
+  return {
+    version,
+    dir: process.env.BIZCARD_PGLITE_TEMPLATE_DIR ?? path.join(NODE_MODULES, ".cache", "bizcard-pglite", version),
+  };
 }
 
 /** The marker of the cluster in `dir`, when this PGlite made it with these settings. */
 function sameMarker(dir: string): TemplateMarker | undefined {
   try {
     const marker = JSON.parse(readFileSync(path.join(dir, "template.json"), "utf8")) as TemplateMarker;
-    const same = marker.pglite === templateFolder().version && JSON.stringify(marker.initdb) === JSON.stringify(INITDB_PARAMS);
+    const same =
+      marker.pglite === templateFolder().version && JSON.stringify(marker.initdb) === JSON.stringify(INITDB_PARAMS);
     return same && initialised(dir) ? marker : undefined;
   } catch {
     return undefined;
@@ -76,6 +87,9 @@ export function templateMigrations(name: string): Record<string, string[]> | und
 export function migratedTemplate(name: string, migrations: SchemaMigrations): string | undefined {
   const applied = templateMigrations(name);
   if (!applied) return undefined;
-  const begins = (done: string[], all: readonly string[] | undefined) => all !== undefined && done.length <= all.length && done.every((m, i) => m === all[i]);
-  return Object.entries(applied).every(([schema, done]) => begins(done, migrations[schema])) ? path.join(migratedTemplatesFolder(), name) : undefined;
+  const begins = (done: string[], all: readonly string[] | undefined) =>
+    all !== undefined && done.length <= all.length && done.every((m, i) => m === all[i]);
+  return Object.entries(applied).every(([schema, done]) => begins(done, migrations[schema]))
+    ? path.join(migratedTemplatesFolder(), name)
+    : undefined;
 }

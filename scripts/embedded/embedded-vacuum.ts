@@ -77,7 +77,9 @@ export function startEmbeddedVacuum(url: string, logger?: Logger, everyMs = VACU
     // listener pg would also throw the error at the process.
     c.on("error", (err) => logger?.warn({ err }, "embedded database vacuum: connection lost"));
     // pg leaves connect() unsettled when the client is ended while it waits (stop(), below).
-    const ended = new Promise<never>((_, reject) => c.once("end", () => reject(new Error("embedded database vacuum: connection closed"))));
+    const ended = new Promise<never>((_, reject) =>
+      c.once("end", () => reject(new Error("embedded database vacuum: connection closed"))),
+    );
     ended.catch(() => undefined);
     try {
       await Promise.race([c.connect(), ended]);

@@ -47,7 +47,11 @@ export async function createAuthApp(
   options: AuthAppOptions = {},
 ): Promise<ServiceApp & { relay: OutboxRelay; orm: MikroORM; grants: GrantStore }> {
   const { config, logger, bus } = deps;
-  const orm = await openServiceDatabase(deps, { schema: AUTH_SCHEMA, entities: AUTH_ENTITIES, migrations: authMigrations });
+  const orm = await openServiceDatabase(deps, {
+    schema: AUTH_SCHEMA,
+    entities: AUTH_ENTITIES,
+    migrations: authMigrations,
+  });
   const relayDb = await openRelayDatabase(deps, AUTH_SCHEMA, orm);
   const relay = new OutboxRelay({
     orm: relayDb.orm,

@@ -27,31 +27,44 @@ export function createAuthService(deps: AuthServiceDeps): Partial<ServiceImpl<ty
   };
 }
 
-function createClientHandlers(deps: AuthServiceDeps): Pick<ServiceImpl<typeof AuthService>, "createClient" | "getClient"> {
+function createClientHandlers(
+  deps: AuthServiceDeps,
+): Pick<ServiceImpl<typeof AuthService>, "createClient" | "getClient"> {
   const { orm } = deps;
   return {
     async createClient(req) {
       const name = req.name.trim();
       if (!name) throw invalid("name", "required");
-      if ([...name].length > 100 || /[\u0000-\u001f\u007f]/.test(name)) throw invalid("name", "at most 100 printable characters");
+      if ([...name].length > 100 || /[\u0000-\u001f\u007f]/.test(name))
+        throw invalid("name", "at most 100 printable characters");
       if (req.redirectUris.length > 10) throw invalid("redirect_uris", "at most 10");
       const redirectUris = [
-        ...new Set(req.redirectUris.map((u) => checkRedirectUri(u, { allowInsecure: deps.allowInsecureRedirects, public: req.public }))),
+        ...new Set(
+          req.redirectUris.map((u) =>
+            checkRedirectUri(u, { allowInsecure: deps.allowInsecureRedirects, public: req.public }),
+          ),
+        ),
       ];
       const unknown = req.scopes.filter((s) => !isScope(s));
-      if (unknown.length) throw invalid("scopes", `unknown scope ${unknown.join(", ")}; known: ${ALL_SCOPES.join(" ")}`);
+      if (unknown.length)
+        throw invalid("scopes", `unknown scope ${unknown.join(", ")}; known: ${ALL_SCOPES.join(" ")}`);
       const scopes = req.scopes.length ? ALL_SCOPES.filter((s) => req.scopes.includes(s)) : [...ALL_SCOPES];
       if (redirectUris.length === 0 && !req.ownerOrganisationId) {
-        throw invalid("redirect_uris", "at least one, unless the client is owned by an organisation (client_credentials)");
+        throw invalid(
+          "redirect_uris",
+          "at least one, unless the client is owned by an organisation (client_credentials)",
+        );
       }
       let ownerOrganisationId: string | null = null;
       if (req.ownerOrganisationId) {
-        if (req.public) throw invalid("owner_organisation_id", "a public client cannot be owned (client_credentials needs a secret)");
+        if (req.public)
+          throw invalid("owner_organisation_id", "a public client cannot be owned (client_credentials needs a secret)");
         ownerOrganisationId = requireUuid("owner_organisation_id", req.ownerOrganisationId);
         try {
           await deps.organisations.getOrganisation({ id: ownerOrganisationId });
         } catch (err) {
-          if (ConnectError.from(err).code === Code.NotFound) throw invalid("owner_organisation_id", "no such organisation");
+          if (ConnectError.from(err).code === Code.NotFound)
+            throw invalid("owner_organisation_id", "no such organisation");
           throw err;
         }
       }

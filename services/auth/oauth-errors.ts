@@ -28,7 +28,9 @@ export abstract class OAuthFailure extends Error {
       redirectAllowed: this.redirectAllowed,
       retryAfterSeconds: this.retryAfterSeconds,
     });
-    return new ConnectError(`${this.error}: ${this.description}`, this.code, undefined, [{ desc: OAuthErrorSchema, value: detail }]);
+    return new ConnectError(`${this.error}: ${this.description}`, this.code, undefined, [
+      { desc: OAuthErrorSchema, value: detail },
+    ]);
   }
 }
 
@@ -107,7 +109,9 @@ export function rateLimited(error: "invalid_client" | "invalid_credentials", ret
     errorDescription: "too many failed attempts; try again later",
     retryAfterSeconds: Math.max(1, Math.ceil(retryAfterSeconds)),
   });
-  return new ConnectError("too many failed attempts", Code.ResourceExhausted, undefined, [{ desc: OAuthErrorSchema, value: detail }]);
+  return new ConnectError("too many failed attempts", Code.ResourceExhausted, undefined, [
+    { desc: OAuthErrorSchema, value: detail },
+  ]);
 }
 
 /** The limits on requests that are no failures (rate-limit/address-limit.ts). */
@@ -116,7 +120,11 @@ export type RequestLimitName = "registration" | "metadata_fetch";
 /** Too many requests that were not failures (registrations, metadata document fetches): RESOURCE_EXHAUSTED, error rate_limited, and Retry-After. */
 export function tooManyRequests(limit: RequestLimitName, description: string, retryAfterSeconds: number): ConnectError {
   rateLimitRefusals.inc({ limit });
-  const detail = create(OAuthErrorSchema, { error: "rate_limited", errorDescription: description, retryAfterSeconds: Math.max(1, Math.ceil(retryAfterSeconds)) });
+  const detail = create(OAuthErrorSchema, {
+    error: "rate_limited",
+    errorDescription: description,
+    retryAfterSeconds: Math.max(1, Math.ceil(retryAfterSeconds)),
+  });
   return new ConnectError(description, Code.ResourceExhausted, undefined, [{ desc: OAuthErrorSchema, value: detail }]);
 }
 

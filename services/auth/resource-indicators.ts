@@ -15,7 +15,8 @@ import { InvalidTarget } from "./oauth-errors.js";
  */
 export function resourceNamed(resources: ProtectedResources, value: string): ResourceName {
   const name = RESOURCE_NAMES.find((n) => value === resources[n].identifier || value === `${resources[n].identifier}/`);
-  if (!name) throw new InvalidTarget(`resource must be one of ${RESOURCE_NAMES.map((n) => resources[n].identifier).join(", ")}`);
+  if (!name)
+    throw new InvalidTarget(`resource must be one of ${RESOURCE_NAMES.map((n) => resources[n].identifier).join(", ")}`);
   return name;
 }
 

@@ -4,7 +4,11 @@ import { onRealPostgres, openServiceDatabase, pingDatabase } from "../shared/dat
 import type { Consumer } from "../shared/event-bus/event-bus.js";
 import { targetResolver, type Resolver } from "../shared/net/dns-resolver.js";
 import { createRpcClient } from "../shared/rpc/client.js";
-import { deliveriesDueSources, deliveriesInFlightSources, subscriptionsAtCapSources } from "../shared/metrics/metrics.js";
+import {
+  deliveriesDueSources,
+  deliveriesInFlightSources,
+  subscriptionsAtCapSources,
+} from "../shared/metrics/metrics.js";
 import { addSource } from "../shared/metrics/scrape-sources.js";
 import { runChecks } from "../shared/rpc/health.js";
 import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
@@ -24,7 +28,13 @@ import { SubscriberCache } from "./worker/subscriber-cache.js";
 import { DeliveryWorker } from "./worker/delivery-worker.js";
 
 /** Every table of the delivery schema (schema-diff test: entities == migrations). */
-export const DELIVERY_ENTITIES = [DeliveryAttemptEntity, DeliveryEntity, DeliveryEventEntity, ConsumerPositionEntity, SubscriptionPauseEntity];
+export const DELIVERY_ENTITIES = [
+  DeliveryAttemptEntity,
+  DeliveryEntity,
+  DeliveryEventEntity,
+  ConsumerPositionEntity,
+  SubscriptionPauseEntity,
+];
 
 export interface DeliveryAppOptions {
   /** How target hostnames are resolved when connecting; tests inject one. */
@@ -37,19 +47,37 @@ export interface DeliveryAppOptions {
 
 export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryAppOptions = {}): Promise<ServiceApp> {
   const { config, logger, bus } = deps;
-  const orm = await openServiceDatabase(deps, { schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations });
+  const orm = await openServiceDatabase(deps, {
+    schema: DELIVERY_SCHEMA,
+    entities: DELIVERY_ENTITIES,
+    migrations: deliveryMigrations,
+  });
   // A halved in-flight cap is not halved again before the POSTs in flight then are answered or time out.
-  const store = createDeliveryStore(orm, { halvingWindowMs: config.DELIVERY_TIMEOUT_MS, prepared: onRealPostgres(deps) });
-  const webhook = createRpcClient(WebhookService, { baseUrl: config.webhookRpcUrl, timeoutMs: config.RPC_TIMEOUT_MS, internalToken: config.internalToken });
+  const store = createDeliveryStore(orm, {
+    halvingWindowMs: config.DELIVERY_TIMEOUT_MS,
+    prepared: onRealPostgres(deps),
+  });
+  const webhook = createRpcClient(WebhookService, {
+    baseUrl: config.webhookRpcUrl,
+    timeoutMs: config.RPC_TIMEOUT_MS,
+    internalToken: config.internalToken,
+  });
   const allowInsecure = config.WEBHOOK_ALLOW_INSECURE_TARGETS;
-  if (allowInsecure) logger.warn("WEBHOOK_ALLOW_INSECURE_TARGETS is on: deliveries go to http and private destinations too");
+  if (allowInsecure)
+    logger.warn("WEBHOOK_ALLOW_INSECURE_TARGETS is on: deliveries go to http and private destinations too");
   const sender = createWebhookSender({
     // The save-time check's resolver (WEBHOOK_DNS_SERVERS, WEBHOOK_DNS_TIMEOUT_MS): both ask the same servers.
-    resolve: options.resolve ?? targetResolver({ timeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS, servers: config.WEBHOOK_DNS_SERVERS, allowInsecure }),
+    resolve:
+      options.resolve ??
+      targetResolver({ timeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS, servers: config.WEBHOOK_DNS_SERVERS, allowInsecure }),
     allowInsecure,
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
   });
-  const subscriberCache = await SubscriberCache.open(bus, config.DELIVERY_SUBSCRIBER_CACHE_MS, logger.child({ component: "subscriber-cache" }));
+  const subscriberCache = await SubscriberCache.open(
+    bus,
+    config.DELIVERY_SUBSCRIBER_CACHE_MS,
+    logger.child({ component: "subscriber-cache" }),
+  );
   const worker = new DeliveryWorker({
     store,
     webhook,
@@ -76,23 +104,42 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
   const stopMetrics = addSource(deliveriesDueSources, async () => {
     const [row] = await orm.em
       .fork()
-      .execute(`select count(*)::int as "n" from "${DELIVERY_SCHEMA}"."delivery" where "status" = 'pending' and "next_attempt_at" <= now()`);
+      .execute(
+        `select count(*)::int as "n" from "${DELIVERY_SCHEMA}"."delivery" where "status" = 'pending' and "next_attempt_at" <= now()`,
+      );
     return [["", row.n as number]];
   });
   // webhook_deliveries_in_flight and webhook_subscriptions_at_in_flight_cap (the claimed rows' own partial index serves them).
   const cap = config.WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION;
-  const stopInFlight = addSource(deliveriesInFlightSources, async () => [["", (await inFlightNow(orm, cap)).deliveries]]);
-  const stopAtCap = addSource(subscriptionsAtCapSources, async () => [["", (await inFlightNow(orm, cap)).subscriptionsAtCap]]);
+  const stopInFlight = addSource(deliveriesInFlightSources, async () => [
+    ["", (await inFlightNow(orm, cap)).deliveries],
+  ]);
+  const stopAtCap = addSource(subscriptionsAtCapSources, async () => [
+    ["", (await inFlightNow(orm, cap)).subscriptionsAtCap],
+  ]);
   let fanOut: Consumer | undefined;
   let pruning: { stop(): Promise<void> } | undefined;
   return {
     name: "delivery",
-    routes: (router) => router.service(DeliveryService, createDeliveryService({ orm, store, webhook, onRetry: () => worker.wake() })),
+    routes: (router) =>
+      router.service(DeliveryService, createDeliveryService({ orm, store, webhook, onRetry: () => worker.wake() })),
     readiness: () => runChecks({ database: () => pingDatabase(orm), bus: () => bus.ping() }),
     start: async () => {
       if (options.workers !== false) worker.start();
-      pruning = startPruning({ orm, targets: () => deliveryPruneTargets(DELIVERY_SCHEMA, config.DELIVERY_LOG_RETENTION_DAYS), settings: config, logger });
-      if (options.fanOut !== false) fanOut = await consumeContactEvents({ bus, store, webhook, logger, onDeliveries: (ordered, subscriptions) => worker.fannedOut(ordered, subscriptions) });
+      pruning = startPruning({
+        orm,
+        targets: () => deliveryPruneTargets(DELIVERY_SCHEMA, config.DELIVERY_LOG_RETENTION_DAYS),
+        settings: config,
+        logger,
+      });
+      if (options.fanOut !== false)
+        fanOut = await consumeContactEvents({
+          bus,
+          store,
+          webhook,
+          logger,
+          onDeliveries: (ordered, subscriptions) => worker.fannedOut(ordered, subscriptions),
+        });
     },
     close: async () => {
       stopMetrics();

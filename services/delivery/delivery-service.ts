@@ -7,7 +7,11 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Client, type ServiceImpl } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { DeliveryAttemptSchema, DeliverySchema, DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
+import {
+  DeliveryAttemptSchema,
+  DeliverySchema,
+  type DeliveryService,
+} from "../../gen/bizcard/delivery/v1/delivery_pb.js";
 import type { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { readOwner } from "../shared/owner.js";
 import { int64IdKeyset, readPage, timeIdKeyset } from "../shared/pagination.js";
@@ -98,7 +102,9 @@ export function createDeliveryService(deps: {
       const owner = readOwner(req.owner);
       positiveId("subscription_id", req.subscriptionId);
       const page = await readPage(timeIdKeyset<DeliveryAttempt>("attemptedAt"), req, (after, options) =>
-        deps.orm.em.fork().find(DeliveryAttemptEntity, { ...owner, subscriptionId: Number(req.subscriptionId), ...after }, options),
+        deps.orm.em
+          .fork()
+          .find(DeliveryAttemptEntity, { ...owner, subscriptionId: Number(req.subscriptionId), ...after }, options),
       );
       return { attempts: page.rows.map(toAttemptMessage), nextPageToken: page.nextPageToken };
     },
@@ -116,7 +122,10 @@ export function createDeliveryService(deps: {
         pending.length > 0 ? deps.store.pausedUntil(subscriptionId) : undefined,
         pending.some((d) => d.ordered) ? readOrderedHead(deps.orm, subscriptionId) : null,
       ]);
-      return { deliveries: page.rows.map((d) => toDeliveryMessage(d, now, pausedUntil, head)), nextPageToken: page.nextPageToken };
+      return {
+        deliveries: page.rows.map((d) => toDeliveryMessage(d, now, pausedUntil, head)),
+        nextPageToken: page.nextPageToken,
+      };
     },
 
     async retryDelivery(req) {
@@ -137,7 +146,13 @@ export function createDeliveryService(deps: {
     async listFailedDeliveries(req) {
       const organisationId = req.organisationId ? requireUuid("organisation_id", req.organisationId) : undefined;
       const page = await readPage(int64IdKeyset<Delivery>(), req, (after, options) =>
-        deps.orm.em.fork().find(DeliveryEntity, { status: "gave_up", ...(organisationId ? { organisationId } : {}), ...after }, options),
+        deps.orm.em
+          .fork()
+          .find(
+            DeliveryEntity,
+            { status: "gave_up", ...(organisationId ? { organisationId } : {}), ...after },
+            options,
+          ),
       );
       const now = new Date();
       return { deliveries: page.rows.map((d) => toDeliveryMessage(d, now)), nextPageToken: page.nextPageToken };

@@ -8,7 +8,11 @@
 // both answer it.
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { DeliveryAttempt } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
-import { SubscriptionEndReason, type Subscription, type SubscriptionEnd } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
+import {
+  SubscriptionEndReason,
+  type Subscription,
+  type SubscriptionEnd,
+} from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 
 export interface SubscriptionState {
   /** active: receives events; disabled: every attempt failed for a while (a PUT enables it); deleted. */
@@ -45,16 +49,27 @@ export function subscriptionState(
   if (subscription) {
     if (subscription.disableTime) {
       const since = iso(subscription.disableTime);
-      return { state: "disabled", reason: `disabled at ${since}: ${subscription.disabledReason || "every delivery attempt failed"}` };
+      return {
+        state: "disabled",
+        reason: `disabled at ${since}: ${subscription.disabledReason || "every delivery attempt failed"}`,
+      };
     }
-    if (newest?.outcome === "gave_up") return { state: "active", reason: `the last delivery gave up at ${at}: every retry failed (the last: ${newest.error || "no answer"})` };
+    if (newest?.outcome === "gave_up")
+      return {
+        state: "active",
+        reason: `the last delivery gave up at ${at}: every retry failed (the last: ${newest.error || "no answer"})`,
+      };
     return { state: "active", reason: null };
   }
   if (end) return { state: "deleted", reason: endReason(end) };
   if (!newest) return undefined;
   // Deleted without a recorded end: what the log tells.
-  if (newest.outcome === "gone") return { state: "deleted", reason: `deleted at ${at}: the target answered 410 Gone (it asked for no more events)` };
-  return { state: "deleted", reason: "deleted by its owner (DELETE), or when the application's access to the organisation was revoked" };
+  if (newest.outcome === "gone")
+    return { state: "deleted", reason: `deleted at ${at}: the target answered 410 Gone (it asked for no more events)` };
+  return {
+    state: "deleted",
+    reason: "deleted by its owner (DELETE), or when the application's access to the organisation was revoked",
+  };
 }
 
 /** A header value: printable ASCII only. */

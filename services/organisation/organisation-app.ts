@@ -12,13 +12,19 @@ import { organisationMigrations } from "./migrations/index.js";
 import { ORGANISATION_SCHEMA, createOrganisationService } from "./organisation-service.js";
 import { OrganisationEntity } from "./organisations/organisation.entity.js";
 
-export async function createOrganisationApp(deps: ServiceAppDeps): Promise<ServiceApp & { relay: OutboxRelay; orm: MikroORM }> {
+export async function createOrganisationApp(
+  deps: ServiceAppDeps,
+): Promise<ServiceApp & { relay: OutboxRelay; orm: MikroORM }> {
   const { config, bus, logger } = deps;
   // The dummy password hash (what an unknown email is checked against) is made
   // while the database opens: no login pays for it.
   const dummyHashReady = prepareDummyHash();
   dummyHashReady.catch(() => {}); // awaited below, after the database
-  const orm = await openServiceDatabase(deps, { schema: ORGANISATION_SCHEMA, entities: [OrganisationEntity, MemberEntity, ContactEntity], migrations: organisationMigrations });
+  const orm = await openServiceDatabase(deps, {
+    schema: ORGANISATION_SCHEMA,
+    entities: [OrganisationEntity, MemberEntity, ContactEntity],
+    migrations: organisationMigrations,
+  });
   await dummyHashReady.catch(async (err) => {
     await orm.close();
     throw err;

@@ -10,7 +10,7 @@ import { EventType } from "../../gen/bizcard/events/v1/events_pb.js";
 import {
   MemberSchema,
   OrganisationSchema,
-  OrganisationService,
+  type OrganisationService,
   type Member as MemberMessage,
   type Organisation as OrganisationMessage,
 } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
@@ -107,10 +107,18 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
    * the query itself. The organisation is required (INVALID_ARGUMENT when empty
    * or not a UUID); another organisation's contact is NOT_FOUND, like a missing one.
    */
-  async function findContact(em: EntityManager, req: { id: string; organisationId: string }, lock?: LockMode): Promise<Contact> {
+  async function findContact(
+    em: EntityManager,
+    req: { id: string; organisationId: string },
+    lock?: LockMode,
+  ): Promise<Contact> {
     const organisationId = requireUuid("organisation_id", req.organisationId);
     if (!isUuid(req.id)) throw notFound("contact");
-    const contact = await em.findOne(ContactEntity, { id: req.id.toLowerCase(), organisationId }, lock ? { lockMode: lock } : {});
+    const contact = await em.findOne(
+      ContactEntity,
+      { id: req.id.toLowerCase(), organisationId },
+      lock ? { lockMode: lock } : {},
+    );
     if (!contact) throw notFound("contact");
     return contact;
   }
@@ -145,9 +153,11 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
       if (!isUuid(req.id)) throw notFound("organisation");
       const row = (await orm.em
         .getConnection()
-        .execute(`select "id", "name", "created_at" from "${ORGANISATION_SCHEMA}"."organisation" where "id" = ?`, [req.id.toLowerCase()], "get")) as
-        | { id: string; name: string; created_at: string }
-        | undefined;
+        .execute(
+          `select "id", "name", "created_at" from "${ORGANISATION_SCHEMA}"."organisation" where "id" = ?`,
+          [req.id.toLowerCase()],
+          "get",
+        )) as { id: string; name: string; created_at: string } | undefined;
       if (!row) throw notFound("organisation");
       const createdAt = orm.em.getPlatform().parseDate(row.created_at) as Date;
       return { organisation: toOrganisationMessage({ id: row.id, name: row.name, createdAt }) };
@@ -159,7 +169,13 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
       const passwordHash = await passwordWork(hashPassword(readPassword(req.password), undefined, ctx.signal));
       const em = orm.em.fork();
       if (!(await em.findOne(OrganisationEntity, { id: organisationId }))) throw notFound("organisation");
-      const member = em.create(MemberEntity, { id: randomUUID(), organisationId, email, passwordHash, createdAt: new Date() });
+      const member = em.create(MemberEntity, {
+        id: randomUUID(),
+        organisationId,
+        email,
+        passwordHash,
+        createdAt: new Date(),
+      });
       await em.flush().catch(emailTaken);
       return { member: toMemberMessage(member) };
     },
@@ -170,11 +186,14 @@ export function createOrganisationService(deps: OrganisationServiceDeps): Servic
     async verifyMemberCredentials(req, ctx) {
       const email = normaliseEmail(req.email);
       const member = email ? await orm.em.fork().findOne(MemberEntity, { email }) : null;
-      const ok = await passwordWork(verifyPassword(req.password, member?.passwordHash ?? (await dummyHash()), ctx.signal));
+      const ok = await passwordWork(
+        verifyPassword(req.password, member?.passwordHash ?? (await dummyHash()), ctx.signal),
+      );
       if (!member || !ok) {
         // A member whose hash is cheaper than a new one answers a wrong password
         // sooner than an unknown email would: spend the difference, so timing tells nothing.
-        if (member && needsRehash(member.passwordHash)) await passwordWork(verifyPassword(req.password, await dummyHash(), ctx.signal));
+        if (member && needsRehash(member.passwordHash))
+          await passwordWork(verifyPassword(req.password, await dummyHash(), ctx.signal));
         throw new ConnectError("email or password is wrong", Code.PermissionDenied);
       }
       await upgradePasswordHash(orm, member, req.password);

@@ -8,7 +8,12 @@ export const int = (fallback: number, min: number, max: number) =>
     .string()
     .optional()
     .transform((v) => (v?.trim() ? v.trim() : undefined))
-    .pipe(z.string().regex(/^\d{1,9}$/, "expected a whole number").optional())
+    .pipe(
+      z
+        .string()
+        .regex(/^\d{1,9}$/, "expected a whole number")
+        .optional(),
+    )
     .transform((v) => (v === undefined ? fallback : Number(v)))
     .pipe(z.number().min(min, `expected ${min} to ${max}`).max(max, `expected ${min} to ${max}`));
 export const port = (fallback: number) => int(fallback, 0, 65535);
@@ -18,13 +23,16 @@ export const bool = (fallback: boolean) =>
     .default(fallback ? "true" : "false")
     .transform((v) => v === "true" || v === "1" || v === "yes");
 export const url = (protocols: string[]) =>
-  z.string().refine((v) => {
-    try {
-      return protocols.includes(new URL(v).protocol);
-    } catch {
-      return false;
-    }
-  }, `expected a ${protocols.join(" or ")} URL`);
+  z.string().refine(
+    (v) => {
+      try {
+        return protocols.includes(new URL(v).protocol);
+      } catch {
+        return false;
+      }
+    },
+    `expected a ${protocols.join(" or ")} URL`,
+  );
 export const optionalUrl = (protocols: string[]) =>
   z
     .string()
@@ -46,8 +54,22 @@ export const origins = () =>
   z
     .string()
     .optional()
-    .transform((v) => (v ?? "").split(",").map((s) => s.trim()).filter(Boolean))
-    .pipe(z.array(z.string().refine(isOrigin, "expected origins such as https://agent.example (scheme, host and port as a browser sends them: no path, no trailing slash), comma-separated")));
+    .transform((v) =>
+      (v ?? "")
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
+    .pipe(
+      z.array(
+        z
+          .string()
+          .refine(
+            isOrigin,
+            "expected origins such as https://agent.example (scheme, host and port as a browser sends them: no path, no trailing slash), comma-separated",
+          ),
+      ),
+    );
 
 /** Base64 or base64url, padded or not. */
 const BASE64 = /^[A-Za-z0-9+/_-]+={0,2}$/;
@@ -66,7 +88,10 @@ export const keys256 = () =>
         const bytes = BASE64.test(key) ? Buffer.from(key, "base64").length : undefined;
         if (bytes === 32) return;
         const what = bytes === undefined ? "is not base64" : `decodes to ${bytes} bytes`;
-        ctx.addIssue({ code: "custom", message: `key ${i + 1} of ${list.length} ${what}: expected base64 of 32 random bytes each (openssl rand -base64 32), comma-separated` });
+        ctx.addIssue({
+          code: "custom",
+          message: `key ${i + 1} of ${list.length} ${what}: expected base64 of 32 random bytes each (openssl rand -base64 32), comma-separated`,
+        });
       });
     })
     .transform((list): Buffer[] => list.map((key) => Buffer.from(key, "base64")));

@@ -11,7 +11,10 @@ export const oauthSettings = {
   /** The whole fetch of one client metadata document (connect to the end of the body), in ms; shortened to end before the RPC's deadline. */
   OAUTH_CLIENT_METADATA_TIMEOUT_MS: int(5000, 100, 60_000),
   /** PEM certificates trusted besides the system's roots when fetching client metadata documents (a private CA). */
-  OAUTH_CLIENT_METADATA_CA_FILE: z.string().optional().transform((v) => (v?.trim() ? v.trim() : undefined)),
+  OAUTH_CLIENT_METADATA_CA_FILE: z
+    .string()
+    .optional()
+    .transform((v) => (v?.trim() ? v.trim() : undefined)),
   /** Dynamic client registration (RFC 7591) at POST /oauth/register (off by default). */
   OAUTH_DYNAMIC_REGISTRATION: bool(false),
   /** Dynamic registrations (POST /oauth/register) per hour from one address, before 429. */

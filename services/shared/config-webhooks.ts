@@ -19,7 +19,12 @@ export const webhookSettings = {
   WEBHOOK_DNS_SERVERS: z
     .string()
     .optional()
-    .transform((v) => (v ?? "").split(",").map((s) => s.trim()).filter(Boolean))
+    .transform((v) =>
+      (v ?? "")
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(z.string().refine(isDnsServer, "expected IP addresses with optional ports, comma-separated"))),
   /**
    * After a subscription's secret is rotated, how long its old secret keeps

@@ -8,7 +8,10 @@ import { webhookSettings } from "./config-webhooks.js";
 import { isAddressOrCidr } from "./net/address-syntax.js";
 
 export class ConfigError extends Error {
-  constructor(readonly variable: string, message: string) {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
     super(`${variable}: ${message}`);
     this.name = "ConfigError";
   }
@@ -42,8 +45,14 @@ const shape = {
         )
         .optional(),
     ),
-  NATS_STREAM: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "expected 1-64 letters, digits, _ or -").default("BIZCARD"),
-  NATS_SUBJECT_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, "expected a NATS subject token such as bizcard").default("bizcard"),
+  NATS_STREAM: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, "expected 1-64 letters, digits, _ or -")
+    .default("BIZCARD"),
+  NATS_SUBJECT_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, "expected a NATS subject token such as bizcard")
+    .default("bizcard"),
   NATS_STREAM_REPLICAS: int(1, 1, 5),
   /** How long JetStream remembers a Nats-Msg-Id to drop a re-published event. */
   NATS_DUPLICATE_WINDOW_SECONDS: int(900, 10, 86_400),
@@ -90,7 +99,12 @@ const shape = {
   GATEWAY_TRUSTED_PROXIES: z
     .string()
     .optional()
-    .transform((v) => (v ?? "").split(",").map((s) => s.trim()).filter(Boolean))
+    .transform((v) =>
+      (v ?? "")
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(z.string().refine(isAddressOrCidr, "expected IP addresses or CIDR ranges, comma-separated"))),
   /** The issuer and the base of every absolute URL the gateway writes. */
   PUBLIC_URL: optionalUrl(["http:", "https:"]),
@@ -164,7 +178,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 export const LEASE_MULTIPLE = 3;
 
 /** Why these outbox timings cannot work together, or undefined when they can. */
-export function leaseTimingProblem(t: { leaseMs: number; pollMs: number; publishTimeoutMs: number }): string | undefined {
+export function leaseTimingProblem(t: {
+  leaseMs: number;
+  pollMs: number;
+  publishTimeoutMs: number;
+}): string | undefined {
   const needed = LEASE_MULTIPLE * Math.max(t.pollMs, t.publishTimeoutMs);
   if (t.leaseMs < needed) {
     return `must be at least ${LEASE_MULTIPLE} × the larger of the poll interval (${t.pollMs} ms) and the publish timeout (${t.publishTimeoutMs} ms): ${needed} ms or more`;
@@ -173,8 +191,16 @@ export function leaseTimingProblem(t: { leaseMs: number; pollMs: number; publish
 }
 
 /** The outbox lease must outlast several polls and publishes (see services/shared/outbox/lease.ts). */
-function checkOutboxTimings(c: { OUTBOX_LEASE_MS: number; OUTBOX_POLL_MS: number; OUTBOX_PUBLISH_TIMEOUT_MS: number }): void {
-  const problem = leaseTimingProblem({ leaseMs: c.OUTBOX_LEASE_MS, pollMs: c.OUTBOX_POLL_MS, publishTimeoutMs: c.OUTBOX_PUBLISH_TIMEOUT_MS });
+function checkOutboxTimings(c: {
+  OUTBOX_LEASE_MS: number;
+  OUTBOX_POLL_MS: number;
+  OUTBOX_PUBLISH_TIMEOUT_MS: number;
+}): void {
+  const problem = leaseTimingProblem({
+    leaseMs: c.OUTBOX_LEASE_MS,
+    pollMs: c.OUTBOX_POLL_MS,
+    publishTimeoutMs: c.OUTBOX_PUBLISH_TIMEOUT_MS,
+  });
   if (problem) throw new ConfigError("OUTBOX_LEASE_MS", `${c.OUTBOX_LEASE_MS} ${problem}`);
 }
 
@@ -195,7 +221,10 @@ export function requireBackends(config: Config, needs: { database?: boolean; nat
  */
 export function requireInternalToken(config: Config): void {
   if (config.INTERNAL_RPC_TOKEN.length === 0) {
-    throw new ConfigError("INTERNAL_RPC_TOKEN", "required: the credential every internal RPC carries, at least 32 characters (unset)");
+    throw new ConfigError(
+      "INTERNAL_RPC_TOKEN",
+      "required: the credential every internal RPC carries, at least 32 characters (unset)",
+    );
   }
 }
 
@@ -220,7 +249,10 @@ export const SERVICE_PROCESS_CHECKS: ((config: Config) => void)[] = [
   (c) => requireInternalToken(c),
 ];
 /** The webhook service as its own process: a service's checks and its secrets' key. */
-export const WEBHOOK_PROCESS_CHECKS: ((config: Config) => void)[] = [...SERVICE_PROCESS_CHECKS, (c) => requireSecretEncryptionKey(c)];
+export const WEBHOOK_PROCESS_CHECKS: ((config: Config) => void)[] = [
+  ...SERVICE_PROCESS_CHECKS,
+  (c) => requireSecretEncryptionKey(c),
+];
 /** The gateway as its own process (NATS_URL is optional: without it, bearer checks are not cached). */
 export const GATEWAY_PROCESS_CHECKS: ((config: Config) => void)[] = [(c) => requireInternalToken(c)];
 

@@ -9,6 +9,7 @@ export interface DatabaseOptions {
   clientUrl: string;
   /** The service's own PostgreSQL schema. */
   schema: string;
+  // biome-ignore lint/suspicious/noExplicitAny: each service's entities, each of its own entity type
   entities: EntitySchema<any, any>[];
   migrations: MigrationObject[];
   poolMax: number;
@@ -60,7 +61,11 @@ export async function migrate(orm: MikroORM): Promise<string[]> {
 }
 
 /** Whether a committed migration is not recorded as applied in `schema` (one select; also when nothing was ever applied). */
-export async function hasPendingMigrations(orm: MikroORM, schema: string, migrations: readonly MigrationObject[]): Promise<boolean> {
+export async function hasPendingMigrations(
+  orm: MikroORM,
+  schema: string,
+  migrations: readonly MigrationObject[],
+): Promise<boolean> {
   const applied = await orm.em
     .fork()
     .getConnection()
@@ -88,9 +93,15 @@ export function onRealPostgres(deps: { databasePoolMax: number }): boolean {
 /** A service's database as ServiceAppDeps describe it, migrated when MIGRATE_ON_START is on. */
 export async function openServiceDatabase(
   deps: { databaseUrl: string; databasePoolMax: number; logger: Logger; config: { MIGRATE_ON_START: boolean } },
+  // biome-ignore lint/suspicious/noExplicitAny: each service's entities, each of its own entity type
   options: { schema: string; entities: EntitySchema<any, any>[]; migrations: MigrationObject[] },
 ): Promise<MikroORM> {
-  const orm = await openDatabase({ clientUrl: deps.databaseUrl, poolMax: deps.databasePoolMax, logger: deps.logger, ...options });
+  const orm = await openDatabase({
+    clientUrl: deps.databaseUrl,
+    poolMax: deps.databasePoolMax,
+    logger: deps.logger,
+    ...options,
+  });
   if (deps.config.MIGRATE_ON_START && (await hasPendingMigrations(orm, options.schema, options.migrations))) {
     const applied = await migrateWithRetry(orm, deps.logger).catch(async (err) => {
       await orm.close();

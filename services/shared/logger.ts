@@ -22,7 +22,10 @@ function traceFields(): object {
 }
 
 /** LOG_FORMAT when set (json | pretty); otherwise readable lines on a terminal, JSON for anything that reads them. */
-export function logFormat(env: string | undefined = process.env.LOG_FORMAT, isTTY: boolean = process.stdout.isTTY === true): LogFormat {
+export function logFormat(
+  env: string | undefined = process.env.LOG_FORMAT,
+  isTTY: boolean = process.stdout.isTTY === true,
+): LogFormat {
   if (env === "json" || env === "pretty") return env;
   return isTTY ? "pretty" : "json";
 }
@@ -64,7 +67,8 @@ export function createLogger(
     serializers: { err: safeError },
     mixin: traceFields,
     // pino's default merge writes the line's fields into the mixin's object: not into the shared empty one.
-    mixinMergeStrategy: (fields: object, mixed: object) => (mixed === NO_FIELDS ? fields : Object.assign(mixed, fields)),
+    mixinMergeStrategy: (fields: object, mixed: object) =>
+      mixed === NO_FIELDS ? fields : Object.assign(mixed, fields),
     redact: {
       paths: ["password", "*.password", "client_secret", "*.client_secret", "authorization", "*.authorization"],
       censor: "[redacted]",
@@ -73,7 +77,15 @@ export function createLogger(
   if (format === "pretty") {
     const pretty = loadPretty();
     if (pretty) {
-      const stream = pretty({ destination: destination ?? 1, colorize: destination ? false : undefined, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname,service", messageFormat: "{service}: {msg}", singleLine: true, sync: true });
+      const stream = pretty({
+        destination: destination ?? 1,
+        colorize: destination ? false : undefined,
+        translateTime: "SYS:HH:MM:ss.l",
+        ignore: "pid,hostname,service",
+        messageFormat: "{service}: {msg}",
+        singleLine: true,
+        sync: true,
+      });
       return pino(options, stream);
     }
     const logger = destination ? pino(options, destination) : pino(options);
@@ -99,9 +111,20 @@ const MAX_DEPTH = 5;
  */
 export function safeError(err: unknown, depth = 0): unknown {
   if (err instanceof DriverException) return driverError(err);
-  if (isPgError(err)) return { type: "DatabaseError", code: err.code, table: err.table, constraint: err.constraint, message: withoutValues(err.message) };
+  if (isPgError(err))
+    return {
+      type: "DatabaseError",
+      code: err.code,
+      table: err.table,
+      constraint: err.constraint,
+      message: withoutValues(err.message),
+    };
   if (!(err instanceof Error)) return err;
-  const out: Record<string, unknown> = { type: err.constructor?.name ?? err.name, message: err.message, stack: err.stack };
+  const out: Record<string, unknown> = {
+    type: err.constructor?.name ?? err.name,
+    message: err.message,
+    stack: err.stack,
+  };
   const code = (err as { code?: unknown }).code;
   if (code !== undefined) out.code = code;
   if (depth < MAX_DEPTH) {
@@ -130,7 +153,12 @@ function driverError(err: DriverException): Record<string, unknown> {
 
 /** pg's own DatabaseError (a statement sent with pg directly, not through MikroORM). */
 function isPgError(err: unknown): err is Error & { code: string; table?: string; constraint?: string } {
-  return err instanceof Error && typeof (err as { code?: unknown }).code === "string" && "severity" in err && "routine" in err;
+  return (
+    err instanceof Error &&
+    typeof (err as { code?: unknown }).code === "string" &&
+    "severity" in err &&
+    "routine" in err
+  );
 }
 
 /** SQL string literals ('…', E'…', with '' inside) and numbers replaced by `?`. */

@@ -17,6 +17,7 @@ export function readOwner(owner: Owner | undefined): Pair {
   if (!owner) throw invalid("owner", "required");
   const organisationId = requireUuid("owner.organisation_id", owner.organisationId);
   if (!owner.clientId) throw invalid("owner.client_id", "required");
-  if (owner.clientId.length > CLIENT_ID_MAX_LENGTH) throw invalid("owner.client_id", `at most ${CLIENT_ID_MAX_LENGTH} characters`);
+  if (owner.clientId.length > CLIENT_ID_MAX_LENGTH)
+    throw invalid("owner.client_id", `at most ${CLIENT_ID_MAX_LENGTH} characters`);
   return { organisationId, clientId: owner.clientId };
 }

@@ -39,7 +39,11 @@ export async function serviceMain(options: ServiceMainOptions): Promise<void> {
       logger,
     });
     closers.push(() => app.close());
-    const listen = { variable: `${options.name.toUpperCase()}_RPC_PORT`, host: config.RPC_HOST, port: options.port(config) };
+    const listen = {
+      variable: `${options.name.toUpperCase()}_RPC_PORT`,
+      host: config.RPC_HOST,
+      port: options.port(config),
+    };
     const server = await listenOn(listen, () =>
       startRpcServer({
         name: options.name,

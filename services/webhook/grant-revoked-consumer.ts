@@ -33,7 +33,13 @@ export function consumeGrantRevoked(deps: { bus: EventBus; orm: MikroORM; logger
     const deleted = await endSubscriptions(deps.orm.em.fork(), pair, "grant_revoked");
     if (deleted > 0) await announceSubscriptionsChanged(deps.bus, pair.organisationId, deps.logger);
     deps.logger.info(
-      { eventId: event.eventId, organisationId: event.organisationId, clientId: event.clientId, reason: event.reason, deleted },
+      {
+        eventId: event.eventId,
+        organisationId: event.organisationId,
+        clientId: event.clientId,
+        reason: event.reason,
+        deleted,
+      },
       "grant revoked: the pair's subscriptions deleted",
     );
   });

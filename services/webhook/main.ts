@@ -3,4 +3,9 @@ import { WEBHOOK_PROCESS_CHECKS } from "../shared/config.js";
 import { serviceMain } from "../shared/service-main.js";
 import { createWebhookApp } from "./webhook-app.js";
 
-await serviceMain({ name: "webhook", port: (c) => c.WEBHOOK_RPC_PORT, create: createWebhookApp, checks: WEBHOOK_PROCESS_CHECKS });
+await serviceMain({
+  name: "webhook",
+  port: (c) => c.WEBHOOK_RPC_PORT,
+  create: createWebhookApp,
+  checks: WEBHOOK_PROCESS_CHECKS,
+});

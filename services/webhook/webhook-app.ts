@@ -37,15 +37,26 @@ export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookApp
   // Before anything opens: no key, no service (a secret is never stored in clear).
   requireSecretEncryptionKey(config);
   const secrets = secretBox(config.WEBHOOK_SECRET_ENCRYPTION_KEY);
-  const orm = await openServiceDatabase(deps, { schema: WEBHOOK_SCHEMA, entities: WEBHOOK_ENTITIES, migrations: webhookMigrations });
+  const orm = await openServiceDatabase(deps, {
+    schema: WEBHOOK_SCHEMA,
+    entities: WEBHOOK_ENTITIES,
+    migrations: webhookMigrations,
+  });
   // One flag for http and private destinations: development and tests turn it on.
   const allowInsecureTargets = config.WEBHOOK_ALLOW_INSECURE_TARGETS;
-  if (allowInsecureTargets) logger.warn("WEBHOOK_ALLOW_INSECURE_TARGETS is on: http and private target URLs are accepted");
+  if (allowInsecureTargets)
+    logger.warn("WEBHOOK_ALLOW_INSECURE_TARGETS is on: http and private target URLs are accepted");
   const resolveTimeoutMs = config.WEBHOOK_DNS_TIMEOUT_MS;
   const service = createWebhookService({
     orm,
     allowInsecureTargets,
-    resolve: options.resolve ?? targetResolver({ timeoutMs: resolveTimeoutMs, servers: config.WEBHOOK_DNS_SERVERS, allowInsecure: allowInsecureTargets }),
+    resolve:
+      options.resolve ??
+      targetResolver({
+        timeoutMs: resolveTimeoutMs,
+        servers: config.WEBHOOK_DNS_SERVERS,
+        allowInsecure: allowInsecureTargets,
+      }),
     resolveTimeoutMs,
     maxSubscriptionsPerPair: config.WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR,
     secretOverlapSeconds: config.WEBHOOK_SECRET_OVERLAP_SECONDS,
@@ -60,7 +71,12 @@ export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookApp
     routes: (router) => router.service(WebhookService, service),
     readiness: () => runChecks({ database: () => pingDatabase(orm) }, { bus: () => bus.ping() }),
     start: async () => {
-      pruning = startPruning({ orm, targets: () => webhookPruneTargets(WEBHOOK_SCHEMA, config.DELIVERY_LOG_RETENTION_DAYS), settings: config, logger });
+      pruning = startPruning({
+        orm,
+        targets: () => webhookPruneTargets(WEBHOOK_SCHEMA, config.DELIVERY_LOG_RETENTION_DAYS),
+        settings: config,
+        logger,
+      });
       if (options.consumeGrantRevoked !== false) grantRevoked = await consumeGrantRevoked({ bus, orm, logger });
     },
     close: async () => {

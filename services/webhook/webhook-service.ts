@@ -20,14 +20,13 @@ import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager, MikroORM } from "@mikro-orm/postgresql";
 import {
   SubscriptionSchema,
-  WebhookService,
-  type Subscriber as SubscriberMessage,
+  type WebhookService,
   type Subscription as SubscriptionMessage,
 } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { eventTypeName, eventTypeOf, type EventTypeName } from "../shared/event-types.js";
 import { readOwner, type Pair } from "../shared/owner.js";
 import { int64IdKeyset, readPage } from "../shared/pagination.js";
-import { invalid, notFound, requireUuid } from "../shared/validation.js";
+import { invalid, notFound } from "../shared/validation.js";
 import { SubscriptionEntity, type Subscription } from "./subscriptions/subscription.entity.js";
 import type { Resolver } from "../shared/net/dns-resolver.js";
 import { checkDestination, parseTargetUrl } from "./subscriptions/target-url.js";
@@ -35,11 +34,11 @@ import { SubscriptionEndEntity } from "./subscriptions/subscription-end.entity.j
 import { endReasonOf, endSubscriptions, toSubscriptionEndMessage } from "./subscriptions/subscription-end.js";
 import { rotateSecret, signingPreviousSecret } from "./subscriptions/secret-rotation.js";
 import type { SecretBox } from "./subscriptions/secret-box.js";
-import { readingSecret, subscriberOfRow } from "./subscriptions/subscriber-row.js";
+import { subscriberLists } from "./subscriptions/subscriber-lists.js";
+import { readingSecret } from "./subscriptions/subscriber-row.js";
 import { reencryptSecrets } from "./subscriptions/secret-reencrypt.js";
 
 export const WEBHOOK_SCHEMA = "webhook";
-
 
 export interface WebhookServiceDeps {
   orm: MikroORM;
@@ -92,9 +91,6 @@ export function toSubscriptionMessage(s: Subscription): SubscriptionMessage {
 /** The longest disabled_reason kept (DisableSubscription). */
 export const DISABLED_REASON_MAX_LENGTH = 500;
 
-/** The most lookups of one ListSubscribersOfMany. */
-const MANY_LOOKUPS_MAX = 1000;
-
 function duplicate(id: bigint): ConnectError {
   return new ConnectError(
     `a subscription with this target_url and event_type already exists (id ${id})`,
@@ -115,28 +111,13 @@ function limitReached(max: number): ConnectError {
  * lock on the pair, released at commit.
  */
 async function lockPair(em: EntityManager, pair: Pair): Promise<void> {
-  await em.execute(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, [`webhook.subscription:${pair.organisationId}:${pair.clientId}`]);
+  await em.execute(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, [
+    `webhook.subscription:${pair.organisationId}:${pair.clientId}`,
+  ]);
 }
 
 export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<typeof WebhookService> {
   const { orm, secrets } = deps;
-  // Read for every fan-out batch (and a worker's cache miss): without the ORM's per-query work (knex's raw);
-  // knex hands options() to pg, whose name makes the statement a named prepared one.
-  const knex = orm.em.getKnex();
-  const named = (name: string) => (deps.preparedStatements === true ? { name } : {});
-  const subscribersSql = `select "id"::text as "id", "client_id", "target_url", "secret", "previous_secret", "previous_secret_expires_at", "disabled_at", "ordered"
-       from "${WEBHOOK_SCHEMA}"."subscription"
-      where "organisation_id" = ?::uuid and "event_type" = ?::text and (?::boolean or "disabled_at" is null) order by "id"`;
-  const subscribersStatement = async (values: [string, string, boolean]) =>
-    (await knex.raw<{ rows: Record<string, unknown>[] }>(subscribersSql, values).options(named("webhook-list-subscribers"))).rows;
-  // The fan-out's batch: every lookup in one read (the rows tagged with their lookup's index).
-  const manySql = `select l."n", s."id"::text as "id", s."client_id", s."target_url", s."secret", s."previous_secret", s."previous_secret_expires_at", s."disabled_at", s."ordered"
-       from jsonb_to_recordset(?::jsonb) as l("n" int, "organisation_id" uuid, "event_type" text, "include_disabled" boolean)
-       join "${WEBHOOK_SCHEMA}"."subscription" s on s."organisation_id" = l."organisation_id" and s."event_type" = l."event_type"
-        and (l."include_disabled" or s."disabled_at" is null)
-      order by l."n", s."id"`;
-  const manyStatement = async (values: [string]) =>
-    (await knex.raw<{ rows: Record<string, unknown>[] }>(manySql, values).options(named("webhook-list-subscribers-of-many"))).rows;
   const changed = (organisationId: string) => deps.changed?.(organisationId);
   const insecure = deps.allowInsecureTargets;
   const parse = (value: string) => parseTargetUrl(value, { allowHttp: insecure, allowPrivate: insecure });
@@ -153,6 +134,8 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
   }
 
   return {
+    ...subscriberLists(deps),
+
     async createSubscription(req) {
       const pair = readOwner(req.owner);
       const eventType = eventTypeName(req.eventType);
@@ -168,9 +151,18 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
         await lockPair(em, pair);
         const same = await findSame(em, pair, url, eventType);
         if (same) return { subscription: same, created: false };
-        if ((await em.count(SubscriptionEntity, pair)) >= deps.maxSubscriptionsPerPair) throw limitReached(deps.maxSubscriptionsPerPair);
+        if ((await em.count(SubscriptionEntity, pair)) >= deps.maxSubscriptionsPerPair)
+          throw limitReached(deps.maxSubscriptionsPerPair);
         const now = new Date();
-        const subscription = em.create(SubscriptionEntity, { ...pair, targetUrl: url, eventType, secret: secrets.seal(secret), ordered: req.ordered, createdAt: now, updatedAt: now });
+        const subscription = em.create(SubscriptionEntity, {
+          ...pair,
+          targetUrl: url,
+          eventType,
+          secret: secrets.seal(secret),
+          ordered: req.ordered,
+          createdAt: now,
+          updatedAt: now,
+        });
         await em.flush();
         return { subscription, created: true };
       });
@@ -201,10 +193,19 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
       const eventType = req.eventType === undefined ? undefined : eventTypeName(req.eventType);
       const parsed = req.targetUrl === undefined ? undefined : parse(req.targetUrl);
       const current = await findOwned(orm.em.fork(), pair, id);
-      const next = { targetUrl: parsed?.href ?? current.targetUrl, eventType: eventType ?? current.eventType, ordered: req.ordered ?? current.ordered };
+      const next = {
+        targetUrl: parsed?.href ?? current.targetUrl,
+        eventType: eventType ?? current.eventType,
+        ordered: req.ordered ?? current.ordered,
+      };
       // Nothing changes: the subscription as it is, update_time untouched. A
       // disabled one is re-enabled by any update, so that is a change.
-      if (next.targetUrl === current.targetUrl && next.eventType === current.eventType && next.ordered === current.ordered && !current.disabledAt) {
+      if (
+        next.targetUrl === current.targetUrl &&
+        next.eventType === current.eventType &&
+        next.ordered === current.ordered &&
+        !current.disabledAt
+      ) {
         return { subscription: toSubscriptionMessage(current) };
       }
       if (parsed && parsed.href !== current.targetUrl) await destination(parsed);
@@ -212,8 +213,15 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
         await lockPair(em, pair);
         // Read again under the lock: a field this request leaves alone keeps what a concurrent update set.
         const subscription = await findOwned(em, pair, id);
-        const target = { targetUrl: parsed?.href ?? subscription.targetUrl, eventType: eventType ?? subscription.eventType, ordered: req.ordered ?? subscription.ordered };
-        const same = subscription.targetUrl === target.targetUrl && subscription.eventType === target.eventType && subscription.ordered === target.ordered;
+        const target = {
+          targetUrl: parsed?.href ?? subscription.targetUrl,
+          eventType: eventType ?? subscription.eventType,
+          ordered: req.ordered ?? subscription.ordered,
+        };
+        const same =
+          subscription.targetUrl === target.targetUrl &&
+          subscription.eventType === target.eventType &&
+          subscription.ordered === target.ordered;
         if (same && !subscription.disabledAt) return subscription;
         const clash = await findSame(em, pair, target.targetUrl, target.eventType);
         if (clash && clash.id !== subscription.id) throw duplicate(clash.id);
@@ -239,28 +247,6 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
       return {};
     },
 
-    async listSubscribers(req) {
-      const organisationId = requireUuid("organisation_id", req.organisationId);
-      const eventType = eventTypeName(req.eventType);
-      // A disabled subscription gets nothing until its owner re-enables it (listed, marked, only when asked).
-      const rows = await subscribersStatement([organisationId, eventType, req.includeDisabled]);
-      return { subscribers: rows.map((r) => subscriberOfRow(r, secrets)) };
-    },
-
-    async listSubscribersOfMany(req) {
-      if (req.lookups.length > MANY_LOOKUPS_MAX) throw invalid("lookups", `at most ${MANY_LOOKUPS_MAX}`);
-      const lookups = req.lookups.map((l, n) => ({
-        n,
-        organisation_id: requireUuid(`lookups[${n}].organisation_id`, l.organisationId),
-        event_type: eventTypeName(l.eventType),
-        include_disabled: l.includeDisabled,
-      }));
-      const results = lookups.map(() => ({ subscribers: [] as SubscriberMessage[] }));
-      if (lookups.length === 0) return { results };
-      for (const r of await manyStatement([JSON.stringify(lookups)])) results[r.n as number]!.subscribers.push(subscriberOfRow(r, secrets));
-      return { results };
-    },
-
     async deletePairSubscriptions(req) {
       const pair = readOwner(req.owner);
       const deletedCount = await endSubscriptions(orm.em.fork(), pair, "grant_revoked");
@@ -282,12 +268,20 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
       const secret = newSigningSecret();
       const em = orm.em.fork();
       // The secret it replaces, when it keeps signing, is sealed again under the current key should it not be.
-      const rotated = await rotateSecret(em, { pair, id, secret: secrets.seal(secret), overlapSeconds: deps.secretOverlapSeconds }, (old) => readingSecret(id, () => secrets.reseal(old)));
+      const rotated = await rotateSecret(
+        em,
+        { pair, id, secret: secrets.seal(secret), overlapSeconds: deps.secretOverlapSeconds },
+        (old) => readingSecret(id, () => secrets.reseal(old)),
+      );
       if (!rotated) throw notFound("subscription");
       await changed(pair.organisationId);
       const subscription = await findOwned(em, pair, id);
       const expires = rotated.previousSecretExpiresAt;
-      return { subscription: toSubscriptionMessage(subscription), secret, ...(expires ? { oldSecretExpireTime: timestampFromDate(expires) } : {}) };
+      return {
+        subscription: toSubscriptionMessage(subscription),
+        secret,
+        ...(expires ? { oldSecretExpireTime: timestampFromDate(expires) } : {}),
+      };
     },
 
     async reencryptSecrets() {

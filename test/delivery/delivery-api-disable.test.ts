@@ -18,7 +18,7 @@ import {
   receiver,
   RFC3339,
   subscribe,
-  SubscriptionBody,
+  type SubscriptionBody,
   useDeliveryApiSuite,
   webhook,
 } from "../support/delivery-api-suite.js";
@@ -35,15 +35,21 @@ describe("a subscription that fails every attempt for the period is disabled", (
     const startedAt = Date.now();
     await createContact(otherOrgId, "First");
 
-    const disabled = await waitFor(async () => {
-      const res = await call(foreign, "GET", `${PATH}/${subscription.id}`);
-      const body = (await res.json()) as SubscriptionBody;
-      return body.disabled_at ? body : undefined;
-    }, 20_000, "the subscription disabled");
+    const disabled = await waitFor(
+      async () => {
+        const res = await call(foreign, "GET", `${PATH}/${subscription.id}`);
+        const body = (await res.json()) as SubscriptionBody;
+        return body.disabled_at ? body : undefined;
+      },
+      20_000,
+      "the subscription disabled",
+    );
     expect(Date.now() - startedAt).toBeGreaterThanOrEqual(2000);
     expect(disabled.disabled_at).toMatch(RFC3339);
     expect(disabled.updated_at).toBe(subscription.updated_at);
-    expect(disabled.disabled_reason).toMatch(/^every delivery attempt since \S+ failed \(\d+ attempts; the last: HTTP 503\); update the subscription \(PUT\) to enable it again$/);
+    expect(disabled.disabled_reason).toMatch(
+      /^every delivery attempt since \S+ failed \(\d+ attempts; the last: HTTP 503\); update the subscription \(PUT\) to enable it again$/,
+    );
     // The list shows it too.
     const listed = (await (await call(foreign, "GET", PATH)).json()) as SubscriptionBody[];
     expect(listed.find((s) => s.id === subscription.id)).toEqual(disabled);
@@ -67,7 +73,12 @@ describe("a subscription that fails every attempt for the period is disabled", (
     const put = await call(foreign, "PUT", `${PATH}/${subscription.id}`, {});
     const enabled = (await put.json()) as SubscriptionBody;
     expect(put.status, JSON.stringify(enabled)).toBe(200);
-    expect(enabled).toMatchObject({ id: subscription.id, target_url: failing.url, disabled_at: null, disabled_reason: null });
+    expect(enabled).toMatchObject({
+      id: subscription.id,
+      target_url: failing.url,
+      disabled_at: null,
+      disabled_reason: null,
+    });
     expect(Date.parse(enabled.updated_at)).toBeGreaterThan(Date.parse(subscription.updated_at));
     // A second PUT changing nothing leaves it as it is.
     const again = await call(foreign, "PUT", `${PATH}/${subscription.id}`, {});
@@ -75,7 +86,11 @@ describe("a subscription that fails every attempt for the period is disabled", (
 
     await createContact(otherOrgId, "Third");
     const third = await waitFor(() => control.requests[2], 15_000, "the third event at the control");
-    const arrived = await waitFor(() => failing.requests.find((r) => r.headers["webhook-id"] === third.headers["webhook-id"]), 15_000, "the third event at the re-enabled subscription");
+    const arrived = await waitFor(
+      () => failing.requests.find((r) => r.headers["webhook-id"] === third.headers["webhook-id"]),
+      15_000,
+      "the third event at the re-enabled subscription",
+    );
     expect(JSON.parse(arrived.body).data.first_name).toBe("Third");
     expect(failing.requests.length).toBe(sent + 1);
   });
@@ -84,25 +99,39 @@ describe("a subscription that fails every attempt for the period is disabled", (
     const failing = receiver.route("/disable/still-failing", () => ({ status: 500 }));
     const subscription = await subscribe(foreign, failing.url);
     await createContact(otherOrgId, "Fourth");
-    await waitFor(async () => ((await (await call(foreign, "GET", `${PATH}/${subscription.id}`)).json()) as SubscriptionBody).disabled_at || undefined, 20_000, "disabled");
+    await waitFor(
+      async () =>
+        ((await (await call(foreign, "GET", `${PATH}/${subscription.id}`)).json()) as SubscriptionBody).disabled_at ||
+        undefined,
+      20_000,
+      "disabled",
+    );
     const put = await call(foreign, "PUT", `${PATH}/${subscription.id}`, {});
     const enabled = (await put.json()) as SubscriptionBody;
     expect(enabled.disabled_at).toBeNull();
     const sent = failing.requests.length;
     await createContact(otherOrgId, "Fifth");
     // Its first failures after the PUT (the old streak is long enough, but it ended at the PUT) leave it enabled ...
-    await waitFor(async () => {
-      const log = await attempts(foreign, subscription.id);
-      return log.filter((a) => Date.parse(a.attempted_at) > Date.parse(enabled.updated_at)).length >= 2 || undefined;
-    }, 15_000, "two failures after the PUT");
+    await waitFor(
+      async () => {
+        const log = await attempts(foreign, subscription.id);
+        return log.filter((a) => Date.parse(a.attempted_at) > Date.parse(enabled.updated_at)).length >= 2 || undefined;
+      },
+      15_000,
+      "two failures after the PUT",
+    );
     expect(failing.requests.length).toBeGreaterThan(sent);
     const meanwhile = (await (await call(foreign, "GET", `${PATH}/${subscription.id}`)).json()) as SubscriptionBody;
     expect(meanwhile.disabled_at).toBeNull();
     // ... until they too have lasted the period.
-    const again = await waitFor(async () => {
-      const body = (await (await call(foreign, "GET", `${PATH}/${subscription.id}`)).json()) as SubscriptionBody;
-      return body.disabled_at ? body : undefined;
-    }, 20_000, "disabled again");
+    const again = await waitFor(
+      async () => {
+        const body = (await (await call(foreign, "GET", `${PATH}/${subscription.id}`)).json()) as SubscriptionBody;
+        return body.disabled_at ? body : undefined;
+      },
+      20_000,
+      "disabled again",
+    );
     expect(Date.parse(again.disabled_at!) - Date.parse(enabled.updated_at)).toBeGreaterThanOrEqual(2000);
   });
 
@@ -110,15 +139,30 @@ describe("a subscription that fails every attempt for the period is disabled", (
     const hooks = webhook.client(WebhookService);
     const owner = { organisationId: otherOrgId, clientId: foreign.id };
     const target = receiver.route("/disable/rpc");
-    const { subscription } = await hooks.createSubscription({ owner, targetUrl: target.url, eventType: EventType.CONTACT_UPDATED });
+    const { subscription } = await hooks.createSubscription({
+      owner,
+      targetUrl: target.url,
+      eventType: EventType.CONTACT_UPDATED,
+    });
     const before = new Date(Date.now() - 60_000);
     const after = new Date(Date.now() + 1000);
-    const request = (o: typeof owner, failingSince: Date) => ({ owner: o, id: subscription!.id, failingSince: timestampFromDate(failingSince), reason: "every attempt failed" });
-    const code = (p: Promise<unknown>) => p.then(() => undefined, (err: unknown) => ConnectError.from(err).code);
+    const request = (o: typeof owner, failingSince: Date) => ({
+      owner: o,
+      id: subscription!.id,
+      failingSince: timestampFromDate(failingSince),
+      reason: "every attempt failed",
+    });
+    const code = (p: Promise<unknown>) =>
+      p.then(
+        () => undefined,
+        (err: unknown) => ConnectError.from(err).code,
+      );
 
     expect(await code(hooks.disableSubscription(request({ ...owner, clientId: app.id }, after)))).toBe(Code.NotFound);
     expect(await code(hooks.disableSubscription({ ...request(owner, after), reason: " " }))).toBe(Code.InvalidArgument);
-    expect(await code(hooks.disableSubscription({ ...request(owner, after), failingSince: undefined }))).toBe(Code.InvalidArgument);
+    expect(await code(hooks.disableSubscription({ ...request(owner, after), failingSince: undefined }))).toBe(
+      Code.InvalidArgument,
+    );
     // Created after the streak began: the streak does not count.
     const early = await hooks.disableSubscription(request(owner, before));
     expect(early.disabled).toBe(false);
@@ -132,10 +176,13 @@ describe("a subscription that fails every attempt for the period is disabled", (
     expect(twice.disabled).toBe(false);
     expect(twice.subscription).toEqual(ok.subscription);
     // Disabled: not a subscriber.
-    const subscribers = (await hooks.listSubscribers({ organisationId: otherOrgId, eventType: EventType.CONTACT_UPDATED })).subscribers;
+    const subscribers = (
+      await hooks.listSubscribers({ organisationId: otherOrgId, eventType: EventType.CONTACT_UPDATED })
+    ).subscribers;
     expect(subscribers.map((s) => s.subscriptionId)).not.toContain(subscription!.id);
     await hooks.updateSubscription({ owner, id: subscription!.id });
-    const back = (await hooks.listSubscribers({ organisationId: otherOrgId, eventType: EventType.CONTACT_UPDATED })).subscribers;
+    const back = (await hooks.listSubscribers({ organisationId: otherOrgId, eventType: EventType.CONTACT_UPDATED }))
+      .subscribers;
     expect(back.map((s) => s.subscriptionId)).toContain(subscription!.id);
   });
 });

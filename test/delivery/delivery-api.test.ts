@@ -4,11 +4,11 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { expectError } from "../support/api-client.js";
 import { waitFor } from "../support/processes.js";
-import { type Receiver } from "../support/receiver.js";
+import type { Receiver } from "../support/receiver.js";
 import {
   app,
   ATTEMPT_KEYS,
-  AttemptBody,
+  type AttemptBody,
   attempts,
   base,
   call,
@@ -23,7 +23,7 @@ import {
   RFC3339,
   sibling,
   subscribe,
-  SubscriptionBody,
+  type SubscriptionBody,
   useDeliveryApiSuite,
   UUID,
 } from "../support/delivery-api-suite.js";
@@ -40,10 +40,14 @@ describe("the delivery log", () => {
     route = receiver.route("/log/flaky", (n) => (n === 1 ? { status: 500 } : { status: 200 }));
     subscription = await subscribe(app, route.url);
     await createContact(orgId, "Ada");
-    log = await waitFor(async () => {
-      const list = await attempts(app, subscription.id);
-      return list.length === 2 ? list : undefined;
-    }, 20_000, "two attempts in the log");
+    log = await waitFor(
+      async () => {
+        const list = await attempts(app, subscription.id);
+        return list.length === 2 ? list : undefined;
+      },
+      20_000,
+      "two attempts in the log",
+    );
   });
 
   it("lists the attempts newest first: event id, type, status code, duration, error, next retry", async () => {
@@ -76,8 +80,18 @@ describe("the delivery log", () => {
     const next = await call(app, "GET", link![1]!);
     expect(await next.json()).toEqual([log[1]]);
     expect(next.headers.get("link")).toBeNull();
-    await expectError(await call(app, "GET", `${PATH}/${subscription.id}/deliveries?limit=0`), 400, "invalid_request", /^limit: /);
-    await expectError(await call(app, "GET", `${PATH}/${subscription.id}/deliveries?cursor=nonsense`), 400, "invalid_request", /^cursor: /);
+    await expectError(
+      await call(app, "GET", `${PATH}/${subscription.id}/deliveries?limit=0`),
+      400,
+      "invalid_request",
+      /^limit: /,
+    );
+    await expectError(
+      await call(app, "GET", `${PATH}/${subscription.id}/deliveries?cursor=nonsense`),
+      400,
+      "invalid_request",
+      /^cursor: /,
+    );
   });
 
   it("retry sends the delivery again now: 202 with the delivery, the same webhook-id, a third attempt in the log", async () => {
@@ -101,10 +115,14 @@ describe("the delivery log", () => {
     expect([2, 3]).toContain(body.attempts);
     await waitFor(() => route.requests.length === 3 || undefined, 15_000, "the retried POST");
     expect(route.requests[2]!.headers["webhook-id"]).toBe(log[0]!.event_id);
-    const after = await waitFor(async () => {
-      const list = await attempts(app, subscription.id);
-      return list.length === 3 ? list : undefined;
-    }, 15_000, "the third attempt in the log");
+    const after = await waitFor(
+      async () => {
+        const list = await attempts(app, subscription.id);
+        return list.length === 3 ? list : undefined;
+      },
+      15_000,
+      "the third attempt in the log",
+    );
     expect(after[0]).toMatchObject({ attempt: 3, status_code: 200, outcome: "succeeded", delivery_id: deliveryId });
     expect(after.slice(1)).toEqual(log);
   });
@@ -113,35 +131,71 @@ describe("the delivery log", () => {
     const deliveryId = log[0]!.delivery_id;
     for (const other of [sibling, foreign]) {
       await expectError(await call(other, "GET", `${PATH}/${subscription.id}/deliveries`), 404, "not_found");
-      await expectError(await call(other, "POST", `${PATH}/${subscription.id}/deliveries/${deliveryId}/retry`), 404, "not_found");
+      await expectError(
+        await call(other, "POST", `${PATH}/${subscription.id}/deliveries/${deliveryId}/retry`),
+        404,
+        "not_found",
+      );
     }
     // The sibling's own subscription with this application's delivery: not one of its deliveries.
     const theirs = await subscribe(sibling, receiver.route("/log/sibling").url);
-    await expectError(await call(sibling, "POST", `${PATH}/${theirs.id}/deliveries/${deliveryId}/retry`), 404, "not_found");
+    await expectError(
+      await call(sibling, "POST", `${PATH}/${theirs.id}/deliveries/${deliveryId}/retry`),
+      404,
+      "not_found",
+    );
     expect(await attempts(sibling, theirs.id)).toEqual([]);
     // This application's own subscription, but a delivery id that does not exist.
-    await expectError(await call(app, "POST", `${PATH}/${subscription.id}/deliveries/999999999/retry`), 404, "not_found");
+    await expectError(
+      await call(app, "POST", `${PATH}/${subscription.id}/deliveries/999999999/retry`),
+      404,
+      "not_found",
+    );
     await expectError(await call(app, "GET", `${PATH}/999999999/deliveries`), 404, "not_found");
 
-    await expectError(await call(app, "GET", `${PATH}/abc/deliveries`), 400, "invalid_request", 'id: expected a positive integer, not "abc"');
+    await expectError(
+      await call(app, "GET", `${PATH}/abc/deliveries`),
+      400,
+      "invalid_request",
+      'id: expected a positive integer, not "abc"',
+    );
     await expectError(await call(app, "GET", `${PATH}/0/deliveries`), 400, "invalid_request", /^id: /);
-    await expectError(await call(app, "POST", `${PATH}/-1/deliveries/${deliveryId}/retry`), 400, "invalid_request", /^id: /);
+    await expectError(
+      await call(app, "POST", `${PATH}/-1/deliveries/${deliveryId}/retry`),
+      400,
+      "invalid_request",
+      /^id: /,
+    );
     await expectError(
       await call(app, "POST", `${PATH}/${subscription.id}/deliveries/abc/retry`),
       400,
       "invalid_request",
       'delivery_id: expected a positive integer, not "abc"',
     );
-    await expectError(await call(app, "POST", `${PATH}/${subscription.id}/deliveries/99999999999999999999/retry`), 400, "invalid_request", /^delivery_id: /);
-    await expectError(await call(app, "GET", `${PATH}/${subscription.id}/deliveries/${deliveryId}/retry`), 405, "method_not_allowed");
+    await expectError(
+      await call(app, "POST", `${PATH}/${subscription.id}/deliveries/99999999999999999999/retry`),
+      400,
+      "invalid_request",
+      /^delivery_id: /,
+    );
+    await expectError(
+      await call(app, "GET", `${PATH}/${subscription.id}/deliveries/${deliveryId}/retry`),
+      405,
+      "method_not_allowed",
+    );
   });
 
   it("401 without a token; 403 insufficient_scope: webhooks:read to list, webhooks:write to retry", async () => {
     const list = `${PATH}/${subscription.id}/deliveries`;
     const retry = `${list}/${log[0]!.delivery_id}/retry`;
-    for (const [method, path] of [["GET", list], ["POST", retry]] as const) {
+    for (const [method, path] of [
+      ["GET", list],
+      ["POST", retry],
+    ] as const) {
       const none = await call(undefined, method, path);
-      expect(none.headers.get("www-authenticate")).toMatch(/^Bearer realm="bizcard", resource_metadata="http:\/\/[^"]+\/\.well-known\/oauth-protected-resource"$/);
+      expect(none.headers.get("www-authenticate")).toMatch(
+        /^Bearer realm="bizcard", resource_metadata="http:\/\/[^"]+\/\.well-known\/oauth-protected-resource"$/,
+      );
       await expectError(none, 401, "invalid_token");
     }
     for (const [client, method, path, scope] of [
@@ -150,7 +204,9 @@ describe("the delivery log", () => {
     ] as const) {
       const res = await call(client, method, path);
       expect(res.headers.get("www-authenticate")).toMatch(
-        new RegExp(`^Bearer realm="bizcard", resource_metadata="[^"]+", error="insufficient_scope", error_description="this resource needs the scope ${scope}", scope="${scope}"$`),
+        new RegExp(
+          `^Bearer realm="bizcard", resource_metadata="[^"]+", error="insufficient_scope", error_description="this resource needs the scope ${scope}", scope="${scope}"$`,
+        ),
       );
       await expectError(res, 403, "insufficient_scope");
     }

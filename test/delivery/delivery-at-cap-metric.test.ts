@@ -45,23 +45,36 @@ afterAll(async () => {
 
 async function subscribe(name: string, ordered: boolean, answer: (n: number) => Answer) {
   const orgs = platform.organisation.client(OrganisationService);
-  const org = await orgs.createOrganisation({ name, ownerEmail: `${randomUUID()}@metric.test`, ownerPassword: "correct horse" });
+  const org = await orgs.createOrganisation({
+    name,
+    ownerEmail: `${randomUUID()}@metric.test`,
+    ownerPassword: "correct horse",
+  });
   const owner = { organisationId: org.organisation!.id, clientId: "zapier" } as Owner;
   const route = receiver.route(`/metric/${randomUUID()}`, answer);
-  await platform.webhook.client(WebhookService).createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED, ordered });
+  await platform.webhook
+    .client(WebhookService)
+    .createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED, ordered });
   const contacts = async (n: number) => {
-    for (let i = 0; i < n; i++) await orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: `${name}${i}` } });
+    for (let i = 0; i < n; i++)
+      await orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: `${name}${i}` } });
   };
   return { route, contacts };
 }
 
 /** The metrics once they show `atCap` subscriptions at their cap and `inFlight` deliveries held. */
 async function metricsShowing(atCap: number, inFlight: number): Promise<string> {
-  return waitFor(async () => {
-    const text = await (await fetch(`${platform.delivery.server.url}/metrics`)).text();
-    const shows = new RegExp(`^webhook_subscriptions_at_in_flight_cap ${atCap}$`, "m").test(text) && new RegExp(`^webhook_deliveries_in_flight ${inFlight}$`, "m").test(text);
-    return shows ? text : undefined;
-  }, 20_000, `${atCap} subscription(s) at their cap, ${inFlight} in flight`);
+  return waitFor(
+    async () => {
+      const text = await (await fetch(`${platform.delivery.server.url}/metrics`)).text();
+      const shows =
+        new RegExp(`^webhook_subscriptions_at_in_flight_cap ${atCap}$`, "m").test(text) &&
+        new RegExp(`^webhook_deliveries_in_flight ${inFlight}$`, "m").test(text);
+      return shows ? text : undefined;
+    },
+    20_000,
+    `${atCap} subscription(s) at their cap, ${inFlight} in flight`,
+  );
 }
 
 it("an ordered subscription with its one POST open is at its cap (1), not below a cap of 4", async () => {

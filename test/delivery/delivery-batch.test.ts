@@ -54,7 +54,11 @@ const startDelivery = (webhookUrl = webhook.server.url) =>
   platform.startService((deps) => createDeliveryApp(deps), platform.configWith({ WEBHOOK_RPC_URL: webhookUrl }));
 
 /** A contact event as the organisation service publishes it; returns its event id. */
-async function publish(organisationId: string, type: EventType.CONTACT_CREATED | EventType.CONTACT_UPDATED, name: string): Promise<string> {
+async function publish(
+  organisationId: string,
+  type: EventType.CONTACT_CREATED | EventType.CONTACT_UPDATED,
+  name: string,
+): Promise<string> {
   const eventId = randomUUID();
   const now = timestampFromDate(new Date());
   const event = create(ContactEventSchema, {
@@ -62,9 +66,19 @@ async function publish(organisationId: string, type: EventType.CONTACT_CREATED |
     type,
     organisationId,
     occurTime: now,
-    contact: create(ContactSchema, { id: randomUUID(), organisationId, firstName: name, createTime: now, updateTime: now }),
+    contact: create(ContactSchema, {
+      id: randomUUID(),
+      organisationId,
+      firstName: name,
+      createTime: now,
+      updateTime: now,
+    }),
   });
-  await bus.publish(subjectFor(base.NATS_SUBJECT_PREFIX, nameOfEventType(type)), toBinary(ContactEventSchema, event), eventId);
+  await bus.publish(
+    subjectFor(base.NATS_SUBJECT_PREFIX, nameOfEventType(type)),
+    toBinary(ContactEventSchema, event),
+    eventId,
+  );
   return eventId;
 }
 
@@ -77,13 +91,18 @@ async function subscribe(owner: Owner, path: string, eventType: EventType) {
 /** The consumer has handed out everything and has nothing in hand. */
 async function drained(): Promise<void> {
   const jsm = await nc.jetstreamManager();
-  await waitFor(async () => {
-    const info = await jsm.consumers.info(base.NATS_STREAM, CONTACT_FAN_OUT_CONSUMER);
-    return info.num_pending === 0 && info.num_ack_pending === 0 ? true : undefined;
-  }, 20_000, "consumer drained");
+  await waitFor(
+    async () => {
+      const info = await jsm.consumers.info(base.NATS_STREAM, CONTACT_FAN_OUT_CONSUMER);
+      return info.num_pending === 0 && info.num_ack_pending === 0 ? true : undefined;
+    },
+    20_000,
+    "consumer drained",
+  );
 }
 
-const ids = (route: { requests: { headers: Record<string, unknown> }[] }) => route.requests.map((r) => String(r.headers["webhook-id"]));
+const ids = (route: { requests: { headers: Record<string, unknown> }[] }) =>
+  route.requests.map((r) => String(r.headers["webhook-id"]));
 
 it("50 events published at once across 2 organisations and both event types: each subscription gets exactly its events, once", async () => {
   const [orgA, orgB] = [randomUUID(), randomUUID()];
@@ -97,11 +116,31 @@ it("50 events published at once across 2 organisations and both event types: eac
     expected.set(key(org, type), [...(expected.get(key(org, type)) ?? []), id]);
   }
   const routes = {
-    aCreated: await subscribe({ organisationId: orgA, clientId: "zapier" } as Owner, "/a-created", EventType.CONTACT_CREATED),
-    aCreatedOther: await subscribe({ organisationId: orgA, clientId: "make" } as Owner, "/a-created-other", EventType.CONTACT_CREATED),
-    aUpdated: await subscribe({ organisationId: orgA, clientId: "zapier" } as Owner, "/a-updated", EventType.CONTACT_UPDATED),
-    bCreated: await subscribe({ organisationId: orgB, clientId: "zapier" } as Owner, "/b-created", EventType.CONTACT_CREATED),
-    bUpdated: await subscribe({ organisationId: orgB, clientId: "zapier" } as Owner, "/b-updated", EventType.CONTACT_UPDATED),
+    aCreated: await subscribe(
+      { organisationId: orgA, clientId: "zapier" } as Owner,
+      "/a-created",
+      EventType.CONTACT_CREATED,
+    ),
+    aCreatedOther: await subscribe(
+      { organisationId: orgA, clientId: "make" } as Owner,
+      "/a-created-other",
+      EventType.CONTACT_CREATED,
+    ),
+    aUpdated: await subscribe(
+      { organisationId: orgA, clientId: "zapier" } as Owner,
+      "/a-updated",
+      EventType.CONTACT_UPDATED,
+    ),
+    bCreated: await subscribe(
+      { organisationId: orgB, clientId: "zapier" } as Owner,
+      "/b-created",
+      EventType.CONTACT_CREATED,
+    ),
+    bUpdated: await subscribe(
+      { organisationId: orgB, clientId: "zapier" } as Owner,
+      "/b-updated",
+      EventType.CONTACT_UPDATED,
+    ),
   };
   const want = {
     aCreated: expected.get(key(orgA, EventType.CONTACT_CREATED))!,
@@ -113,14 +152,19 @@ it("50 events published at once across 2 organisations and both event types: eac
   const total = Object.values(want).reduce((n, list) => n + list.length, 0);
   const delivery = await startDelivery();
   try {
-    await waitFor(() => Object.values(routes).reduce((n, r) => n + r.requests.length, 0) >= total, 30_000, "every delivery");
+    await waitFor(
+      () => Object.values(routes).reduce((n, r) => n + r.requests.length, 0) >= total,
+      30_000,
+      "every delivery",
+    );
     await drained();
     for (const [name, route] of Object.entries(routes)) {
       const got = ids(route);
       expect(got.length, name).toBe(want[name as keyof typeof want].length);
       expect(new Set(got), name).toEqual(new Set(want[name as keyof typeof want]));
       // Each body is its own event's (the webhook-id and the body's contact match one published event).
-      for (const r of route.requests) expect(JSON.parse(r.body).type).toBe(name.includes("Updated") ? "contact.updated" : "contact.created");
+      for (const r of route.requests)
+        expect(JSON.parse(r.body).type).toBe(name.includes("Updated") ? "contact.updated" : "contact.created");
     }
   } finally {
     await delivery.stop();
@@ -129,7 +173,11 @@ it("50 events published at once across 2 organisations and both event types: eac
 
 it("the consumer is deleted while batches are in hand and events keep coming: recreated after the recorded position, nothing sent twice, nothing skipped", async () => {
   const org = randomUUID();
-  const route = await subscribe({ organisationId: org, clientId: "zapier" } as Owner, "/lost", EventType.CONTACT_CREATED);
+  const route = await subscribe(
+    { organisationId: org, clientId: "zapier" } as Owner,
+    "/lost",
+    EventType.CONTACT_CREATED,
+  );
   const published: string[] = [];
   for (let i = 0; i < 40; i++) published.push(await publish(org, EventType.CONTACT_CREATED, `Early${i}`));
   const jsm = await nc.jetstreamManager();
@@ -140,7 +188,11 @@ it("the consumer is deleted while batches are in hand and events keep coming: re
   await jsm.consumers.delete(base.NATS_STREAM, CONTACT_FAN_OUT_CONSUMER);
   for (let i = 0; i < 40; i++) published.push(await publish(org, EventType.CONTACT_CREATED, `Late${i}`));
   await waitFor(() => route.requests.length >= published.length, 30_000, "every event");
-  const info = await waitFor(() => jsm.consumers.info(base.NATS_STREAM, CONTACT_FAN_OUT_CONSUMER), 15_000, "consumer back");
+  const info = await waitFor(
+    () => jsm.consumers.info(base.NATS_STREAM, CONTACT_FAN_OUT_CONSUMER),
+    15_000,
+    "consumer back",
+  );
   // Recreated right after what was recorded, not from the start of the stream.
   expect(info.config.deliver_policy).toBe("by_start_sequence");
   expect(info.config.opt_start_seq).toBeGreaterThan(1);
@@ -180,7 +232,11 @@ it("a batch whose subscribers cannot be read is retried, later events waiting be
   const proxy = await switchableProxy(webhook.server.url);
   try {
     const org = randomUUID();
-    const route = await subscribe({ organisationId: org, clientId: "zapier" } as Owner, "/retried", EventType.CONTACT_CREATED);
+    const route = await subscribe(
+      { organisationId: org, clientId: "zapier" } as Owner,
+      "/retried",
+      EventType.CONTACT_CREATED,
+    );
     // The fan-out cannot read subscribers: its batches fail and are retried.
     proxy.set(false);
     const published: string[] = [];
@@ -188,10 +244,14 @@ it("a batch whose subscribers cannot be read is retried, later events waiting be
     const jsm = await nc.jetstreamManager();
     const delivery = await startDelivery(proxy.url);
     // In hand and unacknowledged while failing (not skipped, not given up).
-    await waitFor(async () => {
-      const info = await jsm.consumers.info(base.NATS_STREAM, CONTACT_FAN_OUT_CONSUMER);
-      return info.num_ack_pending > 0 ? true : undefined;
-    }, 15_000, "a batch in hand");
+    await waitFor(
+      async () => {
+        const info = await jsm.consumers.info(base.NATS_STREAM, CONTACT_FAN_OUT_CONSUMER);
+        return info.num_ack_pending > 0 ? true : undefined;
+      },
+      15_000,
+      "a batch in hand",
+    );
     for (let i = 0; i < 20; i++) published.push(await publish(org, EventType.CONTACT_CREATED, `Behind${i}`));
     expect(route.requests).toHaveLength(0);
     proxy.set(true);

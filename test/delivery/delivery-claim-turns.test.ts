@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
-import { type DeliveryStore } from "../../services/delivery/deliveries/delivery-store.js";
+import type { DeliveryStore } from "../../services/delivery/deliveries/delivery-store.js";
 import { startDeliverySchema, type DeliverySchema } from "../support/delivery-schema.js";
 import { waitFor } from "../support/processes.js";
 
@@ -25,15 +25,21 @@ afterAll(async () => {
 });
 
 /** An owner's subscription with `count` pending deliveries, due `ageSeconds` ago (oldest first). */
-async function queue(owner: { organisationId: string; clientId: string }, count: number, ageSeconds: number): Promise<bigint> {
+async function queue(
+  owner: { organisationId: string; clientId: string },
+  count: number,
+  ageSeconds: number,
+): Promise<bigint> {
   const subscriptionId = BigInt(nextSubscription++);
   for (let i = 0; i < count; i++) {
     const eventId = randomUUID();
     const due = new Date(Date.now() - (ageSeconds - i) * 1000);
-    await orm.em.fork().execute(
-      `insert into "delivery"."delivery_event" ("event_id", "event_type", "organisation_id", "body", "created_at") values (?, 'contact.created', ?, '{}', now())`,
-      [eventId, owner.organisationId],
-    );
+    await orm.em
+      .fork()
+      .execute(
+        `insert into "delivery"."delivery_event" ("event_id", "event_type", "organisation_id", "body", "created_at") values (?, 'contact.created', ?, '{}', now())`,
+        [eventId, owner.organisationId],
+      );
     await orm.em.fork().execute(
       `insert into "delivery"."delivery" ("event_id", "subscription_id", "organisation_id", "client_id", "event_type", "status", "next_attempt_at", "created_at", "updated_at")
        values (?, ?, ?, ?, 'contact.created', 'pending', ?, now(), now())`,
@@ -94,13 +100,17 @@ it("a claim takes no more of a subscription than its cap less what is already cl
   expect(await store.claim(10, 1, 2)).toHaveLength(2);
   expect((await store.claim(10, 60, 2)).filter((d) => d.subscriptionId === leased)).toHaveLength(0);
   // The 1 s leases run out on the database's clock, which the claim reads.
-  await waitFor(async () => {
-    const held: unknown[] = await orm.em.fork().execute(
-      `select 1 from "delivery"."delivery"
+  await waitFor(
+    async () => {
+      const held: unknown[] = await orm.em.fork().execute(
+        `select 1 from "delivery"."delivery"
         where "subscription_id" = ? and "claim_id" is not null and "next_attempt_at" > now()`,
-      [leased.toString()],
-    );
-    return held.length === 0 ? true : undefined;
-  }, 10_000, "the leases to run out");
+        [leased.toString()],
+      );
+      return held.length === 0 ? true : undefined;
+    },
+    10_000,
+    "the leases to run out",
+  );
   expect((await store.claim(10, 60, 2)).filter((d) => d.subscriptionId === leased)).toHaveLength(2);
 });

@@ -48,17 +48,36 @@ it("deliveries claimed by a worker that died are sent by another once the claim 
   const fanOut = await platform.startService((deps) => createDeliveryApp(deps, { workers: false }));
 
   const orgs = organisation.client(OrganisationService);
-  const org = await orgs.createOrganisation({ name: "Claims", ownerEmail: `${randomUUID()}@claims.test`, ownerPassword: "correct horse" });
+  const org = await orgs.createOrganisation({
+    name: "Claims",
+    ownerEmail: `${randomUUID()}@claims.test`,
+    ownerPassword: "correct horse",
+  });
   const owner = { organisationId: org.organisation!.id, clientId: "zapier" } as Owner;
   const route = receiver.route("/claims");
-  const { subscription } = await webhook.client(WebhookService).createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
-  for (let i = 0; i < 5; i++) await orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: `Claimed${i}` } });
+  const { subscription } = await webhook
+    .client(WebhookService)
+    .createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
+  for (let i = 0; i < 5; i++)
+    await orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: `Claimed${i}` } });
   const log = fanOut.client(DeliveryService);
-  await waitFor(async () => ((await log.listDeliveries({ owner, subscriptionId: subscription!.id })).deliveries.length === 5 ? true : undefined), 15_000, "fan-out");
+  await waitFor(
+    async () =>
+      (await log.listDeliveries({ owner, subscriptionId: subscription!.id })).deliveries.length === 5
+        ? true
+        : undefined,
+    15_000,
+    "fan-out",
+  );
 
   // A worker claims them all, then dies without sending or recording anything.
   const orm = await openServiceDatabase(
-    { databaseUrl: db.url, databasePoolMax: 1, logger: createLogger("test", "silent"), config: { MIGRATE_ON_START: false } },
+    {
+      databaseUrl: db.url,
+      databasePoolMax: 1,
+      logger: createLogger("test", "silent"),
+      config: { MIGRATE_ON_START: false },
+    },
     { schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations },
   );
   let claimedAt: number;

@@ -49,8 +49,12 @@ afterAll(async () => {
 
 it("the first waiting delivery of a deleted subscription cancels its whole queue, a retry a minute ahead included", async () => {
   const orgs = platform.organisation.client(OrganisationService);
-  const orgId = (await orgs.createOrganisation({ name: "Gone Cards", ownerEmail: "owner@gone.test", ownerPassword: "password-q" })).organisation!.id;
-  const res = await platform.auth.client(AuthService).createClient({ name: "Zap", ownerOrganisationId: orgId, scopes: [] });
+  const orgId = (
+    await orgs.createOrganisation({ name: "Gone Cards", ownerEmail: "owner@gone.test", ownerPassword: "password-q" })
+  ).organisation!.id;
+  const res = await platform.auth
+    .client(AuthService)
+    .createClient({ name: "Zap", ownerOrganisationId: orgId, scopes: [] });
   const app: AppClient = { id: res.client!.clientId, secret: res.clientSecret };
   const { call } = apiCaller(() => platform.base);
   // The first POST is answered 500 after 1.5 s (its retry then waits a minute); the rest would get 200.
@@ -61,17 +65,30 @@ it("the first waiting delivery of a deleted subscription cancels its whole queue
 
   await orgs.createContact({ organisationId: orgId, fields: { firstName: "Held" } });
   await waitFor(() => route.requests.length === 1 || undefined, 15_000, "the first POST");
-  for (const firstName of ["Queued1", "Queued2", "Queued3"]) await orgs.createContact({ organisationId: orgId, fields: { firstName } });
+  for (const firstName of ["Queued1", "Queued2", "Queued3"])
+    await orgs.createContact({ organisationId: orgId, fields: { firstName } });
   const rows = async () =>
-    (await db.query<{ status: string; n: number }>(`select "status", count(*)::int as "n" from "delivery"."delivery" where "subscription_id" = $1 group by "status"`, [id]))
-      .rows;
-  await waitFor(async () => ((await rows()).reduce((n, r) => n + r.n, 0) === 4 ? true : undefined), 15_000, "the four deliveries recorded");
+    (
+      await db.query<{ status: string; n: number }>(
+        `select "status", count(*)::int as "n" from "delivery"."delivery" where "subscription_id" = $1 group by "status"`,
+        [id],
+      )
+    ).rows;
+  await waitFor(
+    async () => ((await rows()).reduce((n, r) => n + r.n, 0) === 4 ? true : undefined),
+    15_000,
+    "the four deliveries recorded",
+  );
 
   const deleted = await call(app, "DELETE", `${PATH}/${id}`);
   expect(deleted.status).toBe(204);
   // The held POST is answered (500): its retry is due a minute later. The next in line finds the
   // subscription gone: all four cancelled within seconds, the retry with them.
-  await waitFor(async () => ((await rows()).every((r) => r.status === "cancelled") ? true : undefined), 10_000, "every delivery cancelled");
+  await waitFor(
+    async () => ((await rows()).every((r) => r.status === "cancelled") ? true : undefined),
+    10_000,
+    "every delivery cancelled",
+  );
   expect(await rows()).toEqual([{ status: "cancelled", n: 4 }]);
   expect(route.requests).toHaveLength(1);
 });

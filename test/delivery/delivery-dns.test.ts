@@ -46,22 +46,38 @@ afterAll(async () => {
 
 it("a name known only to WEBHOOK_DNS_SERVERS is delivered to the address that server gives", async () => {
   const orgs = platform.organisation.client(OrganisationService);
-  const org = await orgs.createOrganisation({ name: "Dns", ownerEmail: `${randomUUID()}@dns.test`, ownerPassword: "correct horse" });
+  const org = await orgs.createOrganisation({
+    name: "Dns",
+    ownerEmail: `${randomUUID()}@dns.test`,
+    ownerPassword: "correct horse",
+  });
   const owner = { organisationId: org.organisation!.id, clientId: "zapier" } as Owner;
   const route = receiver.route(`/hooks/${randomUUID()}`);
   const targetUrl = `http://${NAME}:${new URL(receiver.base).port}${new URL(route.url).pathname}`;
-  const { subscription } = await platform.webhook.client(WebhookService).createSubscription({ owner, targetUrl, eventType: EventType.CONTACT_CREATED });
+  const { subscription } = await platform.webhook
+    .client(WebhookService)
+    .createSubscription({ owner, targetUrl, eventType: EventType.CONTACT_CREATED });
   expect(subscription!.targetUrl).toBe(targetUrl);
 
   await orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: "Ada" } });
-  const [request] = await waitFor(() => (route.requests.length ? route.requests : undefined), 15_000, "the POST at the loopback receiver");
+  const [request] = await waitFor(
+    () => (route.requests.length ? route.requests : undefined),
+    15_000,
+    "the POST at the loopback receiver",
+  );
   expect(request!.headers.host).toBe(`${NAME}:${new URL(receiver.base).port}`);
   expect(JSON.parse(request!.body)).toMatchObject({ type: "contact.created" });
   expect(dns.asked).toContain(`${NAME}/A`);
 
-  const attempts = await waitFor(async () => {
-    const res = await platform.delivery.client(DeliveryService).listDeliveryAttempts({ owner, subscriptionId: subscription!.id });
-    return res.attempts.length ? res.attempts : undefined;
-  }, 10_000, "the attempt recorded");
+  const attempts = await waitFor(
+    async () => {
+      const res = await platform.delivery
+        .client(DeliveryService)
+        .listDeliveryAttempts({ owner, subscriptionId: subscription!.id });
+      return res.attempts.length ? res.attempts : undefined;
+    },
+    10_000,
+    "the attempt recorded",
+  );
   expect(attempts[0]).toMatchObject({ outcome: "succeeded", responseStatus: 200 });
 });

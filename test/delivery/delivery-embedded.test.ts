@@ -11,7 +11,13 @@ import { WebhookService, type Owner } from "../../gen/bizcard/webhook/v1/webhook
 import { InProcessBus } from "../../services/shared/event-bus/in-process-bus.js";
 import type { ServiceApp } from "../../services/shared/service-app.js";
 import { uniqueName } from "../support/backends.js";
-import { createOrganisationApp, createWebhookApp, startPlatform, type Platform, type StartedService } from "../support/platform.js";
+import {
+  createOrganisationApp,
+  createWebhookApp,
+  startPlatform,
+  type Platform,
+  type StartedService,
+} from "../support/platform.js";
 import { waitFor } from "../support/processes.js";
 import { startReceiver, type Receiver } from "../support/receiver.js";
 
@@ -54,8 +60,16 @@ afterAll(async () => {
 });
 
 it("a subscriber that never answers does not delay another one's deliveries", async () => {
-  const [organisation, delivery, webhook] = started as [StartedService<ServiceApp>, StartedService<ServiceApp>, StartedService<ServiceApp>];
-  const org = await organisation.client(OrganisationService).createOrganisation({ name: "Embedded", ownerEmail: `${randomUUID()}@embedded.test`, ownerPassword: "correct horse" });
+  const [organisation, delivery, webhook] = started as [
+    StartedService<ServiceApp>,
+    StartedService<ServiceApp>,
+    StartedService<ServiceApp>,
+  ];
+  const org = await organisation.client(OrganisationService).createOrganisation({
+    name: "Embedded",
+    ownerEmail: `${randomUUID()}@embedded.test`,
+    ownerPassword: "correct horse",
+  });
   const organisationId = org.organisation!.id;
   const hanging = receiver.route("/hang", () => "hang");
   const healthy = receiver.route("/ok");
@@ -63,7 +77,11 @@ it("a subscriber that never answers does not delay another one's deliveries", as
   const slowOwner = { organisationId, clientId: "slow-app" } as Owner;
   const fastOwner = { organisationId, clientId: "fast-app" } as Owner;
   await hooks.createSubscription({ owner: slowOwner, targetUrl: hanging.url, eventType: EventType.CONTACT_CREATED });
-  const fast = await hooks.createSubscription({ owner: fastOwner, targetUrl: healthy.url, eventType: EventType.CONTACT_CREATED });
+  const fast = await hooks.createSubscription({
+    owner: fastOwner,
+    targetUrl: healthy.url,
+    eventType: EventType.CONTACT_CREATED,
+  });
 
   const orgs = organisation.client(OrganisationService);
   const t0 = Date.now();
@@ -71,11 +89,22 @@ it("a subscriber that never answers does not delay another one's deliveries", as
   await waitFor(() => healthy.requests.length === 5, 15_000, "the healthy subscriber's deliveries");
   // Well before the hanging target's first attempt times out (8 s).
   expect(Date.now() - t0).toBeLessThan(6000);
-  expect(healthy.requests.map((r) => JSON.parse(r.body).data.first_name)).toEqual(["Fast0", "Fast1", "Fast2", "Fast3", "Fast4"]);
+  expect(healthy.requests.map((r) => JSON.parse(r.body).data.first_name)).toEqual([
+    "Fast0",
+    "Fast1",
+    "Fast2",
+    "Fast3",
+    "Fast4",
+  ]);
   // The receiver has the fifth POST before the worker records its answer:
   // wait for that write (moments later), not for the hanging target.
-  const listed = () => delivery.client(DeliveryService).listDeliveries({ owner: fastOwner, subscriptionId: fast.subscription!.id });
-  await waitFor(async () => (await listed()).deliveries.every((d) => d.status === "succeeded") || undefined, 5_000, "the fast deliveries recorded");
+  const listed = () =>
+    delivery.client(DeliveryService).listDeliveries({ owner: fastOwner, subscriptionId: fast.subscription!.id });
+  await waitFor(
+    async () => (await listed()).deliveries.every((d) => d.status === "succeeded") || undefined,
+    5_000,
+    "the fast deliveries recorded",
+  );
   const { deliveries } = await listed();
   expect(deliveries.map((d) => d.status)).toEqual(["succeeded", "succeeded", "succeeded", "succeeded", "succeeded"]);
   expect(hanging.requests.length).toBeGreaterThan(0);

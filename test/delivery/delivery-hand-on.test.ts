@@ -5,7 +5,11 @@
 import { randomUUID } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
-import type { AttemptRecord, ClaimedDelivery, DeliveryStore } from "../../services/delivery/deliveries/delivery-store.js";
+import type {
+  AttemptRecord,
+  ClaimedDelivery,
+  DeliveryStore,
+} from "../../services/delivery/deliveries/delivery-store.js";
 import { startDeliverySchema, type DeliverySchema } from "../support/delivery-schema.js";
 
 let schema: DeliverySchema;
@@ -33,10 +37,12 @@ async function queue(count: number, ordered = false): Promise<bigint> {
   const organisationId = randomUUID();
   for (let i = 0; i < count; i++) {
     const eventId = randomUUID();
-    await orm.em.fork().execute(
-      `insert into "delivery"."delivery_event" ("event_id", "event_type", "organisation_id", "body", "created_at") values (?, 'contact.created', ?, ?, now())`,
-      [eventId, organisationId, JSON.stringify({ n: i })],
-    );
+    await orm.em
+      .fork()
+      .execute(
+        `insert into "delivery"."delivery_event" ("event_id", "event_type", "organisation_id", "body", "created_at") values (?, 'contact.created', ?, ?, now())`,
+        [eventId, organisationId, JSON.stringify({ n: i })],
+      );
     await orm.em.fork().execute(
       `insert into "delivery"."delivery" ("event_id", "subscription_id", "organisation_id", "client_id", "event_type", "status", "next_attempt_at",
          "ordered", "stream_sequence", "created_at", "updated_at")
@@ -59,10 +65,12 @@ const answered = (d: ClaimedDelivery, status: number): AttemptRecord => ({
 });
 
 const inFlight = async (subscriptionId: bigint) => {
-  const [row] = await orm.em.fork().execute<{ n: number }[]>(
-    `select count(*)::int as "n" from "delivery"."delivery" where "subscription_id" = ? and "status" = 'pending' and "claim_id" is not null and "next_attempt_at" > now()`,
-    [subscriptionId.toString()],
-  );
+  const [row] = await orm.em
+    .fork()
+    .execute<{ n: number }[]>(
+      `select count(*)::int as "n" from "delivery"."delivery" where "subscription_id" = ? and "status" = 'pending' and "claim_id" is not null and "next_attempt_at" > now()`,
+      [subscriptionId.toString()],
+    );
   return row!.n;
 };
 
@@ -78,7 +86,10 @@ it("each success hands its slot to the subscription's next due row, oldest first
   // Two recorded, two handed on: still the cap in flight, never more.
   expect(await inFlight(sub)).toBe(4);
   // The handed-on rows are this worker's claim: recording them frees their slots as a claim's would.
-  const after = await store.recordMany(next.map((d) => answered(d, 200)), 4);
+  const after = await store.recordMany(
+    next.map((d) => answered(d, 200)),
+    4,
+  );
   expect(after).toEqual([]);
   expect(await inFlight(sub)).toBe(2);
   // Without handing on, nothing is claimed and the rows wait for the claim (round the owners).
@@ -104,9 +115,10 @@ it("a subscription whose cap was lowered gets only what fits under it; a paused 
   // Its target answered 503s meanwhile: the cap is 2 now.
   await orm.em
     .fork()
-    .execute(`insert into "delivery"."subscription_pause" ("subscription_id", "in_flight_cap", "reason", "updated_at") values (?, 2, '503', now())`, [
-      lowered.toString(),
-    ]);
+    .execute(
+      `insert into "delivery"."subscription_pause" ("subscription_id", "in_flight_cap", "reason", "updated_at") values (?, 2, '503', now())`,
+      [lowered.toString()],
+    );
   // Two successes recorded of four held: two stay in flight, the cap of 2 is full, nothing is handed on.
   expect(await store.recordMany([answered(held[0]!, 200), answered(held[1]!, 200)], 4, 60)).toEqual([]);
   expect(await inFlight(lowered)).toBe(2);
@@ -118,9 +130,10 @@ it("a subscription whose cap was lowered gets only what fits under it; a paused 
   const claimed = await store.claim(10, 60, 4);
   await orm.em
     .fork()
-    .execute(`insert into "delivery"."subscription_pause" ("subscription_id", "paused_until", "reason", "updated_at") values (?, now() + interval '1 minute', '429', now())`, [
-      paused.toString(),
-    ]);
+    .execute(
+      `insert into "delivery"."subscription_pause" ("subscription_id", "paused_until", "reason", "updated_at") values (?, now() + interval '1 minute', '429', now())`,
+      [paused.toString()],
+    );
   const mine = claimed.filter((d) => d.subscriptionId === paused);
   expect(mine.length).toBeGreaterThan(0);
   expect(await store.recordMany([answered(mine[0]!, 200)], 4, 60)).toEqual([]);

@@ -71,12 +71,19 @@ afterAll(async () => {
 
 it("two delivery processes on one database never have more than the cap open to one subscription, and send every event once", async () => {
   const orgs = platform.organisation.client(OrganisationService);
-  const org = await orgs.createOrganisation({ name: "Processes", ownerEmail: `${randomUUID()}@processes.test`, ownerPassword: "correct horse" });
+  const org = await orgs.createOrganisation({
+    name: "Processes",
+    ownerEmail: `${randomUUID()}@processes.test`,
+    ownerPassword: "correct horse",
+  });
   const owner = { organisationId: org.organisation!.id, clientId: "zapier" } as Owner;
   const route = receiver.route(`/processes/${randomUUID()}`, 500);
-  const { subscription } = await platform.webhook.client(WebhookService).createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
+  const { subscription } = await platform.webhook
+    .client(WebhookService)
+    .createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
   const count = 12;
-  for (let i = 0; i < count; i++) await orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: `Process${i}` } });
+  for (let i = 0; i < count; i++)
+    await orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: `Process${i}` } });
 
   const log = platform.delivery.client(DeliveryService);
   await waitFor(

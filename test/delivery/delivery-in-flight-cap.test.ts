@@ -40,12 +40,19 @@ afterAll(async () => {
 
 async function subscribe(name: string, hold: number | "hang") {
   const orgs = platform.organisation.client(OrganisationService);
-  const org = await orgs.createOrganisation({ name, ownerEmail: `${randomUUID()}@cap.test`, ownerPassword: "correct horse" });
+  const org = await orgs.createOrganisation({
+    name,
+    ownerEmail: `${randomUUID()}@cap.test`,
+    ownerPassword: "correct horse",
+  });
   const owner = { organisationId: org.organisation!.id, clientId: "zapier" } as Owner;
   const route = receiver.route(`/cap/${randomUUID()}`, hold);
-  const { subscription } = await platform.webhook.client(WebhookService).createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
+  const { subscription } = await platform.webhook
+    .client(WebhookService)
+    .createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
   const contacts = async (n: number) => {
-    for (let i = 0; i < n; i++) await orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: `${name}${i}` } });
+    for (let i = 0; i < n; i++)
+      await orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: `${name}${i}` } });
   };
   return { owner, route, subscription: subscription!, contacts };
 }
@@ -59,7 +66,11 @@ it("two delivery workers on one database never have more than the cap open to on
     const log = platform.delivery.client(DeliveryService);
     await waitFor(
       async () => {
-        const { deliveries } = await log.listDeliveries({ owner: slow.owner, subscriptionId: slow.subscription.id, pageSize: 100 });
+        const { deliveries } = await log.listDeliveries({
+          owner: slow.owner,
+          subscriptionId: slow.subscription.id,
+          pageSize: 100,
+        });
         return deliveries.length === count && deliveries.every((d) => d.status === "succeeded") ? true : undefined;
       },
       30_000,
@@ -78,12 +89,20 @@ it("a target that never answers holds only the cap, not the workers: another sub
   try {
     const hanging = await subscribe("Hanging", "hang");
     await hanging.contacts(12);
-    await waitFor(() => (hanging.route.arrivals.length >= CAP ? true : undefined), 15_000, "the hanging target's first POSTs");
+    await waitFor(
+      () => (hanging.route.arrivals.length >= CAP ? true : undefined),
+      15_000,
+      "the hanging target's first POSTs",
+    );
     // Operators see it while they hang: the deliveries held in every process, and the subscription at its cap.
-    const metrics = await waitFor(async () => {
-      const text = await (await fetch(`${platform.delivery.server.url}/metrics`)).text();
-      return /^webhook_subscriptions_at_in_flight_cap 1$/m.test(text) ? text : undefined;
-    }, TIMEOUT_MS - 500, "the subscription at its cap in the metrics");
+    const metrics = await waitFor(
+      async () => {
+        const text = await (await fetch(`${platform.delivery.server.url}/metrics`)).text();
+        return /^webhook_subscriptions_at_in_flight_cap 1$/m.test(text) ? text : undefined;
+      },
+      TIMEOUT_MS - 500,
+      "the subscription at its cap in the metrics",
+    );
     expect(metrics).toMatch(new RegExp(`^webhook_deliveries_in_flight ${CAP}$`, "m"));
     expect(metrics).toContain("# TYPE webhook_subscriptions_at_in_flight_cap gauge\n");
     const quick = await subscribe("Quick", 0);
@@ -91,7 +110,11 @@ it("a target that never answers holds only the cap, not the workers: another sub
     await waitFor(() => (quick.route.bodies.length === 4 ? true : undefined), 15_000, "the other subscription's POSTs");
     // The hanging POSTs time out and are retried, never more than the cap at once (their run of timeouts
     // halves the subscription's cap: delivery-timeout-run.test.ts).
-    await waitFor(() => (hanging.route.arrivals.length >= CAP + 2 ? true : undefined), 20_000, "retries of the hanging target");
+    await waitFor(
+      () => (hanging.route.arrivals.length >= CAP + 2 ? true : undefined),
+      20_000,
+      "retries of the hanging target",
+    );
     expect(hanging.route.maxOpen).toBe(CAP);
     expect(quick.route.maxOpen).toBeLessThanOrEqual(CAP);
   } finally {

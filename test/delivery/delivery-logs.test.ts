@@ -62,10 +62,17 @@ async function subscribeAndSend(path: string, answer: (n: number) => Answer) {
   const route = receiver.route(`${path}?${SECRET_QUERY}`, answer);
   // An organisation each: its one subscription gets its one event.
   const orgs = platform.organisation.client(OrganisationService);
-  const organisationId = (await orgs.createOrganisation({ name: `Log Cards ${path}`, ownerEmail: `o${randomUUID().slice(0, 8)}@log.test`, ownerPassword: "password-g" }))
-    .organisation!.id;
+  const organisationId = (
+    await orgs.createOrganisation({
+      name: `Log Cards ${path}`,
+      ownerEmail: `o${randomUUID().slice(0, 8)}@log.test`,
+      ownerPassword: "password-g",
+    })
+  ).organisation!.id;
   const owner: Owner = { organisationId, clientId: randomUUID() } as Owner;
-  const { subscription } = await platform.webhook.client(WebhookService).createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
+  const { subscription } = await platform.webhook
+    .client(WebhookService)
+    .createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
   await orgs.createContact({ organisationId, fields: { firstName: "Ada", lastName: "L", email: "l@log.test" } });
   return { id: subscription!.id.toString(), organisationId, clientId: owner.clientId, route };
 }
@@ -81,21 +88,45 @@ describe("a failed delivery leaves lines that answer questions", () => {
     expect(failed.map((l) => l.attempt)).toEqual([1, 2, 3]);
     for (const l of failed) {
       expect(l.level).toBe(30);
-      expect(l).toMatchObject({ status: 500, error: "HTTP 500", organisationId: sub.organisationId, clientId: sub.clientId, host: host() });
+      expect(l).toMatchObject({
+        status: 500,
+        error: "HTTP 500",
+        organisationId: sub.organisationId,
+        clientId: sub.clientId,
+        host: host(),
+      });
       expect(l.nextRetryAt).toMatch(/^\d{4}-\d{2}-\d{2}T/);
       expect(typeof l.retryInMs).toBe("number");
     }
     const gaveUp = linesOf(sub.id).filter((l) => /gave up/.test(l.msg));
     expect(gaveUp).toHaveLength(1);
-    expect(gaveUp[0]).toMatchObject({ level: 40, attempt: 4, status: 500, error: "HTTP 500", organisationId: sub.organisationId, clientId: sub.clientId, host: host() });
+    expect(gaveUp[0]).toMatchObject({
+      level: 40,
+      attempt: 4,
+      status: 500,
+      error: "HTTP 500",
+      organisationId: sub.organisationId,
+      clientId: sub.clientId,
+      host: host(),
+    });
     expect(sub.route.requests).toHaveLength(4);
   });
 
   it("a subscription that only fails is disabled, with one warn line saying so", async () => {
     // Slow answers: the four attempts fail for longer than the period (1 s), whatever the jitter.
     const sub = await subscribeAndSend("/logs/disabled", () => ({ status: 503, delayMs: 120 }));
-    const line = await waitFor(() => linesOf(sub.id).find((l) => l.msg === "subscription disabled: every attempt failed"), 15_000, "the disable line");
-    expect(line).toMatchObject({ level: 40, organisationId: sub.organisationId, clientId: sub.clientId, host: host(), lastError: "HTTP 503" });
+    const line = await waitFor(
+      () => linesOf(sub.id).find((l) => l.msg === "subscription disabled: every attempt failed"),
+      15_000,
+      "the disable line",
+    );
+    expect(line).toMatchObject({
+      level: 40,
+      organisationId: sub.organisationId,
+      clientId: sub.clientId,
+      host: host(),
+      lastError: "HTTP 503",
+    });
     expect(line.failures).toBeGreaterThanOrEqual(3);
     expect(linesOf(sub.id).filter((l) => l.msg === "subscription disabled: every attempt failed")).toHaveLength(1);
   });
@@ -103,14 +134,32 @@ describe("a failed delivery leaves lines that answer questions", () => {
   it("410: one info line saying the subscription was deleted", async () => {
     const sub = await subscribeAndSend("/logs/410", () => ({ status: 410 }));
     const line = await waitFor(() => linesOf(sub.id).find((l) => /410 Gone/.test(l.msg)), 15_000, "the 410 line");
-    expect(line).toMatchObject({ level: 30, status: 410, attempt: 1, organisationId: sub.organisationId, clientId: sub.clientId, host: host() });
+    expect(line).toMatchObject({
+      level: 30,
+      status: 410,
+      attempt: 1,
+      organisationId: sub.organisationId,
+      clientId: sub.clientId,
+      host: host(),
+    });
     expect(linesOf(sub.id)).toHaveLength(1);
   });
 
   it("a receiver that hangs past DELIVERY_TIMEOUT_MS: the line says timeout", async () => {
     const sub = await subscribeAndSend("/logs/hang", () => "hang");
-    const line = await waitFor(() => linesOf(sub.id).find((l) => l.msg === "delivery attempt failed; retried"), 15_000, "the timeout line");
-    expect(line).toMatchObject({ level: 30, status: 0, attempt: 1, organisationId: sub.organisationId, clientId: sub.clientId, host: host() });
+    const line = await waitFor(
+      () => linesOf(sub.id).find((l) => l.msg === "delivery attempt failed; retried"),
+      15_000,
+      "the timeout line",
+    );
+    expect(line).toMatchObject({
+      level: 30,
+      status: 0,
+      attempt: 1,
+      organisationId: sub.organisationId,
+      clientId: sub.clientId,
+      host: host(),
+    });
     expect(line.error).toMatch(/^timeout: no complete answer within 300 ms$/);
   });
 
@@ -121,7 +170,14 @@ describe("a failed delivery leaves lines that answer questions", () => {
     const marker = await subscribeAndSend("/logs/marker", () => ({ status: 410 }));
     await waitFor(() => linesOf(marker.id).length > 0 || undefined, 10_000, "the marker's line");
     expect(linesOf(sub.id)).toHaveLength(1);
-    expect(linesOf(sub.id)[0]).toMatchObject({ level: 20, msg: "delivery succeeded", status: 204, attempt: 1, host: host(), clientId: sub.clientId });
+    expect(linesOf(sub.id)[0]).toMatchObject({
+      level: 20,
+      msg: "delivery succeeded",
+      status: 204,
+      attempt: 1,
+      host: host(),
+      clientId: sub.clientId,
+    });
     const text = JSON.stringify(lines);
     expect(text).not.toContain("QUERY-SECRET");
     expect(text).not.toContain("/logs/");
@@ -146,14 +202,22 @@ describe("LOG_FORMAT", () => {
   it("json: one JSON object a line", () => {
     const out = write("json");
     expect(out).toHaveLength(2);
-    expect(JSON.parse(out[0]!)).toMatchObject({ level: 30, service: "delivery", subscriptionId: "7", host: "hooks.example.test", msg: "delivery attempt failed; retried" });
+    expect(JSON.parse(out[0]!)).toMatchObject({
+      level: 30,
+      service: "delivery",
+      subscriptionId: "7",
+      host: "hooks.example.test",
+      msg: "delivery attempt failed; retried",
+    });
   });
 
   it("pretty: one readable line each, level, service and message first", () => {
     const out = write("pretty");
     expect(out).toHaveLength(2);
     expect(() => JSON.parse(out[0]!)).toThrow();
-    expect(out[0]).toMatch(/^\[\d{2}:\d{2}:\d{2}\.\d{3}\] INFO: delivery: delivery attempt failed; retried .*"subscriptionId":"7"/);
+    expect(out[0]).toMatch(
+      /^\[\d{2}:\d{2}:\d{2}\.\d{3}\] INFO: delivery: delivery attempt failed; retried .*"subscriptionId":"7"/,
+    );
     expect(out[1]).toMatch(/DEBUG: delivery: delivery succeeded/);
   });
 

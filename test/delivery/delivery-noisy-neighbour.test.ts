@@ -38,11 +38,18 @@ afterAll(async () => {
 
 async function subscribe(name: string, hold: number | "hang") {
   const orgs = platform.organisation.client(OrganisationService);
-  const org = await orgs.createOrganisation({ name, ownerEmail: `${randomUUID()}@noisy.test`, ownerPassword: "correct horse" });
+  const org = await orgs.createOrganisation({
+    name,
+    ownerEmail: `${randomUUID()}@noisy.test`,
+    ownerPassword: "correct horse",
+  });
   const owner = { organisationId: org.organisation!.id, clientId: `app-${randomUUID().slice(0, 8)}` } as Owner;
   const route = receiver.route(`/noisy/${randomUUID()}`, hold);
-  await platform.webhook.client(WebhookService).createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
-  const contact = (firstName: string) => orgs.createContact({ organisationId: owner.organisationId, fields: { firstName } });
+  await platform.webhook
+    .client(WebhookService)
+    .createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
+  const contact = (firstName: string) =>
+    orgs.createContact({ organisationId: owner.organisationId, fields: { firstName } });
   return { route, contact };
 }
 
@@ -60,7 +67,11 @@ async function run(neighbour: number | "hang"): Promise<{ latencies: number[]; n
   for (let i = 0; i < 5; i++) {
     const started = Date.now();
     await quiet.contact(`Quiet${i}`);
-    await waitFor(() => (quiet.route.arrivals.length === i + 1 ? true : undefined), 20_000, `the quiet owner's event ${i}`);
+    await waitFor(
+      () => (quiet.route.arrivals.length === i + 1 ? true : undefined),
+      20_000,
+      `the quiet owner's event ${i}`,
+    );
     latencies.push(quiet.route.arrivals[i]! - started);
   }
   return { latencies, noisy: noisy.route };

@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type ClaimedDelivery, type DeliveryStore } from "../../services/delivery/deliveries/delivery-store.js";
+import type { ClaimedDelivery, DeliveryStore } from "../../services/delivery/deliveries/delivery-store.js";
 import { startDeliverySchema, type DeliverySchema } from "../support/delivery-schema.js";
 
 let schema: DeliverySchema;
@@ -53,11 +53,25 @@ async function fanOut(sequences: number[]): Promise<Map<number, string>> {
 }
 
 const claim = (watermark: number) => store.claim(10, 60, 4, watermark);
-const orderedOf = (claimed: ClaimedDelivery[]) => claimed.filter((d) => d.subscriptionId === ORDERED).map((d) => JSON.parse(d.body).seq as number);
+const orderedOf = (claimed: ClaimedDelivery[]) =>
+  claimed.filter((d) => d.subscriptionId === ORDERED).map((d) => JSON.parse(d.body).seq as number);
 
-async function finish(d: ClaimedDelivery, status: "succeeded" | "pending" | "gave_up", nextAttemptAt: Date | null = null): Promise<void> {
+async function finish(
+  d: ClaimedDelivery,
+  status: "succeeded" | "pending" | "gave_up",
+  nextAttemptAt: Date | null = null,
+): Promise<void> {
   const outcome = status === "pending" ? "failed" : status;
-  await store.record({ delivery: d, status, outcome, responseStatus: status === "succeeded" ? 200 : 500, error: "", durationMs: 1, attemptedAt: new Date(), nextAttemptAt });
+  await store.record({
+    delivery: d,
+    status,
+    outcome,
+    responseStatus: status === "succeeded" ? 200 : 500,
+    error: "",
+    durationMs: 1,
+    attemptedAt: new Date(),
+    nextAttemptAt,
+  });
 }
 
 it("claims only the head, alone, once the watermark covers it; a waiting head holds back the rest; a retry of a later one waits its turn", async () => {
@@ -80,7 +94,14 @@ it("claims only the head, alone, once the watermark covers it; a waiting head ho
 
   // The head fails and waits for its retry: the rest wait with it, a manual retry of seq 2 too.
   await finish(head, "pending", new Date(Date.now() + 3_600_000));
-  const second = (await orm.em.fork().execute(`select "id"::text as "id" from "delivery"."delivery" where "event_id" = ? and "subscription_id" = ?`, [first.get(2)!, ORDERED.toString()]))[0]!;
+  const second = (
+    await orm.em
+      .fork()
+      .execute(`select "id"::text as "id" from "delivery"."delivery" where "event_id" = ? and "subscription_id" = ?`, [
+        first.get(2)!,
+        ORDERED.toString(),
+      ])
+  )[0]!;
   expect(await store.retryNow(owner, ORDERED, BigInt(second.id as string))).toBeDefined();
   expect(orderedOf(await claim(4))).toEqual([]);
 

@@ -12,7 +12,13 @@ import { WebhookService, type Owner } from "../../gen/bizcard/webhook/v1/webhook
 import { InProcessBus } from "../../services/shared/event-bus/in-process-bus.js";
 import type { ServiceApp } from "../../services/shared/service-app.js";
 import { uniqueName } from "../support/backends.js";
-import { createOrganisationApp, createWebhookApp, startPlatform, type Platform, type StartedService } from "../support/platform.js";
+import {
+  createOrganisationApp,
+  createWebhookApp,
+  startPlatform,
+  type Platform,
+  type StartedService,
+} from "../support/platform.js";
 import { waitFor } from "../support/processes.js";
 import { startReceiver, type Received, type Receiver } from "../support/receiver.js";
 
@@ -56,7 +62,11 @@ const firstName = (r: Received) => JSON.parse(r.body).data.first_name as string;
 
 it("sends an ordered subscription's events one at a time in commit order, a head failing twice holding back the rest", async () => {
   const orgs = organisation.client(OrganisationService);
-  const org = await orgs.createOrganisation({ name: "Embedded ordered", ownerEmail: `${randomUUID()}@ordered.test`, ownerPassword: "correct horse" });
+  const org = await orgs.createOrganisation({
+    name: "Embedded ordered",
+    ownerEmail: `${randomUUID()}@ordered.test`,
+    ownerPassword: "correct horse",
+  });
   const owner = { organisationId: org.organisation!.id, clientId: "zapier" } as Owner;
   // The first event's first two POSTs are answered 500.
   const route = receiver.route("/ordered", (n) => (n <= 2 ? { status: 500 } : { status: 200 }));
@@ -65,7 +75,8 @@ it("sends an ordered subscription's events one at a time in commit order, a head
     .createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED, ordered: true });
   const count = 8;
   const names = Array.from({ length: count }, (_, i) => `Ordered${i}`);
-  for (const name of names) await orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: name } });
+  for (const name of names)
+    await orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: name } });
 
   const log = platform.delivery.client(DeliveryService);
   await waitFor(
@@ -77,5 +88,7 @@ it("sends an ordered subscription's events one at a time in commit order, a head
     "every ordered delivery succeeded",
   );
   expect(route.requests.map(firstName)).toEqual([names[0], names[0], ...names]);
-  expect(route.requests.slice(0, 3).map((r) => r.headers["webhook-id"])).toEqual(Array(3).fill(route.requests[0]!.headers["webhook-id"]));
+  expect(route.requests.slice(0, 3).map((r) => r.headers["webhook-id"])).toEqual(
+    Array(3).fill(route.requests[0]!.headers["webhook-id"]),
+  );
 });

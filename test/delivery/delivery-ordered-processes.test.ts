@@ -73,7 +73,7 @@ const eventIdOf = (r: Received) => String(r.headers["webhook-id"]).toLowerCase()
 
 /** A route whose first event (the first to arrive) is answered 500 `failures` times, everything else 200. */
 function failingHead(path: string, failures: number): { url: string; requests: Received[] } {
-  let route: { url: string; requests: Received[] } | undefined = undefined;
+  let route: { url: string; requests: Received[] } | undefined;
   const answer = (n: number): Answer => {
     const requests = route!.requests;
     const head = eventIdOf(requests[0]!);
@@ -96,7 +96,9 @@ async function createContacts(owner: Owner, prefix: string, count: number): Prom
   const orgs = platform.organisation.client(OrganisationService);
   for (let i = 0; i < count; i += 5) {
     await Promise.all(
-      Array.from({ length: Math.min(5, count - i) }, (_, k) => orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: `${prefix}${i + k}` } })),
+      Array.from({ length: Math.min(5, count - i) }, (_, k) =>
+        orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: `${prefix}${i + k}` } }),
+      ),
     );
   }
 }
@@ -104,11 +106,14 @@ async function createContacts(owner: Owner, prefix: string, count: number): Prom
 /** The owner's events in stream order: the outbox's commit order, as the relay published it. */
 async function streamOrder(owner: Owner): Promise<string[]> {
   const stored = await readStream(platform.config.NATS_URL!, platform.config.NATS_STREAM);
-  return stored.filter((s) => s.event.organisationId.toLowerCase() === owner.organisationId.toLowerCase()).map((s) => s.event.eventId.toLowerCase());
+  return stored
+    .filter((s) => s.event.organisationId.toLowerCase() === owner.organisationId.toLowerCase())
+    .map((s) => s.event.eventId.toLowerCase());
 }
 
 async function deliveries(owner: Owner, subscriptionId: bigint) {
-  return (await platform.delivery.client(DeliveryService).listDeliveries({ owner, subscriptionId, pageSize: 100 })).deliveries;
+  return (await platform.delivery.client(DeliveryService).listDeliveries({ owner, subscriptionId, pageSize: 100 }))
+    .deliveries;
 }
 
 it("sends an ordered subscription's events one at a time in commit order, a head failing twice holding back the rest, nothing skipped or twice", async () => {
@@ -144,7 +149,12 @@ it("a blocked ordered subscription holds back only itself: the owner's unordered
   const ordered = failingHead(`/blocked/${randomUUID()}`, 1_000);
   const unordered = receiver.route(`/unordered/${randomUUID()}`);
   const webhook = platform.webhook.client(WebhookService);
-  const { subscription: orderedSub } = await webhook.createSubscription({ owner, targetUrl: ordered.url, eventType: EventType.CONTACT_CREATED, ordered: true });
+  const { subscription: orderedSub } = await webhook.createSubscription({
+    owner,
+    targetUrl: ordered.url,
+    eventType: EventType.CONTACT_CREATED,
+    ordered: true,
+  });
   await webhook.createSubscription({ owner, targetUrl: unordered.url, eventType: EventType.CONTACT_CREATED });
   const count = 10;
   await createContacts(owner, "Blocked", count);
@@ -154,7 +164,11 @@ it("a blocked ordered subscription holds back only itself: the owner's unordered
     return o.length === count ? o : undefined;
   });
   // Every event reaches the unordered subscription while the ordered one is still on its head.
-  await waitFor(() => (new Set(unordered.requests.map(eventIdOf)).size === count ? true : undefined), 30_000, "every unordered event");
+  await waitFor(
+    () => (new Set(unordered.requests.map(eventIdOf)).size === count ? true : undefined),
+    30_000,
+    "every unordered event",
+  );
   const lastUnordered = Math.max(...unordered.requests.map((r) => r.at));
   const behindHead = ordered.requests.filter((r) => eventIdOf(r) !== order[0]);
   expect(behindHead.every((r) => r.at > lastUnordered)).toBe(true);
@@ -166,14 +180,19 @@ it("a blocked ordered subscription holds back only itself: the owner's unordered
   await waitFor(
     async () => {
       const rows = await deliveries(owner, orderedSub!.id);
-      return rows.length === count && rows.filter((d) => d.status === "succeeded").length === count - 1 ? rows : undefined;
+      return rows.length === count && rows.filter((d) => d.status === "succeeded").length === count - 1
+        ? rows
+        : undefined;
     },
     60_000,
     "the head gave up, the rest succeeded",
   );
   const rows = await deliveries(owner, orderedSub!.id);
   expect(rows.find((d) => d.eventId.toLowerCase() === order[0])?.status).toBe("gave_up");
-  expect(ordered.requests.map(eventIdOf)).toEqual([...Array.from({ length: attempts }, () => order[0]), ...order.slice(1)]);
+  expect(ordered.requests.map(eventIdOf)).toEqual([
+    ...Array.from({ length: attempts }, () => order[0]),
+    ...order.slice(1),
+  ]);
 }, 120_000);
 
 it("keeps commit order while events keep coming and the two fan-outs record their batches out of order (the fan-out's watermark)", async () => {

@@ -11,7 +11,19 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
 import { waitFor } from "../support/processes.js";
 import type { Received } from "../support/receiver.js";
-import { app, attempts, call, createContact, DELIVERY_KEYS, orgId, PATH, platform, receiver, RFC3339, useDeliveryApiSuite } from "../support/delivery-api-suite.js";
+import {
+  app,
+  attempts,
+  call,
+  createContact,
+  DELIVERY_KEYS,
+  orgId,
+  PATH,
+  platform,
+  receiver,
+  RFC3339,
+  useDeliveryApiSuite,
+} from "../support/delivery-api-suite.js";
 
 // A failed head waits 4 s for its next attempt: long enough to look at the answers meanwhile.
 const RETRY_MS = 4000;
@@ -36,34 +48,52 @@ it("a retry of an ordered delivery behind a failing head answers the head's next
   const route = receiver.route(`/ordered-answer/${randomUUID()}`, (n) =>
     !fixed && eventIdOf(route.requests[n - 1]!) === eventIdOf(route.requests[0]!) ? { status: 500 } : { status: 200 },
   );
-  const created = await call(app, "POST", PATH, { target_url: route.url, event_type: "contact.created", ordered: true });
+  const created = await call(app, "POST", PATH, {
+    target_url: route.url,
+    event_type: "contact.created",
+    ordered: true,
+  });
   const sub = (await created.json()) as { id: number };
   expect(created.status, JSON.stringify(sub)).toBe(201);
   for (const name of ["Head", "Second", "Third"]) await createContact(orgId, name);
 
   const owner = { organisationId: orgId, clientId: app.id };
   const deliveries = platform.delivery.client(DeliveryService);
-  const rows = await waitFor(async () => {
-    const r = (await deliveries.listDeliveries({ owner, subscriptionId: BigInt(sub.id), pageSize: 100 })).deliveries;
-    return r.length === 3 ? r : undefined;
-  }, 30_000, "the three deliveries");
+  const rows = await waitFor(
+    async () => {
+      const r = (await deliveries.listDeliveries({ owner, subscriptionId: BigInt(sub.id), pageSize: 100 })).deliveries;
+      return r.length === 3 ? r : undefined;
+    },
+    30_000,
+    "the three deliveries",
+  );
   const headEvent = eventIdOf(await waitFor(() => route.requests[0], 30_000, "the head's first POST"));
   const behind = rows.filter((d) => d.eventId.toLowerCase() !== headEvent);
   expect(behind).toHaveLength(2);
   const second = behind.reduce((a, b) => (a.id < b.id ? a : b));
 
   // Between two of the head's attempts (the log unchanged around the answers): its next attempt is the time to show.
-  const { answer, headNext, listed } = await waitFor(async () => {
-    const log = await attempts(app, sub.id);
-    const last = log[0];
-    if (last?.outcome !== "failed" || !last.next_retry_at || Date.parse(last.next_retry_at) - Date.now() < RETRY_MS / 2) return undefined;
-    const res = await call(app, "POST", `${PATH}/${sub.id}/deliveries/${second.id}/retry`);
-    const body = (await res.json()) as DeliveryBody;
-    expect(res.status, JSON.stringify(body)).toBe(202);
-    const list = (await deliveries.listDeliveries({ owner, subscriptionId: BigInt(sub.id), pageSize: 100 })).deliveries;
-    if ((await attempts(app, sub.id)).length !== log.length) return undefined;
-    return { answer: body, headNext: last.next_retry_at, listed: list };
-  }, 30_000, "a look between two of the head's attempts");
+  const { answer, headNext, listed } = await waitFor(
+    async () => {
+      const log = await attempts(app, sub.id);
+      const last = log[0];
+      if (
+        last?.outcome !== "failed" ||
+        !last.next_retry_at ||
+        Date.parse(last.next_retry_at) - Date.now() < RETRY_MS / 2
+      )
+        return undefined;
+      const res = await call(app, "POST", `${PATH}/${sub.id}/deliveries/${second.id}/retry`);
+      const body = (await res.json()) as DeliveryBody;
+      expect(res.status, JSON.stringify(body)).toBe(202);
+      const list = (await deliveries.listDeliveries({ owner, subscriptionId: BigInt(sub.id), pageSize: 100 }))
+        .deliveries;
+      if ((await attempts(app, sub.id)).length !== log.length) return undefined;
+      return { answer: body, headNext: last.next_retry_at, listed: list };
+    },
+    30_000,
+    "a look between two of the head's attempts",
+  );
 
   expect(Object.keys(answer).sort()).toEqual(DELIVERY_KEYS);
   expect(answer).toMatchObject({ id: Number(second.id), status: "pending" });
@@ -79,7 +109,7 @@ it("a retry of an ordered delivery behind a failing head answers the head's next
   await waitFor(() => (new Set(route.requests.map(eventIdOf)).size === 3 ? true : undefined), 30_000, "every event");
   const arrived = route.requests.find((r) => eventIdOf(r) === second.eventId.toLowerCase())!;
   expect(arrived.at).toBeGreaterThanOrEqual(Date.parse(headNext) - SLACK_MS);
-  expect(route.requests.findIndex((r) => r === arrived)).toBeGreaterThan(route.requests.map(eventIdOf).lastIndexOf(headEvent));
+  expect(route.requests.indexOf(arrived)).toBeGreaterThan(route.requests.map(eventIdOf).lastIndexOf(headEvent));
 }, 120_000);
 
 it("a retry of an ordered delivery older than the blocked head makes it the head: it answers now and goes before the head's next attempt", async () => {
@@ -88,19 +118,31 @@ it("a retry of an ordered delivery older than the blocked head makes it the head
   const route = receiver.route(`/ordered-older/${randomUUID()}`, (n) =>
     !fixed && eventIdOf(route.requests[n - 1]!) !== eventIdOf(route.requests[0]!) ? { status: 500 } : { status: 200 },
   );
-  const created = await call(app, "POST", PATH, { target_url: route.url, event_type: "contact.created", ordered: true });
+  const created = await call(app, "POST", PATH, {
+    target_url: route.url,
+    event_type: "contact.created",
+    ordered: true,
+  });
   const sub = (await created.json()) as { id: number };
   expect(created.status, JSON.stringify(sub)).toBe(201);
   await createContact(orgId, "Older");
-  const [done] = await waitFor(async () => {
-    const log = await attempts(app, sub.id);
-    return log[0]?.outcome === "succeeded" ? log : undefined;
-  }, 30_000, "the first event delivered");
+  const [done] = await waitFor(
+    async () => {
+      const log = await attempts(app, sub.id);
+      return log[0]?.outcome === "succeeded" ? log : undefined;
+    },
+    30_000,
+    "the first event delivered",
+  );
   await createContact(orgId, "Blocked");
-  const failed = await waitFor(async () => {
-    const log = await attempts(app, sub.id);
-    return log[0]?.outcome === "failed" ? log[0] : undefined;
-  }, 30_000, "the new head failed");
+  const failed = await waitFor(
+    async () => {
+      const log = await attempts(app, sub.id);
+      return log[0]?.outcome === "failed" ? log[0] : undefined;
+    },
+    30_000,
+    "the new head failed",
+  );
   expect(failed.delivery_id).not.toBe(done!.delivery_id);
 
   const before = route.requests.length;
@@ -117,5 +159,12 @@ it("a retry of an ordered delivery older than the blocked head makes it the head
   const again = await waitFor(() => route.requests[before], 30_000, "the retried POST");
   expect(eventIdOf(again)).toBe(done!.event_id);
   fixed = true;
-  await waitFor(async () => ((await attempts(app, sub.id))[0]?.outcome === "succeeded" && route.requests.length >= before + 2 ? true : undefined), 30_000, "the head after it");
+  await waitFor(
+    async () =>
+      (await attempts(app, sub.id))[0]?.outcome === "succeeded" && route.requests.length >= before + 2
+        ? true
+        : undefined,
+    30_000,
+    "the head after it",
+  );
 }, 120_000);

@@ -30,7 +30,11 @@ const rows = (kind: "succeeded" | "pending", from: number, count: number, claime
    from generate_series(${from}, ${from + count - 1}) as i`;
 
 beforeAll(async () => {
-  schema = await migratedSchema({ schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations });
+  schema = await migratedSchema({
+    schema: DELIVERY_SCHEMA,
+    entities: DELIVERY_ENTITIES,
+    migrations: deliveryMigrations,
+  });
   orm = schema.orm;
   const em = orm.em.fork();
   // The history, analysed while nothing is pending.
@@ -76,12 +80,24 @@ describe("the queue's hot statements, planned on statistics that saw no pending 
     const em = orm.em.fork();
     await em.begin();
     try {
-      const plan = explained(await em.execute(`explain (analyze, format json) ${CLAIM_SQL}`, [8, 100, 8, null, null, 100, 30, crypto.randomUUID()]));
+      const plan = explained(
+        await em.execute(`explain (analyze, format json) ${CLAIM_SQL}`, [
+          8,
+          100,
+          8,
+          null,
+          null,
+          100,
+          30,
+          crypto.randomUUID(),
+        ]),
+      );
       const scans = plan.filter((n) => n["Node Type"].includes("Scan") && n["Relation Name"] === "delivery");
       expect(scans.length).toBeGreaterThan(0);
       expect(scans.filter((n) => n["Node Type"] === "Seq Scan")).toEqual([]);
       // Never the 20,000 succeeded rows, nor more than a subscription's due rows at a time.
-      for (const scan of scans) expect((scan["Actual Rows"] ?? 0) + (scan["Rows Removed by Filter"] ?? 0)).toBeLessThan(4_100);
+      for (const scan of scans)
+        expect((scan["Actual Rows"] ?? 0) + (scan["Rows Removed by Filter"] ?? 0)).toBeLessThan(4_100);
       expect(plan[0]!["Actual Rows"]).toBe(4 * SUBSCRIPTIONS);
     } finally {
       await em.rollback();
@@ -89,9 +105,11 @@ describe("the queue's hot statements, planned on statistics that saw no pending 
   });
 
   it("the broad status indexes are gone", async () => {
-    const indexes = await orm.em.fork().execute<{ indexname: string }[]>(
-      `select indexname from pg_indexes where schemaname = 'delivery' and tablename = 'delivery' order by indexname`,
-    );
+    const indexes = await orm.em
+      .fork()
+      .execute<{ indexname: string }[]>(
+        `select indexname from pg_indexes where schemaname = 'delivery' and tablename = 'delivery' order by indexname`,
+      );
     const names = indexes.map((i) => i.indexname);
     expect(names).not.toContain("delivery_due_index");
     expect(names).not.toContain("delivery_status_index");

@@ -4,7 +4,7 @@
 // whether the worker takes the row right after the retry or already holds it.
 import { beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../support/processes.js";
-import { type Receiver } from "../support/receiver.js";
+import type { Receiver } from "../support/receiver.js";
 import {
   app,
   attempts,
@@ -35,7 +35,10 @@ interface DeliveryBody {
   next_retry_at: string | null;
 }
 
-async function retry(subscriptionId: number, deliveryId: number): Promise<{ body: DeliveryBody; sent: number; answered: number }> {
+async function retry(
+  subscriptionId: number,
+  deliveryId: number,
+): Promise<{ body: DeliveryBody; sent: number; answered: number }> {
   const sent = Date.now();
   const res = await call(app, "POST", `${PATH}/${subscriptionId}/deliveries/${deliveryId}/retry`);
   const answered = Date.now();
@@ -55,10 +58,14 @@ describe("a retry's next_retry_at", () => {
     route = receiver.route("/retry-answer", (n) => (n === 1 ? { status: 200 } : { status: 200, delayMs: SLOW_MS }));
     subscription = await subscribe(app, route.url);
     await createContact(orgId, "Honest");
-    const [first] = await waitFor(async () => {
-      const list = await attempts(app, subscription.id);
-      return list.length === 1 ? list : undefined;
-    }, 20_000, "the first delivery");
+    const [first] = await waitFor(
+      async () => {
+        const list = await attempts(app, subscription.id);
+        return list.length === 1 ? list : undefined;
+      },
+      20_000,
+      "the first delivery",
+    );
     deliveryId = first!.delivery_id;
   });
 
@@ -76,7 +83,11 @@ describe("a retry's next_retry_at", () => {
       expect(received.at - at, "the POST came when the answer said").toBeLessThan(1_000);
       expect(received.at).toBeGreaterThanOrEqual(at - SLACK_MS);
       // Its attempt in the log, then the next round.
-      await waitFor(async () => ((await attempts(app, subscription.id)).length === round + 1) || undefined, 10_000, "the attempt in the log");
+      await waitFor(
+        async () => (await attempts(app, subscription.id)).length === round + 1 || undefined,
+        10_000,
+        "the attempt in the log",
+      );
     }
   });
 
@@ -93,19 +104,37 @@ describe("a retry's next_retry_at", () => {
     expect(at).toBeGreaterThanOrEqual(sent - SLACK_MS);
     expect(at, "not the claim's lease").toBeLessThanOrEqual(answered + SLACK_MS);
     expect(at - inFlight.at).toBeLessThan(LEASE_MS / 2);
-    const list = await waitFor(async () => {
-      const l = await attempts(app, subscription.id);
-      return l.length === logged + 1 ? l : undefined;
-    }, 10_000, "the attempt under way, in the log");
-    expect(list[0]).toMatchObject({ delivery_id: deliveryId, outcome: "succeeded", status_code: 200, next_retry_at: null });
+    const list = await waitFor(
+      async () => {
+        const l = await attempts(app, subscription.id);
+        return l.length === logged + 1 ? l : undefined;
+      },
+      10_000,
+      "the attempt under way, in the log",
+    );
+    expect(list[0]).toMatchObject({
+      delivery_id: deliveryId,
+      outcome: "succeeded",
+      status_code: 200,
+      next_retry_at: null,
+    });
     expect(Math.abs(Date.parse(list[0]!.attempted_at) - inFlight.at)).toBeLessThan(1_000);
   });
 
   it("the delivery after the attempt: succeeded, no next_retry_at (the retry route's shape)", async () => {
     const { body } = await retry(subscription.id, deliveryId);
     expect(body.status).toBe("pending");
-    await waitFor(async () => ((await attempts(app, subscription.id))[0]?.attempt ?? 0) > body.attempts || undefined, 10_000, "the attempt");
+    await waitFor(
+      async () => ((await attempts(app, subscription.id))[0]?.attempt ?? 0) > body.attempts || undefined,
+      10_000,
+      "the attempt",
+    );
     const list = await attempts(app, subscription.id);
-    expect(list[0]).toMatchObject({ delivery_id: deliveryId, attempt: body.attempts + 1, outcome: "succeeded", next_retry_at: null });
+    expect(list[0]).toMatchObject({
+      delivery_id: deliveryId,
+      attempt: body.attempts + 1,
+      outcome: "succeeded",
+      next_retry_at: null,
+    });
   });
 });

@@ -35,7 +35,13 @@ describe("a disabled subscription's events", () => {
     const subscription = await subscribe(app, failing.url);
     await subscribe(sibling, control.url);
     await createContact(orgId, "Before");
-    await waitFor(async () => ((await (await call(app, "GET", `${PATH}/${subscription.id}`)).json()) as SubscriptionBody).disabled_at || undefined, 20_000, "disabled");
+    await waitFor(
+      async () =>
+        ((await (await call(app, "GET", `${PATH}/${subscription.id}`)).json()) as SubscriptionBody).disabled_at ||
+        undefined,
+      20_000,
+      "disabled",
+    );
     const failures = (await attempts(app, subscription.id)).length;
     const sent = failing.requests.length;
 
@@ -44,14 +50,29 @@ describe("a disabled subscription's events", () => {
     await createContact(orgId, "Missed one");
     await createContact(orgId, "Missed two");
     await waitFor(() => control.requests.length === 3 || undefined, 15_000, "both events at the control");
-    const log = await waitFor(async () => {
-      const list = await attempts(app, subscription.id);
-      return list.length === failures + 2 ? list : undefined;
-    }, 15_000, "two skipped lines in the log");
+    const log = await waitFor(
+      async () => {
+        const list = await attempts(app, subscription.id);
+        return list.length === failures + 2 ? list : undefined;
+      },
+      15_000,
+      "two skipped lines in the log",
+    );
     const skipped = log.slice(0, 2);
-    expect(skipped.map((a) => a.event_id)).toEqual([control.requests[2]!.headers["webhook-id"], control.requests[1]!.headers["webhook-id"]]);
+    expect(skipped.map((a) => a.event_id)).toEqual([
+      control.requests[2]!.headers["webhook-id"],
+      control.requests[1]!.headers["webhook-id"],
+    ]);
     for (const a of skipped) {
-      expect(a).toMatchObject({ attempt: 0, status_code: null, outcome: "skipped", error: SKIPPED, duration_ms: 0, next_retry_at: null, event_type: "contact.created" });
+      expect(a).toMatchObject({
+        attempt: 0,
+        status_code: null,
+        outcome: "skipped",
+        error: SKIPPED,
+        duration_ms: 0,
+        next_retry_at: null,
+        event_type: "contact.created",
+      });
       expect(a.id).toMatch(UUID);
       expect(a.attempted_at).toMatch(RFC3339);
       expect(Date.parse(a.attempted_at)).toBeGreaterThanOrEqual(occurred - 250);
@@ -61,8 +82,11 @@ describe("a disabled subscription's events", () => {
     expect(failing.requests.length, "nothing sent while disabled").toBe(sent);
 
     // The deliveries themselves: status "skipped", never due.
-    const deliveries = (await platform.delivery.client(DeliveryService).listDeliveries({ owner: { organisationId: orgId, clientId: app.id }, subscriptionId: BigInt(subscription.id) }))
-      .deliveries;
+    const deliveries = (
+      await platform.delivery
+        .client(DeliveryService)
+        .listDeliveries({ owner: { organisationId: orgId, clientId: app.id }, subscriptionId: BigInt(subscription.id) })
+    ).deliveries;
     const rows = deliveries.filter((d) => skipped.some((a) => BigInt(a.delivery_id) === d.id));
     expect(rows.map((d) => [d.status, d.attempts, d.error, d.nextAttemptTime])).toEqual([
       ["skipped", 0, SKIPPED, undefined],
@@ -71,7 +95,12 @@ describe("a disabled subscription's events", () => {
 
     // While disabled a retry is refused, with the way out.
     const deliveryId = skipped[1]!.delivery_id;
-    await expectError(await call(app, "POST", `${PATH}/${subscription.id}/deliveries/${deliveryId}/retry`), 409, "conflict", /disabled.*PUT/);
+    await expectError(
+      await call(app, "POST", `${PATH}/${subscription.id}/deliveries/${deliveryId}/retry`),
+      409,
+      "conflict",
+      /disabled.*PUT/,
+    );
 
     // Enabled again: nothing is sent by itself (recovery is asked for), a retry sends the missed event once.
     healthy = true;
@@ -79,14 +108,25 @@ describe("a disabled subscription's events", () => {
     const res = await call(app, "POST", `${PATH}/${subscription.id}/deliveries/${deliveryId}/retry`);
     const body = (await res.json()) as Record<string, unknown>;
     expect(res.status, JSON.stringify(body)).toBe(202);
-    expect(body).toMatchObject({ id: deliveryId, status: "pending", attempts: 0, status_code: null, error: SKIPPED, event_id: skipped[1]!.event_id });
+    expect(body).toMatchObject({
+      id: deliveryId,
+      status: "pending",
+      attempts: 0,
+      status_code: null,
+      error: SKIPPED,
+      event_id: skipped[1]!.event_id,
+    });
     const arrived = await waitFor(() => failing.requests[sent], 15_000, "the missed event, sent");
     expect(arrived.headers["webhook-id"]).toBe(skipped[1]!.event_id);
     expect(JSON.parse(arrived.body).data.first_name).toBe("Missed one");
-    const after = await waitFor(async () => {
-      const list = await attempts(app, subscription.id);
-      return list.length === failures + 3 ? list : undefined;
-    }, 15_000, "its attempt in the log");
+    const after = await waitFor(
+      async () => {
+        const list = await attempts(app, subscription.id);
+        return list.length === failures + 3 ? list : undefined;
+      },
+      15_000,
+      "its attempt in the log",
+    );
     expect(after[0]).toMatchObject({ delivery_id: deliveryId, attempt: 1, outcome: "succeeded", status_code: 200 });
     expect(after.slice(1)).toEqual(log);
     expect(failing.requests.length).toBe(sent + 1);
@@ -96,10 +136,14 @@ describe("a disabled subscription's events", () => {
     const ok = receiver.route("/skipped/active");
     const subscription = await subscribe(app, ok.url);
     await createContact(orgId, "Active");
-    const log = await waitFor(async () => {
-      const list = await attempts(app, subscription.id);
-      return list.length >= 1 ? list : undefined;
-    }, 15_000, "the delivery");
+    const log = await waitFor(
+      async () => {
+        const list = await attempts(app, subscription.id);
+        return list.length >= 1 ? list : undefined;
+      },
+      15_000,
+      "the delivery",
+    );
     expect(log.map((a) => [a.attempt, a.outcome])).toEqual([[1, "succeeded"]]);
   });
 });

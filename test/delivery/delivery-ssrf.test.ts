@@ -15,7 +15,13 @@ import { WebhookService, type Owner } from "../../gen/bizcard/webhook/v1/webhook
 import { createWebhookSender } from "../../services/delivery/sender/webhook-sender.js";
 import type { ServiceApp } from "../../services/shared/service-app.js";
 import type { Resolver } from "../../services/shared/net/dns-resolver.js";
-import { createDeliveryApp, createWebhookApp, startPlatform, type Platform, type StartedService } from "../support/platform.js";
+import {
+  createDeliveryApp,
+  createWebhookApp,
+  startPlatform,
+  type Platform,
+  type StartedService,
+} from "../support/platform.js";
 import { waitFor } from "../support/processes.js";
 
 const TOKEN = "s".repeat(40);
@@ -65,7 +71,11 @@ afterAll(async () => {
 
 it("a name that resolves to 127.0.0.1 at delivery time is refused at connect and logged as refused", async () => {
   const orgs = organisation.client(OrganisationService);
-  const org = await orgs.createOrganisation({ name: "Rebind", ownerEmail: `${randomUUID()}@ssrf.test`, ownerPassword: "correct horse" });
+  const org = await orgs.createOrganisation({
+    name: "Rebind",
+    ownerEmail: `${randomUUID()}@ssrf.test`,
+    ownerPassword: "correct horse",
+  });
   const owner = { organisationId: org.organisation!.id, clientId: "zapier" } as Owner;
   const { subscription } = await webhook.client(WebhookService).createSubscription({
     owner,
@@ -75,10 +85,14 @@ it("a name that resolves to 127.0.0.1 at delivery time is refused at connect and
   await orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: "Eve" } });
   const log = delivery.client(DeliveryService);
   // The first attempt and the one retry of the schedule, both refused.
-  const attempts = await waitFor(async () => {
-    const res = await log.listDeliveryAttempts({ owner, subscriptionId: subscription!.id });
-    return res.attempts.length === 2 ? res.attempts : undefined;
-  }, 15_000, "two refused attempts");
+  const attempts = await waitFor(
+    async () => {
+      const res = await log.listDeliveryAttempts({ owner, subscriptionId: subscription!.id });
+      return res.attempts.length === 2 ? res.attempts : undefined;
+    },
+    15_000,
+    "two refused attempts",
+  );
   for (const a of attempts) {
     expect(a.responseStatus).toBe(0);
     expect(a.error).toBe("refused: rebind.receiver.test: 127.0.0.1 is a loopback address");
@@ -93,13 +107,36 @@ it("a name that resolves to 127.0.0.1 at delivery time is refused at connect and
 it("the sender refuses a name with any non-public address, a localhost name, a literal private IP, and http", async () => {
   const sender = createWebhookSender({ resolve: atDelivery, allowInsecure: false, timeoutMs: 2000 });
   try {
-    const send = (url: string) => sender.send({ url, secret: `whsec_${Buffer.alloc(32, 1).toString("base64")}`, eventId: randomUUID(), body: "{}" });
-    expect(await send(`https://mixed.receiver.test:${port}/`)).toMatchObject({ ok: false, kind: "refused", status: 0, error: "refused: mixed.receiver.test: 10.0.0.7 is a private address" });
-    expect(await send(`https://127.0.0.1:${port}/`)).toMatchObject({ ok: false, kind: "refused", error: "refused: 127.0.0.1 is a loopback address" });
+    const send = (url: string) =>
+      sender.send({
+        url,
+        secret: `whsec_${Buffer.alloc(32, 1).toString("base64")}`,
+        eventId: randomUUID(),
+        body: "{}",
+      });
+    expect(await send(`https://mixed.receiver.test:${port}/`)).toMatchObject({
+      ok: false,
+      kind: "refused",
+      status: 0,
+      error: "refused: mixed.receiver.test: 10.0.0.7 is a private address",
+    });
+    expect(await send(`https://127.0.0.1:${port}/`)).toMatchObject({
+      ok: false,
+      kind: "refused",
+      error: "refused: 127.0.0.1 is a loopback address",
+    });
     expect(await send(`https://[::1]:${port}/`)).toMatchObject({ ok: false, kind: "refused" });
-    expect(await send(`http://example.test:${port}/`)).toMatchObject({ ok: false, kind: "refused", error: "refused: http: targets are not allowed" });
+    expect(await send(`http://example.test:${port}/`)).toMatchObject({
+      ok: false,
+      kind: "refused",
+      error: "refused: http: targets are not allowed",
+    });
     // A localhost name, without a lookup (RFC 6761 §6.3).
-    expect(await send(`https://api.localhost:${port}/`)).toMatchObject({ ok: false, kind: "refused", error: "refused: api.localhost is a loopback name" });
+    expect(await send(`https://api.localhost:${port}/`)).toMatchObject({
+      ok: false,
+      kind: "refused",
+      error: "refused: api.localhost is a loopback name",
+    });
     expect(lookups).not.toContain("api.localhost");
     expect(connections).toBe(0);
   } finally {

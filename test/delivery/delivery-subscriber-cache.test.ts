@@ -39,8 +39,16 @@ beforeAll(async () => {
     gateway: { publicUrlPort: true, bus: true, serviceUrls: {} },
   });
   const orgs = platform.organisation.client(OrganisationService);
-  const orgId = (await orgs.createOrganisation({ name: "Cached Cards", ownerEmail: "owner@cached.test", ownerPassword: "password-k" })).organisation!.id;
-  const res = await platform.auth.client(AuthService).createClient({ name: "Zap", ownerOrganisationId: orgId, scopes: [] });
+  const orgId = (
+    await orgs.createOrganisation({
+      name: "Cached Cards",
+      ownerEmail: "owner@cached.test",
+      ownerPassword: "password-k",
+    })
+  ).organisation!.id;
+  const res = await platform.auth
+    .client(AuthService)
+    .createClient({ name: "Zap", ownerOrganisationId: orgId, scopes: [] });
   app = { id: res.client!.clientId, secret: res.clientSecret };
   call = apiCaller(() => platform.base).call;
   createContact = (firstName) => orgs.createContact({ organisationId: orgId, fields: { firstName } });

@@ -61,14 +61,22 @@ afterAll(async () => {
 
 it("a 503 without Retry-After halves the subscription's in-flight cap, and successes grow it back", async () => {
   const orgs = platform.organisation.client(OrganisationService);
-  const org = await orgs.createOrganisation({ name: "Overloaded", ownerEmail: `${randomUUID()}@aimd.test`, ownerPassword: "correct horse" });
+  const org = await orgs.createOrganisation({
+    name: "Overloaded",
+    ownerEmail: `${randomUUID()}@aimd.test`,
+    ownerPassword: "correct horse",
+  });
   const owner = { organisationId: org.organisation!.id, clientId: "zapier" } as Owner;
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/aimd`;
-  const { subscription } = await platform.webhook.client(WebhookService).createSubscription({ owner, targetUrl: url, eventType: EventType.CONTACT_CREATED });
+  const { subscription } = await platform.webhook
+    .client(WebhookService)
+    .createSubscription({ owner, targetUrl: url, eventType: EventType.CONTACT_CREATED });
   const count = 16;
   // All at once: under load, one by one could leave the first POST answered before the cap's worth is queued.
   await Promise.all(
-    Array.from({ length: count }, (_, i) => orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: `Overloaded${i}` } })),
+    Array.from({ length: count }, (_, i) =>
+      orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: `Overloaded${i}` } }),
+    ),
   );
 
   const log = platform.delivery.client(DeliveryService);

@@ -46,14 +46,21 @@ afterAll(async () => {
 
 async function organisation(name: string) {
   const orgs = platform.organisation.client(OrganisationService);
-  const org = await orgs.createOrganisation({ name, ownerEmail: `${randomUUID()}@throttle.test`, ownerPassword: "correct horse" });
+  const org = await orgs.createOrganisation({
+    name,
+    ownerEmail: `${randomUUID()}@throttle.test`,
+    ownerPassword: "correct horse",
+  });
   const owner = { organisationId: org.organisation!.id, clientId: "zapier" } as Owner;
   const contacts = async (n: number) => {
-    for (let i = 0; i < n; i++) await orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: `${name}${i}` } });
+    for (let i = 0; i < n; i++)
+      await orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: `${name}${i}` } });
   };
   const subscribe = async (answer: (n: number) => Answer) => {
     const route = receiver.route(`/throttle/${randomUUID()}`, answer);
-    const { subscription } = await platform.webhook.client(WebhookService).createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
+    const { subscription } = await platform.webhook
+      .client(WebhookService)
+      .createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
     return { route, subscription: subscription! };
   };
   return { owner, contacts, subscribe };
@@ -80,7 +87,11 @@ it("a 429 with Retry-After pauses the whole subscription until then; the owner's
   const throttled = await org.subscribe(firstAnswered({ status: 429, headers: { "retry-after": "2" } }));
   const other = await org.subscribe(() => ({ status: 200 }));
   await org.contacts(4);
-  const [first] = await waitFor(() => (throttled.route.requests.length >= 1 ? throttled.route.requests : undefined), 15_000, "the first POST");
+  const [first] = await waitFor(
+    () => (throttled.route.requests.length >= 1 ? throttled.route.requests : undefined),
+    15_000,
+    "the first POST",
+  );
   const pausedAt = first!.at;
   // Events that come during the pause: the other subscription gets them at once.
   await org.contacts(2);
@@ -102,7 +113,11 @@ it("a 503's Retry-After pauses the subscription at most DELIVERY_RETRY_AFTER_MAX
   const org = await organisation("Unavailable");
   const throttled = await org.subscribe(firstAnswered({ status: 503, headers: { "retry-after": "3600" } }));
   await org.contacts(3);
-  const [first] = await waitFor(() => (throttled.route.requests.length >= 1 ? throttled.route.requests : undefined), 15_000, "the first POST");
+  const [first] = await waitFor(
+    () => (throttled.route.requests.length >= 1 ? throttled.route.requests : undefined),
+    15_000,
+    "the first POST",
+  );
   await allSucceeded(org.owner, throttled.subscription.id, 3);
   const later = throttled.route.requests.slice(1);
   expect(later).toHaveLength(3);
@@ -117,7 +132,11 @@ it("a 500 with Retry-After delays only its own delivery: the subscription's othe
   const org = await organisation("Failing");
   const failing = await org.subscribe(firstAnswered({ status: 500, headers: { "retry-after": "2" } }));
   await org.contacts(3);
-  const [first] = await waitFor(() => (failing.route.requests.length >= 3 ? failing.route.requests : undefined), 15_000, "the other POSTs");
+  const [first] = await waitFor(
+    () => (failing.route.requests.length >= 3 ? failing.route.requests : undefined),
+    15_000,
+    "the other POSTs",
+  );
   const failedId = first!.headers["webhook-id"];
   const others = failing.route.requests.slice(1, 3);
   for (const r of others) {

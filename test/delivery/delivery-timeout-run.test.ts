@@ -41,7 +41,10 @@ let server: http.Server;
  * never answered (the sender's timeout ends them); the next `overloaded` get 503 without Retry-After, one after the other;
  * the rest get 200 after HOLD_MS.
  */
-const routes = new Map<string, { hang: number; overloaded: number; arrivals: Arrival[]; answering: number; firstAt?: number }>();
+const routes = new Map<
+  string,
+  { hang: number; overloaded: number; arrivals: Arrival[]; answering: number; firstAt?: number }
+>();
 
 beforeAll(async () => {
   server = http.createServer((req, res) => {
@@ -99,27 +102,45 @@ afterAll(async () => {
 
 async function subscribeWithQueue(name: string, answers: { hang?: number; overloaded?: number }, count: number) {
   const orgs = platform.organisation.client(OrganisationService);
-  const org = await orgs.createOrganisation({ name, ownerEmail: `${randomUUID()}@timeouts.test`, ownerPassword: "correct horse" });
+  const org = await orgs.createOrganisation({
+    name,
+    ownerEmail: `${randomUUID()}@timeouts.test`,
+    ownerPassword: "correct horse",
+  });
   const owner = { organisationId: org.organisation!.id, clientId: "zapier" } as Owner;
   const path = `/timeouts/${randomUUID()}`;
-  const route = { hang: answers.hang ?? 0, overloaded: answers.overloaded ?? 0, arrivals: [] as Arrival[], answering: 0 };
+  const route = {
+    hang: answers.hang ?? 0,
+    overloaded: answers.overloaded ?? 0,
+    arrivals: [] as Arrival[],
+    answering: 0,
+  };
   routes.set(path, route);
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`;
-  const { subscription } = await platform.webhook.client(WebhookService).createSubscription({ owner, targetUrl: url, eventType: EventType.CONTACT_CREATED });
-  for (let i = 0; i < count; i++) await orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: `${name}${i}` } });
+  const { subscription } = await platform.webhook
+    .client(WebhookService)
+    .createSubscription({ owner, targetUrl: url, eventType: EventType.CONTACT_CREATED });
+  for (let i = 0; i < count; i++)
+    await orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: `${name}${i}` } });
   return { owner, subscriptionId: subscription!.id, all: route.arrivals };
 }
 
 const states = async (owner: Owner, subscriptionId: bigint) =>
-  (await platform.delivery.client(DeliveryService).getDeliveryStates({ owner, subscriptionIds: [subscriptionId] })).states;
+  (await platform.delivery.client(DeliveryService).getDeliveryStates({ owner, subscriptionIds: [subscriptionId] }))
+    .states;
 
 /** The delivery service's state of the subscription, read again and again while `work` runs: the lowered caps it showed. */
-async function watchStates(owner: Owner, subscriptionId: bigint, work: () => Promise<void>): Promise<{ cap: number; paused: boolean }[]> {
+async function watchStates(
+  owner: Owner,
+  subscriptionId: bigint,
+  work: () => Promise<void>,
+): Promise<{ cap: number; paused: boolean }[]> {
   const shown: { cap: number; paused: boolean }[] = [];
   let watching = true;
   const watch = (async () => {
     while (watching) {
-      for (const s of await states(owner, subscriptionId)) shown.push({ cap: s.inFlightCap, paused: s.throttledUntil !== undefined });
+      for (const s of await states(owner, subscriptionId))
+        shown.push({ cap: s.inFlightCap, paused: s.throttledUntil !== undefined });
       await new Promise((r) => setTimeout(r, 20));
     }
   })();
@@ -151,7 +172,10 @@ it(`a run of ${TIMEOUT_RUN_HALVES_CAP} timeouts halves the subscription's in-fli
   // Halved once (to 2, never 1: the four timeouts are one wave), then grown back by one per success; never paused.
   const lowered = shown.filter((s) => s.cap > 0);
   expect(Math.min(...lowered.map((s) => s.cap))).toBe(CAP / 2);
-  expect(lowered.some((s) => s.paused), "a run of timeouts does not pause the subscription").toBe(false);
+  expect(
+    lowered.some((s) => s.paused),
+    "a run of timeouts does not pause the subscription",
+  ).toBe(false);
 
   // After the 429s' pause (the queue built up meanwhile):
   expect(all[0]!.paused).toBe(true);
@@ -173,7 +197,11 @@ it(`a run of ${TIMEOUT_RUN_HALVES_CAP} timeouts halves the subscription's in-fli
 
 it(`fewer than ${TIMEOUT_RUN_HALVES_CAP} timeouts in a row leave the cap as it is`, async () => {
   const count = 12;
-  const { owner, subscriptionId, all } = await subscribeWithQueue("Slow once", { hang: TIMEOUT_RUN_HALVES_CAP - 1 }, count);
+  const { owner, subscriptionId, all } = await subscribeWithQueue(
+    "Slow once",
+    { hang: TIMEOUT_RUN_HALVES_CAP - 1 },
+    count,
+  );
   await allSucceeded(owner, subscriptionId, count);
   const arrivals = all.filter((a) => !a.paused);
   expect(arrivals.filter((a) => a.hung)).toHaveLength(TIMEOUT_RUN_HALVES_CAP - 1);

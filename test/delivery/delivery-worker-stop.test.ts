@@ -34,11 +34,18 @@ afterAll(async () => {
 it("stopping a delivery service waits for its open POSTs and records them: each delivered once, none left claimed", async () => {
   const delivery = await platform.startService((deps) => createDeliveryApp(deps));
   const orgs = platform.organisation.client(OrganisationService);
-  const org = await orgs.createOrganisation({ name: "Stopping", ownerEmail: `${randomUUID()}@stop.test`, ownerPassword: "correct horse" });
+  const org = await orgs.createOrganisation({
+    name: "Stopping",
+    ownerEmail: `${randomUUID()}@stop.test`,
+    ownerPassword: "correct horse",
+  });
   const owner = { organisationId: org.organisation!.id, clientId: "zapier" } as Owner;
   const route = receiver.route(`/stop/${randomUUID()}`, HOLD_MS);
-  const { subscription } = await platform.webhook.client(WebhookService).createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
-  for (const firstName of ["Ada", "Grace"]) await orgs.createContact({ organisationId: owner.organisationId, fields: { firstName } });
+  const { subscription } = await platform.webhook
+    .client(WebhookService)
+    .createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
+  for (const firstName of ["Ada", "Grace"])
+    await orgs.createContact({ organisationId: owner.organisationId, fields: { firstName } });
   await waitFor(() => (route.open === 2 ? true : undefined), 15_000, "both POSTs open at the target");
 
   await delivery.stop();
@@ -54,7 +61,9 @@ it("stopping a delivery service waits for its open POSTs and records them: each 
   const dispatch = vi.spyOn(worker, "dispatch");
   const reader = await platform.startService((deps) => createDeliveryApp(deps, { fanOut: false }));
   try {
-    const { deliveries } = await reader.client(DeliveryService).listDeliveries({ owner, subscriptionId: subscription!.id, pageSize: 10 });
+    const { deliveries } = await reader
+      .client(DeliveryService)
+      .listDeliveries({ owner, subscriptionId: subscription!.id, pageSize: 10 });
     expect(deliveries.map((d) => [d.status, d.attempts])).toEqual([
       ["succeeded", 1],
       ["succeeded", 1],

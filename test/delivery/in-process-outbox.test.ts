@@ -43,10 +43,14 @@ describe("the in-process bus", () => {
     const early = await bus.publish("p.contact.created", bytes, "m1").catch((e: unknown) => e);
     expect(early).toMatchObject({ failed: ["flaky"] });
     expect(failuresLeft).toBe(1);
-    await waitFor(async () => {
-      await bus.publish("p.contact.created", bytes, "m1");
-      return true;
-    }, 5000, "m1 taken by the flaky consumer");
+    await waitFor(
+      async () => {
+        await bus.publish("p.contact.created", bytes, "m1");
+        return true;
+      },
+      5000,
+      "m1 taken by the flaky consumer",
+    );
     await bus.publish("p.contact.updated", bytes, "m2");
     expect(flaky).toEqual(["m1", "m2"]);
     // Nothing twice for the healthy one.
@@ -67,17 +71,24 @@ describe("the in-process bus", () => {
   it("a message failing every delivery is given up for that consumer after maxDeliver, which then goes on", async () => {
     const bus = new InProcessBus("p");
     const got: string[] = [];
-    await bus.consume({ durable: "hopeless", subject: "x", retryDelayMs: 1, maxRetryDelayMs: 1, maxDeliver: 3 }, async (m) => {
-      if (m.msgId === "poison") throw new Error("never");
-      got.push(m.msgId);
-    });
-    const outcome = await waitFor(async () => {
-      const r = await bus.publish("p.x", bytes, "poison").then(
-        () => "resolved",
-        () => undefined,
-      );
-      return r;
-    }, 5000, "poison given up");
+    await bus.consume(
+      { durable: "hopeless", subject: "x", retryDelayMs: 1, maxRetryDelayMs: 1, maxDeliver: 3 },
+      async (m) => {
+        if (m.msgId === "poison") throw new Error("never");
+        got.push(m.msgId);
+      },
+    );
+    const outcome = await waitFor(
+      async () => {
+        const r = await bus.publish("p.x", bytes, "poison").then(
+          () => "resolved",
+          () => undefined,
+        );
+        return r;
+      },
+      5000,
+      "poison given up",
+    );
     expect(outcome).toBe("resolved");
     await bus.publish("p.x", bytes, "next");
     expect(got).toEqual(["next"]);
@@ -107,18 +118,35 @@ describe("the outbox relay on the in-process bus", () => {
     const healthy: { name: string; at: number }[] = [];
     const updates: string[] = [];
     // Consumers first, as scripts/start.ts starts them.
-    await bus.consume({ durable: "broken", subject: "contact.created", retryDelayMs: 100, maxRetryDelayMs: 400, maxDeliver: 1000 }, async (m) => {
-      failingCalls++;
-      if (broken) throw new Error("receiver down");
-      failing.push(contactOf(m.data));
+    await bus.consume(
+      { durable: "broken", subject: "contact.created", retryDelayMs: 100, maxRetryDelayMs: 400, maxDeliver: 1000 },
+      async (m) => {
+        failingCalls++;
+        if (broken) throw new Error("receiver down");
+        failing.push(contactOf(m.data));
+      },
+    );
+    await bus.consume(
+      { durable: "healthy", subject: "contact.>" },
+      async (m) => void healthy.push({ name: contactOf(m.data), at: Date.now() }),
+    );
+    await bus.consume(
+      { durable: "updates", subject: "contact.updated" },
+      async (m) => void updates.push(contactOf(m.data)),
+    );
+    const platform = await startPlatform({
+      config: { NATS_URL: "", OUTBOX_POLL_MS: "50", NATS_SUBJECT_PREFIX: config.NATS_SUBJECT_PREFIX },
+      db,
+      bus,
     });
-    await bus.consume({ durable: "healthy", subject: "contact.>" }, async (m) => void healthy.push({ name: contactOf(m.data), at: Date.now() }));
-    await bus.consume({ durable: "updates", subject: "contact.updated" }, async (m) => void updates.push(contactOf(m.data)));
-    const platform = await startPlatform({ config: { NATS_URL: "", OUTBOX_POLL_MS: "50", NATS_SUBJECT_PREFIX: config.NATS_SUBJECT_PREFIX }, db, bus });
     cleanups.push(() => platform.stop());
     const svc = platform.organisation;
     const client = svc.client(OrganisationService);
-    const { organisation } = await client.createOrganisation({ name: "Embedded", ownerEmail: "o@embedded.test", ownerPassword: "password-e" });
+    const { organisation } = await client.createOrganisation({
+      name: "Embedded",
+      ownerEmail: "o@embedded.test",
+      ownerPassword: "password-e",
+    });
     const organisationId = organisation!.id;
 
     const names = ["C0", "C1", "C2", "C3", "C4"];
@@ -129,7 +157,12 @@ describe("the outbox relay on the in-process bus", () => {
       // Between C2 and C3, an event of a subject nobody consumes: it waits in the outbox, and holds nothing back.
       if (firstName === "C2") {
         await svc.app.orm.em.fork().transactional((em) =>
-          enqueueEvent(em, ORGANISATION_SCHEMA, { id: randomUUID(), subject: `${config.NATS_SUBJECT_PREFIX}.nobody.listens`, payload: bytes, orderKey: organisationId }),
+          enqueueEvent(em, ORGANISATION_SCHEMA, {
+            id: randomUUID(),
+            subject: `${config.NATS_SUBJECT_PREFIX}.nobody.listens`,
+            payload: bytes,
+            orderKey: organisationId,
+          }),
         );
       }
     }
@@ -155,7 +188,11 @@ describe("the outbox relay on the in-process bus", () => {
     // A consumer of it registers at last: it gets it, and the outbox is empty.
     const late: string[] = [];
     await bus.consume({ durable: "late", subject: "nobody.>" }, async (m) => void late.push(m.msgId));
-    await waitFor(async () => ((await svc.app.relay.backlog()) === 0 ? true : undefined), 15_000, "the waiting event published");
+    await waitFor(
+      async () => ((await svc.app.relay.backlog()) === 0 ? true : undefined),
+      15_000,
+      "the waiting event published",
+    );
     expect(late).toHaveLength(1);
   });
 });

@@ -24,7 +24,8 @@ it("reports what every acknowledged message is at or below: none before the cons
   cleanups.push(() => bus.close());
   expect(bus.kind).toBe("nats");
   const durable = `floor-${randomUUID().slice(0, 8)}`;
-  const publish = (subject: string) => bus.publish(`${config.NATS_SUBJECT_PREFIX}.${subject}`, new Uint8Array([1]), randomUUID());
+  const publish = (subject: string) =>
+    bus.publish(`${config.NATS_SUBJECT_PREFIX}.${subject}`, new Uint8Array([1]), randomUUID());
 
   // No consumer yet: nothing is known to be handled.
   await publish("contact.created"); // seq 1
@@ -41,7 +42,11 @@ it("reports what every acknowledged message is at or below: none before the cons
     },
   );
   cleanups.push(() => consumer.stop());
-  await waitFor(async () => ((await bus.ackFloor!(durable)) === 1 ? true : undefined), 10_000, "the floor at the first message");
+  await waitFor(
+    async () => ((await bus.ackFloor!(durable)) === 1 ? true : undefined),
+    10_000,
+    "the floor at the first message",
+  );
 
   await publish("other.thing"); // seq 2, another subject: not the consumer's
   await publish("contact.updated"); // seq 3, held in hand
@@ -51,7 +56,11 @@ it("reports what every acknowledged message is at or below: none before the cons
   expect(await bus.ackFloor!(durable)).toBe(1);
   release!();
   await waitFor(() => (handled.includes(4) ? true : undefined), 10_000, "the rest handled");
-  await waitFor(async () => ((await bus.ackFloor!(durable)) === 4 ? true : undefined), 10_000, "the floor at the last message");
+  await waitFor(
+    async () => ((await bus.ackFloor!(durable)) === 4 ? true : undefined),
+    10_000,
+    "the floor at the last message",
+  );
   // A message of another subject after the last one does not hold the floor back.
   await publish("other.thing"); // seq 5
   expect(await bus.ackFloor!(durable)).toBeGreaterThanOrEqual(4);
@@ -73,12 +82,20 @@ it("reports what every acknowledged message is at or below: none before the cons
     },
   );
   cleanups.push(() => again.stop());
-  await waitFor(async () => ((await bus.ackFloor!(durable)) === 5 ? true : undefined), 10_000, "the floor of the re-created consumer");
+  await waitFor(
+    async () => ((await bus.ackFloor!(durable)) === 5 ? true : undefined),
+    10_000,
+    "the floor of the re-created consumer",
+  );
   await publish("contact.created"); // seq 6, in hand
   await waitFor(() => hold, 10_000, "the new batch in hand");
   // In hand, nothing acked yet: what it was created after.
   expect(await bus.ackFloor!(durable)).toBe(4);
   hold!();
-  await waitFor(async () => ((await bus.ackFloor!(durable)) === 6 ? true : undefined), 10_000, "the floor after the new batch");
+  await waitFor(
+    async () => ((await bus.ackFloor!(durable)) === 6 ? true : undefined),
+    10_000,
+    "the floor after the new batch",
+  );
   expect(handled).toEqual([1, 3, 4, 6]);
 });

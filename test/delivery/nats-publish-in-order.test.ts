@@ -59,7 +59,13 @@ describe("NATS publishInOrder", () => {
   it("a failed message in the middle: the ones before it are stored, none after it", async () => {
     const { bus, message, stored } = await start();
     await bus.publishInOrder!([message("before")]);
-    const result = await bus.publishInOrder!([message("a"), message("b"), message("lost", false), message("c"), message("d")]);
+    const result = await bus.publishInOrder!([
+      message("a"),
+      message("b"),
+      message("lost", false),
+      message("c"),
+      message("d"),
+    ]);
     expect(result.published).toBe(2);
     expect(result.error).toBeDefined();
     expect(await stored()).toEqual(["before", "a", "b"]);

@@ -41,7 +41,11 @@ const token = () =>
   fetch(`${base}/oauth/token`, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ grant_type: "client_credentials", client_id: client.id, client_secret: client.secret }).toString(),
+    body: new URLSearchParams({
+      grant_type: "client_credentials",
+      client_id: client.id,
+      client_secret: client.secret,
+    }).toString(),
   });
 
 const accessToken = async () => {
@@ -50,7 +54,8 @@ const accessToken = async () => {
   return ((await res.json()) as { access_token: string }).access_token;
 };
 
-const get = (path: string, bearer: string) => fetch(`${base}${path}`, { headers: { authorization: `Bearer ${bearer}` } });
+const get = (path: string, bearer: string) =>
+  fetch(`${base}${path}`, { headers: { authorization: `Bearer ${bearer}` } });
 
 async function expectUnavailable(res: Response): Promise<void> {
   const body = (await res.json()) as Record<string, unknown>;
@@ -74,7 +79,11 @@ describe("with the database down", () => {
     await expectUnavailable(await get("/oauth/contacts", used));
 
     await postgres.restart();
-    await waitFor(async () => ((await token()).status === 200 ? true : undefined), 20_000, "token endpoint after restart");
+    await waitFor(
+      async () => ((await token()).status === 200 ? true : undefined),
+      20_000,
+      "token endpoint after restart",
+    );
     expect((await get("/oauth/me", fresh)).status).toBe(200);
     expect((await get("/oauth/contacts", used)).status).toBe(200);
   }, 60_000);

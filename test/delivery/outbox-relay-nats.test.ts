@@ -31,13 +31,21 @@ describe("outbox relay", () => {
     replica.start();
     cleanups.push(() => replica.stop());
     const client = svc.client(OrganisationService);
-    const { organisation } = await client.createOrganisation({ name: "Replicas", ownerEmail: "r@replicas.test", ownerPassword: "password-r" });
+    const { organisation } = await client.createOrganisation({
+      name: "Replicas",
+      ownerEmail: "r@replicas.test",
+      ownerPassword: "password-r",
+    });
     const ids: string[] = [];
     for (let i = 0; i < 12; i++) {
-      ids.push((await client.createContact({ organisationId: organisation!.id, fields: { firstName: `R${i}` } })).contact!.id);
+      ids.push(
+        (await client.createContact({ organisationId: organisation!.id, fields: { firstName: `R${i}` } })).contact!.id,
+      );
     }
     await waitFor(async () => ((await svc.app.relay.backlog()) === 0 ? true : undefined), 20_000, "backlog drained");
-    const stored = (await readStream(nats.url, config.NATS_STREAM)).filter((s) => s.event.organisationId === organisation!.id);
+    const stored = (await readStream(nats.url, config.NATS_STREAM)).filter(
+      (s) => s.event.organisationId === organisation!.id,
+    );
     expect(stored.map((s) => s.event.contact?.id)).toEqual(ids);
   });
 
@@ -47,7 +55,8 @@ describe("outbox relay", () => {
       const inner = new InProcessBus(config.NATS_SUBJECT_PREFIX);
       return {
         kind: inner.kind,
-        publish: (subject, data, msgId) => inner.publish(subject, data, msgId).catch((err) => (refused.push(msgId), Promise.reject(err))),
+        publish: (subject, data, msgId) =>
+          inner.publish(subject, data, msgId).catch((err) => (refused.push(msgId), Promise.reject(err))),
         consume: (options, handler) => inner.consume(options, handler),
         subscribe: (subject, handler) => inner.subscribe(subject, handler),
         announce: (topic, data) => inner.announce(topic, data),
@@ -60,8 +69,15 @@ describe("outbox relay", () => {
     };
     const { bus, organisation: svc } = await startOrganisation({ NATS_URL: "" }, refusing);
     const client = svc.client(OrganisationService);
-    const { organisation } = await client.createOrganisation({ name: "Later", ownerEmail: "l@later.test", ownerPassword: "password-l" });
-    const { contact } = await client.createContact({ organisationId: organisation!.id, fields: { firstName: "Waiting" } });
+    const { organisation } = await client.createOrganisation({
+      name: "Later",
+      ownerEmail: "l@later.test",
+      ownerPassword: "password-l",
+    });
+    const { contact } = await client.createContact({
+      organisationId: organisation!.id,
+      fields: { firstName: "Waiting" },
+    });
     // The relay has tried to publish it, and the bus refused: the row is still there.
     await waitFor(() => (refused.length > 0 ? true : undefined), 20_000, "a refused publish");
     expect(await svc.app.relay.backlog()).toBe(1);
@@ -85,9 +101,17 @@ describe("outbox relay", () => {
     };
     const { config, organisation: svc } = await startOrganisation({ NATS_URL: nats.url }, counting);
     const client = svc.client(OrganisationService);
-    const { organisation } = await client.createOrganisation({ name: "Restart", ownerEmail: "r@restart.test", ownerPassword: "password-r" });
+    const { organisation } = await client.createOrganisation({
+      name: "Restart",
+      ownerEmail: "r@restart.test",
+      ownerPassword: "password-r",
+    });
     const a = await client.createContact({ organisationId: organisation!.id, fields: { firstName: "Before" } });
-    await waitFor(async () => ((await svc.app.relay.backlog()) === 0 ? true : undefined), 15_000, "first event published");
+    await waitFor(
+      async () => ((await svc.app.relay.backlog()) === 0 ? true : undefined),
+      15_000,
+      "first event published",
+    );
 
     await nats.stop();
     const b = await client.createContact({ organisationId: organisation!.id, fields: { firstName: "During" } });
@@ -114,7 +138,11 @@ describe("outbox relay", () => {
     // The relay is stopped: this test drives it by hand.
     await svc.app.relay.stop();
     const client = svc.client(OrganisationService);
-    const { organisation } = await client.createOrganisation({ name: "Crash", ownerEmail: "c@crash.test", ownerPassword: "password-c" });
+    const { organisation } = await client.createOrganisation({
+      name: "Crash",
+      ownerEmail: "c@crash.test",
+      ownerPassword: "password-c",
+    });
     const created = await client.createContact({ organisationId: organisation!.id, fields: { firstName: "Once" } });
 
     // The broker stores the message, then the process "dies" before the row is marked.
@@ -128,7 +156,15 @@ describe("outbox relay", () => {
     };
     const { orm } = svc.app;
     const logger = createLogger("test", "silent");
-    const dying = new OutboxRelay({ orm, schema: ORGANISATION_SCHEMA, bus: crashingBus, logger, pollMs: 100, leaseMs: 500, publishTimeoutMs: 100 });
+    const dying = new OutboxRelay({
+      orm,
+      schema: ORGANISATION_SCHEMA,
+      bus: crashingBus,
+      logger,
+      pollMs: 100,
+      leaseMs: 500,
+      publishTimeoutMs: 100,
+    });
     const first = await dying.publishBatch();
     expect(first.leader).toBe(true);
     expect(first.published).toBe(0);
@@ -140,14 +176,20 @@ describe("outbox relay", () => {
     const restarted = new OutboxRelay({ orm, schema: ORGANISATION_SCHEMA, bus, logger, pollMs: 100 });
     cleanups.push(() => restarted.stop()); // hands the lease back for the next test
     expect(await restarted.publishBatch()).toEqual({ leader: false, published: 0 });
-    const second = await waitFor(async () => {
-      const batch = await restarted.publishBatch();
-      return batch.leader ? batch : undefined;
-    }, 10_000, "the dead relay's lease to run out");
+    const second = await waitFor(
+      async () => {
+        const batch = await restarted.publishBatch();
+        return batch.leader ? batch : undefined;
+      },
+      10_000,
+      "the dead relay's lease to run out",
+    );
     expect(second).toEqual({ leader: true, published: 1, error: undefined });
     expect(await svc.app.relay.backlog()).toBe(0);
 
-    const stored = (await readStream(nats.url, config.NATS_STREAM)).filter((s) => s.event.contact?.id === created.contact!.id);
+    const stored = (await readStream(nats.url, config.NATS_STREAM)).filter(
+      (s) => s.event.contact?.id === created.contact!.id,
+    );
     expect(stored).toHaveLength(1);
     expect(stored[0]!.event.type).toBe(EventType.CONTACT_CREATED);
   });
@@ -180,7 +222,11 @@ describe("outbox relay", () => {
       internalToken: env.INTERNAL_RPC_TOKEN,
     });
     let proc: Spawned = await start();
-    const { organisation } = await client.createOrganisation({ name: "Kill", ownerEmail: "k@kill.test", ownerPassword: "password-k" });
+    const { organisation } = await client.createOrganisation({
+      name: "Kill",
+      ownerEmail: "k@kill.test",
+      ownerPassword: "password-k",
+    });
     const before = await client.createContact({ organisationId: organisation!.id, fields: { firstName: "Published" } });
     await waitFor(
       async () => ((await readStream(nats.url, config.NATS_STREAM).catch(() => [])).length === 1 ? true : undefined),
@@ -191,9 +237,15 @@ describe("outbox relay", () => {
     // The broker goes away; the next changes commit but cannot be published. Then the process is killed.
     await nats.stop();
     const during = await client.createContact({ organisationId: organisation!.id, fields: { firstName: "Committed" } });
-    await client.updateContact({ id: during.contact!.id, organisationId: organisation!.id, fields: { email: "committed@kill.test" } });
+    await client.updateContact({
+      id: during.contact!.id,
+      organisationId: organisation!.id,
+      fields: { email: "committed@kill.test" },
+    });
     expect(await proc.kill("SIGKILL")).toBe(null);
-    const refused = await client.getContact({ id: during.contact!.id, organisationId: organisation!.id }).catch((e) => e);
+    const refused = await client
+      .getContact({ id: during.contact!.id, organisationId: organisation!.id })
+      .catch((e) => e);
     expect(ConnectError.from(refused).code).toBe(Code.Unavailable);
 
     await nats.restart();

@@ -28,7 +28,10 @@ describe("outbox relay", () => {
   it("two replicas with a 1 s lease on a slow bus: 30 events, exactly 30 publishes, in commit order", async () => {
     // The issue's scenario: 30 rows, 80 ms per publish (the consumer is slow, and the
     // in-process bus publishes through it), so one batch outlasts the 1 s lease.
-    const { platform, bus, publishes } = await startOnRecordingBus({ OUTBOX_LEASE_MS: "1000", OUTBOX_PUBLISH_TIMEOUT_MS: "300" });
+    const { platform, bus, publishes } = await startOnRecordingBus({
+      OUTBOX_LEASE_MS: "1000",
+      OUTBOX_PUBLISH_TIMEOUT_MS: "300",
+    });
     const first = platform.organisation;
     const second = await platform.startService(createOrganisationApp, platform.config);
     // The services' own relays wait while the backlog builds up.
@@ -40,20 +43,38 @@ describe("outbox relay", () => {
       await slowConsumer(80);
     });
     const client = first.client(OrganisationService);
-    const { organisation } = await client.createOrganisation({ name: "Lease", ownerEmail: "o@lease.test", ownerPassword: "password-l" });
+    const { organisation } = await client.createOrganisation({
+      name: "Lease",
+      ownerEmail: "o@lease.test",
+      ownerPassword: "password-l",
+    });
     const ids: string[] = [];
     for (let i = 0; i < 30; i++) {
-      ids.push((await client.createContact({ organisationId: organisation!.id, fields: { firstName: `L${i}` } })).contact!.id);
+      ids.push(
+        (await client.createContact({ organisationId: organisation!.id, fields: { firstName: `L${i}` } })).contact!.id,
+      );
     }
 
     const logger = createLogger("test", "silent");
     const relay = (app: typeof first.app) =>
-      new OutboxRelay({ orm: app.orm, schema: ORGANISATION_SCHEMA, bus, logger, pollMs: 50, leaseMs: 1000, publishTimeoutMs: 300 });
+      new OutboxRelay({
+        orm: app.orm,
+        schema: ORGANISATION_SCHEMA,
+        bus,
+        logger,
+        pollMs: 50,
+        leaseMs: 1000,
+        publishTimeoutMs: 300,
+      });
     const relays = [relay(first.app), relay(second.app)];
     for (const r of relays) r.start();
     cleanups.push(() => Promise.all(relays.map((r) => r.stop())));
     const mine = () => publishes.filter((p) => contactOf(p.data).organisationId === organisation!.id);
-    await waitFor(() => (new Set(mine().map((p) => p.msgId)).size === 30 ? true : undefined), 60_000, "30 events published");
+    await waitFor(
+      () => (new Set(mine().map((p) => p.msgId)).size === 30 ? true : undefined),
+      60_000,
+      "30 events published",
+    );
     // Stopping waits for any batch in hand: after this, nothing more is published.
     await Promise.all(relays.map((r) => r.stop()));
 
@@ -72,8 +93,13 @@ describe("outbox relay", () => {
       await slowConsumer(80);
     });
     const client = svc.client(OrganisationService);
-    const { organisation } = await client.createOrganisation({ name: "Hang", ownerEmail: "o@hang.test", ownerPassword: "password-h" });
-    for (let i = 0; i < 30; i++) await client.createContact({ organisationId: organisation!.id, fields: { firstName: `H${i}` } });
+    const { organisation } = await client.createOrganisation({
+      name: "Hang",
+      ownerEmail: "o@hang.test",
+      ownerPassword: "password-h",
+    });
+    for (let i = 0; i < 30; i++)
+      await client.createContact({ organisationId: organisation!.id, fields: { firstName: `H${i}` } });
     const mine = () => publishes.filter((p) => contactOf(p.data).organisationId === organisation!.id);
 
     const relay = new OutboxRelay({
@@ -85,10 +111,14 @@ describe("outbox relay", () => {
       leaseMs: 1000,
       publishTimeoutMs: 300,
     });
-    const batch = waitFor(async () => {
-      const b = await relay.publishBatch();
-      return b.leader ? b : undefined;
-    }, 30_000, "the lease");
+    const batch = waitFor(
+      async () => {
+        const b = await relay.publishBatch();
+        return b.leader ? b : undefined;
+      },
+      30_000,
+      "the lease",
+    );
     await waitFor(() => (mine().length > 0 ? true : undefined), 30_000, "the relay publishing");
 
     // Another session locks the lease row: the relay's next renewal waits on it.
@@ -107,7 +137,9 @@ describe("outbox relay", () => {
         // Asked outside the blocker's transaction, which would see a frozen pg_stat_activity.
         const rows: unknown[] = await svc.app.orm.em
           .fork()
-          .execute(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%outbox_lease%'`);
+          .execute(
+            `select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%outbox_lease%'`,
+          );
         return rows.length === 1 ? true : undefined;
       },
       20_000,
@@ -117,11 +149,19 @@ describe("outbox relay", () => {
     expect(beforeHang).toBeLessThan(30);
 
     // The relay's lease runs out while its renewal hangs; another relay takes it over.
-    await waitFor(async () => {
-      const { rows } = await blocker.query(`select "expires_at" < clock_timestamp() as expired from "${ORGANISATION_SCHEMA}"."outbox_lease"`);
-      return rows[0].expired ? true : undefined;
-    }, 20_000, "the hanging relay's lease expired");
-    await blocker.query(`update "${ORGANISATION_SCHEMA}"."outbox_lease" set "holder" = 'another relay', "expires_at" = clock_timestamp() + interval '1 minute'`);
+    await waitFor(
+      async () => {
+        const { rows } = await blocker.query(
+          `select "expires_at" < clock_timestamp() as expired from "${ORGANISATION_SCHEMA}"."outbox_lease"`,
+        );
+        return rows[0].expired ? true : undefined;
+      },
+      20_000,
+      "the hanging relay's lease expired",
+    );
+    await blocker.query(
+      `update "${ORGANISATION_SCHEMA}"."outbox_lease" set "holder" = 'another relay', "expires_at" = clock_timestamp() + interval '1 minute'`,
+    );
     await blocker.query("commit");
 
     expect(await batch).toEqual({ leader: true, published: beforeHang, error: undefined, leaseLost: true });
@@ -134,10 +174,14 @@ describe("outbox relay", () => {
 
     // Once the lease is free again, the rest goes out, and only the rest.
     await blocker.query(`update "${ORGANISATION_SCHEMA}"."outbox_lease" set "expires_at" = now()`);
-    await waitFor(async () => {
-      await relay.publishBatch();
-      return (await relay.backlog()) === 0 ? true : undefined;
-    }, 30_000, "the rest published");
+    await waitFor(
+      async () => {
+        await relay.publishBatch();
+        return (await relay.backlog()) === 0 ? true : undefined;
+      },
+      30_000,
+      "the rest published",
+    );
     expect(mine()).toHaveLength(30);
     expect(Object.values(countBy(mine().map((p) => p.msgId))).every((k) => k === 1)).toBe(true);
   });
@@ -149,7 +193,12 @@ describe("outbox relay", () => {
     await svc.app.relay.stop();
     await bus.consume({ durable: "order", subject: "order.>" }, async () => undefined);
     const { orm } = svc.app;
-    const event = (name: string) => ({ id: randomUUID(), subject: `${config.NATS_SUBJECT_PREFIX}.order.${name}`, payload: new Uint8Array(), orderKey: "org-a" });
+    const event = (name: string) => ({
+      id: randomUUID(),
+      subject: `${config.NATS_SUBJECT_PREFIX}.order.${name}`,
+      payload: new Uint8Array(),
+      orderKey: "org-a",
+    });
     const early = event("early");
     const late = event("late");
     const committed: string[] = [];
@@ -187,11 +236,21 @@ describe("outbox relay", () => {
     finishEarly();
     await Promise.all([earlyTx, lateTx]);
 
-    const relay = new OutboxRelay({ orm, schema: ORGANISATION_SCHEMA, bus, logger: createLogger("test", "silent"), pollMs: 100 });
-    const batch = await waitFor(async () => {
-      const b = await relay.publishBatch();
-      return b.leader ? b : undefined;
-    }, 30_000, "the lease");
+    const relay = new OutboxRelay({
+      orm,
+      schema: ORGANISATION_SCHEMA,
+      bus,
+      logger: createLogger("test", "silent"),
+      pollMs: 100,
+    });
+    const batch = await waitFor(
+      async () => {
+        const b = await relay.publishBatch();
+        return b.leader ? b : undefined;
+      },
+      30_000,
+      "the lease",
+    );
     expect(batch.error).toBeUndefined();
     await relay.stop();
     const order = publishes.map((p) => p.msgId).filter((id) => id === early.id || id === late.id);
@@ -205,7 +264,12 @@ describe("outbox relay", () => {
     await svc.app.relay.stop();
     await bus.consume({ durable: "keys", subject: "keys.>" }, async () => undefined);
     const { orm } = svc.app;
-    const event = (name: string, orderKey: string) => ({ id: randomUUID(), subject: `${config.NATS_SUBJECT_PREFIX}.keys.${name}`, payload: new Uint8Array(), orderKey });
+    const event = (name: string, orderKey: string) => ({
+      id: randomUUID(),
+      subject: `${config.NATS_SUBJECT_PREFIX}.keys.${name}`,
+      payload: new Uint8Array(),
+      orderKey,
+    });
     const early = event("early", "org-a");
     const late = event("late", "org-b");
 
@@ -222,16 +286,30 @@ describe("outbox relay", () => {
     await earlyHasInserted;
     await orm.em.fork().transactional((em) => enqueueEvent(em, ORGANISATION_SCHEMA, late));
 
-    const relay = new OutboxRelay({ orm, schema: ORGANISATION_SCHEMA, bus, logger: createLogger("test", "silent"), pollMs: 100 });
+    const relay = new OutboxRelay({
+      orm,
+      schema: ORGANISATION_SCHEMA,
+      bus,
+      logger: createLogger("test", "silent"),
+      pollMs: 100,
+    });
     cleanups.push(() => relay.stop());
     const mine = () => publishes.map((p) => p.msgId).filter((id) => id === early.id || id === late.id);
     // B's event goes while A's transaction is still open ...
-    await waitFor(async () => ((await relay.publishBatch()).leader && mine().length > 0 ? true : undefined), 30_000, "B's event published");
+    await waitFor(
+      async () => ((await relay.publishBatch()).leader && mine().length > 0 ? true : undefined),
+      30_000,
+      "B's event published",
+    );
     expect(mine()).toEqual([late.id]);
     // ... and A's, with the lower seq, once it commits: a read after the last row sent would skip it.
     finishEarly();
     await earlyTx;
-    await waitFor(async () => ((await relay.publishBatch()).leader && mine().length === 2 ? true : undefined), 30_000, "A's event published");
+    await waitFor(
+      async () => ((await relay.publishBatch()).leader && mine().length === 2 ? true : undefined),
+      30_000,
+      "A's event published",
+    );
     expect(mine()).toEqual([late.id, early.id]);
     expect(await relay.backlog()).toBe(0);
   });

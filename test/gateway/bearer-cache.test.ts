@@ -3,13 +3,16 @@
 // when token.revoked or grant.revoked is published; nothing is served from the
 // cache while the connection is down; concurrent misses share one check; an
 // entry never outlives its token. The auth service's answer is a counting
-// function here (the cache is what is under test); test/oauth/oauth-resource.test.ts
+// function here (the cache is what is under test); test/oauth/oauth-resource-revocation.test.ts
 // goes through the real auth service.
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AuthenticateAccessTokenResponseSchema, type AuthenticateAccessTokenResponse } from "../../gen/bizcard/auth/v1/auth_pb.js";
+import {
+  AuthenticateAccessTokenResponseSchema,
+  type AuthenticateAccessTokenResponse,
+} from "../../gen/bizcard/auth/v1/auth_pb.js";
 import { GrantRevokedSchema, TokenRevokedSchema } from "../../gen/bizcard/events/v1/events_pb.js";
 import { BearerCache } from "../../gateway/bearer-cache.js";
 import { NoConsumerError, type EventBus } from "../../services/shared/event-bus/event-bus.js";
@@ -38,9 +41,20 @@ function authService(ttlMs = 3_600_000) {
 }
 
 const tokenRevoked = (...tokens: string[]) =>
-  toBinary(TokenRevokedSchema, create(TokenRevokedSchema, { eventId: randomUUID(), organisationId: "org-1", clientId: "client-1", accessTokenHashes: tokens.map(tokenHash) }));
+  toBinary(
+    TokenRevokedSchema,
+    create(TokenRevokedSchema, {
+      eventId: randomUUID(),
+      organisationId: "org-1",
+      clientId: "client-1",
+      accessTokenHashes: tokens.map(tokenHash),
+    }),
+  );
 const grantRevoked = (organisationId: string, clientId: string) =>
-  toBinary(GrantRevokedSchema, create(GrantRevokedSchema, { eventId: randomUUID(), organisationId, clientId, reason: "withdrawn" }));
+  toBinary(
+    GrantRevokedSchema,
+    create(GrantRevokedSchema, { eventId: randomUUID(), organisationId, clientId, reason: "withdrawn" }),
+  );
 
 describe("two gateways sharing NATS", () => {
   let nats: NatsServer;
@@ -112,11 +126,15 @@ describe("two gateways sharing NATS", () => {
     const started = Date.now();
     await publisher.publish(`${prefix}.token.revoked`, tokenRevoked(revoked), randomUUID());
     // Dropped means: the next lookup asks the auth service again.
-    await waitFor(async () => {
-      await cacheA.lookup(revoked);
-      await cacheB.lookup(revoked);
-      return auth.count(revoked) >= 4 ? true : undefined;
-    }, 5000, "both caches to drop the revoked token");
+    await waitFor(
+      async () => {
+        await cacheA.lookup(revoked);
+        await cacheB.lookup(revoked);
+        return auth.count(revoked) >= 4 ? true : undefined;
+      },
+      5000,
+      "both caches to drop the revoked token",
+    );
     expect(Date.now() - started).toBeLessThan(1000);
     await cacheA.lookup(kept);
     await cacheB.lookup(kept);
@@ -131,10 +149,14 @@ describe("two gateways sharing NATS", () => {
     for (const cache of [cacheA, cacheB]) for (const t of [...pairTokens, other]) await cache.lookup(t);
     const started = Date.now();
     await publisher.publish(`${prefix}.grant.revoked`, grantRevoked("org-2", "client-2"), randomUUID());
-    await waitFor(async () => {
-      for (const cache of [cacheA, cacheB]) for (const t of pairTokens) await cache.lookup(t);
-      return pairTokens.every((t) => auth.count(t) >= 4) ? true : undefined;
-    }, 5000, "both caches to drop the pair's tokens");
+    await waitFor(
+      async () => {
+        for (const cache of [cacheA, cacheB]) for (const t of pairTokens) await cache.lookup(t);
+        return pairTokens.every((t) => auth.count(t) >= 4) ? true : undefined;
+      },
+      5000,
+      "both caches to drop the pair's tokens",
+    );
     expect(Date.now() - started).toBeLessThan(1000);
     for (const cache of [cacheA, cacheB]) await cache.lookup(other);
     expect(auth.count(other)).toBe(2);
@@ -160,11 +182,19 @@ describe("two gateways sharing NATS", () => {
     // And the subscription is live again: a revocation still reaches it (once
     // JetStream, restarting with the server, takes the publish again).
     const revocation = { data: tokenRevoked(token), id: randomUUID() };
-    await waitFor(() => publisher.publish(`${prefix}.token.revoked`, revocation.data, revocation.id).then(() => true), 30_000, "a publish after the restart");
-    await waitFor(async () => {
-      await cacheA.lookup(token);
-      return auth.count(token) >= 5 ? true : undefined;
-    }, 5000, "the revocation after the reconnection");
+    await waitFor(
+      () => publisher.publish(`${prefix}.token.revoked`, revocation.data, revocation.id).then(() => true),
+      30_000,
+      "a publish after the restart",
+    );
+    await waitFor(
+      async () => {
+        await cacheA.lookup(token);
+        return auth.count(token) >= 5 ? true : undefined;
+      },
+      5000,
+      "the revocation after the reconnection",
+    );
   }, 60_000);
 });
 
@@ -177,16 +207,26 @@ describe("the bearer cache alone", () => {
     await cache.lookup(token);
     await cache.lookup(token);
     expect(auth.count(token)).toBe(1);
-    await waitFor(async () => {
-      await cache.lookup(token);
-      return auth.count(token) >= 2 ? true : undefined;
-    }, 5000, "the expired entry to be dropped");
+    await waitFor(
+      async () => {
+        await cache.lookup(token);
+        return auth.count(token) >= 2 ? true : undefined;
+      },
+      5000,
+      "the expired entry to be dropped",
+    );
     await cache.close();
   });
 
   it("holds at most maxEntries, dropping the least recently used", async () => {
     const auth = authService();
-    const cache = await BearerCache.open({ authenticate: auth.authenticate, bus: new InProcessBus("t"), ttlMs: 30_000, maxEntries: 2, logger });
+    const cache = await BearerCache.open({
+      authenticate: auth.authenticate,
+      bus: new InProcessBus("t"),
+      ttlMs: 30_000,
+      maxEntries: 2,
+      logger,
+    });
     await cache.lookup("a");
     await cache.lookup("b");
     await cache.lookup("a"); // a is now the most recent
@@ -201,7 +241,12 @@ describe("the bearer cache alone", () => {
   it("without a bus, or with BEARER_CACHE_MS 0, checks every time", async () => {
     const auth = authService();
     const none = await BearerCache.open({ authenticate: auth.authenticate, ttlMs: 30_000, logger });
-    const off = await BearerCache.open({ authenticate: auth.authenticate, bus: new InProcessBus("t"), ttlMs: 0, logger });
+    const off = await BearerCache.open({
+      authenticate: auth.authenticate,
+      bus: new InProcessBus("t"),
+      ttlMs: 0,
+      logger,
+    });
     for (const cache of [none, off]) {
       await cache.lookup("x");
       await cache.lookup("x");

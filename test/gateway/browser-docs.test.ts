@@ -21,7 +21,16 @@ beforeAll(async () => {
   platform = await startPlatform({ auth: true, gateway: { publicUrlPort: true, serviceUrls: {} } });
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
 }, 60_000);
 
@@ -73,8 +82,18 @@ it("the landing page: in the pages' style, every link there, the reference one c
   expect(res?.status()).toBe(200);
   await expect.poll(() => page.getByRole("heading", { name: "Build on bizcard" }).isVisible()).toBe(true);
   // The pages' stylesheet applied under the policy.
-  expect(await page.evaluate<string>("getComputedStyle(document.querySelector('.button-primary')).backgroundColor")).toBe("rgb(47, 91, 234)");
-  for (const name of ["API reference", "OpenAPI 3.1 document", "Webhook event types", "OAuth 2.0 server metadata", "Connected applications", "Health", "Readiness"]) {
+  expect(
+    await page.evaluate<string>("getComputedStyle(document.querySelector('.button-primary')).backgroundColor"),
+  ).toBe("rgb(47, 91, 234)");
+  for (const name of [
+    "API reference",
+    "OpenAPI 3.1 document",
+    "Webhook event types",
+    "OAuth 2.0 server metadata",
+    "Connected applications",
+    "Health",
+    "Readiness",
+  ]) {
     expect(await page.getByRole("link", { name, exact: true }).isVisible(), name).toBe(true);
   }
   await page.screenshot({ path: path.join(SHOTS, "landing.png"), fullPage: true });
@@ -96,14 +115,19 @@ it("/docs renders the document: the token operation and the contact.created webh
   const webhook = page.locator(".opblock-summary-path", { hasText: /^contact\.created$/ }).first();
   await expect.poll(() => webhook.isVisible(), { timeout: 15_000 }).toBe(true);
   // Swagger UI's own stylesheet applied (style-src 'self'): an operation block is laid out as a flex row.
-  expect(await page.evaluate<string>("getComputedStyle(document.querySelector('.opblock-summary')).display")).toBe("flex");
+  expect(await page.evaluate<string>("getComputedStyle(document.querySelector('.opblock-summary')).display")).toBe(
+    "flex",
+  );
 
   // Opened: the webhook's verification text, its three headers and its example body render too.
   await webhook.click();
   const opened = page.locator(".opblock.is-open").filter({ hasText: "contact.created" }).first();
-  await expect.poll(() => opened.getByText("webhook-signature", { exact: true }).isVisible(), { timeout: 10_000 }).toBe(true);
+  await expect
+    .poll(() => opened.getByText("webhook-signature", { exact: true }).isVisible(), { timeout: 10_000 })
+    .toBe(true);
   const text = await opened.innerText();
-  for (const words of ["webhook-id", "webhook-timestamp", "5 minutes", "410", "first_name"]) expect(text).toContain(words);
+  for (const words of ["webhook-id", "webhook-timestamp", "5 minutes", "410", "first_name"])
+    expect(text).toContain(words);
   await page.screenshot({ path: path.join(SHOTS, "docs.png"), fullPage: true });
 
   expect(await violations(page)).toEqual([]);

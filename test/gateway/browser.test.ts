@@ -28,7 +28,9 @@ beforeAll(async () => {
     if (arrived.pathname === "/frame") {
       // Another origin trying to frame a page of the gateway (clickjacking).
       res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
-      return res.end(`<!doctype html><title>framing</title><iframe src="${new URL(arrived.searchParams.get("src")!, platform.base).href}"></iframe>`);
+      return res.end(
+        `<!doctype html><title>framing</title><iframe src="${new URL(arrived.searchParams.get("src")!, platform.base).href}"></iframe>`,
+      );
     }
     if (arrived.pathname === "/favicon.ico") return res.writeHead(204).end();
     arrivals.push(arrived);
@@ -39,7 +41,16 @@ beforeAll(async () => {
   platform = await startPagePlatform("browser");
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
 });
 
@@ -60,7 +71,9 @@ function watchProblems(page: Page): string[] {
 }
 
 it("login, consent, the code at the client's redirect URI, then the connected applications and Revoke", async () => {
-  const app = await platform.createClient("Acme CRM", [`${callbackBase}/cb`], { scopes: ["organisation:read", "webhooks:read", "webhooks:write", "contacts:read"] });
+  const app = await platform.createClient("Acme CRM", [`${callbackBase}/cb`], {
+    scopes: ["organisation:read", "webhooks:read", "webhooks:write", "contacts:read"],
+  });
   const pkce = await pkcePair();
   const context = await browser.newContext({ viewport: { width: 960, height: 760 }, locale: "en-GB" });
   const page = await context.newPage();
@@ -82,7 +95,9 @@ it("login, consent, the code at the client's redirect URI, then the connected ap
   await expect.poll(() => page.getByRole("heading", { name: "Sign in" }).isVisible()).toBe(true);
   expect(await page.getByText("Acme CRM").isVisible()).toBe(true);
   // The stylesheet loaded under the page's CSP (style-src 'self').
-  expect(await page.evaluate<string>("getComputedStyle(document.querySelector('.button-primary')).backgroundColor")).toBe("rgb(47, 91, 234)");
+  expect(
+    await page.evaluate<string>("getComputedStyle(document.querySelector('.button-primary')).backgroundColor"),
+  ).toBe("rgb(47, 91, 234)");
   await page.screenshot({ path: path.join(SHOTS, "login.png"), fullPage: true });
 
   // A wrong password first: the same page, one generic message.
@@ -148,7 +163,12 @@ it("an unknown client is an error page in the browser, and no page can be framed
   await expect.poll(async () => framed.url()).toMatch(/^chrome-error:/);
   expect(await framed.locator("form").count()).toBe(0);
 
-  const res = await page.goto(new URL("/oauth/authorize?response_type=code&client_id=nobody&redirect_uri=https%3A%2F%2Fevil.example%2F", platform.base).href);
+  const res = await page.goto(
+    new URL(
+      "/oauth/authorize?response_type=code&client_id=nobody&redirect_uri=https%3A%2F%2Fevil.example%2F",
+      platform.base,
+    ).href,
+  );
   expect(res?.status()).toBe(400);
   expect(new URL(page.url()).origin).toBe(platform.base);
   expect(await page.getByRole("heading", { name: "This sign-in link is not valid" }).isVisible()).toBe(true);

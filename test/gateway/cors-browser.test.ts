@@ -22,7 +22,9 @@ let otherPage: string;
 let client: { id: string; secret: string };
 
 beforeAll(async () => {
-  pages = createServer((_req, res) => res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end("<!doctype html><title>agent</title>"));
+  pages = createServer((_req, res) =>
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end("<!doctype html><title>agent</title>"),
+  );
   await new Promise<void>((resolve) => pages.listen(0, "127.0.0.1", resolve));
   const port = (pages.address() as AddressInfo).port;
   allowedPage = `http://127.0.0.1:${port}`;
@@ -35,12 +37,29 @@ beforeAll(async () => {
     gateway: { publicUrlPort: true, serviceUrls: {} },
   });
   const orgs = platform.organisation.client(OrganisationService);
-  const org = (await orgs.createOrganisation({ name: "Browser Agents", ownerEmail: "owner@browser-agent.test", ownerPassword: "password-b" })).organisation!.id;
-  const res = await platform.auth.client(AuthService).createClient({ name: "Web agent", ownerOrganisationId: org, scopes: [] });
+  const org = (
+    await orgs.createOrganisation({
+      name: "Browser Agents",
+      ownerEmail: "owner@browser-agent.test",
+      ownerPassword: "password-b",
+    })
+  ).organisation!.id;
+  const res = await platform.auth
+    .client(AuthService)
+    .createClient({ name: "Web agent", ownerOrganisationId: org, scopes: [] });
   client = { id: res.client!.clientId, secret: res.clientSecret };
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
 }, 60_000);
 
@@ -66,16 +85,30 @@ function agentSteps(page: Page, args: { base: string; clientId: string; secret: 
         return { failed: String(err) };
       }
     };
-    const mcpHeaders = { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" };
-    const initialize = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "web", version: "0" } } });
+    const mcpHeaders = {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2025-11-25",
+    };
+    const initialize = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "web", version: "0" } },
+    });
     const metadata = await attempt(async () => {
-      const res = await fetch(`${base}/.well-known/oauth-protected-resource/mcp`, { headers: { "mcp-protocol-version": "2025-11-25" } });
+      const res = await fetch(`${base}/.well-known/oauth-protected-resource/mcp`, {
+        headers: { "mcp-protocol-version": "2025-11-25" },
+      });
       return ((await res.json()) as { resource: string }).resource;
     });
     const token = await attempt(async () => {
       const res = await fetch(`${base}/oauth/token`, {
         method: "POST",
-        headers: { authorization: `Basic ${btoa(`${clientId}:${secret}`)}`, "content-type": "application/x-www-form-urlencoded" },
+        headers: {
+          authorization: `Basic ${btoa(`${clientId}:${secret}`)}`,
+          "content-type": "application/x-www-form-urlencoded",
+        },
         body: new URLSearchParams({ grant_type: "client_credentials", resource: `${base}/mcp` }),
       });
       return ((await res.json()) as { access_token: string }).access_token;
@@ -85,7 +118,11 @@ function agentSteps(page: Page, args: { base: string; clientId: string; secret: 
       return { status: res.status, wwwAuthenticate: res.headers.get("www-authenticate") };
     });
     const server = await attempt(async () => {
-      const res = await fetch(`${base}/mcp`, { method: "POST", headers: { ...mcpHeaders, authorization: `Bearer ${token as string}` }, body: initialize });
+      const res = await fetch(`${base}/mcp`, {
+        method: "POST",
+        headers: { ...mcpHeaders, authorization: `Bearer ${token as string}` },
+        body: initialize,
+      });
       return ((await res.json()) as { result: { serverInfo: { name: string } } }).result.serverInfo.name;
     });
     const restApi = await attempt(async () => {
@@ -103,9 +140,15 @@ it("a page of an allowed origin discovers, gets a token, reads the challenge and
   expect(steps).toEqual({
     metadata: `${base}/mcp`,
     token: "issued",
-    challenge: { status: 401, wwwAuthenticate: `Bearer realm="bizcard", resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"` },
+    challenge: {
+      status: 401,
+      wwwAuthenticate: `Bearer realm="bizcard", resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`,
+    },
     server: "bizcard",
-    restApi: { status: 401, wwwAuthenticate: expect.stringContaining(`resource_metadata="${base}/.well-known/oauth-protected-resource"`) },
+    restApi: {
+      status: 401,
+      wwwAuthenticate: expect.stringContaining(`resource_metadata="${base}/.well-known/oauth-protected-resource"`),
+    },
   });
   await page.close();
 });

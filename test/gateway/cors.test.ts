@@ -1,57 +1,12 @@
 // CORS as a browser sees it: the preflight (OPTIONS with Origin and
 // Access-Control-Request-Method) and the actual request of each route
 // group (cors.ts), what a page may read (Access-Control-Expose-Headers),
-// /mcp's own origins (MCP_ALLOWED_ORIGINS, the same list as its Origin
-// check), and the routes no web page may read.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
-import { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
+// and the routes no web page may read. /mcp's own origins: cors-mcp.test.ts.
+import { describe, expect, it } from "vitest";
 import { expectError } from "../support/api-client.js";
-import { startPlatform, type Platform } from "../support/platform.js";
-import { ConfigError, loadConfig } from "../../services/shared/config.js";
+import { base, client, list, PAGE, preflight, token, useCorsSuite } from "../support/cors-suite.js";
 
-const PAGE = "https://spa.example";
-const AGENT = "https://agent.example";
-
-let platform: Platform;
-let base: string;
-let client: { id: string; secret: string };
-
-beforeAll(async () => {
-  platform = await startPlatform({
-    auth: true,
-    webhook: true,
-    delivery: false,
-    config: { MCP_ALLOWED_ORIGINS: `${AGENT}, http://localhost:5173`, OAUTH_DYNAMIC_REGISTRATION: "true" },
-    gateway: { publicUrlPort: true, serviceUrls: {} },
-  });
-  base = platform.base;
-  const orgs = platform.organisation.client(OrganisationService);
-  const org = (await orgs.createOrganisation({ name: "Cors Cards", ownerEmail: "owner@cors.test", ownerPassword: "password-c" })).organisation!.id;
-  const res = await platform.auth.client(AuthService).createClient({ name: "Browser", ownerOrganisationId: org, scopes: [] });
-  client = { id: res.client!.clientId, secret: res.clientSecret };
-}, 60_000);
-
-afterAll(async () => {
-  await platform?.stop();
-});
-
-function preflight(path: string, origin: string, method: string, headers = ""): Promise<Response> {
-  return fetch(`${base}${path}`, {
-    method: "OPTIONS",
-    headers: { origin, "access-control-request-method": method, ...(headers ? { "access-control-request-headers": headers } : {}) },
-  });
-}
-
-const list = (value: string | null) => (value ?? "").split(",").map((s) => s.trim().toLowerCase()).filter(Boolean);
-
-async function token(resource?: string): Promise<string> {
-  const form = new URLSearchParams({ grant_type: "client_credentials", client_id: client.id, client_secret: client.secret, scope: "organisation:read" });
-  if (resource) form.set("resource", resource);
-  const res = await fetch(`${base}/oauth/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form });
-  expect(res.status).toBe(200);
-  return ((await res.json()) as { access_token: string }).access_token;
-}
+useCorsSuite();
 
 describe("discovery documents: any origin, GET", () => {
   const paths = [
@@ -92,23 +47,40 @@ describe("the OAuth endpoints public clients call: any origin, POST, no cookies"
       expect(res.status, path).toBe(204);
       expect(res.headers.get("access-control-allow-origin")).toBe("*");
       expect(list(res.headers.get("access-control-allow-methods"))).toEqual(["post"]);
-      expect(list(res.headers.get("access-control-allow-headers"))).toEqual(expect.arrayContaining(["authorization", "content-type"]));
+      expect(list(res.headers.get("access-control-allow-headers"))).toEqual(
+        expect.arrayContaining(["authorization", "content-type"]),
+      );
       expect(res.headers.get("access-control-allow-credentials")).toBeNull();
       expect(Number(res.headers.get("access-control-max-age"))).toBeGreaterThan(0);
     }
   });
 
   it("the token answer, and its errors, are readable from a page", async () => {
-    const form = new URLSearchParams({ grant_type: "client_credentials", client_id: client.id, client_secret: client.secret, scope: "organisation:read" });
-    const ok = await fetch(`${base}/oauth/token`, { method: "POST", headers: { origin: PAGE, "content-type": "application/x-www-form-urlencoded" }, body: form });
+    const form = new URLSearchParams({
+      grant_type: "client_credentials",
+      client_id: client.id,
+      client_secret: client.secret,
+      scope: "organisation:read",
+    });
+    const ok = await fetch(`${base}/oauth/token`, {
+      method: "POST",
+      headers: { origin: PAGE, "content-type": "application/x-www-form-urlencoded" },
+      body: form,
+    });
     expect(ok.status).toBe(200);
     expect(ok.headers.get("access-control-allow-origin")).toBe("*");
     expect(((await ok.json()) as { access_token: string }).access_token).toBeTruthy();
 
     form.set("client_secret", "wrong");
-    const refused = await fetch(`${base}/oauth/token`, { method: "POST", headers: { origin: PAGE, "content-type": "application/x-www-form-urlencoded" }, body: form });
+    const refused = await fetch(`${base}/oauth/token`, {
+      method: "POST",
+      headers: { origin: PAGE, "content-type": "application/x-www-form-urlencoded" },
+      body: form,
+    });
     expect(refused.headers.get("access-control-allow-origin")).toBe("*");
-    expect(list(refused.headers.get("access-control-expose-headers"))).toEqual(expect.arrayContaining(["www-authenticate", "retry-after"]));
+    expect(list(refused.headers.get("access-control-expose-headers"))).toEqual(
+      expect.arrayContaining(["www-authenticate", "retry-after"]),
+    );
     await expectError(refused, 401, "invalid_client");
   });
 
@@ -116,7 +88,11 @@ describe("the OAuth endpoints public clients call: any origin, POST, no cookies"
     const res = await fetch(`${base}/oauth/register`, {
       method: "POST",
       headers: { origin: PAGE, "content-type": "application/json" },
-      body: JSON.stringify({ client_name: "Browser agent", redirect_uris: ["http://127.0.0.1:5173/callback"], token_endpoint_auth_method: "none" }),
+      body: JSON.stringify({
+        client_name: "Browser agent",
+        redirect_uris: ["http://127.0.0.1:5173/callback"],
+        token_endpoint_auth_method: "none",
+      }),
     });
     expect(res.status).toBe(201);
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
@@ -124,66 +100,14 @@ describe("the OAuth endpoints public clients call: any origin, POST, no cookies"
   });
 });
 
-describe("/mcp: its own origins (PUBLIC_URL's and MCP_ALLOWED_ORIGINS)", () => {
-  const mcpHeaders = "authorization, content-type, mcp-protocol-version";
-
-  it("the preflight of an allowed origin names that origin and the headers an MCP client sends", async () => {
-    for (const origin of [AGENT, "http://localhost:5173", new URL(base).origin]) {
-      const res = await preflight("/mcp", origin, "POST", mcpHeaders);
-      expect(res.status).toBe(204);
-      expect(res.headers.get("access-control-allow-origin")).toBe(origin);
-      expect(list(res.headers.get("vary"))).toContain("origin");
-      expect(list(res.headers.get("access-control-allow-methods"))).toContain("post");
-      expect(list(res.headers.get("access-control-allow-headers"))).toEqual(
-        expect.arrayContaining(["authorization", "content-type", "mcp-protocol-version", "mcp-session-id", "last-event-id"]),
-      );
-    }
-  });
-
-  it("a browser agent reads the 401's WWW-Authenticate, which leads it to the metadata", async () => {
-    const res = await fetch(`${base}/mcp`, {
-      method: "POST",
-      headers: { origin: AGENT, "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: {} }),
-    });
-    expect(res.headers.get("access-control-allow-origin")).toBe(AGENT);
-    expect(list(res.headers.get("access-control-expose-headers"))).toEqual(expect.arrayContaining(["www-authenticate", "mcp-session-id"]));
-    expect(res.headers.get("www-authenticate")).toContain(`resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`);
-    await expectError(res, 401, "invalid_token");
-  });
-
-  it("an allowed origin's MCP request with a token is answered, readable", async () => {
-    const res = await fetch(`${base}/mcp`, {
-      method: "POST",
-      headers: {
-        origin: AGENT,
-        authorization: `Bearer ${await token(`${base}/mcp`)}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-      },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "web", version: "0" } } }),
-    });
-    expect(res.status).toBe(200);
-    expect(res.headers.get("access-control-allow-origin")).toBe(AGENT);
-    expect(((await res.json()) as { result: { serverInfo: { name: string } } }).result.serverInfo.name).toBe("bizcard");
-  });
-
-  it("another origin: the preflight allows nothing, the request is 403 without CORS headers", async () => {
-    const pre = await preflight("/mcp", PAGE, "POST", mcpHeaders);
-    expect(pre.headers.get("access-control-allow-origin")).toBeNull();
-    const res = await fetch(`${base}/mcp`, {
-      method: "POST",
-      headers: { origin: PAGE, authorization: `Bearer ${await token(`${base}/mcp`)}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: "{}",
-    });
-    expect(res.headers.get("access-control-allow-origin")).toBeNull();
-    await expectError(res, 403, "forbidden", `requests from the origin "${PAGE}" are not accepted here`);
-  });
-});
-
 describe("the REST API: any origin, bearer tokens, no cookies", () => {
   it("the preflight allows the methods and Authorization", async () => {
-    for (const [path, method] of [["/oauth/me", "GET"], ["/oauth/contacts", "GET"], ["/oauth/webhooks/subscriptions", "POST"], ["/oauth/webhooks/subscriptions/0b5f0c1e-0000-4000-8000-000000000000", "DELETE"]]) {
+    for (const [path, method] of [
+      ["/oauth/me", "GET"],
+      ["/oauth/contacts", "GET"],
+      ["/oauth/webhooks/subscriptions", "POST"],
+      ["/oauth/webhooks/subscriptions/0b5f0c1e-0000-4000-8000-000000000000", "DELETE"],
+    ]) {
       const res = await preflight(path!, PAGE, method!, "authorization");
       expect(res.status, path).toBe(204);
       expect(res.headers.get("access-control-allow-origin")).toBe("*");
@@ -197,7 +121,9 @@ describe("the REST API: any origin, bearer tokens, no cookies", () => {
     const me = await fetch(`${base}/oauth/me`, { headers: { origin: PAGE, authorization: `Bearer ${await token()}` } });
     expect(me.status).toBe(200);
     expect(me.headers.get("access-control-allow-origin")).toBe("*");
-    expect(list(me.headers.get("access-control-expose-headers"))).toEqual(expect.arrayContaining(["www-authenticate", "link", "location", "retry-after", "x-request-id"]));
+    expect(list(me.headers.get("access-control-expose-headers"))).toEqual(
+      expect.arrayContaining(["www-authenticate", "link", "location", "retry-after", "x-request-id"]),
+    );
     await me.json();
     const anonymous = await fetch(`${base}/oauth/me`, { headers: { origin: PAGE } });
     expect(anonymous.headers.get("access-control-allow-origin")).toBe("*");
@@ -211,8 +137,16 @@ describe("the REST API: any origin, bearer tokens, no cookies", () => {
     expect(me.headers.get("access-control-expose-headers")).toBeNull();
     expect(list(me.headers.get("vary"))).toContain("origin");
     await me.json();
-    const form = new URLSearchParams({ grant_type: "client_credentials", client_id: client.id, client_secret: client.secret });
-    const issued = await fetch(`${base}/oauth/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form });
+    const form = new URLSearchParams({
+      grant_type: "client_credentials",
+      client_id: client.id,
+      client_secret: client.secret,
+    });
+    const issued = await fetch(`${base}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: form,
+    });
     expect(issued.status).toBe(200);
     expect(issued.headers.get("access-control-allow-origin")).toBeNull();
     expect(list(issued.headers.get("vary"))).toContain("origin");
@@ -226,13 +160,21 @@ describe("the REST API: any origin, bearer tokens, no cookies", () => {
 
 describe("routes no web page may read", () => {
   it("the authorization endpoint, the pages and introspection send no CORS headers; their preflight is 405 as before", async () => {
-    for (const [path, method] of [["/oauth/authorize", "GET"], ["/oauth/introspect", "POST"], ["/account/login", "GET"]]) {
+    for (const [path, method] of [
+      ["/oauth/authorize", "GET"],
+      ["/oauth/introspect", "POST"],
+      ["/account/login", "GET"],
+    ]) {
       const pre = await preflight(path!, PAGE, method!);
       expect(pre.headers.get("access-control-allow-origin"), path).toBeNull();
       await expectError(pre, 405, "method_not_allowed");
       expect(pre.headers.get("allow")).not.toContain("OPTIONS");
     }
-    const introspect = await fetch(`${base}/oauth/introspect`, { method: "POST", headers: { origin: PAGE, "content-type": "application/x-www-form-urlencoded" }, body: "token=x" });
+    const introspect = await fetch(`${base}/oauth/introspect`, {
+      method: "POST",
+      headers: { origin: PAGE, "content-type": "application/x-www-form-urlencoded" },
+      body: "token=x",
+    });
     expect(introspect.headers.get("access-control-allow-origin")).toBeNull();
     await introspect.arrayBuffer();
   });
@@ -246,19 +188,10 @@ describe("routes no web page may read", () => {
   });
 
   it("the OpenAPI document gains no OPTIONS operation", async () => {
-    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, unknown>>;
+    };
     for (const [path, item] of Object.entries(doc.paths)) expect(Object.keys(item), path).not.toContain("options");
     expect(Object.keys(doc.paths)).not.toContain("*");
-  });
-});
-
-describe("MCP_ALLOWED_ORIGINS", () => {
-  it("takes origins as a browser sends them, and refuses anything else naming the variable", () => {
-    expect(loadConfig({}).MCP_ALLOWED_ORIGINS).toEqual([]);
-    expect(loadConfig({ MCP_ALLOWED_ORIGINS: " https://a.example, http://localhost:5173 ," }).MCP_ALLOWED_ORIGINS).toEqual(["https://a.example", "http://localhost:5173"]);
-    for (const bad of ["https://a.example/", "https://a.example/app", "a.example", "https://A.example", "https://a.example:443", "ftp://a.example"]) {
-      expect(() => loadConfig({ MCP_ALLOWED_ORIGINS: bad }), bad).toThrow(ConfigError);
-      expect(() => loadConfig({ MCP_ALLOWED_ORIGINS: bad }), bad).toThrow(/^MCP_ALLOWED_ORIGINS: expected origins/);
-    }
   });
 });

@@ -6,8 +6,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPlatform, type Platform } from "../support/platform.js";
 
-const PAGE_CSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
-const DOCS_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+const PAGE_CSP =
+  "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+const DOCS_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 let platform: Platform;
 let base = "";
@@ -34,7 +36,15 @@ describe("GET /", () => {
     expect(html).toContain('<link rel="stylesheet" href="/assets/pages.css">');
     expect(html).not.toContain("<script");
     const links = hrefs(html);
-    for (const href of ["/docs", "/openapi.json", "/oauth/webhooks/event-types", "/.well-known/oauth-authorization-server", "/account/applications", "/healthz", "/readyz"]) {
+    for (const href of [
+      "/docs",
+      "/openapi.json",
+      "/oauth/webhooks/event-types",
+      "/.well-known/oauth-authorization-server",
+      "/account/applications",
+      "/healthz",
+      "/readyz",
+    ]) {
       expect(links, href).toContain(href);
     }
     // Every link stays on this host.
@@ -45,7 +55,12 @@ describe("GET /", () => {
     for (const path of ["/", "/docs"]) {
       const res = await fetch(`${base}${path}`, { method: "DELETE" });
       expect(res.status).toBe(405);
-      expect(res.headers.get("allow")!.split(",").map((m) => m.trim())).toContain("GET");
+      expect(
+        res.headers
+          .get("allow")!
+          .split(",")
+          .map((m) => m.trim()),
+      ).toContain("GET");
       expect(Object.keys((await res.json()) as object).sort()).toEqual(["error", "error_description"]);
     }
     const unknown = await fetch(`${base}/docs/nope.js`);
@@ -55,7 +70,14 @@ describe("GET /", () => {
 
   it("the links it gives to this gateway's own routes answer", async () => {
     const html = await (await fetch(`${base}/`)).text();
-    for (const href of ["/docs", "/oauth/webhooks/event-types", "/.well-known/oauth-authorization-server", "/account/applications", "/healthz", "/readyz"]) {
+    for (const href of [
+      "/docs",
+      "/oauth/webhooks/event-types",
+      "/.well-known/oauth-authorization-server",
+      "/account/applications",
+      "/healthz",
+      "/readyz",
+    ]) {
       const res = await fetch(`${base}${href}`, { redirect: "manual" });
       expect([200, 303], `${href}: ${res.status}`).toContain(res.status);
     }
@@ -101,7 +123,9 @@ describe("GET /docs", () => {
     expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
     expect(res.headers.get("content-security-policy")).toBe(DOCS_CSP);
     const html = await res.text();
-    expect([...html.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)].map((m) => [m[1]!.trim(), m[2]])).toEqual([['src="oauth2-redirect.js"', ""]]);
+    expect([...html.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)].map((m) => [m[1]!.trim(), m[2]])).toEqual([
+      ['src="oauth2-redirect.js"', ""],
+    ]);
     const js = await fetch(`${base}/docs/oauth2-redirect.js`);
     expect(js.status).toBe(200);
     expect(js.headers.get("content-type")).toBe("text/javascript; charset=utf-8");
@@ -111,7 +135,9 @@ describe("GET /docs", () => {
   it("the bundle and the stylesheet: swagger-ui-dist's own files, with an ETag, cached an hour, 304 when unchanged", async () => {
     const { readFile } = await import("node:fs/promises");
     const { createRequire } = await import("node:module");
-    const dist = createRequire(import.meta.url).resolve("swagger-ui-dist/package.json").replace(/package\.json$/, "");
+    const dist = createRequire(import.meta.url)
+      .resolve("swagger-ui-dist/package.json")
+      .replace(/package\.json$/, "");
     for (const [name, type] of [
       ["swagger-ui-bundle.js", "text/javascript; charset=utf-8"],
       ["swagger-ui.css", "text/css; charset=utf-8"],

@@ -47,7 +47,12 @@ function exchange(request: string): Promise<RawAnswer> {
         headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
       }
       const length = Number(headers["content-length"] ?? 0);
-      resolve({ status: Number(statusLine!.split(" ")[1]), headers, body: data.slice(end + 4, end + 4 + length), closed });
+      resolve({
+        status: Number(statusLine!.split(" ")[1]),
+        headers,
+        body: data.slice(end + 4, end + 4 + length),
+        closed,
+      });
     };
     socket.on("data", (d) => {
       data += d;
@@ -84,7 +89,9 @@ describe("Transfer-Encoding", () => {
       expect(answer.closed, codings).toBe(true);
     }
     // Two field lines are one list.
-    const split = await exchange(`POST /oauth/token HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n${CHUNKED_FORM}`);
+    const split = await exchange(
+      `POST /oauth/token HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n${CHUNKED_FORM}`,
+    );
     expectAnswer(split, 501, "not_implemented");
     expect(split.closed).toBe(true);
   });
@@ -100,7 +107,9 @@ describe("Transfer-Encoding", () => {
 
     for (const codings of ["gzip", "chunked, gzip", "chunked, chunked"]) {
       for (const type of ["", "Content-Type: application/x-www-form-urlencoded\r\n"]) {
-        const answer = await exchange(`POST /oauth/token HTTP/1.1\r\nHost: x\r\n${type}Transfer-Encoding: ${codings}\r\n\r\nhello`);
+        const answer = await exchange(
+          `POST /oauth/token HTTP/1.1\r\nHost: x\r\n${type}Transfer-Encoding: ${codings}\r\n\r\nhello`,
+        );
         expectAnswer(answer, 400, "invalid_request");
         expect(JSON.parse(answer.body).error_description).toMatch(/chunked/);
         expect(answer.closed, codings).toBe(true);
@@ -112,7 +121,9 @@ describe("Transfer-Encoding", () => {
 describe("the HTTP version", () => {
   it("a request line of HTTP/2.0 or another major version is 505, and the connection is closed (RFC 9110 §15.6.6)", async () => {
     for (const version of ["HTTP/2.0", "HTTP/3.0"]) {
-      const answer = await exchange(`GET /healthz ${version}\r\nHost: x\r\nX-Request-Id: v-${version.slice(5, 6)}\r\n\r\n`);
+      const answer = await exchange(
+        `GET /healthz ${version}\r\nHost: x\r\nX-Request-Id: v-${version.slice(5, 6)}\r\n\r\n`,
+      );
       expectAnswer(answer, 505, "http_version_not_supported", version === "HTTP/2.0" ? "v-2" : undefined);
       expect(answer.closed, version).toBe(true);
     }
@@ -126,7 +137,9 @@ describe("the HTTP version", () => {
 
 describe("CONNECT", () => {
   it("is 405 method_not_allowed in the one shape with an (empty) Allow, not a silently closed connection", async () => {
-    const answer = await exchange("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nX-Request-Id: tunnel-1\r\n\r\n");
+    const answer = await exchange(
+      "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nX-Request-Id: tunnel-1\r\n\r\n",
+    );
     expectAnswer(answer, 405, "method_not_allowed", "tunnel-1");
     expect(answer.headers).toHaveProperty("allow");
     expect(answer.closed).toBe(true);

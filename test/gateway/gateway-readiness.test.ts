@@ -30,19 +30,29 @@ afterAll(async () => {
 
 const readyz = async (base: string) => {
   const res = await fetch(`${base}/readyz`);
-  return { status: res.status, retryAfter: res.headers.get("retry-after"), body: (await res.json()) as Record<string, unknown> };
+  return {
+    status: res.status,
+    retryAfter: res.headers.get("retry-after"),
+    body: (await res.json()) as Record<string, unknown>,
+  };
 };
 
 describe("the gateway's readiness", () => {
   it("is 200 with every service up, each reported", async () => {
     const a = await readyz(await gatewayOver(up));
-    expect(a).toMatchObject({ status: 200, body: { status: "ok", services: { auth: "ok", organisation: "ok", webhook: "ok", delivery: "ok" } } });
+    expect(a).toMatchObject({
+      status: 200,
+      body: { status: "ok", services: { auth: "ok", organisation: "ok", webhook: "ok", delivery: "ok" } },
+    });
   });
 
   it("stays 200 with only the delivery service down, and reports it", async () => {
     const a = await readyz(await gatewayOver({ ...up, delivery: closed }));
     expect(a.status).toBe(200);
-    expect(a.body).toEqual({ status: "ok", services: { auth: "ok", organisation: "ok", webhook: "ok", delivery: "unavailable" } });
+    expect(a.body).toEqual({
+      status: "ok",
+      services: { auth: "ok", organisation: "ok", webhook: "ok", delivery: "unavailable" },
+    });
   });
 
   for (const name of ["auth", "organisation", "webhook"] as const) {

@@ -59,9 +59,14 @@ function send(method: string, path: string, lines: string[], body = ""): Promise
       if (end < 0) return reject(new Error(`no answer: ${JSON.stringify(data)}`));
       const [statusLine, ...rest] = data.slice(0, end).split("\r\n");
       const headers: Record<string, string> = {};
-      for (const line of rest) headers[line.slice(0, line.indexOf(":")).toLowerCase()] = line.slice(line.indexOf(":") + 1).trim();
+      for (const line of rest)
+        headers[line.slice(0, line.indexOf(":")).toLowerCase()] = line.slice(line.indexOf(":") + 1).trim();
       const text = data.slice(end + 4);
-      resolve({ status: Number(statusLine!.split(" ")[1]), headers, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} });
+      resolve({
+        status: Number(statusLine!.split(" ")[1]),
+        headers,
+        body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
+      });
     });
   });
 }
@@ -71,7 +76,10 @@ const TOKEN_BODY = "grant_type=client_credentials";
 function expectRepeated(answer: Answer): void {
   expect(answer.status, JSON.stringify(answer.body)).toBe(400);
   expect(answer.headers["content-type"]).toMatch(/^application\/json/);
-  expect(answer.body).toEqual({ error: "invalid_request", error_description: expect.stringContaining("one Authorization header") });
+  expect(answer.body).toEqual({
+    error: "invalid_request",
+    error_description: expect.stringContaining("one Authorization header"),
+  });
   expect(answer.body).not.toHaveProperty("access_token");
 }
 

@@ -84,25 +84,85 @@ async function signedIn(): Promise<{ path: string; csrf: string; formToken: stri
   const consent = await send("GET", path, undefined, { cookie });
   const html = await consent.text();
   expect(consent.status, html).toBe(200);
-  return { path, cookie, formToken, id: decodeURIComponent(path.split("/").pop()!), csrf: /name="csrf_token" value="([^"]*)"/.exec(html)![1]! };
+  return {
+    path,
+    cookie,
+    formToken,
+    id: decodeURIComponent(path.split("/").pop()!),
+    csrf: /name="csrf_token" value="([^"]*)"/.exec(html)![1]!,
+  };
 }
 
 describe("the OAuth endpoints (JSON answers)", () => {
   it("/oauth/token: U+0000 or a lone surrogate in any parameter, form, JSON or Basic, is 400 invalid_request and issues nothing", async () => {
     const cases: [string, string | undefined, Record<string, string>][] = [
-      ["form client_id", form({ grant_type: "client_credentials", client_id: `${app.id}${NUL}`, client_secret: app.secret }), FORM],
+      [
+        "form client_id",
+        form({ grant_type: "client_credentials", client_id: `${app.id}${NUL}`, client_secret: app.secret }),
+        FORM,
+      ],
       ["form client_id alone", form({ grant_type: "client_credentials", client_id: NUL }), FORM],
-      ["form client_secret", form({ grant_type: "client_credentials", client_id: app.id, client_secret: `${app.secret}${NUL}` }), FORM],
-      ["form scope", form({ grant_type: "client_credentials", client_id: app.id, client_secret: app.secret, scope: NUL }), FORM],
-      ["form code", form({ grant_type: "authorization_code", client_id: publicClientId, code: NUL, redirect_uri: REDIRECT, code_verifier: "v".repeat(43) }), FORM],
-      ["form refresh_token", form({ grant_type: "refresh_token", client_id: publicClientId, refresh_token: `r${NUL}` }), FORM],
-      ["form parameter name", `grant_type=client_credentials&client_id=${app.id}&client_secret=${app.secret}&x%00=1`, FORM],
-      ["Basic client_id", form({ grant_type: "client_credentials" }), { ...FORM, authorization: basic(`${app.id}%00`, app.secret) }],
-      ["Basic client_id raw", form({ grant_type: "client_credentials" }), { ...FORM, authorization: basic(`${app.id}${NUL}`, app.secret) }],
-      ["Basic secret", form({ grant_type: "client_credentials" }), { ...FORM, authorization: basic(app.id, `${app.secret}%00`) }],
-      ["JSON client_id", `{"grant_type":"client_credentials","client_id":"${app.id}\\u0000","client_secret":"${app.secret}"}`, JSON_TYPE],
-      ["JSON lone surrogate", `{"grant_type":"client_credentials","client_id":"\\ud800","client_secret":"${app.secret}"}`, JSON_TYPE],
-      ["JSON low surrogate", `{"grant_type":"client_credentials","client_id":"${app.id}","client_secret":"\\udc00x"}`, JSON_TYPE],
+      [
+        "form client_secret",
+        form({ grant_type: "client_credentials", client_id: app.id, client_secret: `${app.secret}${NUL}` }),
+        FORM,
+      ],
+      [
+        "form scope",
+        form({ grant_type: "client_credentials", client_id: app.id, client_secret: app.secret, scope: NUL }),
+        FORM,
+      ],
+      [
+        "form code",
+        form({
+          grant_type: "authorization_code",
+          client_id: publicClientId,
+          code: NUL,
+          redirect_uri: REDIRECT,
+          code_verifier: "v".repeat(43),
+        }),
+        FORM,
+      ],
+      [
+        "form refresh_token",
+        form({ grant_type: "refresh_token", client_id: publicClientId, refresh_token: `r${NUL}` }),
+        FORM,
+      ],
+      [
+        "form parameter name",
+        `grant_type=client_credentials&client_id=${app.id}&client_secret=${app.secret}&x%00=1`,
+        FORM,
+      ],
+      [
+        "Basic client_id",
+        form({ grant_type: "client_credentials" }),
+        { ...FORM, authorization: basic(`${app.id}%00`, app.secret) },
+      ],
+      [
+        "Basic client_id raw",
+        form({ grant_type: "client_credentials" }),
+        { ...FORM, authorization: basic(`${app.id}${NUL}`, app.secret) },
+      ],
+      [
+        "Basic secret",
+        form({ grant_type: "client_credentials" }),
+        { ...FORM, authorization: basic(app.id, `${app.secret}%00`) },
+      ],
+      [
+        "JSON client_id",
+        `{"grant_type":"client_credentials","client_id":"${app.id}\\u0000","client_secret":"${app.secret}"}`,
+        JSON_TYPE,
+      ],
+      [
+        "JSON lone surrogate",
+        `{"grant_type":"client_credentials","client_id":"\\ud800","client_secret":"${app.secret}"}`,
+        JSON_TYPE,
+      ],
+      [
+        "JSON low surrogate",
+        `{"grant_type":"client_credentials","client_id":"${app.id}","client_secret":"\\udc00x"}`,
+        JSON_TYPE,
+      ],
     ];
     for (const [name, body, headers] of cases) {
       const res = await send("POST", "/oauth/token", body, headers);
@@ -123,7 +183,8 @@ describe("the OAuth endpoints (JSON answers)", () => {
         [form({ token }), { ...FORM, authorization: basic(`${app.id}%00`, app.secret) }],
         [`{"token":"\\ud83d","client_id":"${app.id}","client_secret":"${app.secret}"}`, JSON_TYPE],
       ];
-      for (const [body, headers] of cases) await expectError(await send("POST", path, body, headers), 400, "invalid_request");
+      for (const [body, headers] of cases)
+        await expectError(await send("POST", path, body, headers), 400, "invalid_request");
     }
     // Nothing was revoked: the token still works.
     const me = await call(app, "GET", "/oauth/me");
@@ -132,7 +193,14 @@ describe("the OAuth endpoints (JSON answers)", () => {
 
   it("the JSON consent: client_id, interaction_id, state (also nested or as a name) are 400 invalid_request", async () => {
     const { cookie, id, csrf, path } = await signedIn();
-    const fields = { decision: "allow", interaction_id: id, csrf_token: csrf, response_type: "code", client_id: publicClientId, redirect_uri: REDIRECT };
+    const fields = {
+      decision: "allow",
+      interaction_id: id,
+      csrf_token: csrf,
+      response_type: "code",
+      client_id: publicClientId,
+      redirect_uri: REDIRECT,
+    };
     const bodies = [
       JSON.stringify({ ...fields, client_id: `${publicClientId}${NUL}` }),
       JSON.stringify({ ...fields, interaction_id: `${id}${NUL}` }),
@@ -168,7 +236,10 @@ describe("the pages (400 pages)", () => {
       { csrf_token: csrf, email: MEMBER.email, password: `${MEMBER.password}${NUL}` },
       { csrf_token: `${csrf}${NUL}`, email: MEMBER.email, password: MEMBER.password },
     ]) {
-      const res = await send("POST", `${path}/login`, form({ ...fields, form_token: formToken }), { ...FORM, cookie: formCookie });
+      const res = await send("POST", `${path}/login`, form({ ...fields, form_token: formToken }), {
+        ...FORM,
+        cookie: formCookie,
+      });
       expect(res.headers.get("set-cookie")).toBeNull();
       await expectPage400(res);
     }
@@ -183,16 +254,33 @@ describe("the pages (400 pages)", () => {
 
   it("the consent form: interaction_id and client_id", async () => {
     const { cookie, id, csrf, formToken } = await signedIn();
-    const fields = { decision: "allow", interaction_id: id, csrf_token: csrf, form_token: formToken, response_type: "code", client_id: publicClientId, redirect_uri: REDIRECT };
-    await expectPage400(await send("POST", "/oauth/authorize/consent", form({ ...fields, interaction_id: `${id}${NUL}` }), { ...FORM, cookie }));
-    await expectPage400(await send("POST", "/oauth/authorize/consent", form({ ...fields, client_id: NUL }), { ...FORM, cookie }));
+    const fields = {
+      decision: "allow",
+      interaction_id: id,
+      csrf_token: csrf,
+      form_token: formToken,
+      response_type: "code",
+      client_id: publicClientId,
+      redirect_uri: REDIRECT,
+    };
+    await expectPage400(
+      await send("POST", "/oauth/authorize/consent", form({ ...fields, interaction_id: `${id}${NUL}` }), {
+        ...FORM,
+        cookie,
+      }),
+    );
+    await expectPage400(
+      await send("POST", "/oauth/authorize/consent", form({ ...fields, client_id: NUL }), { ...FORM, cookie }),
+    );
   });
 
   it("the account pages: the revoke form's client_id", async () => {
     const { cookie, csrf, formToken } = await signedIn();
     const fields = { client_id: `${app.id}${NUL}`, csrf_token: csrf, form_token: formToken };
     await expectPage400(await send("POST", "/account/applications/revoke", form(fields), { ...FORM, cookie }));
-    await expectPage400(await send("GET", `/account/applications?notice=${encodeURIComponent(NUL)}`, undefined, { cookie }));
+    await expectPage400(
+      await send("GET", `/account/applications?notice=${encodeURIComponent(NUL)}`, undefined, { cookie }),
+    );
   });
 });
 
@@ -210,10 +298,17 @@ describe("the REST API", () => {
     for (const body of bodies) await expectError(await call(app, "POST", SUBSCRIPTIONS, body), 400, "invalid_request");
     expect(await list()).toEqual(before);
 
-    const created = await call(app, "POST", SUBSCRIPTIONS, { target_url: "http://hooks.example.test/kept", event_type: "contact.created" });
+    const created = await call(app, "POST", SUBSCRIPTIONS, {
+      target_url: "http://hooks.example.test/kept",
+      event_type: "contact.created",
+    });
     expect(created.status).toBe(201);
     const { id } = (await created.json()) as { id: number };
-    await expectError(await call(app, "PUT", `${SUBSCRIPTIONS}/${id}`, '{"target_url":"http://hooks.example.test/\\ud800"}'), 400, "invalid_request");
+    await expectError(
+      await call(app, "PUT", `${SUBSCRIPTIONS}/${id}`, '{"target_url":"http://hooks.example.test/\\ud800"}'),
+      400,
+      "invalid_request",
+    );
     const kept = (await (await call(app, "GET", `${SUBSCRIPTIONS}/${id}`)).json()) as { target_url: string };
     expect(kept.target_url).toBe("http://hooks.example.test/kept");
 

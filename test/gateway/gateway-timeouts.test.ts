@@ -30,7 +30,12 @@ describe("timeouts and the drain", () => {
   let quickBase: string;
 
   beforeAll(async () => {
-    quick = await buildGateway({ clients: createServiceClients(baseConfig), serviceUrls: {}, logger, timeouts: { requestMs: 1000 } });
+    quick = await buildGateway({
+      clients: createServiceClients(baseConfig),
+      serviceUrls: {},
+      logger,
+      timeouts: { requestMs: 1000 },
+    });
     quickBase = await listen(quick);
   });
   afterAll(async () => {
@@ -64,7 +69,11 @@ describe("timeouts and the drain", () => {
     try {
       const answer = call(
         "/oauth/token",
-        { method: "POST", headers: { "content-type": FORM }, body: form({ grant_type: "client_credentials", client_id: "c", client_secret: "s" }) },
+        {
+          method: "POST",
+          headers: { "content-type": FORM },
+          body: form({ grant_type: "client_credentials", client_id: "c", client_secret: "s" }),
+        },
         busyBase,
       );
       await waitFor(() => (calls.length > 0 ? true : undefined), 30_000, "the gateway's call to the auth service");
@@ -81,7 +90,12 @@ describe("timeouts and the drain", () => {
   });
 
   it("close() does not wait for a stalled body: the client gets 503 in the one shape, and close() returns", async () => {
-    const slow = await buildGateway({ clients: createServiceClients(baseConfig), serviceUrls: {}, logger, timeouts: { requestMs: 600_000 } });
+    const slow = await buildGateway({
+      clients: createServiceClients(baseConfig),
+      serviceUrls: {},
+      logger,
+      timeouts: { requestMs: 600_000 },
+    });
     const slowBase = await listen(slow);
     const received = new Promise((resolve) => slow.server.once("request", resolve));
     const answer = rawExchange(slowBase, STALLED);
@@ -102,7 +116,11 @@ describe("a gateway whose internal credential is refused", () => {
   it("answers 500 server_error without internals: the server's fault, not the client's", async () => {
     const a = await call(
       "/oauth/token",
-      { method: "POST", headers: { "content-type": FORM }, body: "grant_type=client_credentials&client_id=c&client_secret=s" },
+      {
+        method: "POST",
+        headers: { "content-type": FORM },
+        body: "grant_type=client_credentials&client_id=c&client_secret=s",
+      },
       misconfiguredBase,
     );
     expectError(a, 500, "server_error");
@@ -120,10 +138,19 @@ describe("logs", () => {
         next();
       },
     });
-    const gw = await buildGateway({ clients: createServiceClients(baseConfig), serviceUrls: {}, logger: pino({ level: "info" }, sink) });
+    const gw = await buildGateway({
+      clients: createServiceClients(baseConfig),
+      serviceUrls: {},
+      logger: pino({ level: "info" }, sink),
+    });
     try {
       await gw.inject({ method: "GET", url: "/nope", headers: { "x-request-id": "log-me-1" } });
-      await gw.inject({ method: "POST", url: "/oauth/token", headers: { "x-request-id": "log-me-2", "content-type": JSON_TYPE }, payload: "{" });
+      await gw.inject({
+        method: "POST",
+        url: "/oauth/token",
+        headers: { "x-request-id": "log-me-2", "content-type": JSON_TYPE },
+        payload: "{",
+      });
     } finally {
       await gw.close();
     }

@@ -2,13 +2,30 @@
 // the auth service: size, media type, encoding, JSON shape, strict
 // parameters, and bodies the gateway does not read at all.
 import { describe, expect, it } from "vitest";
-import { type Answer, base, call, encodings, expectError, expectNoStore, FORM, form, JSON_TYPE, token, useGatewaySuite } from "../support/gateway-suite.js";
+import {
+  type Answer,
+  base,
+  call,
+  encodings,
+  expectError,
+  expectNoStore,
+  FORM,
+  form,
+  JSON_TYPE,
+  token,
+  useGatewaySuite,
+} from "../support/gateway-suite.js";
 
 useGatewaySuite();
 
 describe("POST /oauth/token: the body", () => {
   it("refuses a body over 64 KiB with 413 payload_too_large", async () => {
-    const formBody = form({ grant_type: "client_credentials", client_id: "c", client_secret: "s", pad: "x".repeat(64 * 1024) });
+    const formBody = form({
+      grant_type: "client_credentials",
+      client_id: "c",
+      client_secret: "s",
+      pad: "x".repeat(64 * 1024),
+    });
     const a = await token(formBody, FORM);
     expectError(a, 413, "payload_too_large", /64 KiB/);
     expectNoStore(a);
@@ -47,7 +64,13 @@ describe("POST /oauth/token: the body", () => {
   });
 
   it("refuses other media types with 415", async () => {
-    for (const type of ["text/plain", "application/xml", "text/xml", "multipart/form-data; boundary=x", "application/octet-stream"]) {
+    for (const type of [
+      "text/plain",
+      "application/xml",
+      "text/xml",
+      "multipart/form-data; boundary=x",
+      "application/octet-stream",
+    ]) {
       const a = await token("grant_type=client_credentials", type);
       expectError(a, 415, "unsupported_media_type", /application\/json|x-www-form-urlencoded/);
       expectNoStore(a);
@@ -90,7 +113,13 @@ describe("POST /oauth/token: the body", () => {
   });
 
   it("refuses a JSON body that is not an object of parameters with 400 invalid_request", async () => {
-    for (const body of ['["grant_type", "client_credentials"]', '[{"grant_type": "client_credentials"}]', '"client_credentials"', "42", "true"]) {
+    for (const body of [
+      '["grant_type", "client_credentials"]',
+      '[{"grant_type": "client_credentials"}]',
+      '"client_credentials"',
+      "42",
+      "true",
+    ]) {
       const a = await token(body, JSON_TYPE);
       expectError(a, 400, "invalid_request");
       expectNoStore(a);
@@ -138,7 +167,11 @@ describe("bodies the gateway does not read", () => {
       }
     }
     // identity is no coding at all.
-    expectError(await token(form({ grant_type: "nope" }), FORM, { "content-encoding": "identity" }), 400, "unsupported_grant_type");
+    expectError(
+      await token(form({ grant_type: "nope" }), FORM, { "content-encoding": "identity" }),
+      400,
+      "unsupported_grant_type",
+    );
   });
 });
 
@@ -159,13 +192,25 @@ describe("POST /oauth/token: strict parameters", () => {
       expectNoStore(a);
     }
     // The same names in different objects are not repeats (the parameter checks come next).
-    expectError(await token('{"grant_type":"nope","x":{"grant_type":1}}', JSON_TYPE), 400, "invalid_request", /parameter x must be a string/);
+    expectError(
+      await token('{"grant_type":"nope","x":{"grant_type":1}}', JSON_TYPE),
+      400,
+      "invalid_request",
+      /parameter x must be a string/,
+    );
   });
 
   it("a body that is not UTF-8 is 400 invalid_request that says so", async () => {
     const notUtf8 = [
       [FORM, Buffer.concat([Buffer.from("grant_type=client_credentials&client_id="), Buffer.from([0xc3, 0x28])])],
-      [JSON_TYPE, Buffer.concat([Buffer.from('{"grant_type":"client_credentials","client_id":"'), Buffer.from([0xff]), Buffer.from('"}')])],
+      [
+        JSON_TYPE,
+        Buffer.concat([
+          Buffer.from('{"grant_type":"client_credentials","client_id":"'),
+          Buffer.from([0xff]),
+          Buffer.from('"}'),
+        ]),
+      ],
       // An overlong encoding of "/" and a lone surrogate half.
       [JSON_TYPE, Buffer.concat([Buffer.from('{"grant_type":"'), Buffer.from([0xc0, 0xaf]), Buffer.from('"}')])],
       [FORM, Buffer.concat([Buffer.from("grant_type="), Buffer.from([0xed, 0xa0, 0x80])])],
@@ -177,7 +222,12 @@ describe("POST /oauth/token: strict parameters", () => {
     }
     // Percent-encoded bytes of a form must decode to UTF-8 too.
     expectError(await token("grant_type=client_credentials&client_id=%FF", FORM), 400, "invalid_request", /UTF-8/);
-    expectError(await token("grant_type=client_credentials&client_id=%zz", FORM), 400, "invalid_request", /percent-encoding/);
+    expectError(
+      await token("grant_type=client_credentials&client_id=%zz", FORM),
+      400,
+      "invalid_request",
+      /percent-encoding/,
+    );
     // UTF-8 itself is read as such, raw or percent-encoded.
     expectError(await token(form({ grant_type: "Grüße" }), FORM), 400, "unsupported_grant_type");
     expectError(await token(JSON.stringify({ grant_type: "Grüße" }), JSON_TYPE), 400, "unsupported_grant_type");

@@ -2,7 +2,18 @@
 // grant to the auth service, sent form-encoded and as JSON, and an auth
 // service that cannot be reached.
 import { describe, expect, it } from "vitest";
-import { basic, brokenBase, call, encodings, expectError, expectNoStore, FORM, form, token, useGatewaySuite } from "../support/gateway-suite.js";
+import {
+  basic,
+  brokenBase,
+  call,
+  encodings,
+  expectError,
+  expectNoStore,
+  FORM,
+  form,
+  token,
+  useGatewaySuite,
+} from "../support/gateway-suite.js";
 
 useGatewaySuite();
 
@@ -21,7 +32,12 @@ describe("POST /oauth/token: parameters", () => {
       });
 
       it("with an unknown grant_type is 400 unsupported_grant_type", async () => {
-        for (const grant of ["password", "implicit", "urn:ietf:params:oauth:grant-type:device_code", "CLIENT_CREDENTIALS"]) {
+        for (const grant of [
+          "password",
+          "implicit",
+          "urn:ietf:params:oauth:grant-type:device_code",
+          "CLIENT_CREDENTIALS",
+        ]) {
           const a = await enc.send({ grant_type: grant, client_id: "c", client_secret: "s" });
           expectError(a, 400, "unsupported_grant_type", /authorization_code/);
           expectNoStore(a);
@@ -39,7 +55,10 @@ describe("POST /oauth/token: parameters", () => {
       });
 
       it("with Basic and a different client_id in the body is 400 invalid_request", async () => {
-        const a = await enc.send({ grant_type: "client_credentials", client_id: "other" }, { authorization: basic("c", "s") });
+        const a = await enc.send(
+          { grant_type: "client_credentials", client_id: "other" },
+          { authorization: basic("c", "s") },
+        );
         expectError(a, 400, "invalid_request", /client_id/);
         expectNoStore(a);
       });
@@ -75,10 +94,18 @@ describe("POST /oauth/token: parameters", () => {
         expectError(post, 401, "invalid_client", /client authentication failed/);
         expectNoStore(post);
         expect(post.headers.get("www-authenticate")).toMatch(/^Basic realm="[^"]+"/);
-        const viaBasic = await enc.send({ grant_type: "refresh_token", refresh_token: "r" }, { authorization: basic("c", "s") });
+        const viaBasic = await enc.send(
+          { grant_type: "refresh_token", refresh_token: "r" },
+          { authorization: basic("c", "s") },
+        );
         expectError(viaBasic, 401, "invalid_client", /client authentication failed/);
         expectNoStore(viaBasic);
-        const publicClient = await enc.send({ grant_type: "authorization_code", client_id: "c", code: "x", redirect_uri: "https://a.test/cb" });
+        const publicClient = await enc.send({
+          grant_type: "authorization_code",
+          client_id: "c",
+          code: "x",
+          redirect_uri: "https://a.test/cb",
+        });
         expectError(publicClient, 401, "invalid_client", /client authentication failed/);
         expectNoStore(publicClient);
       });
@@ -88,7 +115,11 @@ describe("POST /oauth/token: parameters", () => {
   it("an auth service that cannot be reached is 503 temporarily_unavailable with Retry-After, without internals", async () => {
     const a = await call(
       "/oauth/token",
-      { method: "POST", headers: { "content-type": FORM }, body: form({ grant_type: "client_credentials", client_id: "c", client_secret: "s" }) },
+      {
+        method: "POST",
+        headers: { "content-type": FORM },
+        body: form({ grant_type: "client_credentials", client_id: "c", client_secret: "s" }),
+      },
       brokenBase,
     );
     expectError(a, 503, "temporarily_unavailable");
@@ -96,16 +127,35 @@ describe("POST /oauth/token: parameters", () => {
     expect(Number(a.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(a.text).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|\[unavailable\]/);
     // The checks the gateway makes itself still answer as usual (grant_type is the auth service's).
-    expectError(await call("/oauth/token", { method: "POST", headers: { "content-type": FORM }, body: "grant_type=x&grant_type=y" }, brokenBase), 400, "invalid_request");
+    expectError(
+      await call(
+        "/oauth/token",
+        { method: "POST", headers: { "content-type": FORM }, body: "grant_type=x&grant_type=y" },
+        brokenBase,
+      ),
+      400,
+      "invalid_request",
+    );
   });
 
   it("a parameter repeated in a form body is 400 invalid_request", async () => {
     const a = await token("grant_type=a&grant_type=b", FORM);
     expectError(a, 400, "invalid_request", /grant_type/);
     expectNoStore(a);
-    const same = await token("grant_type=client_credentials&grant_type=client_credentials&client_id=c&client_secret=s", FORM);
+    const same = await token(
+      "grant_type=client_credentials&grant_type=client_credentials&client_id=c&client_secret=s",
+      FORM,
+    );
     expectError(same, 400, "invalid_request", /grant_type/);
-    const secret = await token(form([["grant_type", "client_credentials"], ["client_id", "c"], ["client_secret", "s"], ["client_secret", "t"]]), FORM);
+    const secret = await token(
+      form([
+        ["grant_type", "client_credentials"],
+        ["client_id", "c"],
+        ["client_secret", "s"],
+        ["client_secret", "t"],
+      ]),
+      FORM,
+    );
     expectError(secret, 400, "invalid_request", /client_secret/);
   });
 
@@ -117,7 +167,9 @@ describe("POST /oauth/token: parameters", () => {
 
   it("Basic credentials are form-urlencoded before base64 (RFC 6749 §2.3.1)", async () => {
     // "c%3Aid" decodes to "c:id", so a body client_id of "c:id" is the same client: no mismatch, on to the service.
-    const a = await token(form({ grant_type: "client_credentials", client_id: "c:id" }), FORM, { authorization: basic("c%3Aid", "s%20t") });
+    const a = await token(form({ grant_type: "client_credentials", client_id: "c:id" }), FORM, {
+      authorization: basic("c%3Aid", "s%20t"),
+    });
     expectError(a, 401, "invalid_client", /client authentication failed/);
     const bad = await token(form({ grant_type: "client_credentials" }), FORM, { authorization: basic("c%zz", "s") });
     expectError(bad, 401, "invalid_client");

@@ -51,7 +51,12 @@ describe("malformed HTTP", () => {
 
   it("a path that is not valid percent-encoding is 400 in the one shape", async () => {
     for (const path of ["/%zz", "/oauth/%E0%A4%A", "/nope/%"]) {
-      expectError(await call(path, { headers: { "x-request-id": "bad-path" } }), 400, "invalid_request", /percent-encoded/);
+      expectError(
+        await call(path, { headers: { "x-request-id": "bad-path" } }),
+        400,
+        "invalid_request",
+        /percent-encoded/,
+      );
     }
   });
 
@@ -140,7 +145,10 @@ describe("routing errors", () => {
 
     const post = await call("/healthz", { method: "POST", headers: { "content-type": JSON_TYPE }, body: "{}" });
     expectError(post, 405, "method_not_allowed");
-    const allow = post.headers.get("allow")!.split(",").map((m) => m.trim());
+    const allow = post.headers
+      .get("allow")!
+      .split(",")
+      .map((m) => m.trim());
     expect(allow).toContain("GET");
     expect(allow).not.toContain("POST");
 
@@ -168,7 +176,14 @@ describe("x-request-id", () => {
   });
 
   it("replaces a garbage id with a UUID", async () => {
-    for (const garbage of ["x".repeat(300), "x".repeat(129), "has spaces in it", "<script>alert(1)</script>", "a/b", "id;drop"]) {
+    for (const garbage of [
+      "x".repeat(300),
+      "x".repeat(129),
+      "has spaces in it",
+      "<script>alert(1)</script>",
+      "a/b",
+      "id;drop",
+    ]) {
       const a = await call("/healthz", { headers: { "x-request-id": garbage } });
       expect(a.status).toBe(200);
       const echoed = a.headers.get("x-request-id");
@@ -178,7 +193,7 @@ describe("x-request-id", () => {
   });
 
   it("is on error answers too, including ones the body parser makes", async () => {
-    const big = await token("a=" + "x".repeat(70 * 1024), FORM, { "x-request-id": "big-one" });
+    const big = await token(`a=${"x".repeat(70 * 1024)}`, FORM, { "x-request-id": "big-one" });
     expect(big.status).toBe(413);
     expect(big.headers.get("x-request-id")).toBe("big-one");
     const media = await token("grant_type=x", "text/plain", { "x-request-id": "media-one" });

@@ -32,7 +32,9 @@ describe("the gateway process's metrics", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^text\/plain/);
     const text = await res.text();
-    expect(text).toMatch(/^http_server_request_duration_seconds_count\{method="GET",route="\/healthz",status="200"\} [1-9]/m);
+    expect(text).toMatch(
+      /^http_server_request_duration_seconds_count\{method="GET",route="\/healthz",status="200"\} [1-9]/m,
+    );
     expect(text).toContain("# TYPE process_cpu_seconds_total counter");
     // Only /metrics is served there.
     expect((await fetch(`http://127.0.0.1:${metricsPort}/healthz`)).status).toBe(404);

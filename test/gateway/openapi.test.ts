@@ -15,6 +15,7 @@ import { SCOPES } from "../../services/auth/scopes.js";
 import { openapiChecker } from "../support/openapi-check.js";
 import { documentGateway } from "../support/openapi-document.js";
 
+// biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document, of any shape, read by key
 type Json = Record<string, any>;
 
 /** Routes deliberately not in the document: HTML pages a person uses in a browser, and their assets. */
@@ -51,24 +52,35 @@ describe("the OpenAPI document", () => {
   it.each([
     ["a deployment's", "https://bizcard.test"],
     ["npm start's (PUBLIC_URL on localhost)", "http://localhost:8080"],
-  ])("passes redocly lint with the recommended-strict rules (a warning fails it): %s document", async (_which, publicUrl) => {
-    const dir = await mkdtemp(join(tmpdir(), "openapi-"));
-    const other = publicUrl === "https://bizcard.test" ? undefined : await documentGateway(publicUrl, {});
-    try {
-      const file = join(dir, "openapi.json");
-      await writeFile(file, JSON.stringify(other ? other.swagger() : doc));
-      const run = await promisify(execFile)(process.execPath, ["node_modules/@redocly/cli/bin/cli.js", "lint", "--config", "redocly.yaml", "--format", "stylish", file], {
-        env: { ...process.env, REDOCLY_TELEMETRY: "off", REDOCLY_SUPPRESS_UPDATE_NOTICE: "true", NO_COLOR: "1" },
-      }).catch((err: { stdout: string; stderr: string }) => ({ stdout: err.stdout, stderr: `lint failed\n${err.stderr}` }));
-      // recommended-strict makes every warning an error, so a clean exit means no problem of either kind.
-      expect(run.stderr).not.toMatch(/lint failed/);
-      expect(run.stderr + run.stdout).toMatch(/Your API description is valid/);
-      expect(run.stderr + run.stdout).not.toMatch(/\d+ (error|warning)s?\b/);
-    } finally {
-      await other?.close();
-      await rm(dir, { recursive: true, force: true });
-    }
-  }, 60_000);
+  ])(
+    "passes redocly lint with the recommended-strict rules (a warning fails it): %s document",
+    async (_which, publicUrl) => {
+      const dir = await mkdtemp(join(tmpdir(), "openapi-"));
+      const other = publicUrl === "https://bizcard.test" ? undefined : await documentGateway(publicUrl, {});
+      try {
+        const file = join(dir, "openapi.json");
+        await writeFile(file, JSON.stringify(other ? other.swagger() : doc));
+        const run = await promisify(execFile)(
+          process.execPath,
+          ["node_modules/@redocly/cli/bin/cli.js", "lint", "--config", "redocly.yaml", "--format", "stylish", file],
+          {
+            env: { ...process.env, REDOCLY_TELEMETRY: "off", REDOCLY_SUPPRESS_UPDATE_NOTICE: "true", NO_COLOR: "1" },
+          },
+        ).catch((err: { stdout: string; stderr: string }) => ({
+          stdout: err.stdout,
+          stderr: `lint failed\n${err.stderr}`,
+        }));
+        // recommended-strict makes every warning an error, so a clean exit means no problem of either kind.
+        expect(run.stderr).not.toMatch(/lint failed/);
+        expect(run.stderr + run.stdout).toMatch(/Your API description is valid/);
+        expect(run.stderr + run.stdout).not.toMatch(/\d+ (error|warning)s?\b/);
+      } finally {
+        await other?.close();
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+    60_000,
+  );
 
   it("is OpenAPI 3.1: JSON Schema 2020-12, never `nullable`; servers is PUBLIC_URL", () => {
     expect(doc.openapi).toBe("3.1.0");
@@ -78,13 +90,24 @@ describe("the OpenAPI document", () => {
     // A nullable field is a type array.
     expect(doc.components.schemas.Subscription.properties.disabled_at.type).toEqual(["string", "null"]);
     expect(doc.components.schemas.Subscription.required).toEqual(
-      expect.arrayContaining(["id", "target_url", "event_type", "created_at", "updated_at", "disabled_at", "disabled_reason"]),
+      expect.arrayContaining([
+        "id",
+        "target_url",
+        "event_type",
+        "created_at",
+        "updated_at",
+        "disabled_at",
+        "disabled_reason",
+      ]),
     );
   });
 
   it("has OAuth 2.0 (authorization code with PKCE, client credentials) with every scope and its meaning, and the bearer token", () => {
     const { oauth2, bearer } = doc.components.securitySchemes;
-    expect(oauth2.flows.authorizationCode).toMatchObject({ authorizationUrl: "https://bizcard.test/oauth/authorize", tokenUrl: "https://bizcard.test/oauth/token" });
+    expect(oauth2.flows.authorizationCode).toMatchObject({
+      authorizationUrl: "https://bizcard.test/oauth/authorize",
+      tokenUrl: "https://bizcard.test/oauth/token",
+    });
     expect(oauth2.flows.authorizationCode.scopes).toEqual(SCOPES);
     expect(oauth2.flows.clientCredentials).toEqual({ tokenUrl: "https://bizcard.test/oauth/token", scopes: SCOPES });
     expect(bearer).toMatchObject({ type: "http", scheme: "bearer" });
@@ -101,7 +124,9 @@ describe("the OpenAPI document", () => {
         expect(Array.isArray(op.security), where).toBe(true);
         const errors = Object.entries(op.responses as Json).filter(([status]) => status.startsWith("4"));
         expect(errors.length, where).toBeGreaterThan(0);
-        const jsonError = errors.some(([, r]) => r.content?.["application/json"]?.schema?.$ref === "#/components/schemas/Error");
+        const jsonError = errors.some(
+          ([, r]) => r.content?.["application/json"]?.schema?.$ref === "#/components/schemas/Error",
+        );
         expect(jsonError || path === "/oauth/authorize", where).toBe(true);
       }
     }
@@ -109,19 +134,32 @@ describe("the OpenAPI document", () => {
 
   it("the repeated create's 200, a bad id's 400, 401, 403, 404, 429 and 503 are documented", () => {
     const subscription = doc.paths["/oauth/webhooks/subscriptions/{id}"];
-    expect(Object.keys(doc.paths["/oauth/webhooks/subscriptions"].post.responses)).toEqual(expect.arrayContaining(["200", "201", "400", "401", "403", "415", "429", "503"]));
+    expect(Object.keys(doc.paths["/oauth/webhooks/subscriptions"].post.responses)).toEqual(
+      expect.arrayContaining(["200", "201", "400", "401", "403", "415", "429", "503"]),
+    );
     for (const method of ["get", "put", "delete"]) {
-      expect(Object.keys(subscription[method].responses)).toEqual(expect.arrayContaining(["400", "401", "403", "404", "429", "503"]));
+      expect(Object.keys(subscription[method].responses)).toEqual(
+        expect.arrayContaining(["400", "401", "403", "404", "429", "503"]),
+      );
     }
-    expect(doc.paths["/oauth/webhooks/subscriptions"].post.security).toEqual([{ oauth2: ["webhooks:write", "contacts:read"] }, { bearer: ["webhooks:write", "contacts:read"] }]);
-    expect(Object.keys(doc.paths["/oauth/token"].post.requestBody.content)).toEqual(["application/x-www-form-urlencoded", "application/json"]);
+    expect(doc.paths["/oauth/webhooks/subscriptions"].post.security).toEqual([
+      { oauth2: ["webhooks:write", "contacts:read"] },
+      { bearer: ["webhooks:write", "contacts:read"] },
+    ]);
+    expect(Object.keys(doc.paths["/oauth/token"].post.requestBody.content)).toEqual([
+      "application/x-www-form-urlencoded",
+      "application/json",
+    ]);
   });
 
   it("every time a client sends or reads is a date-time, the recovery's since included; a log line can say cancelled", () => {
-    const recover = doc.paths["/oauth/webhooks/subscriptions/{id}/recover"].post.requestBody.content["application/json"].schema;
+    const recover =
+      doc.paths["/oauth/webhooks/subscriptions/{id}/recover"].post.requestBody.content["application/json"].schema;
     const body = recover.$ref ? doc.components.schemas[recover.$ref.split("/").pop()] : recover;
     expect(body.properties.since).toMatchObject({ type: "string", format: "date-time" });
-    const attempt = doc.components.schemas.DeliveryAttempt ?? Object.values(doc.components.schemas as Json).find((s: Json) => s.properties?.outcome && s.properties?.attempt);
+    const attempt =
+      doc.components.schemas.DeliveryAttempt ??
+      Object.values(doc.components.schemas as Json).find((s: Json) => s.properties?.outcome && s.properties?.attempt);
     expect(attempt.properties.outcome.enum).toEqual(["succeeded", "failed", "gave_up", "gone", "skipped", "cancelled"]);
   });
 });

@@ -34,9 +34,16 @@ let orm: MikroORM;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  orm = await MikroORM.init({ clientUrl: db.url, entities: [RowEntity, SeqEntity], allowGlobalContext: false, pool: { min: 0, max: 2 } });
+  orm = await MikroORM.init({
+    clientUrl: db.url,
+    entities: [RowEntity, SeqEntity],
+    allowGlobalContext: false,
+    pool: { min: 0, max: 2 },
+  });
   const em = orm.em.fork();
-  await em.execute(`create table paged_row (seq bigint primary key, id uuid not null unique, at timestamptz(3) not null, list text not null)`);
+  await em.execute(
+    `create table paged_row (seq bigint primary key, id uuid not null unique, at timestamptz(3) not null, list text not null)`,
+  );
   await em.execute(`create table paged_seq (id bigint primary key, list text not null)`);
 });
 
@@ -45,7 +52,11 @@ afterAll(async () => {
   await db?.drop();
 });
 
-async function pageThrough<R extends object>(keyset: Keyset<R>, find: Parameters<typeof readPage<R>>[2], pageSize: number): Promise<R[][]> {
+async function pageThrough<R extends object>(
+  keyset: Keyset<R>,
+  find: Parameters<typeof readPage<R>>[2],
+  pageSize: number,
+): Promise<R[][]> {
   const pages: R[][] = [];
   let pageToken = "";
   do {
@@ -82,15 +93,16 @@ describe("keyset pagination on (time desc, id desc)", () => {
     const rows = times.map((at, i) => em.create(RowEntity, { seq: BigInt(i + 1), id: randomUUID(), at, list }));
     em.create(RowEntity, { seq: 100n, id: randomUUID(), at: t(2), list: "another list" });
     await em.flush();
-    expected = rows
-      .sort((a, b) => b.at.getTime() - a.at.getTime() || (a.id < b.id ? 1 : -1))
-      .map((r) => r.id);
+    expected = rows.sort((a, b) => b.at.getTime() - a.at.getTime() || (a.id < b.id ? 1 : -1)).map((r) => r.id);
   });
 
   it("visits every row once, in order, whatever the page size", async () => {
     for (const size of [1, 2, 3, 4, 9, 10]) {
       const pages = await pageThrough(keyset, find, size);
-      expect(pages.flat().map((r) => r.id), `page size ${size}`).toEqual(expected);
+      expect(
+        pages.flat().map((r) => r.id),
+        `page size ${size}`,
+      ).toEqual(expected);
       expect(pages.slice(0, -1).every((page) => page.length === size)).toBe(true);
       // No empty page at the end: the last page says there is no next one.
       expect(pages.at(-1)!.length).toBe(expected.length % size || size);
@@ -98,11 +110,22 @@ describe("keyset pagination on (time desc, id desc)", () => {
   });
 
   it("answers INVALID_ARGUMENT for a token it did not issue, and for a bad page size", async () => {
-    for (const bad of ["garbage", token([]), token(["2026-01-01T00:00:00.000Z"]), token(["not a time", randomUUID()]), token(["2026-01-01T00:00:00.000Z", "x"]), token([1, randomUUID()])]) {
-      expect(await invalidArgument(readPage(keyset, { pageSize: 2, pageToken: bad }, find)), bad).toBe("page_token: not a token this service issued");
+    for (const bad of [
+      "garbage",
+      token([]),
+      token(["2026-01-01T00:00:00.000Z"]),
+      token(["not a time", randomUUID()]),
+      token(["2026-01-01T00:00:00.000Z", "x"]),
+      token([1, randomUUID()]),
+    ]) {
+      expect(await invalidArgument(readPage(keyset, { pageSize: 2, pageToken: bad }, find)), bad).toBe(
+        "page_token: not a token this service issued",
+      );
     }
     for (const size of [-1, 101, 1.5]) {
-      expect(await invalidArgument(readPage(keyset, { pageSize: size, pageToken: "" }, find))).toBe("page_size: expected 1 to 100");
+      expect(await invalidArgument(readPage(keyset, { pageSize: size, pageToken: "" }, find))).toBe(
+        "page_size: expected 1 to 100",
+      );
     }
     expect((await readPage(keyset, { pageSize: 0, pageToken: "" }, find)).rows.length).toBe(expected.length);
   });
@@ -129,8 +152,18 @@ describe("keyset pagination on (int64 id desc)", () => {
   });
 
   it("answers INVALID_ARGUMENT for a token it did not issue", async () => {
-    for (const bad of ["garbage", token(["0"]), token([1]), token(["-1"]), token(["9223372036854775808"]), token(["01"]), token(["1", "2"])]) {
-      expect(await invalidArgument(readPage(keyset, { pageSize: 2, pageToken: bad }, find)), bad).toBe("page_token: not a token this service issued");
+    for (const bad of [
+      "garbage",
+      token(["0"]),
+      token([1]),
+      token(["-1"]),
+      token(["9223372036854775808"]),
+      token(["01"]),
+      token(["1", "2"]),
+    ]) {
+      expect(await invalidArgument(readPage(keyset, { pageSize: 2, pageToken: bad }, find)), bad).toBe(
+        "page_token: not a token this service issued",
+      );
     }
   });
 });

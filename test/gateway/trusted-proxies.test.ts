@@ -27,10 +27,22 @@ function capture(): { logger: Logger; lines: () => Record<string, unknown>[] } {
       done();
     },
   });
-  return { logger: pino({ level: "info" }, stream), lines: () => out.join("").trim().split("\n").map((l) => JSON.parse(l)) };
+  return {
+    logger: pino({ level: "info" }, stream),
+    lines: () =>
+      out
+        .join("")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l)),
+  };
 }
 
-async function clientAddressSeen(trustedProxies: string[], remoteAddress: string, forwardedFor?: string): Promise<unknown> {
+async function clientAddressSeen(
+  trustedProxies: string[],
+  remoteAddress: string,
+  forwardedFor?: string,
+): Promise<unknown> {
   const { logger, lines } = capture();
   const gateway = await platform.addGateway({ serviceUrls: {}, logger, trustedProxies });
   try {

@@ -55,7 +55,12 @@ describe("client registry", () => {
   });
 
   it("registers public clients without a secret, and owned clients for client_credentials", async () => {
-    const pub = await client().createClient({ name: "CLI", redirectUris: ["http://127.0.0.1:8765/cb"], public: true, scopes: ["organisation:read"] });
+    const pub = await client().createClient({
+      name: "CLI",
+      redirectUris: ["http://127.0.0.1:8765/cb"],
+      public: true,
+      scopes: ["organisation:read"],
+    });
     expect(pub.clientSecret).toBe("");
     expect(pub.client?.public).toBe(true);
     expect(pub.client?.scopes).toEqual(["organisation:read"]);
@@ -68,14 +73,38 @@ describe("client registry", () => {
     const before = await dbCount();
     await refused(client().createClient({ name: "", redirectUris: ["https://a.example/cb"] }), /^name: required/);
     await refused(client().createClient({ name: "X", redirectUris: [] }), /^redirect_uris: at least one/);
-    await refused(client().createClient({ name: "X", redirectUris: ["http://evil.example/cb"] }), /^redirect_uri: must use https/);
-    await refused(client().createClient({ name: "X", redirectUris: ["https://a.example/cb#frag"] }), /^redirect_uri: must not contain a fragment/);
-    await refused(client().createClient({ name: "X", redirectUris: ["https://a.example/c b"] }), /^redirect_uri: must not contain spaces/);
-    await refused(client().createClient({ name: "X", redirectUris: ["https://a.example/cb\n"] }), /^redirect_uri: must not contain spaces/);
-    await refused(client().createClient({ name: "X", redirectUris: ["/relative"] }), /^redirect_uri: not an absolute URI/);
-    await refused(client().createClient({ name: "X", redirectUris: ["https://u:p@a.example/cb"] }), /^redirect_uri: must not contain user information/);
-    await refused(client().createClient({ name: "X", redirectUris: ["https://a.example/cb"], scopes: ["admin"] }), /^scopes: unknown scope admin/);
-    await refused(client().createClient({ name: "X", public: true, ownerOrganisationId: orgId }), /^owner_organisation_id: a public client cannot be owned/);
+    await refused(
+      client().createClient({ name: "X", redirectUris: ["http://evil.example/cb"] }),
+      /^redirect_uri: must use https/,
+    );
+    await refused(
+      client().createClient({ name: "X", redirectUris: ["https://a.example/cb#frag"] }),
+      /^redirect_uri: must not contain a fragment/,
+    );
+    await refused(
+      client().createClient({ name: "X", redirectUris: ["https://a.example/c b"] }),
+      /^redirect_uri: must not contain spaces/,
+    );
+    await refused(
+      client().createClient({ name: "X", redirectUris: ["https://a.example/cb\n"] }),
+      /^redirect_uri: must not contain spaces/,
+    );
+    await refused(
+      client().createClient({ name: "X", redirectUris: ["/relative"] }),
+      /^redirect_uri: not an absolute URI/,
+    );
+    await refused(
+      client().createClient({ name: "X", redirectUris: ["https://u:p@a.example/cb"] }),
+      /^redirect_uri: must not contain user information/,
+    );
+    await refused(
+      client().createClient({ name: "X", redirectUris: ["https://a.example/cb"], scopes: ["admin"] }),
+      /^scopes: unknown scope admin/,
+    );
+    await refused(
+      client().createClient({ name: "X", public: true, ownerOrganisationId: orgId }),
+      /^owner_organisation_id: a public client cannot be owned/,
+    );
     await refused(
       client().createClient({ name: "X", ownerOrganisationId: "00000000-0000-4000-8000-000000000000" }),
       /^owner_organisation_id: no such organisation/,

@@ -24,7 +24,9 @@ async function indexesOf(sql: string, type: string): Promise<(string | undefined
     await em.execute("set local enable_seqscan = off");
     await em.execute("set local plan_cache_mode = force_generic_plan");
     await em.execute(`prepare ${name} (${type}) as ${sql}`);
-    const plan = explained(await em.execute(`explain (format json) execute ${name} ('00000000-0000-4000-8000-000000000001')`));
+    const plan = explained(
+      await em.execute(`explain (format json) execute ${name} ('00000000-0000-4000-8000-000000000001')`),
+    );
     await em.execute(`deallocate ${name}`);
     return plan
       .filter((n) => n["Node Type"].includes("Scan") && n["Node Type"] !== "Bitmap Heap Scan")
@@ -43,9 +45,11 @@ afterAll(async () => {
 
 describe("access tokens without a grant or a family stay out of those indexes", () => {
   it("both indexes are partial: only rows with a value", async () => {
-    const rows = await orm.em.fork().execute<{ indexname: string; indexdef: string }[]>(
-      `select indexname, indexdef from pg_indexes where schemaname = 'auth' and indexname in ('access_token_grant_id_index', 'access_token_family_index') order by indexname`,
-    );
+    const rows = await orm.em
+      .fork()
+      .execute<{ indexname: string; indexdef: string }[]>(
+        `select indexname, indexdef from pg_indexes where schemaname = 'auth' and indexname in ('access_token_grant_id_index', 'access_token_family_index') order by indexname`,
+      );
     expect(rows.map((r) => [r.indexname, r.indexdef.replace(/.* WHERE /, "WHERE ")])).toEqual([
       ["access_token_family_index", "WHERE (family IS NOT NULL)"],
       ["access_token_grant_id_index", "WHERE (grant_id IS NOT NULL)"],
@@ -53,12 +57,14 @@ describe("access tokens without a grant or a family stay out of those indexes", 
   });
 
   it("a family's revocation reads the family index", async () => {
-    expect(await indexesOf(`delete from "auth"."access_token" where "family" = $1 returning "hash"`, "uuid")).toEqual(["access_token_family_index"]);
+    expect(await indexesOf(`delete from "auth"."access_token" where "family" = $1 returning "hash"`, "uuid")).toEqual([
+      "access_token_family_index",
+    ]);
   });
 
   it("the grant's cascade, as the foreign key's trigger states it, reads the grant index", async () => {
-    expect(await indexesOf(`delete from only "auth"."access_token" where $1 operator(pg_catalog.=) "grant_id"`, "uuid")).toEqual([
-      "access_token_grant_id_index",
-    ]);
+    expect(
+      await indexesOf(`delete from only "auth"."access_token" where $1 operator(pg_catalog.=) "grant_id"`, "uuid"),
+    ).toEqual(["access_token_grant_id_index"]);
   });
 });

@@ -39,7 +39,11 @@ const TOOLS = [
 const mcpPost = (mcp: string, token: string) =>
   fetch(mcp, {
     method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+    },
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
   });
 
@@ -51,7 +55,11 @@ const form = (r: Observed) => new URLSearchParams(r.body);
  * registered (between discovery and the authorization request) and returns
  * the client_id it then uses.
  */
-async function journey(platform: Platform, provider: MemoryAuthProvider, registration: (requests: Observed[]) => string) {
+async function journey(
+  platform: Platform,
+  provider: MemoryAuthProvider,
+  registration: (requests: Observed[]) => string,
+) {
   const base = platform.base;
   const mcp = `${base}/mcp`;
   const { fetch: agentFetch, requests } = recordingFetch();
@@ -77,7 +85,9 @@ async function journey(platform: Platform, provider: MemoryAuthProvider, registr
   expect(authorize.searchParams.get("code_challenge_method")).toBe("S256");
 
   // The code exchange named the same resource, as a public client (no secret).
-  const exchange = requests.find((r) => r.path === "/oauth/token" && form(r).get("grant_type") === "authorization_code")!;
+  const exchange = requests.find(
+    (r) => r.path === "/oauth/token" && form(r).get("grant_type") === "authorization_code",
+  )!;
   expect(exchange.status).toBe(200);
   expect(form(exchange).get("resource")).toBe(mcp);
   expect(form(exchange).get("client_id")).toBe(clientId);
@@ -97,17 +107,27 @@ async function journey(platform: Platform, provider: MemoryAuthProvider, registr
   expect(contacts).not.toContain("Outsider");
 
   // The token is for the MCP endpoint only (its audience), not for the REST API.
-  const principal = await platform.auth.client(AuthService).authenticateAccessToken({ accessToken: first.access_token });
+  const principal = await platform.auth
+    .client(AuthService)
+    .authenticateAccessToken({ accessToken: first.access_token });
   expect(principal).toMatchObject({ audience: mcp, organisationId: platform.organisationId, clientId });
   const me = await fetch(`${base}/oauth/me`, { headers: { authorization: `Bearer ${first.access_token}` } });
   expect(me.status).toBe(401);
   expect(me.headers.get("www-authenticate")).toMatch(/^Bearer /);
   // And a token of the REST API (client_credentials, no resource) is refused at /mcp.
-  const app = await platform.createClient("REST App", [CALLBACK], { scopes: ["contacts:read"], ownerOrganisationId: platform.organisationId, grantTypes: ["client_credentials"] });
+  const app = await platform.createClient("REST App", [CALLBACK], {
+    scopes: ["contacts:read"],
+    ownerOrganisationId: platform.organisationId,
+    grantTypes: ["client_credentials"],
+  });
   const rest = await fetch(`${base}/oauth/token`, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ grant_type: "client_credentials", client_id: app.clientId, client_secret: app.clientSecret }).toString(),
+    body: new URLSearchParams({
+      grant_type: "client_credentials",
+      client_id: app.clientId,
+      client_secret: app.clientSecret,
+    }).toString(),
   });
   expect(rest.status).toBe(200);
   const restToken = ((await rest.json()) as { access_token: string }).access_token;
@@ -118,10 +138,18 @@ async function journey(platform: Platform, provider: MemoryAuthProvider, registr
   const revoke = await fetch(`${base}/oauth/revoke`, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ token: first.access_token, token_type_hint: "access_token", client_id: clientId }).toString(),
+    body: new URLSearchParams({
+      token: first.access_token,
+      token_type_hint: "access_token",
+      client_id: clientId,
+    }).toString(),
   });
   expect(revoke.status).toBe(200);
-  await waitFor(async () => (await mcpPost(mcp, first.access_token)).status === 401 || undefined, 10_000, "the revoked token refused at /mcp");
+  await waitFor(
+    async () => (await mcpPost(mcp, first.access_token)).status === 401 || undefined,
+    10_000,
+    "the revoked token refused at /mcp",
+  );
   const before = requests.length;
   const again = toolText(await client.callTool({ name: "list_contacts", arguments: {} }));
   expect(again).toContain("Lovelace");
@@ -132,7 +160,9 @@ async function journey(platform: Platform, provider: MemoryAuthProvider, registr
   expect(refresh.status).toBe(200);
   expect(provider.saved).toHaveLength(2);
   expect(provider.current!.access_token).not.toBe(first.access_token);
-  const renewed = await platform.auth.client(AuthService).authenticateAccessToken({ accessToken: provider.current!.access_token });
+  const renewed = await platform.auth
+    .client(AuthService)
+    .authenticateAccessToken({ accessToken: provider.current!.access_token });
   expect(renewed.audience).toBe(mcp);
   // No second consent: the person was asked once.
   expect(provider.authorizationUrls).toHaveLength(1);
@@ -157,7 +187,10 @@ describe("an agent that names its Client ID Metadata Document", () => {
       token_endpoint_auth_method: "none",
     });
     // A loopback document host is a development setting (OAUTH_ALLOW_INSECURE_REDIRECTS); its certificate is trusted.
-    platform = await startAgentPlatform({ OAUTH_ALLOW_INSECURE_REDIRECTS: "true", OAUTH_CLIENT_METADATA_CA_FILE: host.caFile });
+    platform = await startAgentPlatform({
+      OAUTH_ALLOW_INSECURE_REDIRECTS: "true",
+      OAUTH_CLIENT_METADATA_CA_FILE: host.caFile,
+    });
   }, 60_000);
 
   afterAll(async () => {
@@ -166,7 +199,10 @@ describe("an agent that names its Client ID Metadata Document", () => {
   });
 
   it("connects from nothing: 401, metadata, the document fetched by the server, consent, tools, contacts, refresh", async () => {
-    const metadata = (await (await fetch(`${platform.base}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
+    const metadata = (await (await fetch(`${platform.base}/.well-known/oauth-authorization-server`)).json()) as Record<
+      string,
+      unknown
+    >;
     expect(metadata.client_id_metadata_document_supported).toBe(true);
     expect(metadata.registration_endpoint).toBeUndefined();
     await journey(platform, new MemoryAuthProvider(CALLBACK, documentUrl), (requests) => {
@@ -195,7 +231,11 @@ describe("an agent that registers dynamically (RFC 7591)", () => {
       const register = requests[0]!;
       expect(line(register)).toBe("POST /oauth/register 201");
       const sent = JSON.parse(register.body) as Record<string, unknown>;
-      expect(sent).toMatchObject({ client_name: "Test Agent", redirect_uris: [CALLBACK], token_endpoint_auth_method: "none" });
+      expect(sent).toMatchObject({
+        client_name: "Test Agent",
+        redirect_uris: [CALLBACK],
+        token_endpoint_auth_method: "none",
+      });
       // The client_id the server issued, kept by the provider as the SDK saved it.
       const clientId = provider.client!.client_id;
       expect(clientId).not.toMatch(/^https?:/);

@@ -24,10 +24,14 @@ afterAll(async () => {
 
 it("examples/mcp-agent.ts registers, has the person consent, and prints the tools and the organisation's contacts", async () => {
   script = spawnTs(path.join(ROOT, "examples/mcp-agent.ts"), {}, [`${platform.base}/mcp`]);
-  const printed = await waitFor(() => {
-    if (script!.child.exitCode !== null) throw new Error(`the script exited:\n${script!.output()}`);
-    return /Open this URL to authorize the agent:\n(\S+)/.exec(script!.output())?.[1];
-  }, 30_000, "the authorization URL");
+  const printed = await waitFor(
+    () => {
+      if (script!.child.exitCode !== null) throw new Error(`the script exited:\n${script!.output()}`);
+      return /Open this URL to authorize the agent:\n(\S+)/.exec(script!.output())?.[1];
+    },
+    30_000,
+    "the authorization URL",
+  );
   const authorizationUrl = new URL(printed);
   expect(`${authorizationUrl.origin}${authorizationUrl.pathname}`).toBe(`${platform.base}/oauth/authorize`);
   expect(authorizationUrl.searchParams.get("resource")).toBe(`${platform.base}/mcp`);

@@ -17,9 +17,15 @@ const initialize = {
 
 describe("the bearer check, before anything MCP-specific", () => {
   it("no token: 401 with resource_metadata naming the /mcp resource's metadata, whatever the body", async () => {
-    for (const body of [initialize, "not json at all", { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "list_contacts" } }]) {
+    for (const body of [
+      initialize,
+      "not json at all",
+      { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "list_contacts" } },
+    ]) {
       const res = await post(body);
-      expect(res.headers.get("www-authenticate")).toBe(`Bearer realm="bizcard", resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`);
+      expect(res.headers.get("www-authenticate")).toBe(
+        `Bearer realm="bizcard", resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`,
+      );
       expect(res.headers.get("cache-control")).toBe("no-store");
       await expectError(res, 401, "invalid_token");
     }
@@ -37,16 +43,30 @@ describe("the bearer check, before anything MCP-specific", () => {
     const token = await tokenFor(app, undefined, "");
     const res = await post(initialize, { authorization: `Bearer ${token}` });
     expect(res.headers.get("www-authenticate")).toMatch(
-      new RegExp(`^Bearer realm="bizcard", resource_metadata="${base}/\\.well-known/oauth-protected-resource/mcp", error="invalid_token", error_description="[^"]*resource=${base}/mcp"$`),
+      new RegExp(
+        `^Bearer realm="bizcard", resource_metadata="${base}/\\.well-known/oauth-protected-resource/mcp", error="invalid_token", error_description="[^"]*resource=${base}/mcp"$`,
+      ),
     );
-    await expectError(res, 401, "invalid_token", `this access token was issued for ${base}; ask for one with resource=${base}/mcp`);
+    await expectError(
+      res,
+      401,
+      "invalid_token",
+      `this access token was issued for ${base}; ask for one with resource=${base}/mcp`,
+    );
   });
 
   it("an /mcp token is refused by the REST API", async () => {
     const token = await tokenFor(app);
     const res = await fetch(`${base}/oauth/me`, { headers: { authorization: `Bearer ${token}` } });
-    expect(res.headers.get("www-authenticate")).toMatch(/^Bearer realm="bizcard", resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource", error="invalid_token"/);
-    await expectError(res, 401, "invalid_token", `this access token was issued for ${base}/mcp; ask for one with resource=${base}`);
+    expect(res.headers.get("www-authenticate")).toMatch(
+      /^Bearer realm="bizcard", resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource", error="invalid_token"/,
+    );
+    await expectError(
+      res,
+      401,
+      "invalid_token",
+      `this access token was issued for ${base}/mcp; ask for one with resource=${base}`,
+    );
   });
 
   it("an unknown token: 401 invalid_token with resource_metadata", async () => {
@@ -80,7 +100,9 @@ describe("the SDK's client", () => {
     expect(create.description).toMatch(/Needs the scopes webhooks:write and contacts:read\.$/);
     expect(create.inputSchema.required).toEqual(["target_url", "event_type"]);
     expect(create.annotations).toMatchObject({ readOnlyHint: false, idempotentHint: true });
-    expect(tools.find((t) => t.name === "delete_webhook_subscription")!.annotations).toMatchObject({ destructiveHint: true });
+    expect(tools.find((t) => t.name === "delete_webhook_subscription")!.annotations).toMatchObject({
+      destructiveHint: true,
+    });
     await client.close();
   });
 
@@ -105,7 +127,10 @@ describe("HTTP", () => {
   });
 
   it("a notification alone is 202 without a body", async () => {
-    const res = await post({ jsonrpc: "2.0", method: "notifications/initialized" }, { authorization: `Bearer ${await tokenFor(app)}` });
+    const res = await post(
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+      { authorization: `Bearer ${await tokenFor(app)}` },
+    );
     expect(res.status).toBe(202);
     expect(await res.text()).toBe("");
   });
@@ -113,7 +138,10 @@ describe("HTTP", () => {
   it("GET and DELETE are 405 with Allow: POST (the endpoint is stateless: no stream, no session)", async () => {
     const token = await tokenFor(app);
     for (const method of ["GET", "DELETE"]) {
-      const res = await fetch(`${base}/mcp`, { method, headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" } });
+      const res = await fetch(`${base}/mcp`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" },
+      });
       expect(res.headers.get("allow")).toBe("POST");
       await expectError(res, 405, "method_not_allowed");
     }
@@ -135,13 +163,26 @@ describe("HTTP", () => {
     await expectError(await post([], auth), 400, "invalid_request");
     await expectError(await post("{not json", auth), 400, "invalid_request");
     const jsonOnly = /^send the (JSON-RPC message|body) as application\/json$/;
-    await expectError(await post("a=b", { ...auth, "content-type": "application/x-www-form-urlencoded" }), 415, "unsupported_media_type", jsonOnly);
-    await expectError(await post("a=b", { ...auth, "content-type": "text/plain" }), 415, "unsupported_media_type", jsonOnly);
+    await expectError(
+      await post("a=b", { ...auth, "content-type": "application/x-www-form-urlencoded" }),
+      415,
+      "unsupported_media_type",
+      jsonOnly,
+    );
+    await expectError(
+      await post("a=b", { ...auth, "content-type": "text/plain" }),
+      415,
+      "unsupported_media_type",
+      jsonOnly,
+    );
     await expectError(await post(initialize, { ...auth, accept: "application/json" }), 406, "not_acceptable");
   });
 
   it("an MCP-Protocol-Version the server does not speak is 400 (the SDK's JSON-RPC error)", async () => {
-    const res = await post({ jsonrpc: "2.0", id: 3, method: "tools/list" }, { authorization: `Bearer ${await tokenFor(app)}`, "mcp-protocol-version": "1999-01-01" });
+    const res = await post(
+      { jsonrpc: "2.0", id: 3, method: "tools/list" },
+      { authorization: `Bearer ${await tokenFor(app)}`, "mcp-protocol-version": "1999-01-01" },
+    );
     expect(res.status).toBe(400);
     const body = (await res.json()) as { error: { message: string } };
     expect(body.error.message).toMatch(/Unsupported protocol version/);
@@ -152,7 +193,10 @@ describe("HTTP", () => {
     const cases: [body: unknown, status: number][] = [
       [{ jsonrpc: "2.0", id: 5, method: "no/such/method" }, 200],
       [{ jsonrpc: "2.0", id: 6, method: "tools/call" }, 200],
-      [{ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "get_contact", arguments: "not an object" } }, 200],
+      [
+        { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "get_contact", arguments: "not an object" } },
+        200,
+      ],
       [{ jsonrpc: "2.0", id: 8, result: {} }, 202],
       [[initialize, { ...initialize, id: 2 }], 400],
       [{ jsonrpc: "2.0", id: 9, method: 42 }, 400],

@@ -8,7 +8,19 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { TOOL_SCOPES } from "../../gateway/mcp/tool-scopes.js";
 import { scopesNeeded } from "../../gateway/mcp/scope-check.js";
 import { expectError } from "../support/api-client.js";
-import { app, base, callTool, connect, makeClient, orgId, post, structured, tokenFor, toolsCall, useMcpSuite } from "../support/mcp-suite.js";
+import {
+  app,
+  base,
+  callTool,
+  connect,
+  makeClient,
+  orgId,
+  post,
+  structured,
+  tokenFor,
+  toolsCall,
+  useMcpSuite,
+} from "../support/mcp-suite.js";
 
 useMcpSuite();
 
@@ -45,15 +57,26 @@ describe("a tool called without its scopes", () => {
     await expectStepUp(contactsOnly, toolsCall("list_webhook_subscriptions"), ["webhooks:read"]);
     await expectStepUp(contactsOnly, toolsCall("delete_webhook_subscription", { id: 1 }), ["webhooks:write"]);
     await expectStepUp(webhooksNoContacts, toolsCall("list_contacts"), ["contacts:read"]);
-    await expectStepUp(webhooksNoContacts, toolsCall("get_contact", { id: "00000000-0000-4000-8000-000000000000" }), ["contacts:read"]);
+    await expectStepUp(webhooksNoContacts, toolsCall("get_contact", { id: "00000000-0000-4000-8000-000000000000" }), [
+      "contacts:read",
+    ]);
   });
 
   it("create_webhook_subscription names webhooks:write AND contacts:read, whichever is missing, and creates nothing", async () => {
     const args = { target_url: "http://127.0.0.1:19999/step-up", event_type: "contact.created" };
-    await expectStepUp(webhooksNoContacts, toolsCall("create_webhook_subscription", args), ["webhooks:write", "contacts:read"]);
-    await expectStepUp(contactsOnly, toolsCall("create_webhook_subscription", args), ["webhooks:write", "contacts:read"]);
+    await expectStepUp(webhooksNoContacts, toolsCall("create_webhook_subscription", args), [
+      "webhooks:write",
+      "contacts:read",
+    ]);
+    await expectStepUp(contactsOnly, toolsCall("create_webhook_subscription", args), [
+      "webhooks:write",
+      "contacts:read",
+    ]);
     const agent = await connect(await tokenFor(app));
-    expect(structured(await callTool(agent, "list_webhook_subscriptions"))).toEqual({ subscriptions: [], next_cursor: null });
+    expect(structured(await callTool(agent, "list_webhook_subscriptions"))).toEqual({
+      subscriptions: [],
+      next_cursor: null,
+    });
     await agent.close();
   });
 
@@ -61,9 +84,15 @@ describe("a tool called without its scopes", () => {
     const stepped = await tokenFor(app, ["webhooks:write", "contacts:read"]);
     const agent = await connect(stepped);
     const made = structured<{ subscription: { id: number } }>(
-      await callTool(agent, "create_webhook_subscription", { target_url: "http://127.0.0.1:19999/stepped", event_type: "contact.created" }),
+      await callTool(agent, "create_webhook_subscription", {
+        target_url: "http://127.0.0.1:19999/stepped",
+        event_type: "contact.created",
+      }),
     );
-    expect(structured(await callTool(agent, "delete_webhook_subscription", { id: made.subscription.id }))).toEqual({ deleted: true, id: made.subscription.id });
+    expect(structured(await callTool(agent, "delete_webhook_subscription", { id: made.subscription.id }))).toEqual({
+      deleted: true,
+      id: made.subscription.id,
+    });
     await agent.close();
   });
 
@@ -95,7 +124,9 @@ describe("what needs no scope", () => {
     const list = await post({ jsonrpc: "2.0", id: 1, method: "tools/list" }, { authorization: `Bearer ${none}` });
     expect(list.status).toBe(200);
     expect(((await list.json()) as { result: { tools: unknown[] } }).result.tools).toHaveLength(6);
-    expect((await post({ jsonrpc: "2.0", method: "notifications/initialized" }, { authorization: `Bearer ${none}` })).status).toBe(202);
+    expect(
+      (await post({ jsonrpc: "2.0", method: "notifications/initialized" }, { authorization: `Bearer ${none}` })).status,
+    ).toBe(202);
     const unknown = await post(toolsCall("no_such_tool"), { authorization: `Bearer ${none}` });
     expect(unknown.status).toBe(200);
     expect(((await unknown.json()) as { result: { isError: boolean } }).result.isError).toBe(true);
@@ -104,13 +135,19 @@ describe("what needs no scope", () => {
 
 describe("a batch", () => {
   it("is one operation: refused naming every scope its tool calls need, when any is missing", async () => {
-    const batch = [toolsCall("list_contacts", {}, 1), toolsCall("get_organisation", {}, 2), { jsonrpc: "2.0", id: 3, method: "tools/list" }];
+    const batch = [
+      toolsCall("list_contacts", {}, 1),
+      toolsCall("get_organisation", {}, 2),
+      { jsonrpc: "2.0", id: 3, method: "tools/list" },
+    ];
     await expectStepUp(contactsOnly, batch, ["contacts:read", "organisation:read"]);
   });
 
   it("is answered, one response per request, when the token holds them all", async () => {
     const token = await tokenFor(app, ["contacts:read", "organisation:read"]);
-    const res = await post([toolsCall("list_contacts", {}, 1), toolsCall("get_organisation", {}, 2)], { authorization: `Bearer ${token}` });
+    const res = await post([toolsCall("list_contacts", {}, 1), toolsCall("get_organisation", {}, 2)], {
+      authorization: `Bearer ${token}`,
+    });
     expect(res.status).toBe(200);
     const answers = (await res.json()) as { id: number; result: { isError?: boolean; structuredContent: unknown } }[];
     expect(answers.map((a) => a.id).sort()).toEqual([1, 2]);
@@ -120,9 +157,12 @@ describe("a batch", () => {
 
 describe("the scope table", () => {
   it("is the REST routes' scopes, as the OpenAPI document declares them", async () => {
-    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as { paths: Record<string, Record<string, { operationId: string; security: Record<string, string[]>[] }>> };
+    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { operationId: string; security: Record<string, string[]>[] }>>;
+    };
     const scopesOf = (operationId: string) => {
-      for (const item of Object.values(doc.paths)) for (const op of Object.values(item)) if (op.operationId === operationId) return op.security[0]!.oauth2;
+      for (const item of Object.values(doc.paths))
+        for (const op of Object.values(item)) if (op.operationId === operationId) return op.security[0]!.oauth2;
       throw new Error(`no operation ${operationId}`);
     };
     expect(TOOL_SCOPES.get_organisation).toEqual(scopesOf("getMe"));
@@ -138,6 +178,8 @@ describe("the scope table", () => {
     expect(scopesNeeded({ jsonrpc: "2.0", id: 1, method: "tools/list" })).toEqual([]);
     expect(scopesNeeded({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: 42 } })).toEqual([]);
     expect(scopesNeeded({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "toString" } })).toEqual([]);
-    expect(scopesNeeded([toolsCall("get_contact"), toolsCall("list_contacts"), "junk", null])).toEqual(["contacts:read"]);
+    expect(scopesNeeded([toolsCall("get_contact"), toolsCall("list_contacts"), "junk", null])).toEqual([
+      "contacts:read",
+    ]);
   });
 });

@@ -12,7 +12,14 @@ import {
   startAuthorization,
 } from "@modelcontextprotocol/sdk/client/auth.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REDIRECT_URI, consentAt, introspect, me, startAudienceSuite, type AudienceSuite } from "../support/audience-suite.js";
+import {
+  REDIRECT_URI,
+  consentAt,
+  introspect,
+  me,
+  startAudienceSuite,
+  type AudienceSuite,
+} from "../support/audience-suite.js";
 
 let suite: AudienceSuite;
 

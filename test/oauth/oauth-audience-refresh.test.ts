@@ -3,7 +3,15 @@
 // may switch to another resource the authorization request named, never to
 // one it did not name (invalid_target, and the refresh token stays usable).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { codeTokens, expectTokenError, introspect, me, startAudienceSuite, tokenRequest, type AudienceSuite } from "../support/audience-suite.js";
+import {
+  codeTokens,
+  expectTokenError,
+  introspect,
+  me,
+  startAudienceSuite,
+  tokenRequest,
+  type AudienceSuite,
+} from "../support/audience-suite.js";
 
 let suite: AudienceSuite;
 
@@ -22,7 +30,10 @@ const refresh = (refreshToken: string, resources: string[] = []) =>
     ...resources.map((r): [string, string] => ["resource", r]),
   ]);
 
-async function expectAudience(answer: Awaited<ReturnType<typeof refresh>>, audience: string): Promise<{ access: string; refresh: string }> {
+async function expectAudience(
+  answer: Awaited<ReturnType<typeof refresh>>,
+  audience: string,
+): Promise<{ access: string; refresh: string }> {
   expect(answer.status, JSON.stringify(answer.body)).toBe(200);
   const access = answer.body.access_token as string;
   expect(await introspect(suite, access)).toMatchObject({ active: true, aud: audience });

@@ -36,7 +36,9 @@ describe("the authorization code flow with resource", () => {
     const res = await me(suite, token);
     expect(res.status).toBe(401);
     expect(res.headers.get("www-authenticate")).toMatch(
-      new RegExp(`^Bearer realm="bizcard", resource_metadata="${suite.api}/\\.well-known/oauth-protected-resource", error="invalid_token", error_description="[^"]+"$`),
+      new RegExp(
+        `^Bearer realm="bizcard", resource_metadata="${suite.api}/\\.well-known/oauth-protected-resource", error="invalid_token", error_description="[^"]+"$`,
+      ),
     );
     expect(await res.json()).toMatchObject({ error: "invalid_token" });
   });
@@ -93,10 +95,17 @@ describe("the consent carries the resources unchanged", () => {
   });
 
   it("a JSON consent names them as an array (in any order), and gets the code", async () => {
-    const { callback } = await authorize(suite, [["resource", suite.api], ["resource", suite.mcp]], (b, action, fields) => {
-      const single = Object.fromEntries(fields.filter(([n]) => n !== "resource"));
-      return b.go(action, json({ ...single, resource: [suite.mcp, suite.api], decision: "allow" }));
-    });
+    const { callback } = await authorize(
+      suite,
+      [
+        ["resource", suite.api],
+        ["resource", suite.mcp],
+      ],
+      (b, action, fields) => {
+        const single = Object.fromEntries(fields.filter(([n]) => n !== "resource"));
+        return b.go(action, json({ ...single, resource: [suite.mcp, suite.api], decision: "allow" }));
+      },
+    );
     expect(callback.searchParams.get("code")).toMatch(/^bcc_/);
   });
 
@@ -108,9 +117,19 @@ describe("the consent carries the resources unchanged", () => {
       let answer: Response | undefined;
       await authorize(suite, [["resource", suite.mcp]], async (b, action, fields) => {
         const changed = change(fields);
-        answer = await b.go(action, json({ ...Object.fromEntries(changed), resource: changed.filter(([n]) => n === "resource").map(([, v]) => v), decision: "allow" }));
+        answer = await b.go(
+          action,
+          json({
+            ...Object.fromEntries(changed),
+            resource: changed.filter(([n]) => n === "resource").map(([, v]) => v),
+            decision: "allow",
+          }),
+        );
         expect(answer.status).toBe(400);
-        expect(await answer.json()).toMatchObject({ error: "invalid_request", error_description: expect.stringMatching(/resource/) });
+        expect(await answer.json()).toMatchObject({
+          error: "invalid_request",
+          error_description: expect.stringMatching(/resource/),
+        });
         // Then the page's own form, unchanged: the code.
         return b.submit(action, [...fields, ["decision", "allow"]]);
       });
@@ -144,7 +163,10 @@ describe("invalid_target", () => {
       ["redirect_uri", "http://127.0.0.1:8765/callback"],
       ["code_verifier", verifier],
     ];
-    expectTokenError(await tokenRequest(suite, suite.web, [...fields, ["resource", "https://elsewhere.example/mcp"]]), "invalid_target");
+    expectTokenError(
+      await tokenRequest(suite, suite.web, [...fields, ["resource", "https://elsewhere.example/mcp"]]),
+      "invalid_target",
+    );
     const ok = await tokenRequest(suite, suite.web, [...fields, ["resource", suite.mcp]]);
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
   });
@@ -166,7 +188,10 @@ describe("invalid_target", () => {
 
 describe("client_credentials with resource", () => {
   const cc = (resources: string[]) =>
-    tokenRequest(suite, suite.service, [["grant_type", "client_credentials"], ...resources.map((r): [string, string] => ["resource", r])]);
+    tokenRequest(suite, suite.service, [
+      ["grant_type", "client_credentials"],
+      ...resources.map((r): [string, string] => ["resource", r]),
+    ]);
   const introspectOwn = async (token: string) => {
     const res = await fetch(`${suite.api}/oauth/introspect`, {
       method: "POST",

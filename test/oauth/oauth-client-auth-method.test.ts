@@ -22,7 +22,11 @@ async function registerWith(method: string): Promise<Registered> {
   const res = await fetch(`${base}/oauth/register`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ client_name: `Agent ${method}`, redirect_uris: [REDIRECT], token_endpoint_auth_method: method }),
+    body: JSON.stringify({
+      client_name: `Agent ${method}`,
+      redirect_uris: [REDIRECT],
+      token_endpoint_auth_method: method,
+    }),
   });
   const body = (await res.json()) as { client_id: string; client_secret: string; token_endpoint_auth_method: string };
   expect(res.status, JSON.stringify(body)).toBe(201);
@@ -42,7 +46,9 @@ beforeAll(async () => {
   base = platform.base;
   basicClient = await registerWith("client_secret_basic");
   postClient = await registerWith("client_secret_post");
-  const res = await platform.auth.client(AuthService).createClient({ name: "Operator's", ownerOrganisationId: platform.organisationId, scopes: [] });
+  const res = await platform.auth
+    .client(AuthService)
+    .createClient({ name: "Operator's", ownerOrganisationId: platform.organisationId, scopes: [] });
   operatorClient = { id: res.client!.clientId, secret: res.clientSecret };
 }, 60_000);
 
@@ -50,10 +56,16 @@ afterAll(async () => {
   await platform?.stop();
 });
 
-const basic = (c: Registered) => `Basic ${Buffer.from(`${encodeURIComponent(c.id)}:${encodeURIComponent(c.secret)}`).toString("base64")}`;
+const basic = (c: Registered) =>
+  `Basic ${Buffer.from(`${encodeURIComponent(c.id)}:${encodeURIComponent(c.secret)}`).toString("base64")}`;
 
 /** A form POST to `path`, the client's secret sent "basic" (Authorization) or "post" (in the body). */
-function send(path: string, client: Registered, how: "basic" | "post", fields: Record<string, string>): Promise<Response> {
+function send(
+  path: string,
+  client: Registered,
+  how: "basic" | "post",
+  fields: Record<string, string>,
+): Promise<Response> {
   const form = new URLSearchParams(fields);
   const headers: Record<string, string> = { "content-type": "application/x-www-form-urlencoded" };
   if (how === "basic") headers.authorization = basic(client);
@@ -64,7 +76,12 @@ function send(path: string, client: Registered, how: "basic" | "post", fields: R
   return fetch(`${base}${path}`, { method: "POST", headers, body: form });
 }
 
-const CODE = { grant_type: "authorization_code", code: "not-a-code", redirect_uri: REDIRECT, code_verifier: "v".repeat(43) };
+const CODE = {
+  grant_type: "authorization_code",
+  code: "not-a-code",
+  redirect_uri: REDIRECT,
+  code_verifier: "v".repeat(43),
+};
 
 const ENDPOINTS: [string, Record<string, string>][] = [
   ["/oauth/token", CODE],
@@ -99,7 +116,10 @@ describe("a registered method is the only one", () => {
   });
 
   it("the registered way authenticates: the token endpoint goes on to the grant, revocation and introspection answer", async () => {
-    for (const [client, how] of [[basicClient, "basic"], [postClient, "post"]] as const) {
+    for (const [client, how] of [
+      [basicClient, "basic"],
+      [postClient, "post"],
+    ] as const) {
       await expectError(await send("/oauth/token", client, how, CODE), 400, "invalid_grant");
       const revoked = await send("/oauth/revoke", client, how, { token: "not-a-token" });
       expect(revoked.status).toBe(200);

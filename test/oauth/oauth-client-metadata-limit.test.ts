@@ -40,7 +40,11 @@ const documentFor = (url: string) => ({
 });
 
 /** A document served at /agents/<name>.json, kept for an hour once fetched. */
-const serve = (name: string) => documents.serve(`/agents/${name}.json`, (url) => ({ body: documentFor(url), headers: { "cache-control": "max-age=3600" } }));
+const serve = (name: string) =>
+  documents.serve(`/agents/${name}.json`, (url) => ({
+    body: documentFor(url),
+    headers: { "cache-control": "max-age=3600" },
+  }));
 
 function authorize(base: string, clientId: string, headers: Record<string, string> = {}): Promise<Response> {
   const query = new URLSearchParams({

@@ -58,7 +58,10 @@ async function refusedPage(clientId: string, base = platform.base, redirectUri =
   expect(res.status).toBe(400);
   expect(res.headers.get("location")).toBeNull();
   expect(res.headers.get("content-type")).toMatch(/^text\/html/);
-  return (await res.text()).replace(/&#39;|&#x27;/g, "'").replace(/&quot;/g, '"').replace(/&amp;/g, "&");
+  return (await res.text())
+    .replace(/&#39;|&#x27;/g, "'")
+    .replace(/&quot;/g, '"')
+    .replace(/&amp;/g, "&");
 }
 
 /** The document at `path` answers `answer`; the request is refused with `expected`, and no client is left. */
@@ -74,18 +77,28 @@ async function expectRefused(path: string, answer: (url: string) => DocumentAnsw
 
 describe("refused documents: an error page saying what was wrong, never a redirect", () => {
   it("a document whose client_id differs from its URL", async () => {
-    await expectRefused("/differs.json", (url) => ({ body: documentFor(`${url}/other`) }), /its client_id differs from its URL/);
+    await expectRefused(
+      "/differs.json",
+      (url) => ({ body: documentFor(`${url}/other`) }),
+      /its client_id differs from its URL/,
+    );
   });
 
   it("an authorization request whose redirect_uri the document does not list", async () => {
     const doc = documents.serve("/listed.json", (url) => ({ body: documentFor(url) }));
     const page = await refusedPage(doc.url, platform.base, "http://127.0.0.1:9876/elsewhere");
-    expect(page).toContain(`the client's metadata document at ${doc.url} does not list this redirect_uri among its redirect_uris`);
+    expect(page).toContain(
+      `the client's metadata document at ${doc.url} does not list this redirect_uri among its redirect_uris`,
+    );
   });
 
   it("a redirect (3xx) is not followed", async () => {
     const target = documents.serve("/target.json", (url) => ({ body: documentFor(url) }));
-    await expectRefused("/moved.json", () => ({ status: 302, headers: { location: target.url } }), /was redirected \(HTTP 302\): the metadata document must be served without redirects/);
+    await expectRefused(
+      "/moved.json",
+      () => ({ status: 302, headers: { location: target.url } }),
+      /was redirected \(HTTP 302\): the metadata document must be served without redirects/,
+    );
     expect(target.fetches()).toBe(0);
   });
 
@@ -97,13 +110,20 @@ describe("refused documents: an error page saying what was wrong, never a redire
 
   it("a slow document: the fetch ends at the timeout", async () => {
     const started = Date.now();
-    await expectRefused("/slow.json", (url) => ({ body: documentFor(url), delayMs: TIMEOUT_MS + 1500 }), /did not answer within 1 s/);
+    await expectRefused(
+      "/slow.json",
+      (url) => ({ body: documentFor(url), delayMs: TIMEOUT_MS + 1500 }),
+      /did not answer within 1 s/,
+    );
     expect(Date.now() - started).toBeLessThan(TIMEOUT_MS + 1400);
   });
 
   it("a slow document within a shorter call deadline: the fetch ends before the gateway's RPC timeout, and the page says so", async () => {
     const doc = documents.serve("/slow-deadline.json", (url) => ({ body: documentFor(url), delayMs: 4000 }));
-    const auth = await platform.startService(createAuthApp, platform.gatewayConfig({ OAUTH_CLIENT_METADATA_TIMEOUT_MS: "5000" }));
+    const auth = await platform.startService(
+      createAuthApp,
+      platform.gatewayConfig({ OAUTH_CLIENT_METADATA_TIMEOUT_MS: "5000" }),
+    );
     const gateway = await platform.addGateway({ config: { AUTH_RPC_URL: auth.server.url, RPC_TIMEOUT_MS: "2000" } });
     try {
       const started = Date.now();
@@ -119,23 +139,44 @@ describe("refused documents: an error page saying what was wrong, never a redire
   it("invalid JSON, JSON that is not an object, and a type that is not JSON", async () => {
     await expectRefused("/invalid.json", () => ({ body: '{"client_id": ' }), /is not valid JSON/);
     await expectRefused("/array.json", (url) => ({ body: [url] }), /is not a JSON object/);
-    await expectRefused("/html.json", (url) => ({ body: documentFor(url), headers: { "content-type": "text/html" } }), /is not served as JSON \(Content-Type "text\/html"\)/);
+    await expectRefused(
+      "/html.json",
+      (url) => ({ body: documentFor(url), headers: { "content-type": "text/html" } }),
+      /is not served as JSON \(Content-Type "text\/html"\)/,
+    );
   });
 
   it("JSON a request body to the gateway could not carry either: a member twice, an unpaired surrogate or U+0000, bytes that are not UTF-8", async () => {
     // The document as text, `members` written in by hand (JSON.stringify cannot write them).
-    const text = (url: string, members: string) => `{"client_id":${JSON.stringify(url)},"redirect_uris":${JSON.stringify([REDIRECT_URI])},${members}}`;
-    await expectRefused("/twice.json", (url) => ({ body: text(url, '"client_name":"a","client_name":"b"') }), /cannot be used: it has the member "client_name" more than once/);
+    const text = (url: string, members: string) =>
+      `{"client_id":${JSON.stringify(url)},"redirect_uris":${JSON.stringify([REDIRECT_URI])},${members}}`;
+    await expectRefused(
+      "/twice.json",
+      (url) => ({ body: text(url, '"client_name":"a","client_name":"b"') }),
+      /cannot be used: it has the member "client_name" more than once/,
+    );
     await expectRefused(
       "/surrogate.json",
       (url) => ({ body: text(url, '"client_name":"\\ud800"') }),
       /cannot be used: its member "client_name" must not contain an unpaired surrogate, which is not Unicode text/,
     );
     // Members this server does not read are held to the same rule.
-    await expectRefused("/low-surrogate.json", (url) => ({ body: text(url, '"logo_uri":"x\\udc00"') }), /its member "logo_uri" must not contain an unpaired surrogate/);
-    await expectRefused("/nul.json", (url) => ({ body: text(url, '"contacts":["a\\u0000b"]') }), /its member "contacts" must not contain control characters \(U\+0000\)/);
+    await expectRefused(
+      "/low-surrogate.json",
+      (url) => ({ body: text(url, '"logo_uri":"x\\udc00"') }),
+      /its member "logo_uri" must not contain an unpaired surrogate/,
+    );
+    await expectRefused(
+      "/nul.json",
+      (url) => ({ body: text(url, '"contacts":["a\\u0000b"]') }),
+      /its member "contacts" must not contain control characters \(U\+0000\)/,
+    );
     // Bytes: Latin-1 "é", and a surrogate's own three bytes (not UTF-8), never read as U+FFFD.
-    await expectRefused("/latin1.json", (url) => ({ body: Buffer.from(text(url, '"client_name":"Caf\u00e9"'), "latin1") }), /is not valid UTF-8/);
+    await expectRefused(
+      "/latin1.json",
+      (url) => ({ body: Buffer.from(text(url, '"client_name":"Caf\u00e9"'), "latin1") }),
+      /is not valid UTF-8/,
+    );
     await expectRefused(
       "/surrogate-bytes.json",
       (url) => ({ body: Buffer.from(text(url, '"client_name":"X"').replace("X", "\u00ed\u00a0\u0080"), "latin1") }),
@@ -153,7 +194,11 @@ describe("refused documents: an error page saying what was wrong, never a redire
       (url) => ({ body: documentFor(url, { token_endpoint_auth_method: "client_secret_basic" }) }),
       /its token_endpoint_auth_method is "client_secret_basic"; only none is accepted/,
     );
-    await expectRefused("/secret.json", (url) => ({ body: documentFor(url, { client_secret: "s3cret" }) }), /must not carry a client_secret/);
+    await expectRefused(
+      "/secret.json",
+      (url) => ({ body: documentFor(url, { client_secret: "s3cret" }) }),
+      /must not carry a client_secret/,
+    );
     await expectRefused(
       "/cc.json",
       (url) => ({ body: documentFor(url, { grant_types: ["client_credentials"] }) }),
@@ -162,7 +207,11 @@ describe("refused documents: an error page saying what was wrong, never a redire
   });
 
   it("redirect_uris missing, or one a registration would refuse", async () => {
-    await expectRefused("/no-uris.json", (url) => ({ body: { client_id: url } }), /its redirect_uris must be a non-empty list of strings/);
+    await expectRefused(
+      "/no-uris.json",
+      (url) => ({ body: { client_id: url } }),
+      /its redirect_uris must be a non-empty list of strings/,
+    );
     await expectRefused(
       "/fragment.json",
       (url) => ({ body: documentFor(url, { redirect_uris: ["https://agent.example/cb#frag"] }) }),
@@ -176,7 +225,7 @@ describe("refused documents: an error page saying what was wrong, never a redire
       [`${base}/client.json?v=1`, /must not contain a query/],
       [`${base}/client.json#x`, /must not contain a fragment/],
       [`${base}/a/../client.json`, /must not contain \. or \.\. path segments/],
-      [base.replace("://", "://user:pw@") + "/client.json", /must not contain a user name or password/],
+      [`${base.replace("://", "://user:pw@")}/client.json`, /must not contain a user name or password/],
       [`${base}/`, /must have a path/],
       ["http://agent.example/client.json", /a client_id URL must use https/],
     ] as const) {
@@ -203,11 +252,15 @@ describe("a private address: refused when the connection is made (insecure redir
     const gateway = await platform.addGateway({ config: { AUTH_RPC_URL: auth.server.url } });
     try {
       const page = await refusedPage("https://agent.cimd.test/client.json", gateway.base);
-      expect(page).toContain("the client's metadata document at https://agent.cimd.test/client.json resolves to a private address");
+      expect(page).toContain(
+        "the client's metadata document at https://agent.cimd.test/client.json resolves to a private address",
+      );
       expect(page).toMatch(/127\.0\.0\.1 is a loopback address/);
       expect(dns.asked).toContain("agent.cimd.test/A");
       // And a literal address, which no lookup sees.
-      expect(await refusedPage("https://127.0.0.1/client.json", gateway.base)).toMatch(/resolves to a private address.*127\.0\.0\.1 is a loopback address/s);
+      expect(await refusedPage("https://127.0.0.1/client.json", gateway.base)).toMatch(
+        /resolves to a private address.*127\.0\.0\.1 is a loopback address/s,
+      );
       // http is refused outright.
       expect(await refusedPage("http://127.0.0.1/client.json", gateway.base)).toMatch(/a client_id URL must use https/);
     } finally {
@@ -231,10 +284,14 @@ describe("a private address: refused when the connection is made (insecure redir
         ["https://a.b.localhost./client.json", "a.b.localhost."],
       ] as const) {
         const page = await refusedPage(clientId, gateway.base);
-        expect(page).toContain(`the client's metadata document at ${clientId} resolves to a private address, which is refused (${host} is a loopback name)`);
+        expect(page).toContain(
+          `the client's metadata document at ${clientId} resolves to a private address, which is refused (${host} is a loopback name)`,
+        );
       }
       // Upper case is not the normal form: refused before any fetch.
-      expect(await refusedPage("https://LOCALHOST./client.json", gateway.base)).toMatch(/not in its normal form \(https:\/\/localhost\.\/client\.json\)/);
+      expect(await refusedPage("https://LOCALHOST./client.json", gateway.base)).toMatch(
+        /not in its normal form \(https:\/\/localhost\.\/client\.json\)/,
+      );
       expect(dns.asked.slice(asked)).toEqual([]);
       // The same service asks this DNS server about other names.
       await refusedPage("https://agent.cimd.test/other.json", gateway.base);

@@ -77,7 +77,11 @@ async function authorizeAndAllow(clientId: string, challenge: string): Promise<{
   const start = await b.go(authorizeUrl(clientId, challenge));
   expect(start.status).toBe(303);
   const loginHtml = await (await b.go(start.headers.get("location")!)).text();
-  const loggedIn = await b.submit(formAction(loginHtml), { ...hiddenFields(loginHtml), email: EMAIL, password: PASSWORD });
+  const loggedIn = await b.submit(formAction(loginHtml), {
+    ...hiddenFields(loginHtml),
+    email: EMAIL,
+    password: PASSWORD,
+  });
   expect(loggedIn.status).toBe(303);
   const consent = await b.go(loggedIn.headers.get("location")!);
   expect(consent.status).toBe(200);
@@ -98,19 +102,29 @@ const token = (fields: Record<string, string>, headers: Record<string, string> =
 async function keptFor(clientId: string): Promise<number> {
   const [row] = await platform.auth.app.orm.em
     .fork()
-    .execute(`select extract(epoch from "metadata_expires_at" - "metadata_fetched_at")::int as "s" from "auth"."client" where "id" = ?`, [clientId]);
+    .execute(
+      `select extract(epoch from "metadata_expires_at" - "metadata_fetched_at")::int as "s" from "auth"."client" where "id" = ?`,
+      [clientId],
+    );
   return (row as { s: number }).s;
 }
 
 const expire = (clientId: string) =>
-  platform.auth.app.orm.em.fork().execute(`update "auth"."client" set "metadata_expires_at" = now() - interval '1 second' where "id" = ?`, [clientId]);
+  platform.auth.app.orm.em
+    .fork()
+    .execute(`update "auth"."client" set "metadata_expires_at" = now() - interval '1 second' where "id" = ?`, [
+      clientId,
+    ]);
 
 describe("a client_id that is a URL: the document is fetched and the client is public", () => {
   let refreshToken = "";
   let doc: ReturnType<DocumentServer["serve"]>;
 
   it("authorize, login, consent, then the code for tokens with PKCE and no secret; the client is a metadata document client", async () => {
-    doc = documents.serve("/agents/zed.json", (url) => ({ body: documentFor(url), headers: { "cache-control": "public, max-age=600" } }));
+    doc = documents.serve("/agents/zed.json", (url) => ({
+      body: documentFor(url),
+      headers: { "cache-control": "public, max-age=600" },
+    }));
     const { verifier, challenge } = await pkcePair();
     const { callback, consentHtml } = await authorizeAndAllow(doc.url, challenge);
     expect(consentHtml).toContain("Agent Zed");
@@ -120,13 +134,21 @@ describe("a client_id that is a URL: the document is fetched and the client is p
     expect(doc.fetches()).toBe(1);
     expect(doc.accept()).toEqual(["application/json"]);
 
-    const res = await token({ grant_type: "authorization_code", code, redirect_uri: REDIRECT_URI, client_id: doc.url, code_verifier: verifier });
+    const res = await token({
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: REDIRECT_URI,
+      client_id: doc.url,
+      code_verifier: verifier,
+    });
     expect(res.status).toBe(200);
     const tokens = (await res.json()) as { access_token: string; refresh_token: string; scope: string };
     expect(tokens.access_token).toMatch(/^bca_/);
     expect(tokens.scope).toBe("organisation:read");
     refreshToken = tokens.refresh_token;
-    const me = await fetch(`${platform.base}/oauth/me`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
+    const me = await fetch(`${platform.base}/oauth/me`, {
+      headers: { authorization: `Bearer ${tokens.access_token}` },
+    });
     expect(me.status).toBe(200);
     expect(await me.json()).toEqual({ id: platform.organisationId, name: "Metadata Cards" });
 
@@ -148,7 +170,12 @@ describe("a client_id that is a URL: the document is fetched and the client is p
     const refreshed = await token({ grant_type: "refresh_token", refresh_token: refreshToken, client_id: doc.url });
     expect(refreshed.status).toBe(200);
     refreshToken = ((await refreshed.json()) as { refresh_token: string }).refresh_token;
-    const withSecret = await token({ grant_type: "refresh_token", refresh_token: refreshToken, client_id: doc.url, client_secret: "guess" });
+    const withSecret = await token({
+      grant_type: "refresh_token",
+      refresh_token: refreshToken,
+      client_id: doc.url,
+      client_secret: "guess",
+    });
     expect(withSecret.status).toBe(401);
     expect(await withSecret.json()).toMatchObject({ error: "invalid_client" });
     const cc = await token({ grant_type: "client_credentials", client_id: doc.url });
@@ -159,7 +186,9 @@ describe("a client_id that is a URL: the document is fetched and the client is p
   });
 
   it("PKCE is required: without code_challenge the error goes back to the (listed) redirect_uri", async () => {
-    const res = await browser(platform.base).go(authorizeUrl(doc.url, "", { code_challenge_method: "" }).replace(/&code_challenge=&code_challenge_method=/, ""));
+    const res = await browser(platform.base).go(
+      authorizeUrl(doc.url, "", { code_challenge_method: "" }).replace(/&code_challenge=&code_challenge_method=/, ""),
+    );
     expect(res.status).toBe(303);
     const location = new URL(res.headers.get("location")!);
     expect(`${location.origin}${location.pathname}`).toBe(REDIRECT_URI);
@@ -193,7 +222,10 @@ describe("a client_id that is a URL: the document is fetched and the client is p
       ["short", "max-age=10", 300],
       ["long", "max-age=999999", 86_400],
     ] as const) {
-      const d = documents.serve(`/cache/${name}.json`, (url) => ({ body: documentFor(url), headers: { "cache-control": cacheControl } }));
+      const d = documents.serve(`/cache/${name}.json`, (url) => ({
+        body: documentFor(url),
+        headers: { "cache-control": cacheControl },
+      }));
       const res = await browser(platform.base).go(authorizeUrl(d.url, challenge));
       expect(res.status).toBe(303);
       expect(await keptFor(d.url)).toBe(seconds);
@@ -205,25 +237,38 @@ describe("a client_id that is a URL: the document is fetched and the client is p
     const d = documents.serve("/agents/twice.json", (url) => ({ body: documentFor(url), delayMs: 100 }));
     const answers = await Promise.all([1, 2, 3].map(() => browser(platform.base).go(authorizeUrl(d.url, challenge))));
     expect(answers.map((r) => r.status)).toEqual([303, 303, 303]);
-    const [row] = await platform.auth.app.orm.em.fork().execute(`select count(*)::int as "n" from "auth"."client" where "id" = ?`, [d.url]);
+    const [row] = await platform.auth.app.orm.em
+      .fork()
+      .execute(`select count(*)::int as "n" from "auth"."client" where "id" = ?`, [d.url]);
     expect((row as { n: number }).n).toBe(1);
   });
 });
 
 describe("https documents with a private CA (OAUTH_CLIENT_METADATA_CA_FILE)", () => {
   it("a document served over https by a certificate of the configured CA is fetched", async () => {
-    const d = tlsDocuments.serve("/mcp-client.json", (url) => ({ body: documentFor(url, { client_name: "TLS Agent" }) }));
+    const d = tlsDocuments.serve("/mcp-client.json", (url) => ({
+      body: documentFor(url, { client_name: "TLS Agent" }),
+    }));
     expect(d.url).toMatch(/^https:\/\/localhost:\d+\/mcp-client\.json$/);
     const { verifier, challenge } = await pkcePair();
     const { callback, consentHtml } = await authorizeAndAllow(d.url, challenge);
     expect(consentHtml).toContain("TLS Agent");
-    const res = await token({ grant_type: "authorization_code", code: callback.searchParams.get("code")!, redirect_uri: REDIRECT_URI, client_id: d.url, code_verifier: verifier });
+    const res = await token({
+      grant_type: "authorization_code",
+      code: callback.searchParams.get("code")!,
+      redirect_uri: REDIRECT_URI,
+      client_id: d.url,
+      code_verifier: verifier,
+    });
     expect(res.status).toBe(200);
   });
 
   it("without the CA file, the certificate is not trusted: an error page, never a redirect", async () => {
     const d = tlsDocuments.serve("/untrusted.json", (url) => ({ body: documentFor(url) }));
-    const auth = await platform.startService(createAuthApp, platform.gatewayConfig({ OAUTH_CLIENT_METADATA_CA_FILE: "" }));
+    const auth = await platform.startService(
+      createAuthApp,
+      platform.gatewayConfig({ OAUTH_CLIENT_METADATA_CA_FILE: "" }),
+    );
     const gateway = await platform.addGateway({ config: { AUTH_RPC_URL: auth.server.url } });
     try {
       const { challenge } = await pkcePair();
@@ -246,10 +291,19 @@ describe("OAUTH_CLIENT_METADATA_DOCUMENTS=false", () => {
     const kept = documents.serve("/off/kept.json", (url) => ({ body: documentFor(url) }));
     const { verifier, challenge } = await pkcePair();
     const { callback } = await authorizeAndAllow(kept.url, challenge);
-    const issued = await token({ grant_type: "authorization_code", code: callback.searchParams.get("code")!, redirect_uri: REDIRECT_URI, client_id: kept.url, code_verifier: verifier });
+    const issued = await token({
+      grant_type: "authorization_code",
+      code: callback.searchParams.get("code")!,
+      redirect_uri: REDIRECT_URI,
+      client_id: kept.url,
+      code_verifier: verifier,
+    });
     const { refresh_token } = (await issued.json()) as { refresh_token: string };
 
-    const auth = await platform.startService(createAuthApp, platform.gatewayConfig({ OAUTH_CLIENT_METADATA_DOCUMENTS: "false" }));
+    const auth = await platform.startService(
+      createAuthApp,
+      platform.gatewayConfig({ OAUTH_CLIENT_METADATA_DOCUMENTS: "false" }),
+    );
     const gateway = await platform.addGateway({ config: { AUTH_RPC_URL: auth.server.url } });
     try {
       for (const d of [fresh, kept]) {

@@ -41,11 +41,13 @@ afterAll(async () => {
   await platform?.stop();
 });
 
-
 describe("the authorization-code flow with oauth4webapi", () => {
   it("discovery, PKCE, login, consent, code, /oauth/me, refresh, introspection, revocation", async () => {
     // Discovery: the library checks the document (issuer identical, endpoints, ...).
-    const as = await oauth.processDiscoveryResponse(new URL(issuer), await oauth.discoveryRequest(new URL(issuer), { algorithm: "oauth2", ...insecure }));
+    const as = await oauth.processDiscoveryResponse(
+      new URL(issuer),
+      await oauth.discoveryRequest(new URL(issuer), { algorithm: "oauth2", ...insecure }),
+    );
     expect(as.code_challenge_methods_supported).toEqual(["S256"]);
     expect(as.authorization_response_iss_parameter_supported).toBe(true);
     const c: oauth.Client = { client_id: client.id };
@@ -107,7 +109,14 @@ describe("the authorization-code flow with oauth4webapi", () => {
     expect(me.status).toBe(200);
     expect(await me.json()).toEqual({ id: orgId, name: "Flow Cards" });
     // Again: answered from the cached check, its JSON written once; the same answer and headers.
-    const again = await oauth.protectedResourceRequest(tokens.access_token, "GET", meUrl, undefined, undefined, insecure);
+    const again = await oauth.protectedResourceRequest(
+      tokens.access_token,
+      "GET",
+      meUrl,
+      undefined,
+      undefined,
+      insecure,
+    );
     for (const answer of [me, again]) {
       expect(answer.status).toBe(200);
       expect(answer.headers.get("content-type")).toBe("application/json; charset=utf-8");
@@ -116,18 +125,31 @@ describe("the authorization-code flow with oauth4webapi", () => {
     expect(await again.text()).toBe(JSON.stringify({ id: orgId, name: "Flow Cards" }));
 
     // Refresh: a new pair; the new access token works.
-    const refreshed = await oauth.processRefreshTokenResponse(as, c, await oauth.refreshTokenGrantRequest(as, c, clientAuth, tokens.refresh_token!, insecure));
+    const refreshed = await oauth.processRefreshTokenResponse(
+      as,
+      c,
+      await oauth.refreshTokenGrantRequest(as, c, clientAuth, tokens.refresh_token!, insecure),
+    );
     expect(refreshed.refresh_token).toMatch(/^bcr_/);
     expect(refreshed.refresh_token).not.toBe(tokens.refresh_token);
     expect(refreshed.access_token).not.toBe(tokens.access_token);
-    expect((await oauth.protectedResourceRequest(refreshed.access_token, "GET", meUrl, undefined, undefined, insecure)).status).toBe(200);
+    expect(
+      (await oauth.protectedResourceRequest(refreshed.access_token, "GET", meUrl, undefined, undefined, insecure))
+        .status,
+    ).toBe(200);
 
     // Introspection (RFC 7662), validated by the library.
-    const introspected = await oauth.processIntrospectionResponse(as, c, await oauth.introspectionRequest(as, c, clientAuth, refreshed.access_token, insecure));
+    const introspected = await oauth.processIntrospectionResponse(
+      as,
+      c,
+      await oauth.introspectionRequest(as, c, clientAuth, refreshed.access_token, insecure),
+    );
     expect(introspected).toMatchObject({ active: true, client_id: client.id, sub: orgId });
 
     // Revocation (RFC 7009) of the access token: it stops working, here and at once.
-    await oauth.processRevocationResponse(await oauth.revocationRequest(as, c, clientAuth, refreshed.access_token, insecure));
+    await oauth.processRevocationResponse(
+      await oauth.revocationRequest(as, c, clientAuth, refreshed.access_token, insecure),
+    );
     // The library reads the refusal's challenge: Bearer, error="invalid_token".
     const refusal = await waitFor(
       () =>
@@ -139,12 +161,21 @@ describe("the authorization-code flow with oauth4webapi", () => {
       "the revoked token to be refused",
     );
     expect(refusal.status).toBe(401);
-    expect(refusal.cause[0]).toMatchObject({ scheme: "bearer", parameters: { error: "invalid_token", realm: "bizcard" } });
-    const after = await oauth.processIntrospectionResponse(as, c, await oauth.introspectionRequest(as, c, clientAuth, refreshed.access_token, insecure));
+    expect(refusal.cause[0]).toMatchObject({
+      scheme: "bearer",
+      parameters: { error: "invalid_token", realm: "bizcard" },
+    });
+    const after = await oauth.processIntrospectionResponse(
+      as,
+      c,
+      await oauth.introspectionRequest(as, c, clientAuth, refreshed.access_token, insecure),
+    );
     expect(after.active).toBe(false);
 
     // And of the refresh token: it can no longer be used.
-    await oauth.processRevocationResponse(await oauth.revocationRequest(as, c, clientAuth, refreshed.refresh_token!, insecure));
+    await oauth.processRevocationResponse(
+      await oauth.revocationRequest(as, c, clientAuth, refreshed.refresh_token!, insecure),
+    );
     const reused = await oauth.refreshTokenGrantRequest(as, c, clientAuth, refreshed.refresh_token!, insecure);
     await expect(oauth.processRefreshTokenResponse(as, c, reused)).rejects.toMatchObject({ error: "invalid_grant" });
   });

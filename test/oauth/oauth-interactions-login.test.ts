@@ -33,7 +33,12 @@ describe("login and sessions", () => {
     const { interactionId } = await rpc().startAuthorization({ parameters: params({}) });
     const res = await login(interactionId, "  Ada@ACME.test ");
     expect(res.sessionId).toMatch(/^bcsess_[A-Za-z0-9_-]{43}$/);
-    expect(res.interaction).toMatchObject({ id: interactionId, loggedIn: true, memberEmail: "ada@acme.test", organisationId: orgId });
+    expect(res.interaction).toMatchObject({
+      id: interactionId,
+      loggedIn: true,
+      memberEmail: "ada@acme.test",
+      organisationId: orgId,
+    });
     const ttl = Number(res.expireTime!.seconds) * 1000 - Date.now();
     expect(ttl).toBeGreaterThan(8 * 3600_000 - 10_000);
     const rows = await query(`select id_hash from auth.session where id_hash = $1`, [tokenHash(res.sessionId)]);
@@ -52,7 +57,10 @@ describe("login and sessions", () => {
     ]) {
       const err = await rpcError(login(interactionId, email, password, "198.51.100.7"));
       expect(err.code).toBe(Code.PermissionDenied);
-      expect(oauthError(err)).toMatchObject({ error: "invalid_credentials", errorDescription: "email or password is wrong" });
+      expect(oauthError(err)).toMatchObject({
+        error: "invalid_credentials",
+        errorDescription: "email or password is wrong",
+      });
     }
     const { interaction } = await rpc().getInteraction({ interactionId });
     expect(interaction?.loggedIn).toBe(false);
@@ -63,7 +71,15 @@ describe("login and sessions", () => {
     const other = await rpc().startAuthorization({ parameters: params({}) });
     const { interaction: otherInteraction } = await rpc().getInteraction({ interactionId: other.interactionId });
     for (const csrfToken of ["", "x", otherInteraction!.csrfToken]) {
-      const err = await rpcError(rpc().login({ interactionId, csrfToken, email: "ada@acme.test", password: PASSWORD, remoteAddress: "192.0.2.1" }));
+      const err = await rpcError(
+        rpc().login({
+          interactionId,
+          csrfToken,
+          email: "ada@acme.test",
+          password: PASSWORD,
+          remoteAddress: "192.0.2.1",
+        }),
+      );
       expect(err.code).toBe(Code.PermissionDenied);
       expect(oauthError(err)?.error).toBe("invalid_csrf_token");
     }
@@ -139,7 +155,12 @@ describe("failed logins are rate limited per email and address, across replicas"
 describe("FailureLimits on PostgreSQL", () => {
   it("client authentication per client and address, and every failure per address", async () => {
     const orm = await openServiceDatabase(
-      { databaseUrl: db.url, databasePoolMax: db.poolMax, logger: (await import("../../services/shared/logger.js")).createLogger("test", "silent"), config: { MIGRATE_ON_START: false } },
+      {
+        databaseUrl: db.url,
+        databasePoolMax: db.poolMax,
+        logger: (await import("../../services/shared/logger.js")).createLogger("test", "silent"),
+        config: { MIGRATE_ON_START: false },
+      },
       { schema: AUTH_SCHEMA, entities: [RateLimitEntity], migrations: authMigrations },
     );
     try {

@@ -7,7 +7,17 @@ import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { InteractionKind } from "../../gen/bizcard/auth/v1/auth_pb.js";
 import { rpcError } from "../support/rpc.js";
-import { CHALLENGE, clients, ISSUER, login, params, redirected, refusedOnPage, rpc, useInteractionsSuite } from "../support/interactions-suite.js";
+import {
+  CHALLENGE,
+  clients,
+  ISSUER,
+  login,
+  params,
+  redirected,
+  refusedOnPage,
+  rpc,
+  useInteractionsSuite,
+} from "../support/interactions-suite.js";
 
 useInteractionsSuite();
 
@@ -66,9 +76,14 @@ describe("StartAuthorization: errors back to the client's redirect_uri with erro
     // RFC 7636 §4.3: the method defaults to plain.
     expectError(await redirected({ codeChallenge: CHALLENGE, codeChallengeMethod: "" }), "invalid_request");
     expectError(await redirected({ codeChallenge: "short", codeChallengeMethod: "S256" }), "invalid_request");
-    expectError(await redirected({ codeChallenge: `${CHALLENGE.slice(0, 42)}!`, codeChallengeMethod: "S256" }), "invalid_request");
+    expectError(
+      await redirected({ codeChallenge: `${CHALLENGE.slice(0, 42)}!`, codeChallengeMethod: "S256" }),
+      "invalid_request",
+    );
     expectError(await redirected({ codeChallengeMethod: "S256" }), "invalid_request");
-    const ok = await rpc().startAuthorization({ parameters: params({ codeChallenge: CHALLENGE, codeChallengeMethod: "S256" }) });
+    const ok = await rpc().startAuthorization({
+      parameters: params({ codeChallenge: CHALLENGE, codeChallengeMethod: "S256" }),
+    });
     expect(ok.interactionId).toMatch(/^[A-Za-z0-9_-]{43}$/);
   });
 
@@ -77,13 +92,19 @@ describe("StartAuthorization: errors back to the client's redirect_uri with erro
     const url = await redirected(p);
     expectError(url, "invalid_request", "http://127.0.0.1:8765/cb");
     expect(url.searchParams.get("error_description")).toMatch(/code_challenge is required/);
-    const ok = await rpc().startAuthorization({ parameters: params({ ...p, codeChallenge: CHALLENGE, codeChallengeMethod: "S256" }) });
+    const ok = await rpc().startAuthorization({
+      parameters: params({ ...p, codeChallenge: CHALLENGE, codeChallengeMethod: "S256" }),
+    });
     expect(ok.interactionId).not.toBe("");
   });
 
   it("scopes beyond the client's, or unknown, are invalid_scope; none means the client's", async () => {
     const narrow = { clientId: clients.narrow, redirectUri: "https://narrow.example/cb" };
-    expectError(await redirected({ ...narrow, scope: "organisation:read contacts:read" }), "invalid_scope", "https://narrow.example/cb");
+    expectError(
+      await redirected({ ...narrow, scope: "organisation:read contacts:read" }),
+      "invalid_scope",
+      "https://narrow.example/cb",
+    );
     expectError(await redirected({ scope: "admin" }), "invalid_scope");
     const { interactionId } = await rpc().startAuthorization({ parameters: params({ ...narrow, scope: "" }) });
     const { interaction } = await rpc().getInteraction({ interactionId });
@@ -98,7 +119,11 @@ describe("StartAuthorization: errors back to the client's redirect_uri with erro
 describe("interactions", () => {
   it("a valid request becomes an interaction: client, scopes in the server's order, parameters, CSRF token, expiry", async () => {
     const { interactionId, redirectTo } = await rpc().startAuthorization({
-      parameters: params({ scope: "contacts:read organisation:read", codeChallenge: CHALLENGE, codeChallengeMethod: "S256" }),
+      parameters: params({
+        scope: "contacts:read organisation:read",
+        codeChallenge: CHALLENGE,
+        codeChallengeMethod: "S256",
+      }),
     });
     expect(redirectTo).toBe("");
     const { interaction } = await rpc().getInteraction({ interactionId });
@@ -137,6 +162,10 @@ describe("interactions", () => {
     const { interaction } = await rpc().getInteraction({ interactionId });
     expect(interaction).toMatchObject({ kind: InteractionKind.ACCOUNT, loggedIn: false, scopes: [] });
     const res = await login(interactionId);
-    expect(res.interaction).toMatchObject({ kind: InteractionKind.ACCOUNT, loggedIn: true, memberEmail: "ada@acme.test" });
+    expect(res.interaction).toMatchObject({
+      kind: InteractionKind.ACCOUNT,
+      loggedIn: true,
+      memberEmail: "ada@acme.test",
+    });
   });
 });

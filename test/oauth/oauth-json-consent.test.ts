@@ -27,7 +27,12 @@ afterAll(async () => {
 const url = (path: string) => new URL(path, platform.base).href;
 
 const decodeEntities = (s: string) =>
-  s.replaceAll("&quot;", '"').replaceAll("&#39;", "'").replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&amp;", "&");
+  s
+    .replaceAll("&quot;", '"')
+    .replaceAll("&#39;", "'")
+    .replaceAll("&lt;", "<")
+    .replaceAll("&gt;", ">")
+    .replaceAll("&amp;", "&");
 
 function hidden(html: string, name: string): string {
   const match = new RegExp(`name="${name}" value="([^"]*)"`).exec(html);
@@ -37,7 +42,13 @@ function hidden(html: string, name: string): string {
 
 /** An authorization request up to its consent page, logged in: the page's fields and the session cookie. */
 async function consentPage(): Promise<{ fields: Record<string, string>; cookie: string }> {
-  const q = new URLSearchParams({ response_type: "code", client_id: clientId, redirect_uri: REDIRECT, scope: "organisation:read", state: "js-1" });
+  const q = new URLSearchParams({
+    response_type: "code",
+    client_id: clientId,
+    redirect_uri: REDIRECT,
+    scope: "organisation:read",
+    state: "js-1",
+  });
   const start = await fetch(url(`/oauth/authorize?${q}`), { redirect: "manual" });
   expect(start.status).toBe(303);
   const interaction = start.headers.get("location")!;
@@ -56,12 +67,16 @@ async function consentPage(): Promise<{ fields: Record<string, string>; cookie: 
     }).toString(),
   });
   expect(login.status).toBe(303);
-  const cookie = login.headers.getSetCookie().find((c) => c.startsWith("bizcard_session="))!.split(";")[0]!;
+  const cookie = login.headers
+    .getSetCookie()
+    .find((c) => c.startsWith("bizcard_session="))!
+    .split(";")[0]!;
   const page = await fetch(url(interaction), { headers: { cookie } });
   expect(page.status).toBe(200);
   const html = await page.text();
   const fields: Record<string, string> = { decision: "allow" };
-  for (const name of ["interaction_id", "csrf_token", "client_id", "redirect_uri", "scope", "state", "response_type"]) fields[name] = hidden(html, name);
+  for (const name of ["interaction_id", "csrf_token", "client_id", "redirect_uri", "scope", "state", "response_type"])
+    fields[name] = hidden(html, name);
   return { fields, cookie };
 }
 
@@ -74,8 +89,11 @@ const postJson = (body: Record<string, string>, cookie: string) =>
   });
 
 const codes = async () =>
-  (await (platform.auth.app as unknown as { orm: MikroORM }).orm.em.fork().execute(`select count(*)::int as "n" from "auth"."authorization_code"`))[0]
-    .n as number;
+  (
+    await (platform.auth.app as unknown as { orm: MikroORM }).orm.em
+      .fork()
+      .execute(`select count(*)::int as "n" from "auth"."authorization_code"`)
+  )[0].n as number;
 
 async function expectRefused(res: Response, status: number, error: string): Promise<void> {
   expect(res.status).toBe(status);
@@ -103,7 +121,11 @@ describe("a JSON consent", () => {
     const before = await codes();
     const { csrf_token: csrf, ...withoutCsrf } = fields;
     await expectRefused(await postJson(withoutCsrf, cookie), 403, "invalid_csrf_token");
-    await expectRefused(await postJson({ ...fields, csrf_token: "x".repeat(csrf!.length) }, cookie), 403, "invalid_csrf_token");
+    await expectRefused(
+      await postJson({ ...fields, csrf_token: "x".repeat(csrf!.length) }, cookie),
+      403,
+      "invalid_csrf_token",
+    );
     await expectRefused(await postJson({ ...fields, csrf_token: "nope" }, cookie), 403, "invalid_csrf_token");
     expect(await codes()).toBe(before);
 
@@ -124,7 +146,13 @@ describe("a JSON consent", () => {
       .decideConsent({
         sessionId: cookie.slice("bizcard_session=".length),
         decision: ConsentDecision.ALLOW,
-        parameters: { responseType: "code", clientId, redirectUri: REDIRECT, scope: "organisation:read", state: fields.state! },
+        parameters: {
+          responseType: "code",
+          clientId,
+          redirectUri: REDIRECT,
+          scope: "organisation:read",
+          state: fields.state!,
+        },
       })
       .then(
         () => undefined,

@@ -55,7 +55,10 @@ async function refusal(redirectUris: string[], options: { public?: boolean; owne
 }
 
 /** GET /oauth/authorize as a browser sends it (with PKCE), not following the redirect. */
-async function authorize(clientId: string, redirectUri: string): Promise<{ status: number; location: string | null; text: string }> {
+async function authorize(
+  clientId: string,
+  redirectUri: string,
+): Promise<{ status: number; location: string | null; text: string }> {
   const verifier = randomBytes(32).toString("base64url");
   const query = new URLSearchParams({
     response_type: "code",
@@ -70,12 +73,19 @@ async function authorize(clientId: string, redirectUri: string): Promise<{ statu
   return { status: res.status, location: res.headers.get("location"), text: await res.text() };
 }
 
-const accepted = (a: { status: number; location: string | null }) => a.status === 303 && (a.location ?? "").startsWith("/oauth/interaction/");
+const accepted = (a: { status: number; location: string | null }) =>
+  a.status === 303 && (a.location ?? "").startsWith("/oauth/interaction/");
 
 describe("RFC 8252 §7.3: loopback IP redirect URIs of public clients match at any port", () => {
   it("accepts another port (or none) for 127.0.0.1 and [::1], and nothing else that differs", async () => {
     const app = (await register(["http://127.0.0.1/cb", "http://[::1]:8400/oauth/cb?app=1"], { public: true })).client!;
-    for (const sent of ["http://127.0.0.1:51004/cb", "http://127.0.0.1:1/cb", "http://127.0.0.1/cb", "http://[::1]:61023/oauth/cb?app=1", "http://[::1]/oauth/cb?app=1"]) {
+    for (const sent of [
+      "http://127.0.0.1:51004/cb",
+      "http://127.0.0.1:1/cb",
+      "http://127.0.0.1/cb",
+      "http://[::1]:61023/oauth/cb?app=1",
+      "http://[::1]/oauth/cb?app=1",
+    ]) {
       const a = await authorize(app.clientId, sent);
       expect(accepted(a), `${sent}: ${a.status} ${a.location} ${a.text.slice(0, 200)}`).toBe(true);
     }
@@ -102,7 +112,13 @@ describe("RFC 8252 §7.3: loopback IP redirect URIs of public clients match at a
     // Another query is not the registered URI: refused on the page, never redirected.
     expect(a.status).toBe(400);
     // An error the client must hear of (here an unknown scope) goes to the port it listens on.
-    const query = new URLSearchParams({ response_type: "code", client_id: app.clientId, redirect_uri: "http://127.0.0.1:49152/cb", scope: "nope", state: "s2" });
+    const query = new URLSearchParams({
+      response_type: "code",
+      client_id: app.clientId,
+      redirect_uri: "http://127.0.0.1:49152/cb",
+      scope: "nope",
+      state: "s2",
+    });
     const res = await fetch(`${url}/oauth/authorize?${query}`, { redirect: "manual" });
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toMatch(/^http:\/\/127\.0\.0\.1:49152\/cb\?error=/);
@@ -133,7 +149,9 @@ describe("registration", () => {
     expect(await refusal(["com.example.app:/cb"])).toMatch(/^redirect_uri: .*public clients only/);
     expect(await refusal(["com.example.app:/cb"], { owned: true })).toMatch(/^redirect_uri: .*public clients only/);
     for (const uri of ["myapp:/cb", "javascript:alert(1)", "data:text/html,x", "file:///etc/passwd"]) {
-      expect(await refusal([uri], { public: true }), uri).toMatch(/^redirect_uri: must be an https URL, or a native app's reverse-domain scheme/);
+      expect(await refusal([uri], { public: true }), uri).toMatch(
+        /^redirect_uri: must be an https URL, or a native app's reverse-domain scheme/,
+      );
     }
     expect(await refusal(["com.example.app:/cb?state=1"], { public: true })).toMatch(/^redirect_uri: .*state/);
   });

@@ -51,7 +51,10 @@ describe("the consent page", () => {
 
   it("Allow answers 303 to the redirect URI with code, state and iss; PKCE fields travel in the form", async () => {
     const pkce = await pkcePair();
-    const { html, cookie } = await consentPage(good.clientId, { code_challenge: pkce.challenge, code_challenge_method: "S256" });
+    const { html, cookie } = await consentPage(good.clientId, {
+      code_challenge: pkce.challenge,
+      code_challenge_method: "S256",
+    });
     expect(hidden(html, "code_challenge")).toBe(pkce.challenge);
     const res = await postForm("/oauth/authorize/consent", consentFields(html, "allow"), cookie);
     expect(res.status).toBe(303);
@@ -102,13 +105,23 @@ describe("the consent page", () => {
   it("takes a JSON body with the page's fields (its interaction and CSRF token too) and a session, and answers 401 JSON without one", async () => {
     const { html, cookie } = await consentPage(good.clientId, { scope: "organisation:read", state: "js-1" });
     const body = JSON.stringify(consentFields(html, "allow"));
-    const res = await fetch(url("/oauth/authorize/consent"), { method: "POST", redirect: "manual", headers: { "content-type": "application/json", cookie }, body });
+    const res = await fetch(url("/oauth/authorize/consent"), {
+      method: "POST",
+      redirect: "manual",
+      headers: { "content-type": "application/json", cookie },
+      body,
+    });
     expect(res.status).toBe(303);
     const location = new URL(res.headers.get("location")!);
     expect(location.searchParams.get("code")).toMatch(/^bcc_/);
     expect(location.searchParams.get("state")).toBe("js-1");
 
-    const anonymous = await fetch(url("/oauth/authorize/consent"), { method: "POST", redirect: "manual", headers: { "content-type": "application/json" }, body });
+    const anonymous = await fetch(url("/oauth/authorize/consent"), {
+      method: "POST",
+      redirect: "manual",
+      headers: { "content-type": "application/json" },
+      body,
+    });
     expect(anonymous.status).toBe(401);
     expect(anonymous.headers.get("content-type")).toBe("application/json; charset=utf-8");
     expect(await anonymous.json()).toMatchObject({ error: "login_required" });
@@ -116,7 +129,13 @@ describe("the consent page", () => {
 
   it("a form without interaction_id is refused (only JSON may go without one)", async () => {
     const { cookie, html } = await consentPage(good.clientId);
-    const fields = { response_type: "code", client_id: good.clientId, redirect_uri: REDIRECT, decision: "allow", form_token: hidden(html, "form_token") };
+    const fields = {
+      response_type: "code",
+      client_id: good.clientId,
+      redirect_uri: REDIRECT,
+      decision: "allow",
+      form_token: hidden(html, "form_token"),
+    };
     const res = await postForm("/oauth/authorize/consent", fields, cookie);
     expect(res.status).toBe(400);
     expect(res.headers.get("location")).toBeNull();
@@ -131,7 +150,12 @@ describe("connected applications", () => {
     const interaction = start.headers.get("location")!;
     const page = await get(interaction);
     const html = await page.text();
-    const fields = { csrf_token: hidden(html, "csrf_token"), form_token: hidden(html, "form_token"), email: platform.member.email, password: platform.member.password };
+    const fields = {
+      csrf_token: hidden(html, "csrf_token"),
+      form_token: hidden(html, "form_token"),
+      email: platform.member.email,
+      password: platform.member.password,
+    };
     const res = await postForm(`${interaction}/login`, fields, formCookie(page));
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/account/applications");
@@ -169,10 +193,18 @@ describe("connected applications", () => {
     const csrf = hidden(html, "csrf_token");
     const form = hidden(html, "form_token");
 
-    const forged = await postForm("/account/applications/revoke", { client_id: other.clientId, form_token: form }, cookie);
+    const forged = await postForm(
+      "/account/applications/revoke",
+      { client_id: other.clientId, form_token: form },
+      cookie,
+    );
     expect(forged.status).toBe(403);
 
-    const revoked = await postForm("/account/applications/revoke", { client_id: other.clientId, csrf_token: csrf, form_token: form }, cookie);
+    const revoked = await postForm(
+      "/account/applications/revoke",
+      { client_id: other.clientId, csrf_token: csrf, form_token: form },
+      cookie,
+    );
     expect(revoked.status).toBe(303);
     expect(revoked.headers.get("location")).toBe("/account/applications?notice=revoked");
     const after = await (await get("/account/applications?notice=revoked", cookie)).text();

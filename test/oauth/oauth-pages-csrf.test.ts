@@ -40,7 +40,12 @@ async function attackersInteraction() {
   const interaction = await startAuthorization(good.clientId);
   const page = await get(interaction);
   const html = await page.text();
-  return { interaction, csrf: hidden(html, "csrf_token"), formToken: hidden(html, "form_token"), cookie: formCookie(page) };
+  return {
+    interaction,
+    csrf: hidden(html, "csrf_token"),
+    formToken: hidden(html, "form_token"),
+    cookie: formCookie(page),
+  };
 }
 
 /** A victim's browser that has seen a page of this site: its own form cookie. */
@@ -59,23 +64,37 @@ async function expectRefused(res: Response): Promise<void> {
 describe("login CSRF", () => {
   it("a cross-site post of the attacker's interaction, token and credentials signs no browser in", async () => {
     const attacker = await attackersInteraction();
-    const fields = { csrf_token: attacker.csrf, form_token: attacker.formToken, email: platform.member.email, password: platform.member.password };
+    const fields = {
+      csrf_token: attacker.csrf,
+      form_token: attacker.formToken,
+      email: platform.member.email,
+      password: platform.member.password,
+    };
     const victim = await victimsFormCookie();
     // The victim's browser, with its Fetch Metadata; an older one with its Origin only; one sending neither.
     await expectRefused(await post(`${attacker.interaction}/login`, fields, { ...CROSS_SITE, cookie: victim }));
-    await expectRefused(await post(`${attacker.interaction}/login`, fields, { origin: "https://evil.example", cookie: victim }));
+    await expectRefused(
+      await post(`${attacker.interaction}/login`, fields, { origin: "https://evil.example", cookie: victim }),
+    );
     await expectRefused(await post(`${attacker.interaction}/login`, fields, { cookie: victim }));
     // A browser that never saw this site has no form cookie at all.
     await expectRefused(await post(`${attacker.interaction}/login`, fields, {}));
     // A same-site page (another subdomain) is another origin: refused too.
-    await expectRefused(await post(`${attacker.interaction}/login`, fields, { "sec-fetch-site": "same-site", cookie: attacker.cookie }));
+    await expectRefused(
+      await post(`${attacker.interaction}/login`, fields, { "sec-fetch-site": "same-site", cookie: attacker.cookie }),
+    );
     // Nothing changed: the interaction still waits for its login.
     expect(await (await get(attacker.interaction)).text()).toContain('name="password"');
   });
 
   it("the form sent from the page that showed it, in the browser that was shown it, signs in", async () => {
     const own = await attackersInteraction();
-    const fields = { csrf_token: own.csrf, form_token: own.formToken, email: platform.member.email, password: platform.member.password };
+    const fields = {
+      csrf_token: own.csrf,
+      form_token: own.formToken,
+      email: platform.member.email,
+      password: platform.member.password,
+    };
     const res = await post(`${own.interaction}/login`, fields, { ...SAME_ORIGIN, cookie: own.cookie });
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe(own.interaction);
@@ -104,10 +123,15 @@ describe("the other forms that change state", () => {
       body: JSON.stringify(fields),
     });
     expect(json.status).toBe(403);
-    expect(await json.json()).toEqual({ error: "invalid_csrf_token", error_description: expect.stringContaining("another site") });
+    expect(await json.json()).toEqual({
+      error: "invalid_csrf_token",
+      error_description: expect.stringContaining("another site"),
+    });
     // Another browser's form token (the attacker's own) is refused in this browser.
     const attacker = await attackersInteraction();
-    await expectRefused(await post("/oauth/authorize/consent", { ...fields, form_token: attacker.formToken }, { cookie }));
+    await expectRefused(
+      await post("/oauth/authorize/consent", { ...fields, form_token: attacker.formToken }, { cookie }),
+    );
     // Still undecided: the page shows, and the real form then works.
     expect((await get(interaction, cookie)).status).toBe(200);
     const allowed = await postForm("/oauth/authorize/consent", fields, cookie);
@@ -122,14 +146,20 @@ describe("the other forms that change state", () => {
     expect(page.status).toBe(200);
     const html = await page.text();
     const tokens = { csrf_token: hidden(html, "csrf_token"), form_token: hidden(html, "form_token") };
-    await expectRefused(await post("/account/applications/revoke", { ...tokens, client_id: good.clientId }, { ...CROSS_SITE, cookie }));
+    await expectRefused(
+      await post("/account/applications/revoke", { ...tokens, client_id: good.clientId }, { ...CROSS_SITE, cookie }),
+    );
     await expectRefused(await post("/account/logout", tokens, { ...CROSS_SITE, cookie }));
     await expectRefused(await post("/account/logout", { csrf_token: tokens.csrf_token }, { cookie }));
     const after = await get("/account/applications", cookie);
     expect(after.status).toBe(200);
     expect(await after.text()).toContain("Good App");
     // From the page itself, both work.
-    const revoked = await post("/account/applications/revoke", { ...tokens, client_id: good.clientId }, { ...SAME_ORIGIN, cookie });
+    const revoked = await post(
+      "/account/applications/revoke",
+      { ...tokens, client_id: good.clientId },
+      { ...SAME_ORIGIN, cookie },
+    );
     expect(revoked.headers.get("location")).toBe("/account/applications?notice=revoked");
     const out = await post("/account/logout", tokens, { ...SAME_ORIGIN, cookie });
     expect(out.headers.get("location")).toBe("/account/login");

@@ -44,7 +44,7 @@ describe("the authorization request", () => {
     expect(res.headers.get("location")).toBeNull();
     expectPageHeaders(res);
     const html = await res.text();
-    expect(html).toContain("<html lang=\"en\">");
+    expect(html).toContain('<html lang="en">');
     expect(html).toContain("This sign-in link is not valid");
     expect(html).not.toContain("client.example");
   });
@@ -108,7 +108,10 @@ describe("the login page", () => {
 
   it("refuses a login without the CSRF token, and sets no cookie", async () => {
     const interaction = await startAuthorization(good.clientId);
-    const res = await postForm(`${interaction}/login`, { email: platform.member.email, password: platform.member.password });
+    const res = await postForm(`${interaction}/login`, {
+      email: platform.member.email,
+      password: platform.member.password,
+    });
     expect(res.status).toBe(403);
     expectPageHeaders(res);
     expect(res.headers.getSetCookie()).toEqual([]);
@@ -120,14 +123,22 @@ describe("the login page", () => {
     const page = await get(interaction);
     const html = await page.text();
     const tokens = { csrf_token: hidden(html, "csrf_token"), form_token: hidden(html, "form_token") };
-    const res = await postForm(`${interaction}/login`, { ...tokens, email: platform.member.email, password: "wrong" }, formCookie(page));
+    const res = await postForm(
+      `${interaction}/login`,
+      { ...tokens, email: platform.member.email, password: "wrong" },
+      formCookie(page),
+    );
     expect(res.status).toBe(200);
     expectPageHeaders(res);
     expect(res.headers.getSetCookie()).toEqual([]);
     const again = await res.text();
     expect(again).toContain("The email or password is not right.");
     expect(again).toContain(`value="${platform.member.email}"`);
-    const unknown = await postForm(`${interaction}/login`, { ...tokens, email: "nobody@pages.test", password: "wrong" }, formCookie(page));
+    const unknown = await postForm(
+      `${interaction}/login`,
+      { ...tokens, email: "nobody@pages.test", password: "wrong" },
+      formCookie(page),
+    );
     expect(await unknown.text()).toContain("The email or password is not right.");
   });
 
@@ -135,7 +146,12 @@ describe("the login page", () => {
     const interaction = await startAuthorization(good.clientId);
     const page = await get(interaction);
     const html = await page.text();
-    const fields = { csrf_token: hidden(html, "csrf_token"), form_token: hidden(html, "form_token"), email: "limited@pages.test", password: "guess" };
+    const fields = {
+      csrf_token: hidden(html, "csrf_token"),
+      form_token: hidden(html, "form_token"),
+      email: "limited@pages.test",
+      password: "guess",
+    };
     const attempt = () => postForm(`${interaction}/login`, fields, formCookie(page));
     // RATE_LIMIT_LOGIN_FAILURES: 10 a minute by default.
     for (let i = 0; i < 10; i++) expect((await attempt()).status).toBe(200);
@@ -152,7 +168,12 @@ describe("the login page", () => {
     const html = await page.text();
     const res = await postForm(
       `${interaction}/login`,
-      { csrf_token: hidden(html, "csrf_token"), form_token: hidden(html, "form_token"), email: platform.member.email, password: platform.member.password },
+      {
+        csrf_token: hidden(html, "csrf_token"),
+        form_token: hidden(html, "form_token"),
+        email: platform.member.email,
+        password: platform.member.password,
+      },
       formCookie(page),
     );
     expect(res.status).toBe(303);
@@ -173,7 +194,9 @@ describe("the login page", () => {
       const html = await page.text();
       // The form cookie too is __Host- and Secure.
       const form = formCookie(page, "__Host-bizcard_form");
-      expect(page.headers.getSetCookie()[0]).toMatch(/^__Host-bizcard_form=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
+      expect(page.headers.getSetCookie()[0]).toMatch(
+        /^__Host-bizcard_form=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; Secure; SameSite=Lax$/,
+      );
       const res = await fetch(`${https.base}${interaction}/login`, {
         method: "POST",
         redirect: "manual",

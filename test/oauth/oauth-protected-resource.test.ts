@@ -4,7 +4,11 @@
 // reads next. Checked with the MCP SDK's own discovery functions, which agents
 // run, and by hand; and the RFC 8414 document's switches for client
 // registration.
-import { discoverAuthorizationServerMetadata, discoverOAuthProtectedResourceMetadata, extractWWWAuthenticateParams } from "@modelcontextprotocol/sdk/client/auth.js";
+import {
+  discoverAuthorizationServerMetadata,
+  discoverOAuthProtectedResourceMetadata,
+  extractWWWAuthenticateParams,
+} from "@modelcontextprotocol/sdk/client/auth.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPlatform, type Platform } from "../support/platform.js";
 
@@ -67,7 +71,8 @@ describe("protected resource metadata (RFC 9728)", () => {
 });
 
 describe("registration switches in the RFC 8414 document", () => {
-  const metadata = async (url: string) => (await (await fetch(`${url}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
+  const metadata = async (url: string) =>
+    (await (await fetch(`${url}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
 
   it("by default: metadata documents advertised, no registration endpoint", async () => {
     const doc = await metadata(base);
@@ -77,7 +82,10 @@ describe("registration switches in the RFC 8414 document", () => {
   });
 
   it("OAUTH_DYNAMIC_REGISTRATION=true advertises /oauth/register; OAUTH_CLIENT_METADATA_DOCUMENTS=false drops the flag", async () => {
-    const gw = await platform.addGateway({ publicUrlPort: true, config: { OAUTH_DYNAMIC_REGISTRATION: "true", OAUTH_CLIENT_METADATA_DOCUMENTS: "false" } });
+    const gw = await platform.addGateway({
+      publicUrlPort: true,
+      config: { OAUTH_DYNAMIC_REGISTRATION: "true", OAUTH_CLIENT_METADATA_DOCUMENTS: "false" },
+    });
     const doc = await metadata(gw.base);
     expect(doc.registration_endpoint).toBe(`${gw.base}/oauth/register`);
     expect(doc).not.toHaveProperty("client_id_metadata_document_supported");

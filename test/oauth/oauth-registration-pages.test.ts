@@ -19,7 +19,17 @@ let operatorId: string;
 /** A consent page for the client, PKCE included, up to the page. */
 function consentFor(clientId: string, redirectUri: string) {
   const { challenge } = pkce();
-  return toConsentPage(base, { client_id: clientId, redirect_uri: redirectUri, state: "s", code_challenge: challenge, code_challenge_method: "S256" }, MEMBER);
+  return toConsentPage(
+    base,
+    {
+      client_id: clientId,
+      redirect_uri: redirectUri,
+      state: "s",
+      code_challenge: challenge,
+      code_challenge_method: "S256",
+    },
+    MEMBER,
+  );
 }
 
 /** The page's visible text, tags dropped and whitespace folded. */
@@ -40,7 +50,11 @@ beforeAll(async () => {
   const res = await fetch(`${base}/oauth/register`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ client_name: "Claimed Agent", redirect_uris: ["http://localhost:47011/callback"], token_endpoint_auth_method: "none" }),
+    body: JSON.stringify({
+      client_name: "Claimed Agent",
+      redirect_uris: ["http://localhost:47011/callback"],
+      token_endpoint_auth_method: "none",
+    }),
   });
   expect(res.status).toBe(201);
   dynamicId = ((await res.json()) as { client_id: string }).client_id;
@@ -76,7 +90,9 @@ describe("the consent page", () => {
     const { consentHtml } = await consentFor(dynamicId, "http://localhost:47011/callback");
     const text = textOf(consentHtml);
     expect(text).toContain("Claimed Agent wants to access your bizcard organisation");
-    expect(text).toContain("This application registered itself; it is not registered with your organisation: bizcard knows only what it says of itself.");
+    expect(text).toContain(
+      "This application registered itself; it is not registered with your organisation: bizcard knows only what it says of itself.",
+    );
     expect(text).toContain("If you allow, the code that grants access is sent to localhost:47011");
     expect(consentHtml).toContain('<div class="caution" role="note">');
   });
@@ -84,7 +100,9 @@ describe("the consent page", () => {
   it("of a metadata document client names the URL that identifies it", async () => {
     const { consentHtml } = await consentFor(DOCUMENT_CLIENT, "https://agent.example/cb");
     const text = textOf(consentHtml);
-    expect(text).toContain(`This application is identified by ${DOCUMENT_CLIENT} ; it is not registered with your organisation: bizcard knows only what it says of itself.`);
+    expect(text).toContain(
+      `This application is identified by ${DOCUMENT_CLIENT} ; it is not registered with your organisation: bizcard knows only what it says of itself.`,
+    );
     expect(text).toContain("If you allow, the code that grants access is sent to agent.example");
   });
 
@@ -114,8 +132,12 @@ describe("the connected-applications page", () => {
     const rows = [...html.matchAll(/<th scope="row" class="app-name">(.*?)<\/th>/g)].map((m) => m[1]!);
     expect(rows).toHaveLength(3);
     const row = (name: string) => rows.find((r) => r.startsWith(name))!;
-    expect(row("Claimed Agent")).toContain('<span class="badge" title="Not registered with this bizcard service">self-registered</span>');
-    expect(row("Document Agent")).toContain(`title="Not registered with this bizcard service; identified by ${DOCUMENT_CLIENT}">self-registered</span>`);
+    expect(row("Claimed Agent")).toContain(
+      '<span class="badge" title="Not registered with this bizcard service">self-registered</span>',
+    );
+    expect(row("Document Agent")).toContain(
+      `title="Not registered with this bizcard service; identified by ${DOCUMENT_CLIENT}">self-registered</span>`,
+    );
     expect(row("Operator App")).toBe("Operator App");
   });
 });

@@ -37,15 +37,28 @@ useOAuthTokenSuite();
 describe("refresh_token", () => {
   it("rotates, and a requested scope may only narrow", async () => {
     const first = await exchangeCode(confidential, { scopes: ["organisation:read", "webhooks:read"] });
-    const narrowed = await token({ grant_type: "refresh_token", refresh_token: first.refresh_token, scope: "webhooks:read", ...post(confidential) });
+    const narrowed = await token({
+      grant_type: "refresh_token",
+      refresh_token: first.refresh_token,
+      scope: "webhooks:read",
+      ...post(confidential),
+    });
     expectTokens(narrowed, { refresh: true, scope: "webhooks:read" });
     expect(narrowed.body.refresh_token).not.toBe(first.refresh_token);
     const next = narrowed.body.refresh_token as string;
     // Widening beyond what was granted: refused, and the token is not spent.
-    const wider = await token({ grant_type: "refresh_token", refresh_token: next, scope: "webhooks:read contacts:read", ...post(confidential) });
+    const wider = await token({
+      grant_type: "refresh_token",
+      refresh_token: next,
+      scope: "webhooks:read contacts:read",
+      ...post(confidential),
+    });
     expectOAuthError(wider, 400, "invalid_scope", /contacts:read/);
     // Without scope: everything originally granted again.
-    const again = await token({ grant_type: "refresh_token", refresh_token: next, ...post(confidential) }, { basic: undefined });
+    const again = await token(
+      { grant_type: "refresh_token", refresh_token: next, ...post(confidential) },
+      { basic: undefined },
+    );
     expectTokens(again, { refresh: true, scope: "organisation:read webhooks:read" });
   });
 
@@ -62,7 +75,14 @@ describe("refresh_token", () => {
     // The new pair works; another client presenting the old token gets nothing.
     expect(await bearer(a.body.access_token as string)).toBe(orgA);
     expectOAuthError(await token({ ...params, ...post(other) }), 400, "invalid_grant");
-    expectTokens(await token({ grant_type: "refresh_token", refresh_token: a.body.refresh_token as string, ...post(confidential) }), { refresh: true });
+    expectTokens(
+      await token({
+        grant_type: "refresh_token",
+        refresh_token: a.body.refresh_token as string,
+        ...post(confidential),
+      }),
+      { refresh: true },
+    );
     // Only the hash and the sealed answer are stored: nothing in the row reads as the new tokens.
     const [row]: { retry_answer: Buffer }[] = await auth.app.orm.em
       .fork()
@@ -96,13 +116,23 @@ describe("refresh_token", () => {
     expectTokens(rotated, { refresh: true });
     await auth.app.orm.em
       .fork()
-      .execute(`update "auth"."refresh_token" set "rotated_at" = now() - interval '1 hour' where "hash" = ?`, [tokenHash(first.refresh_token)]);
+      .execute(`update "auth"."refresh_token" set "rotated_at" = now() - interval '1 hour' where "hash" = ?`, [
+        tokenHash(first.refresh_token),
+      ]);
     const reuse = await token({ grant_type: "refresh_token", refresh_token: first.refresh_token, ...post(other) });
     expectOAuthError(reuse, 400, "invalid_grant", /already used/);
     expect(await bearer(rotated.body.access_token as string)).toBe("invalid_token");
-    expectOAuthError(await token({ grant_type: "refresh_token", refresh_token: rotated.body.refresh_token as string, ...post(other) }), 400, "invalid_grant");
+    expectOAuthError(
+      await token({ grant_type: "refresh_token", refresh_token: rotated.body.refresh_token as string, ...post(other) }),
+      400,
+      "invalid_grant",
+    );
     expect(await grantOf(orgB, other.id)).toBeUndefined();
-    await waitFor(() => grantEvents.find((e) => e.organisationId === orgB && e.reason === "refresh_token_reuse"), 10_000, "grant.revoked");
+    await waitFor(
+      () => grantEvents.find((e) => e.organisationId === orgB && e.reason === "refresh_token_reuse"),
+      10_000,
+      "grant.revoked",
+    );
   });
 });
 
@@ -115,28 +145,55 @@ describe("client_credentials", () => {
     expect(who.organisationId).not.toBe(orgB);
     const narrowed = await token({ grant_type: "client_credentials", scope: "contacts:read" }, { basic: owned });
     expectTokens(narrowed, { refresh: false, scope: "contacts:read" });
-    expectOAuthError(await token({ grant_type: "client_credentials", scope: "webhooks:write", ...post(owned) }), 400, "invalid_scope");
+    expectOAuthError(
+      await token({ grant_type: "client_credentials", scope: "webhooks:write", ...post(owned) }),
+      400,
+      "invalid_scope",
+    );
   });
 });
 
 describe("a strict client library (oauth4webapi) accepts the answers", () => {
   const insecure = { [oauth.allowInsecureRequests]: true };
-  const as = () => ({ issuer: "http://localhost:8080", token_endpoint: `${url}/oauth/token`, authorization_response_iss_parameter_supported: true });
+  const as = () => ({
+    issuer: "http://localhost:8080",
+    token_endpoint: `${url}/oauth/token`,
+    authorization_response_iss_parameter_supported: true,
+  });
 
   it("authorization_code with PKCE and client_secret_basic, then refresh with client_secret_post", async () => {
     const verifier = oauth.generateRandomCodeVerifier();
     const challenge = await oauth.calculatePKCECodeChallenge(verifier);
     const code = await codeFor(confidential, { challenge });
     const client = { client_id: confidential.id };
-    const callback = oauth.validateAuthResponse(as(), client, new URL(`${REDIRECT}?code=${code}&state=s1&iss=${encodeURIComponent(as().issuer)}`), "s1");
-    const response = await oauth.authorizationCodeGrantRequest(as(), client, oauth.ClientSecretBasic(confidential.secret), callback, REDIRECT, verifier, insecure);
+    const callback = oauth.validateAuthResponse(
+      as(),
+      client,
+      new URL(`${REDIRECT}?code=${code}&state=s1&iss=${encodeURIComponent(as().issuer)}`),
+      "s1",
+    );
+    const response = await oauth.authorizationCodeGrantRequest(
+      as(),
+      client,
+      oauth.ClientSecretBasic(confidential.secret),
+      callback,
+      REDIRECT,
+      verifier,
+      insecure,
+    );
     const tokens = await oauth.processAuthorizationCodeResponse(as(), client, response);
     expect(tokens).toMatchObject({ token_type: "bearer", expires_in: 3600, scope: ALL });
     expect(tokens.refresh_token).toMatch(/^bcr_/);
     const refreshed = await oauth.processRefreshTokenResponse(
       as(),
       client,
-      await oauth.refreshTokenGrantRequest(as(), client, oauth.ClientSecretPost(confidential.secret), tokens.refresh_token!, insecure),
+      await oauth.refreshTokenGrantRequest(
+        as(),
+        client,
+        oauth.ClientSecretPost(confidential.secret),
+        tokens.refresh_token!,
+        insecure,
+      ),
     );
     expect(refreshed.access_token).not.toBe(tokens.access_token);
     expect(refreshed.refresh_token).not.toBe(tokens.refresh_token);
@@ -144,16 +201,38 @@ describe("a strict client library (oauth4webapi) accepts the answers", () => {
 
   it("a public client with PKCE (None), and client_credentials", async () => {
     const verifier = oauth.generateRandomCodeVerifier();
-    const code = await codeFor(publicClient, { challenge: await oauth.calculatePKCECodeChallenge(verifier), redirectUri: PUBLIC_REDIRECT });
+    const code = await codeFor(publicClient, {
+      challenge: await oauth.calculatePKCECodeChallenge(verifier),
+      redirectUri: PUBLIC_REDIRECT,
+    });
     const client = { client_id: publicClient.id };
-    const callback = oauth.validateAuthResponse(as(), client, new URL(`${PUBLIC_REDIRECT}?code=${code}&iss=${encodeURIComponent(as().issuer)}`), oauth.expectNoState);
-    const res = await oauth.authorizationCodeGrantRequest(as(), client, oauth.None(), callback, PUBLIC_REDIRECT, verifier, insecure);
+    const callback = oauth.validateAuthResponse(
+      as(),
+      client,
+      new URL(`${PUBLIC_REDIRECT}?code=${code}&iss=${encodeURIComponent(as().issuer)}`),
+      oauth.expectNoState,
+    );
+    const res = await oauth.authorizationCodeGrantRequest(
+      as(),
+      client,
+      oauth.None(),
+      callback,
+      PUBLIC_REDIRECT,
+      verifier,
+      insecure,
+    );
     expect((await oauth.processAuthorizationCodeResponse(as(), client, res)).access_token).toMatch(/^bca_/);
 
     const cc = await oauth.processClientCredentialsResponse(
       as(),
       { client_id: owned.id },
-      await oauth.clientCredentialsGrantRequest(as(), { client_id: owned.id }, oauth.ClientSecretBasic(owned.secret), { scope: "contacts:read" }, insecure),
+      await oauth.clientCredentialsGrantRequest(
+        as(),
+        { client_id: owned.id },
+        oauth.ClientSecretBasic(owned.secret),
+        { scope: "contacts:read" },
+        insecure,
+      ),
     );
     expect(cc).toMatchObject({ token_type: "bearer", scope: "contacts:read" });
     expect(cc.refresh_token).toBeUndefined();
@@ -161,7 +240,16 @@ describe("a strict client library (oauth4webapi) accepts the answers", () => {
 
   it("errors reach the library as RFC 6749 errors", async () => {
     const client = { client_id: confidential.id };
-    const res = await oauth.refreshTokenGrantRequest(as(), client, oauth.ClientSecretPost(confidential.secret), "bcr_unknown", insecure);
-    await expect(oauth.processRefreshTokenResponse(as(), client, res)).rejects.toMatchObject({ error: "invalid_grant", status: 400 });
+    const res = await oauth.refreshTokenGrantRequest(
+      as(),
+      client,
+      oauth.ClientSecretPost(confidential.secret),
+      "bcr_unknown",
+      insecure,
+    );
+    await expect(oauth.processRefreshTokenResponse(as(), client, res)).rejects.toMatchObject({
+      error: "invalid_grant",
+      status: 400,
+    });
   });
 });

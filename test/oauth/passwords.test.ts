@@ -49,7 +49,9 @@ async function storedHash(email: string): Promise<string> {
 }
 
 async function setStoredHash(email: string, hash: string): Promise<void> {
-  await svc.app.orm.em.fork().execute(`update "organisation"."member" set "password_hash" = ? where "email" = ?`, [hash, email]);
+  await svc.app.orm.em
+    .fork()
+    .execute(`update "organisation"."member" set "password_hash" = ? where "email" = ?`, [hash, email]);
 }
 
 describe("the dummy hash for unknown emails", () => {
@@ -75,7 +77,7 @@ describe("hashes", () => {
     expect(costOf(old).N).toBe(2 ** 15);
     expect(await verifyPassword("correct horse", old)).toBe(true);
     expect(needsRehash(old)).toBe(true);
-    expect(needsRehash((await hashPassword("x", { N: 2 ** 17, r: 4, p: 1 })))).toBe(true);
+    expect(needsRehash(await hashPassword("x", { N: 2 ** 17, r: 4, p: 1 }))).toBe(true);
   });
 
   it("made with the earlier N=2^17, r=8, p=1 (128 MiB) still verify, and ask for a rehash to today's 16 MiB", async () => {
@@ -114,11 +116,16 @@ describe("the queue of derivations", () => {
   it("is bounded: past MAX_WAITING_DERIVATIONS waiting, a hash is refused at once, not queued", async () => {
     // Two run at once; MAX_WAITING_DERIVATIONS more wait; the four after them are refused.
     const total = 2 + MAX_WAITING_DERIVATIONS + 4;
-    const results = await Promise.allSettled(Array.from({ length: total }, (_, i) => hashPassword(`pw-${i}-pw-pw`, cheap)));
+    const results = await Promise.allSettled(
+      Array.from({ length: total }, (_, i) => hashPassword(`pw-${i}-pw-pw`, cheap)),
+    );
     const refused = results.filter((r) => r.status === "rejected");
     expect(refused).toHaveLength(4);
     for (const r of refused) expect((r as PromiseRejectedResult).reason).toBeInstanceOf(PasswordQueueFullError);
-    expect(results.slice(-4).every((r) => r.status === "rejected"), "the last four are the refused ones").toBe(true);
+    expect(
+      results.slice(-4).every((r) => r.status === "rejected"),
+      "the last four are the refused ones",
+    ).toBe(true);
   });
 
   it("skips the work of a caller that gave up while it waited", async () => {

@@ -16,7 +16,8 @@ const ORG = "00000000-0000-4000-8000-000000000001";
 let platform: Platform;
 let documents: DocumentServer;
 let pool: pg.Pool;
-const exec = async (sql: string, params: unknown[] = []) => (await pool.query(sql, params)).rows as Record<string, unknown>[];
+const exec = async (sql: string, params: unknown[] = []) =>
+  (await pool.query(sql, params)).rows as Record<string, unknown>[];
 
 beforeAll(async () => {
   documents = await startDocumentServer();
@@ -104,7 +105,11 @@ describe("unused metadata document clients", () => {
       ],
     ]);
 
-    await waitFor(async () => !(await clientIds()).includes("https://unused.example/agent.json"), 20_000, "the unused document client pruned");
+    await waitFor(
+      async () => !(await clientIds()).includes("https://unused.example/agent.json"),
+      20_000,
+      "the unused document client pruned",
+    );
     expect(await clientIds()).toEqual([
       "https://connected.example/agent.json",
       "https://recent.example/agent.json",
@@ -116,7 +121,12 @@ describe("unused metadata document clients", () => {
 
   it("a pruned client_id is fetched again by the next authorization request", async () => {
     const doc = documents.serve("/agents/returning.json", (url) => ({
-      body: { client_id: url, client_name: "Returning", redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: "none" },
+      body: {
+        client_id: url,
+        client_name: "Returning",
+        redirect_uris: [REDIRECT_URI],
+        token_endpoint_auth_method: "none",
+      },
       headers: { "cache-control": "max-age=3600" },
     }));
     const first = await authorize(doc.url);
@@ -125,14 +135,20 @@ describe("unused metadata document clients", () => {
     expect(await clientIds()).toContain(doc.url);
 
     // Nobody connected it, and its copy expired long ago.
-    await exec(`update "auth"."client" set "metadata_expires_at" = now() - make_interval(days => $2) where "id" = $1`, [doc.url, UNUSED_DOCUMENT_CLIENT_DAYS + 1]);
+    await exec(`update "auth"."client" set "metadata_expires_at" = now() - make_interval(days => $2) where "id" = $1`, [
+      doc.url,
+      UNUSED_DOCUMENT_CLIENT_DAYS + 1,
+    ]);
     await exec(`delete from "auth"."interaction" where "client_id" = $1`, [doc.url]);
     await waitFor(async () => !(await clientIds()).includes(doc.url), 20_000, "the document client pruned");
 
     const again = await authorize(doc.url);
     expect(again.status, await again.text()).toBe(303);
     expect(doc.fetches()).toBe(2);
-    const [row] = await exec(`select "registration", "metadata_expires_at" > now() as "fresh" from "auth"."client" where "id" = $1`, [doc.url]);
+    const [row] = await exec(
+      `select "registration", "metadata_expires_at" > now() as "fresh" from "auth"."client" where "id" = $1`,
+      [doc.url],
+    );
     expect(row).toEqual({ registration: "metadata_document", fresh: true });
   });
 });

@@ -38,11 +38,21 @@ const SUBSCRIPTION_A2 = 8n;
 /** Attempt rows, written straight to the delivery schema: nothing writes them over RPC yet. */
 async function seedDeliveryAttempts(db: TestDatabase): Promise<void> {
   const orm = await openServiceDatabase(
-    { databaseUrl: db.url, databasePoolMax: db.poolMax, logger: createLogger("test", "silent"), config: { MIGRATE_ON_START: true } },
+    {
+      databaseUrl: db.url,
+      databasePoolMax: db.poolMax,
+      logger: createLogger("test", "silent"),
+      config: { MIGRATE_ON_START: true },
+    },
     { schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations },
   );
   try {
-    const insert = (owner: { organisationId: string; clientId: string }, subscriptionId: bigint, attempt: number, at: string) =>
+    const insert = (
+      owner: { organisationId: string; clientId: string },
+      subscriptionId: bigint,
+      attempt: number,
+      at: string,
+    ) =>
       orm.em.fork().execute(
         `insert into "delivery"."delivery_attempt"
            ("id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type", "attempt", "response_status", "outcome", "attempted_at")
@@ -89,7 +99,14 @@ beforeAll(async () => {
   databases.push(deliveryDb);
   await seedDeliveryAttempts(deliveryDb);
   const { NATS_STREAM, NATS_SUBJECT_PREFIX } = organisation.config;
-  const delivery = await startPlatform({ token: TOKEN, config: { NATS_STREAM, NATS_SUBJECT_PREFIX }, db: deliveryDb, bus, organisation: false, delivery: true });
+  const delivery = await startPlatform({
+    token: TOKEN,
+    config: { NATS_STREAM, NATS_SUBJECT_PREFIX },
+    db: deliveryDb,
+    bus,
+    organisation: false,
+    delivery: true,
+  });
   stops.push(delivery.stop);
   deliveries = delivery.delivery.client(DeliveryService);
 }, 120_000);
@@ -105,11 +122,22 @@ describe("contacts belong to one organisation", () => {
   let contactId: string;
 
   beforeAll(async () => {
-    const a = await organisations.createOrganisation({ name: "Tenant A", ownerEmail: "a@tenant-a.test", ownerPassword: "password-a" });
-    const b = await organisations.createOrganisation({ name: "Tenant B", ownerEmail: "b@tenant-b.test", ownerPassword: "password-b" });
+    const a = await organisations.createOrganisation({
+      name: "Tenant A",
+      ownerEmail: "a@tenant-a.test",
+      ownerPassword: "password-a",
+    });
+    const b = await organisations.createOrganisation({
+      name: "Tenant B",
+      ownerEmail: "b@tenant-b.test",
+      ownerPassword: "password-b",
+    });
     orgId = a.organisation!.id;
     otherOrgId = b.organisation!.id;
-    const { contact } = await organisations.createContact({ organisationId: orgId, fields: { firstName: "Grace", notes: "original" } });
+    const { contact } = await organisations.createContact({
+      organisationId: orgId,
+      fields: { firstName: "Grace", notes: "original" },
+    });
     contactId = contact!.id;
   });
 
@@ -118,7 +146,9 @@ describe("contacts belong to one organisation", () => {
       const get = await rpcError(organisations.getContact({ id: contactId, organisationId }));
       expect(get.code, `get, organisation_id ${JSON.stringify(organisationId)}`).toBe(Code.InvalidArgument);
       expect(get.rawMessage).toMatch(/^organisation_id: /);
-      const upd = await rpcError(organisations.updateContact({ id: contactId, organisationId, fields: { notes: "changed" } }));
+      const upd = await rpcError(
+        organisations.updateContact({ id: contactId, organisationId, fields: { notes: "changed" } }),
+      );
       expect(upd.code, `update, organisation_id ${JSON.stringify(organisationId)}`).toBe(Code.InvalidArgument);
       expect(upd.rawMessage).toMatch(/^organisation_id: /);
     }
@@ -129,7 +159,9 @@ describe("contacts belong to one organisation", () => {
     const get = await rpcError(organisations.getContact({ id: contactId, organisationId: otherOrgId }));
     expect(get.code).toBe(Code.NotFound);
     expect(get.rawMessage).toBe("contact not found");
-    const upd = await rpcError(organisations.updateContact({ id: contactId, organisationId: otherOrgId, fields: { notes: "hijacked" } }));
+    const upd = await rpcError(
+      organisations.updateContact({ id: contactId, organisationId: otherOrgId, fields: { notes: "hijacked" } }),
+    );
     expect(upd.code).toBe(Code.NotFound);
     expect(upd.rawMessage).toBe("contact not found");
     // The same answer as for a contact that does not exist: nothing tells them apart.
@@ -143,12 +175,20 @@ describe("contacts belong to one organisation", () => {
   });
 
   it("the refused updates emitted no event: the contact's events are its creation and its one real update", async () => {
-    const { contact } = await organisations.updateContact({ id: contactId, organisationId: orgId, fields: { notes: "by its owner" } });
+    const { contact } = await organisations.updateContact({
+      id: contactId,
+      organisationId: orgId,
+      fields: { notes: "by its owner" },
+    });
     expect(contact?.notes).toBe("by its owner");
     // Events of one contact leave in commit order, so once the owner's update has
     // arrived, any event of an earlier (refused) update would have arrived before it.
     const mine = () => received.filter((e) => e.contact?.id === contactId);
-    const events = await waitFor(() => (mine().some((e) => e.contact?.notes === "by its owner") ? mine() : undefined), 20_000, "the owner's update event");
+    const events = await waitFor(
+      () => (mine().some((e) => e.contact?.notes === "by its owner") ? mine() : undefined),
+      20_000,
+      "the owner's update event",
+    );
     expect(events.map((e) => [e.type, e.contact?.notes])).toEqual([
       [EventType.CONTACT_CREATED, "original"],
       [EventType.CONTACT_UPDATED, "by its owner"],
@@ -167,7 +207,10 @@ describe("the delivery log belongs to one owner", () => {
     ];
     for (const req of cases) {
       const err = await rpcError(deliveries.listDeliveryAttempts(req));
-      expect(err.code, JSON.stringify(req, (_k, v) => (typeof v === "bigint" ? v.toString() : v))).toBe(Code.InvalidArgument);
+      expect(
+        err.code,
+        JSON.stringify(req, (_k, v) => (typeof v === "bigint" ? v.toString() : v)),
+      ).toBe(Code.InvalidArgument);
       expect(err.rawMessage).toMatch(/^owner/);
     }
   });
@@ -181,19 +224,42 @@ describe("the delivery log belongs to one owner", () => {
     // asking for A's subscription: nothing of A's.
     for (const owner of [OWNER_A2, OWNER_B]) {
       const theirs = await deliveries.listDeliveryAttempts({ owner, subscriptionId: SUBSCRIPTION_A });
-      expect(theirs.attempts.map((a) => a.attempt), owner.clientId + owner.organisationId).toEqual(owner === OWNER_B ? [9] : []);
+      expect(
+        theirs.attempts.map((a) => a.attempt),
+        owner.clientId + owner.organisationId,
+      ).toEqual(owner === OWNER_B ? [9] : []);
     }
-    expect((await deliveries.listDeliveryAttempts({ owner: OWNER_A, subscriptionId: SUBSCRIPTION_A2 })).attempts).toEqual([]);
-    expect((await deliveries.listDeliveryAttempts({ owner: OWNER_A2, subscriptionId: SUBSCRIPTION_A2 })).attempts.map((a) => a.attempt)).toEqual([1]);
+    expect(
+      (await deliveries.listDeliveryAttempts({ owner: OWNER_A, subscriptionId: SUBSCRIPTION_A2 })).attempts,
+    ).toEqual([]);
+    expect(
+      (await deliveries.listDeliveryAttempts({ owner: OWNER_A2, subscriptionId: SUBSCRIPTION_A2 })).attempts.map(
+        (a) => a.attempt,
+      ),
+    ).toEqual([1]);
   });
 
   it("a page token of one owner reads nothing of theirs for another", async () => {
-    const first = await deliveries.listDeliveryAttempts({ owner: OWNER_A, subscriptionId: SUBSCRIPTION_A, pageSize: 1 });
+    const first = await deliveries.listDeliveryAttempts({
+      owner: OWNER_A,
+      subscriptionId: SUBSCRIPTION_A,
+      pageSize: 1,
+    });
     expect(first.attempts.map((a) => a.attempt)).toEqual([3]);
     expect(first.nextPageToken).not.toBe("");
-    const next = await deliveries.listDeliveryAttempts({ owner: OWNER_A, subscriptionId: SUBSCRIPTION_A, pageSize: 5, pageToken: first.nextPageToken });
+    const next = await deliveries.listDeliveryAttempts({
+      owner: OWNER_A,
+      subscriptionId: SUBSCRIPTION_A,
+      pageSize: 5,
+      pageToken: first.nextPageToken,
+    });
     expect(next.attempts.map((a) => a.attempt)).toEqual([2, 1]);
-    const other = await deliveries.listDeliveryAttempts({ owner: OWNER_A2, subscriptionId: SUBSCRIPTION_A, pageSize: 5, pageToken: first.nextPageToken });
+    const other = await deliveries.listDeliveryAttempts({
+      owner: OWNER_A2,
+      subscriptionId: SUBSCRIPTION_A,
+      pageSize: 5,
+      pageToken: first.nextPageToken,
+    });
     expect(other.attempts).toEqual([]);
   });
 });

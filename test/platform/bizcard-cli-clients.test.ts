@@ -35,7 +35,8 @@ function onlyJson(run: BizcardRun): Record<string, unknown> {
   return JSON.parse(lines[0]!) as Record<string, unknown>;
 }
 
-const me = (accessToken: string) => fetch(`${platform.base}/oauth/me`, { headers: { authorization: `Bearer ${accessToken}` } });
+const me = (accessToken: string) =>
+  fetch(`${platform.base}/oauth/me`, { headers: { authorization: `Bearer ${accessToken}` } });
 
 beforeAll(async () => {
   platform = await startPlatform({
@@ -50,20 +51,37 @@ beforeAll(async () => {
   const res = await fetch(`${platform.base}/oauth/register`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ client_name: "Agent To Delete", redirect_uris: [REDIRECT], grant_types: ["authorization_code", "refresh_token"], token_endpoint_auth_method: "none" }),
+    body: JSON.stringify({
+      client_name: "Agent To Delete",
+      redirect_uris: [REDIRECT],
+      grant_types: ["authorization_code", "refresh_token"],
+      token_endpoint_auth_method: "none",
+    }),
   });
   expect(res.status).toBe(201);
   const clientId = ((await res.json()) as { client_id: string }).client_id;
   const { verifier, challenge } = pkce();
   const code = await authorizationCode(
     platform.base,
-    { client_id: clientId, redirect_uri: REDIRECT, scope: "organisation:read contacts:read webhooks:write", code_challenge: challenge, code_challenge_method: "S256" },
+    {
+      client_id: clientId,
+      redirect_uri: REDIRECT,
+      scope: "organisation:read contacts:read webhooks:write",
+      code_challenge: challenge,
+      code_challenge_method: "S256",
+    },
     MEMBER,
   );
   const tokenRes = await fetch(`${platform.base}/oauth/token`, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ grant_type: "authorization_code", code, redirect_uri: REDIRECT, code_verifier: verifier, client_id: clientId }).toString(),
+    body: new URLSearchParams({
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: REDIRECT,
+      code_verifier: verifier,
+      client_id: clientId,
+    }).toString(),
   });
   const tokens = (await tokenRes.json()) as { access_token: string; refresh_token: string };
   expect(tokenRes.status).toBe(200);
@@ -77,7 +95,11 @@ beforeAll(async () => {
 }, 120_000);
 
 const subscriptionsOf = async (clientId: string) =>
-  (await platform.webhook.client(WebhookService).listSubscriptions({ owner: { organisationId: platform.organisationId, clientId } })).subscriptions;
+  (
+    await platform.webhook
+      .client(WebhookService)
+      .listSubscriptions({ owner: { organisationId: platform.organisationId, clientId } })
+  ).subscriptions;
 
 afterAll(async () => {
   await platform?.stop();
@@ -101,7 +123,9 @@ describe("bizcard client list", { timeout: 60_000 }, () => {
     const lines = run.stdout.trim().split("\n");
     expect(lines[0]).toMatch(/^CLIENT_ID\s+REGISTRATION\s+CREATED\s+NAME$/);
     expect(lines).toHaveLength(2);
-    expect(lines[1]).toMatch(new RegExp(`^${dynamic.clientId}\\s+dynamic\\s+\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\s+Agent To Delete$`));
+    expect(lines[1]).toMatch(
+      new RegExp(`^${dynamic.clientId}\\s+dynamic\\s+\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\s+Agent To Delete$`),
+    );
     expect(run.stdout).not.toContain(operatorId);
   });
 
@@ -126,12 +150,24 @@ describe("bizcard client delete", { timeout: 60_000 }, () => {
     expect(run.code, run.stderr).toBe(0);
     expect(onlyJson(run)).toEqual({ client_id: dynamic.clientId, deleted: true });
     // The gateway cached the check above; bizcard.grant.revoked drops it.
-    await waitFor(async () => (await me(dynamic.accessToken)).status === 401, 15_000, "the deleted client's token refused");
-    await waitFor(async () => (await subscriptionsOf(dynamic.clientId)).length === 0, 15_000, "the deleted client's subscriptions gone");
+    await waitFor(
+      async () => (await me(dynamic.accessToken)).status === 401,
+      15_000,
+      "the deleted client's token refused",
+    );
+    await waitFor(
+      async () => (await subscriptionsOf(dynamic.clientId)).length === 0,
+      15_000,
+      "the deleted client's subscriptions gone",
+    );
     const refreshed = await fetch(`${platform.base}/oauth/token`, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: dynamic.refreshToken, client_id: dynamic.clientId }).toString(),
+      body: new URLSearchParams({
+        grant_type: "refresh_token",
+        refresh_token: dynamic.refreshToken,
+        client_id: dynamic.clientId,
+      }).toString(),
     });
     expect(refreshed.status).toBe(401);
     expect(((await refreshed.json()) as { error: string }).error).toBe("invalid_client");

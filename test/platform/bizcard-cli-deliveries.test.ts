@@ -29,7 +29,12 @@ const DeliveryOut = Delivery.strict();
 /** The operators' list: the REST delivery and its owner. */
 const OwnedDeliveryOut = Delivery.extend({ organisation_id: z.uuid(), client_id: z.string().min(1) }).strict();
 const LogOut = z
-  .object({ subscription_id: z.number().int().positive(), state: z.enum(["active", "disabled", "deleted"]), reason: z.string().nullable(), attempts: z.array(AttemptOut) })
+  .object({
+    subscription_id: z.number().int().positive(),
+    state: z.enum(["active", "disabled", "deleted"]),
+    reason: z.string().nullable(),
+    attempts: z.array(AttemptOut),
+  })
   .strict();
 
 /** bin/bizcard.js against the suite's webhook and delivery services: exit status, stdout and stderr. */
@@ -67,10 +72,19 @@ describe("bizcard deliveries --json: the REST names and types", () => {
   const owner = () => ["--org", orgId, "--client", app.id];
 
   beforeAll(async () => {
-    flaky = await subscribe(app, receiver.route("/cli/flaky", (n) => (n === 1 ? { status: 500 } : { status: 200 })).url);
+    flaky = await subscribe(
+      app,
+      receiver.route("/cli/flaky", (n) => (n === 1 ? { status: 500 } : { status: 200 })).url,
+    );
     failing = await subscribe(app, receiver.route("/cli/failing", () => ({ status: 503 })).url);
     await createContact(orgId, "Cli");
-    await waitFor(async () => ((await attempts(app, flaky.id)).length === 2 && (await attempts(app, failing.id))[0]?.outcome === "gave_up") || undefined, 20_000, "both logs");
+    await waitFor(
+      async () =>
+        ((await attempts(app, flaky.id)).length === 2 && (await attempts(app, failing.id))[0]?.outcome === "gave_up") ||
+        undefined,
+      20_000,
+      "both logs",
+    );
   });
 
   it("deliveries log: the REST log's attempts, exactly; the state and reason of its headers", async () => {
@@ -103,22 +117,57 @@ describe("bizcard deliveries --json: the REST names and types", () => {
   it("deliveries retry: the retry route's delivery, field for field", async () => {
     const deliveryId = (await attempts(app, flaky.id))[0]!.delivery_id;
     const rest = await restRetry(flaky.id, deliveryId);
-    await waitFor(async () => ((await attempts(app, flaky.id)).length === 3) || undefined, 10_000, "the REST retry's attempt");
+    await waitFor(
+      async () => (await attempts(app, flaky.id)).length === 3 || undefined,
+      10_000,
+      "the REST retry's attempt",
+    );
 
     const sent = Date.now();
-    const cli = await cliJson(DeliveryOut, ["deliveries", "retry", ...owner(), "--subscription", String(flaky.id), "--id", String(deliveryId)]);
+    const cli = await cliJson(DeliveryOut, [
+      "deliveries",
+      "retry",
+      ...owner(),
+      "--subscription",
+      String(flaky.id),
+      "--id",
+      String(deliveryId),
+    ]);
     expect(Object.keys(cli)).toEqual(Object.keys(rest));
     const { updated_at: _u, next_retry_at: _n, attempts: _a, ...stable } = rest;
-    expect(cli).toMatchObject({ ...stable, id: deliveryId, subscription_id: flaky.id, status: "pending", status_code: 200, error: null, attempts: rest.attempts + 1 });
+    expect(cli).toMatchObject({
+      ...stable,
+      id: deliveryId,
+      subscription_id: flaky.id,
+      status: "pending",
+      status_code: 200,
+      error: null,
+      attempts: rest.attempts + 1,
+    });
     expect(Date.parse(cli.next_retry_at!)).toBeGreaterThanOrEqual(sent - 250);
     expect(Date.parse(cli.next_retry_at!)).toBeLessThanOrEqual(Date.now() + 250);
 
-    const text = await bizcard(["deliveries", "retry", ...owner(), "--subscription", String(flaky.id), "--id", String(deliveryId)]);
-    expect(text.stdout).toMatch(new RegExp(`^delivery ${deliveryId} pending, next attempt \\d{4}-\\d{2}-\\d{2}T\\S+Z\\n$`));
+    const text = await bizcard([
+      "deliveries",
+      "retry",
+      ...owner(),
+      "--subscription",
+      String(flaky.id),
+      "--id",
+      String(deliveryId),
+    ]);
+    expect(text.stdout).toMatch(
+      new RegExp(`^delivery ${deliveryId} pending, next attempt \\d{4}-\\d{2}-\\d{2}T\\S+Z\\n$`),
+    );
   });
 
   it("deliveries failed: each the retry route's delivery plus its owner", async () => {
-    const { deliveries } = await cliJson(z.object({ deliveries: z.array(OwnedDeliveryOut) }).strict(), ["deliveries", "failed", "--org", orgId]);
+    const { deliveries } = await cliJson(z.object({ deliveries: z.array(OwnedDeliveryOut) }).strict(), [
+      "deliveries",
+      "failed",
+      "--org",
+      orgId,
+    ]);
     const deliveryId = (await attempts(app, failing.id))[0]!.delivery_id;
     const cli = deliveries.find((d) => d.id === deliveryId);
     expect(cli).toMatchObject({
@@ -132,12 +181,19 @@ describe("bizcard deliveries --json: the REST names and types", () => {
       next_retry_at: null,
     });
     const text = await bizcard(["deliveries", "failed", "--org", orgId]);
-    expect(text.stdout).toMatch(new RegExp(`^delivery ${deliveryId} .* subscription ${failing.id} \\(org ${orgId}, client ${app.id}\\)  2 attempts, last: HTTP 503$`, "m"));
+    expect(text.stdout).toMatch(
+      new RegExp(
+        `^delivery ${deliveryId} .* subscription ${failing.id} \\(org ${orgId}, client ${app.id}\\)  2 attempts, last: HTTP 503$`,
+        "m",
+      ),
+    );
 
     // The same delivery as REST answers it (a retry, the one REST route that shows a delivery).
     const rest = await restRetry(failing.id, deliveryId);
     const { organisation_id: _o, client_id: _c, ...asRest } = cli!;
     expect(Object.keys(asRest)).toEqual(Object.keys(rest));
-    expect({ ...asRest, status: "pending", updated_at: rest.updated_at, next_retry_at: rest.next_retry_at }).toEqual(rest);
+    expect({ ...asRest, status: "pending", updated_at: rest.updated_at, next_retry_at: rest.next_retry_at }).toEqual(
+      rest,
+    );
   });
 });

@@ -10,15 +10,38 @@ import { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { Recovered } from "../../gateway/schemas/subscription-recover.js";
 import type { Answer } from "../support/receiver.js";
 import { runBizcard, waitFor } from "../support/processes.js";
-import { app, attempts, call, createContact, orgId, PATH, platform, receiver, sibling, subscribe, TOKEN, useDeliveryApiSuite, webhook } from "../support/delivery-api-suite.js";
+import {
+  app,
+  attempts,
+  call,
+  createContact,
+  orgId,
+  PATH,
+  platform,
+  receiver,
+  sibling,
+  subscribe,
+  TOKEN,
+  useDeliveryApiSuite,
+  webhook,
+} from "../support/delivery-api-suite.js";
 
 // One retry, then the delivery gives up; the failures do not disable the subscription.
-useDeliveryApiSuite({ DELIVERY_RETRY_SCHEDULE_SECONDS: "0.2", WEBHOOK_DISABLE_AFTER_FAILING_SECONDS: "3600", WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: "1" });
+useDeliveryApiSuite({
+  DELIVERY_RETRY_SCHEDULE_SECONDS: "0.2",
+  WEBHOOK_DISABLE_AFTER_FAILING_SECONDS: "3600",
+  WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: "1",
+});
 
 const RecoveredOut = Recovered.strict();
 
 function bizcard(args: string[]) {
-  return runBizcard(args, { WEBHOOK_RPC_URL: platform.webhook.server.url, DELIVERY_RPC_URL: platform.delivery.server.url, INTERNAL_RPC_TOKEN: TOKEN, DATA_DIR: undefined });
+  return runBizcard(args, {
+    WEBHOOK_RPC_URL: platform.webhook.server.url,
+    DELIVERY_RPC_URL: platform.delivery.server.url,
+    INTERNAL_RPC_TOKEN: TOKEN,
+    DATA_DIR: undefined,
+  });
 }
 
 const firstName = (body: string) => (JSON.parse(body) as { data: { first_name: string } }).data.first_name;
@@ -31,7 +54,12 @@ describe("bizcard deliveries recover", { timeout: 180_000 }, () => {
     const owner = ["--org", orgId, "--client", app.id];
     const since = new Date(Date.now() - 1000).toISOString();
     for (const name of ["Lost 1", "Lost 2"]) await createContact(orgId, name);
-    await waitFor(async () => (await attempts(app, subscription.id)).filter((a) => a.outcome === "gave_up").length === 2 || undefined, 30_000, "both given up");
+    await waitFor(
+      async () =>
+        (await attempts(app, subscription.id)).filter((a) => a.outcome === "gave_up").length === 2 || undefined,
+      30_000,
+      "both given up",
+    );
     up = true;
     const sent = target.requests.length;
 
@@ -39,12 +67,29 @@ describe("bizcard deliveries recover", { timeout: 180_000 }, () => {
     expect(text.stderr).toBe("");
     expect(text.code).toBe(0);
     expect(text.stdout).toBe(`subscription ${subscription.id}: 2 deliveries since ${since} queued, oldest first\n`);
-    const again = await waitFor(() => (target.requests.length >= sent + 2 ? target.requests.slice(sent) : undefined), 15_000, "both again");
+    const again = await waitFor(
+      () => (target.requests.length >= sent + 2 ? target.requests.slice(sent) : undefined),
+      15_000,
+      "both again",
+    );
     expect(again.map((r) => firstName(r.body))).toEqual(["Lost 1", "Lost 2"]);
-    await waitFor(async () => (await attempts(app, subscription.id)).filter((a) => a.outcome === "succeeded").length === 2 || undefined, 15_000, "recorded");
+    await waitFor(
+      async () =>
+        (await attempts(app, subscription.id)).filter((a) => a.outcome === "succeeded").length === 2 || undefined,
+      15_000,
+      "recorded",
+    );
 
     // --json: the REST answer's names and types; nothing left to recover now, over the CLI as over REST.
-    const json = await bizcard(["deliveries", "recover", String(subscription.id), ...owner, "--since", since, "--json"]);
+    const json = await bizcard([
+      "deliveries",
+      "recover",
+      String(subscription.id),
+      ...owner,
+      "--since",
+      since,
+      "--json",
+    ]);
     expect(json.code, json.stdout + json.stderr).toBe(0);
     const lines = json.stdout.split("\n").filter(Boolean);
     expect(lines).toHaveLength(1);
@@ -65,18 +110,28 @@ describe("bizcard deliveries recover", { timeout: 180_000 }, () => {
 
     const bad = await bizcard(["deliveries", "recover", id, ...owner, "--since", "yesterday", "--json"]);
     expect(bad.code).toBe(2);
-    expect(JSON.parse(bad.stdout)).toEqual({ error: "invalid_usage", error_description: '--since: expected an RFC 3339 date-time, such as 2026-01-15T09:00:00Z, not "yesterday"' });
+    expect(JSON.parse(bad.stdout)).toEqual({
+      error: "invalid_usage",
+      error_description: '--since: expected an RFC 3339 date-time, such as 2026-01-15T09:00:00Z, not "yesterday"',
+    });
     const noId = await bizcard(["deliveries", "recover", ...owner, "--since", now]);
     expect(noId.code).toBe(2);
-    expect(noId.stderr).toMatch(/^bizcard: missing SUBSCRIPTION_ID\nusage:\n {2}bizcard deliveries recover SUBSCRIPTION_ID --org ID --client CLIENT_ID --since TIME \[--json\]/);
+    expect(noId.stderr).toMatch(
+      /^bizcard: missing SUBSCRIPTION_ID\nusage:\n {2}bizcard deliveries recover SUBSCRIPTION_ID --org ID --client CLIENT_ID --since TIME \[--json\]/,
+    );
     const noSince = await bizcard(["deliveries", "recover", id, ...owner, "--json"]);
     expect(JSON.parse(noSince.stdout)).toEqual({ error: "invalid_usage", error_description: "missing --since" });
     const badId = await bizcard(["deliveries", "recover", "x1", ...owner, "--since", now, "--json"]);
-    expect(JSON.parse(badId.stdout).error_description).toBe('SUBSCRIPTION_ID: expected a subscription id (a positive whole number), not "x1"');
+    expect(JSON.parse(badId.stdout).error_description).toBe(
+      'SUBSCRIPTION_ID: expected a subscription id (a positive whole number), not "x1"',
+    );
     const future = new Date(Date.now() + 3_600_000).toISOString();
     const later = await bizcard(["deliveries", "recover", id, ...owner, "--since", future, "--json"]);
     expect(later.code).toBe(1);
-    expect(JSON.parse(later.stdout)).toEqual({ error: "invalid_argument", error_description: `since: ${future} is in the future; recovery queues deliveries created at or after it` });
+    expect(JSON.parse(later.stdout)).toEqual({
+      error: "invalid_argument",
+      error_description: `since: ${future} is in the future; recovery queues deliveries created at or after it`,
+    });
 
     const other = await bizcard(["deliveries", "recover", id, "--org", orgId, "--client", sibling.id, "--since", now]);
     expect(other.code).toBe(1);

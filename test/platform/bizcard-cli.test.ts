@@ -116,7 +116,17 @@ describe("bizcard --json errors", { timeout: 60_000 }, () => {
   });
 
   it("the organisation's own contact is updated with --org", async () => {
-    const run = await bizcard(["contact", "update", "--org", orgId, "--id", contactId, "--notes", "by the CLI", "--json"]);
+    const run = await bizcard([
+      "contact",
+      "update",
+      "--org",
+      orgId,
+      "--id",
+      contactId,
+      "--notes",
+      "by the CLI",
+      "--json",
+    ]);
     expect(run.code, run.stderr).toBe(0);
     expect(onlyJson(run)).toMatchObject({ id: contactId, first_name: "Ada", notes: "by the CLI" });
   });
@@ -127,7 +137,12 @@ describe("bizcard --json errors", { timeout: 60_000 }, () => {
 // default ports, without the operator spelling each *_RPC_URL out too.
 describe("bizcard on the ports the platform reads", { timeout: 60_000 }, () => {
   const portOf = (service: { server: { url: string } }) => new URL(service.server.url).port;
-  const noUrls = { ORGANISATION_RPC_URL: undefined, AUTH_RPC_URL: undefined, WEBHOOK_RPC_URL: undefined, DELIVERY_RPC_URL: undefined };
+  const noUrls = {
+    ORGANISATION_RPC_URL: undefined,
+    AUTH_RPC_URL: undefined,
+    WEBHOOK_RPC_URL: undefined,
+    DELIVERY_RPC_URL: undefined,
+  };
   const ports = () => ({
     ORGANISATION_RPC_PORT: portOf(platform.organisation),
     AUTH_RPC_PORT: portOf(platform.auth),
@@ -140,7 +155,10 @@ describe("bizcard on the ports the platform reads", { timeout: 60_000 }, () => {
     // The test proves nothing on the default ports.
     for (const port of Object.values(ports())) expect(["7101", "7102", "7103", "7104"]).not.toContain(port);
 
-    const organisation = await bizcard(["contact", "update", "--org", orgId, "--id", contactId, "--notes", "by port", "--json"], env);
+    const organisation = await bizcard(
+      ["contact", "update", "--org", orgId, "--id", contactId, "--notes", "by port", "--json"],
+      env,
+    );
     expect(organisation.code, organisation.stderr).toBe(0);
     expect(onlyJson(organisation)).toMatchObject({ id: contactId, notes: "by port" });
     const auth = await bizcard(["client", "list", "--json"], env);
@@ -148,7 +166,10 @@ describe("bizcard on the ports the platform reads", { timeout: 60_000 }, () => {
     const delivery = await bizcard(["deliveries", "failed", "--json"], env);
     expect(delivery.code, delivery.stderr).toBe(0);
     // No such subscription: the webhook service answered (not_found), it was reached.
-    const webhook = await bizcard(["subscriptions", "rotate-secret", "999999", "--org", orgId, "--client", "nobody", "--json"], env);
+    const webhook = await bizcard(
+      ["subscriptions", "rotate-secret", "999999", "--org", orgId, "--client", "nobody", "--json"],
+      env,
+    );
     expect(webhook.code).toBe(1);
     expect(onlyJson(webhook)).toMatchObject({ error: "not_found" });
   });
@@ -157,7 +178,10 @@ describe("bizcard on the ports the platform reads", { timeout: 60_000 }, () => {
     const args = ["contact", "update", "--org", orgId, "--id", contactId, "--notes", "url wins", "--json"];
     const padded = await bizcard(args, { ...noUrls, ORGANISATION_RPC_PORT: ` ${portOf(platform.organisation)} ` });
     expect(padded.code, padded.stderr).toBe(0);
-    const wins = await bizcard(args, { ORGANISATION_RPC_URL: platform.organisation.server.url, ORGANISATION_RPC_PORT: String(await freePort()) });
+    const wins = await bizcard(args, {
+      ORGANISATION_RPC_URL: platform.organisation.server.url,
+      ORGANISATION_RPC_PORT: String(await freePort()),
+    });
     expect(wins.code, wins.stderr).toBe(0);
     expect(onlyJson(wins)).toMatchObject({ id: contactId, notes: "url wins" });
   });

@@ -15,7 +15,10 @@ const TOKEN = "e".repeat(40);
 let platform: Platform;
 let dataDir: string;
 
-async function bizcard(args: string[], env: Record<string, string | undefined>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function bizcard(
+  args: string[],
+  env: Record<string, string | undefined>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return runBizcard(args, {
     ORGANISATION_RPC_URL: undefined,
     ORGANISATION_RPC_PORT: undefined,
@@ -45,7 +48,9 @@ describe("bizcard when it cannot reach a service", { timeout: 60_000 }, () => {
     const run = await bizcard(ORG, { ORGANISATION_RPC_URL: url, INTERNAL_RPC_TOKEN: TOKEN });
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(
-      new RegExp(`^bizcard: cannot reach the organisation service at ${url} \\(.+\\); is the platform running\\? Start it with npm start, or set ORGANISATION_RPC_URL \\(unavailable\\)\\n$`),
+      new RegExp(
+        `^bizcard: cannot reach the organisation service at ${url} \\(.+\\); is the platform running\\? Start it with npm start, or set ORGANISATION_RPC_URL \\(unavailable\\)\\n$`,
+      ),
     );
     const port = String(await freePort());
     const byPort = await bizcard([...ORG, "--json"], { ORGANISATION_RPC_PORT: port, INTERNAL_RPC_TOKEN: TOKEN });
@@ -104,9 +109,14 @@ describe("GET /healthz", () => {
     // An image's dist/ with package.json beside it and no .git: the version alone.
     const app = mkdtempSync(path.join(tmpdir(), "bizcard-image-"));
     try {
-      writeFileSync(path.join(app, "package.json"), JSON.stringify({ name: "bizcard-oauth-platform", version: "9.8.7" }));
+      writeFileSync(
+        path.join(app, "package.json"),
+        JSON.stringify({ name: "bizcard-oauth-platform", version: "9.8.7" }),
+      );
       expect(readBuildInfo({}, path.join(app, "dist", "gateway"))).toEqual({ version: "9.8.7" });
-      expect(readBuildInfo({ GIT_COMMIT: "not a commit" }, path.join(app, "dist", "gateway"))).toEqual({ version: "9.8.7" });
+      expect(readBuildInfo({ GIT_COMMIT: "not a commit" }, path.join(app, "dist", "gateway"))).toEqual({
+        version: "9.8.7",
+      });
     } finally {
       rmSync(app, { recursive: true, force: true });
     }

@@ -8,8 +8,22 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { GATEWAY_NODE_FLAGS, PLATFORM_ENV, PLATFORM_PROCESSES, compiledCommand, composeCommand, startCommand } from "../../scripts/platform-processes.js";
-import { ConfigError, GATEWAY_PROCESS_CHECKS, SERVICE_PROCESS_CHECKS, WEBHOOK_PROCESS_CHECKS, loadConfig, type Config } from "../../services/shared/config.js";
+import {
+  GATEWAY_NODE_FLAGS,
+  PLATFORM_ENV,
+  PLATFORM_PROCESSES,
+  compiledCommand,
+  composeCommand,
+  startCommand,
+} from "../../scripts/platform-processes.js";
+import {
+  ConfigError,
+  GATEWAY_PROCESS_CHECKS,
+  SERVICE_PROCESS_CHECKS,
+  WEBHOOK_PROCESS_CHECKS,
+  loadConfig,
+  type Config,
+} from "../../services/shared/config.js";
 import { ROOT } from "../support/processes.js";
 
 const HOST_ENV: Record<string, string> = {
@@ -26,15 +40,19 @@ function environment(service: string): Record<string, string> {
   return Object.fromEntries(
     Object.entries(env).map(([k, v]) => [
       k,
-      String(v).replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::([-?])([^}]*))?\}/g, (_, name: string, op?: string, arg?: string) =>
-        HOST_ENV[name] ?? (op === "-" ? arg! : ""),
+      String(v).replace(
+        /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::([-?])([^}]*))?\}/g,
+        (_, name: string, op?: string, arg?: string) => HOST_ENV[name] ?? (op === "-" ? arg! : ""),
       ),
     ]),
   );
 }
 
 /** The variables `checks` require: start from nothing, add what each ConfigError names, until they pass. */
-function requiredVariables(checks: ((c: Config) => void)[], source: Record<string, string>): { required: string[]; unmet: string[] } {
+function requiredVariables(
+  checks: ((c: Config) => void)[],
+  source: Record<string, string>,
+): { required: string[]; unmet: string[] } {
   const env: Record<string, string> = {};
   const required: string[] = [];
   const unmet: string[] = [];
@@ -59,13 +77,22 @@ function requiredVariables(checks: ((c: Config) => void)[], source: Record<strin
 describe("docker-compose.yml and each process's own requirements", () => {
   it("sets, for every service and the gateway, each variable its start checks require", () => {
     for (const proc of PLATFORM_PROCESSES) {
-      const checks = proc.name === "gateway" ? GATEWAY_PROCESS_CHECKS : proc.name === "webhook" ? WEBHOOK_PROCESS_CHECKS : SERVICE_PROCESS_CHECKS;
+      const checks =
+        proc.name === "gateway"
+          ? GATEWAY_PROCESS_CHECKS
+          : proc.name === "webhook"
+            ? WEBHOOK_PROCESS_CHECKS
+            : SERVICE_PROCESS_CHECKS;
       const env = environment(proc.name);
       const { required, unmet } = requiredVariables(checks, env);
       expect(unmet, `${proc.name} lacks ${unmet.join(", ")}`).toEqual([]);
       const service = ["DATABASE_URL", "INTERNAL_RPC_TOKEN", "NATS_URL"];
       expect(required.sort(), proc.name).toEqual(
-        proc.name === "gateway" ? ["INTERNAL_RPC_TOKEN"] : proc.name === "webhook" ? [...service, "WEBHOOK_SECRET_ENCRYPTION_KEY"] : service,
+        proc.name === "gateway"
+          ? ["INTERNAL_RPC_TOKEN"]
+          : proc.name === "webhook"
+            ? [...service, "WEBHOOK_SECRET_ENCRYPTION_KEY"]
+            : service,
       );
       // And with everything compose sets, the process starts its checks clean.
       const config = loadConfig(env);
@@ -77,7 +104,8 @@ describe("docker-compose.yml and each process's own requirements", () => {
     const gateway = environment("gateway");
     for (const name of ["auth", "organisation", "webhook", "delivery"]) {
       const service = environment(name);
-      for (const key of ["NATS_URL", "NATS_STREAM", "NATS_SUBJECT_PREFIX"]) expect(gateway[key], `gateway ${key} (as ${name}'s)`).toBe(service[key]);
+      for (const key of ["NATS_URL", "NATS_STREAM", "NATS_SUBJECT_PREFIX"])
+        expect(gateway[key], `gateway ${key} (as ${name}'s)`).toBe(service[key]);
     }
     expect(loadConfig(gateway).NATS_URL).toBe("nats://nats:4222");
   });
@@ -87,7 +115,11 @@ describe("docker-compose.yml and each process's own requirements", () => {
     expect(platform.map(([name]) => name).sort()).toEqual(PLATFORM_PROCESSES.map((p) => p.name).sort());
     for (const proc of PLATFORM_PROCESSES) {
       expect(compose.services[proc.name]!.command, proc.name).toEqual(composeCommand(proc));
-      expect(compiledCommand(proc, "/build").at(-1), proc.name).toBe(composeCommand(proc).at(-1)!.replace(/^dist\//, "/build/"));
+      expect(compiledCommand(proc, "/build").at(-1), proc.name).toBe(
+        composeCommand(proc)
+          .at(-1)!
+          .replace(/^dist\//, "/build/"),
+      );
     }
   });
 
@@ -96,17 +128,27 @@ describe("docker-compose.yml and each process's own requirements", () => {
     expect(gateway.nodeFlags).toEqual(GATEWAY_NODE_FLAGS);
     expect(compose.services.gateway!.command).toEqual(["node", ...GATEWAY_NODE_FLAGS, "dist/gateway/main.js"]);
     // start:distributed --compiled <folder>: the same, from another build folder.
-    expect(compiledCommand(gateway, ".bench-build-x/")).toEqual(["node", ...GATEWAY_NODE_FLAGS, ".bench-build-x/gateway/main.js"]);
-    const cmd = readFileSync(path.join(ROOT, "Dockerfile"), "utf8").split("\n").find((l) => l.startsWith("CMD "))!;
+    expect(compiledCommand(gateway, ".bench-build-x/")).toEqual([
+      "node",
+      ...GATEWAY_NODE_FLAGS,
+      ".bench-build-x/gateway/main.js",
+    ]);
+    const cmd = readFileSync(path.join(ROOT, "Dockerfile"), "utf8")
+      .split("\n")
+      .find((l) => l.startsWith("CMD "))!;
     expect(JSON.parse(cmd.slice(4))).toEqual(composeCommand(gateway));
-    const scripts = (JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
+    const scripts = (
+      JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }
+    ).scripts;
     expect(scripts.start).toBe(`exec ${startCommand().join(" ")}`);
   });
 
   it("starts every process with the platform's environment: npm start's script and the image's runtime stage", () => {
     const settings = Object.entries(PLATFORM_ENV).map(([k, v]) => `${k}=${v}`);
     expect(settings).toEqual(["MALLOC_MMAP_THRESHOLD_=1048576"]);
-    const scripts = (JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
+    const scripts = (
+      JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }
+    ).scripts;
     expect(scripts.start!.startsWith(`exec env ${settings.join(" ")} node `)).toBe(true);
     const dockerfile = readFileSync(path.join(ROOT, "Dockerfile"), "utf8");
     const runtime = dockerfile.slice(dockerfile.lastIndexOf("\nFROM "));
@@ -116,7 +158,9 @@ describe("docker-compose.yml and each process's own requirements", () => {
 
 describe("the Dockerfile's installs", () => {
   it("copy package.json's postinstall scripts before each npm ci that runs scripts (it would fail to start without them)", () => {
-    const manifest = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> };
+    const manifest = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
+      scripts: Record<string, string>;
+    };
     const scripts = (manifest.scripts.postinstall ?? "").split(" && ").map((step) => /^node (\S+)$/.exec(step)?.[1]);
     expect(scripts).toEqual(["scripts/pglite-template.mjs", "scripts/run-compiled.mjs"]);
     // run-compiled.mjs imports compile-sources.mjs.
@@ -130,7 +174,10 @@ describe("the Dockerfile's installs", () => {
       // Since the stage's FROM, a COPY of the script.
       const stage = lines.slice(0, at).findLastIndex((l) => l.startsWith("FROM "));
       for (const script of copiedBeforeInstall) {
-        expect(lines.slice(stage, at).some((l) => l.startsWith("COPY ") && l.includes(script!)), `${script} before ${lines[at]}`).toBe(true);
+        expect(
+          lines.slice(stage, at).some((l) => l.startsWith("COPY ") && l.includes(script!)),
+          `${script} before ${lines[at]}`,
+        ).toBe(true);
       }
     }
   });

@@ -1,13 +1,14 @@
-// docker-compose.yml and the Dockerfile, checked without a Docker engine.
+// docker-compose.yml, checked without a Docker engine (the Dockerfile:
+// dockerfile.test.ts).
 // Where the compose plugin is installed, `docker compose config` validates the
 // file; everywhere, the file read with the yaml package (anchors, aliases and
 // `<<` merges resolved) gives every service's effective settings, and these
 // are checked against what the code needs: each variable is one that services/shared/config.ts reads, the
 // values pass loadConfig, the hostnames and ports agree, and the image holds
 // what its commands run.
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${VAR} in these strings is compose's interpolation, the subject here
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
-import { builtinModules } from "node:module";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseDocument, visit } from "yaml";
@@ -38,27 +39,24 @@ function readYaml(source: string): Yaml {
 
 /** Compose interpolation: ${VAR}, ${VAR:-default}, ${VAR-default}, ${VAR:?err}, ${VAR?err}, $$. */
 function interpolate(value: string, env: Record<string, string | undefined>): string {
-  return value.replace(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (all, name, op, arg, bare) => {
-    if (all === "$$") return "$";
-    if (bare) return env[bare] ?? "";
-    const v = env[name as string];
-    const missing = op?.startsWith(":") ? v === undefined || v === "" : v === undefined;
-    if (!op) return v ?? "";
-    if (op.endsWith("-")) return missing ? (arg as string) : v!;
-    if (missing) throw new Error(`required variable ${name}: ${arg}`);
-    return v!;
-  });
+  return value.replace(
+    /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
+    (all, name, op, arg, bare) => {
+      if (all === "$$") return "$";
+      if (bare) return env[bare] ?? "";
+      const v = env[name as string];
+      const missing = op?.startsWith(":") ? v === undefined || v === "" : v === undefined;
+      if (!op) return v ?? "";
+      if (op.endsWith("-")) return missing ? (arg as string) : v!;
+      if (missing) throw new Error(`required variable ${name}: ${arg}`);
+      return v!;
+    },
+  );
 }
 
 // ---------------------------------------------------------------------------
 
 const composeText = readFileSync(path.join(ROOT, "docker-compose.yml"), "utf8");
-const dockerfile = readFileSync(path.join(ROOT, "Dockerfile"), "utf8");
-const dockerignore = readFileSync(path.join(ROOT, ".dockerignore"), "utf8");
-const pkg = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
-  dependencies: Record<string, string>;
-  devDependencies: Record<string, string>;
-};
 const TOKEN = "compose-test-token-0123456789abcdef";
 const KEY = Buffer.alloc(32, "compose-test-key").toString("base64");
 const HOST_ENV = { INTERNAL_RPC_TOKEN: TOKEN, WEBHOOK_SECRET_ENCRYPTION_KEY: KEY };
@@ -90,9 +88,27 @@ function dockerComposeAvailable(): boolean {
 describe("the YAML reader (so that the checks below read the file right)", () => {
   it("resolves anchors, merges and flow sequences, keeps scalars as written, and refuses unknown aliases and duplicate keys", () => {
     const y = readYaml(
-      ["a: &x", "  k: 1", "  j: 'it''s'", "b:", "  <<: *x", "  k: \"2\" # comment", "c: [\"p\", \"q\"]", "d:", "  - one", "  - two:3", "e:"].join("\n"),
+      [
+        "a: &x",
+        "  k: 1",
+        "  j: 'it''s'",
+        "b:",
+        "  <<: *x",
+        '  k: "2" # comment',
+        'c: ["p", "q"]',
+        "d:",
+        "  - one",
+        "  - two:3",
+        "e:",
+      ].join("\n"),
     ) as YamlMap;
-    expect(y).toEqual({ a: { k: "1", j: "it's" }, b: { k: "2", j: "it's" }, c: ["p", "q"], d: ["one", "two:3"], e: null });
+    expect(y).toEqual({
+      a: { k: "1", j: "it's" },
+      b: { k: "2", j: "it's" },
+      c: ["p", "q"],
+      d: ["one", "two:3"],
+      e: null,
+    });
     expect(() => readYaml("a: *nope")).toThrow(/Unresolved alias/);
     expect(() => readYaml("a: 1\na: 2")).toThrow(/keys must be unique/);
     // What a subset reader could not read, the yaml package reads as compose does.
@@ -134,21 +150,37 @@ describe("docker-compose.yml", () => {
         expect(missing.stderr).toMatch(/INTERNAL_RPC_TOKEN/);
       } else {
         expect(Object.keys(doc).filter((k) => !k.startsWith("x-"))).toEqual(["name", "services", "volumes"]);
-        expect(Object.keys(services).sort()).toEqual(["auth", "delivery", "gateway", "nats", "organisation", "postgres", "webhook"]);
+        expect(Object.keys(services).sort()).toEqual([
+          "auth",
+          "delivery",
+          "gateway",
+          "nats",
+          "organisation",
+          "postgres",
+          "webhook",
+        ]);
         // Every ${…} is either defaulted or one of the two required secrets, whose message says what to do.
-        const refs = [...composeText.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)([^}]*)\}/g)].map((m) => ({ name: m[1]!, op: m[2]! }));
+        const refs = [...composeText.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)([^}]*)\}/g)].map((m) => ({
+          name: m[1]!,
+          op: m[2]!,
+        }));
         expect(refs.length).toBeGreaterThan(0);
         for (const r of refs) {
           if (r.name === "INTERNAL_RPC_TOKEN") expect(r.op).toBe(":?set INTERNAL_RPC_TOKEN (32+ chars)");
-          else if (r.name === "WEBHOOK_SECRET_ENCRYPTION_KEY") expect(r.op).toBe(":?set WEBHOOK_SECRET_ENCRYPTION_KEY (openssl rand -base64 32)");
+          else if (r.name === "WEBHOOK_SECRET_ENCRYPTION_KEY")
+            expect(r.op).toBe(":?set WEBHOOK_SECRET_ENCRYPTION_KEY (openssl rand -base64 32)");
           // The build's commit may be left out: /healthz then names none; so may the trace collector: no export.
           else if (r.name === "GIT_COMMIT" || r.name === "OTEL_EXPORTER_OTLP_ENDPOINT") expect(r.op).toBe(":-");
           else expect(r.op, r.name).toMatch(/^:-./);
         }
-        for (const name of PLATFORM) expect(() => environment(name, {})).toThrow(/required variable INTERNAL_RPC_TOKEN/);
+        for (const name of PLATFORM)
+          expect(() => environment(name, {})).toThrow(/required variable INTERNAL_RPC_TOKEN/);
         // The webhook service alone needs the secrets' key.
-        expect(() => environment("webhook", { INTERNAL_RPC_TOKEN: TOKEN })).toThrow(/required variable WEBHOOK_SECRET_ENCRYPTION_KEY/);
-        for (const name of PLATFORM.filter((n) => n !== "webhook")) expect(environment(name, { INTERNAL_RPC_TOKEN: TOKEN }).WEBHOOK_SECRET_ENCRYPTION_KEY, name).toBeUndefined();
+        expect(() => environment("webhook", { INTERNAL_RPC_TOKEN: TOKEN })).toThrow(
+          /required variable WEBHOOK_SECRET_ENCRYPTION_KEY/,
+        );
+        for (const name of PLATFORM.filter((n) => n !== "webhook"))
+          expect(environment(name, { INTERNAL_RPC_TOKEN: TOKEN }).WEBHOOK_SECRET_ENCRYPTION_KEY, name).toBeUndefined();
       }
     },
   );
@@ -156,7 +188,11 @@ describe("docker-compose.yml", () => {
   it("runs postgres:16 and nats:2.10 with JetStream on a volume, each with a healthcheck", () => {
     const pgSvc = services.postgres!;
     expect(pgSvc.image).toBe("postgres:16");
-    expect(environment("postgres")).toMatchObject({ POSTGRES_USER: "postgres", POSTGRES_PASSWORD: "postgres", POSTGRES_DB: "bizcard" });
+    expect(environment("postgres")).toMatchObject({
+      POSTGRES_USER: "postgres",
+      POSTGRES_PASSWORD: "postgres",
+      POSTGRES_DB: "bizcard",
+    });
     expect(((pgSvc.healthcheck as YamlMap).test as string[]).join(" ")).toMatch(/pg_isready -U postgres -d bizcard/);
     expect(pgSvc.ports).toBeUndefined();
 
@@ -176,11 +212,19 @@ describe("docker-compose.yml", () => {
     const build = JSON.parse(readFileSync(path.join(ROOT, "tsconfig.build.json"), "utf8")) as { include: string[] };
     for (const name of PLATFORM) {
       const svc = services[name]!;
-      expect(svc.build, name).toEqual({ context: ".", dockerfile: "Dockerfile", args: { GIT_COMMIT: "${GIT_COMMIT:-}" } });
+      expect(svc.build, name).toEqual({
+        context: ".",
+        dockerfile: "Dockerfile",
+        args: { GIT_COMMIT: "${GIT_COMMIT:-}" },
+      });
       const main = name === "gateway" ? "gateway/main" : `services/${name}/main`;
       // tsc (outDir dist, rootDir .) compiles <main>.ts to dist/<main>.js; plain node runs it.
       // (With its V8 flags: scripts/platform-processes.ts GATEWAY_NODE_FLAGS, SERVICE_NODE_FLAGS.)
-      expect(svc.command, name).toEqual(["node", ...(name === "gateway" ? GATEWAY_NODE_FLAGS : SERVICE_NODE_FLAGS), `dist/${main}.js`]);
+      expect(svc.command, name).toEqual([
+        "node",
+        ...(name === "gateway" ? GATEWAY_NODE_FLAGS : SERVICE_NODE_FLAGS),
+        `dist/${main}.js`,
+      ]);
       expect(existsSync(path.join(ROOT, `${main}.ts`)), main).toBe(true);
       expect(build.include, `tsconfig.build.json compiles ${main}.ts`).toContain(main.split("/")[0]);
     }
@@ -197,7 +241,9 @@ describe("docker-compose.yml", () => {
       const known = [...Object.keys(config), "OTEL_EXPORTER_OTLP_ENDPOINT"];
       for (const key of Object.keys(env)) expect(known, `${name}: ${key} is not a config variable`).toContain(key);
       expect(tracesUrl(env)).toBeUndefined();
-      expect(tracesUrl({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" })).toBe("http://collector:4318/v1/traces");
+      expect(tracesUrl({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" })).toBe(
+        "http://collector:4318/v1/traces",
+      );
       expect(config.INTERNAL_RPC_TOKEN).toEqual([TOKEN]);
       expect(config.authRpcUrl).toBe("http://auth:7101");
       expect(config.organisationRpcUrl).toBe("http://organisation:7102");
@@ -221,10 +267,17 @@ describe("docker-compose.yml", () => {
       const probe = ((services[name]!.healthcheck as YamlMap).test as string[]).join(" ");
       expect(probe).toContain(`http://127.0.0.1:${SERVICES[name]}/readyz`);
       expect(services[name]!.ports, `${name} must not publish ports`).toBeUndefined();
-      expect(services[name]!.depends_on).toEqual({ postgres: { condition: "service_healthy" }, nats: { condition: "service_healthy" } });
+      expect(services[name]!.depends_on).toEqual({
+        postgres: { condition: "service_healthy" },
+        nats: { condition: "service_healthy" },
+      });
     }
     // The same stream and subjects for everyone, or events go nowhere.
-    const streams = new Set((Object.keys(SERVICES) as ServiceName[]).map((n) => `${environment(n).NATS_STREAM}/${environment(n).NATS_SUBJECT_PREFIX}`));
+    const streams = new Set(
+      (Object.keys(SERVICES) as ServiceName[]).map(
+        (n) => `${environment(n).NATS_STREAM}/${environment(n).NATS_SUBJECT_PREFIX}`,
+      ),
+    );
     expect(streams.size).toBe(1);
   });
 
@@ -238,104 +291,17 @@ describe("docker-compose.yml", () => {
     const ports = gw.ports as string[];
     expect(ports).toHaveLength(1);
     expect(interpolate(ports[0]!, HOST_ENV)).toBe(`8080:${config.GATEWAY_PORT}`);
-    expect(((gw.healthcheck as YamlMap).test as string[]).join(" ")).toContain(`http://127.0.0.1:${config.GATEWAY_PORT}/readyz`);
-    expect(gw.depends_on).toEqual(Object.fromEntries(Object.keys(SERVICES).map((n) => [n, { condition: "service_healthy" }])));
+    expect(((gw.healthcheck as YamlMap).test as string[]).join(" ")).toContain(
+      `http://127.0.0.1:${config.GATEWAY_PORT}/readyz`,
+    );
+    expect(gw.depends_on).toEqual(
+      Object.fromEntries(Object.keys(SERVICES).map((n) => [n, { condition: "service_healthy" }])),
+    );
     // Every service_healthy dependency has a healthcheck to become healthy by.
     for (const svc of Object.values(services)) {
       for (const dep of Object.keys((svc.depends_on as YamlMap | undefined) ?? {})) {
         expect(services[dep]?.healthcheck, `${dep} has no healthcheck`).toBeTypeOf("object");
       }
     }
-  });
-});
-
-describe("Dockerfile", () => {
-  const instructions = dockerfile
-    .split("\n")
-    .filter((l) => l.trim() && !l.trim().startsWith("#"))
-    .join("\n")
-    .replace(/\\\n\s*/g, " ")
-    .split("\n");
-  const of = (op: string) => instructions.filter((l) => l.toUpperCase().startsWith(`${op} `)).map((l) => l.slice(op.length + 1).trim());
-
-  // The stages: instructions from each FROM to the next.
-  const stages: string[][] = [];
-  for (const l of instructions) {
-    if (/^FROM /i.test(l)) stages.push([]);
-    stages.at(-1)?.push(l);
-  }
-  const inStage = (stage: string[], op: string) => stage.filter((l) => l.toUpperCase().startsWith(`${op} `)).map((l) => l.slice(op.length + 1).trim());
-  const runtime = stages.at(-1)!;
-
-  it("compiles in a build stage and runs compiled JavaScript on production dependencies only, as node", () => {
-    expect(of("FROM")).toEqual(["node:22-bookworm-slim AS build", "node:22-bookworm-slim"]);
-    const [build] = stages;
-    // Build stage: every dependency (the compiler is a dev one), then the build into dist/.
-    const buildRuns = inStage(build!, "RUN");
-    expect(buildRuns).toContain("npm ci");
-    expect(buildRuns).toContain("npm run build");
-    expect(JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")).scripts.build).toBe("node scripts/build.mjs");
-    // Runtime stage: production dependencies, dist/ from the build stage, no TypeScript loader.
-    expect(inStage(runtime, "RUN").join(" ")).toMatch(/^npm ci --omit=dev\b/);
-    expect(inStage(runtime, "ENV").join(" ")).toMatch(/NODE_ENV=production/);
-    expect(inStage(runtime, "USER")).toEqual(["node"]);
-    expect(of("HEALTHCHECK")).toEqual([]);
-    expect(JSON.parse(of("CMD")[0]!)).toEqual(["node", ...GATEWAY_NODE_FLAGS, "dist/gateway/main.js"]);
-    expect(runtime.join("\n")).not.toMatch(/tsx|--import|\.ts\b/);
-    // package-lock.json is copied before `npm ci`, the code after it, in both stages.
-    for (const stage of stages) {
-      const copyLock = stage.findIndex((l) => /^COPY .*package-lock\.json/.test(l));
-      const npmCi = stage.findIndex((l) => /^RUN npm ci/.test(l));
-      expect(copyLock).toBeGreaterThan(-1);
-      expect(copyLock).toBeLessThan(npmCi);
-      expect(stage.findIndex((l) => /^COPY .*(dist|services)/.test(l))).toBeGreaterThan(npmCi);
-    }
-  });
-
-  it("compiles every folder the commands run from, ships only dist/ and the bizcard launcher, and .dockerignore keeps out what must not go in", () => {
-    const [build] = stages;
-    const copied = inStage(build!, "COPY").map((c) => c.split(/\s+/).slice(0, -1)).flat();
-    for (const needed of ["gen", "services", "gateway", "bin", "scripts", "tsconfig.json", "tsconfig.build.json", "package.json", "package-lock.json"]) {
-      expect(copied, needed).toContain(needed);
-    }
-    expect(inStage(runtime, "COPY")).toEqual(["package.json package-lock.json ./", "--from=build /app/dist ./dist", "bin/bizcard.js ./bin/bizcard.js"]);
-    const ignored = dockerignore.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
-    for (const entry of ["node_modules", ".git", "data", "dist", ".env"]) expect(ignored).toContain(entry);
-    for (const needed of ["gen", "services", "gateway", "bin", "scripts", "package.json", "package-lock.json", "tsconfig.json", "tsconfig.build.json"]) {
-      expect(ignored, `.dockerignore must not exclude ${needed}`).not.toContain(needed);
-    }
-  });
-
-  it("has every package the copied code imports among the production dependencies", () => {
-    expect(pkg.dependencies.tsx, "tsx is a development tool: the image runs compiled JavaScript").toBeUndefined();
-    expect(pkg.devDependencies.tsx, "the tests run TypeScript through tsx").toBeDefined();
-    expect(pkg.devDependencies.esbuild, "every command's build is esbuild's").toBeDefined();
-    // The compile step (scripts/compile-sources.mjs) runs in a checkout and in the image's build
-    // stage; the image's runtime stage runs dist/.
-    const devOnly: Record<string, string[]> = { "scripts/compile-sources.mjs": ["esbuild"] };
-    const files: string[] = [];
-    const walk = (dir: string) => {
-      for (const entry of readdirSync(dir)) {
-        const p = path.join(dir, entry);
-        if (statSync(p).isDirectory()) walk(p);
-        else if (/\.(ts|js|mjs)$/.test(entry)) files.push(p);
-      }
-    };
-    for (const dir of ["gen", "services", "gateway", "bin", "scripts"]) walk(path.join(ROOT, dir));
-    expect(files.length).toBeGreaterThan(10);
-    const builtins = new Set(builtinModules);
-    const missing = new Set<string>();
-    for (const file of files) {
-      const src = readFileSync(file, "utf8");
-      // Runtime imports only: `import type` vanishes when tsc compiles.
-      for (const m of src.matchAll(/^\s*(?:import(?!\s+type\s)(?:[^;]*?\sfrom)?|export(?!\s+type\s)\s*(?:\{[^}]*\}|\*(?:\s+as\s+\w+)?)\s*from)\s*["']([^"'.][^"']*)["']|(?:import|require)\(\s*["']([^"'.][^"']*)["']\s*\)/gm)) {
-        const spec = (m[1] ?? m[2])!;
-        if (spec.startsWith("node:") || builtins.has(spec.split("/")[0]!)) continue;
-        const name = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0]!;
-        if (devOnly[path.relative(ROOT, file)]?.includes(name)) continue;
-        if (!pkg.dependencies[name]) missing.add(`${name} (${path.relative(ROOT, file)})`);
-      }
-    }
-    expect([...missing], "imported at run time but not a production dependency").toEqual([]);
   });
 });

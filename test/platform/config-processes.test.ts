@@ -42,7 +42,10 @@ const CLEAN_ENV: Record<string, undefined> = Object.fromEntries(
 
 describe("a process with a bad configuration", () => {
   /** Runs a main.ts to its exit; returns the exit code and stderr alone. */
-  async function runUntilExited(script: string, env: Record<string, string | undefined>): Promise<{ code: number | null; stderr: string; output: string }> {
+  async function runUntilExited(
+    script: string,
+    env: Record<string, string | undefined>,
+  ): Promise<{ code: number | null; stderr: string; output: string }> {
     const p = spawnTs(script, { ...CLEAN_ENV, ...env });
     let stderr = "";
     p.child.stderr!.on("data", (d) => (stderr += d));
@@ -62,7 +65,9 @@ describe("a process with a bad configuration", () => {
   }
 
   it("organisation without DATABASE_URL exits 1 with one line naming DATABASE_URL", async () => {
-    const { code, stderr } = await runUntilExited("services/organisation/main.ts", { NATS_URL: "nats://127.0.0.1:4222" });
+    const { code, stderr } = await runUntilExited("services/organisation/main.ts", {
+      NATS_URL: "nats://127.0.0.1:4222",
+    });
     expect(code).toBe(1);
     expectOneLineNaming(stderr, "DATABASE_URL");
   });
@@ -93,14 +98,18 @@ describe("a process with a bad configuration", () => {
   );
 
   it("gateway without INTERNAL_RPC_TOKEN exits 1 with one line naming it", async () => {
-    const { code, stderr, output } = await runUntilExited("gateway/main.ts", { GATEWAY_PORT: String(await freePort()) });
+    const { code, stderr, output } = await runUntilExited("gateway/main.ts", {
+      GATEWAY_PORT: String(await freePort()),
+    });
     expect(code).toBe(1);
     expectOneLineNaming(stderr, "INTERNAL_RPC_TOKEN");
     expect(output).not.toMatch(/listening/i);
   });
 
   it("gateway with a credential list holding a short entry exits 1 naming INTERNAL_RPC_TOKEN, without echoing it", async () => {
-    const { code, stderr } = await runUntilExited("gateway/main.ts", { INTERNAL_RPC_TOKEN: `${"v".repeat(40)},tooshort-secret` });
+    const { code, stderr } = await runUntilExited("gateway/main.ts", {
+      INTERNAL_RPC_TOKEN: `${"v".repeat(40)},tooshort-secret`,
+    });
     expect(code).toBe(1);
     expectOneLineNaming(stderr, "INTERNAL_RPC_TOKEN");
     expect(stderr).not.toContain("tooshort-secret");
@@ -123,7 +132,13 @@ describe("a gateway process", () => {
 
   it("starts on the GATEWAY_PORT it is given, answers /healthz, and exits 0 on SIGTERM", async () => {
     const port = await freePort();
-    gateway = spawnTs("gateway/main.ts", { ...CLEAN_ENV, GATEWAY_PORT: String(port), GATEWAY_METRICS_PORT: "0", INTERNAL_RPC_TOKEN: "x".repeat(32), LOG_LEVEL: "info" });
+    gateway = spawnTs("gateway/main.ts", {
+      ...CLEAN_ENV,
+      GATEWAY_PORT: String(port),
+      GATEWAY_METRICS_PORT: "0",
+      INTERNAL_RPC_TOKEN: "x".repeat(32),
+      LOG_LEVEL: "info",
+    });
     await httpReady(`http://127.0.0.1:${port}/healthz`, 30_000, gateway);
     const res = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(res.status).toBe(200);

@@ -42,51 +42,65 @@ const UPDATES: [ContactField, string][] = [
 const fieldsOf = (c: Contact | undefined) => Object.fromEntries(CONTACT_FIELDS.map((f) => [f, c?.[f] ?? ""]));
 
 describe("concurrent updates of one contact", () => {
-  it.each([1, 2, 3])("emit one event each, in commit order, each the state after the updates before it (round %i)", async (round) => {
-    const client = svc.client(OrganisationService);
-    const { organisation } = await client.createOrganisation({
-      name: `Concurrent ${round}`,
-      ownerEmail: `owner${round}@concurrency.test`,
-      ownerPassword: "password-c",
-    });
-    const { contact } = await client.createContact({ organisationId: organisation!.id, fields: { firstName: "Ada" } });
-    const id = contact!.id;
+  it.each([1, 2, 3])(
+    "emit one event each, in commit order, each the state after the updates before it (round %i)",
+    async (round) => {
+      const client = svc.client(OrganisationService);
+      const { organisation } = await client.createOrganisation({
+        name: `Concurrent ${round}`,
+        ownerEmail: `owner${round}@concurrency.test`,
+        ownerPassword: "password-c",
+      });
+      const { contact } = await client.createContact({
+        organisationId: organisation!.id,
+        fields: { firstName: "Ada" },
+      });
+      const id = contact!.id;
 
-    // All at once: the requests race for the row.
-    const answers = await Promise.all(UPDATES.map(([field, value]) => client.updateContact({ id, organisationId: organisation!.id, fields: { [field]: value } })));
+      // All at once: the requests race for the row.
+      const answers = await Promise.all(
+        UPDATES.map(([field, value]) =>
+          client.updateContact({ id, organisationId: organisation!.id, fields: { [field]: value } }),
+        ),
+      );
 
-    const events = await waitFor(() => {
-      const mine = received.filter((e) => e.contact?.id === id);
-      return mine.length === 1 + UPDATES.length ? mine : undefined;
-    }, 30_000, "every event of the contact");
-    expect(events[0]!.type).toBe(EventType.CONTACT_CREATED);
-    const updated = events.slice(1);
-    expect(updated.every((e) => e.type === EventType.CONTACT_UPDATED)).toBe(true);
+      const events = await waitFor(
+        () => {
+          const mine = received.filter((e) => e.contact?.id === id);
+          return mine.length === 1 + UPDATES.length ? mine : undefined;
+        },
+        30_000,
+        "every event of the contact",
+      );
+      expect(events[0]!.type).toBe(EventType.CONTACT_CREATED);
+      const updated = events.slice(1);
+      expect(updated.every((e) => e.type === EventType.CONTACT_UPDATED)).toBe(true);
 
-    // Applying the updates one by one, in the order of their events, gives each event's state.
-    let state = fieldsOf(contact);
-    const applied = new Set<ContactField>();
-    const stateAfter = new Map<ContactField, Record<string, string>>();
-    for (const event of updated) {
-      const got = fieldsOf(event.contact);
-      const added = UPDATES.filter(([field]) => !applied.has(field) && got[field] !== "");
-      expect(added, `one new field in each event, after ${[...applied].join(", ") || "none"}`).toHaveLength(1);
-      const [field, value] = added[0]!;
-      state = { ...state, [field]: value };
-      applied.add(field);
-      expect(got).toEqual(state);
-      stateAfter.set(field, state);
-    }
-    // ... and the last of them is what the contact holds now.
-    const now = await client.getContact({ id, organisationId: organisation!.id });
-    expect(fieldsOf(now.contact)).toEqual(state);
-    expect(Object.values(state).every((v) => v !== "")).toBe(true);
+      // Applying the updates one by one, in the order of their events, gives each event's state.
+      let state = fieldsOf(contact);
+      const applied = new Set<ContactField>();
+      const stateAfter = new Map<ContactField, Record<string, string>>();
+      for (const event of updated) {
+        const got = fieldsOf(event.contact);
+        const added = UPDATES.filter(([field]) => !applied.has(field) && got[field] !== "");
+        expect(added, `one new field in each event, after ${[...applied].join(", ") || "none"}`).toHaveLength(1);
+        const [field, value] = added[0]!;
+        state = { ...state, [field]: value };
+        applied.add(field);
+        expect(got).toEqual(state);
+        stateAfter.set(field, state);
+      }
+      // ... and the last of them is what the contact holds now.
+      const now = await client.getContact({ id, organisationId: organisation!.id });
+      expect(fieldsOf(now.contact)).toEqual(state);
+      expect(Object.values(state).every((v) => v !== "")).toBe(true);
 
-    // Each caller was answered with the state its own update committed, the one its event carries.
-    for (const [i, [field]] of UPDATES.entries()) {
-      expect(fieldsOf(answers[i]!.contact), `the answer to the update of ${field}`).toEqual(stateAfter.get(field));
-    }
-    const times = updated.map((e) => timestampMs(e.contact!.updateTime!));
-    expect(times).toEqual([...times].sort((a, b) => a - b));
-  });
+      // Each caller was answered with the state its own update committed, the one its event carries.
+      for (const [i, [field]] of UPDATES.entries()) {
+        expect(fieldsOf(answers[i]!.contact), `the answer to the update of ${field}`).toEqual(stateAfter.get(field));
+      }
+      const times = updated.map((e) => timestampMs(e.contact!.updateTime!));
+      expect(times).toEqual([...times].sort((a, b) => a - b));
+    },
+  );
 });

@@ -64,7 +64,9 @@ async function writeAndClose(dataDir: string, name: string): Promise<void> {
     const client = new pg.Client(db.url);
     await client.connect();
     await client.query("CREATE TABLE IF NOT EXISTS members (id serial PRIMARY KEY, email text NOT NULL)");
-    await client.query("INSERT INTO members (email) SELECT 'member' || g || '@modes.test' FROM generate_series(1, 2000) g");
+    await client.query(
+      "INSERT INTO members (email) SELECT 'member' || g || '@modes.test' FROM generate_series(1, 2000) g",
+    );
     await client.query("CHECKPOINT");
     await client.end();
   } finally {

@@ -22,7 +22,10 @@ async function schemas(url: string): Promise<string[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const { rows } = await client.query<{ nspname: string }>(`select nspname from pg_namespace where nspname = any($1) order by nspname`, [[...SERVICES]]);
+    const { rows } = await client.query<{ nspname: string }>(
+      `select nspname from pg_namespace where nspname = any($1) order by nspname`,
+      [[...SERVICES]],
+    );
     return rows.map((r) => r.nspname);
   } finally {
     await client.end();

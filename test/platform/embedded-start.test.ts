@@ -14,7 +14,6 @@ let dataDir: string;
 let env: Record<string, string>;
 let platform: Spawned | undefined;
 
-
 async function stopGroup(p: Spawned): Promise<number | null> {
   if (p.child.exitCode === null) process.kill(-p.child.pid!, "SIGTERM");
   return p.exited;
@@ -49,7 +48,9 @@ afterAll(async () => {
 
 /** Peak resident memory (VmHWM, MB) of npm start's platform process in the process group of `p`. */
 function startPeakRssMb(p: Spawned): number {
-  const peaks = platformPids(p).map((pid) => Number(readFileSync(`/proc/${pid}/status`, "utf8").match(/VmHWM:\s+(\d+) kB/)![1]));
+  const peaks = platformPids(p).map((pid) =>
+    Number(readFileSync(`/proc/${pid}/status`, "utf8").match(/VmHWM:\s+(\d+) kB/)![1]),
+  );
   return Math.round(Math.max(...peaks) / 1024);
 }
 
@@ -59,7 +60,10 @@ describe("npm start (embedded default)", () => {
     await httpReady(`http://127.0.0.1:${env.GATEWAY_PORT}/readyz`, 150_000, platform);
     const res = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/readyz`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: "ok", services: { auth: "ok", organisation: "ok", webhook: "ok", delivery: "ok" } });
+    expect(await res.json()).toEqual({
+      status: "ok",
+      services: { auth: "ok", organisation: "ok", webhook: "ok", delivery: "ok" },
+    });
     const out = platform.output();
     expect(out).toContain("PGlite");
     expect(out).toContain("in-process bus");
@@ -82,7 +86,17 @@ describe("npm start (embedded default)", () => {
   }, 180_000);
 
   it("the bizcard command creates an organisation, contacts and a client against it", async () => {
-    const org = await cli(["org", "create", "--name", "Acme Cards", "--email", "owner@acme.test", "--password", "correct horse", "--json"]);
+    const org = await cli([
+      "org",
+      "create",
+      "--name",
+      "Acme Cards",
+      "--email",
+      "owner@acme.test",
+      "--password",
+      "correct horse",
+      "--json",
+    ]);
     expect(org.code).toBe(0);
     const orgJson = JSON.parse(org.stdout);
     expect(org.stdout.trim().split("\n")).toHaveLength(1);
@@ -92,21 +106,70 @@ describe("npm start (embedded default)", () => {
     });
 
     const created = await cli([
-      "contact", "create", "--org", orgJson.organisation.id, "--first-name", "Ada", "--last-name", "Lovelace",
-      "--email", "ada@example.com", "--company", "Analytical Engines", "--json",
+      "contact",
+      "create",
+      "--org",
+      orgJson.organisation.id,
+      "--first-name",
+      "Ada",
+      "--last-name",
+      "Lovelace",
+      "--email",
+      "ada@example.com",
+      "--company",
+      "Analytical Engines",
+      "--json",
     ]);
     expect(created.code).toBe(0);
     const contact = JSON.parse(created.stdout);
-    expect(contact).toMatchObject({ first_name: "Ada", last_name: "Lovelace", email: "ada@example.com", company: "Analytical Engines" });
-    expect(Object.keys(contact).sort()).toEqual(
-      ["address", "company", "created_at", "email", "first_name", "id", "job_title", "last_name", "notes", "phone", "updated_at", "website"],
-    );
+    expect(contact).toMatchObject({
+      first_name: "Ada",
+      last_name: "Lovelace",
+      email: "ada@example.com",
+      company: "Analytical Engines",
+    });
+    expect(Object.keys(contact).sort()).toEqual([
+      "address",
+      "company",
+      "created_at",
+      "email",
+      "first_name",
+      "id",
+      "job_title",
+      "last_name",
+      "notes",
+      "phone",
+      "updated_at",
+      "website",
+    ]);
 
-    const updated = await cli(["contact", "update", "--org", orgJson.organisation.id, "--id", contact.id, "--job-title", "Analyst", "--json"]);
+    const updated = await cli([
+      "contact",
+      "update",
+      "--org",
+      orgJson.organisation.id,
+      "--id",
+      contact.id,
+      "--job-title",
+      "Analyst",
+      "--json",
+    ]);
     expect(updated.code).toBe(0);
-    expect(JSON.parse(updated.stdout)).toMatchObject({ id: contact.id, job_title: "Analyst", company: "Analytical Engines" });
+    expect(JSON.parse(updated.stdout)).toMatchObject({
+      id: contact.id,
+      job_title: "Analyst",
+      company: "Analytical Engines",
+    });
 
-    const confidential = await cli(["client", "create", "--name", "Zapier", "--redirect-uri", "https://zapier.com/dashboard/auth/oauth/return/App1/", "--json"]);
+    const confidential = await cli([
+      "client",
+      "create",
+      "--name",
+      "Zapier",
+      "--redirect-uri",
+      "https://zapier.com/dashboard/auth/oauth/return/App1/",
+      "--json",
+    ]);
     expect(confidential.code).toBe(0);
     const c = JSON.parse(confidential.stdout);
     expect(c).toEqual({
@@ -116,12 +179,31 @@ describe("npm start (embedded default)", () => {
       redirect_uris: ["https://zapier.com/dashboard/auth/oauth/return/App1/"],
       scopes: ["organisation:read", "webhooks:read", "webhooks:write", "contacts:read"],
     });
-    const pub = await cli(["client", "create", "--name", "CLI app", "--redirect-uri", "http://127.0.0.1:5000/cb", "--public", "--scope", "organisation:read", "--json"]);
+    const pub = await cli([
+      "client",
+      "create",
+      "--name",
+      "CLI app",
+      "--redirect-uri",
+      "http://127.0.0.1:5000/cb",
+      "--public",
+      "--scope",
+      "organisation:read",
+      "--json",
+    ]);
     expect(pub.code).toBe(0);
     const p = JSON.parse(pub.stdout);
     expect(p).not.toHaveProperty("client_secret");
     expect(p.scopes).toEqual(["organisation:read"]);
-    const owned = await cli(["client", "create", "--name", "Own CRM", "--owner-org", orgJson.organisation.id, "--json"]);
+    const owned = await cli([
+      "client",
+      "create",
+      "--name",
+      "Own CRM",
+      "--owner-org",
+      orgJson.organisation.id,
+      "--json",
+    ]);
     expect(owned.code).toBe(0);
   });
 
@@ -133,7 +215,16 @@ describe("npm start (embedded default)", () => {
     const missing = await cli(["contact", "create", "--first-name", "X"]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain("missing --org");
-    const unknown = ["contact", "update", "--org", "00000000-0000-4000-8000-000000000001", "--id", "00000000-0000-4000-8000-000000000000", "--notes", "x"];
+    const unknown = [
+      "contact",
+      "update",
+      "--org",
+      "00000000-0000-4000-8000-000000000001",
+      "--id",
+      "00000000-0000-4000-8000-000000000000",
+      "--notes",
+      "x",
+    ];
     const failing = await cli(unknown);
     expect(failing.code).toBe(1);
     expect(failing.stdout).toBe("");
@@ -148,7 +239,10 @@ describe("npm start (embedded default)", () => {
   });
 
   it("stops cleanly on SIGTERM and keeps its data across a restart", async () => {
-    const org = JSON.parse((await cli(["org", "create", "--name", "Kept", "--email", "kept@x.test", "--password", "password-k", "--json"])).stdout);
+    const org = JSON.parse(
+      (await cli(["org", "create", "--name", "Kept", "--email", "kept@x.test", "--password", "password-k", "--json"]))
+        .stdout,
+    );
     expect([0, null]).toContain(await stopGroup(platform!)); // npm itself may die of the signal
     expect(platform!.output()).toContain("bizcard platform stopped");
     platform = spawnProcess("npm", ["start", "--silent"], env);

@@ -54,9 +54,16 @@ describe("the PGlite template", () => {
     const made = await runScript({ BIZCARD_PGLITE_TEMPLATE_DIR: template });
     expect(made.code).toBe(0);
     expect(made.output).toContain(`bizcard: made the embedded PostgreSQL template in ${template}`);
-    expect(made.output).toContain(`bizcard: made the services' migrated database template in ${template}-migrated/platform (`);
-    const version = (JSON.parse(readFileSync("node_modules/@electric-sql/pglite/package.json", "utf8")) as { version: string }).version;
-    expect(JSON.parse(readFileSync(path.join(template, "template.json"), "utf8"))).toEqual({ pglite: version, initdb: ["--set", "shared_buffers=8MB"] });
+    expect(made.output).toContain(
+      `bizcard: made the services' migrated database template in ${template}-migrated/platform (`,
+    );
+    const version = (
+      JSON.parse(readFileSync("node_modules/@electric-sql/pglite/package.json", "utf8")) as { version: string }
+    ).version;
+    expect(JSON.parse(readFileSync(path.join(template, "template.json"), "utf8"))).toEqual({
+      pglite: version,
+      initdb: ["--set", "shared_buffers=8MB"],
+    });
     expect(existsSync(path.join(template, "PG_VERSION"))).toBe(true);
     expect(embeddedTemplate()).toBe(template);
     // A second install finds it and makes nothing.
@@ -82,7 +89,9 @@ describe("the PGlite template", () => {
       expect((await client.query(`select count(*)::int as n from t`)).rows[0].n).toBe(2);
       expect((await client.query(`show shared_buffers`)).rows[0].shared_buffers).toBe("8MB");
       // Only the database PGlite opens: template0 and template1 are dropped at install (fewer files to copy).
-      expect((await client.query(`select datname from pg_database order by datname`)).rows.map((r) => r.datname)).toEqual(["postgres"]);
+      expect(
+        (await client.query(`select datname from pg_database order by datname`)).rows.map((r) => r.datname),
+      ).toEqual(["postgres"]);
     } finally {
       await client.end();
       await db.close();
@@ -126,13 +135,24 @@ describe("the PGlite template", () => {
     try {
       expect(existsSync(path.join(dataDir, "pglite", EMBEDDED_DATABASE, "template.json"))).toBe(false);
       for (const { schema, migrations } of Object.values(SERVICE_SCHEMAS)) {
-        const orm = await openDatabase({ clientUrl: db!.url, schema, migrations, entities: [], poolMax: 1, logger: createLogger("test", "silent") });
+        const orm = await openDatabase({
+          clientUrl: db!.url,
+          schema,
+          migrations,
+          entities: [],
+          poolMax: 1,
+          logger: createLogger("test", "silent"),
+        });
         try {
-          const applied: { name: string }[] = await orm.em.getConnection().execute(`select "name" from "${schema}"."mikro_orm_migrations" order by "id"`);
+          const applied: { name: string }[] = await orm.em
+            .getConnection()
+            .execute(`select "name" from "${schema}"."mikro_orm_migrations" order by "id"`);
           expect(applied.map((r) => r.name)).toEqual(names[schema]);
           expect(await migrate(orm)).toEqual([]);
           // Its tables are there, beside the migrations' own.
-          const [tables]: { n: number }[] = await orm.em.getConnection().execute(`select count(*)::int as n from pg_tables where schemaname = ?`, [schema]);
+          const [tables]: { n: number }[] = await orm.em
+            .getConnection()
+            .execute(`select count(*)::int as n from pg_tables where schemaname = ?`, [schema]);
           expect(tables!.n).toBeGreaterThan(2);
         } finally {
           await orm.close();
@@ -147,9 +167,13 @@ describe("the PGlite template", () => {
     const names = migrationNames();
     const auth = names.auth!;
     // The code has migrations the template lacks: the start applies them.
-    expect(migratedTemplate(EMBEDDED_DATABASE, { ...names, auth: [...auth, "2099-01-01-later"] })).toBe(path.join(`${template}-migrated`, EMBEDDED_DATABASE));
+    expect(migratedTemplate(EMBEDDED_DATABASE, { ...names, auth: [...auth, "2099-01-01-later"] })).toBe(
+      path.join(`${template}-migrated`, EMBEDDED_DATABASE),
+    );
     // Another checkout's migrations (one the code does not have, fewer than the template applied, a schema the code lacks): not used.
-    expect(migratedTemplate(EMBEDDED_DATABASE, { ...names, auth: ["2026-01-01-other", ...auth.slice(1)] })).toBeUndefined();
+    expect(
+      migratedTemplate(EMBEDDED_DATABASE, { ...names, auth: ["2026-01-01-other", ...auth.slice(1)] }),
+    ).toBeUndefined();
     expect(migratedTemplate(EMBEDDED_DATABASE, { ...names, auth: auth.slice(0, -1) })).toBeUndefined();
     const { delivery: _, ...withoutDelivery } = names;
     expect(migratedTemplate(EMBEDDED_DATABASE, withoutDelivery)).toBeUndefined();
@@ -158,11 +182,16 @@ describe("the PGlite template", () => {
 
   it("starts a database from the install's cluster when the migrated copy is not usable", async () => {
     const dataDir = path.join(root, "data-unmigrated");
-    const [db] = await startEmbeddedDatabases(dataDir, [EMBEDDED_DATABASE], { [EMBEDDED_DATABASE]: { auth: ["2026-01-01-other"] } });
+    const [db] = await startEmbeddedDatabases(dataDir, [EMBEDDED_DATABASE], {
+      [EMBEDDED_DATABASE]: { auth: ["2026-01-01-other"] },
+    });
     const client = new pg.Client({ connectionString: db!.url });
     try {
       await client.connect();
-      expect((await client.query(`select count(*)::int as n from pg_namespace where nspname in ('auth', 'delivery')`)).rows[0].n).toBe(0);
+      expect(
+        (await client.query(`select count(*)::int as n from pg_namespace where nspname in ('auth', 'delivery')`))
+          .rows[0].n,
+      ).toBe(0);
     } finally {
       await client.end();
       await db!.close();

@@ -145,7 +145,11 @@ it("runs on its own timer, and logs what it vacuumed at debug level", async () =
   const lines: Record<string, unknown>[] = [];
   const destination = { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) };
   vacuum = startEmbeddedVacuum(embedded!.url, createLogger("test", "debug", destination), 200);
-  const line = await waitFor(() => lines.find((l) => l.msg === "embedded database vacuumed" && String(l.statements).includes("public.timed")), 10_000, "a timed vacuum");
+  const line = await waitFor(
+    () => lines.find((l) => l.msg === "embedded database vacuumed" && String(l.statements).includes("public.timed")),
+    10_000,
+    "a timed vacuum",
+  );
   expect(line.statements).toContain("vacuum (analyze) public.timed");
   expect(await stats("timed")).toMatchObject({ dead: 0, vacuumed: true, analysed: true });
   expect(lines.filter((l) => l.level === 40)).toEqual([]);

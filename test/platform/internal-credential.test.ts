@@ -53,7 +53,14 @@ afterAll(async () => {
 
 /** The same organisation routes on another port, accepting only these credentials. */
 async function serveAccepting(tokens: string[]): Promise<string> {
-  const server = await startRpcServer({ name: "organisation", host: "127.0.0.1", port: 0, routes: organisation.app.routes, logger, internalTokens: tokens });
+  const server = await startRpcServer({
+    name: "organisation",
+    host: "127.0.0.1",
+    port: 0,
+    routes: organisation.app.routes,
+    logger,
+    internalTokens: tokens,
+  });
   extraServers.push(server);
   return server.url;
 }
@@ -82,14 +89,23 @@ describe("an RPC port on loopback", () => {
 
   it("refuses Connect clients without the credential or with a wrong one: UNAUTHENTICATED", async () => {
     for (const token of ["", OTHER]) {
-      const err = await rpcError(plain.client(OrganisationService, token).getOrganisation({ id: "00000000-0000-4000-8000-000000000000" }));
+      const err = await rpcError(
+        plain.client(OrganisationService, token).getOrganisation({ id: "00000000-0000-4000-8000-000000000000" }),
+      );
       expect(Code[err.code], token).toBe(Code[Code.Unauthenticated]);
     }
   });
 
   it("cannot be started without a credential: there is no anonymous mode", async () => {
     await expect(
-      startRpcServer({ name: "organisation", host: "127.0.0.1", port: 0, routes: plain.app.routes, logger, internalTokens: [] }),
+      startRpcServer({
+        name: "organisation",
+        host: "127.0.0.1",
+        port: 0,
+        routes: plain.app.routes,
+        logger,
+        internalTokens: [],
+      }),
     ).rejects.toThrow(/internal credential/);
   });
 });
@@ -109,11 +125,16 @@ describe("rotating the internal credential", () => {
   });
 
   it('a client configured with "new,old" sends new', async () => {
-    const client = (url: string) => createRpcClient(OrganisationService, { baseUrl: url, timeoutMs: 10_000, internalToken: rotating.internalToken });
+    const client = (url: string) =>
+      createRpcClient(OrganisationService, { baseUrl: url, timeoutMs: 10_000, internalToken: rotating.internalToken });
     const missing = "00000000-0000-4000-8000-000000000000";
     // Past the credential check, a missing organisation is NOT_FOUND.
-    expect(Code[(await rpcError(client(await serveAccepting([NEW])).getOrganisation({ id: missing }))).code]).toBe(Code[Code.NotFound]);
-    expect(Code[(await rpcError(client(await serveAccepting([OLD])).getOrganisation({ id: missing }))).code]).toBe(Code[Code.Unauthenticated]);
+    expect(Code[(await rpcError(client(await serveAccepting([NEW])).getOrganisation({ id: missing }))).code]).toBe(
+      Code[Code.NotFound],
+    );
+    expect(Code[(await rpcError(client(await serveAccepting([OLD])).getOrganisation({ id: missing }))).code]).toBe(
+      Code[Code.Unauthenticated],
+    );
   });
 });
 
@@ -148,7 +169,9 @@ describe("through the gateway", () => {
 
 describe("the gateway's answer to each failure", () => {
   const oauthDetail = (error: string, code: Code) =>
-    new ConnectError("refused", code, undefined, [{ desc: OAuthErrorSchema, value: { error, errorDescription: `${error} here` } }]);
+    new ConnectError("refused", code, undefined, [
+      { desc: OAuthErrorSchema, value: { error, errorDescription: `${error} here` } },
+    ]);
 
   it("invalid_client and invalid_token details are 401 with WWW-Authenticate", () => {
     const client = oauthErrorFrom(oauthDetail("invalid_client", Code.PermissionDenied))!;

@@ -27,10 +27,22 @@ const lines: string[] = [];
 beforeAll(async () => {
   db = await createTestDatabase();
   const quiet = createLogger("orm", "silent");
-  orm = await openDatabase({ clientUrl: db.url, schema: "public", entities: [], migrations: [], poolMax: 2, logger: quiet });
+  orm = await openDatabase({
+    clientUrl: db.url,
+    schema: "public",
+    entities: [],
+    migrations: [],
+    poolMax: 2,
+    logger: quiet,
+  });
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
-      lines.push(...chunk.toString("utf8").split("\n").filter((l) => l.trim()));
+      lines.push(
+        ...chunk
+          .toString("utf8")
+          .split("\n")
+          .filter((l) => l.trim()),
+      );
       done();
     },
   });

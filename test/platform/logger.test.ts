@@ -11,7 +11,12 @@ describe("safeError", () => {
     const err = new ForeignKeyConstraintViolationException(
       driverError(
         `insert into "organisation"."member" ("password_hash") values ('scrypt$32768$8$1$c2FsdA==$aGFzaA==') - insert or update on table "member" violates foreign key constraint "member_organisation_id_fkey"`,
-        { code: "23503", table: "member", constraint: "member_organisation_id_fkey", detail: "Key (organisation_id)=(1) is not present" },
+        {
+          code: "23503",
+          table: "member",
+          constraint: "member_organisation_id_fkey",
+          detail: "Key (organisation_id)=(1) is not present",
+        },
       ),
     );
     const logged = safeError(err);
@@ -27,7 +32,9 @@ describe("safeError", () => {
   });
 
   it("keeps a message that has no statement in front", () => {
-    const err = new UniqueConstraintViolationException(driverError("duplicate key value violates unique constraint", { code: "23505" }));
+    const err = new UniqueConstraintViolationException(
+      driverError("duplicate key value violates unique constraint", { code: "23505" }),
+    );
     expect(safeError(err)).toMatchObject({ code: "23505", message: "duplicate key value violates unique constraint" });
   });
 

@@ -12,7 +12,14 @@ let platform: Spawned | undefined;
 
 beforeAll(async () => {
   dataDir = await mkdtemp(path.join(tmpdir(), "bizcard-metrics-"));
-  env = { DATABASE_URL: "", NATS_URL: "", INTERNAL_RPC_TOKEN: "", DATA_DIR: dataDir, ...(await platformPorts()), LOG_LEVEL: "warn" };
+  env = {
+    DATABASE_URL: "",
+    NATS_URL: "",
+    INTERNAL_RPC_TOKEN: "",
+    DATA_DIR: dataDir,
+    ...(await platformPorts()),
+    LOG_LEVEL: "warn",
+  };
 });
 
 afterAll(async () => {
@@ -29,10 +36,15 @@ describe("npm start's metrics", () => {
     const res = await fetch(`http://127.0.0.1:${env.GATEWAY_METRICS_PORT}/metrics`);
     expect(res.status).toBe(200);
     const text = await res.text();
-    expect(text).toMatch(/^rpc_server_duration_seconds_count\{service="organisation",method="CreateOrganisation",code="ok"\} [1-9]/m);
+    expect(text).toMatch(
+      /^rpc_server_duration_seconds_count\{service="organisation",method="CreateOrganisation",code="ok"\} [1-9]/m,
+    );
     expect(text).toMatch(/^rpc_server_duration_seconds_count\{service="auth",method="CreateClient",code="ok"\} [1-9]/m);
-    expect(text).toMatch(/^http_server_request_duration_seconds_count\{method="GET",route="\/readyz",status="200"\} [1-9]/m);
-    for (const service of ["auth", "organisation"]) expect(text).toMatch(new RegExp(`^outbox_pending_events\\{service="${service}"\\} \\d`, "m"));
+    expect(text).toMatch(
+      /^http_server_request_duration_seconds_count\{method="GET",route="\/readyz",status="200"\} [1-9]/m,
+    );
+    for (const service of ["auth", "organisation"])
+      expect(text).toMatch(new RegExp(`^outbox_pending_events\\{service="${service}"\\} \\d`, "m"));
     expect(text).toMatch(/^webhook_deliveries_due \d/m);
     expect((await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/metrics`)).status).toBe(404);
   }, 180_000);

@@ -78,21 +78,36 @@ describe("GET /metrics", () => {
     });
 
     // One token issued, one invalid_client, then the client-auth limit refuses.
-    const ok = await fetch(`${platform.base}/oauth/token`, form({ grant_type: "client_credentials", client_id: client.clientId, client_secret: client.clientSecret }));
+    const ok = await fetch(
+      `${platform.base}/oauth/token`,
+      form({ grant_type: "client_credentials", client_id: client.clientId, client_secret: client.clientSecret }),
+    );
     expect(ok.status).toBe(200);
     const bad = { grant_type: "client_credentials", client_id: client.clientId, client_secret: "wrong" };
     expect((await fetch(`${platform.base}/oauth/token`, form(bad))).status).toBe(401);
     let refused = 0;
-    for (let i = 0; i < 4 && refused === 0; i++) if ((await fetch(`${platform.base}/oauth/token`, form(bad))).status === 429) refused++;
+    for (let i = 0; i < 4 && refused === 0; i++)
+      if ((await fetch(`${platform.base}/oauth/token`, form(bad))).status === 429) refused++;
     expect(refused).toBe(1);
     // A member's login with a wrong password.
     const web = await platform.createClient("Metrics Web", ["https://app.example/cb"]);
     const authRpc = platform.auth.client(AuthService);
-    const parameters = create(AuthorizationParametersSchema, { responseType: "code", clientId: web.clientId, redirectUri: "https://app.example/cb", state: "s" });
+    const parameters = create(AuthorizationParametersSchema, {
+      responseType: "code",
+      clientId: web.clientId,
+      redirectUri: "https://app.example/cb",
+      state: "s",
+    });
     const { interactionId } = await authRpc.startAuthorization({ parameters });
     const { interaction } = await authRpc.getInteraction({ interactionId });
     await expect(
-      authRpc.login({ interactionId, csrfToken: interaction!.csrfToken, email: ownerEmail, password: "wrong horse", remoteAddress: "192.0.2.9" }),
+      authRpc.login({
+        interactionId,
+        csrfToken: interaction!.csrfToken,
+        email: ownerEmail,
+        password: "wrong horse",
+        remoteAddress: "192.0.2.9",
+      }),
     ).rejects.toThrow(/wrong/);
     // A route with a path parameter: its template is the label, never the id.
     const subscriptionId = randomUUID();
@@ -107,14 +122,25 @@ describe("GET /metrics", () => {
       const owner = { organisationId, clientId: `metrics-${i}` } as Owner;
       await hooks.createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
     }
-    await orgs.createContact({ organisationId, fields: { firstName: "Ada", lastName: "Lovelace", email: "ada@example.test", company: "Engines" } });
-    await waitFor(() => (good.requests.length >= 1 && failing.requests.length >= 4 ? true : undefined), 30_000, "both deliveries");
+    await orgs.createContact({
+      organisationId,
+      fields: { firstName: "Ada", lastName: "Lovelace", email: "ada@example.test", company: "Engines" },
+    });
+    await waitFor(
+      () => (good.requests.length >= 1 && failing.requests.length >= 4 ? true : undefined),
+      30_000,
+      "both deliveries",
+    );
     // The failing one gives up after its last retry, and its subscription is disabled.
-    const after = await waitFor(async () => {
-      const text = await scrape();
-      const series = "webhook_subscriptions_disabled_total";
-      return value(text, series) > value(before, series) ? text : undefined;
-    }, 30_000, "the disable");
+    const after = await waitFor(
+      async () => {
+        const text = await scrape();
+        const series = "webhook_subscriptions_disabled_total";
+        return value(text, series) > value(before, series) ? text : undefined;
+      },
+      30_000,
+      "the disable",
+    );
 
     const moved = (series: string) => expect(value(after, series), series).toBeGreaterThan(value(before, series));
     moved("oauth_login_failures_total");
@@ -126,17 +152,24 @@ describe("GET /metrics", () => {
     moved('webhook_delivery_attempts_total{outcome="failed"}');
     moved("webhook_delivery_attempt_duration_seconds_count");
     moved('http_server_request_duration_seconds_count{method="POST",route="/oauth/token",status="200"}');
-    moved('http_server_request_duration_seconds_count{method="GET",route="/oauth/webhooks/subscriptions/:id",status="401"}');
+    moved(
+      'http_server_request_duration_seconds_count{method="GET",route="/oauth/webhooks/subscriptions/:id",status="401"}',
+    );
     moved('http_server_request_duration_seconds_count{method="GET",route="unmatched",status="404"}');
     moved('rpc_server_duration_seconds_count{service="organisation",method="CreateContact",code="ok"}');
     moved('rpc_server_duration_seconds_count{service="auth",method="ExchangeToken",code="ok"}');
     // Published: nothing of the organisation's outbox is left unsent.
-    await waitFor(async () => (value(await scrape(), 'outbox_pending_events{service="organisation"}') === 0 ? true : undefined), 10_000, "the outbox drained");
+    await waitFor(
+      async () => (value(await scrape(), 'outbox_pending_events{service="organisation"}') === 0 ? true : undefined),
+      10_000,
+      "the outbox drained",
+    );
     expect(after).toMatch(/^outbox_oldest_pending_age_seconds\{service="organisation"\} /m);
     expect(after).toMatch(/^outbox_pending_events\{service="auth"\} /m);
     expect(after).toMatch(/^webhook_deliveries_due \d/m);
     // The delivery fan-out's durable consumer on NATS has taken every event (the in-process bus has no broker to ask).
-    if (platform.bus.kind === "nats") expect(after).toMatch(/^eventbus_consumer_pending_messages\{consumer="[a-z0-9_-]+"\} 0$/m);
+    if (platform.bus.kind === "nats")
+      expect(after).toMatch(/^eventbus_consumer_pending_messages\{consumer="[a-z0-9_-]+"\} 0$/m);
 
     for (const family of [
       "http_server_request_duration_seconds histogram",
@@ -161,7 +194,8 @@ describe("GET /metrics", () => {
     }
 
     // Bounded labels: no id, client id, organisation or raw path anywhere.
-    for (const id of [subscriptionId, client.clientId, organisationId, good.url, failing.url]) expect(after).not.toContain(id);
+    for (const id of [subscriptionId, client.clientId, organisationId, good.url, failing.url])
+      expect(after).not.toContain(id);
     expect(after).not.toMatch(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/);
   }, 90_000);
 

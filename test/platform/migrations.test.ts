@@ -26,7 +26,18 @@ const SERVICES = [
     schema: AUTH_SCHEMA,
     entities: AUTH_ENTITIES,
     migrations: authMigrations,
-    tables: ["access_token", "authorization_code", "client", "grant", "interaction", "outbox", "outbox_lease", "rate_limit", "refresh_token", "session"],
+    tables: [
+      "access_token",
+      "authorization_code",
+      "client",
+      "grant",
+      "interaction",
+      "outbox",
+      "outbox_lease",
+      "rate_limit",
+      "refresh_token",
+      "session",
+    ],
   },
   {
     schema: ORGANISATION_SCHEMA,
@@ -34,8 +45,18 @@ const SERVICES = [
     migrations: organisationMigrations,
     tables: ["contact", "member", "organisation", "outbox", "outbox_lease"],
   },
-  { schema: WEBHOOK_SCHEMA, entities: WEBHOOK_ENTITIES, migrations: webhookMigrations, tables: ["subscription", "subscription_end"] },
-  { schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations, tables: ["consumer_position", "delivery", "delivery_attempt", "delivery_event", "subscription_pause"] },
+  {
+    schema: WEBHOOK_SCHEMA,
+    entities: WEBHOOK_ENTITIES,
+    migrations: webhookMigrations,
+    tables: ["subscription", "subscription_end"],
+  },
+  {
+    schema: DELIVERY_SCHEMA,
+    entities: DELIVERY_ENTITIES,
+    migrations: deliveryMigrations,
+    tables: ["consumer_position", "delivery", "delivery_attempt", "delivery_event", "subscription_pause"],
+  },
 ];
 
 let db: TestDatabase;
@@ -95,7 +116,10 @@ describe("migrations from an empty database", () => {
     try {
       const svc = SERVICES[1]!;
       const replica = () =>
-        openServiceDatabase({ databaseUrl: fresh.url, databasePoolMax: fresh.poolMax, logger, config: { MIGRATE_ON_START: true } }, svc);
+        openServiceDatabase(
+          { databaseUrl: fresh.url, databasePoolMax: fresh.poolMax, logger, config: { MIGRATE_ON_START: true } },
+          svc,
+        );
       const orms = await Promise.all([replica(), replica(), replica()]);
       const executed = await (await migrator(orms[0]!)).getExecutedMigrations();
       expect(executed.map((m) => m.name)).toEqual(svc.migrations.map((m) => m.name));
@@ -127,7 +151,9 @@ describe("migrations from an empty database", () => {
       expect(await hasPendingMigrations(next, svc.schema, withLater.migrations)).toBe(false);
       expect(await tablesOf(svc.schema)).toContain("later");
       await next.em.getConnection().execute(`drop table "${svc.schema}"."later"`);
-      await next.em.getConnection().execute(`delete from "${svc.schema}"."mikro_orm_migrations" where "name" = '2099-01-01-later'`);
+      await next.em
+        .getConnection()
+        .execute(`delete from "${svc.schema}"."mikro_orm_migrations" where "name" = '2099-01-01-later'`);
     } finally {
       await next.close();
     }

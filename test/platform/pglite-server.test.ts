@@ -40,7 +40,9 @@ it("answers each connection's parameterised queries with its own results, sent a
     asked.flatMap((i) => [
       a.query<{ v: number }>(`select $1::int + 1000 as v`, [i]).then((r) => ["a", i, r.rows[0]!.v] as const),
       b.query<{ v: string }>(`select $1::text || '-b' as v`, [`${i}`]).then((r) => ["b", i, r.rows[0]!.v] as const),
-      c.query<{ v: number }>(`select $1::int * 2 as v, $2::text as w`, [i, "x"]).then((r) => ["c", i, r.rows[0]!.v] as const),
+      c
+        .query<{ v: number }>(`select $1::int * 2 as v, $2::text as w`, [i, "x"])
+        .then((r) => ["c", i, r.rows[0]!.v] as const),
     ]),
   );
   for (const [who, i, v] of answers) expect(v).toEqual(who === "a" ? i + 1000 : who === "b" ? `${i}-b` : i * 2);
@@ -52,7 +54,9 @@ it("gives a transaction the session until COMMIT: another connection waits, then
   await a.query(`insert into t values (1, 'in a transaction')`);
   let seen: number | undefined;
   const queue = watchSessionQueue();
-  const reading = b.query<{ n: number }>(`select count(*)::int as n from t where id = 1`).then((r) => (seen = r.rows[0]!.n));
+  const reading = b
+    .query<{ n: number }>(`select count(*)::int as n from t where id = 1`)
+    .then((r) => (seen = r.rows[0]!.n));
   // b's query has reached the session and waits there behind a's transaction, unanswered.
   await queue.held();
   expect(seen).toBeUndefined();

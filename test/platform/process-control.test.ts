@@ -9,7 +9,16 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { TEST_NATS_URL, backendMode, createTestDatabase, uniqueName } from "../support/backends.js";
-import { NatsServer, httpReady, platformPorts, spawnProcess, spawnTs, waitFor, freePort, type Spawned } from "../support/processes.js";
+import {
+  NatsServer,
+  httpReady,
+  platformPorts,
+  spawnProcess,
+  spawnTs,
+  waitFor,
+  freePort,
+  type Spawned,
+} from "../support/processes.js";
 import { deleteStream } from "../support/stream.js";
 
 const TOKEN = randomBytes(32).toString("base64url");
@@ -84,7 +93,13 @@ describe("npm start", () => {
     await httpReady(`http://127.0.0.1:${env.GATEWAY_PORT}/readyz`, 150_000, npm);
 
     npm.child.kill("SIGTERM"); // the npm pid only, as `kill $!` does
-    const ports = ["GATEWAY_PORT", "AUTH_RPC_PORT", "ORGANISATION_RPC_PORT", "WEBHOOK_RPC_PORT", "DELIVERY_RPC_PORT"].map((v) => Number(env[v]));
+    const ports = [
+      "GATEWAY_PORT",
+      "AUTH_RPC_PORT",
+      "ORGANISATION_RPC_PORT",
+      "WEBHOOK_RPC_PORT",
+      "DELIVERY_RPC_PORT",
+    ].map((v) => Number(env[v]));
     await waitFor(
       async () => ((await Promise.all(ports.map(accepts))).some(Boolean) ? undefined : true),
       60_000,

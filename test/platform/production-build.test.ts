@@ -30,7 +30,9 @@ const token = randomBytes(32).toString("base64url");
 
 /** Packages `npm ci --omit=dev` leaves out: package-lock.json marks them "dev": true. */
 function devOnlyPackages(): string[] {
-  const lock = JSON.parse(readFileSync(path.join(ROOT, "package-lock.json"), "utf8")) as { packages: Record<string, { dev?: boolean }> };
+  const lock = JSON.parse(readFileSync(path.join(ROOT, "package-lock.json"), "utf8")) as {
+    packages: Record<string, { dev?: boolean }>;
+  };
   return Object.entries(lock.packages)
     .filter(([p, info]) => p.startsWith("node_modules/") && info.dev === true)
     .map(([p]) => p);
@@ -71,23 +73,36 @@ afterAll(async () => {
 describe("the production build", () => {
   it("npm run build compiles gen, services, gateway, bin and scripts, migrations included, with no TypeScript imports left", () => {
     expect(build.child.exitCode, build.output()).toBe(0);
-    for (const main of ["gateway/main.js", "bin/bizcard-cli.js", "scripts/start.js", ...["auth", "organisation", "webhook", "delivery"].map((s) => `services/${s}/main.js`)]) {
+    for (const main of [
+      "gateway/main.js",
+      "bin/bizcard-cli.js",
+      "scripts/start.js",
+      ...["auth", "organisation", "webhook", "delivery"].map((s) => `services/${s}/main.js`),
+    ]) {
       expect(existsSync(path.join(out, main)), main).toBe(true);
     }
     for (const svc of ["auth", "organisation", "webhook", "delivery"]) {
       const migrations = readdirSync(path.join(ROOT, "services", svc, "migrations")).filter((f) => f.endsWith(".ts"));
       expect(migrations.length, svc).toBeGreaterThan(0);
-      for (const m of migrations) expect(existsSync(path.join(out, "services", svc, "migrations", m.replace(/\.ts$/, ".js"))), `${svc}/${m}`).toBe(true);
+      for (const m of migrations)
+        expect(
+          existsSync(path.join(out, "services", svc, "migrations", m.replace(/\.ts$/, ".js"))),
+          `${svc}/${m}`,
+        ).toBe(true);
     }
     const js = files(out).filter((f) => f.endsWith(".js"));
     const tsImports = js.flatMap((f) =>
-      [...readFileSync(f, "utf8").matchAll(/(?:from\s*|import\s*\(\s*)["']([^"']+\.[cm]?ts)["']/g)].map((m) => `${path.relative(out, f)}: ${m[1]}`),
+      [...readFileSync(f, "utf8").matchAll(/(?:from\s*|import\s*\(\s*)["']([^"']+\.[cm]?ts)["']/g)].map(
+        (m) => `${path.relative(out, f)}: ${m[1]}`,
+      ),
     );
     expect(tsImports).toEqual([]);
     expect(files(out).filter((f) => /\.[cm]?ts$/.test(f) && !f.endsWith(".d.ts"))).toEqual([]);
   });
 
-  it("runs the compiled organisation service with plain node, production dependencies only, to /readyz and a clean stop", { timeout: 180_000 }, async () => {
+  it("runs the compiled organisation service with plain node, production dependencies only, to /readyz and a clean stop", {
+    timeout: 180_000,
+  }, async () => {
     expect(build.child.exitCode, "the build failed").toBe(0);
     db = await createTestDatabase();
     if (backendMode().nats) natsUrl = TEST_NATS_URL;
@@ -115,7 +130,21 @@ describe("the production build", () => {
 
     // The compiled bizcard command, under the same hooks, against it.
     const email = `${uniqueName("prod")}@build.test`;
-    const cli = productionNode([path.join(out, "bin/bizcard-cli.js"), "org", "create", "--name", "Compiled", "--email", email, "--password", "compiled password", "--json"], env);
+    const cli = productionNode(
+      [
+        path.join(out, "bin/bizcard-cli.js"),
+        "org",
+        "create",
+        "--name",
+        "Compiled",
+        "--email",
+        email,
+        "--password",
+        "compiled password",
+        "--json",
+      ],
+      env,
+    );
     const code = await cli.exited;
     expect(code, cli.output()).toBe(0);
     expect(JSON.parse(cli.output())).toMatchObject({ organisation: { name: "Compiled" }, user: { email } });

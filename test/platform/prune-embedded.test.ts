@@ -14,9 +14,22 @@ import { InProcessBus } from "../../services/shared/event-bus/in-process-bus.js"
 import { createLogger } from "../../services/shared/logger.js";
 import { testConfig } from "../support/backends.js";
 import { waitFor } from "../support/processes.js";
-import { AUTH_ROWS_KEPT, DELIVERY_ROWS_KEPT, authRowsLeft, deliveryRowsLeft, seedAuthRows, seedDeliveryRows, type Exec } from "../support/prune-rows.js";
+import {
+  AUTH_ROWS_KEPT,
+  DELIVERY_ROWS_KEPT,
+  authRowsLeft,
+  deliveryRowsLeft,
+  seedAuthRows,
+  seedDeliveryRows,
+  type Exec,
+} from "../support/prune-rows.js";
 
-const config = testConfig({ NATS_URL: "", PRUNE_INTERVAL_SECONDS: "1", PRUNE_BATCH_SIZE: "100", DELIVERY_LOG_RETENTION_DAYS: "7" });
+const config = testConfig({
+  NATS_URL: "",
+  PRUNE_INTERVAL_SECONDS: "1",
+  PRUNE_BATCH_SIZE: "100",
+  DELIVERY_LOG_RETENTION_DAYS: "7",
+});
 let dir: string;
 let embedded: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
 let app: Awaited<ReturnType<typeof createAuthApp>> | undefined;
@@ -26,7 +39,13 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "bizcard-prune-"));
   embedded = await startEmbeddedPostgres(dir, "auth");
   bus = new InProcessBus(config.NATS_SUBJECT_PREFIX);
-  app = await createAuthApp({ config, databaseUrl: embedded.url, databasePoolMax: EMBEDDED_POOL_MAX, bus, logger: createLogger("test", config.LOG_LEVEL) });
+  app = await createAuthApp({
+    config,
+    databaseUrl: embedded.url,
+    databasePoolMax: EMBEDDED_POOL_MAX,
+    bus,
+    logger: createLogger("test", config.LOG_LEVEL),
+  });
 });
 
 afterAll(async () => {
@@ -38,14 +57,24 @@ afterAll(async () => {
 
 it("the auth service prunes expired rows in batches on the embedded start, and keeps the live ones", async () => {
   // The service's own single connection, as the pruner uses it.
-  const exec: Exec = (sql, params) => app!.orm.em.fork().getConnection().execute(sql, params ?? [], "all");
+  const exec: Exec = (sql, params) =>
+    app!.orm.em
+      .fork()
+      .getConnection()
+      .execute(sql, params ?? [], "all");
   await seedAuthRows(exec);
   expect((await authRowsLeft(exec)).session).toHaveLength(251);
   await app!.start();
-  const left = await waitFor(async () => {
-    const rows = await authRowsLeft(exec);
-    return rows.session.length === 1 && rows.rate_limit.length === 1 && rows.access_token.length === 1 ? rows : undefined;
-  }, 30_000, "auth rows pruned");
+  const left = await waitFor(
+    async () => {
+      const rows = await authRowsLeft(exec);
+      return rows.session.length === 1 && rows.rate_limit.length === 1 && rows.access_token.length === 1
+        ? rows
+        : undefined;
+    },
+    30_000,
+    "auth rows pruned",
+  );
   expect(left).toEqual(AUTH_ROWS_KEPT);
 });
 
@@ -53,7 +82,13 @@ it("the delivery service prunes its log past the retention on the embedded start
   // Its own PGlite, as on the embedded start; the test reads through a second connection.
   const db = await startEmbeddedPostgres(dir, "delivery");
   const delivery = await createDeliveryApp(
-    { config, databaseUrl: db.url, databasePoolMax: EMBEDDED_POOL_MAX, bus, logger: createLogger("test", config.LOG_LEVEL) },
+    {
+      config,
+      databaseUrl: db.url,
+      databasePoolMax: EMBEDDED_POOL_MAX,
+      bus,
+      logger: createLogger("test", config.LOG_LEVEL),
+    },
     { fanOut: false, workers: false },
   );
   const client = new pg.Client({ connectionString: db.url });
@@ -62,10 +97,14 @@ it("the delivery service prunes its log past the retention on the embedded start
     const exec: Exec = async (sql, params) => (await client.query(sql, params)).rows;
     await seedDeliveryRows(exec);
     await delivery.start();
-    const left = await waitFor(async () => {
-      const rows = await deliveryRowsLeft(exec);
-      return rows.delivery_event.length === 2 && rows.delivery_attempt.length === 1 ? rows : undefined;
-    }, 30_000, "delivery rows pruned");
+    const left = await waitFor(
+      async () => {
+        const rows = await deliveryRowsLeft(exec);
+        return rows.delivery_event.length === 2 && rows.delivery_attempt.length === 1 ? rows : undefined;
+      },
+      30_000,
+      "delivery rows pruned",
+    );
     expect(left).toEqual(DELIVERY_ROWS_KEPT);
   } finally {
     await client.end().catch(() => undefined);

@@ -25,7 +25,12 @@ import {
   type Exec,
 } from "../support/prune-rows.js";
 
-const config = testConfig({ NATS_URL: "", PRUNE_INTERVAL_SECONDS: "1", PRUNE_BATCH_SIZE: "100", DELIVERY_LOG_RETENTION_DAYS: "7" });
+const config = testConfig({
+  NATS_URL: "",
+  PRUNE_INTERVAL_SECONDS: "1",
+  PRUNE_BATCH_SIZE: "100",
+  DELIVERY_LOG_RETENTION_DAYS: "7",
+});
 let db: { url: string; drop(): Promise<void> };
 let pool: pg.Pool;
 let bus: InProcessBus;
@@ -50,7 +55,13 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const deps = () => ({ config, databaseUrl: db.url, databasePoolMax: 3, bus, logger: createLogger("test", config.LOG_LEVEL) });
+const deps = () => ({
+  config,
+  databaseUrl: db.url,
+  databasePoolMax: 3,
+  bus,
+  logger: createLogger("test", config.LOG_LEVEL),
+});
 
 describe("auth", () => {
   it("deletes expired tokens, codes, sessions, interactions and rate-limit counters in batches; keeps the live ones", async () => {
@@ -64,13 +75,18 @@ describe("auth", () => {
     expect((await authRowsLeft(exec)).access_token).toEqual(AUTH_ROWS_KEPT.access_token);
     // The rest on the service's timer.
     await app.start();
-    const left = await waitFor(async () => {
-      const rows = await authRowsLeft(exec);
-      return rows.session.length === 1 && rows.rate_limit.length === 1 && rows.refresh_token.length <= 2 ? rows : undefined;
-    }, 20_000, "auth rows pruned");
+    const left = await waitFor(
+      async () => {
+        const rows = await authRowsLeft(exec);
+        return rows.session.length === 1 && rows.rate_limit.length === 1 && rows.refresh_token.length <= 2
+          ? rows
+          : undefined;
+      },
+      20_000,
+      "auth rows pruned",
+    );
     expect(left).toEqual(AUTH_ROWS_KEPT);
   });
-
 
   it("overlapping runs (several replicas, and the timer) neither fail nor wait on each other, and delete each row once", async () => {
     const app = authApp!;
@@ -94,10 +110,14 @@ describe("delivery", () => {
     await seedDeliveryRows(exec);
     // OLD_ROWS of each kind with PRUNE_BATCH_SIZE 100: one run takes several batches.
     await app.start();
-    const left = await waitFor(async () => {
-      const rows = await deliveryRowsLeft(exec);
-      return rows.delivery_event.length === 2 && rows.delivery_attempt.length === 1 ? rows : undefined;
-    }, 20_000, "delivery rows pruned");
+    const left = await waitFor(
+      async () => {
+        const rows = await deliveryRowsLeft(exec);
+        return rows.delivery_event.length === 2 && rows.delivery_attempt.length === 1 ? rows : undefined;
+      },
+      20_000,
+      "delivery rows pruned",
+    );
     expect(left).toEqual(DELIVERY_ROWS_KEPT);
   });
 });

@@ -33,25 +33,43 @@ describe("a call's headers", () => {
       routes: (router) =>
         router.service(OrganisationService, {
           getOrganisation(req, ctx) {
-            return { organisation: { id: req.id, name: JSON.stringify([ctx.requestHeader.get("x-a"), ctx.requestHeader.get("x-b")]) } };
+            return {
+              organisation: {
+                id: req.id,
+                name: JSON.stringify([ctx.requestHeader.get("x-a"), ctx.requestHeader.get("x-b")]),
+              },
+            };
           },
         }),
     });
     servers.push(server);
-    const overHttp = createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 5000, internalToken: TOKEN });
+    const overHttp = createRpcClient(OrganisationService, {
+      baseUrl: server.url,
+      timeoutMs: 5000,
+      internalToken: TOKEN,
+    });
     const undo = serveInProcess(server.url, server.inProcess);
     try {
-      const inMemory = createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 5000, internalToken: TOKEN });
+      const inMemory = createRpcClient(OrganisationService, {
+        baseUrl: server.url,
+        timeoutMs: 5000,
+        internalToken: TOKEN,
+      });
       for (const client of [overHttp, inMemory]) {
-        const seen = async (headers: ConstructorParameters<typeof Headers>[0]) => (await client.getOrganisation({ id: ORG_ID }, { headers })).organisation?.name;
+        const seen = async (headers: ConstructorParameters<typeof Headers>[0]) =>
+          (await client.getOrganisation({ id: ORG_ID }, { headers })).organisation?.name;
         expect(await seen({ "x-a": "plain", "x-b": "" })).toBe(JSON.stringify(["plain", ""]));
         // Names are case-insensitive and values trimmed, as Web Headers keeps them.
         expect(await seen({ "X-A": "  padded\t", "x-b": "in ner" })).toBe(JSON.stringify(["padded", "in ner"]));
         expect(await seen([["X-A", "listed"]])).toBe(JSON.stringify(["listed", null]));
         expect(await seen(new Headers({ "x-b": "web" }))).toBe(JSON.stringify([null, "web"]));
         // A value Web Headers refuses is refused before anything is sent.
-        await expect(client.getOrganisation({ id: ORG_ID }, { headers: { "x-a": "line\nbreak" } })).rejects.toThrow(TypeError);
-        await expect(client.getOrganisation({ id: ORG_ID }, { headers: { "x a": "space in the name" } })).rejects.toThrow(TypeError);
+        await expect(client.getOrganisation({ id: ORG_ID }, { headers: { "x-a": "line\nbreak" } })).rejects.toThrow(
+          TypeError,
+        );
+        await expect(
+          client.getOrganisation({ id: ORG_ID }, { headers: { "x a": "space in the name" } }),
+        ).rejects.toThrow(TypeError);
       }
     } finally {
       undo();

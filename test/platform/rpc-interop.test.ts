@@ -8,11 +8,22 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, type ConnectRouter, type HandlerContext, type Interceptor } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  createClient,
+  type ConnectRouter,
+  type HandlerContext,
+  type Interceptor,
+} from "@connectrpc/connect";
 import { connectNodeAdapter, createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
-import { OrganisationSchema, OrganisationService, type GetOrganisationRequest } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
+import {
+  OrganisationSchema,
+  OrganisationService,
+  type GetOrganisationRequest,
+} from "../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { createLogger } from "../../services/shared/logger.js";
 import { createRpcClient } from "../../services/shared/rpc/client.js";
 import { startRpcServer, type RunningServer } from "../../services/shared/rpc/server.js";
@@ -38,7 +49,9 @@ async function scripted(req: GetOrganisationRequest, ctx: HandlerContext) {
   if (n !== undefined) {
     const code = Number(n) as Code;
     const detail = create(OrganisationSchema, { id: "detail", name: Code[code] });
-    throw new ConnectError(`failed with ${Code[code]}`, code, { "x-detail-code": n }, [{ desc: OrganisationSchema, value: detail }]);
+    throw new ConnectError(`failed with ${Code[code]}`, code, { "x-detail-code": n }, [
+      { desc: OrganisationSchema, value: detail },
+    ]);
   }
   if (req.id === "throw") throw new Error("a bug with a secret-value inside");
   if (req.id === "slow") {
@@ -56,7 +69,13 @@ function stockClient(baseUrl: string, httpVersion: "1.1" | "2", useBinaryFormat:
     req.header.set("authorization", `Bearer ${TOKEN}`);
     return next(req);
   };
-  const transport = createConnectTransport({ baseUrl, httpVersion, useBinaryFormat, interceptors: [credential], readMaxBytes: LIMIT * 4 });
+  const transport = createConnectTransport({
+    baseUrl,
+    httpVersion,
+    useBinaryFormat,
+    interceptors: [credential],
+    readMaxBytes: LIMIT * 4,
+  });
   return { organisation: createClient(OrganisationService, transport), auth: createClient(AuthService, transport) };
 }
 
@@ -105,10 +124,16 @@ describe("a stock connect-node client calling this project's server", () => {
         it("creates and reads an organisation on the real service", async () => {
           const { organisation: client } = stockClient(organisation.server.url, httpVersion, binary);
           const email = `owner-${httpVersion}-${binary}@interop.test`;
-          const created = await client.createOrganisation({ name: "Interop", ownerEmail: email, ownerPassword: "password-interop" });
+          const created = await client.createOrganisation({
+            name: "Interop",
+            ownerEmail: email,
+            ownerPassword: "password-interop",
+          });
           const got = await client.getOrganisation({ id: created.organisation!.id });
           expect(got.organisation?.name).toBe("Interop");
-          expect((await rpcError(client.getOrganisation({ id: "00000000-0000-4000-8000-000000000000" }))).code).toBe(Code.NotFound);
+          expect((await rpcError(client.getOrganisation({ id: "00000000-0000-4000-8000-000000000000" }))).code).toBe(
+            Code.NotFound,
+          );
         });
 
         it("receives every error code with its message, metadata and details", async () => {
@@ -118,7 +143,9 @@ describe("a stock connect-node client calling this project's server", () => {
 
         it("gets DeadlineExceeded from a handler slower than the deadline", async () => {
           const { organisation: client } = stockClient(scriptedServer.url, httpVersion, binary);
-          expect((await rpcError(client.getOrganisation({ id: "slow" }, { timeoutMs: 150 }))).code).toBe(Code.DeadlineExceeded);
+          expect((await rpcError(client.getOrganisation({ id: "slow" }, { timeoutMs: 150 }))).code).toBe(
+            Code.DeadlineExceeded,
+          );
         });
 
         it("gets Unimplemented for a method the server does not have", async () => {
@@ -176,7 +203,11 @@ describe("this project's client calling a stock connectNodeAdapter server", () =
 
   it("creates and reads an organisation through the real service's routes", async () => {
     const c = client(await stockServer(organisation.app.routes));
-    const created = await c.createOrganisation({ name: "Stock", ownerEmail: "owner@stock.test", ownerPassword: "password-stock" });
+    const created = await c.createOrganisation({
+      name: "Stock",
+      ownerEmail: "owner@stock.test",
+      ownerPassword: "password-stock",
+    });
     expect((await c.getOrganisation({ id: created.organisation!.id })).organisation?.name).toBe("Stock");
   });
 

@@ -1,14 +1,17 @@
-// The RPC server's side of the path between services: one log line per call
-// at the level its outcome deserves, services of one process calling each
-// other in memory, and how a call is served (request ids carried downstream,
-// headers, trailers and deadlines, JSON and errors). No database.
-// Behaviour only, never timing.
+// The RPC server's side of the path between services: services of one
+// process calling each other in memory, and how a call is served (request ids
+// carried downstream, headers, trailers and deadlines, JSON and errors). What
+// it logs per call: rpc-server-logs.test.ts. No database. Behaviour only,
+// never timing.
 import { Writable } from "node:stream";
 import { create } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, describe, expect, it } from "vitest";
-import { GetOrganisationRequestSchema, OrganisationSchema, OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
+import {
+  GetOrganisationRequestSchema,
+  OrganisationSchema,
+  OrganisationService,
+} from "../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { createLogger } from "../../services/shared/logger.js";
 import { createRpcClient, serveInProcess } from "../../services/shared/rpc/client.js";
 import { startRpcServer, type RunningServer } from "../../services/shared/rpc/server.js";
@@ -17,121 +20,13 @@ import { rpcError } from "../support/rpc.js";
 const TOKEN = "r".repeat(40);
 const ORG_ID = "7c4f5d0e-1111-4222-8333-444455556666";
 
-describe("one log line per call", () => {
-  let lines: Record<string, unknown>[] = [];
-  let server: RunningServer;
-  let level = "info";
-
-  const start = async (logLevel: string) => {
-    await server?.close();
-    level = logLevel;
-    lines = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        for (const l of chunk.toString("utf8").split("\n")) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
-        done();
-      },
-    });
-    server = await startRpcServer({
-      name: "log-test",
-      host: "127.0.0.1",
-      port: 0,
-      logger: createLogger("log-test", level, sink),
-      internalTokens: [TOKEN],
-      routes: (router) =>
-        router.service(OrganisationService, {
-          async getOrganisation(req) {
-            if (req.id === "found") return { organisation: create(OrganisationSchema, { id: ORG_ID, name: "Logged", createTime: timestampFromDate(new Date()) }) };
-            if (req.id === "invalid") throw new ConnectError("id: expected a UUID", Code.InvalidArgument, undefined, undefined, new Error("detail that stays inside"));
-            if (req.id === "missing") throw new ConnectError("organisation not found", Code.NotFound);
-            if (req.id === "fault") throw new ConnectError("could not read", Code.Internal, undefined, undefined, new Error("database went away"));
-            if (req.id === "outage") throw new ConnectError("organisation service unavailable", Code.Unavailable, undefined, undefined, new Error("connect ECONNREFUSED 127.0.0.1:7102"));
-            throw new TypeError("unexpected bug");
-          },
-        }),
-    });
-  };
-  const client = () => createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 5000, internalToken: TOKEN });
-  const rpcLines = () => lines.filter((l) => l.msg === "rpc");
-
-  afterAll(async () => {
-    await server?.close();
-  });
-
-  it("writes nothing for a call that succeeds at info, one line at debug", async () => {
-    await start("info");
-    await client().getOrganisation({ id: "found" });
-    await client().getOrganisation({ id: "found" });
-    expect(rpcLines()).toEqual([]);
-    await start("debug");
-    await client().getOrganisation({ id: "found" }, { headers: { "x-request-id": "ok-1" } });
-    expect(rpcLines()).toHaveLength(1);
-    expect(rpcLines()[0]).toMatchObject({ level: 20, code: "ok", requestId: "ok-1", procedure: "bizcard.organisation.v1.OrganisationService/GetOrganisation" });
-  });
-
-  it("logs an expected failure as one info line with its code and message, without the cause or a stack", async () => {
-    await start("info");
-    const cases = [
-      ["invalid", Code.InvalidArgument, "InvalidArgument", "id: expected a UUID"],
-      ["missing", Code.NotFound, "NotFound", "organisation not found"],
-    ] as const;
-    for (const [id, code, name, message] of cases) {
-      lines = [];
-      const err = await rpcError(client().getOrganisation({ id }, { headers: { "x-request-id": `req-${id}` } }));
-      expect(err.code).toBe(code);
-      expect(rpcLines()).toHaveLength(1);
-      const line = rpcLines()[0]!;
-      expect(line).toMatchObject({ level: 30, code: name, message, requestId: `req-${id}` });
-      expect(line).not.toHaveProperty("err");
-      expect(JSON.stringify(line)).not.toMatch(/stack|detail that stays inside|\n\s+at /);
-    }
-  });
-
-  it("logs Unimplemented as one info line without a stack", async () => {
-    await start("info");
-    const err = await rpcError(client().listContacts({ organisationId: ORG_ID }));
-    expect(err.code).toBe(Code.Unimplemented);
-    expect(rpcLines()).toHaveLength(1);
-    expect(rpcLines()[0]).toMatchObject({ level: 30, code: "Unimplemented" });
-    expect(rpcLines()[0]).not.toHaveProperty("err");
-  });
-
-  it("logs an outage downstream (Unavailable) at warn with its cause, so an operator sees why", async () => {
-    await start("info");
-    const err = await rpcError(client().getOrganisation({ id: "outage" }, { headers: { "x-request-id": "req-outage" } }));
-    expect(err.code).toBe(Code.Unavailable);
-    expect(rpcLines()).toHaveLength(1);
-    expect(rpcLines()[0]).toMatchObject({
-      level: 40,
-      code: "Unavailable",
-      requestId: "req-outage",
-      err: { message: "connect ECONNREFUSED 127.0.0.1:7102" },
-    });
-  });
-
-  it("logs a server fault at error with its cause, and answers Internal without it", async () => {
-    await start("info");
-    const fault = await rpcError(client().getOrganisation({ id: "fault" }));
-    expect(fault.code).toBe(Code.Internal);
-    expect(fault.rawMessage).not.toContain("database went away");
-    const bug = await rpcError(client().getOrganisation({ id: "bug" }));
-    expect(bug.code).toBe(Code.Internal);
-    expect(bug.rawMessage).toBe("internal error");
-    expect(rpcLines()).toHaveLength(2);
-    const [faultLine, bugLine] = rpcLines() as { level: number; code: string; err: { message: string; stack: string } }[];
-    expect(faultLine).toMatchObject({ level: 50, code: "Internal", err: { message: "database went away" } });
-    expect(faultLine!.err.stack).toContain("database went away");
-    expect(bugLine).toMatchObject({ level: 50, code: "Internal", err: { type: "TypeError", message: "unexpected bug" } });
-    expect(bugLine!.err.stack).toContain("TypeError: unexpected bug");
-  });
-});
-
 describe("services of one process", () => {
   it("call each other in memory, through the same credential check and request id, once offered", async () => {
     const lines: Record<string, unknown>[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _enc, done) {
-        for (const l of chunk.toString("utf8").split("\n")) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
+        for (const l of chunk.toString("utf8").split("\n"))
+          if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
         done();
       },
     });
@@ -147,7 +42,11 @@ describe("services of one process", () => {
         }),
     });
     const client = createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 5000, internalToken: TOKEN });
-    const intruder = createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 5000, internalToken: "x".repeat(40) });
+    const intruder = createRpcClient(OrganisationService, {
+      baseUrl: server.url,
+      timeoutMs: 5000,
+      internalToken: "x".repeat(40),
+    });
     expect((await client.getOrganisation({ id: ORG_ID })).organisation?.name).toBe("In memory");
     const undo = serveInProcess(server.url, server.inProcess);
     // The port closes: what still answers is the in-memory path.
@@ -179,7 +78,14 @@ describe("services of one process", () => {
       routes: (router) =>
         router.service(OrganisationService, {
           getOrganisation(req) {
-            if (req.id === "fault") throw new ConnectError("could not read", Code.Internal, { "x-why": "test" }, undefined, new Error("database went away"));
+            if (req.id === "fault")
+              throw new ConnectError(
+                "could not read",
+                Code.Internal,
+                { "x-why": "test" },
+                undefined,
+                new Error("database went away"),
+              );
             // A lone surrogate in an answer: it arrives as over HTTP, as U+FFFD.
             if (req.id === "lone") return { organisation: { id: ORG_ID, name: "Half\uD800" } };
             seen = req;
@@ -190,7 +96,11 @@ describe("services of one process", () => {
     });
     const undo = serveInProcess(server.url, server.inProcess);
     try {
-      const client = createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 5000, internalToken: TOKEN });
+      const client = createRpcClient(OrganisationService, {
+        baseUrl: server.url,
+        timeoutMs: 5000,
+        internalToken: TOKEN,
+      });
       const request = create(GetOrganisationRequestSchema, { id: ORG_ID });
       const first = await client.getOrganisation(request);
       expect(request.id).toBe(ORG_ID);
@@ -223,7 +133,8 @@ describe("a unary call, served", () => {
   const logSink = (lines: Record<string, unknown>[]) =>
     new Writable({
       write(chunk: Buffer, _enc, done) {
-        for (const l of chunk.toString("utf8").split("\n")) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
+        for (const l of chunk.toString("utf8").split("\n"))
+          if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
         done();
       },
     });
@@ -236,10 +147,17 @@ describe("a unary call, served", () => {
       port: 0,
       logger: createLogger("downstream", "debug", logSink(downstreamLines)),
       internalTokens: [TOKEN],
-      routes: (router) => router.service(OrganisationService, { getOrganisation: (req) => ({ organisation: { id: req.id, name: "Downstream" } }) }),
+      routes: (router) =>
+        router.service(OrganisationService, {
+          getOrganisation: (req) => ({ organisation: { id: req.id, name: "Downstream" } }),
+        }),
     });
     servers.push(downstream);
-    const next = createRpcClient(OrganisationService, { baseUrl: downstream.url, timeoutMs: 5000, internalToken: TOKEN });
+    const next = createRpcClient(OrganisationService, {
+      baseUrl: downstream.url,
+      timeoutMs: 5000,
+      internalToken: TOKEN,
+    });
     let firstCalls = 0;
     let bothCalledOnce!: () => void;
     const bothInHandlers = new Promise<void>((resolve) => (bothCalledOnce = resolve));
@@ -262,8 +180,14 @@ describe("a unary call, served", () => {
         }),
     });
     servers.push(upstream);
-    const client = createRpcClient(OrganisationService, { baseUrl: upstream.url, timeoutMs: 5000, internalToken: TOKEN });
-    await Promise.all(["chain-1", "chain-2"].map((id) => client.getOrganisation({ id: ORG_ID }, { headers: { "x-request-id": id } })));
+    const client = createRpcClient(OrganisationService, {
+      baseUrl: upstream.url,
+      timeoutMs: 5000,
+      internalToken: TOKEN,
+    });
+    await Promise.all(
+      ["chain-1", "chain-2"].map((id) => client.getOrganisation({ id: ORG_ID }, { headers: { "x-request-id": id } })),
+    );
     const ids = downstreamLines.filter((l) => l.msg === "rpc").map((l) => l.requestId);
     expect(ids.sort()).toEqual(["chain-1", "chain-1", "chain-2", "chain-2"]);
   });
@@ -281,9 +205,13 @@ describe("a unary call, served", () => {
             ctx.responseHeader.set("x-answered-by", "headers");
             ctx.responseTrailer.set("x-rows", "1");
             if (req.id === "slow") {
-              await new Promise((_, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason as Error)));
+              await new Promise((_, reject) =>
+                ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason as Error)),
+              );
             }
-            return { organisation: { id: req.id, name: `deadline ${ctx.timeoutMs()! > 0 && ctx.timeoutMs()! <= 5000}` } };
+            return {
+              organisation: { id: req.id, name: `deadline ${ctx.timeoutMs()! > 0 && ctx.timeoutMs()! <= 5000}` },
+            };
           },
         }),
     });
@@ -291,7 +219,10 @@ describe("a unary call, served", () => {
     const client = createRpcClient(OrganisationService, { baseUrl: server.url, timeoutMs: 5000, internalToken: TOKEN });
     let header: Headers | undefined;
     let trailer: Headers | undefined;
-    const res = await client.getOrganisation({ id: ORG_ID }, { onHeader: (h) => (header = h), onTrailer: (t) => (trailer = t) });
+    const res = await client.getOrganisation(
+      { id: ORG_ID },
+      { onHeader: (h) => (header = h), onTrailer: (t) => (trailer = t) },
+    );
     expect(res.organisation?.name).toBe("deadline true");
     expect(header?.get("x-answered-by")).toBe("headers");
     expect(trailer?.get("x-rows")).toBe("1");
@@ -307,12 +238,23 @@ describe("a unary call, served", () => {
       port: 0,
       logger: createLogger("json", "info", logSink([])),
       internalTokens: [TOKEN],
-      routes: (router) => router.service(OrganisationService, { getOrganisation: (req) => ({ organisation: { id: req.id, name: "As JSON" } }) }),
+      routes: (router) =>
+        router.service(OrganisationService, {
+          getOrganisation: (req) => ({ organisation: { id: req.id, name: "As JSON" } }),
+        }),
     });
     servers.push(server);
     const post = (path: string, contentType: string, body: string) =>
-      fetch(`${server.url}${path}`, { method: "POST", headers: { "content-type": contentType, authorization: `Bearer ${TOKEN}` }, body });
-    const json = await post("/bizcard.organisation.v1.OrganisationService/GetOrganisation", "application/json", JSON.stringify({ id: ORG_ID }));
+      fetch(`${server.url}${path}`, {
+        method: "POST",
+        headers: { "content-type": contentType, authorization: `Bearer ${TOKEN}` },
+        body,
+      });
+    const json = await post(
+      "/bizcard.organisation.v1.OrganisationService/GetOrganisation",
+      "application/json",
+      JSON.stringify({ id: ORG_ID }),
+    );
     expect(json.status).toBe(200);
     expect(await json.json()).toMatchObject({ organisation: { id: ORG_ID, name: "As JSON" } });
     const text = await post("/bizcard.organisation.v1.OrganisationService/GetOrganisation", "text/plain", "x");

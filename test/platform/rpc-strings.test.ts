@@ -33,7 +33,12 @@ function stock(baseUrl: string, useBinaryFormat: boolean) {
     req.header.set("authorization", `Bearer ${TOKEN}`);
     return next(req);
   };
-  const transport = createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat, interceptors: [credential] });
+  const transport = createConnectTransport({
+    baseUrl,
+    httpVersion: "1.1",
+    useBinaryFormat,
+    interceptors: [credential],
+  });
   return transport;
 }
 
@@ -47,9 +52,15 @@ for (const binary of [true, false]) {
   describe(`U+0000 sent by a stock client (${binary ? "binary" : "JSON"})`, () => {
     it("is refused in a top-level string", async () => {
       const org = createClient(OrganisationService, stock(platform.organisation.server.url, binary));
-      await refused(org.createOrganisation({ name: "Nul\u0000Org", ownerEmail: "nul@strings.test", ownerPassword: "password-n" }), "name");
+      await refused(
+        org.createOrganisation({ name: "Nul\u0000Org", ownerEmail: "nul@strings.test", ownerPassword: "password-n" }),
+        "name",
+      );
       await refused(org.getOrganisation({ id: "\u0000" }), "id");
-      await refused(org.verifyMemberCredentials({ email: "owner@strings.test\u0000", password: "password-s" }), "email");
+      await refused(
+        org.verifyMemberCredentials({ email: "owner@strings.test\u0000", password: "password-s" }),
+        "email",
+      );
       const a = createClient(AuthService, stock(platform.auth.server.url, binary));
       await refused(a.getInteraction({ interactionId: "int\u0000" }), "interaction_id");
     });
@@ -57,14 +68,25 @@ for (const binary of [true, false]) {
     it("is refused in a nested message", async () => {
       const a = createClient(AuthService, stock(platform.auth.server.url, binary));
       await refused(
-        a.exchangeToken({ grantType: "client_credentials", client: { clientId: "bc_\u0000", clientSecret: "x" }, remoteAddress: "127.0.0.1" }),
+        a.exchangeToken({
+          grantType: "client_credentials",
+          client: { clientId: "bc_\u0000", clientSecret: "x" },
+          remoteAddress: "127.0.0.1",
+        }),
         "client.client_id",
       );
     });
 
     it("is refused in a repeated field", async () => {
       const a = createClient(AuthService, stock(platform.auth.server.url, binary));
-      await refused(a.createClient({ name: "Nul", redirectUris: ["https://ok.test/cb", "https://nul.test/\u0000"], ownerOrganisationId: orgId }), "redirect_uris[1]");
+      await refused(
+        a.createClient({
+          name: "Nul",
+          redirectUris: ["https://ok.test/cb", "https://nul.test/\u0000"],
+          ownerOrganisationId: orgId,
+        }),
+        "redirect_uris[1]",
+      );
     });
 
     it("leaves clean strings alone", async () => {
@@ -76,17 +98,39 @@ for (const binary of [true, false]) {
 
 describe("the project's client", () => {
   it("refuses a lone surrogate (which the encoding would turn into U+FFFD) and U+0000, over HTTP and in memory", async () => {
-    const org = createRpcClient(OrganisationService, { baseUrl: platform.organisation.server.url, timeoutMs: 5000, internalToken: TOKEN });
+    const org = createRpcClient(OrganisationService, {
+      baseUrl: platform.organisation.server.url,
+      timeoutMs: 5000,
+      internalToken: TOKEN,
+    });
     const lone = ["Half\uD800", "\uDC00Half"];
     for (const name of lone) {
-      await refused(org.createOrganisation({ name, ownerEmail: `lone-${lone.indexOf(name)}@strings.test`, ownerPassword: "password-l" }), "name");
+      await refused(
+        org.createOrganisation({
+          name,
+          ownerEmail: `lone-${lone.indexOf(name)}@strings.test`,
+          ownerPassword: "password-l",
+        }),
+        "name",
+      );
     }
     const undo = serveInProcess(platform.organisation.server.url, platform.organisation.server.inProcess);
     try {
-      await refused(org.createOrganisation({ name: "Half\uD800", ownerEmail: "lone-mem@strings.test", ownerPassword: "password-l" }), "name");
+      await refused(
+        org.createOrganisation({
+          name: "Half\uD800",
+          ownerEmail: "lone-mem@strings.test",
+          ownerPassword: "password-l",
+        }),
+        "name",
+      );
       await refused(org.getOrganisation({ id: "\u0000" }), "id");
       // A pair is a character, not a lone half.
-      const ok = await org.createOrganisation({ name: "Pair \uD83D\uDE00", ownerEmail: "pair@strings.test", ownerPassword: "password-p" });
+      const ok = await org.createOrganisation({
+        name: "Pair \uD83D\uDE00",
+        ownerEmail: "pair@strings.test",
+        ownerPassword: "password-p",
+      });
       expect((await org.getOrganisation({ id: ok.organisation!.id })).organisation?.name).toBe("Pair \uD83D\uDE00");
     } finally {
       undo();

@@ -44,7 +44,11 @@ const TABLES_WITHOUT_ENTITY: Record<string, string[]> = {
 
 const SERVICES = [
   { schema: AUTH_SCHEMA, entities: AUTH_ENTITIES, migrations: authMigrations },
-  { schema: ORGANISATION_SCHEMA, entities: [OrganisationEntity, MemberEntity, ContactEntity], migrations: organisationMigrations },
+  {
+    schema: ORGANISATION_SCHEMA,
+    entities: [OrganisationEntity, MemberEntity, ContactEntity],
+    migrations: organisationMigrations,
+  },
   { schema: WEBHOOK_SCHEMA, entities: WEBHOOK_ENTITIES, migrations: webhookMigrations },
   { schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations },
 ];

@@ -21,9 +21,19 @@ beforeAll(async () => {
   root = await mkdtemp(path.join(tmpdir(), "bizcard-compile-"));
   cache = path.join(root, "cache");
   await mkdir(path.join(root, "src", "lib"), { recursive: true });
-  await writeFile(path.join(root, "tsconfig.build.json"), JSON.stringify({ compilerOptions: { target: "ES2022", module: "NodeNext" } }));
-  await writeFile(path.join(root, "src", "lib", "greeting.ts"), 'export const greeting = (name: string): string => `hello ${name}`;\n');
-  await writeFile(path.join(root, "src", "main.ts"), 'import { greeting } from "./lib/greeting.js";\nexport const answer: string = greeting("bizcard");\n');
+  await writeFile(
+    path.join(root, "tsconfig.build.json"),
+    JSON.stringify({ compilerOptions: { target: "ES2022", module: "NodeNext" } }),
+  );
+  await writeFile(
+    path.join(root, "src", "lib", "greeting.ts"),
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the source of a TypeScript file, its template literal included
+    "export const greeting = (name: string): string => `hello ${name}`;\n",
+  );
+  await writeFile(
+    path.join(root, "src", "main.ts"),
+    'import { greeting } from "./lib/greeting.js";\nexport const answer: string = greeting("bizcard");\n',
+  );
   await writeFile(path.join(root, "src", "types.d.ts"), "export type Unused = string;\n");
 });
 
@@ -49,13 +59,21 @@ describe("npm start's compile step", () => {
     expect(await compile()).toBe(first);
     expect((await stat(first)).mtimeMs).toBe(before);
 
-    await writeFile(path.join(root, "src", "lib", "greeting.ts"), 'export const greeting = (name: string): string => `hi ${name}`;\n');
+    await writeFile(
+      path.join(root, "src", "lib", "greeting.ts"),
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the source of a TypeScript file, its template literal included
+      "export const greeting = (name: string): string => `hi ${name}`;\n",
+    );
     // Two starts at once: two processes compiling the same sources.
     const inChild = () =>
       new Promise<string>((resolve, reject) =>
         execFile(
           process.execPath,
-          ["--input-type=module", "-e", `const { compileSources } = await import(${JSON.stringify(pathToFileURL(path.join(ROOT, "scripts", "compile-sources.mjs")).href)}); console.log(await compileSources(${JSON.stringify({ root, sources: ["src"], cache })}));`],
+          [
+            "--input-type=module",
+            "-e",
+            `const { compileSources } = await import(${JSON.stringify(pathToFileURL(path.join(ROOT, "scripts", "compile-sources.mjs")).href)}); console.log(await compileSources(${JSON.stringify({ root, sources: ["src"], cache })}));`,
+          ],
           (err, stdout) => (err ? reject(err) : resolve(stdout.trim())),
         ),
       );
@@ -73,17 +91,24 @@ describe("npm start's compile step", () => {
   it("keeps only the newest builds", async () => {
     const builds = [];
     for (const word of ["one", "two", "three"]) {
-      await writeFile(path.join(root, "src", "lib", "greeting.ts"), `export const greeting = (name: string): string => \`${word} \${name}\`;\n`);
+      await writeFile(
+        path.join(root, "src", "lib", "greeting.ts"),
+        `export const greeting = (name: string): string => \`${word} \${name}\`;\n`,
+      );
       const build = await compile(2);
       builds.push(build);
       // Builds are ordered by their folders' mtimes: the next is made once the file system's clock has moved past
       // this one's (it ticks coarsely), seen on a file written outside the cache.
       const made = (await stat(build)).mtimeMs;
       const probe = path.join(root, "clock-probe");
-      await waitFor(async () => {
-        await writeFile(probe, "tick");
-        return (await stat(probe)).mtimeMs > made ? true : undefined;
-      }, 10_000, "the file system's clock to move past the build");
+      await waitFor(
+        async () => {
+          await writeFile(probe, "tick");
+          return (await stat(probe)).mtimeMs > made ? true : undefined;
+        },
+        10_000,
+        "the file system's clock to move past the build",
+      );
     }
     expect((await readdir(cache)).sort()).toEqual([path.basename(builds[1]!), path.basename(builds[2]!)].sort());
     expect(existsSync(builds[0]!)).toBe(false);

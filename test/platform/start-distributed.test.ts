@@ -31,7 +31,8 @@ let ports: Record<string, string>;
 let started: Spawned;
 let base: string;
 
-const npm = (env: Record<string, string | undefined>) => spawnProcess("npm", ["run", "--silent", "start:distributed"], env);
+const npm = (env: Record<string, string | undefined>) =>
+  spawnProcess("npm", ["run", "--silent", "start:distributed"], env);
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -63,7 +64,16 @@ beforeAll(async () => {
     DATA_DIR: dataDir,
     LOG_LEVEL: "info",
   });
-  await waitFor(() => (/bizcard platform ready/.test(started.output()) ? true : started.child.exitCode !== null ? Promise.reject(new Error(started.output())) : undefined), 180_000, "the ready banner");
+  await waitFor(
+    () =>
+      /bizcard platform ready/.test(started.output())
+        ? true
+        : started.child.exitCode !== null
+          ? Promise.reject(new Error(started.output()))
+          : undefined,
+    180_000,
+    "the ready banner",
+  );
 }, 200_000);
 
 afterAll(async () => {
@@ -86,7 +96,12 @@ describe("npm run start:distributed", () => {
       const flags = (name === "gateway" ? GATEWAY_NODE_FLAGS : SERVICE_NODE_FLAGS).map((f) => `${f} `).join("");
       // From the checkout's one build (scripts/run-compiled.mjs), as the containers run dist/.
       const main = `${name === "gateway" ? "gateway" : `services/${name}`}/main\\.js`;
-      expect(out).toMatch(new RegExp(`^start +\\| starting ${name}: node ${flags}\\S*/node_modules/\\.cache/bizcard-start/[0-9a-f]+/${main}$`, "m"));
+      expect(out).toMatch(
+        new RegExp(
+          `^start +\\| starting ${name}: node ${flags}\\S*/node_modules/\\.cache/bizcard-start/[0-9a-f]+/${main}$`,
+          "m",
+        ),
+      );
       expect(out, `${name} logs under its own name`).toMatch(new RegExp(`^${name} +\\| \\{"level"`, "m"));
     }
     expect(out).toContain(`  issuer (PUBLIC_URL): ${base}\n`);
@@ -96,17 +111,30 @@ describe("npm run start:distributed", () => {
     expect(statSync(keyFile).mode & 0o777).toBe(0o600);
   });
 
-  it("serves a client_credentials token and /oauth/me, and delivers a webhook to a loopback receiver", { timeout: 60_000 }, async () => {
+  it("serves a client_credentials token and /oauth/me, and delivers a webhook to a loopback receiver", {
+    timeout: 60_000,
+  }, async () => {
     const rpc = { timeoutMs: 10_000, internalToken: TOKEN };
-    const organisations = createRpcClient(OrganisationService, { baseUrl: `http://127.0.0.1:${ports.ORGANISATION_RPC_PORT}`, ...rpc });
+    const organisations = createRpcClient(OrganisationService, {
+      baseUrl: `http://127.0.0.1:${ports.ORGANISATION_RPC_PORT}`,
+      ...rpc,
+    });
     const auth = createRpcClient(AuthService, { baseUrl: `http://127.0.0.1:${ports.AUTH_RPC_PORT}`, ...rpc });
-    const { organisation } = await organisations.createOrganisation({ name: "Distributed Co", ownerEmail: `${uniqueName("o")}@example.com`, ownerPassword: "correct horse battery" });
+    const { organisation } = await organisations.createOrganisation({
+      name: "Distributed Co",
+      ownerEmail: `${uniqueName("o")}@example.com`,
+      ownerPassword: "correct horse battery",
+    });
     const { client, clientSecret } = await auth.createClient({ name: "App", ownerOrganisationId: organisation!.id });
 
     const tokenRes = await fetch(`${base}/oauth/token`, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ grant_type: "client_credentials", client_id: client!.clientId, client_secret: clientSecret }).toString(),
+      body: new URLSearchParams({
+        grant_type: "client_credentials",
+        client_id: client!.clientId,
+        client_secret: clientSecret,
+      }).toString(),
     });
     const token = (await tokenRes.json()) as { access_token: string; token_type: string };
     expect(tokenRes.status, JSON.stringify(token)).toBe(200);
@@ -123,7 +151,10 @@ describe("npm run start:distributed", () => {
       body: JSON.stringify({ target_url: target.url, event_type: "contact.created" }),
     });
     expect(sub.status, await sub.clone().text()).toBe(201);
-    const { contact } = await organisations.createContact({ organisationId: organisation!.id, fields: { firstName: "Ada", lastName: "Lovelace", email: "ada@example.com" } });
+    const { contact } = await organisations.createContact({
+      organisationId: organisation!.id,
+      fields: { firstName: "Ada", lastName: "Lovelace", email: "ada@example.com" },
+    });
     const arrived = await waitFor(() => target.requests[0], 30_000, "the webhook POST");
     expect(arrived.headers["webhook-id"]).toBeTruthy();
     expect(arrived.headers["webhook-signature"]).toMatch(/^v1,/);
@@ -132,16 +163,28 @@ describe("npm run start:distributed", () => {
     expect(JSON.stringify(body)).toContain(contact!.id);
   });
 
-  it("walks the authorization-code flow with PKCE across the processes: login, consent, code, /oauth/me", { timeout: 60_000 }, async () => {
+  it("walks the authorization-code flow with PKCE across the processes: login, consent, code, /oauth/me", {
+    timeout: 60_000,
+  }, async () => {
     const rpc = { timeoutMs: 10_000, internalToken: TOKEN };
-    const organisations = createRpcClient(OrganisationService, { baseUrl: `http://127.0.0.1:${ports.ORGANISATION_RPC_PORT}`, ...rpc });
+    const organisations = createRpcClient(OrganisationService, {
+      baseUrl: `http://127.0.0.1:${ports.ORGANISATION_RPC_PORT}`,
+      ...rpc,
+    });
     const auth = createRpcClient(AuthService, { baseUrl: `http://127.0.0.1:${ports.AUTH_RPC_PORT}`, ...rpc });
     const email = `${uniqueName("m")}@example.com`;
-    const { organisation } = await organisations.createOrganisation({ name: "Walk Co", ownerEmail: email, ownerPassword: "correct horse battery" });
+    const { organisation } = await organisations.createOrganisation({
+      name: "Walk Co",
+      ownerEmail: email,
+      ownerPassword: "correct horse battery",
+    });
     const redirectUri = "http://127.0.0.1:9876/callback";
     const { client } = await auth.createClient({ name: "Walker", redirectUris: [redirectUri], public: true });
     const insecure = { [oauth.allowInsecureRequests]: true };
-    const as = await oauth.processDiscoveryResponse(new URL(base), await oauth.discoveryRequest(new URL(base), { algorithm: "oauth2", ...insecure }));
+    const as = await oauth.processDiscoveryResponse(
+      new URL(base),
+      await oauth.discoveryRequest(new URL(base), { algorithm: "oauth2", ...insecure }),
+    );
     const c: oauth.Client = { client_id: client!.clientId };
     const verifier = oauth.generateRandomCodeVerifier();
     const state = oauth.generateRandomState();
@@ -158,15 +201,23 @@ describe("npm run start:distributed", () => {
 
     // A browser that keeps its cookies and follows nothing by itself.
     const { go, submit } = browser(base);
-    const submitForm = (html: string, fields: Record<string, string>) => submit(formAction(html), { ...hiddenFields(html), ...fields });
+    const submitForm = (html: string, fields: Record<string, string>) =>
+      submit(formAction(html), { ...hiddenFields(html), ...fields });
     const started = await go(authorize.href);
     expect(started.status).toBe(303);
-    const loggedIn = await submitForm(await (await go(started.headers.get("location")!)).text(), { email, password: "correct horse battery" });
+    const loggedIn = await submitForm(await (await go(started.headers.get("location")!)).text(), {
+      email,
+      password: "correct horse battery",
+    });
     expect(loggedIn.status).toBe(303);
     const decided = await submitForm(await (await go(loggedIn.headers.get("location")!)).text(), { decision: "allow" });
     expect(decided.status).toBe(303);
     const params = oauth.validateAuthResponse(as, c, new URL(decided.headers.get("location")!), state);
-    const tokens = await oauth.processAuthorizationCodeResponse(as, c, await oauth.authorizationCodeGrantRequest(as, c, oauth.None(), params, redirectUri, verifier, insecure));
+    const tokens = await oauth.processAuthorizationCodeResponse(
+      as,
+      c,
+      await oauth.authorizationCodeGrantRequest(as, c, oauth.None(), params, redirectUri, verifier, insecure),
+    );
     expect(tokens.scope).toBe("organisation:read");
     const me = await fetch(`${base}/oauth/me`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
     expect(me.status).toBe(200);
@@ -174,7 +225,10 @@ describe("npm run start:distributed", () => {
   });
 
   it("stops every process on SIGTERM, none left", { timeout: 60_000 }, async () => {
-    const pids = [...started.output().matchAll(/^start +\| (\w+) is pid (\d+)$/gm)].map((m) => ({ name: m[1]!, pid: Number(m[2]) }));
+    const pids = [...started.output().matchAll(/^start +\| (\w+) is pid (\d+)$/gm)].map((m) => ({
+      name: m[1]!,
+      pid: Number(m[2]),
+    }));
     expect(pids.map((p) => p.name).sort()).toEqual([...NAMES].sort());
     for (const p of pids) expect(alive(p.pid), p.name).toBe(true);
     const code = await started.kill("SIGTERM");
@@ -193,7 +247,16 @@ describe("npm run start:distributed when a process dies", () => {
     const otherPorts = await platformPorts();
     await new Promise<void>((r) => taken.listen(Number(otherPorts.DELIVERY_RPC_PORT), "127.0.0.1", r));
     try {
-      const p = npm({ ...otherPorts, DATABASE_URL: db.url, DATABASE_POOL_MAX: "2", NATS_URL: TEST_NATS_URL, NATS_STREAM: STREAM, NATS_SUBJECT_PREFIX: PREFIX, INTERNAL_RPC_TOKEN: TOKEN, DATA_DIR: dataDir });
+      const p = npm({
+        ...otherPorts,
+        DATABASE_URL: db.url,
+        DATABASE_POOL_MAX: "2",
+        NATS_URL: TEST_NATS_URL,
+        NATS_STREAM: STREAM,
+        NATS_SUBJECT_PREFIX: PREFIX,
+        INTERNAL_RPC_TOKEN: TOKEN,
+        DATA_DIR: dataDir,
+      });
       expect(await p.exited, p.output().slice(-3000)).toBe(1);
       const out = p.output();
       expect(out).toMatch(/^start +\| delivery exited \(code 1\): stopping the others$/m);
@@ -215,9 +278,13 @@ describe("npm run start:distributed without a backend", () => {
     ] as const) {
       const p = npm({ ...env, INTERNAL_RPC_TOKEN: TOKEN });
       expect(await p.exited).toBe(1);
-      expect(p.output().trim().split("\n").filter((l) => !l.startsWith("npm warn"))).toEqual([
-        `configuration error: ${missing}: required when a service runs as its own process (unset)`,
-      ]);
+      expect(
+        p
+          .output()
+          .trim()
+          .split("\n")
+          .filter((l) => !l.startsWith("npm warn")),
+      ).toEqual([`configuration error: ${missing}: required when a service runs as its own process (unset)`]);
     }
   });
 });

@@ -14,7 +14,14 @@ let platform: Spawned | undefined;
 
 beforeAll(async () => {
   dataDir = await mkdtemp(path.join(tmpdir(), "bizcard-progress-"));
-  env = { ...(await platformPorts()), DATA_DIR: dataDir, DATABASE_URL: undefined, NATS_URL: undefined, INTERNAL_RPC_TOKEN: undefined, LOG_LEVEL: "warn" };
+  env = {
+    ...(await platformPorts()),
+    DATA_DIR: dataDir,
+    DATABASE_URL: undefined,
+    NATS_URL: undefined,
+    INTERNAL_RPC_TOKEN: undefined,
+    LOG_LEVEL: "warn",
+  };
 });
 
 afterAll(async () => {
@@ -30,16 +37,25 @@ async function startAndStop(): Promise<string[]> {
   process.kill(-platform.child.pid!, "SIGTERM");
   expect(await platform.exited).toBe(0);
   expect(out).toContain("bizcard platform ready");
-  return out.slice(0, out.indexOf("bizcard platform ready")).split("\n").filter((l) => l.startsWith("bizcard: "));
+  return out
+    .slice(0, out.indexOf("bizcard platform ready"))
+    .split("\n")
+    .filter((l) => l.startsWith("bizcard: "));
 }
 
 describe("npm start's progress before ready", () => {
   it("creating the database, migrating and starting each service, the demo, the gateway; then, warm, opening them", async () => {
-    const services = ["delivery", "webhook", "auth", "organisation"].map((name) => `bizcard: starting ${name}: migrating its schema`);
+    const services = ["delivery", "webhook", "auth", "organisation"].map(
+      (name) => `bizcard: starting ${name}: migrating its schema`,
+    );
     const after = ["bizcard: starting the background work (outbox relays, event consumers, delivery)"];
     // After npm ci, the migrated template its postinstall made (scripts/pglite-template.mjs); else one initdb.
     const migrated = JSON.stringify(templateMigrations(EMBEDDED_DATABASE)) === JSON.stringify(migrationNames());
-    const how = migrated ? "the services' schemas made at install, copied" : embeddedTemplate() ? "the cluster made at install, copied" : "one initdb, copied";
+    const how = migrated
+      ? "the services' schemas made at install, copied"
+      : embeddedTemplate()
+        ? "the cluster made at install, copied"
+        : "one initdb, copied";
     expect(await startAndStop()).toEqual([
       `bizcard: creating the database in ${dataDir} (first start: ${how})`,
       ...services,
@@ -47,6 +63,11 @@ describe("npm start's progress before ready", () => {
       "bizcard: creating the demo organisation, member and client",
       "bizcard: starting the gateway",
     ]);
-    expect(await startAndStop()).toEqual([`bizcard: opening the database in ${dataDir}`, ...services, ...after, "bizcard: starting the gateway"]);
+    expect(await startAndStop()).toEqual([
+      `bizcard: opening the database in ${dataDir}`,
+      ...services,
+      ...after,
+      "bizcard: starting the gateway",
+    ]);
   }, 300_000);
 });

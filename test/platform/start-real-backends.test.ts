@@ -63,19 +63,36 @@ describe("npm start on PostgreSQL and NATS JetStream", () => {
     expect(platform.output()).toContain("(PostgreSQL, NATS JetStream)");
     expect(platform.output()).toContain("demo data (empty database):"); // a database with no organisation gets the demo
 
-    const org = await cli(["org", "create", "--name", "Real", "--email", "real@backends.test", "--password", "password-real"]);
+    const org = await cli([
+      "org",
+      "create",
+      "--name",
+      "Real",
+      "--email",
+      "real@backends.test",
+      "--password",
+      "password-real",
+    ]);
     expect(org.code).toBe(0);
     const orgId = JSON.parse(org.out).organisation.id;
     const contact = await cli(["contact", "create", "--org", orgId, "--first-name", "Grace", "--last-name", "Hopper"]);
     expect(contact.code).toBe(0);
     const contactId = JSON.parse(contact.out).id;
 
-    const stored = await waitFor(async () => {
-      const all = await readStream(natsUrl, stream).catch(() => []);
-      return all.length > 0 ? all : undefined;
-    }, 20_000, "the event on the stream");
+    const stored = await waitFor(
+      async () => {
+        const all = await readStream(natsUrl, stream).catch(() => []);
+        return all.length > 0 ? all : undefined;
+      },
+      20_000,
+      "the event on the stream",
+    );
     // Nothing more arrives: the organisation service has nothing left to publish.
-    await waitFor(async () => ((await unpublishedOutboxRows(db.url)) === 0 ? true : undefined), 20_000, "an empty outbox");
+    await waitFor(
+      async () => ((await unpublishedOutboxRows(db.url)) === 0 ? true : undefined),
+      20_000,
+      "an empty outbox",
+    );
     const again = await readStream(natsUrl, stream);
     expect(again).toHaveLength(1);
     expect(stored[0]!.event.type).toBe(EventType.CONTACT_CREATED);

@@ -58,10 +58,15 @@ describe("npm start on a PostgreSQL database with no organisation", () => {
   it("creates and prints the demo organisation, member and client, which work at once; a second start makes none", async () => {
     const out = await start();
     // A cold start says what it is doing before "ready".
-    const steps = out.slice(0, out.indexOf("bizcard platform ready")).split("\n").filter((l) => l.startsWith("bizcard: "));
+    const steps = out
+      .slice(0, out.indexOf("bizcard platform ready"))
+      .split("\n")
+      .filter((l) => l.startsWith("bizcard: "));
     expect(steps).toEqual([
       `bizcard: connecting to NATS at ${env.NATS_URL}`,
-      ...["delivery", "webhook", "auth", "organisation"].map((name) => `bizcard: starting ${name}: migrating its schema`),
+      ...["delivery", "webhook", "auth", "organisation"].map(
+        (name) => `bizcard: starting ${name}: migrating its schema`,
+      ),
       "bizcard: starting the background work (outbox relays, event consumers, delivery)",
       "bizcard: creating the demo organisation, member and client",
       "bizcard: starting the gateway",
@@ -84,9 +89,16 @@ describe("npm start on a PostgreSQL database with no organisation", () => {
 
     // The member signs in with the printed password; the client is the one printed, with its redirect URI.
     const rpc = { timeoutMs: 10_000, internalToken: env.INTERNAL_RPC_TOKEN };
-    const organisations = createRpcClient(OrganisationService, { baseUrl: `http://127.0.0.1:${env.ORGANISATION_RPC_PORT}`, ...rpc });
+    const organisations = createRpcClient(OrganisationService, {
+      baseUrl: `http://127.0.0.1:${env.ORGANISATION_RPC_PORT}`,
+      ...rpc,
+    });
     const auth = createRpcClient(AuthService, { baseUrl: `http://127.0.0.1:${env.AUTH_RPC_PORT}`, ...rpc });
-    const member = await organisations.verifyMemberCredentials({ email: "demo@example.com", password: demo.member.password, remoteAddress: "127.0.0.1" });
+    const member = await organisations.verifyMemberCredentials({
+      email: "demo@example.com",
+      password: demo.member.password,
+      remoteAddress: "127.0.0.1",
+    });
     expect(member.member?.organisationId).toBe(demo.organisation.id);
     const { client } = await auth.getClient({ clientId: demo.client.client_id });
     expect(client?.redirectUris).toEqual(["http://127.0.0.1:9876/callback"]);
@@ -96,7 +108,9 @@ describe("npm start on a PostgreSQL database with no organisation", () => {
     const again = await start();
     expect(again).not.toContain("demo data (");
     // The issuer the banner prints is the one the metadata document names.
-    const metadata = (await (await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/.well-known/oauth-authorization-server`)).json()) as { issuer: string };
+    const metadata = (await (
+      await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/.well-known/oauth-authorization-server`)
+    ).json()) as { issuer: string };
     expect(metadata.issuer).toBe(`http://127.0.0.1:${env.GATEWAY_PORT}`);
     expect(again).toContain(`  issuer (PUBLIC_URL): ${metadata.issuer}\n`);
     expect(again).toContain(`  demo credentials: ${file}\n`);

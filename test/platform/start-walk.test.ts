@@ -11,7 +11,14 @@ import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { httpReady, platformPids, platformPorts, runBizcard, spawnProcess, type Spawned } from "../support/processes.js";
+import {
+  httpReady,
+  platformPids,
+  platformPorts,
+  runBizcard,
+  spawnProcess,
+  type Spawned,
+} from "../support/processes.js";
 
 let dataDir: string;
 let env: Record<string, string>;
@@ -39,12 +46,17 @@ beforeAll(async () => {
   await httpReady(`${base}/readyz`, 150_000, platform);
   // A client the demo organisation owns, as the README's walk makes one: a token with every scope.
   const demo = JSON.parse(readFileSync(path.join(dataDir, "demo-credentials.json"), "utf8"));
-  const made = await runBizcard(["client", "create", "--name", "Walk", "--owner-org", demo.organisation.id, "--json"], env);
+  const made = await runBizcard(
+    ["client", "create", "--name", "Walk", "--owner-org", demo.organisation.id, "--json"],
+    env,
+  );
   expect(made.code, made.stderr).toBe(0);
   const client = JSON.parse(made.stdout) as { client_id: string; client_secret: string };
   const res = await fetch(`${base}/oauth/token`, {
     method: "POST",
-    headers: { authorization: `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString("base64")}` },
+    headers: {
+      authorization: `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString("base64")}`,
+    },
     body: new URLSearchParams({ grant_type: "client_credentials" }),
   });
   expect(res.status).toBe(200);
@@ -72,7 +84,10 @@ describe("npm start, walked", () => {
     const created = await fetch(`${base}/oauth/webhooks/subscriptions`, {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify({ target_url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`, event_type: "contact.created" }),
+      body: JSON.stringify({
+        target_url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`,
+        event_type: "contact.created",
+      }),
     });
     expect(created.status).toBe(201);
     const subscription = (await created.json()) as { id: string };
@@ -90,7 +105,8 @@ describe("npm start, walked", () => {
       const pathname = template.replace("{id}", subscription.id);
       const required = (item.get.parameters ?? []).filter((p) => p.in === "query" && p.required).map((p) => p.name);
       const search = new URLSearchParams(required.map((name): [string, string] => [name, query[name]!]));
-      for (const name of Object.keys(query)) if (!search.has(name) && template === "/oauth/authorize") search.set(name, query[name]!);
+      for (const name of Object.keys(query))
+        if (!search.has(name) && template === "/oauth/authorize") search.set(name, query[name]!);
       const url = search.size > 0 ? `${pathname}?${search}` : pathname;
       const res = await get(url, { authorization: `Bearer ${token}` });
       const body = await res.text();
@@ -98,7 +114,9 @@ describe("npm start, walked", () => {
       expect(res.status, `GET ${url}: ${body.slice(0, 300)}`).toBe(template === "/oauth/authorize" ? 303 : 200);
       walked.push(template);
     }
-    expect(walked).toEqual(expect.arrayContaining(["/openapi.yaml", "/oauth/me", "/oauth/webhooks/subscriptions/{id}/deliveries"]));
+    expect(walked).toEqual(
+      expect.arrayContaining(["/openapi.yaml", "/oauth/me", "/oauth/webhooks/subscriptions/{id}/deliveries"]),
+    );
     const yaml = await get("/openapi.yaml");
     expect(yaml.headers.get("content-type")).toMatch(/yaml/);
     expect(await yaml.text()).toMatch(/^openapi: 3\.1\.0$/m);
@@ -131,7 +149,14 @@ describe("npm start, walked", () => {
 
   it("listens on TCP only on its configured ports, its database on an owner-only Unix socket", () => {
     const pid = platformPids(platform!)[0]!;
-    const expected = ["GATEWAY_PORT", "GATEWAY_METRICS_PORT", "AUTH_RPC_PORT", "ORGANISATION_RPC_PORT", "WEBHOOK_RPC_PORT", "DELIVERY_RPC_PORT"];
+    const expected = [
+      "GATEWAY_PORT",
+      "GATEWAY_METRICS_PORT",
+      "AUTH_RPC_PORT",
+      "ORGANISATION_RPC_PORT",
+      "WEBHOOK_RPC_PORT",
+      "DELIVERY_RPC_PORT",
+    ];
     expect(listeningTcpPorts(pid).sort()).toEqual(expected.map((name) => Number(env[name])).sort());
     const sockets = unixSocketsUnder(pid, dataDir);
     expect(sockets).toHaveLength(1);

@@ -13,7 +13,13 @@ import { WebhookService, type Owner } from "../../gen/bizcard/webhook/v1/webhook
 import { InProcessBus } from "../../services/shared/event-bus/in-process-bus.js";
 import { createLogger } from "../../services/shared/logger.js";
 import type { ServiceApp } from "../../services/shared/service-app.js";
-import { createOrganisationApp, createWebhookApp, startPlatform, type Platform, type StartedService } from "../support/platform.js";
+import {
+  createOrganisationApp,
+  createWebhookApp,
+  startPlatform,
+  type Platform,
+  type StartedService,
+} from "../support/platform.js";
 import { waitFor } from "../support/processes.js";
 import { startReceiver, type Answer, type Receiver } from "../support/receiver.js";
 
@@ -34,7 +40,8 @@ function captureLines() {
   const lines: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
-      for (const l of chunk.toString("utf8").split("\n")) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
+      for (const l of chunk.toString("utf8").split("\n"))
+        if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
       done();
     },
   });
@@ -69,7 +76,15 @@ describe.each(variants)("trace context on $name", ({ embedded }) => {
       });
       organisation = await platform.startService(createOrganisationApp);
     } else {
-      platform = await startPlatform({ token: TOKEN, config, logger: captured.logger, auth: true, webhook: true, delivery: true, gateway: { logger: captured.logger } });
+      platform = await startPlatform({
+        token: TOKEN,
+        config,
+        logger: captured.logger,
+        auth: true,
+        webhook: true,
+        delivery: true,
+        gateway: { logger: captured.logger },
+      });
       organisation = platform.organisation;
     }
   });
@@ -81,12 +96,24 @@ describe.each(variants)("trace context on $name", ({ embedded }) => {
 
   async function subscribe(answer?: (n: number) => Answer) {
     const orgs = organisation.client(OrganisationService);
-    const org = await orgs.createOrganisation({ name: "Traced", ownerEmail: `${randomUUID()}@trace.test`, ownerPassword: "correct horse" });
+    const org = await orgs.createOrganisation({
+      name: "Traced",
+      ownerEmail: `${randomUUID()}@trace.test`,
+      ownerPassword: "correct horse",
+    });
     const owner = { organisationId: org.organisation!.id, clientId: `tracer-${randomUUID().slice(0, 8)}` } as Owner;
     const route = receiver.route(`/hooks/${randomUUID()}`, answer);
-    await platform.webhook.client(WebhookService).createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
+    await platform.webhook
+      .client(WebhookService)
+      .createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
     const createContact = (headers?: Record<string, string>) =>
-      orgs.createContact({ organisationId: owner.organisationId, fields: { firstName: "Ada", lastName: "Lovelace", email: "ada@example.test" } }, { headers });
+      orgs.createContact(
+        {
+          organisationId: owner.organisationId,
+          fields: { firstName: "Ada", lastName: "Lovelace", email: "ada@example.test" },
+        },
+        { headers },
+      );
     return { route, createContact };
   }
 
@@ -142,14 +169,23 @@ describe.each(variants)("trace context on $name", ({ embedded }) => {
     // A first answer of 500: the failed attempt is logged (at info) while the delivery is sent.
     const { route, createContact } = await subscribe((n) => ({ status: n === 1 ? 500 : 200 }));
     const traceId = newTraceId();
-    await createContact({ traceparent: `00-${traceId}-${newSpanId()}-01`, tracestate: "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7" });
+    await createContact({
+      traceparent: `00-${traceId}-${newSpanId()}-01`,
+      tracestate: "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7",
+    });
     await posted(route, 2);
-    const traced = await waitFor(() => {
-      const lines = captured.lines.filter((l) => l.traceId === traceId);
-      const rpc = lines.find((l) => l.msg === "rpc" && l.procedure === "bizcard.organisation.v1.OrganisationService/CreateContact");
-      const delivery = lines.find((l) => l.msg === "delivery attempt failed; retried");
-      return rpc && delivery ? { rpc, delivery } : undefined;
-    }, 10_000, "the request's and the delivery's log lines");
+    const traced = await waitFor(
+      () => {
+        const lines = captured.lines.filter((l) => l.traceId === traceId);
+        const rpc = lines.find(
+          (l) => l.msg === "rpc" && l.procedure === "bizcard.organisation.v1.OrganisationService/CreateContact",
+        );
+        const delivery = lines.find((l) => l.msg === "delivery attempt failed; retried");
+        return rpc && delivery ? { rpc, delivery } : undefined;
+      },
+      10_000,
+      "the request's and the delivery's log lines",
+    );
     expect(traced.rpc.requestId).toEqual(expect.any(String));
     expect(traced.delivery.status).toBe(500);
     // The second attempt is the same trace, a new span.
@@ -158,53 +194,76 @@ describe.each(variants)("trace context on $name", ({ embedded }) => {
     expect(second!.slice(3, 35)).toBe(traceId);
     expect(second!.slice(36, 52)).not.toBe(first!.slice(36, 52));
     // Every attempt sends the event's tracestate.
-    expect(route.requests.map((r) => r.headers.tracestate)).toEqual(["congo=t61rcWkgMzE,rojo=00f067aa0ba902b7", "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"]);
+    expect(route.requests.map((r) => r.headers.tracestate)).toEqual([
+      "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7",
+      "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7",
+    ]);
   });
 
   // The gateway runs in front of the fixture's services only (the embedded variant starts no auth service).
-  if (!embedded) it("the gateway continues the client's trace on its RPCs and in its log line", async () => {
-    const traceId = newTraceId();
-    const res = await fetch(`${platform.base}/oauth/token`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", traceparent: `00-${traceId}-${newSpanId()}-01` },
-      body: "grant_type=client_credentials&client_id=bc_nobody&client_secret=bcs_nothing",
-    });
-    expect(res.status, await res.clone().text()).toBe(401);
-    const lines = await waitFor(() => {
-      const mine = captured.lines.filter((l) => l.traceId === traceId);
-      const gateway = mine.find((l) => l.msg === "request" && l.url === "/oauth/token");
-      const rpc = mine.find((l) => l.msg === "rpc" && String(l.procedure).startsWith("bizcard.auth."));
-      return gateway && rpc ? { gateway, rpc } : undefined;
-    }, 10_000, "the gateway's and the auth service's lines");
-    expect(lines.gateway.status).toBe(401);
-    expect(lines.rpc.requestId).toBe(res.headers.get("x-request-id"));
-
-    // The bearer check is one of the request's RPCs too.
-    const checked = newTraceId();
-    const refused = await fetch(`${platform.base}/oauth/me`, { headers: { authorization: "Bearer not-a-token", traceparent: `00-${checked}-${newSpanId()}-01` } });
-    expect(refused.status).toBe(401);
-    await waitFor(
-      () => captured.lines.find((l) => l.msg === "rpc" && l.procedure === "bizcard.auth.v1.AuthService/AuthenticateAccessToken" && l.traceId === checked),
-      10_000,
-      "the bearer check's line",
-    );
-
-    // Without one (or with an invalid one), the gateway starts the trace its RPCs continue.
-    for (const traceparent of [undefined, "00-not-a-trace-01"]) {
-      const started = await fetch(`${platform.base}/oauth/token`, {
+  if (!embedded)
+    it("the gateway continues the client's trace on its RPCs and in its log line", async () => {
+      const traceId = newTraceId();
+      const res = await fetch(`${platform.base}/oauth/token`, {
         method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded", ...(traceparent ? { traceparent } : {}) },
+        headers: {
+          "content-type": "application/x-www-form-urlencoded",
+          traceparent: `00-${traceId}-${newSpanId()}-01`,
+        },
         body: "grant_type=client_credentials&client_id=bc_nobody&client_secret=bcs_nothing",
       });
-      expect(started.status).toBe(401);
-      const requestId = started.headers.get("x-request-id");
-      const pair = await waitFor(() => {
-        const gateway = captured.lines.find((l) => l.msg === "request" && l.requestId === requestId);
-        const rpc = captured.lines.find((l) => l.msg === "rpc" && l.requestId === requestId);
-        return gateway && rpc ? { gateway, rpc } : undefined;
-      }, 10_000, "the lines of a request without a valid traceparent");
-      expect(pair.gateway.traceId).toMatch(/^[0-9a-f]{32}$/);
-      expect(pair.rpc.traceId).toBe(pair.gateway.traceId);
-    }
-  });
+      expect(res.status, await res.clone().text()).toBe(401);
+      const lines = await waitFor(
+        () => {
+          const mine = captured.lines.filter((l) => l.traceId === traceId);
+          const gateway = mine.find((l) => l.msg === "request" && l.url === "/oauth/token");
+          const rpc = mine.find((l) => l.msg === "rpc" && String(l.procedure).startsWith("bizcard.auth."));
+          return gateway && rpc ? { gateway, rpc } : undefined;
+        },
+        10_000,
+        "the gateway's and the auth service's lines",
+      );
+      expect(lines.gateway.status).toBe(401);
+      expect(lines.rpc.requestId).toBe(res.headers.get("x-request-id"));
+
+      // The bearer check is one of the request's RPCs too.
+      const checked = newTraceId();
+      const refused = await fetch(`${platform.base}/oauth/me`, {
+        headers: { authorization: "Bearer not-a-token", traceparent: `00-${checked}-${newSpanId()}-01` },
+      });
+      expect(refused.status).toBe(401);
+      await waitFor(
+        () =>
+          captured.lines.find(
+            (l) =>
+              l.msg === "rpc" &&
+              l.procedure === "bizcard.auth.v1.AuthService/AuthenticateAccessToken" &&
+              l.traceId === checked,
+          ),
+        10_000,
+        "the bearer check's line",
+      );
+
+      // Without one (or with an invalid one), the gateway starts the trace its RPCs continue.
+      for (const traceparent of [undefined, "00-not-a-trace-01"]) {
+        const started = await fetch(`${platform.base}/oauth/token`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", ...(traceparent ? { traceparent } : {}) },
+          body: "grant_type=client_credentials&client_id=bc_nobody&client_secret=bcs_nothing",
+        });
+        expect(started.status).toBe(401);
+        const requestId = started.headers.get("x-request-id");
+        const pair = await waitFor(
+          () => {
+            const gateway = captured.lines.find((l) => l.msg === "request" && l.requestId === requestId);
+            const rpc = captured.lines.find((l) => l.msg === "rpc" && l.requestId === requestId);
+            return gateway && rpc ? { gateway, rpc } : undefined;
+          },
+          10_000,
+          "the lines of a request without a valid traceparent",
+        );
+        expect(pair.gateway.traceId).toMatch(/^[0-9a-f]{32}$/);
+        expect(pair.rpc.traceId).toBe(pair.gateway.traceId);
+      }
+    });
 });

@@ -37,13 +37,23 @@ async function startCollector() {
     req.on("end", () => {
       requests.push({ path: req.url ?? "", contentType: String(req.headers["content-type"]) });
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
-        resourceSpans: { resource: { attributes: { key: string; value: { stringValue?: string } }[] }; scopeSpans: { spans: Omit<ExportedSpan, "service" | "path">[] }[] }[];
+        resourceSpans: {
+          resource: { attributes: { key: string; value: { stringValue?: string } }[] };
+          scopeSpans: { spans: Omit<ExportedSpan, "service" | "path">[] }[];
+        }[];
       };
       for (const rs of body.resourceSpans) {
         const service = rs.resource.attributes.find((a) => a.key === "service.name")?.value.stringValue ?? "";
         for (const ss of rs.scopeSpans) {
           for (const s of ss.spans) {
-            spans.push({ ...s, traceId: hex(s.traceId), spanId: hex(s.spanId), parentSpanId: s.parentSpanId ? hex(s.parentSpanId) : undefined, service, path: req.url ?? "" });
+            spans.push({
+              ...s,
+              traceId: hex(s.traceId),
+              spanId: hex(s.spanId),
+              parentSpanId: s.parentSpanId ? hex(s.parentSpanId) : undefined,
+              service,
+              path: req.url ?? "",
+            });
           }
         }
       }
@@ -91,10 +101,15 @@ describe("without an OTLP endpoint", () => {
   });
 
   it("reads the standard variables: the traces endpoint as is, the base endpoint with /v1/traces", () => {
-    expect(tracesUrl({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/" })).toBe("http://collector:4318/v1/traces");
-    expect(tracesUrl({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://other:4318/traces" })).toBe(
-      "http://other:4318/traces",
+    expect(tracesUrl({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/" })).toBe(
+      "http://collector:4318/v1/traces",
     );
+    expect(
+      tracesUrl({
+        OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318",
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://other:4318/traces",
+      }),
+    ).toBe("http://other:4318/traces");
   });
 });
 
@@ -123,15 +138,24 @@ describe("with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     expect(tracing.state).toBe("on");
     expect(tracingState()).toBe("on");
     const orgs = platform.organisation.client(OrganisationService);
-    const org = await orgs.createOrganisation({ name: "Exported", ownerEmail: `${randomUUID()}@export.test`, ownerPassword: "correct horse" });
+    const org = await orgs.createOrganisation({
+      name: "Exported",
+      ownerEmail: `${randomUUID()}@export.test`,
+      ownerPassword: "correct horse",
+    });
     const owner = { organisationId: org.organisation!.id, clientId: `exporter-${randomUUID().slice(0, 8)}` } as Owner;
     const route = receiver.route(`/hooks/${randomUUID()}`);
-    await platform.webhook.client(WebhookService).createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
+    await platform.webhook
+      .client(WebhookService)
+      .createSubscription({ owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
 
     const traceId = newTraceId();
     const clientSpan = newSpanId();
     await orgs.createContact(
-      { organisationId: owner.organisationId, fields: { firstName: "Grace", lastName: "Hopper", email: "grace@example.test" } },
+      {
+        organisationId: owner.organisationId,
+        fields: { firstName: "Grace", lastName: "Hopper", email: "grace@example.test" },
+      },
       { headers: { traceparent: `00-${traceId}-${clientSpan}-01` } },
     );
     const posted = await waitFor(() => route.requests[0], 30_000, "the webhook POST");
@@ -151,7 +175,10 @@ describe("with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
       15_000,
       "the exported spans",
     );
-    expect(collector.requests[0]).toMatchObject({ path: "/v1/traces", contentType: expect.stringContaining("application/json") });
+    expect(collector.requests[0]).toMatchObject({
+      path: "/v1/traces",
+      contentType: expect.stringContaining("application/json"),
+    });
     // The RPC server's span is the client's child; the POST's traceparent names the attempt's span.
     expect(spans.rpc.parentSpanId).toBe(clientSpan);
     expect(spans.rpc.service).toBe("bizcard-trace-export");
@@ -166,7 +193,10 @@ describe("with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
   it("OTEL_SERVICE_NAME names the service; OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used as is", async () => {
     await tracing.shutdown();
     expect(tracingState()).toBe("off");
-    tracing = await startTracing("ignored", { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.base}/custom/traces`, OTEL_SERVICE_NAME: "renamed" });
+    tracing = await startTracing("ignored", {
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.base}/custom/traces`,
+      OTEL_SERVICE_NAME: "renamed",
+    });
     const traceId = newTraceId();
     startSpan("work", `00-${traceId}-${newSpanId()}-01`, "internal").end();
     await tracing.flush();
@@ -208,7 +238,11 @@ describe("a service process (main.ts) with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     });
     await httpReady(`http://127.0.0.1:${port}/healthz`, 60_000, proc);
     const traceId = newTraceId();
-    const client = createRpcClient(OrganisationService, { baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 10_000, internalToken: token });
+    const client = createRpcClient(OrganisationService, {
+      baseUrl: `http://127.0.0.1:${port}`,
+      timeoutMs: 10_000,
+      internalToken: token,
+    });
     await client.createOrganisation(
       { name: "Process", ownerEmail: `${randomUUID()}@process.test`, ownerPassword: "correct horse" },
       { headers: { traceparent: `00-${traceId}-${newSpanId()}-01` } },
@@ -216,6 +250,9 @@ describe("a service process (main.ts) with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     // The batch's delay has not passed: the drain sends it.
     expect(await proc.kill("SIGTERM"), proc.output()).toBe(0);
     const span = await waitFor(() => collector.spans.find((s) => s.traceId === traceId), 10_000, "the process's span");
-    expect(span).toMatchObject({ name: "bizcard.organisation.v1.OrganisationService/CreateOrganisation", service: "bizcard-organisation" });
+    expect(span).toMatchObject({
+      name: "bizcard.organisation.v1.OrganisationService/CreateOrganisation",
+      service: "bizcard-organisation",
+    });
   });
 });

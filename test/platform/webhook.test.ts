@@ -40,7 +40,11 @@ describe("create", () => {
 
   it("returns the existing subscription for the same target_url and event_type, without a secret", async () => {
     const owner = newPair();
-    const first = await client.createSubscription({ owner, targetUrl: "https://hooks.receiver.test/a", eventType: EventType.CONTACT_UPDATED });
+    const first = await client.createSubscription({
+      owner,
+      targetUrl: "https://hooks.receiver.test/a",
+      eventType: EventType.CONTACT_UPDATED,
+    });
     // Same URL once normalised: upper-case host, explicit default port.
     const again = await client.createSubscription({
       owner,
@@ -52,7 +56,11 @@ describe("create", () => {
     expect(again.subscription).toEqual(first.subscription);
 
     // Another event type, or another client of the same organisation: new subscriptions.
-    const otherType = await client.createSubscription({ owner, targetUrl: "https://hooks.receiver.test/a", eventType: EventType.CONTACT_CREATED });
+    const otherType = await client.createSubscription({
+      owner,
+      targetUrl: "https://hooks.receiver.test/a",
+      eventType: EventType.CONTACT_CREATED,
+    });
     expect(otherType.created).toBe(true);
     expect(otherType.subscription!.id).not.toBe(first.subscription!.id);
     const otherClient = await client.createSubscription({
@@ -69,7 +77,11 @@ describe("create", () => {
     const owner = newPair();
     const all = await Promise.all(
       Array.from({ length: 6 }, () =>
-        client.createSubscription({ owner, targetUrl: "https://hooks.receiver.test/race", eventType: EventType.CONTACT_CREATED }),
+        client.createSubscription({
+          owner,
+          targetUrl: "https://hooks.receiver.test/race",
+          eventType: EventType.CONTACT_CREATED,
+        }),
       ),
     );
     expect(all.filter((r) => r.created)).toHaveLength(1);
@@ -83,9 +95,13 @@ describe("create", () => {
     const none = await rpcError(client.createSubscription(body));
     expect(none.code).toBe(Code.InvalidArgument);
     expect(none.rawMessage).toBe("owner: required");
-    const badOrg = await rpcError(client.createSubscription({ ...body, owner: { organisationId: "nope", clientId: "c" } }));
+    const badOrg = await rpcError(
+      client.createSubscription({ ...body, owner: { organisationId: "nope", clientId: "c" } }),
+    );
     expect(badOrg.rawMessage).toBe("owner.organisation_id: expected a UUID");
-    const noClient = await rpcError(client.createSubscription({ ...body, owner: { organisationId: randomUUID(), clientId: "" } }));
+    const noClient = await rpcError(
+      client.createSubscription({ ...body, owner: { organisationId: randomUUID(), clientId: "" } }),
+    );
     expect(noClient.rawMessage).toBe("owner.client_id: required");
     for (const call of [
       () => client.getSubscription({ id: 1n }),
@@ -101,7 +117,9 @@ describe("create", () => {
   it("accepts only contact.created and contact.updated", async () => {
     const owner = newPair();
     for (const eventType of [EventType.UNSPECIFIED, 99 as EventType]) {
-      const err = await rpcError(client.createSubscription({ owner, targetUrl: "https://hooks.receiver.test/e", eventType }));
+      const err = await rpcError(
+        client.createSubscription({ owner, targetUrl: "https://hooks.receiver.test/e", eventType }),
+      );
       expect(err.code).toBe(Code.InvalidArgument);
       expect(err.rawMessage).toBe(EVENT_TYPE_ERROR);
     }
@@ -120,14 +138,16 @@ describe("read, update, delete", () => {
     // The clock has moved past the stored update time (millisecond precision), so the update can be later.
     const created = timestampDate(s!.updateTime!).getTime();
     await waitFor(() => (Date.now() > created ? true : undefined), 5_000, "the clock to pass update_time");
-    const moved = (await client.updateSubscription({ owner, id: s!.id, targetUrl: "https://other.receiver.test/two" })).subscription!;
+    const moved = (await client.updateSubscription({ owner, id: s!.id, targetUrl: "https://other.receiver.test/two" }))
+      .subscription!;
     expect(moved.id).toBe(s!.id);
     expect(moved.targetUrl).toBe("https://other.receiver.test/two");
     expect(moved.eventType).toBe(EventType.CONTACT_CREATED);
     expect(moved.createTime).toEqual(s!.createTime);
     expect(timestampDate(moved.updateTime!).getTime()).toBeGreaterThan(timestampDate(s!.updateTime!).getTime());
 
-    const retyped = (await client.updateSubscription({ owner, id: s!.id, eventType: EventType.CONTACT_UPDATED })).subscription!;
+    const retyped = (await client.updateSubscription({ owner, id: s!.id, eventType: EventType.CONTACT_UPDATED }))
+      .subscription!;
     expect(retyped.targetUrl).toBe("https://other.receiver.test/two");
     expect(retyped.eventType).toBe(EventType.CONTACT_UPDATED);
 
@@ -139,8 +159,20 @@ describe("read, update, delete", () => {
 
   it("refuses an update that would duplicate another subscription of the pair", async () => {
     const owner = newPair();
-    const a = (await client.createSubscription({ owner, targetUrl: "https://hooks.receiver.test/dup", eventType: EventType.CONTACT_CREATED })).subscription!;
-    const b = (await client.createSubscription({ owner, targetUrl: "https://hooks.receiver.test/dup", eventType: EventType.CONTACT_UPDATED })).subscription!;
+    const a = (
+      await client.createSubscription({
+        owner,
+        targetUrl: "https://hooks.receiver.test/dup",
+        eventType: EventType.CONTACT_CREATED,
+      })
+    ).subscription!;
+    const b = (
+      await client.createSubscription({
+        owner,
+        targetUrl: "https://hooks.receiver.test/dup",
+        eventType: EventType.CONTACT_UPDATED,
+      })
+    ).subscription!;
     const err = await rpcError(client.updateSubscription({ owner, id: b.id, eventType: EventType.CONTACT_CREATED }));
     expect(err.code).toBe(Code.AlreadyExists);
     expect(err.rawMessage).toBe(`a subscription with this target_url and event_type already exists (id ${a.id})`);
@@ -149,17 +181,30 @@ describe("read, update, delete", () => {
 
   it("checks event_type and target_url on update and changes nothing when refused", async () => {
     const owner = newPair();
-    const s = (await client.createSubscription({ owner, targetUrl: "https://hooks.receiver.test/u", eventType: EventType.CONTACT_CREATED })).subscription!;
+    const s = (
+      await client.createSubscription({
+        owner,
+        targetUrl: "https://hooks.receiver.test/u",
+        eventType: EventType.CONTACT_CREATED,
+      })
+    ).subscription!;
     const badType = await rpcError(client.updateSubscription({ owner, id: s.id, eventType: EventType.UNSPECIFIED }));
     expect(badType.code).toBe(Code.InvalidArgument);
     expect(badType.rawMessage).toBe(EVENT_TYPE_ERROR);
     const unknownType = await rpcError(client.updateSubscription({ owner, id: s.id, eventType: 7 as EventType }));
     expect(unknownType.rawMessage).toBe(EVENT_TYPE_ERROR);
-    const badUrl = await rpcError(client.updateSubscription({ owner, id: s.id, targetUrl: "http://hooks.receiver.test/u" }));
+    const badUrl = await rpcError(
+      client.updateSubscription({ owner, id: s.id, targetUrl: "http://hooks.receiver.test/u" }),
+    );
     expect(badUrl.code).toBe(Code.InvalidArgument);
     expect(badUrl.rawMessage).toMatch(/^target_url: /);
     const privateUrl = await rpcError(
-      client.updateSubscription({ owner, id: s.id, targetUrl: "https://internal.receiver.test/", eventType: EventType.CONTACT_UPDATED }),
+      client.updateSubscription({
+        owner,
+        id: s.id,
+        targetUrl: "https://internal.receiver.test/",
+        eventType: EventType.CONTACT_UPDATED,
+      }),
     );
     expect(privateUrl.code).toBe(Code.InvalidArgument);
     expect((await client.getSubscription({ owner, id: s.id })).subscription).toEqual(s);
@@ -167,7 +212,13 @@ describe("read, update, delete", () => {
 
   it("deletes, after which the subscription is gone", async () => {
     const owner = newPair();
-    const s = (await client.createSubscription({ owner, targetUrl: "https://hooks.receiver.test/d", eventType: EventType.CONTACT_CREATED })).subscription!;
+    const s = (
+      await client.createSubscription({
+        owner,
+        targetUrl: "https://hooks.receiver.test/d",
+        eventType: EventType.CONTACT_CREATED,
+      })
+    ).subscription!;
     expect((await listAll(owner)).map((x) => x.id)).toEqual([s.id]);
     await client.deleteSubscription({ owner, id: s.id }); // rejects on any error
     expect((await rpcError(client.getSubscription({ owner, id: s.id }))).code).toBe(Code.NotFound);
@@ -177,7 +228,13 @@ describe("read, update, delete", () => {
 
   it("answers NOT_FOUND for another pair's subscription, whichever half differs", async () => {
     const owner = newPair();
-    const s = (await client.createSubscription({ owner, targetUrl: "https://hooks.receiver.test/mine", eventType: EventType.CONTACT_CREATED })).subscription!;
+    const s = (
+      await client.createSubscription({
+        owner,
+        targetUrl: "https://hooks.receiver.test/mine",
+        eventType: EventType.CONTACT_CREATED,
+      })
+    ).subscription!;
     const otherClient = { organisationId: owner.organisationId, clientId: `${owner.clientId}-x` } as Owner;
     const otherOrg = { organisationId: randomUUID(), clientId: owner.clientId } as Owner;
     for (const stranger of [otherClient, otherOrg]) {

@@ -12,7 +12,13 @@ export interface ApiCaller {
    * A request with the client's bearer token (none for undefined). A body that is not a
    * string is sent as JSON; a path may also be an absolute URL (a Link header's).
    */
-  call(client: AppClient | undefined, method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Response>;
+  call(
+    client: AppClient | undefined,
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<Response>;
 }
 
 /** `base()`: the gateway's base URL, known once the test's gateway listens. */
@@ -24,14 +30,24 @@ export function apiCaller(base: () => string): ApiCaller {
     const res = await fetch(`${base()}/oauth/token`, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ grant_type: "client_credentials", client_id: client.id, client_secret: client.secret }).toString(),
+      body: new URLSearchParams({
+        grant_type: "client_credentials",
+        client_id: client.id,
+        client_secret: client.secret,
+      }).toString(),
     });
     const body = (await res.json()) as { access_token: string };
     expect(res.status, JSON.stringify(body)).toBe(200);
     tokens.set(client.id, body.access_token);
     return body.access_token;
   }
-  async function call(client: AppClient | undefined, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  async function call(
+    client: AppClient | undefined,
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<Response> {
     const h: Record<string, string> = { ...headers };
     if (client) h.authorization = `Bearer ${await tokenOf(client)}`;
     let payload: string | undefined;
@@ -45,7 +61,12 @@ export function apiCaller(base: () => string): ApiCaller {
 }
 
 /** The contract's error: the status, a JSON body of exactly error and error_description, never stored. */
-export async function expectError(res: Response, status: number, error: string, description?: string | RegExp): Promise<void> {
+export async function expectError(
+  res: Response,
+  status: number,
+  error: string,
+  description?: string | RegExp,
+): Promise<void> {
   const body = (await res.json()) as { error: string; error_description: string };
   expect(res.status, JSON.stringify(body)).toBe(status);
   expect(res.headers.get("content-type")).toMatch(/^application\/json/);

@@ -31,7 +31,9 @@ export async function startAudienceSuite(organisation: string): Promise<Audience
     gateway: { publicUrlPort: true },
     member: { organisation, email: EMAIL, password: PASSWORD },
   });
-  const web = await platform.createClient("Audience Web", [REDIRECT_URI], { scopes: ["organisation:read", "contacts:read"] });
+  const web = await platform.createClient("Audience Web", [REDIRECT_URI], {
+    scopes: ["organisation:read", "contacts:read"],
+  });
   const service = await platform.createClient("Audience Service", [REDIRECT_URI], {
     scopes: ["organisation:read"],
     ownerOrganisationId: platform.organisationId,
@@ -65,7 +67,11 @@ const submitForm: Decide = (b, action, fields) => b.submit(action, [...fields, [
  * An authorization request with these extra parameters (resource repeated as
  * given), through login and consent as a browser submits them.
  */
-export async function authorize(suite: AudienceSuite, extra: [string, string][], decide: Decide = submitForm): Promise<Authorized> {
+export async function authorize(
+  suite: AudienceSuite,
+  extra: [string, string][],
+  decide: Decide = submitForm,
+): Promise<Authorized> {
   const verifier = randomBytes(32).toString("base64url");
   const query = new URLSearchParams([
     ["response_type", "code"],
@@ -81,14 +87,22 @@ export async function authorize(suite: AudienceSuite, extra: [string, string][],
 }
 
 /** An authorization URL, through login and consent in a fresh browser. */
-export async function consentAt(suite: AudienceSuite, authorizationUrl: string, decide: Decide = submitForm): Promise<Omit<Authorized, "verifier">> {
+export async function consentAt(
+  suite: AudienceSuite,
+  authorizationUrl: string,
+  decide: Decide = submitForm,
+): Promise<Omit<Authorized, "verifier">> {
   const b = browser(suite.api);
   const start = await b.go(authorizationUrl);
   expect(start.status).toBe(303);
   const location = start.headers.get("location")!;
   if (!location.startsWith("/oauth/interaction/")) return { callback: new URL(location), consentFields: [] };
   const loginHtml = await (await b.go(location)).text();
-  const loggedIn = await b.submit(formAction(loginHtml), [...hiddenFieldList(loginHtml), ["email", EMAIL], ["password", PASSWORD]]);
+  const loggedIn = await b.submit(formAction(loginHtml), [
+    ...hiddenFieldList(loginHtml),
+    ["email", EMAIL],
+    ["password", PASSWORD],
+  ]);
   expect(loggedIn.status).toBe(303);
   const consent = await b.go(loggedIn.headers.get("location")!);
   expect(consent.status).toBe(200);
@@ -106,7 +120,11 @@ export interface TokenAnswer {
 }
 
 /** POST /oauth/token as a form, with HTTP Basic for the client. */
-export async function tokenRequest(suite: AudienceSuite, client: { id: string; secret: string }, fields: [string, string][]): Promise<TokenAnswer> {
+export async function tokenRequest(
+  suite: AudienceSuite,
+  client: { id: string; secret: string },
+  fields: [string, string][],
+): Promise<TokenAnswer> {
   const res = await fetch(`${suite.api}/oauth/token`, {
     method: "POST",
     headers: {
@@ -120,7 +138,10 @@ export async function tokenRequest(suite: AudienceSuite, client: { id: string; s
 
 /** The code of an authorization request with these resources, exchanged with these resources. */
 export async function codeTokens(suite: AudienceSuite, asked: string[], exchanged: string[]): Promise<TokenAnswer> {
-  const { callback, verifier } = await authorize(suite, asked.map((r) => ["resource", r]));
+  const { callback, verifier } = await authorize(
+    suite,
+    asked.map((r) => ["resource", r]),
+  );
   const code = callback.searchParams.get("code");
   expect(code, callback.href).toMatch(/^bcc_/);
   return tokenRequest(suite, suite.web, [
@@ -146,7 +167,8 @@ export async function introspect(suite: AudienceSuite, token: string): Promise<R
   return (await res.json()) as Record<string, unknown>;
 }
 
-export const me = (suite: AudienceSuite, token: string) => fetch(`${suite.api}/oauth/me`, { headers: { authorization: `Bearer ${token}` } });
+export const me = (suite: AudienceSuite, token: string) =>
+  fetch(`${suite.api}/oauth/me`, { headers: { authorization: `Bearer ${token}` } });
 
 /** A token endpoint refusal: 400, the RFC 6749 §5.2 body, no-store. */
 export function expectTokenError(answer: TokenAnswer, error: string): void {

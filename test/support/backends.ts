@@ -30,7 +30,10 @@ export interface TestDatabase {
 }
 
 /** A new database `name` on the PostgreSQL server of `adminUrl`; drop() removes it, sessions and all. */
-export async function createDatabaseOn(adminUrl: string, name: string): Promise<{ url: string; drop(): Promise<void> }> {
+export async function createDatabaseOn(
+  adminUrl: string,
+  name: string,
+): Promise<{ url: string; drop(): Promise<void> }> {
   const run = async (sql: string) => {
     const c = new pg.Client({ connectionString: adminUrl });
     await c.connect();

@@ -32,12 +32,20 @@ export async function toConsentPage(
   const jar = new Map<string, string>();
   const go = async (path: string, init: RequestInit = {}) => {
     const cookie = cookieHeader(jar);
-    const res = await fetch(new URL(path, base), { ...init, redirect: "manual", headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) } });
+    const res = await fetch(new URL(path, base), {
+      ...init,
+      redirect: "manual",
+      headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) },
+    });
     storeCookies(jar, res);
     return res;
   };
   const post = (path: string, fields: Record<string, string>) =>
-    go(path, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() });
+    go(path, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams(fields).toString(),
+    });
 
   const start = await go(`/oauth/authorize?${new URLSearchParams({ response_type: "code", ...query })}`);
   expect(start.status, await start.clone().text()).toBe(303);
@@ -45,7 +53,12 @@ export async function toConsentPage(
   const loginPage = await go(interaction);
   expect(loginPage.status).toBe(200);
   const { csrf_token, form_token } = hiddenFields(await loginPage.text());
-  const login = await post(`${interaction}/login`, { csrf_token: csrf_token!, form_token: form_token!, email: member.email, password: member.password });
+  const login = await post(`${interaction}/login`, {
+    csrf_token: csrf_token!,
+    form_token: form_token!,
+    email: member.email,
+    password: member.password,
+  });
   expect(login.status).toBe(303);
   const consent = await go(interaction);
   expect(consent.status).toBe(200);
@@ -58,7 +71,11 @@ export async function toConsentPage(
 }
 
 /** The whole request with Allow: the code from the redirect (after checking state). */
-export async function authorizationCode(base: string, query: Record<string, string>, member: { email: string; password: string }): Promise<string> {
+export async function authorizationCode(
+  base: string,
+  query: Record<string, string>,
+  member: { email: string; password: string },
+): Promise<string> {
   const run = await toConsentPage(base, { state: "st", ...query }, member);
   const res = await run.decide("allow");
   expect(res.status).toBe(303);

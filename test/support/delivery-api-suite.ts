@@ -30,7 +30,19 @@ export const ATTEMPT_KEYS = [
   "outcome",
   "status_code",
 ];
-export const DELIVERY_KEYS = ["attempts", "created_at", "error", "event_id", "event_type", "id", "next_retry_at", "status", "status_code", "subscription_id", "updated_at"];
+export const DELIVERY_KEYS = [
+  "attempts",
+  "created_at",
+  "error",
+  "event_id",
+  "event_type",
+  "id",
+  "next_retry_at",
+  "status",
+  "status_code",
+  "subscription_id",
+  "updated_at",
+];
 
 export const shared = {
   WEBHOOK_ALLOW_INSECURE_TARGETS: "true",
@@ -109,8 +121,20 @@ export function useDeliveryApiSuite(config: Record<string, string> = {}): void {
     ({ organisation, auth, webhook, base } = platform);
 
     orgs = organisation.client(OrganisationService);
-    orgId = (await orgs.createOrganisation({ name: "Logged Cards", ownerEmail: "owner@logged.test", ownerPassword: "password-l" })).organisation!.id;
-    otherOrgId = (await orgs.createOrganisation({ name: "Flaky Cards", ownerEmail: "owner@flaky.test", ownerPassword: "password-f" })).organisation!.id;
+    orgId = (
+      await orgs.createOrganisation({
+        name: "Logged Cards",
+        ownerEmail: "owner@logged.test",
+        ownerPassword: "password-l",
+      })
+    ).organisation!.id;
+    otherOrgId = (
+      await orgs.createOrganisation({
+        name: "Flaky Cards",
+        ownerEmail: "owner@flaky.test",
+        ownerPassword: "password-f",
+      })
+    ).organisation!.id;
     const clients = auth.client(AuthService);
     const make = async (name: string, owner: string, scopes: string[] = []): Promise<Client> => {
       const res = await clients.createClient({ name, ownerOrganisationId: owner, scopes });

@@ -26,7 +26,12 @@ export async function startDeliverySchema(token: string): Promise<DeliverySchema
     delivery: { create: (deps) => createDeliveryApp(deps, { workers: false, fanOut: false }) },
   });
   const orm = await openServiceDatabase(
-    { databaseUrl: platform.db.url, databasePoolMax: 2, logger: createLogger("test", "silent"), config: { MIGRATE_ON_START: false } },
+    {
+      databaseUrl: platform.db.url,
+      databasePoolMax: 2,
+      logger: createLogger("test", "silent"),
+      config: { MIGRATE_ON_START: false },
+    },
     { schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations },
   );
   return {

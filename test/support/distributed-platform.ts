@@ -79,7 +79,10 @@ export function composeVariableNames(): Set<string> {
   return names;
 }
 
-export function environment(databaseUrl: string, poolMax: number): { service: Record<string, string>; gateway: Record<string, string> } {
+export function environment(
+  databaseUrl: string,
+  poolMax: number,
+): { service: Record<string, string>; gateway: Record<string, string> } {
   const common = {
     LOG_LEVEL: "info", // the SIGTERM test reads the "stopped" line
     INTERNAL_RPC_TOKEN: TOKEN,
@@ -159,7 +162,11 @@ export async function readStream(js: JetStreamClient, jsm: JetStreamManager): Pr
   const out: StreamMessage[] = [];
   const batch = await consumer.fetch({ max_messages: total, expires: 5000 });
   for await (const m of batch) {
-    out.push({ subject: m.subject, msgId: m.headers?.get("Nats-Msg-Id"), event: fromBinary(ContactEventSchema, m.data) });
+    out.push({
+      subject: m.subject,
+      msgId: m.headers?.get("Nats-Msg-Id"),
+      event: fromBinary(ContactEventSchema, m.data),
+    });
     if (m.info.pending === 0) break;
   }
   return out;
@@ -206,7 +213,10 @@ export function useDistributedPlatform(): void {
     const known = configVariables({ ...sample.service, ...sample.gateway });
     const spawnStarted = performance.now();
     for (const name of SERVICES) {
-      envs[name] = { ...environment(databaseUrls[name], poolMax).service, ...(name === "webhook" ? { WEBHOOK_SECRET_ENCRYPTION_KEY: SECRET_KEY } : {}) };
+      envs[name] = {
+        ...environment(databaseUrls[name], poolMax).service,
+        ...(name === "webhook" ? { WEBHOOK_SECRET_ENCRYPTION_KEY: SECRET_KEY } : {}),
+      };
       procs[name] = spawnTs(`services/${name}/main.ts`, isolated(envs[name], known));
     }
     envs.gateway = environment("postgres://unused/x", 1).gateway;

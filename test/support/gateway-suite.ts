@@ -42,9 +42,17 @@ export function useGatewaySuite(): void {
     configWith = platform.configWith;
     const { organisation, auth } = platform;
     const closed = `http://127.0.0.1:${await freePort()}`;
-    brokenBase = (await platform.addGateway({ config: { AUTH_RPC_URL: closed }, serviceUrls: { auth: closed, organisation: organisation.server.url } })).base;
+    brokenBase = (
+      await platform.addGateway({
+        config: { AUTH_RPC_URL: closed },
+        serviceUrls: { auth: closed, organisation: organisation.server.url },
+      })
+    ).base;
     misconfiguredBase = (
-      await platform.addGateway({ config: { INTERNAL_RPC_TOKEN: "w".repeat(40) }, serviceUrls: { auth: auth.server.url, organisation: organisation.server.url } })
+      await platform.addGateway({
+        config: { INTERNAL_RPC_TOKEN: "w".repeat(40) },
+        serviceUrls: { auth: auth.server.url, organisation: organisation.server.url },
+      })
     ).base;
   });
 
@@ -85,7 +93,8 @@ export function parseRaw(data: string, closed = true): RawAnswer {
   const end = data.indexOf("\r\n\r\n");
   const [statusLine, ...lines] = data.slice(0, end).split("\r\n");
   const headers: Record<string, string> = {};
-  for (const line of lines) headers[line.slice(0, line.indexOf(":")).toLowerCase()] = line.slice(line.indexOf(":") + 1).trim();
+  for (const line of lines)
+    headers[line.slice(0, line.indexOf(":")).toLowerCase()] = line.slice(line.indexOf(":") + 1).trim();
   const text = data.slice(end + 4);
   let body: unknown;
   try {
@@ -101,7 +110,11 @@ export function parseRaw(data: string, closed = true): RawAnswer {
  * answer (after an optional 100 Continue), once complete or once the server
  * closes; undefined when the server closed without a word.
  */
-export function rawExchange(at: string, request: string | Buffer, options: { after100?: string } = {}): Promise<RawAnswer | undefined> {
+export function rawExchange(
+  at: string,
+  request: string | Buffer,
+  options: { after100?: string } = {},
+): Promise<RawAnswer | undefined> {
   return new Promise((resolve) => {
     const url = new URL(at);
     const socket = net.connect(Number(url.port), url.hostname, () => socket.write(request));
@@ -121,7 +134,9 @@ export function rawExchange(at: string, request: string | Buffer, options: { aft
       if (length !== undefined && Buffer.byteLength(data.slice(end + 4)) >= Number(length)) {
         // Complete: did the server also close? Give it the chance to say so.
         socket.once("end", () => done(true));
-        setImmediate(() => socket.readableEnded || socket.destroyed || /\r\nconnection: *close/i.test(data) ? undefined : done(false));
+        setImmediate(() =>
+          socket.readableEnded || socket.destroyed || /\r\nconnection: *close/i.test(data) ? undefined : done(false),
+        );
       }
     });
     socket.on("close", () => done(true));
@@ -171,7 +186,11 @@ export const form = (fields: [string, string][] | Record<string, string>) =>
   new URLSearchParams(Array.isArray(fields) ? fields : Object.entries(fields)).toString();
 
 /** POST /oauth/token with a raw body and content type. */
-export function token(body: string | undefined, contentType: string | undefined, headers: Record<string, string> = {}): Promise<Answer> {
+export function token(
+  body: string | undefined,
+  contentType: string | undefined,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
   return call("/oauth/token", {
     method: "POST",
     headers: { ...(contentType ? { "content-type": contentType } : {}), ...headers },
@@ -182,7 +201,10 @@ export function token(body: string | undefined, contentType: string | undefined,
 /** The same parameters sent form-encoded and as JSON. */
 export const encodings = [
   { name: "form", send: (p: Record<string, string>, h?: Record<string, string>) => token(form(p), FORM, h) },
-  { name: "JSON", send: (p: Record<string, string>, h?: Record<string, string>) => token(JSON.stringify(p), JSON_TYPE, h) },
+  {
+    name: "JSON",
+    send: (p: Record<string, string>, h?: Record<string, string>) => token(JSON.stringify(p), JSON_TYPE, h),
+  },
 ];
 
 export const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secret}`).toString("base64")}`;

@@ -4,11 +4,17 @@
 
 /** The HTML escapes eta writes, undone (attribute values). */
 export const unescapeHtml = (s: string) =>
-  s.replace(/&(amp|lt|gt|quot|#39|#x27);/g, (_, e: string) => ({ amp: "&", lt: "<", gt: ">", quot: '"', "#39": "'", "#x27": "'" })[e]!);
+  s.replace(
+    /&(amp|lt|gt|quot|#39|#x27);/g,
+    (_, e: string) => ({ amp: "&", lt: "<", gt: ">", quot: '"', "#39": "'", "#x27": "'" })[e]!,
+  );
 
 /** Every hidden input of a page's forms, in order (a repeated name stays repeated). */
 export function hiddenFieldList(html: string): [string, string][] {
-  return [...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [unescapeHtml(m[1]!), unescapeHtml(m[2]!)]);
+  return [...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [
+    unescapeHtml(m[1]!),
+    unescapeHtml(m[2]!),
+  ]);
 }
 
 /** Every hidden input of a page's forms, by name (the last of a repeated one). */
@@ -37,7 +43,8 @@ export function storeCookies(jar: Map<string, string>, res: Response): void {
 }
 
 /** A jar's Cookie header. */
-export const cookieHeader = (jar: Map<string, string>) => [...jar].map(([name, value]) => `${name}=${value}`).join("; ");
+export const cookieHeader = (jar: Map<string, string>) =>
+  [...jar].map(([name, value]) => `${name}=${value}`).join("; ");
 
 /** A minimal browser against `base`: follows nothing by itself, keeps its cookies (the session's, the forms'). */
 export function browser(base: string | URL) {
@@ -53,6 +60,10 @@ export function browser(base: string | URL) {
     return res;
   };
   const submit = (url: string | URL, fields: FormFields) =>
-    go(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() });
+    go(url, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams(fields).toString(),
+    });
   return { go, submit, cookie: () => cookieHeader(jar) };
 }

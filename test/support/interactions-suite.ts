@@ -105,7 +105,13 @@ export const clients = { web: "", two: "", pub: "", narrow: "" };
 export const rpc = () => auth.client(AuthService);
 export type Params = Partial<Omit<AuthorizationParameters, "$typeName" | "$unknown">>;
 export const params = (p: Params) =>
-  create(AuthorizationParametersSchema, { responseType: "code", clientId: clients.web, redirectUri: "https://app.example/cb?tenant=1", state: "xyz", ...p });
+  create(AuthorizationParametersSchema, {
+    responseType: "code",
+    clientId: clients.web,
+    redirectUri: "https://app.example/cb?tenant=1",
+    state: "xyz",
+    ...p,
+  });
 export const oauthError = (err: ConnectError) => err.findDetails(OAuthErrorSchema)[0];
 
 /** An authorization request that must be refused on a page, never redirected. */
@@ -123,7 +129,13 @@ export async function redirected(p: Params, repeatedParameters: string[] = []): 
   return new URL(res.redirectTo);
 }
 
-export async function login(interactionId: string, email = "ada@acme.test", password = PASSWORD, remoteAddress = "192.0.2.1", via = auth) {
+export async function login(
+  interactionId: string,
+  email = "ada@acme.test",
+  password = PASSWORD,
+  remoteAddress = "192.0.2.1",
+  via = auth,
+) {
   const client = via.client(AuthService);
   const { interaction } = await client.getInteraction({ interactionId });
   return client.login({ interactionId, csrfToken: interaction!.csrfToken, email, password, remoteAddress });
@@ -148,20 +160,38 @@ export async function query(sql: string, values: unknown[]): Promise<unknown[]> 
 /** Registers the file's platform: started before its tests, stopped after. */
 export function useInteractionsSuite(): void {
   beforeAll(async () => {
-    platform = await startPlatform({ token: TOKEN, auth: { create: createAuthAppRecordingGrants, config: { PUBLIC_URL: ISSUER } } });
+    platform = await startPlatform({
+      token: TOKEN,
+      auth: { create: createAuthAppRecordingGrants, config: { PUBLIC_URL: ISSUER } },
+    });
     ({ db, organisation, auth } = platform);
-    replica = await platform.startService(createAuthApp, platform.configWith({ ORGANISATION_RPC_URL: organisation.server.url, PUBLIC_URL: ISSUER }));
+    replica = await platform.startService(
+      createAuthApp,
+      platform.configWith({ ORGANISATION_RPC_URL: organisation.server.url, PUBLIC_URL: ISSUER }),
+    );
     const orgs = organisation.client(OrganisationService);
-    orgId = (await orgs.createOrganisation({ name: "Acme", ownerEmail: "ada@acme.test", ownerPassword: PASSWORD })).organisation!.id;
-    otherOrgId = (await orgs.createOrganisation({ name: "Other", ownerEmail: "bob@other.test", ownerPassword: PASSWORD })).organisation!.id;
+    orgId = (await orgs.createOrganisation({ name: "Acme", ownerEmail: "ada@acme.test", ownerPassword: PASSWORD }))
+      .organisation!.id;
+    otherOrgId = (
+      await orgs.createOrganisation({ name: "Other", ownerEmail: "bob@other.test", ownerPassword: PASSWORD })
+    ).organisation!.id;
     await orgs.createMember({ organisationId: orgId, email: "limit1@acme.test", password: PASSWORD });
     await orgs.createMember({ organisationId: orgId, email: "limit2@acme.test", password: PASSWORD });
     const a = auth.client(AuthService);
-    clients.web = (await a.createClient({ name: "Web app", redirectUris: ["https://app.example/cb?tenant=1"] })).client!.clientId;
-    clients.two = (await a.createClient({ name: "Two", redirectUris: ["https://two.example/a", "https://two.example/b"] })).client!.clientId;
-    clients.pub = (await a.createClient({ name: "CLI", redirectUris: ["http://127.0.0.1:8765/cb"], public: true })).client!.clientId;
-    clients.narrow = (await a.createClient({ name: "Narrow", redirectUris: ["https://narrow.example/cb"], scopes: ["organisation:read"] }))
+    clients.web = (await a.createClient({ name: "Web app", redirectUris: ["https://app.example/cb?tenant=1"] }))
       .client!.clientId;
+    clients.two = (
+      await a.createClient({ name: "Two", redirectUris: ["https://two.example/a", "https://two.example/b"] })
+    ).client!.clientId;
+    clients.pub = (await a.createClient({ name: "CLI", redirectUris: ["http://127.0.0.1:8765/cb"], public: true }))
+      .client!.clientId;
+    clients.narrow = (
+      await a.createClient({
+        name: "Narrow",
+        redirectUris: ["https://narrow.example/cb"],
+        scopes: ["organisation:read"],
+      })
+    ).client!.clientId;
   });
 
   afterAll(async () => {

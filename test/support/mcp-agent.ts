@@ -15,7 +15,11 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+import type {
+  OAuthClientInformationMixed,
+  OAuthClientMetadata,
+  OAuthTokens,
+} from "@modelcontextprotocol/sdk/shared/auth.js";
 import { expect } from "vitest";
 import { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { startPlatform, type Platform } from "./platform.js";
@@ -41,11 +45,21 @@ export async function startAgentPlatform(config: Record<string, string>): Promis
   });
   // Contacts of the member's organisation, and of another one the agent must never see.
   const organisations = platform.organisation.client(OrganisationService);
-  for (const [firstName, lastName] of [["Ada", "Lovelace"], ["Grace", "Hopper"]]) {
+  for (const [firstName, lastName] of [
+    ["Ada", "Lovelace"],
+    ["Grace", "Hopper"],
+  ]) {
     await organisations.createContact({ organisationId: platform.organisationId, fields: { firstName, lastName } });
   }
-  const other = await organisations.createOrganisation({ name: "Other Cards", ownerEmail: "owner@other.test", ownerPassword: "another horse battery" });
-  await organisations.createContact({ organisationId: other.organisation!.id, fields: { firstName: "Mallory", lastName: "Outsider" } });
+  const other = await organisations.createOrganisation({
+    name: "Other Cards",
+    ownerEmail: "owner@other.test",
+    ownerPassword: "another horse battery",
+  });
+  await organisations.createContact({
+    organisationId: other.organisation!.id,
+    fields: { firstName: "Mallory", lastName: "Outsider" },
+  });
   return platform;
 }
 
@@ -130,7 +144,13 @@ export function recordingFetch(): { fetch: typeof fetch; requests: Observed[] } 
     const body = request.body ? await request.clone().text() : "";
     const res = await fetch(request);
     const url = new URL(request.url);
-    requests.push({ method: request.method, path: `${url.pathname}${url.search}`, status: res.status, body, challenge: res.headers.get("www-authenticate") });
+    requests.push({
+      method: request.method,
+      path: `${url.pathname}${url.search}`,
+      status: res.status,
+      body,
+      challenge: res.headers.get("www-authenticate"),
+    });
     return res;
   };
   return { fetch: recording, requests };
@@ -179,7 +199,9 @@ export async function connectAgent(
   seen?: (consentHtml: string) => void,
 ): Promise<Client> {
   const first = new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: provider, fetch: fetchFn });
-  await expect(new Client({ name: "test-agent", version: "1.0.0" }).connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
+  await expect(new Client({ name: "test-agent", version: "1.0.0" }).connect(first)).rejects.toBeInstanceOf(
+    UnauthorizedError,
+  );
   expect(provider.authorizationUrls).toHaveLength(1);
   const callback = await walkConsent(provider.authorizationUrls[0]!, member, seen);
   await first.finishAuth(provider.codeFrom(callback));
@@ -217,8 +239,21 @@ export async function startMetadataHost(): Promise<MetadataHost> {
   const caFile = path.join(dir, "cert.pem");
   execFileSync(
     "openssl",
-    ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", caFile, "-days", "1"]
-      .concat(["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"]),
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-keyout",
+      key,
+      "-out",
+      caFile,
+      "-days",
+      "1",
+    ].concat(["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"]),
     { stdio: "ignore" },
   );
   const documents = new Map<string, string>();

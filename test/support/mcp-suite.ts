@@ -27,10 +27,23 @@ export let foreign: AppClient;
 export const ALL_SCOPES = ["organisation:read", "contacts:read", "webhooks:read", "webhooks:write"];
 
 /** An access token of the client: for the /mcp resource unless `resource` says otherwise ("" for none). */
-export async function tokenFor(client: AppClient, scopes: string[] = ALL_SCOPES, resource = `${base}/mcp`): Promise<string> {
-  const form = new URLSearchParams({ grant_type: "client_credentials", client_id: client.id, client_secret: client.secret, scope: scopes.join(" ") });
+export async function tokenFor(
+  client: AppClient,
+  scopes: string[] = ALL_SCOPES,
+  resource = `${base}/mcp`,
+): Promise<string> {
+  const form = new URLSearchParams({
+    grant_type: "client_credentials",
+    client_id: client.id,
+    client_secret: client.secret,
+    scope: scopes.join(" "),
+  });
   if (resource) form.set("resource", resource);
-  const res = await fetch(`${base}/oauth/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form.toString() });
+  const res = await fetch(`${base}/oauth/token`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: form.toString(),
+  });
   const body = (await res.json()) as { access_token: string };
   expect(res.status, JSON.stringify(body)).toBe(200);
   return body.access_token;
@@ -39,13 +52,19 @@ export async function tokenFor(client: AppClient, scopes: string[] = ALL_SCOPES,
 /** The MCP SDK's client, connected (initialize) to /mcp with the token. */
 export async function connect(token: string): Promise<Client> {
   const client = new Client({ name: "test-agent", version: "1.0.0" });
-  const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+  const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp`), {
+    requestInit: { headers: { authorization: `Bearer ${token}` } },
+  });
   await client.connect(transport);
   return client;
 }
 
 /** A tools/call's result, as the SDK's client returns it. */
-export async function callTool(client: Client, name: string, args: Record<string, unknown> = {}): Promise<CallToolResult> {
+export async function callTool(
+  client: Client,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<CallToolResult> {
   return (await client.callTool({ name, arguments: args })) as CallToolResult;
 }
 
@@ -68,7 +87,12 @@ export function toolErrorText(result: CallToolResult): string {
 export function post(body: unknown, headers: Record<string, string> = {}): Promise<Response> {
   return fetch(`${base}/mcp`, {
     method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25", ...headers },
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2025-11-25",
+      ...headers,
+    },
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
 }
@@ -85,7 +109,10 @@ export async function makeContacts(organisationId: string, names: string[]): Pro
   const orgs = platform.organisation.client(OrganisationService);
   const ids: string[] = [];
   for (const name of names) {
-    const res = await orgs.createContact({ organisationId, fields: { firstName: name, email: `${name.toLowerCase()}@contacts.test` } });
+    const res = await orgs.createContact({
+      organisationId,
+      fields: { firstName: name, email: `${name.toLowerCase()}@contacts.test` },
+    });
     ids.push(res.contact!.id);
   }
   return ids;
@@ -108,8 +135,20 @@ export function useMcpSuite(): void {
     });
     base = platform.base;
     const orgs = platform.organisation.client(OrganisationService);
-    orgId = (await orgs.createOrganisation({ name: "Agent Cards", ownerEmail: "owner@agent.test", ownerPassword: "password-a" })).organisation!.id;
-    otherOrgId = (await orgs.createOrganisation({ name: "Elsewhere Ltd", ownerEmail: "owner@elsewhere.test", ownerPassword: "password-e" })).organisation!.id;
+    orgId = (
+      await orgs.createOrganisation({
+        name: "Agent Cards",
+        ownerEmail: "owner@agent.test",
+        ownerPassword: "password-a",
+      })
+    ).organisation!.id;
+    otherOrgId = (
+      await orgs.createOrganisation({
+        name: "Elsewhere Ltd",
+        ownerEmail: "owner@elsewhere.test",
+        ownerPassword: "password-e",
+      })
+    ).organisation!.id;
     app = await makeClient("Agent", orgId);
     sibling = await makeClient("Other agent", orgId);
     foreign = await makeClient("Agent elsewhere", otherOrgId);

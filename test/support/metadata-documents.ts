@@ -26,7 +26,10 @@ export interface DocumentServer {
   /** http://127.0.0.1:<port> (or https://localhost:<port>). */
   base: string;
   /** Serves `answer(url)` at `path` (url: the document's own URL); the fetches of it are counted. */
-  serve(path: string, answer: (url: string) => DocumentAnswer): { url: string; fetches: () => number; accept: () => string[] };
+  serve(
+    path: string,
+    answer: (url: string) => DocumentAnswer,
+  ): { url: string; fetches: () => number; accept: () => string[] };
   close(): Promise<void>;
 }
 
@@ -35,10 +38,27 @@ export function selfSignedCertificate(): { keyFile: string; certFile: string } {
   const dir = mkdtempSync(path.join(tmpdir(), "cimd-tls-"));
   const keyFile = path.join(dir, "key.pem");
   const certFile = path.join(dir, "cert.pem");
-  execFileSync("openssl", [
-    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", keyFile, "-out", certFile,
-  ], { stdio: "ignore" });
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-days",
+      "1",
+      "-subj",
+      "/CN=localhost",
+      "-addext",
+      "subjectAltName=DNS:localhost,IP:127.0.0.1",
+      "-keyout",
+      keyFile,
+      "-out",
+      certFile,
+    ],
+    { stdio: "ignore" },
+  );
   return { keyFile, certFile };
 }
 
@@ -51,11 +71,14 @@ export async function startDocumentServer(tls?: { keyFile: string; certFile: str
     route.fetches += 1;
     route.accept.push(req.headers.accept ?? "");
     const a = route.answer(`${base}${req.url}`);
-    const body = Buffer.isBuffer(a.body) ? a.body : Buffer.from(a.body === undefined ? "" : typeof a.body === "string" ? a.body : JSON.stringify(a.body));
+    const body = Buffer.isBuffer(a.body)
+      ? a.body
+      : Buffer.from(a.body === undefined ? "" : typeof a.body === "string" ? a.body : JSON.stringify(a.body));
     const send = () => {
       if (res.destroyed) return;
       const headers = { "content-type": "application/json", ...a.headers };
-      if (!a.chunked) return void res.writeHead(a.status ?? 200, { ...headers, "content-length": String(body.length) }).end(body);
+      if (!a.chunked)
+        return void res.writeHead(a.status ?? 200, { ...headers, "content-length": String(body.length) }).end(body);
       res.writeHead(a.status ?? 200, headers);
       for (let i = 0; i < body.length; i += a.chunked) res.write(body.subarray(i, i + a.chunked));
       res.end();

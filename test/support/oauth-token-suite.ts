@@ -8,13 +8,25 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, expect } from "vitest";
 import { AuthService, OAuthErrorSchema } from "../../gen/bizcard/auth/v1/auth_pb.js";
-import { GrantRevokedSchema, TokenRevokedSchema, type GrantRevoked, type TokenRevoked } from "../../gen/bizcard/events/v1/events_pb.js";
+import {
+  GrantRevokedSchema,
+  TokenRevokedSchema,
+  type GrantRevoked,
+  type TokenRevoked,
+} from "../../gen/bizcard/events/v1/events_pb.js";
 import { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
 import type { GrantStore } from "../../services/auth/grants/grant-store.js";
 import { rateLimited } from "../../services/auth/oauth-errors.js";
 import type { FailureLimits } from "../../services/auth/rate-limit/failure-limits.js";
 import type { ServiceApp } from "../../services/shared/service-app.js";
-import { createAuthApp, createWebhookApp, startPlatform, type AuthApp, type Platform, type StartedService } from "./platform.js";
+import {
+  createAuthApp,
+  createWebhookApp,
+  startPlatform,
+  type AuthApp,
+  type Platform,
+  type StartedService,
+} from "./platform.js";
 import { rpcError } from "./rpc.js";
 
 export const TOKEN = "t".repeat(40);
@@ -32,7 +44,8 @@ export const limitedClients = new Set(["bc_limited"]);
 export const limits: FailureLimits = {
   counterKeys: () => [],
   countersSql: () => "'[]'::json",
-  overLimit: (kind, subject) => (kind === "client" && limitedClients.has(subject) ? rateLimited("invalid_client", 7) : undefined),
+  overLimit: (kind, subject) =>
+    kind === "client" && limitedClients.has(subject) ? rateLimited("invalid_client", 7) : undefined,
   consume: async (kind, subject) => {
     failures.push(`${kind}:${subject}`);
     if (kind === "client" && limitedClients.has(subject)) throw rateLimited("invalid_client", 7);
@@ -73,7 +86,13 @@ export function pkce(): { verifier: string; challenge: string } {
 
 export async function codeFor(
   client: Registered,
-  options: { challenge?: string; redirectUri?: string; scopes?: string[]; organisationId?: string; memberId?: string } = {},
+  options: {
+    challenge?: string;
+    redirectUri?: string;
+    scopes?: string[];
+    organisationId?: string;
+    memberId?: string;
+  } = {},
 ): Promise<string> {
   return grants.issueAuthorizationCode({
     clientId: client.id,
@@ -95,7 +114,9 @@ export async function token(
   params: Record<string, string>,
   options: { basic?: Registered; json?: boolean } = {},
 ): Promise<Answer> {
-  const headers: Record<string, string> = { "content-type": options.json ? "application/json" : "application/x-www-form-urlencoded" };
+  const headers: Record<string, string> = {
+    "content-type": options.json ? "application/json" : "application/x-www-form-urlencoded",
+  };
   if (options.basic) {
     const enc = (s: string) => encodeURIComponent(s);
     headers.authorization = `Basic ${Buffer.from(`${enc(options.basic.id)}:${enc(options.basic.secret)}`).toString("base64")}`;
@@ -143,10 +164,19 @@ export async function bearer(accessToken: string): Promise<string> {
   }
 }
 
-export async function exchangeCode(client: Registered, options: { scopes?: string[]; organisationId?: string; memberId?: string } = {}) {
+export async function exchangeCode(
+  client: Registered,
+  options: { scopes?: string[]; organisationId?: string; memberId?: string } = {},
+) {
   const { verifier, challenge } = pkce();
   const code = await codeFor(client, { challenge, ...options });
-  const a = await token({ grant_type: "authorization_code", code, redirect_uri: REDIRECT, code_verifier: verifier, ...post(client) });
+  const a = await token({
+    grant_type: "authorization_code",
+    code,
+    redirect_uri: REDIRECT,
+    code_verifier: verifier,
+    ...post(client),
+  });
   expect(a.status, JSON.stringify(a.body)).toBe(200);
   return a.body as { access_token: string; refresh_token: string; scope: string };
 }
@@ -192,7 +222,11 @@ export function useOAuthTokenSuite(): void {
     confidential = await register({ name: "Zapier", redirectUris: [REDIRECT] });
     other = await register({ name: "Make", redirectUris: [REDIRECT] });
     publicClient = await register({ name: "CLI", redirectUris: [PUBLIC_REDIRECT], public: true });
-    owned = await register({ name: "A's script", ownerOrganisationId: orgA, scopes: ["organisation:read", "contacts:read"] });
+    owned = await register({
+      name: "A's script",
+      ownerOrganisationId: orgA,
+      scopes: ["organisation:read", "contacts:read"],
+    });
   });
 
   afterAll(async () => {

@@ -9,6 +9,7 @@ import addFormatsModule from "ajv-formats";
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
+// biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document and its schemas, of any shape, read by key
 type Json = Record<string, any>;
 
 export interface Answer {
@@ -37,7 +38,8 @@ export interface OpenApiChecker {
 
 export function openapiChecker(doc: Json): OpenApiChecker {
   // Component references point into the document: give them a home ajv resolves.
-  const rewrite = (s: unknown): Json => JSON.parse(JSON.stringify(s).replaceAll('"#/components/schemas/', `"${COMPONENTS}#/$defs/`));
+  const rewrite = (s: unknown): Json =>
+    JSON.parse(JSON.stringify(s).replaceAll('"#/components/schemas/', `"${COMPONENTS}#/$defs/`));
   const ajv = new Ajv2020({ strict: true, allErrors: true });
   addFormats(ajv);
   // Keywords of OpenAPI's schema dialect that are not JSON Schema's.
@@ -69,7 +71,10 @@ export function openapiChecker(doc: Json): OpenApiChecker {
     if (!found) return [`${method} ${new URL(url, "http://x").pathname}: no such operation in the document`];
     const where = `${method} ${found.template} -> ${answer.status}`;
     const responses = found.op.responses as Json;
-    const response = responses[String(answer.status)] ?? responses[`${String(answer.status)[0]}XX`] ?? (GENERIC.has(answer.status) ? responses.default : undefined);
+    const response =
+      responses[String(answer.status)] ??
+      responses[`${String(answer.status)[0]}XX`] ??
+      (GENERIC.has(answer.status) ? responses.default : undefined);
     if (!response) return [`${where}: status not documented (has ${Object.keys(responses).join(", ")})`];
     const problems: string[] = [];
     for (const [name, header] of Object.entries((response.headers ?? {}) as Json)) {
@@ -79,16 +84,23 @@ export function openapiChecker(doc: Json): OpenApiChecker {
         continue;
       }
       const v = compile(header.schema ?? {});
-      if (!v(String(value))) problems.push(`${where}: header ${name} ${JSON.stringify(value)}: ${ajv.errorsText(v.errors)}`);
+      if (!v(String(value)))
+        problems.push(`${where}: header ${name} ${JSON.stringify(value)}: ${ajv.errorsText(v.errors)}`);
     }
     const content = response.content as Json | undefined;
     if (!content) {
       if (answer.body !== "") problems.push(`${where}: a body where none is documented`);
       return problems;
     }
-    const type = String(answer.headers["content-type"] ?? "").split(";")[0]!.trim();
+    const type = String(answer.headers["content-type"] ?? "")
+      .split(";")[0]!
+      .trim();
     const media = content[type];
-    if (!media) return [...problems, `${where}: content-type ${type || "(none)"} not documented (${Object.keys(content).join(", ")})`];
+    if (!media)
+      return [
+        ...problems,
+        `${where}: content-type ${type || "(none)"} not documented (${Object.keys(content).join(", ")})`,
+      ];
     let body: unknown = answer.body;
     if (type.endsWith("json")) {
       try {
@@ -119,12 +131,14 @@ export function openapiChecker(doc: Json): OpenApiChecker {
       for (const [status, response] of Object.entries((op.responses ?? {}) as Json)) {
         media(`${method} ${template} -> ${status}`, (response as Json).content);
         for (const [name, header] of Object.entries(((response as Json).headers ?? {}) as Json)) {
-          if (header.example !== undefined && !compile(header.schema ?? {})(header.example)) problems.push(`${method} ${template} -> ${status}: header ${name} example`);
+          if (header.example !== undefined && !compile(header.schema ?? {})(header.example))
+            problems.push(`${method} ${template} -> ${status}: header ${name} example`);
         }
       }
     }
     for (const [name, item] of Object.entries((doc.webhooks ?? {}) as Json)) {
-      for (const [method, op] of Object.entries(item as Json)) media(`webhook ${name} ${method} request`, (op as Json).requestBody?.content);
+      for (const [method, op] of Object.entries(item as Json))
+        media(`webhook ${name} ${method} request`, (op as Json).requestBody?.content);
     }
     return problems;
   }

@@ -19,7 +19,11 @@ export function checkAnswersAgainstDocument(app: FastifyInstance, problems: stri
     if (!checker.documents(request.method, request.url)) return payload;
     if (payload != null && typeof payload !== "string" && !Buffer.isBuffer(payload)) return payload; // a stream
     const body = payload == null ? "" : String(payload);
-    const found = checker.check(request.method, request.url, { status: reply.statusCode, headers: reply.getHeaders(), body });
+    const found = checker.check(request.method, request.url, {
+      status: reply.statusCode,
+      headers: reply.getHeaders(),
+      body,
+    });
     if (found.length === 0) return payload;
     problems.push(...found);
     console.error(`answer not as documented: ${found.join("; ")}`);

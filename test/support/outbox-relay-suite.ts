@@ -19,7 +19,8 @@ export let nats: NatsServer;
 export let db: TestDatabase;
 export const cleanups: (() => Promise<unknown>)[] = [];
 
-export const countBy = (ids: string[]) => ids.reduce<Record<string, number>>((m, id) => ((m[id] = (m[id] ?? 0) + 1), m), {});
+export const countBy = (ids: string[]) =>
+  ids.reduce<Record<string, number>>((m, id) => ((m[id] = (m[id] ?? 0) + 1), m), {});
 /**
  * A slow consumer's time with one message: a latency the lease scenarios need, not a wait for a condition. The
  * lease runs on PostgreSQL's clock, so only a batch that takes real time outlasts it (each publish within its timeout).
@@ -53,7 +54,10 @@ export function recordingBus(inner: EventBus) {
  * The organisation service alone on the file's database, with these config
  * values and the bus (or bus factory) given; stopped, with its bus, after the test.
  */
-export async function startOrganisation(config: Record<string, string>, bus?: PlatformOptions["bus"]): Promise<Platform> {
+export async function startOrganisation(
+  config: Record<string, string>,
+  bus?: PlatformOptions["bus"],
+): Promise<Platform> {
   const platform = await startPlatform({ db, config, ...(bus ? { bus } : {}) });
   cleanups.push(() => platform.stop());
   return platform;
@@ -62,7 +66,10 @@ export async function startOrganisation(config: Record<string, string>, bus?: Pl
 /** The organisation service alone on an in-process bus that records every publish (recordingBus). */
 export async function startOnRecordingBus(config: Record<string, string> = {}) {
   let recorded: ReturnType<typeof recordingBus> | undefined;
-  const platform = await startOrganisation({ NATS_URL: "", ...config }, (c) => (recorded = recordingBus(new InProcessBus(c.NATS_SUBJECT_PREFIX))).bus);
+  const platform = await startOrganisation(
+    { NATS_URL: "", ...config },
+    (c) => (recorded = recordingBus(new InProcessBus(c.NATS_SUBJECT_PREFIX))).bus,
+  );
   return { platform, bus: platform.bus, publishes: recorded!.publishes };
 }
 
@@ -85,7 +92,9 @@ export function useOutboxRelaySuite(): void {
     // serves: set them aside so that one failure does not take the next tests down too.
     const c = new pg.Client({ connectionString: db.url });
     await c.connect();
-    await c.query(`update "${ORGANISATION_SCHEMA}"."outbox" set "published_at" = now() where "published_at" is null`).catch(() => undefined);
+    await c
+      .query(`update "${ORGANISATION_SCHEMA}"."outbox" set "published_at" = now() where "published_at" is null`)
+      .catch(() => undefined);
     await c.end();
   });
 

@@ -9,7 +9,9 @@ export async function unpublishedOutboxRows(databaseUrl: string): Promise<number
   const c = new pg.Client({ connectionString: databaseUrl });
   await c.connect();
   try {
-    const { rows } = await c.query<{ n: string }>(`select count(*) as n from organisation.outbox where published_at is null`);
+    const { rows } = await c.query<{ n: string }>(
+      `select count(*) as n from organisation.outbox where published_at is null`,
+    );
     return Number(rows[0]!.n);
   } finally {
     await c.end();

@@ -6,7 +6,8 @@ import { startPagePlatform, type PagePlatform } from "./page-platform.js";
 
 export const HOSTILE = "<script>alert(1)</script>";
 export const REDIRECT = "https://client.example/cb";
-export const CSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+export const CSP =
+  "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 export let platform: PagePlatform;
 export let hostile: { clientId: string };
@@ -28,7 +29,12 @@ export function postForm(path: string, fields: Record<string, string>, cookie?: 
 }
 
 export const decodeEntities = (s: string) =>
-  s.replaceAll("&quot;", '"').replaceAll("&#39;", "'").replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&amp;", "&");
+  s
+    .replaceAll("&quot;", '"')
+    .replaceAll("&#39;", "'")
+    .replaceAll("&lt;", "<")
+    .replaceAll("&gt;", ">")
+    .replaceAll("&amp;", "&");
 
 /** The value of a form's hidden input. */
 export function hidden(html: string, name: string): string {
@@ -38,7 +44,13 @@ export function hidden(html: string, name: string): string {
 }
 
 export function authorizePath(clientId: string, extra: Record<string, string> = {}): string {
-  const q = new URLSearchParams({ response_type: "code", client_id: clientId, redirect_uri: REDIRECT, state: "st-1", ...extra });
+  const q = new URLSearchParams({
+    response_type: "code",
+    client_id: clientId,
+    redirect_uri: REDIRECT,
+    state: "st-1",
+    ...extra,
+  });
   return `/oauth/authorize?${q}`;
 }
 
@@ -81,7 +93,12 @@ export async function login(interaction: string): Promise<string> {
   const html = await page.text();
   const res = await postForm(
     `${interaction}/login`,
-    { csrf_token: hidden(html, "csrf_token"), form_token: hidden(html, "form_token"), email: platform.member.email, password: platform.member.password },
+    {
+      csrf_token: hidden(html, "csrf_token"),
+      form_token: hidden(html, "form_token"),
+      email: platform.member.email,
+      password: platform.member.password,
+    },
     form,
   );
   expect(res.status).toBe(303);
@@ -99,7 +116,18 @@ export async function consentPage(clientId: string, extra: Record<string, string
 
 export function consentFields(html: string, decision: string): Record<string, string> {
   const fields: Record<string, string> = { decision };
-  for (const name of ["interaction_id", "csrf_token", "form_token", "client_id", "redirect_uri", "scope", "state", "response_type", "code_challenge", "code_challenge_method"]) {
+  for (const name of [
+    "interaction_id",
+    "csrf_token",
+    "form_token",
+    "client_id",
+    "redirect_uri",
+    "scope",
+    "state",
+    "response_type",
+    "code_challenge",
+    "code_challenge_method",
+  ]) {
     try {
       fields[name] = hidden(html, name);
     } catch {
@@ -114,7 +142,9 @@ export function usePagesSuite(): void {
   beforeAll(async () => {
     platform = await startPagePlatform("pages");
     hostile = await platform.createClient(HOSTILE, [REDIRECT]);
-    good = await platform.createClient("Good App", [REDIRECT, "https://other.example/return"], { scopes: ["organisation:read", "webhooks:read"] });
+    good = await platform.createClient("Good App", [REDIRECT, "https://other.example/return"], {
+      scopes: ["organisation:read", "webhooks:read"],
+    });
   });
 
   afterAll(async () => {

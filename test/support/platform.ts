@@ -5,9 +5,8 @@
 // One place starts them, so a change to how a service or the gateway is
 // built touches this file, not every suite.
 import { randomBytes } from "node:crypto";
-import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
-import { buildGateway, gatewayRegistration, type GatewayOptions } from "../../gateway/app.js";
+import { buildGateway, type GatewayOptions } from "../../gateway/app.js";
 import { createServiceClients } from "../../gateway/clients.js";
 import { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
@@ -16,13 +15,12 @@ import { createDeliveryApp } from "../../services/delivery/delivery-app.js";
 import { createOrganisationApp } from "../../services/organisation/organisation-app.js";
 import type { Config } from "../../services/shared/config.js";
 import type { EventBus } from "../../services/shared/event-bus/event-bus.js";
-import { openBus } from "../../services/shared/event-bus/open-bus.js";
 import { createLogger, type Logger } from "../../services/shared/logger.js";
 import type { ServiceApp, ServiceAppDeps } from "../../services/shared/service-app.js";
 import { createWebhookApp } from "../../services/webhook/webhook-app.js";
 import { createTestDatabase, testConfig, type TestDatabase } from "./backends.js";
 import { freePort } from "./processes.js";
-import { checkAnswersAgainstDocument } from "./openapi-hook.js";
+import { listenTestGateway, type GatewayChoice, type GatewayRequest, type RunningGateway } from "./platform-gateway.js";
 import { openTestBus, startService, type StartedService } from "./services.js";
 
 export type OrganisationApp = Awaited<ReturnType<typeof createOrganisationApp>>;
@@ -37,25 +35,9 @@ export { buildGateway, createServiceClients };
 type Create<A extends ServiceApp> = (deps: ServiceAppDeps) => Promise<A>;
 
 /** One service of the platform: started (true), or started with its own factory and config values. */
-export type ServiceChoice<A extends ServiceApp = ServiceApp> = boolean | { create?: Create<A>; config?: Record<string, string> };
-
-export interface GatewayChoice {
-  /** Config values of the gateway only. */
-  config?: Record<string, string>;
-  /**
-   * Listen on the port PUBLIC_URL names (http://127.0.0.1:<free port>), the
-   * issuer the auth service and the gateway agree on: iss and the session
-   * cookie then match the address the client uses.
-   */
-  publicUrlPort?: boolean;
-  /** Pass the bus (revocations; the bearer cache), PUBLIC_URL and BEARER_CACHE_MS, as main.ts does. */
-  bus?: boolean;
-  /** For /readyz: service name -> RPC URL; every started service by default. */
-  serviceUrls?: Record<string, string>;
-  logger?: GatewayOptions["logger"];
-  /** GATEWAY_TRUSTED_PROXIES: peers whose X-Forwarded-For the gateway believes. */
-  trustedProxies?: GatewayOptions["trustedProxies"];
-}
+export type ServiceChoice<A extends ServiceApp = ServiceApp> =
+  | boolean
+  | { create?: Create<A>; config?: Record<string, string> };
 
 export interface PlatformOptions {
   /** INTERNAL_RPC_TOKEN of every service and gateway (random by default). */
@@ -82,14 +64,6 @@ export interface PlatformOptions {
   member?: { organisation: string; email: string; password: string };
   /** The services' logger (their apps and RPC servers; a test reads their lines); stdout by default. */
   logger?: Logger;
-}
-
-export interface RunningGateway {
-  app: FastifyInstance;
-  /** http://127.0.0.1:<port> */
-  base: string;
-  config: Config;
-  close(): Promise<void>;
 }
 
 export interface Platform {
@@ -122,7 +96,14 @@ export interface Platform {
    * publicUrlPort: it listens where its PUBLIC_URL says (the services keep theirs);
    * ownBus: with a bus connection of its own (on NATS), as a second gateway process.
    */
-  addGateway(choice?: GatewayChoice & { publicUrl?: string; timeouts?: GatewayOptions["timeouts"]; ownBus?: boolean; name?: string }): Promise<RunningGateway>;
+  addGateway(
+    choice?: GatewayChoice & {
+      publicUrl?: string;
+      timeouts?: GatewayOptions["timeouts"];
+      ownBus?: boolean;
+      name?: string;
+    },
+  ): Promise<RunningGateway>;
   /** A client application registered with the auth service. */
   createClient(
     name: string,
@@ -137,7 +118,10 @@ const missing = (what: string) => () => {
   throw new Error(`this test's platform was started without ${what}`);
 };
 
-function choice<A extends ServiceApp>(c: ServiceChoice | undefined, create: Create<A>): { create: Create<ServiceApp>; config: Record<string, string> } | undefined {
+function choice<A extends ServiceApp>(
+  c: ServiceChoice | undefined,
+  create: Create<A>,
+): { create: Create<ServiceApp>; config: Record<string, string> } | undefined {
   if (!c) return undefined;
   if (c === true) return { create, config: {} };
   return { create: c.create ?? create, config: c.config ?? {} };
@@ -194,46 +178,8 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
     };
 
     const gatewayConfig = (overrides: Record<string, string> = {}) => configWith({ ...urlConfig(), ...overrides });
-    type GatewayRequest = GatewayChoice & { timeouts?: GatewayOptions["timeouts"]; ownBus?: boolean; name?: string };
-    /** A gateway of `config` listening on `port` (0: any free one); what it opened is closed again when it cannot listen. */
-    const listenGateway = async (g: GatewayRequest, config: Config, port: number): Promise<RunningGateway> => {
-      const gatewayLogger = g.logger ?? (g.name ? createLogger(g.name, config.LOG_LEVEL) : logger);
-      // ownBus: a bus connection of its own, as a second gateway process has (on NATS).
-      const gatewayBus = g.ownBus && bus.kind === "nats" ? await openBus(config, g.name ?? "gateway", gatewayLogger) : bus;
-      const app = await buildGateway({
-        clients: createServiceClients(config),
-        serviceUrls: g.serviceUrls ?? { ...urls },
-        registration: gatewayRegistration(config),
-        mcpAllowedOrigins: config.MCP_ALLOWED_ORIGINS,
-        logger: gatewayLogger,
-        ...(g.timeouts ? { timeouts: g.timeouts } : {}),
-        ...(g.trustedProxies ? { trustedProxies: g.trustedProxies } : {}),
-        ...(g.bus || g.ownBus ? { bus: gatewayBus, bearerCacheMs: config.BEARER_CACHE_MS } : {}),
-        ...(g.bus || g.ownBus || config.PUBLIC_URL ? { publicUrl: config.publicUrl } : {}),
-      });
-      // Every answer is checked against the gateway's OpenAPI document.
-      checkAnswersAgainstDocument(app);
-      const running: RunningGateway = {
-        app,
-        base: "",
-        config,
-        close: async () => {
-          const i = gateways.indexOf(running);
-          if (i >= 0) gateways.splice(i, 1);
-          await app.close();
-          if (gatewayBus !== bus) await gatewayBus.close();
-        },
-      };
-      try {
-        await app.listen({ port, host: "127.0.0.1" });
-      } catch (err) {
-        await running.close();
-        throw err;
-      }
-      gateways.push(running);
-      running.base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-      return running;
-    };
+    const listenGateway = (g: GatewayRequest, config: Config, port: number) =>
+      listenTestGateway(g, config, port, { bus, logger, urls, gateways });
     const inUse = (err: unknown) => (err as { code?: string }).code === "EADDRINUSE";
     const addGateway: Platform["addGateway"] = async (g = {}) => {
       // publicUrlPort: listen where PUBLIC_URL says; another free port should a parallel test take it in between.
@@ -241,7 +187,11 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
         const port = g.publicUrlPort ? await freePort() : 0;
         const publicUrl = g.publicUrlPort ? `http://127.0.0.1:${port}` : g.publicUrl;
         try {
-          return await listenGateway(g, gatewayConfig({ ...(publicUrl ? { PUBLIC_URL: publicUrl } : {}), ...g.config }), port);
+          return await listenGateway(
+            g,
+            gatewayConfig({ ...(publicUrl ? { PUBLIC_URL: publicUrl } : {}), ...g.config }),
+            port,
+          );
         } catch (err) {
           if (!g.publicUrlPort || !inUse(err) || attempt >= 4) throw err;
         }
@@ -320,7 +270,10 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
       stop,
     } as Platform;
     for (const name of ["organisation", "auth", "webhook", "delivery"] as const) {
-      Object.defineProperty(platform, name, { get: started[name] ? () => started[name] : missing(`the ${name} service`), enumerable: true });
+      Object.defineProperty(platform, name, {
+        get: started[name] ? () => started[name] : missing(`the ${name} service`),
+        enumerable: true,
+      });
     }
     Object.defineProperty(platform, "gateway", { get: main ? () => main.app : missing("a gateway") });
     Object.defineProperty(platform, "base", { get: main ? () => main.base : missing("a gateway") });

@@ -16,9 +16,15 @@ import { freePort, spawnProcess, waitFor, type Spawned } from "./processes.js";
 function binDir(): string {
   if (process.env.PG_BIN_DIR) return process.env.PG_BIN_DIR;
   const root = "/usr/lib/postgresql";
-  const versions = existsSync(root) ? readdirSync(root).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a)) : [];
+  const versions = existsSync(root)
+    ? readdirSync(root)
+        .filter((v) => /^\d+$/.test(v))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
   if (!versions.length) {
-    throw new Error("no PostgreSQL server binaries (/usr/lib/postgresql/<version>/bin, or PG_BIN_DIR): this test needs several database sessions, which PGlite cannot give");
+    throw new Error(
+      "no PostgreSQL server binaries (/usr/lib/postgresql/<version>/bin, or PG_BIN_DIR): this test needs several database sessions, which PGlite cannot give",
+    );
   }
   return path.join(root, versions[0]!, "bin");
 }
@@ -68,7 +74,18 @@ export class PostgresServer {
   async restart(): Promise<void> {
     const proc = spawnProcess(
       path.join(this.bin, "postgres"),
-      ["-D", path.join(this.dir, "data"), "-p", String(this.port), "-k", this.dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"],
+      [
+        "-D",
+        path.join(this.dir, "data"),
+        "-p",
+        String(this.port),
+        "-k",
+        this.dir,
+        "-c",
+        "listen_addresses=127.0.0.1",
+        "-c",
+        "fsync=off",
+      ],
       {},
       this.dir,
       this.user,

@@ -9,7 +9,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 
 export const ROOT = path.resolve(import.meta.dirname, "../..");
-const NATS_SERVER_BIN = process.env.NATS_SERVER_BIN ?? (existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "nats-server");
+const NATS_SERVER_BIN =
+  process.env.NATS_SERVER_BIN ?? (existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "nats-server");
 
 // Below the kernel's ephemeral range (ip_local_port_range, 32768-60999 by
 // default): a port asked of the kernel with listen(0) comes from that range,
@@ -55,7 +56,14 @@ export async function freePort(): Promise<number> {
 
 /** Free ports for the gateway, its metrics and the four RPC services, as the variables npm start reads. */
 export async function platformPorts(): Promise<Record<string, string>> {
-  const names = ["GATEWAY_PORT", "GATEWAY_METRICS_PORT", "AUTH_RPC_PORT", "ORGANISATION_RPC_PORT", "WEBHOOK_RPC_PORT", "DELIVERY_RPC_PORT"];
+  const names = [
+    "GATEWAY_PORT",
+    "GATEWAY_METRICS_PORT",
+    "AUTH_RPC_PORT",
+    "ORGANISATION_RPC_PORT",
+    "WEBHOOK_RPC_PORT",
+    "DELIVERY_RPC_PORT",
+  ];
   const ports = await Promise.all(names.map(() => freePort()));
   return Object.fromEntries(names.map((n, i) => [n, String(ports[i])]));
 }
@@ -75,7 +83,13 @@ export function spawnProcess(
   cwd = ROOT,
   user?: { uid: number; gid: number },
 ): Spawned {
-  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], detached: true, ...user });
+  const child = spawn(command, args, {
+    cwd,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+    ...user,
+  });
   let out = "";
   child.stdout!.on("data", (d) => (out += d));
   child.stderr!.on("data", (d) => (out += d));
@@ -108,7 +122,11 @@ export function platformPids(p: Spawned): number[] {
       // Field 5 of /proc/<pid>/stat is the process group; the command name may hold spaces, so count after ")".
       const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
       const group = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
-      if (group === p.child.pid && readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("scripts/run-compiled.mjs")) pids.push(Number(pid));
+      if (
+        group === p.child.pid &&
+        readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("scripts/run-compiled.mjs")
+      )
+        pids.push(Number(pid));
     } catch {
       // the process ended meanwhile
     }
@@ -117,7 +135,11 @@ export function platformPids(p: Spawned): number[] {
   return pids;
 }
 
-export async function waitFor<T>(fn: () => Promise<T | undefined> | T | undefined, ms = 30_000, what = "condition"): Promise<T> {
+export async function waitFor<T>(
+  fn: () => Promise<T | undefined> | T | undefined,
+  ms = 30_000,
+  what = "condition",
+): Promise<T> {
   const end = Date.now() + ms;
   let last: unknown;
   for (;;) {
@@ -189,7 +211,11 @@ export class NatsServer {
   }
 
   async restart(): Promise<void> {
-    this.proc = spawnProcess(NATS_SERVER_BIN, ["-a", "127.0.0.1", "-p", String(this.port), "-js", "-sd", this.storeDir], {});
+    this.proc = spawnProcess(
+      NATS_SERVER_BIN,
+      ["-a", "127.0.0.1", "-p", String(this.port), "-js", "-sd", this.storeDir],
+      {},
+    );
     await waitFor(
       () =>
         new Promise<boolean | undefined>((resolve) => {

@@ -83,7 +83,8 @@ const EVENT_RECENT = "00000000-0000-4000-8000-0000000000b3";
 
 /** With DELIVERY_LOG_RETENTION_DAYS=7: rows of 10 days ago go (but a pending delivery and its event), rows of 3 days ago stay. */
 export async function seedDeliveryRows(exec: Exec): Promise<void> {
-  const event = (id: string, age: string) => `('${id}', 'contact.created', '${ORG_1}', '{}', now() - interval '${age}')`;
+  const event = (id: string, age: string) =>
+    `('${id}', 'contact.created', '${ORG_1}', '{}', now() - interval '${age}')`;
   await exec(`insert into "delivery"."delivery_event" ("event_id", "event_type", "organisation_id", "body", "created_at")
     values ${event(EVENT_OLD, "10 days")}, ${event(EVENT_PENDING, "10 days")}, ${event(EVENT_RECENT, "3 days")}`);
   const delivery = (event: string, subscription: string, status: string, age: string) =>
@@ -101,7 +102,9 @@ export async function seedDeliveryRows(exec: Exec): Promise<void> {
 
 export async function deliveryRowsLeft(exec: Exec): Promise<Record<string, string[]>> {
   return {
-    delivery: (await exec(`select "status" || ':' || "subscription_id" as k from "delivery"."delivery" order by 1`)).map((r) => String(r.k)),
+    delivery: (
+      await exec(`select "status" || ':' || "subscription_id" as k from "delivery"."delivery" order by 1`)
+    ).map((r) => String(r.k)),
     delivery_attempt: await keys(exec, `"delivery"."delivery_attempt"`, "id"),
     delivery_event: await keys(exec, `"delivery"."delivery_event"`, "event_id"),
   };

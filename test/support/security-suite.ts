@@ -80,12 +80,21 @@ export async function liveSession(): Promise<string> {
 export async function loginOnce(): Promise<string> {
   const { interactionId } = await rpc().startAccountLogin({});
   const { interaction } = await rpc().getInteraction({ interactionId });
-  const res = await rpc().login({ interactionId, csrfToken: interaction!.csrfToken, email: "ada@security.test", password: PASSWORD, remoteAddress: "192.0.2.200" });
+  const res = await rpc().login({
+    interactionId,
+    csrfToken: interaction!.csrfToken,
+    email: "ada@security.test",
+    password: PASSWORD,
+    remoteAddress: "192.0.2.200",
+  });
   return res.sessionId;
 }
 
 /** A code from the browser flow over RPC (authorization request, login, consent), as the gateway drives it. */
-export async function consentedCode(client: Registered, p: Partial<Omit<AuthorizationParameters, "$typeName" | "$unknown">> = {}) {
+export async function consentedCode(
+  client: Registered,
+  p: Partial<Omit<AuthorizationParameters, "$typeName" | "$unknown">> = {},
+) {
   const { verifier, challenge } = pkce();
   const parameters = create(AuthorizationParametersSchema, {
     responseType: "code",
@@ -115,7 +124,13 @@ export async function consentedCode(client: Registered, p: Partial<Omit<Authoriz
 
 export async function tokensFor(client: Registered) {
   const { code, verifier } = await consentedCode(client);
-  const a = await token({ grant_type: "authorization_code", code, redirect_uri: REDIRECT, code_verifier: verifier, ...post(client) });
+  const a = await token({
+    grant_type: "authorization_code",
+    code,
+    redirect_uri: REDIRECT,
+    code_verifier: verifier,
+    ...post(client),
+  });
   expect(a.status, JSON.stringify(a.body)).toBe(200);
   return a.body as { access_token: string; refresh_token: string };
 }
@@ -136,7 +151,11 @@ export const count = <T>(items: T[], pick: (t: T) => boolean) => items.filter(pi
  * the requests fired there queue up behind it in a known order; `waiting(n)`
  * waits until n sessions of the test database wait for a lock. Then commits.
  */
-export async function holdingRow(lockSql: string, values: unknown[], during: (waiting: (n: number) => Promise<void>) => Promise<void>) {
+export async function holdingRow(
+  lockSql: string,
+  values: unknown[],
+  during: (waiting: (n: number) => Promise<void>) => Promise<void>,
+) {
   const holder = new pg.Client({ connectionString: db.url });
   const probe = new pg.Client({ connectionString: db.url });
   await Promise.all([holder.connect(), probe.connect()]);
@@ -161,7 +180,11 @@ export async function holdingRow(lockSql: string, values: unknown[], during: (wa
   }
 }
 
-export const settle = <T>(p: Promise<T>) => p.then((value) => ({ value }), (error: unknown) => ({ error: ConnectError.from(error).message }));
+export const settle = <T>(p: Promise<T>) =>
+  p.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error: ConnectError.from(error).message }),
+  );
 
 /** Registers the file's platform: started before its tests, stopped after. */
 export function useSecuritySuite(): void {

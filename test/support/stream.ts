@@ -18,7 +18,11 @@ export async function readStream(natsUrl: string, stream: string): Promise<Store
     const out: StoredEvent[] = [];
     for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
       const m = await jsm.streams.getMessage(stream, { seq });
-      out.push({ subject: m.subject, msgId: m.header.get("Nats-Msg-Id"), event: fromBinary(ContactEventSchema, m.data) });
+      out.push({
+        subject: m.subject,
+        msgId: m.header.get("Nats-Msg-Id"),
+        event: fromBinary(ContactEventSchema, m.data),
+      });
     }
     return out;
   } finally {

@@ -50,7 +50,11 @@ export interface SubscriptionBody {
   secret?: string;
 }
 
-export async function create(client: Client, target_url: string, event_type = "contact.created"): Promise<SubscriptionBody> {
+export async function create(
+  client: Client,
+  target_url: string,
+  event_type = "contact.created",
+): Promise<SubscriptionBody> {
   const res = await call(client, "POST", PATH, { target_url, event_type });
   const body = (await res.json()) as SubscriptionBody;
   expect(res.status, JSON.stringify(body)).toBe(201);
@@ -91,8 +95,20 @@ export function useSubscriptionsSuite(): void {
     ({ organisation, auth, webhook, base } = platform);
 
     const orgs = organisation.client(OrganisationService);
-    orgId = (await orgs.createOrganisation({ name: "Hooked Cards", ownerEmail: "owner@hooked.test", ownerPassword: "password-h" })).organisation!.id;
-    otherOrgId = (await orgs.createOrganisation({ name: "Elsewhere", ownerEmail: "owner@elsewhere.test", ownerPassword: "password-e" })).organisation!.id;
+    orgId = (
+      await orgs.createOrganisation({
+        name: "Hooked Cards",
+        ownerEmail: "owner@hooked.test",
+        ownerPassword: "password-h",
+      })
+    ).organisation!.id;
+    otherOrgId = (
+      await orgs.createOrganisation({
+        name: "Elsewhere",
+        ownerEmail: "owner@elsewhere.test",
+        ownerPassword: "password-e",
+      })
+    ).organisation!.id;
     const clients = auth.client(AuthService);
     const make = async (name: string, owner: string, scopes: string[] = []): Promise<Client> => {
       const res = await clients.createClient({ name, ownerOrganisationId: owner, scopes });

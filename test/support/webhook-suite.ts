@@ -51,10 +51,16 @@ export function useWebhookSuite(): void {
     platform = await startPlatform({
       token: TOKEN,
       organisation: false,
-      webhook: { create: (deps) => createWebhookApp(deps, { resolve, consumeGrantRevoked: false }), config: { WEBHOOK_ALLOW_INSECURE_TARGETS: "false" } },
+      webhook: {
+        create: (deps) => createWebhookApp(deps, { resolve, consumeGrantRevoked: false }),
+        config: { WEBHOOK_ALLOW_INSECURE_TARGETS: "false" },
+      },
     });
     strict = platform.webhook;
-    dev = await platform.startService((deps) => createWebhookApp(deps, { resolve }), platform.configWith({ WEBHOOK_ALLOW_INSECURE_TARGETS: "true" }));
+    dev = await platform.startService(
+      (deps) => createWebhookApp(deps, { resolve }),
+      platform.configWith({ WEBHOOK_ALLOW_INSECURE_TARGETS: "true" }),
+    );
     client = strict.client(WebhookService);
     devClient = dev.client(WebhookService);
   });
@@ -64,7 +70,8 @@ export function useWebhookSuite(): void {
   });
 }
 
-export const newPair = (clientId = `client-${randomUUID().slice(0, 8)}`): Owner => ({ organisationId: randomUUID(), clientId }) as Owner;
+export const newPair = (clientId = `client-${randomUUID().slice(0, 8)}`): Owner =>
+  ({ organisationId: randomUUID(), clientId }) as Owner;
 
 export async function listAll(owner: Owner) {
   return (await client.listSubscriptions({ owner, pageSize: 100 })).subscriptions;

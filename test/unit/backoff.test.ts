@@ -7,14 +7,22 @@ import { PollLoop } from "../../services/shared/loop/poll-loop.js";
 describe("backoffDelay", () => {
   it("doubles from the base after each failure, up to the cap", () => {
     const b = { baseMs: 500, maxMs: 30_000 };
-    expect([1, 2, 3, 4, 5, 6, 7, 8, 100].map((n) => backoffDelay(n, b))).toEqual([500, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000, 30_000]);
+    expect([1, 2, 3, 4, 5, 6, 7, 8, 100].map((n) => backoffDelay(n, b))).toEqual([
+      500, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000, 30_000,
+    ]);
   });
 
   it("keeps the formulas it replaced: the relay's and worker's, the bus redeliveries', the no-consumer wait", () => {
     for (let failures = 1; failures <= 12; failures++) {
-      expect(backoffDelay(failures, { baseMs: 500, maxMs: 30_000 })).toBe(Math.min(30_000, 250 * 2 ** Math.min(failures, 7)));
-      expect(backoffDelay(failures, { baseMs: 250, maxMs: 5000 })).toBe(Math.min(5000, 250 * 2 ** Math.min(failures - 1, 5)));
-      expect(backoffDelay(failures, { baseMs: 1000, maxMs: 60_000 })).toBe(Math.min(60_000, 1000 * 2 ** Math.min(failures - 1, 30)));
+      expect(backoffDelay(failures, { baseMs: 500, maxMs: 30_000 })).toBe(
+        Math.min(30_000, 250 * 2 ** Math.min(failures, 7)),
+      );
+      expect(backoffDelay(failures, { baseMs: 250, maxMs: 5000 })).toBe(
+        Math.min(5000, 250 * 2 ** Math.min(failures - 1, 5)),
+      );
+      expect(backoffDelay(failures, { baseMs: 1000, maxMs: 60_000 })).toBe(
+        Math.min(60_000, 1000 * 2 ** Math.min(failures - 1, 30)),
+      );
     }
   });
 

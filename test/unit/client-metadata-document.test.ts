@@ -61,7 +61,8 @@ describe("how long a document is kept", () => {
 });
 
 describe("what a document says", () => {
-  const parse = (doc: Record<string, unknown>, allowInsecure = false) => parseDocument(URL_, JSON.stringify(doc), { allowInsecure });
+  const parse = (doc: Record<string, unknown>, allowInsecure = false) =>
+    parseDocument(URL_, JSON.stringify(doc), { allowInsecure });
   const base = { client_id: URL_, redirect_uris: ["https://agent.example/cb"] };
 
   it("the defaults: the host as name, every scope, authorization_code and refresh_token, web", () => {
@@ -84,7 +85,12 @@ describe("what a document says", () => {
       application_type: "native",
       grant_types: ["authorization_code"],
     });
-    expect(parsed).toMatchObject({ name: "Agent", scopes: ["organisation:read"], grantTypes: ["authorization_code"], applicationType: "native" });
+    expect(parsed).toMatchObject({
+      name: "Agent",
+      scopes: ["organisation:read"],
+      grantTypes: ["authorization_code"],
+      applicationType: "native",
+    });
     expect(() => parse({ ...base, scope: "openid profile" })).toThrow(/names none of this server's scopes/);
   });
 
@@ -112,14 +118,18 @@ describe("what a document says", () => {
   });
 
   it("JSON as strict as a request body's: no member twice at any depth, no U+0000 or unpaired surrogate in any name or string", () => {
-    const text = (members: string) => `{"client_id":${JSON.stringify(URL_)},"redirect_uris":["https://agent.example/cb"],${members}}`;
+    const text = (members: string) =>
+      `{"client_id":${JSON.stringify(URL_)},"redirect_uris":["https://agent.example/cb"],${members}}`;
     const parseText = (members: string) => () => parseDocument(URL_, text(members), { allowInsecure: false });
     expect(parseText('"client_name":"a"')().name).toBe("a");
     for (const [members, why] of [
       ['"client_name":"a","client_name":"b"', /cannot be used: it has the member "client_name" more than once/],
       ['"client_name":"a","client\\u005fname":"b"', /it has the member "client_name" more than once/],
       ['"jwks":{"keys":[{"kid":"1","kid":"2"}]}', /it has the member "kid" more than once/],
-      ['"client_name":"\\ud800"', /its member "client_name" must not contain an unpaired surrogate, which is not Unicode text/],
+      [
+        '"client_name":"\\ud800"',
+        /its member "client_name" must not contain an unpaired surrogate, which is not Unicode text/,
+      ],
       ['"contacts":["x","\\udfff"]', /its member "contacts" must not contain an unpaired surrogate/],
       ['"contacts":{"\\ud800":1}', /its member "contacts" must not contain an unpaired surrogate/],
       ['"\\udc00":1', /a member name must not contain an unpaired surrogate/],

@@ -128,7 +128,9 @@ describe("loadConfig", () => {
       }
       expect(caught, host).toBeInstanceOf(ConfigError);
       expect((caught as ConfigError).message).toMatch(/^INTERNAL_RPC_TOKEN: required.*\(unset\)$/);
-      expect(() => requireInternalToken(loadConfig({ RPC_HOST: host, INTERNAL_RPC_TOKEN: "x".repeat(32) }))).not.toThrow();
+      expect(() =>
+        requireInternalToken(loadConfig({ RPC_HOST: host, INTERNAL_RPC_TOKEN: "x".repeat(32) })),
+      ).not.toThrow();
     }
   });
 
@@ -181,13 +183,16 @@ describe("the outbox relay's timings", () => {
     [{ OUTBOX_LEASE_MS: "5000" }, /3 × .*publish timeout \(3000 ms\).*9000 ms or more/],
     [{ OUTBOX_LEASE_MS: "1000", OUTBOX_PUBLISH_TIMEOUT_MS: "400", OUTBOX_POLL_MS: "100" }, /1200 ms or more/],
     [{ OUTBOX_LEASE_MS: "20000", OUTBOX_POLL_MS: "10000" }, /poll interval \(10000 ms\).*30000 ms or more/],
-  ])("refuse a lease that does not outlast 3 polls and 3 publishes (%o), naming OUTBOX_LEASE_MS on one line", (env, why) => {
-    const err = configError(env);
-    expect(err.variable).toBe("OUTBOX_LEASE_MS");
-    expect(err.message.startsWith(`OUTBOX_LEASE_MS: ${env.OUTBOX_LEASE_MS} must be at least`)).toBe(true);
-    expect(err.message).toMatch(why);
-    expect(err.message).not.toContain("\n");
-  });
+  ])(
+    "refuse a lease that does not outlast 3 polls and 3 publishes (%o), naming OUTBOX_LEASE_MS on one line",
+    (env, why) => {
+      const err = configError(env);
+      expect(err.variable).toBe("OUTBOX_LEASE_MS");
+      expect(err.message.startsWith(`OUTBOX_LEASE_MS: ${env.OUTBOX_LEASE_MS} must be at least`)).toBe(true);
+      expect(err.message).toMatch(why);
+      expect(err.message).not.toContain("\n");
+    },
+  );
 
   it("refuse a publish timeout that is not a number of milliseconds from 100 to 60000", () => {
     for (const bad of ["50", "60001", "3s"]) {

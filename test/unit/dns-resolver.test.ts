@@ -8,11 +8,18 @@ import { TestDnsServer } from "../support/dns-server.js";
 
 let dns: TestDnsServer;
 beforeAll(async () => {
-  dns = await TestDnsServer.start({ "receiver.dns-only.test": { A: ["127.0.0.1"], AAAA: ["::1"] }, "public.dns-only.test": { A: ["93.184.215.14"] } });
+  dns = await TestDnsServer.start({
+    "receiver.dns-only.test": { A: ["127.0.0.1"], AAAA: ["::1"] },
+    "public.dns-only.test": { A: ["93.184.215.14"] },
+  });
 });
 afterAll(() => dns?.close());
 
-const code = (p: Promise<unknown>) => p.then(() => "resolved", (e: { code?: string }) => e.code);
+const code = (p: Promise<unknown>) =>
+  p.then(
+    () => "resolved",
+    (e: { code?: string }) => e.code,
+  );
 
 it("asks the configured servers, secure or not", async () => {
   for (const allowInsecure of [false, true]) {
@@ -20,7 +27,9 @@ it("asks the configured servers, secure or not", async () => {
     expect((await resolve("receiver.dns-only.test")).sort()).toEqual(["127.0.0.1", "::1"]);
     expect(await resolve("public.dns-only.test")).toEqual(["93.184.215.14"]);
   }
-  expect(dns.asked).toEqual(expect.arrayContaining(["receiver.dns-only.test/A", "receiver.dns-only.test/AAAA", "public.dns-only.test/A"]));
+  expect(dns.asked).toEqual(
+    expect.arrayContaining(["receiver.dns-only.test/A", "receiver.dns-only.test/AAAA", "public.dns-only.test/A"]),
+  );
 });
 
 it("with insecure targets, localhost names go to the system's resolver and never to the DNS servers", async () => {
@@ -35,6 +44,8 @@ it("with insecure targets, localhost names go to the system's resolver and never
 });
 
 it("knows the localhost names of RFC 6761", () => {
-  for (const name of ["localhost", "LOCALHOST", "localhost.", "api.localhost", "a.b.localhost."]) expect(isLocalhostName(name)).toBe(true);
-  for (const name of ["localhost.example", "mylocalhost", "localhost-1", "example.com"]) expect(isLocalhostName(name)).toBe(false);
+  for (const name of ["localhost", "LOCALHOST", "localhost.", "api.localhost", "a.b.localhost."])
+    expect(isLocalhostName(name)).toBe(true);
+  for (const name of ["localhost.example", "mylocalhost", "localhost-1", "example.com"])
+    expect(isLocalhostName(name)).toBe(false);
 });

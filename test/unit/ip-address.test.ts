@@ -2,7 +2,13 @@
 // and connect time): every range of the table, its edges, and the IPv4
 // destinations hidden in IPv6. Pure: no database, no network.
 import { describe, expect, it } from "vitest";
-import { IP_CLASS_LABELS, classifyIp, ipRefusal, isPublicIp, type IpClass } from "../../services/shared/net/ip-address.js";
+import {
+  IP_CLASS_LABELS,
+  classifyIp,
+  ipRefusal,
+  isPublicIp,
+  type IpClass,
+} from "../../services/shared/net/ip-address.js";
 
 const table: [address: string, kind: IpClass][] = [
   // IPv4: the first and last address of each range, and the public neighbours.

@@ -11,7 +11,12 @@ import { organisationMigrations } from "../../services/organisation/migrations/i
 import { webhookMigrations } from "../../services/webhook/migrations/index.js";
 import { ROOT } from "../support/processes.js";
 
-const SERVICES = { auth: authMigrations, organisation: organisationMigrations, webhook: webhookMigrations, delivery: deliveryMigrations };
+const SERVICES = {
+  auth: authMigrations,
+  organisation: organisationMigrations,
+  webhook: webhookMigrations,
+  delivery: deliveryMigrations,
+};
 
 // Shipped before the rule below held: a shipped migration is never renamed (a database that
 // recorded the old name would apply it again).

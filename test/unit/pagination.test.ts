@@ -4,7 +4,13 @@
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { int64IdKeyset, pageSize, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, timeIdKeyset } from "../../services/shared/pagination.js";
+import {
+  int64IdKeyset,
+  pageSize,
+  PAGE_SIZE_DEFAULT,
+  PAGE_SIZE_MAX,
+  timeIdKeyset,
+} from "../../services/shared/pagination.js";
 
 const token = (parts: unknown[]) => Buffer.from(JSON.stringify(parts)).toString("base64url");
 
@@ -47,13 +53,25 @@ describe("page tokens of (time desc, id desc)", () => {
     const at = new Date("2026-11-23T10:00:00.123Z");
     const next = keyset.tokenAfter({ id, createdAt: at });
     expect(next).toMatch(/^[A-Za-z0-9_-]+$/);
-    expect(keyset.after(next)).toEqual({ $or: [{ createdAt: { $lt: at } }, { createdAt: at, id: { $lt: id.toLowerCase() } }] });
+    expect(keyset.after(next)).toEqual({
+      $or: [{ createdAt: { $lt: at } }, { createdAt: at, id: { $lt: id.toLowerCase() } }],
+    });
     expect(keyset.orderBy).toEqual({ createdAt: "desc", id: "desc" });
   });
 
   it("refuses a token it did not issue", () => {
-    for (const bad of ["garbage", token([]), token(["2026-01-01T00:00:00.000Z"]), token(["not a time", randomUUID()]), token(["2026-01-01T00:00:00.000Z", "x"]), token([1, randomUUID()])]) {
-      expect(invalidArgument(() => keyset.after(bad)), bad).toBe("page_token: not a token this service issued");
+    for (const bad of [
+      "garbage",
+      token([]),
+      token(["2026-01-01T00:00:00.000Z"]),
+      token(["not a time", randomUUID()]),
+      token(["2026-01-01T00:00:00.000Z", "x"]),
+      token([1, randomUUID()]),
+    ]) {
+      expect(
+        invalidArgument(() => keyset.after(bad)),
+        bad,
+      ).toBe("page_token: not a token this service issued");
     }
   });
 });
@@ -70,8 +88,19 @@ describe("page tokens of (int64 id desc)", () => {
   });
 
   it("refuses a token it did not issue", () => {
-    for (const bad of ["garbage", token(["0"]), token([1]), token(["-1"]), token(["9223372036854775808"]), token(["01"]), token(["1", "2"])]) {
-      expect(invalidArgument(() => keyset.after(bad)), bad).toBe("page_token: not a token this service issued");
+    for (const bad of [
+      "garbage",
+      token(["0"]),
+      token([1]),
+      token(["-1"]),
+      token(["9223372036854775808"]),
+      token(["01"]),
+      token(["1", "2"]),
+    ]) {
+      expect(
+        invalidArgument(() => keyset.after(bad)),
+        bad,
+      ).toBe("page_token: not a token this service issued");
     }
   });
 });

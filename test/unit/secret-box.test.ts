@@ -49,7 +49,8 @@ describe("secretBox", () => {
     expect(Buffer.from(tag!, "base64url")).toHaveLength(16);
     expect(Buffer.from(ciphertext!, "base64url")).toHaveLength(secret.length);
     const bytes = Buffer.from(secret.slice("whsec_".length), "base64");
-    for (const form of [secret, bytes.toString("base64"), bytes.toString("base64url"), bytes.toString("hex"), "whsec_"]) expect(stored).not.toContain(form);
+    for (const form of [secret, bytes.toString("base64"), bytes.toString("base64url"), bytes.toString("hex"), "whsec_"])
+      expect(stored).not.toContain(form);
     expect(box.open(stored)).toBe(secret);
     expect(box.isCurrent(stored)).toBe(true);
     expect(box.reseal(stored)).toBe(stored);
@@ -68,7 +69,8 @@ describe("secretBox", () => {
     expect(keyId(A)).toMatch(/^[A-Za-z0-9_-]{8}$/);
     expect(keyId(Buffer.from(A))).toBe(keyId(A));
     expect(keyId(B)).not.toBe(keyId(A));
-    for (const form of [A.toString("base64"), A.toString("base64url"), A.toString("hex")]) expect(form).not.toContain(keyId(A));
+    for (const form of [A.toString("base64"), A.toString("base64url"), A.toString("hex")])
+      expect(form).not.toContain(keyId(A));
   });
 
   it("detects any alteration: of the ciphertext, the tag, the IV or the key id named in the header", () => {
@@ -99,8 +101,12 @@ describe("secretBox", () => {
   it("refuses a value sealed with a key it does not list, naming that key's id and the listed ones, never a key", () => {
     const underA = secretBox([A]).seal(newSigningSecret());
     const err = refusal(() => secretBox([B]).open(underA));
-    expect(err.message).toContain(`sealed with key ${keyId(A)}, which WEBHOOK_SECRET_ENCRYPTION_KEY does not list (it lists ${keyId(B)})`);
-    for (const key of [A, B]) for (const form of [key.toString("base64"), key.toString("base64url"), key.toString("hex")]) expect(err.message).not.toContain(form);
+    expect(err.message).toContain(
+      `sealed with key ${keyId(A)}, which WEBHOOK_SECRET_ENCRYPTION_KEY does not list (it lists ${keyId(B)})`,
+    );
+    for (const key of [A, B])
+      for (const form of [key.toString("base64"), key.toString("base64url"), key.toString("hex")])
+        expect(err.message).not.toContain(form);
     refusal(() => secretBox([B]).reseal(underA));
   });
 
@@ -117,7 +123,12 @@ describe("secretBox", () => {
   it("refuses anything else: another version, too few parts, an empty value", () => {
     const box = secretBox([A]);
     const stored = box.seal(newSigningSecret());
-    for (const bad of [stored.replace(/^v1\./, "v2."), stored.split(".").slice(0, 4).join("."), "", "plain-text-secret"]) {
+    for (const bad of [
+      stored.replace(/^v1\./, "v2."),
+      stored.split(".").slice(0, 4).join("."),
+      "",
+      "plain-text-secret",
+    ]) {
       expect(refusal(() => box.open(bad)).message).toMatch(/neither sealed \(v1\.\) nor a clear whsec_ secret/);
     }
   });

@@ -9,7 +9,12 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { WEBHOOK_SECRET_KEY_FILE, webhookSecretKey } from "../../scripts/webhook-secret-key.js";
-import { ConfigError, SERVICE_PROCESS_CHECKS, WEBHOOK_PROCESS_CHECKS, loadConfig } from "../../services/shared/config.js";
+import {
+  ConfigError,
+  SERVICE_PROCESS_CHECKS,
+  WEBHOOK_PROCESS_CHECKS,
+  loadConfig,
+} from "../../services/shared/config.js";
 
 const VARIABLE = "WEBHOOK_SECRET_ENCRYPTION_KEY";
 const READY = { DATABASE_URL: "postgres://db/x", NATS_URL: "nats://bus:4222", INTERNAL_RPC_TOKEN: "t".repeat(40) };
@@ -29,7 +34,9 @@ describe("WEBHOOK_SECRET_ENCRYPTION_KEY", () => {
   it("reads base64 and base64url keys, padded or not, as a list in order; unset or blank is none", () => {
     const [a, b] = [randomBytes(32), randomBytes(32)];
     expect(loadConfig({ [VARIABLE]: a.toString("base64") })[VARIABLE]).toEqual([a]);
-    expect(loadConfig({ [VARIABLE]: ` ${b.toString("base64url")} , ${a.toString("base64").replace(/=+$/, "")}` })[VARIABLE]).toEqual([b, a]);
+    expect(
+      loadConfig({ [VARIABLE]: ` ${b.toString("base64url")} , ${a.toString("base64").replace(/=+$/, "")}` })[VARIABLE],
+    ).toEqual([b, a]);
     expect(loadConfig({})[VARIABLE]).toEqual([]);
     expect(loadConfig({ [VARIABLE]: "  " })[VARIABLE]).toEqual([]);
   });
@@ -40,11 +47,17 @@ describe("WEBHOOK_SECRET_ENCRYPTION_KEY", () => {
     ["a passphrase", "correct horse battery staple, twice!", "key 1 of 2 is not base64"],
     ["hex of 32 bytes", randomBytes(32).toString("hex"), "key 1 of 1 decodes to 48 bytes"],
     ["a good key and an empty entry", `${randomBytes(32).toString("base64")},`, "key 2 of 2 is not base64"],
-    ["a good key and a short one", `${randomBytes(32).toString("base64")},${randomBytes(31).toString("base64")}`, "key 2 of 2 decodes to 31 bytes"],
+    [
+      "a good key and a short one",
+      `${randomBytes(32).toString("base64")},${randomBytes(31).toString("base64")}`,
+      "key 2 of 2 decodes to 31 bytes",
+    ],
   ])("refuses %s naming the variable and the entry, never echoing it", (_, value, problem) => {
     const err = refusal({ [VARIABLE]: value });
     expect(err.variable).toBe(VARIABLE);
-    expect(err.message).toBe(`${VARIABLE}: ${problem}: expected base64 of 32 random bytes each (openssl rand -base64 32), comma-separated`);
+    expect(err.message).toBe(
+      `${VARIABLE}: ${problem}: expected base64 of 32 random bytes each (openssl rand -base64 32), comma-separated`,
+    );
     for (const entry of value.split(",").filter((e) => e.length > 4)) expect(err.message).not.toContain(entry.trim());
   });
 
@@ -81,9 +94,14 @@ describe("the local starts' key file", () => {
       expect(await webhookSecretKey(dir)).toBe(first);
 
       await writeFile(file, "not a key\n");
-      const err = await webhookSecretKey(dir).then(() => undefined, (e: unknown) => e);
+      const err = await webhookSecretKey(dir).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(ConfigError);
-      expect((err as ConfigError).message).toBe(`${VARIABLE}: unset, and ${file} does not hold a key (base64 of 32 bytes): restore that file, or set the variable`);
+      expect((err as ConfigError).message).toBe(
+        `${VARIABLE}: unset, and ${file} does not hold a key (base64 of 32 bytes): restore that file, or set the variable`,
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

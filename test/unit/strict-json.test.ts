@@ -5,7 +5,12 @@
 // gateway-string-params.test.ts, subscriptions-api-access.test.ts; through a
 // metadata document: oauth-client-metadata-refusals.test.ts.
 import { describe, expect, it } from "vitest";
-import { decodeUtf8, firstRepeatedName, firstUnstorableString, strictJsonProblem } from "../../services/shared/strict-json.js";
+import {
+  decodeUtf8,
+  firstRepeatedName,
+  firstUnstorableString,
+  strictJsonProblem,
+} from "../../services/shared/strict-json.js";
 
 describe("decodeUtf8", () => {
   it("decodes UTF-8, keeps a byte order mark, and refuses what is not UTF-8 instead of writing U+FFFD", () => {
@@ -33,9 +38,21 @@ describe("firstRepeatedName", () => {
 
 describe("firstUnstorableString", () => {
   it("names the top-level member an unstorable string is in, or is the name of", () => {
-    expect(firstUnstorableString(JSON.parse('{"a":"ok","b":["x","\\ud800"]}'))).toEqual({ text: "\ud800", member: "b", isMemberName: false });
-    expect(firstUnstorableString(JSON.parse('{"a":{"\\u0000":1}}'))).toEqual({ text: "\u0000", member: "a", isMemberName: false });
-    expect(firstUnstorableString(JSON.parse('{"\\udc00":1}'))).toEqual({ text: "\udc00", member: "\udc00", isMemberName: true });
+    expect(firstUnstorableString(JSON.parse('{"a":"ok","b":["x","\\ud800"]}'))).toEqual({
+      text: "\ud800",
+      member: "b",
+      isMemberName: false,
+    });
+    expect(firstUnstorableString(JSON.parse('{"a":{"\\u0000":1}}'))).toEqual({
+      text: "\u0000",
+      member: "a",
+      isMemberName: false,
+    });
+    expect(firstUnstorableString(JSON.parse('{"\\udc00":1}'))).toEqual({
+      text: "\udc00",
+      member: "\udc00",
+      isMemberName: true,
+    });
     expect(firstUnstorableString("\ud800")).toEqual({ text: "\ud800", isMemberName: false });
     expect(firstUnstorableString(JSON.parse('{"a":"card \\ud83d\\udcc7","b":[1,null,true]}'))).toBeUndefined();
   });
@@ -45,7 +62,12 @@ describe("strictJsonProblem", () => {
   it("a repeated name first, then an unstorable string; none for JSON that keeps both rules", () => {
     const problem = (text: string) => strictJsonProblem(text, JSON.parse(text));
     expect(problem('{"a":"\\ud800","a":1}')).toEqual({ kind: "repeated-name", name: "a" });
-    expect(problem('{"a":"\\ud800"}')).toEqual({ kind: "unstorable", text: "\ud800", member: "a", isMemberName: false });
+    expect(problem('{"a":"\\ud800"}')).toEqual({
+      kind: "unstorable",
+      text: "\ud800",
+      member: "a",
+      isMemberName: false,
+    });
     expect(problem('{"a":[1,2],"b":{"a":3}}')).toBeUndefined();
   });
 });

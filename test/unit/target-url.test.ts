@@ -21,7 +21,10 @@ const resolve: Resolver = async (hostname) => {
 const HOST = "https://hooks.receiver.test/";
 
 /** The INVALID_ARGUMENT a target_url is refused with. */
-async function refusal(targetUrl: string, options: Parameters<typeof checkTargetUrl>[1] = { resolve }): Promise<string> {
+async function refusal(
+  targetUrl: string,
+  options: Parameters<typeof checkTargetUrl>[1] = { resolve },
+): Promise<string> {
   const err = await rpcError(checkTargetUrl(targetUrl, options));
   expect(err.code, targetUrl).toBe(Code.InvalidArgument);
   expect(err.rawMessage, targetUrl).toMatch(/^target_url: /);
@@ -30,10 +33,14 @@ async function refusal(targetUrl: string, options: Parameters<typeof checkTarget
 
 /** A URL as a test's name: control characters escaped, a long one shortened. */
 const shown = (url: string) => {
-  const escaped = url.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  const escaped = url.replace(
+    /[\u0000-\u001f\u007f-\u009f]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
   return escaped.length > 60 ? `${escaped.slice(0, 40)}… (${url.length} characters)` : `"${escaped}"`;
 };
-const named = <T extends unknown[]>(rows: [string, ...T][]) => rows.map(([url, ...rest]) => [shown(url), url, ...rest] as [string, string, ...T]);
+const named = <T extends unknown[]>(rows: [string, ...T][]) =>
+  rows.map(([url, ...rest]) => [shown(url), url, ...rest] as [string, string, ...T]);
 
 describe("target_url rules that need no DNS", () => {
   it.each(
@@ -75,7 +82,10 @@ describe("target_url rules that need no DNS", () => {
       ["https:///hooks.receiver.test/", /expected a host right after https:\/\//],
       ["https:////hooks.receiver.test/", /expected a host right after https:\/\//],
       ["https://?x", /expected a host right after https:\/\//],
-      ["http:/x", /^target_url: expected \/\/ and a host right after http: \(such as http:\/\/example\.com\/webhooks\)$/],
+      [
+        "http:/x",
+        /^target_url: expected \/\/ and a host right after http: \(such as http:\/\/example\.com\/webhooks\)$/,
+      ],
       ["HTTPS:/hooks.receiver.test/", /expected \/\/ and a host right after https:/],
       ["https:hooks.receiver.test", /expected \/\/ and a host right after https:/],
       ["http:\\\\x", /must not contain backslashes/],
@@ -136,7 +146,12 @@ describe("target_url rules that need no DNS", () => {
   it("lets http and private destinations through when allowed, and still holds the other rules", async () => {
     const insecure = { allowHttp: true, allowPrivate: true };
     const before = looked.length;
-    for (const targetUrl of ["http://localhost:3000/hook", "http://10.0.0.5/hook", "https://[::1]:8443/hook", "http://not-in-dns.example/hook"]) {
+    for (const targetUrl of [
+      "http://localhost:3000/hook",
+      "http://10.0.0.5/hook",
+      "https://[::1]:8443/hook",
+      "http://not-in-dns.example/hook",
+    ]) {
       expect(await checkTargetUrl(targetUrl, insecure)).toBe(targetUrl);
     }
     expect(looked.length).toBe(before); // nothing to resolve when private destinations are allowed
@@ -152,16 +167,28 @@ describe("target_url rules that need no DNS", () => {
   });
 
   it("normalises the URL it stores", async () => {
-    expect(await checkTargetUrl("  HTTPS://Hooks.Receiver.TEST:443/a/../b?q=1  ", { resolve })).toBe("https://hooks.receiver.test/b?q=1");
+    expect(await checkTargetUrl("  HTTPS://Hooks.Receiver.TEST:443/a/../b?q=1  ", { resolve })).toBe(
+      "https://hooks.receiver.test/b?q=1",
+    );
     expect(await checkTargetUrl("https://hooks.receiver.test", { resolve })).toBe("https://hooks.receiver.test/");
-    expect(await checkTargetUrl("HTTP://X.Example:80/a", { allowHttp: true, allowPrivate: true })).toBe("http://x.example/a");
-    expect(await checkTargetUrl("http://x.example:8080/a", { allowHttp: true, allowPrivate: true })).toBe("http://x.example:8080/a");
+    expect(await checkTargetUrl("HTTP://X.Example:80/a", { allowHttp: true, allowPrivate: true })).toBe(
+      "http://x.example/a",
+    );
+    expect(await checkTargetUrl("http://x.example:8080/a", { allowHttp: true, allowPrivate: true })).toBe(
+      "http://x.example:8080/a",
+    );
     // DNS that never answers is not "does not resolve": UNAVAILABLE, try again.
-    const slow = await rpcError(checkTargetUrl("https://slow.receiver.test/", { resolve: () => new Promise(() => {}), resolveTimeoutMs: 50 }));
+    const slow = await rpcError(
+      checkTargetUrl("https://slow.receiver.test/", { resolve: () => new Promise(() => {}), resolveTimeoutMs: 50 }),
+    );
     expect(slow.code).toBe(Code.Unavailable);
-    expect(slow.rawMessage).toBe("target_url: the host slow.receiver.test could not be resolved right now (DNS did not answer); try again later");
+    expect(slow.rawMessage).toBe(
+      "target_url: the host slow.receiver.test could not be resolved right now (DNS did not answer); try again later",
+    );
     const servfail = await rpcError(
-      checkTargetUrl("https://broken.receiver.test/", { resolve: async () => Promise.reject(Object.assign(new Error("queryA ESERVFAIL"), { code: "ESERVFAIL" })) }),
+      checkTargetUrl("https://broken.receiver.test/", {
+        resolve: async () => Promise.reject(Object.assign(new Error("queryA ESERVFAIL"), { code: "ESERVFAIL" })),
+      }),
     );
     expect(servfail.code).toBe(Code.Unavailable);
   });

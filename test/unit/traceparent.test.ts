@@ -57,7 +57,11 @@ describe("parseTraceparent", () => {
 
   it("a higher version is read by its first four fields; what follows must start with a dash", () => {
     expect(parseTraceparent(`cc-${TRACE}-${PARENT}-01`)).toEqual({ traceId: TRACE, parentId: PARENT, flags: 1 });
-    expect(parseTraceparent(`cc-${TRACE}-${PARENT}-01-what-the-future-holds`)).toEqual({ traceId: TRACE, parentId: PARENT, flags: 1 });
+    expect(parseTraceparent(`cc-${TRACE}-${PARENT}-01-what-the-future-holds`)).toEqual({
+      traceId: TRACE,
+      parentId: PARENT,
+      flags: 1,
+    });
     expect(parseTraceparent(`cc-${TRACE}-${PARENT}-01.future`)).toBeUndefined();
   });
 
@@ -78,7 +82,12 @@ describe("continueTrace", () => {
   });
 
   it("starts a new sampled trace when there is none or it is invalid", () => {
-    for (const incoming of [undefined, "", `00-${TRACE.toUpperCase()}-${PARENT}-01`, `00-${"0".repeat(32)}-${PARENT}-01`]) {
+    for (const incoming of [
+      undefined,
+      "",
+      `00-${TRACE.toUpperCase()}-${PARENT}-01`,
+      `00-${"0".repeat(32)}-${PARENT}-01`,
+    ]) {
       const started = continueTrace(incoming);
       expect(started).toMatch(FORMAT);
       expect(traceIdOf(started)).not.toBe(TRACE);

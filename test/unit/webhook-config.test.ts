@@ -9,12 +9,9 @@ describe("configuration", () => {
     expect(c.WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR).toBe(100);
     expect(c.WEBHOOK_DNS_TIMEOUT_MS).toBe(3000);
     expect(c.WEBHOOK_DNS_SERVERS).toEqual([]);
-    expect(loadConfig({ WEBHOOK_DNS_SERVERS: "1.1.1.1, 8.8.8.8:53,[2606:4700:4700::1111]:5353,::1" }).WEBHOOK_DNS_SERVERS).toEqual([
-      "1.1.1.1",
-      "8.8.8.8:53",
-      "[2606:4700:4700::1111]:5353",
-      "::1",
-    ]);
+    expect(
+      loadConfig({ WEBHOOK_DNS_SERVERS: "1.1.1.1, 8.8.8.8:53,[2606:4700:4700::1111]:5353,::1" }).WEBHOOK_DNS_SERVERS,
+    ).toEqual(["1.1.1.1", "8.8.8.8:53", "[2606:4700:4700::1111]:5353", "::1"]);
   });
 
   it.each([

@@ -46,9 +46,14 @@ beforeAll(async () => {
     gateway: { publicUrlPort: true, bus: true, serviceUrls: {} },
   });
   base = platform.base;
-  orgId = (await platform.organisation.client(OrganisationService).createOrganisation({ name: "Catalog Cards", ownerEmail: "owner@catalog.test", ownerPassword: "password-c" }))
-    .organisation!.id;
-  const res = await platform.auth.client(AuthService).createClient({ name: "Mapper", ownerOrganisationId: orgId, scopes: [] });
+  orgId = (
+    await platform.organisation
+      .client(OrganisationService)
+      .createOrganisation({ name: "Catalog Cards", ownerEmail: "owner@catalog.test", ownerPassword: "password-c" })
+  ).organisation!.id;
+  const res = await platform.auth
+    .client(AuthService)
+    .createClient({ name: "Mapper", ownerOrganisationId: orgId, scopes: [] });
   app = { id: res.client!.clientId, secret: res.clientSecret };
 }, 60_000);
 
@@ -74,10 +79,27 @@ describe("GET /oauth/webhooks/event-types", () => {
       expect(Object.keys(type).sort()).toEqual(["description", "example", "name", "schema"]);
       expect(type.description.length).toBeGreaterThan(20);
       expect(type.schema.$schema).toBe("https://json-schema.org/draft/2020-12/schema");
-      expect(type.schema).toMatchObject({ type: "object", required: ["type", "timestamp", "data"], properties: { type: { const: type.name } } });
+      expect(type.schema).toMatchObject({
+        type: "object",
+        required: ["type", "timestamp", "data"],
+        properties: { type: { const: type.name } },
+      });
       expect(type.schema.properties.data).toMatchObject({
         type: "object",
-        required: ["id", "first_name", "last_name", "email", "phone", "company", "job_title", "website", "address", "notes", "created_at", "updated_at"],
+        required: [
+          "id",
+          "first_name",
+          "last_name",
+          "email",
+          "phone",
+          "company",
+          "job_title",
+          "website",
+          "address",
+          "notes",
+          "created_at",
+          "updated_at",
+        ],
       });
       // Self-contained: no reference into the OpenAPI document (or anywhere), and 2020-12 types, never `nullable`.
       const text = JSON.stringify(type.schema);
@@ -92,7 +114,11 @@ describe("GET /oauth/webhooks/event-types", () => {
   });
 
   it("another method is 405 in the one error shape, with Allow", async () => {
-    const res = await fetch(`${base}/oauth/webhooks/event-types`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    const res = await fetch(`${base}/oauth/webhooks/event-types`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
     expect(res.headers.get("allow")).toMatch(/GET/);
     await expectError(res, 405, "method_not_allowed");
   });
@@ -120,8 +146,14 @@ describe("what a subscriber really receives matches the catalog", () => {
       expect(res.status, await res.clone().text()).toBe(201);
     }
     const orgs = platform.organisation.client(OrganisationService);
-    const contact = (await orgs.createContact({ organisationId: orgId, fields: { firstName: "Grace", company: "Navy" } })).contact!;
-    await orgs.updateContact({ id: contact.id, organisationId: orgId, fields: { jobTitle: "Rear Admiral", notes: "line one\nline two" } });
+    const contact = (
+      await orgs.createContact({ organisationId: orgId, fields: { firstName: "Grace", company: "Navy" } })
+    ).contact!;
+    await orgs.updateContact({
+      id: contact.id,
+      organisationId: orgId,
+      fields: { jobTitle: "Rear Admiral", notes: "line one\nline two" },
+    });
 
     const webhooks = webhooksObject();
     for (const type of types) {
@@ -133,7 +165,12 @@ describe("what a subscriber really receives matches the catalog", () => {
       expect(body).toMatchObject({ type: type.name, data: { id: contact.id } });
       // The headers are the documented ones, each valid against its parameter schema.
       const operation = webhooks[type.name as keyof typeof webhooks].post;
-      expect(operation.parameters.map((p) => p.name)).toEqual(["webhook-id", "webhook-timestamp", "webhook-signature", "traceparent"]);
+      expect(operation.parameters.map((p) => p.name)).toEqual([
+        "webhook-id",
+        "webhook-timestamp",
+        "webhook-signature",
+        "traceparent",
+      ]);
       for (const parameter of operation.parameters) {
         const value = received!.headers[parameter.name];
         expect(typeof value, parameter.name).toBe("string");
@@ -163,8 +200,15 @@ describe("the webhooks object (OpenAPI 3.1)", () => {
       const op = item.post;
       expect(op.security).toEqual([]);
       expect(op.summary).toBeTruthy();
-      for (const words of ["webhook-signature", "v1,", "5 minutes", "410", "whsec_", "shown once", "12 h"]) expect(op.description).toContain(words);
-      for (const p of op.parameters) expect(p).toMatchObject({ in: "header", required: true, schema: { type: "string" }, example: expect.any(String) });
+      for (const words of ["webhook-signature", "v1,", "5 minutes", "410", "whsec_", "shown once", "12 h"])
+        expect(op.description).toContain(words);
+      for (const p of op.parameters)
+        expect(p).toMatchObject({
+          in: "header",
+          required: true,
+          schema: { type: "string" },
+          example: expect.any(String),
+        });
       expect(Object.keys(op.responses).sort()).toEqual(["2XX", "410", "default"]);
       const media = op.requestBody.content["application/json"];
       expect(media.example.type).toBe(name);

@@ -14,7 +14,18 @@ import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
-import { app, base, call, foreign, orgId, otherOrgId, PATH, platform, receiver, useDeliveryApiSuite } from "../support/delivery-api-suite.js";
+import {
+  app,
+  base,
+  call,
+  foreign,
+  orgId,
+  otherOrgId,
+  PATH,
+  platform,
+  receiver,
+  useDeliveryApiSuite,
+} from "../support/delivery-api-suite.js";
 
 useDeliveryApiSuite();
 
@@ -38,7 +49,11 @@ afterAll(async () => {
 });
 
 async function create(ordered: boolean): Promise<number> {
-  const res = await call(app, "POST", PATH, { target_url: receiver.route(`/blocked/${randomUUID()}`).url, event_type: "contact.created", ordered });
+  const res = await call(app, "POST", PATH, {
+    target_url: receiver.route(`/blocked/${randomUUID()}`).url,
+    event_type: "contact.created",
+    ordered,
+  });
   const body = (await res.json()) as Shown;
   expect(res.status, JSON.stringify(body)).toBe(201);
   expect(body.ordered).toBe(ordered);
@@ -61,13 +76,33 @@ async function listed(id: number): Promise<Shown | undefined> {
 
 /** The app's subscription as the MCP tool list_webhook_subscriptions shows it (a raw tools/call, as an agent's HTTP client sends it). */
 async function mcpListed(id: number): Promise<Shown | undefined> {
-  const form = new URLSearchParams({ grant_type: "client_credentials", client_id: app.id, client_secret: app.secret, scope: "webhooks:read", resource: `${base}/mcp` });
-  const token = await fetch(`${base}/oauth/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form.toString() });
+  const form = new URLSearchParams({
+    grant_type: "client_credentials",
+    client_id: app.id,
+    client_secret: app.secret,
+    scope: "webhooks:read",
+    resource: `${base}/mcp`,
+  });
+  const token = await fetch(`${base}/oauth/token`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: form.toString(),
+  });
   const { access_token } = (await token.json()) as { access_token: string };
   const res = await fetch(`${base}/mcp`, {
     method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25", authorization: `Bearer ${access_token}` },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "list_webhook_subscriptions", arguments: { limit: 100 } } }),
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2025-11-25",
+      authorization: `Bearer ${access_token}`,
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "list_webhook_subscriptions", arguments: { limit: 100 } },
+    }),
   });
   const body = (await res.json()) as { result: { isError?: boolean; structuredContent: { subscriptions: Shown[] } } };
   expect(res.status, JSON.stringify(body)).toBe(200);
@@ -93,7 +128,11 @@ async function pending(subscriptionId: number, sequence: number, ordered = true)
 }
 
 /** An attempt of the delivery, as a worker records it, `secondsAgo`. */
-async function attempted(deliveryId: number, outcome: "failed" | "gave_up" | "succeeded", secondsAgo: number): Promise<string> {
+async function attempted(
+  deliveryId: number,
+  outcome: "failed" | "gave_up" | "succeeded",
+  secondsAgo: number,
+): Promise<string> {
   const { rows } = await db.query<{ at: Date }>(
     `with "d" as (update "delivery"."delivery" set "attempts" = "attempts" + 1, "last_response_status" = 500, "last_error" = 'HTTP 500'
                    where "id" = $1 returning *)
@@ -133,7 +172,9 @@ it("an ordered subscription's failed head: blocked_since is its first failed att
   expect((await call(foreign, "GET", `${PATH}/${id}`)).status).toBe(404);
 
   // The head gives up: the next one is the head, and it has not failed.
-  await db.query(`update "delivery"."delivery" set "status" = 'gave_up', "next_attempt_at" = null where "id" = $1`, [head]);
+  await db.query(`update "delivery"."delivery" set "status" = 'gave_up', "next_attempt_at" = null where "id" = $1`, [
+    head,
+  ]);
   expect(await getOne(id)).toMatchObject({ blocked_since: null, blocked_delivery_id: null });
   const again = await attempted(second, "failed", 5);
   expect(await getOne(id)).toMatchObject({ blocked_since: again, blocked_delivery_id: second });
@@ -164,6 +205,12 @@ it("with the delivery service down, a subscription still reads (GET and the list
   await attempted(head, "failed", 10);
   expect(await getOne(id)).toMatchObject({ blocked_delivery_id: head });
   await platform.delivery.stop();
-  expect(await getOne(id)).toMatchObject({ id, ordered: true, throttled_until: null, blocked_since: null, blocked_delivery_id: null });
+  expect(await getOne(id)).toMatchObject({
+    id,
+    ordered: true,
+    throttled_until: null,
+    blocked_since: null,
+    blocked_delivery_id: null,
+  });
   expect(await listed(id)).toMatchObject({ id, blocked_since: null, blocked_delivery_id: null });
 });

@@ -26,7 +26,12 @@ const { call } = apiCaller(() => platform.base);
 beforeAll(async () => {
   platform = await startPlatform({
     token: TOKEN,
-    config: { WEBHOOK_ALLOW_INSECURE_TARGETS: "true", PRUNE_INTERVAL_SECONDS: "1", PRUNE_BATCH_SIZE: "2", DELIVERY_LOG_RETENTION_DAYS: "7" },
+    config: {
+      WEBHOOK_ALLOW_INSECURE_TARGETS: "true",
+      PRUNE_INTERVAL_SECONDS: "1",
+      PRUNE_BATCH_SIZE: "2",
+      DELIVERY_LOG_RETENTION_DAYS: "7",
+    },
     auth: true,
     webhook: true,
     delivery: true,
@@ -34,8 +39,16 @@ beforeAll(async () => {
   });
   pool = new pg.Pool({ connectionString: platform.db.url, max: 2 });
   const orgs = platform.organisation.client(OrganisationService);
-  organisationId = (await orgs.createOrganisation({ name: "Pruned Cards", ownerEmail: "owner@pruned.test", ownerPassword: "password-p" })).organisation!.id;
-  const created = await platform.auth.client(AuthService).createClient({ name: "Pruned", ownerOrganisationId: organisationId, scopes: [] });
+  organisationId = (
+    await orgs.createOrganisation({
+      name: "Pruned Cards",
+      ownerEmail: "owner@pruned.test",
+      ownerPassword: "password-p",
+    })
+  ).organisation!.id;
+  const created = await platform.auth
+    .client(AuthService)
+    .createClient({ name: "Pruned", ownerOrganisationId: organisationId, scopes: [] });
   app = { id: created.client!.clientId, secret: created.clientSecret };
 }, 60_000);
 
@@ -46,7 +59,10 @@ afterAll(async () => {
 
 /** A subscription of the app, deleted by its owner before anything was sent to it: no delivery log, only its end. */
 async function deletedSubscription(n: number): Promise<number> {
-  const res = await call(app, "POST", PATH, { target_url: `http://127.0.0.1:9999/pruned/${n}`, event_type: "contact.updated" });
+  const res = await call(app, "POST", PATH, {
+    target_url: `http://127.0.0.1:9999/pruned/${n}`,
+    event_type: "contact.updated",
+  });
   const body = (await res.json()) as { id: number };
   expect(res.status, JSON.stringify(body)).toBe(201);
   const { id } = body;
@@ -63,15 +79,27 @@ describe("pruning the recorded ends", () => {
     const today = await deletedSubscription(5);
     for (const id of [...old, recent, today]) expect((await log(id)).headers.get("subscription-state")).toBe("deleted");
 
-    await pool.query(`update "webhook"."subscription_end" set "ended_at" = now() - interval '10 days' where "id" = any($1)`, [old]);
-    await pool.query(`update "webhook"."subscription_end" set "ended_at" = now() - interval '3 days' where "id" = $1`, [recent]);
+    await pool.query(
+      `update "webhook"."subscription_end" set "ended_at" = now() - interval '10 days' where "id" = any($1)`,
+      [old],
+    );
+    await pool.query(`update "webhook"."subscription_end" set "ended_at" = now() - interval '3 days' where "id" = $1`, [
+      recent,
+    ]);
 
     const owner = { organisationId, clientId: app.id };
     const webhook = platform.webhook.client(WebhookService);
-    await waitFor(async () => {
-      const { rows } = await pool.query(`select count(*)::int as n from "webhook"."subscription_end" where "id" = any($1)`, [old]);
-      return rows[0].n === 0 || undefined;
-    }, 15_000, "the old ends pruned");
+    await waitFor(
+      async () => {
+        const { rows } = await pool.query(
+          `select count(*)::int as n from "webhook"."subscription_end" where "id" = any($1)`,
+          [old],
+        );
+        return rows[0].n === 0 || undefined;
+      },
+      15_000,
+      "the old ends pruned",
+    );
 
     for (const id of old) {
       expect((await rpcError(webhook.getSubscriptionEnd({ owner, id: BigInt(id) }))).code).toBe(Code.NotFound);
@@ -86,7 +114,11 @@ describe("pruning the recorded ends", () => {
       expect(res.headers.get("subscription-state-reason")).toMatch(/^deleted at \S+Z by its owner \(DELETE\)$/);
     }
     // A live subscription has no end.
-    const live = await webhook.createSubscription({ owner, targetUrl: "http://127.0.0.1:9999/pruned/live", eventType: EventType.CONTACT_CREATED });
+    const live = await webhook.createSubscription({
+      owner,
+      targetUrl: "http://127.0.0.1:9999/pruned/live",
+      eventType: EventType.CONTACT_CREATED,
+    });
     expect((await rpcError(webhook.getSubscriptionEnd({ owner, id: live.subscription!.id }))).code).toBe(Code.NotFound);
   });
 });

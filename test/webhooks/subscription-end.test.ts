@@ -68,13 +68,27 @@ async function deliveredOnce(client: Client, path: string, caller = call) {
   expect(res.status).toBe(201);
   await createContact(orgId, "Once");
   await waitFor(() => route.requests.length >= 1 || undefined, 15_000, "the delivery");
-  await waitFor(async () => ((await (await log(client, subscription.id, caller)).json()) as unknown[]).length >= 1 || undefined, 15_000, "the attempt logged");
+  await waitFor(
+    async () => ((await (await log(client, subscription.id, caller)).json()) as unknown[]).length >= 1 || undefined,
+    15_000,
+    "the attempt logged",
+  );
   return subscription;
 }
 
 /** The CLI's JSON for the owner: the same state and reason as the REST headers. */
 async function expectCliSays(clientId: string, id: number, reason: string) {
-  const cli = await bizcard(["deliveries", "log", "--org", orgId, "--client", clientId, "--subscription", String(id), "--json"]);
+  const cli = await bizcard([
+    "deliveries",
+    "log",
+    "--org",
+    orgId,
+    "--client",
+    clientId,
+    "--subscription",
+    String(id),
+    "--json",
+  ]);
   expect(cli.code).toBe(0);
   expect(JSON.parse(cli.stdout)).toMatchObject({ state: "deleted", reason });
   const text = await bizcard(["deliveries", "log", "--org", orgId, "--client", clientId, "--subscription", String(id)]);
@@ -102,7 +116,17 @@ describe("a deleted subscription says who ended it, and when", () => {
       expect(refused.status).toBe(404);
       expect(refused.headers.get("subscription-state")).toBeNull();
     }
-    const other = await bizcard(["deliveries", "log", "--org", orgId, "--client", sibling.id, "--subscription", String(subscription.id), "--json"]);
+    const other = await bizcard([
+      "deliveries",
+      "log",
+      "--org",
+      orgId,
+      "--client",
+      sibling.id,
+      "--subscription",
+      String(subscription.id),
+      "--json",
+    ]);
     expect(other.code).toBe(1);
     expect(JSON.parse(other.stdout)).toMatchObject({ error: "not_found" });
   });
@@ -117,10 +141,14 @@ describe("a deleted subscription says who ended it, and when", () => {
 
     // A new token (the old one was revoked with the grant) reads what became of it.
     const fresh = apiCaller(() => base).call;
-    const res = await waitFor(async () => {
-      const answer = await log(revoked, subscription.id, fresh);
-      return answer.headers.get("subscription-state") === "deleted" ? answer : undefined;
-    }, 15_000, "the subscription deleted with the grant");
+    const res = await waitFor(
+      async () => {
+        const answer = await log(revoked, subscription.id, fresh);
+        return answer.headers.get("subscription-state") === "deleted" ? answer : undefined;
+      },
+      15_000,
+      "the subscription deleted with the grant",
+    );
     const after = new Date();
     expect(res.status).toBe(200);
     const reason = res.headers.get("subscription-state-reason")!;
@@ -135,10 +163,18 @@ describe("a deleted subscription says who ended it, and when", () => {
     const before = new Date();
     const subscription = await subscribe(app, gone.url);
     await createContact(orgId, "Gone");
-    await waitFor(async () => ((await call(app, "GET", `${PATH}/${subscription.id}`)).status === 404) || undefined, 15_000, "the subscription deleted");
+    await waitFor(
+      async () => (await call(app, "GET", `${PATH}/${subscription.id}`)).status === 404 || undefined,
+      15_000,
+      "the subscription deleted",
+    );
     const after = new Date();
 
-    const end = (await platform.webhook.client(WebhookService).getSubscriptionEnd({ owner: { organisationId: orgId, clientId: app.id }, id: BigInt(subscription.id) })).end!;
+    const end = (
+      await platform.webhook
+        .client(WebhookService)
+        .getSubscriptionEnd({ owner: { organisationId: orgId, clientId: app.id }, id: BigInt(subscription.id) })
+    ).end!;
     expect(end.reason).toBe(SubscriptionEndReason.GONE);
     expect(end.targetUrl).toBe(gone.url);
 
@@ -146,7 +182,9 @@ describe("a deleted subscription says who ended it, and when", () => {
     expect(res.status).toBe(200);
     const reason = res.headers.get("subscription-state-reason")!;
     expect(reason).toMatch(/^deleted at \S+Z: the target answered 410 Gone \(it asked for no more events\)$/);
-    expect(timeIn(reason, before, after).toISOString()).toBe(new Date(Number(end.endTime!.seconds) * 1000 + end.endTime!.nanos / 1e6).toISOString());
+    expect(timeIn(reason, before, after).toISOString()).toBe(
+      new Date(Number(end.endTime!.seconds) * 1000 + end.endTime!.nanos / 1e6).toISOString(),
+    );
     await expectCliSays(app.id, subscription.id, reason);
   });
 });
@@ -192,10 +230,17 @@ describe("GetSubscriptionEnd", () => {
     expect(end).toMatchObject({ id, targetUrl: target, eventType: 1, reason: SubscriptionEndReason.DELETED_BY_OWNER });
     expect(end!.endTime).toBeDefined();
     // Deleting again deletes nothing and records nothing more.
-    expect((await rpcError(rpc().deleteSubscription({ owner: owner(), id, reason: SubscriptionEndReason.GONE }))).code).toBe(Code.NotFound);
-    expect((await rpc().getSubscriptionEnd({ owner: owner(), id })).end!.reason).toBe(SubscriptionEndReason.DELETED_BY_OWNER);
+    expect(
+      (await rpcError(rpc().deleteSubscription({ owner: owner(), id, reason: SubscriptionEndReason.GONE }))).code,
+    ).toBe(Code.NotFound);
+    expect((await rpc().getSubscriptionEnd({ owner: owner(), id })).end!.reason).toBe(
+      SubscriptionEndReason.DELETED_BY_OWNER,
+    );
 
-    for (const other of [{ organisationId: orgId, clientId: sibling.id }, { organisationId: crypto.randomUUID(), clientId: app.id }]) {
+    for (const other of [
+      { organisationId: orgId, clientId: sibling.id },
+      { organisationId: crypto.randomUUID(), clientId: app.id },
+    ]) {
       expect((await rpcError(rpc().getSubscriptionEnd({ owner: other, id }))).code).toBe(Code.NotFound);
     }
     expect((await rpcError(rpc().getSubscriptionEnd({ owner: owner(), id: 987654321n }))).code).toBe(Code.NotFound);
@@ -207,9 +252,15 @@ describe("GetSubscriptionEnd", () => {
     const pair = { organisationId: orgId, clientId: `pair-${crypto.randomUUID()}` };
     const ids: bigint[] = [];
     for (const path of ["/end/pair/a", "/end/pair/b"]) {
-      ids.push((await rpc().createSubscription({ owner: pair, targetUrl: receiver.route(path).url, eventType: 1 })).subscription!.id);
+      ids.push(
+        (await rpc().createSubscription({ owner: pair, targetUrl: receiver.route(path).url, eventType: 1 }))
+          .subscription!.id,
+      );
     }
     expect((await rpc().deletePairSubscriptions({ owner: pair })).deletedCount).toBe(2);
-    for (const id of ids) expect((await rpc().getSubscriptionEnd({ owner: pair, id })).end!.reason).toBe(SubscriptionEndReason.GRANT_REVOKED);
+    for (const id of ids)
+      expect((await rpc().getSubscriptionEnd({ owner: pair, id })).end!.reason).toBe(
+        SubscriptionEndReason.GRANT_REVOKED,
+      );
   });
 });

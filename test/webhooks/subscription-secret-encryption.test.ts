@@ -21,7 +21,13 @@ import { registry } from "../../services/shared/metrics/metrics.js";
 import { keyId, secretBox } from "../../services/webhook/subscriptions/secret-box.js";
 import { newSigningSecret } from "../../services/webhook/webhook-service.js";
 import { apiCaller, type AppClient } from "../support/api-client.js";
-import { createDeliveryApp, createWebhookApp, startPlatform, type Platform, type StartedService } from "../support/platform.js";
+import {
+  createDeliveryApp,
+  createWebhookApp,
+  startPlatform,
+  type Platform,
+  type StartedService,
+} from "../support/platform.js";
 import { runBizcard, waitFor } from "../support/processes.js";
 import { startReceiver, type Received, type Receiver } from "../support/receiver.js";
 
@@ -81,8 +87,14 @@ let current: (Step & { stop(): Promise<void> }) | undefined;
 async function step(keys: string): Promise<Step> {
   await current?.stop();
   current = undefined;
-  const webhook = await platform.startService((deps) => createWebhookApp(deps, { consumeGrantRevoked: false }), platform.configWith({ WEBHOOK_SECRET_ENCRYPTION_KEY: keys }));
-  const delivery = await platform.startService(createDeliveryApp, platform.configWith({ WEBHOOK_RPC_URL: webhook.server.url }));
+  const webhook = await platform.startService(
+    (deps) => createWebhookApp(deps, { consumeGrantRevoked: false }),
+    platform.configWith({ WEBHOOK_SECRET_ENCRYPTION_KEY: keys }),
+  );
+  const delivery = await platform.startService(
+    createDeliveryApp,
+    platform.configWith({ WEBHOOK_RPC_URL: webhook.server.url }),
+  );
   current = {
     webhook,
     hooks: webhook.client(WebhookService),
@@ -97,25 +109,33 @@ async function step(keys: string): Promise<Step> {
 /** An organisation of its own and an application of it. */
 async function tenant(name: string) {
   const orgs = platform.organisation.client(OrganisationService);
-  const organisationId = (await orgs.createOrganisation({ name, ownerEmail: `${name}@sealed.test`, ownerPassword: "password-s" })).organisation!.id;
+  const organisationId = (
+    await orgs.createOrganisation({ name, ownerEmail: `${name}@sealed.test`, ownerPassword: "password-s" })
+  ).organisation!.id;
   const made = await platform.auth.client(AuthService).createClient({ name, ownerOrganisationId: organisationId });
   const app: AppClient = { id: made.client!.clientId, secret: made.clientSecret };
   return {
     organisationId,
     app,
     owner: { organisationId, clientId: app.id },
-    createContact: (firstName: string) => orgs.createContact({ organisationId, fields: { firstName, lastName: "Lovelace" } }),
+    createContact: (firstName: string) =>
+      orgs.createContact({ organisationId, fields: { firstName, lastName: "Lovelace" } }),
   };
 }
 type Tenant = Awaited<ReturnType<typeof tenant>>;
 
 async function subscribe(s: Step, t: Tenant, path: string) {
   const route = receiver.route(path);
-  const res = await s.hooks.createSubscription({ owner: t.owner, targetUrl: route.url, eventType: EventType.CONTACT_CREATED });
+  const res = await s.hooks.createSubscription({
+    owner: t.owner,
+    targetUrl: route.url,
+    eventType: EventType.CONTACT_CREATED,
+  });
   return { route, id: res.subscription!.id, secret: res.secret };
 }
 
-const headers = (h: IncomingHttpHeaders) => Object.fromEntries(Object.entries(h).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : (v ?? "")]));
+const headers = (h: IncomingHttpHeaders) =>
+  Object.fromEntries(Object.entries(h).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : (v ?? "")]));
 
 /** A contact event of the tenant, and the POST it caused at the route. */
 async function nextPost(t: Tenant, route: { requests: Received[] }, name: string) {
@@ -136,7 +156,9 @@ const verifies = (secret: string, post: { body: string; headers: Record<string, 
 };
 
 async function rowOf(id: bigint | number): Promise<{ secret: string; previous_secret: string | null }> {
-  const res = await pool.query(`select "secret", "previous_secret" from "webhook"."subscription" where "id" = $1`, [id.toString()]);
+  const res = await pool.query(`select "secret", "previous_secret" from "webhook"."subscription" where "id" = $1`, [
+    id.toString(),
+  ]);
   expect(res.rows, `subscription ${id}`).toHaveLength(1);
   return res.rows[0];
 }
@@ -153,10 +175,19 @@ async function notSealedUnder(key: string): Promise<number> {
 
 /** `stored` is `secret` sealed under `key`, and holds neither the secret nor its bytes in any spelling. */
 function expectSealed(stored: string | null, key: string, secret: string): void {
-  expect(stored).toMatch(new RegExp(`^v1\\.${idOf(key).replace(/-/g, "\\-")}\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$`));
+  expect(stored).toMatch(
+    new RegExp(`^v1\\.${idOf(key).replace(/-/g, "\\-")}\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$`),
+  );
   const bytes = Buffer.from(secret.slice("whsec_".length), "base64");
   expect(bytes).toHaveLength(32);
-  for (const form of ["whsec_", bytes.toString("base64"), bytes.toString("base64url"), bytes.toString("hex"), bytes.toString("latin1")]) expect(stored).not.toContain(form);
+  for (const form of [
+    "whsec_",
+    bytes.toString("base64"),
+    bytes.toString("base64url"),
+    bytes.toString("hex"),
+    bytes.toString("latin1"),
+  ])
+    expect(stored).not.toContain(form);
   expect(secretBox([Buffer.from(key, "base64")]).open(stored!)).toBe(secret);
 }
 
@@ -167,7 +198,10 @@ const bizcard = (s: Step, args: string[]) =>
 /** ListSubscribersOfMany calls (the fan-out's) the webhook services of this process refused with FAILED_PRECONDITION. */
 async function refusedFanOutReads(): Promise<number> {
   const text = await registry.metrics();
-  const line = /^rpc_server_duration_seconds_count\{service="webhook",method="ListSubscribersOfMany",code="failed_precondition"\} (\d+)$/m.exec(text);
+  const line =
+    /^rpc_server_duration_seconds_count\{service="webhook",method="ListSubscribersOfMany",code="failed_precondition"\} (\d+)$/m.exec(
+      text,
+    );
   return line ? Number(line[1]) : 0;
 }
 
@@ -221,7 +255,9 @@ describe("signing secrets at rest", () => {
     // Twice is safe: nothing left to do.
     const again = await bizcard(rotating, ["secrets", "reencrypt"]);
     expect(again.code, again.stderr).toBe(0);
-    expect(again.stdout).toBe(`re-sealed 0 subscriptions' signing secrets under key ${idOf(B)}; every secret is sealed under it now\n`);
+    expect(again.stdout).toBe(
+      `re-sealed 0 subscriptions' signing secrets under key ${idOf(B)}; every secret is sealed under it now\n`,
+    );
 
     // A leaves the list.
     await step(B);
@@ -266,10 +302,12 @@ describe("signing secrets at rest", () => {
     const stored = await rowOf(id);
 
     const wrong = await step(C);
-    const err = await wrong.hooks.listSubscribers({ organisationId: t.organisationId, eventType: EventType.CONTACT_CREATED }).then(
-      () => undefined,
-      (e: unknown) => ConnectError.from(e),
-    );
+    const err = await wrong.hooks
+      .listSubscribers({ organisationId: t.organisationId, eventType: EventType.CONTACT_CREATED })
+      .then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
     expect(err?.code).toBe(Code.FailedPrecondition);
     expect(err?.rawMessage).toBe(
       `the signing secret of subscription ${id} cannot be read: sealed with key ${idOf(B)}, which WEBHOOK_SECRET_ENCRYPTION_KEY does not list (it lists ${idOf(C)}): add that key back after the current one`,
@@ -281,20 +319,29 @@ describe("signing secrets at rest", () => {
     expect(run.code).toBe(1);
     expect(JSON.parse(run.stdout)).toEqual({
       error: "failed_precondition",
-      error_description: expect.stringMatching(/^the signing secret of subscription \d+ cannot be read: sealed with key \S+, which WEBHOOK_SECRET_ENCRYPTION_KEY does not list/),
+      error_description: expect.stringMatching(
+        /^the signing secret of subscription \d+ cannot be read: sealed with key \S+, which WEBHOOK_SECRET_ENCRYPTION_KEY does not list/,
+      ),
     });
     expect(await rowOf(id)).toEqual(stored);
 
     // An event now: the delivery service asks for its subscribers, is refused, and sends nothing.
     const refusedBefore = await refusedFanOutReads();
     await t.createContact("Held");
-    await waitFor(async () => (await refusedFanOutReads()) > refusedBefore || undefined, 20_000, "the fan-out's refused read");
+    await waitFor(
+      async () => (await refusedFanOutReads()) > refusedBefore || undefined,
+      20_000,
+      "the fan-out's refused read",
+    );
     expect(route.requests).toHaveLength(0);
 
     // With B listed again (after a new current key), the held event arrives, signed with the real secret.
     await step(`${C},${B}`);
     await waitFor(() => route.requests.length > 0 || undefined, 30_000, "the held POST");
-    expect(JSON.parse(route.requests[0]!.body)).toMatchObject({ type: "contact.created", data: { first_name: "Held" } });
+    expect(JSON.parse(route.requests[0]!.body)).toMatchObject({
+      type: "contact.created",
+      data: { first_name: "Held" },
+    });
     for (const r of route.requests) expect(verifies(secret, { body: r.body, headers: headers(r.headers) })).toBe(true);
   });
 });

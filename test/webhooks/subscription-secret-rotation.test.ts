@@ -58,7 +58,13 @@ async function start(config: Record<string, string>): Promise<Setup> {
     gateway: { publicUrlPort: true, bus: true, serviceUrls: {} },
   });
   const orgs = platform.organisation.client(OrganisationService);
-  const orgId = (await orgs.createOrganisation({ name: "Rotating Cards", ownerEmail: "owner@rotating.test", ownerPassword: "password-r" })).organisation!.id;
+  const orgId = (
+    await orgs.createOrganisation({
+      name: "Rotating Cards",
+      ownerEmail: "owner@rotating.test",
+      ownerPassword: "password-r",
+    })
+  ).organisation!.id;
   const clients = platform.auth.client(AuthService);
   const make = async (name: string, scopes: string[] = []): Promise<AppClient> => {
     const res = await clients.createClient({ name, ownerOrganisationId: orgId, scopes });
@@ -71,7 +77,8 @@ async function start(config: Record<string, string>): Promise<Setup> {
     app: await make("Zap"),
     sibling: await make("Make"),
     reader: await make("Reader", ["webhooks:read"]),
-    createContact: (firstName) => orgs.createContact({ organisationId: orgId, fields: { firstName, lastName: "Lovelace" } }),
+    createContact: (firstName) =>
+      orgs.createContact({ organisationId: orgId, fields: { firstName, lastName: "Lovelace" } }),
   };
 }
 
@@ -92,7 +99,8 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-const headers = (h: IncomingHttpHeaders) => Object.fromEntries(Object.entries(h).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : (v ?? "")]));
+const headers = (h: IncomingHttpHeaders) =>
+  Object.fromEntries(Object.entries(h).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : (v ?? "")]));
 
 /** A subscription of the setup's app to a new receiver path, and its first secret. */
 async function subscribe(s: Setup, name: string) {
@@ -189,11 +197,15 @@ describe("POST /oauth/webhooks/subscriptions/{id}/rotate-secret", () => {
     expect(expires).toBeGreaterThanOrEqual(before + 1000 - 50);
     expect(expires).toBeLessThanOrEqual(Date.now() + 1000 + 50);
     // Once the overlap is over, the subscription no longer shows one (the service reads this process's clock).
-    await waitFor(async () => {
-      const res = await short.call(short.app, "GET", `${PATH}/${id}`);
-      const read = (await res.json()) as { previous_secret_expires_at: string | null };
-      return read.previous_secret_expires_at === null ? true : undefined;
-    }, 10_000, "the overlap to end");
+    await waitFor(
+      async () => {
+        const res = await short.call(short.app, "GET", `${PATH}/${id}`);
+        const read = (await res.json()) as { previous_secret_expires_at: string | null };
+        return read.previous_secret_expires_at === null ? true : undefined;
+      },
+      10_000,
+      "the overlap to end",
+    );
     expect(Date.now()).toBeGreaterThanOrEqual(expires);
 
     const post = await nextPost(short, route, "After");
@@ -206,7 +218,12 @@ describe("POST /oauth/webhooks/subscriptions/{id}/rotate-secret", () => {
     const { route, id, secret } = await subscribe(long, "foreign");
     await expectError((await rotate(long, long.sibling, id)).res, 404, "not_found", "subscription not found");
     await expectError((await rotate(long, long.app, 987654)).res, 404, "not_found");
-    await expectError((await rotate(long, long.app, "abc")).res, 400, "invalid_request", 'id: expected a positive integer, not "abc"');
+    await expectError(
+      (await rotate(long, long.app, "abc")).res,
+      400,
+      "invalid_request",
+      'id: expected a positive integer, not "abc"',
+    );
     const post = await nextPost(long, route, "Untouched");
     expect(post.headers["webhook-signature"]).toMatch(ONE_SIGNATURE);
     expect(verifies(secret, post)).toBe(true);
@@ -229,14 +246,20 @@ describe("WEBHOOK_SECRET_OVERLAP_SECONDS=0", () => {
   it("the old secret stops at once: no expiry in the answer, no previous secret for the sender", async () => {
     // A second webhook service on the same database, configured without an overlap.
     const config = long.platform.configWith({ WEBHOOK_SECRET_OVERLAP_SECONDS: "0" });
-    const none = await long.platform.startService((deps) => createWebhookApp(deps, { consumeGrantRevoked: false }), config);
+    const none = await long.platform.startService(
+      (deps) => createWebhookApp(deps, { consumeGrantRevoked: false }),
+      config,
+    );
     const hooks = none.client(WebhookService);
     const { id } = await subscribe(long, "no-overlap");
     const owner = { organisationId: long.orgId, clientId: long.app.id } as Owner;
     const rotated = await hooks.rotateSubscriptionSecret({ owner, id: BigInt(id) });
     expect(rotated.secret).toMatch(SECRET);
     expect(rotated.oldSecretExpireTime).toBeUndefined();
-    const { subscribers } = await hooks.listSubscribers({ organisationId: long.orgId, eventType: EventType.CONTACT_CREATED });
+    const { subscribers } = await hooks.listSubscribers({
+      organisationId: long.orgId,
+      eventType: EventType.CONTACT_CREATED,
+    });
     const mine = subscribers.find((s) => s.subscriptionId === BigInt(id))!;
     expect(mine.secret).toBe(rotated.secret);
     expect(mine.previousSecret).toBe("");
@@ -256,7 +279,16 @@ async function bizcard(args: string[]): Promise<{ code: number | null; stdout: s
 describe("bizcard subscriptions rotate-secret", () => {
   it("rotates as the REST route does, with its names and types; another pair's id is not_found; a bad id is a usage error", async () => {
     const { route, id, secret: old } = await subscribe(long, "cli");
-    const cli = await bizcard(["subscriptions", "rotate-secret", String(id), "--org", long.orgId, "--client", long.app.id, "--json"]);
+    const cli = await bizcard([
+      "subscriptions",
+      "rotate-secret",
+      String(id),
+      "--org",
+      long.orgId,
+      "--client",
+      long.app.id,
+      "--json",
+    ]);
     expect(cli.code, cli.stdout).toBe(0);
     const printed = JSON.parse(cli.stdout) as Rotated;
     expect(Object.keys(printed).sort()).toEqual(["id", "previous_secret_expires_at", "secret"]);
@@ -267,14 +299,44 @@ describe("bizcard subscriptions rotate-secret", () => {
     expect(verifies(printed.secret, post)).toBe(true);
     expect(verifies(old, post)).toBe(true);
 
-    const text = await bizcard(["subscriptions", "rotate-secret", String(id), "--org", long.orgId, "--client", long.app.id]);
+    const text = await bizcard([
+      "subscriptions",
+      "rotate-secret",
+      String(id),
+      "--org",
+      long.orgId,
+      "--client",
+      long.app.id,
+    ]);
     expect(text.code).toBe(0);
-    expect(text.stdout).toMatch(new RegExp(`^subscription ${id}\\nsecret whsec_\\S+   \\(shown once\\)\\nthe old secret signs too until \\S+Z\\n$`));
+    expect(text.stdout).toMatch(
+      new RegExp(
+        `^subscription ${id}\\nsecret whsec_\\S+   \\(shown once\\)\\nthe old secret signs too until \\S+Z\\n$`,
+      ),
+    );
 
-    const other = await bizcard(["subscriptions", "rotate-secret", String(id), "--org", long.orgId, "--client", long.sibling.id, "--json"]);
+    const other = await bizcard([
+      "subscriptions",
+      "rotate-secret",
+      String(id),
+      "--org",
+      long.orgId,
+      "--client",
+      long.sibling.id,
+      "--json",
+    ]);
     expect(other.code).toBe(1);
     expect(JSON.parse(other.stdout)).toMatchObject({ error: "not_found" });
-    const bad = await bizcard(["subscriptions", "rotate-secret", "abc", "--org", long.orgId, "--client", long.app.id, "--json"]);
+    const bad = await bizcard([
+      "subscriptions",
+      "rotate-secret",
+      "abc",
+      "--org",
+      long.orgId,
+      "--client",
+      long.app.id,
+      "--json",
+    ]);
     expect(bad.code).toBe(2);
     expect(JSON.parse(bad.stdout)).toMatchObject({ error: "invalid_usage" });
   });

@@ -6,7 +6,19 @@ import { expect, it } from "vitest";
 import { DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { waitFor } from "../support/processes.js";
-import { app, attempts, call, createContact, orgId, PATH, platform, receiver, RFC3339, subscribe, useDeliveryApiSuite } from "../support/delivery-api-suite.js";
+import {
+  app,
+  attempts,
+  call,
+  createContact,
+  orgId,
+  PATH,
+  platform,
+  receiver,
+  RFC3339,
+  subscribe,
+  useDeliveryApiSuite,
+} from "../support/delivery-api-suite.js";
 
 const PAUSE_S = 6;
 // Same machine, one clock: the database's now(), the worker's and the receiver's Date.now() agree to within this.
@@ -38,14 +50,29 @@ async function listed(): Promise<Shown[]> {
 
 it("throttled_until is the pause's end on GET and in the list while it runs, a retry and the next sends wait for it, and it is null after", async () => {
   // The first POST is answered 429 with Retry-After; every later one 200.
-  const route = receiver.route("/throttled-state", (n) => (n === 1 ? { status: 429, headers: { "retry-after": String(PAUSE_S) } } : { status: 200 }));
+  const route = receiver.route("/throttled-state", (n) =>
+    n === 1 ? { status: 429, headers: { "retry-after": String(PAUSE_S) } } : { status: 200 },
+  );
   const throttled = await subscribe(app, route.url);
   const other = await subscribe(app, receiver.route("/not-throttled").url);
-  expect(await getOne(throttled.id)).toMatchObject({ throttled_until: null, in_flight_cap: null, blocked_since: null, blocked_delivery_id: null });
+  expect(await getOne(throttled.id)).toMatchObject({
+    throttled_until: null,
+    in_flight_cap: null,
+    blocked_since: null,
+    blocked_delivery_id: null,
+  });
 
   await createContact(orgId, "Paused");
-  const [first] = await waitFor(() => (route.requests.length >= 1 ? route.requests : undefined), 20_000, "the POST answered 429");
-  const shown = await waitFor(async () => (await getOne(throttled.id)).throttled_until ?? undefined, 10_000, "throttled_until on GET");
+  const [first] = await waitFor(
+    () => (route.requests.length >= 1 ? route.requests : undefined),
+    20_000,
+    "the POST answered 429",
+  );
+  const shown = await waitFor(
+    async () => (await getOne(throttled.id)).throttled_until ?? undefined,
+    10_000,
+    "throttled_until on GET",
+  );
   expect(shown).toMatch(RFC3339);
   const pauseEnd = Date.parse(shown);
   expect(pauseEnd).toBeGreaterThanOrEqual(first!.at + PAUSE_S * 1000 - SLACK_MS);
@@ -54,8 +81,16 @@ it("throttled_until is the pause's end on GET and in the list while it runs, a r
 
   // The list: the same time for the throttled one, null for the other.
   const page = await listed();
-  expect(page.find((s) => s.id === throttled.id)).toMatchObject({ throttled_until: shown, blocked_since: null, blocked_delivery_id: null });
-  expect(page.find((s) => s.id === other.id)).toMatchObject({ throttled_until: null, blocked_since: null, blocked_delivery_id: null });
+  expect(page.find((s) => s.id === throttled.id)).toMatchObject({
+    throttled_until: shown,
+    blocked_since: null,
+    blocked_delivery_id: null,
+  });
+  expect(page.find((s) => s.id === other.id)).toMatchObject({
+    throttled_until: null,
+    blocked_since: null,
+    blocked_delivery_id: null,
+  });
 
   // A retry of the throttled delivery during the pause: it goes when the pause ends, and says so.
   const [attempt] = await attempts(app, throttled.id);
@@ -101,10 +136,21 @@ it("in_flight_cap shows the cap a 503 without Retry-After lowered (here from 1, 
   await createContact(orgId, "Overloaded");
   await waitFor(() => route.requests[0], 20_000, "the POST answered 503");
   // Answered 503 until the test has seen the lowered cap: every retry keeps it lowered.
-  await waitFor(async () => ((await getOne(subscription.id)).in_flight_cap === 1 ? true : undefined), 10_000, "in_flight_cap on GET");
-  expect((await listed()).find((s) => s.id === subscription.id)).toMatchObject({ in_flight_cap: 1, throttled_until: null });
+  await waitFor(
+    async () => ((await getOne(subscription.id)).in_flight_cap === 1 ? true : undefined),
+    10_000,
+    "in_flight_cap on GET",
+  );
+  expect((await listed()).find((s) => s.id === subscription.id)).toMatchObject({
+    in_flight_cap: 1,
+    throttled_until: null,
+  });
 
   overloaded = false;
-  await waitFor(async () => ((await attempts(app, subscription.id))[0]?.outcome === "succeeded" ? true : undefined), 20_000, "the retry that succeeds");
+  await waitFor(
+    async () => ((await attempts(app, subscription.id))[0]?.outcome === "succeeded" ? true : undefined),
+    20_000,
+    "the retry that succeeds",
+  );
   expect(await getOne(subscription.id)).toMatchObject({ in_flight_cap: null, throttled_until: null });
 });

@@ -13,7 +13,7 @@ import {
   auth,
   base,
   call,
-  Client,
+  type Client,
   contactsOnly,
   create,
   foreign,
@@ -24,7 +24,7 @@ import {
   PATH,
   reader,
   sibling,
-  SubscriptionBody,
+  type SubscriptionBody,
   tokenOf,
   useSubscriptionsSuite,
   webhook,
@@ -37,7 +37,10 @@ describe("list", () => {
   it("a bare array, newest first, paged by limit with Link rel=next until the end", async () => {
     const client = await ownClient("Pager");
     const made: SubscriptionBody[] = [];
-    for (let i = 0; i < 5; i++) made.push(await create(client, `https://hooks.example.test/page/${i}`, i % 2 ? "contact.updated" : "contact.created"));
+    for (let i = 0; i < 5; i++)
+      made.push(
+        await create(client, `https://hooks.example.test/page/${i}`, i % 2 ? "contact.updated" : "contact.created"),
+      );
     const expected = made.reverse().map(({ secret: _s, ...rest }) => rest);
 
     const all = await call(client, "GET", PATH);
@@ -66,10 +69,25 @@ describe("list", () => {
 
   it("400 for a limit outside 1-100, a repeated one, or a cursor it did not issue", async () => {
     for (const limit of ["0", "101", "-1", "abc", "1.5", ""]) {
-      await expectError(await call(app, "GET", `${PATH}?limit=${limit}`), 400, "invalid_request", "limit: expected a whole number from 1 to 100");
+      await expectError(
+        await call(app, "GET", `${PATH}?limit=${limit}`),
+        400,
+        "invalid_request",
+        "limit: expected a whole number from 1 to 100",
+      );
     }
-    await expectError(await call(app, "GET", `${PATH}?limit=1&limit=2`), 400, "invalid_request", "limit is included more than once");
-    await expectError(await call(app, "GET", `${PATH}?cursor=garbage`), 400, "invalid_request", /^cursor: not a cursor this server issued/);
+    await expectError(
+      await call(app, "GET", `${PATH}?limit=1&limit=2`),
+      400,
+      "invalid_request",
+      "limit is included more than once",
+    );
+    await expectError(
+      await call(app, "GET", `${PATH}?cursor=garbage`),
+      400,
+      "invalid_request",
+      /^cursor: not a cursor this server issued/,
+    );
     expect((await call(app, "GET", `${PATH}?limit=100`)).status).toBe(200);
   });
 });
@@ -85,10 +103,14 @@ describe("tokens and scopes (RFC 6750)", () => {
       ["GET", "/oauth/contacts"],
     ] as const) {
       const none = await call(undefined, method, path, body);
-      expect(none.headers.get("www-authenticate")).toBe(`Bearer realm="bizcard", resource_metadata="${base}/.well-known/oauth-protected-resource"`);
+      expect(none.headers.get("www-authenticate")).toBe(
+        `Bearer realm="bizcard", resource_metadata="${base}/.well-known/oauth-protected-resource"`,
+      );
       await expectError(none, 401, "invalid_token");
       const bad = await call(undefined, method, path, body, { authorization: "Bearer bca_not-a-real-token" });
-      expect(bad.headers.get("www-authenticate")).toMatch(/^Bearer realm="bizcard", resource_metadata="[^"]+", error="invalid_token"/);
+      expect(bad.headers.get("www-authenticate")).toMatch(
+        /^Bearer realm="bizcard", resource_metadata="[^"]+", error="invalid_token"/,
+      );
       await expectError(bad, 401, "invalid_token");
     }
   });
@@ -108,7 +130,9 @@ describe("tokens and scopes (RFC 6750)", () => {
     ];
     for (const [client, method, path, payload, scope] of cases) {
       const res = await call(client, method, path, payload);
-      const description = scope.includes(" ") ? `this request needs the scopes ${scope}` : `this resource needs the scope ${scope}`;
+      const description = scope.includes(" ")
+        ? `this request needs the scopes ${scope}`
+        : `this resource needs the scope ${scope}`;
       expect(res.headers.get("www-authenticate"), `${method} ${path}`).toBe(
         `Bearer realm="bizcard", resource_metadata="${base}/.well-known/oauth-protected-resource", error="insufficient_scope", error_description="${description}", scope="${scope}"`,
       );
@@ -127,25 +151,57 @@ describe("tokens and scopes (RFC 6750)", () => {
 
 describe("bodies", () => {
   it("413 over 64 KiB, 415 for anything but JSON, 400 for malformed JSON or a repeated field", async () => {
-    const big = JSON.stringify({ target_url: `https://hooks.example.test/${"x".repeat(70 * 1024)}`, event_type: "contact.created" });
+    const big = JSON.stringify({
+      target_url: `https://hooks.example.test/${"x".repeat(70 * 1024)}`,
+      event_type: "contact.created",
+    });
     await expectError(await call(app, "POST", PATH, big), 413, "payload_too_large");
-    const form = new URLSearchParams({ target_url: "https://hooks.example.test/form", event_type: "contact.created" }).toString();
+    const form = new URLSearchParams({
+      target_url: "https://hooks.example.test/form",
+      event_type: "contact.created",
+    }).toString();
     // The 415 names JSON only: the form encoding the other body types' 415 offers is refused here too.
     const jsonOnly = /^send the (subscription|body) as application\/json$/;
     for (const type of ["application/x-www-form-urlencoded", "text/plain", "application/xml"]) {
-      await expectError(await call(app, "POST", PATH, form, { "content-type": type }), 415, "unsupported_media_type", jsonOnly);
-      await expectError(await call(app, "PUT", `${PATH}/1`, form, { "content-type": type }), 415, "unsupported_media_type", jsonOnly);
+      await expectError(
+        await call(app, "POST", PATH, form, { "content-type": type }),
+        415,
+        "unsupported_media_type",
+        jsonOnly,
+      );
+      await expectError(
+        await call(app, "PUT", `${PATH}/1`, form, { "content-type": type }),
+        415,
+        "unsupported_media_type",
+        jsonOnly,
+      );
     }
-    await expectError(await call(app, "POST", PATH, "{\"target_url\": "), 400, "invalid_request", "the request body could not be parsed");
+    await expectError(
+      await call(app, "POST", PATH, '{"target_url": '),
+      400,
+      "invalid_request",
+      "the request body could not be parsed",
+    );
     await expectError(await call(app, "POST", PATH, ""), 400, "invalid_request");
     await expectError(
-      await call(app, "POST", PATH, '{"target_url": "https://hooks.example.test/a", "target_url": "https://hooks.example.test/b", "event_type": "contact.created"}'),
+      await call(
+        app,
+        "POST",
+        PATH,
+        '{"target_url": "https://hooks.example.test/a", "target_url": "https://hooks.example.test/b", "event_type": "contact.created"}',
+      ),
       400,
       "invalid_request",
       "parameter target_url is included more than once",
     );
     // JSON with a charset parameter is JSON.
-    const ok = await call(app, "POST", PATH, { target_url: "https://hooks.example.test/charset", event_type: "contact.created" }, { "content-type": "application/json; charset=utf-8" });
+    const ok = await call(
+      app,
+      "POST",
+      PATH,
+      { target_url: "https://hooks.example.test/charset", event_type: "contact.created" },
+      { "content-type": "application/json; charset=utf-8" },
+    );
     expect(ok.status).toBe(201);
   });
 
@@ -161,11 +217,19 @@ describe("limits", () => {
     const client = await ownClient("Busy");
     const url = (i: number) => `https://hooks.example.test/cap/${i}`;
     for (let batch = 0; batch < 9; batch++) {
-      const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => call(client, "POST", PATH, { target_url: url(batch * 10 + i), event_type: "contact.created" })));
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          call(client, "POST", PATH, { target_url: url(batch * 10 + i), event_type: "contact.created" }),
+        ),
+      );
       expect(answers.map((r) => r.status)).toEqual(Array(10).fill(201));
     }
     // 90 made; 20 race for the last 10 places.
-    const race = await Promise.all(Array.from({ length: 20 }, (_, i) => call(client, "POST", PATH, { target_url: url(90 + i), event_type: "contact.created" })));
+    const race = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        call(client, "POST", PATH, { target_url: url(90 + i), event_type: "contact.created" }),
+      ),
+    );
     expect(race.filter((r) => r.status === 201)).toHaveLength(10);
     const refused = race.filter((r) => r.status !== 201);
     expect(refused).toHaveLength(10);
@@ -180,9 +244,13 @@ describe("limits", () => {
     // At the cap, the same create again is still the existing subscription; after a delete there is room.
     const page = (await (await call(client, "GET", `${PATH}?limit=100`)).json()) as SubscriptionBody[];
     expect(page).toHaveLength(100);
-    expect((await call(client, "POST", PATH, { target_url: page[0]!.target_url, event_type: "contact.created" })).status).toBe(200);
+    expect(
+      (await call(client, "POST", PATH, { target_url: page[0]!.target_url, event_type: "contact.created" })).status,
+    ).toBe(200);
     expect((await call(client, "DELETE", `${PATH}/${page[0]!.id}`)).status).toBe(204);
-    expect((await call(client, "POST", PATH, { target_url: url(500), event_type: "contact.created" })).status).toBe(201);
+    expect((await call(client, "POST", PATH, { target_url: url(500), event_type: "contact.created" })).status).toBe(
+      201,
+    );
     // Another application of the organisation has room of its own.
     expect((await call(sibling, "POST", PATH, { target_url: url(0), event_type: "contact.created" })).status).toBe(201);
   });
@@ -193,7 +261,10 @@ describe("GET /oauth/contacts", () => {
     const orgs = organisation.client(OrganisationService);
     const made = [];
     for (let i = 0; i < 12; i++) {
-      const res = await orgs.createContact({ organisationId: orgId, fields: { firstName: `Ada${i}`, lastName: "Lovelace", email: `ada${i}@example.test`, company: "Engines" } });
+      const res = await orgs.createContact({
+        organisationId: orgId,
+        fields: { firstName: `Ada${i}`, lastName: "Lovelace", email: `ada${i}@example.test`, company: "Engines" },
+      });
       made.push(contactJson(res.contact!));
     }
     await orgs.createContact({ organisationId: otherOrgId, fields: { firstName: "Not", lastName: "Mine" } });
@@ -205,7 +276,9 @@ describe("GET /oauth/contacts", () => {
     expect(await res.json()).toEqual(newestFirst.slice(0, 10));
     const link = res.headers.get("link")!;
     expect(link).toMatch(new RegExp(`^<${base}/oauth/contacts\\?limit=10&cursor=[^>]+>; rel="next"$`));
-    const rest = await fetch(/^<([^>]+)>/.exec(link)![1]!, { headers: { authorization: `Bearer ${await tokenOf(contactsOnly)}` } });
+    const rest = await fetch(/^<([^>]+)>/.exec(link)![1]!, {
+      headers: { authorization: `Bearer ${await tokenOf(contactsOnly)}` },
+    });
     expect(await rest.json()).toEqual(newestFirst.slice(10));
     expect(rest.headers.get("link")).toBeNull();
 
@@ -214,7 +287,12 @@ describe("GET /oauth/contacts", () => {
     const theirs = (await (await call(foreign, "GET", "/oauth/contacts?limit=100")).json()) as { first_name: string }[];
     expect(theirs.map((c) => c.first_name)).toEqual(["Not"]);
     for (const limit of ["0", "101", "x"]) {
-      await expectError(await call(app, "GET", `/oauth/contacts?limit=${limit}`), 400, "invalid_request", "limit: expected a whole number from 1 to 100");
+      await expectError(
+        await call(app, "GET", `/oauth/contacts?limit=${limit}`),
+        400,
+        "invalid_request",
+        "limit: expected a whole number from 1 to 100",
+      );
     }
     await expectError(await call(app, "GET", "/oauth/contacts?cursor=nope"), 400, "invalid_request", /^cursor: /);
   });
@@ -223,13 +301,22 @@ describe("GET /oauth/contacts", () => {
 describe("grants and subscriptions are tied", () => {
   it("revoking the organisation's grant to the application deletes that pair's subscriptions, and only those", async () => {
     const client = await ownClient("Revoked");
-    const doomed = [await create(client, "https://hooks.example.test/revoked/1"), await create(client, "https://hooks.example.test/revoked/2", "contact.updated")];
+    const doomed = [
+      await create(client, "https://hooks.example.test/revoked/1"),
+      await create(client, "https://hooks.example.test/revoked/2", "contact.updated"),
+    ];
     const kept = await create(sibling, "https://hooks.example.test/revoked/kept");
     const rpc = webhook.client(WebhookService);
     const pair = { organisationId: orgId, clientId: client.id };
-    expect((await rpc.listSubscriptions({ owner: pair })).subscriptions.map((s) => Number(s.id))).toEqual(doomed.map((s) => s.id).reverse());
+    expect((await rpc.listSubscriptions({ owner: pair })).subscriptions.map((s) => Number(s.id))).toEqual(
+      doomed.map((s) => s.id).reverse(),
+    );
     await auth.client(AuthService).revokeGrant({ organisationId: orgId, clientId: client.id });
-    await waitFor(async () => ((await rpc.listSubscriptions({ owner: pair })).subscriptions.length === 0 ? true : undefined), 15_000, "the pair's subscriptions to go");
+    await waitFor(
+      async () => ((await rpc.listSubscriptions({ owner: pair })).subscriptions.length === 0 ? true : undefined),
+      15_000,
+      "the pair's subscriptions to go",
+    );
     expect((await call(sibling, "GET", `${PATH}/${kept.id}`)).status).toBe(200);
     await expectError(await call(client, "GET", PATH), 401, "invalid_token");
   });

@@ -21,7 +21,11 @@ describe("the c-ares resolver (against a DNS server of this test)", () => {
       const resolve = caresResolver({ timeoutMs: 300, servers: [dns.address] });
       expect((await resolve("both.test")).sort()).toEqual(["2606:4700:4700::1111", "93.184.215.14"]);
       expect(await resolve("v4.test")).toEqual(["93.184.215.15"]);
-      const code = (p: Promise<unknown>) => p.then(() => "resolved", (e: { code?: string }) => e.code);
+      const code = (p: Promise<unknown>) =>
+        p.then(
+          () => "resolved",
+          (e: { code?: string }) => e.code,
+        );
       expect(await code(resolve("missing.test"))).toBe("ENOTFOUND");
       expect(await code(resolve("none.test"))).toBe("ENODATA");
       expect(await code(resolve("broken.test"))).toBe("ESERVFAIL");

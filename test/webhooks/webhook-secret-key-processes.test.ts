@@ -8,13 +8,28 @@ import { loadConfig } from "../../services/shared/config.js";
 import { freePort, spawnTs } from "../support/processes.js";
 
 /** Every variable the configuration reads, unset: the child sees only what a test gives it. */
-const CLEAN_ENV: Record<string, undefined> = Object.fromEntries(Object.keys(loadConfig({})).filter((k) => /^[A-Z][A-Z0-9_]*$/.test(k)).map((k) => [k, undefined]));
+const CLEAN_ENV: Record<string, undefined> = Object.fromEntries(
+  Object.keys(loadConfig({}))
+    .filter((k) => /^[A-Z][A-Z0-9_]*$/.test(k))
+    .map((k) => [k, undefined]),
+);
 
 /** Backends nobody listens on: a process that got as far as using them would fail differently. */
-const UNREACHABLE = { DATABASE_URL: "postgres://postgres@127.0.0.1:1/none", NATS_URL: "nats://127.0.0.1:1", INTERNAL_RPC_TOKEN: "w".repeat(40) };
+const UNREACHABLE = {
+  DATABASE_URL: "postgres://postgres@127.0.0.1:1/none",
+  NATS_URL: "nats://127.0.0.1:1",
+  INTERNAL_RPC_TOKEN: "w".repeat(40),
+};
 
-async function runWebhook(env: Record<string, string>): Promise<{ code: number | null; stderr: string; output: string }> {
-  const p = spawnTs("services/webhook/main.ts", { ...CLEAN_ENV, ...UNREACHABLE, WEBHOOK_RPC_PORT: String(await freePort()), ...env });
+async function runWebhook(
+  env: Record<string, string>,
+): Promise<{ code: number | null; stderr: string; output: string }> {
+  const p = spawnTs("services/webhook/main.ts", {
+    ...CLEAN_ENV,
+    ...UNREACHABLE,
+    WEBHOOK_RPC_PORT: String(await freePort()),
+    ...env,
+  });
   let stderr = "";
   p.child.stderr!.on("data", (d) => (stderr += d));
   const timer = setTimeout(() => p.child.kill("SIGKILL"), 30_000);

@@ -96,7 +96,13 @@ describe("webhook sender", () => {
   });
 
   it("reports a non-2xx with its status and Retry-After", async () => {
-    expect(await sender.send(webhook("/busy"))).toMatchObject({ ok: false, status: 429, kind: "http", error: "HTTP 429", retryAfterMs: 7000 });
+    expect(await sender.send(webhook("/busy"))).toMatchObject({
+      ok: false,
+      status: 429,
+      kind: "http",
+      error: "HTTP 429",
+      retryAfterMs: 7000,
+    });
   });
 
   it("does not follow a redirect: a 3xx is an answer like any other non-2xx", async () => {
@@ -114,7 +120,12 @@ describe("webhook sender", () => {
 
   it("bounds the whole attempt with the one timeout, also when the head came and the body never ends", async () => {
     const result = await sender.send(webhook("/head-only"));
-    expect(result).toMatchObject({ ok: false, status: 0, kind: "timeout", error: `timeout: no complete answer within ${TIMEOUT_MS} ms` });
+    expect(result).toMatchObject({
+      ok: false,
+      status: 0,
+      kind: "timeout",
+      error: `timeout: no complete answer within ${TIMEOUT_MS} ms`,
+    });
     expect(result.durationMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 5);
     expect(result.durationMs).toBeLessThan(TIMEOUT_MS + 300);
   });
@@ -130,8 +141,16 @@ describe("webhook sender", () => {
     await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
-    expect(await sender.send({ ...webhook("/ok"), url: `http://127.0.0.1:${port}/ok` })).toMatchObject({ ok: false, status: 0, kind: "network" });
-    expect(await sender.send({ ...webhook("/ok"), url: "ftp://127.0.0.1/ok" })).toMatchObject({ ok: false, status: 0, kind: "refused" });
+    expect(await sender.send({ ...webhook("/ok"), url: `http://127.0.0.1:${port}/ok` })).toMatchObject({
+      ok: false,
+      status: 0,
+      kind: "network",
+    });
+    expect(await sender.send({ ...webhook("/ok"), url: "ftp://127.0.0.1/ok" })).toMatchObject({
+      ok: false,
+      status: 0,
+      kind: "refused",
+    });
   });
 
   it("still sends on the same sender after the timeouts and aborted answers", async () => {

@@ -25,7 +25,11 @@ describe("webhook signature", () => {
         const header = sign(secret, id, timestamp, body);
         expect(header).toBe(new Webhook(secret).sign(id, timestamp, body));
         expect(header).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
-        const headers = { "webhook-id": id, "webhook-timestamp": String(Math.floor(timestamp.getTime() / 1000)), "webhook-signature": header };
+        const headers = {
+          "webhook-id": id,
+          "webhook-timestamp": String(Math.floor(timestamp.getTime() / 1000)),
+          "webhook-signature": header,
+        };
         expect(new Webhook(secret).verify(body, headers, { jsonParse: false })).toBeUndefined();
         const other = `whsec_${randomBytes(bytes).toString("base64")}`;
         expect(() => new Webhook(other).verify(body, headers)).toThrow("No matching signature found");

@@ -20,7 +20,10 @@ describe("target_url", () => {
     ["https://user:pw@hooks.receiver.test/", /user-info/],
     ["https://user@hooks.receiver.test/", /user-info/],
     ["https://hooks.receiver.test/#frag", /fragment/],
-    [`https://hooks.receiver.test/${"a".repeat(2049 - "https://hooks.receiver.test/".length)}`, /at most 2048 characters/],
+    [
+      `https://hooks.receiver.test/${"a".repeat(2049 - "https://hooks.receiver.test/".length)}`,
+      /at most 2048 characters/,
+    ],
     ["https://127.0.0.1/", /loopback address/],
     ["https://0x7f.1/", /loopback address/],
     ["https://2130706433/", /loopback address/],
@@ -112,7 +115,11 @@ describe("target_url", () => {
     }
     expect(await listAll(owner)).toHaveLength(0);
     // Written in full, the same URL passes where http is allowed, as it was sent.
-    const res = await devClient.createSubscription({ owner, targetUrl: "http://x.example:8080/a", eventType: EventType.CONTACT_CREATED });
+    const res = await devClient.createSubscription({
+      owner,
+      targetUrl: "http://x.example:8080/a",
+      eventType: EventType.CONTACT_CREATED,
+    });
     expect(res.subscription!.targetUrl).toBe("http://x.example:8080/a");
     expect(await listAll(owner)).toHaveLength(1);
   });
@@ -138,12 +145,17 @@ describe("target_url", () => {
       ["http://localhost/#x", /fragment/],
       [`http://localhost/${"c".repeat(2048)}`, /at most 2048/],
     ] as const) {
-      expect((await rpcError(devClient.createSubscription({ owner, targetUrl, eventType: EventType.CONTACT_CREATED }))).rawMessage).toMatch(reason);
+      expect(
+        (await rpcError(devClient.createSubscription({ owner, targetUrl, eventType: EventType.CONTACT_CREATED })))
+          .rawMessage,
+      ).toMatch(reason);
     }
     // The strict deployment still refuses what the dev one stored.
     const stored = (await devClient.listSubscriptions({ owner })).subscriptions;
     expect(stored).toHaveLength(5);
-    const err = await rpcError(client.updateSubscription({ owner, id: stored[0]!.id, targetUrl: stored[0]!.targetUrl }));
+    const err = await rpcError(
+      client.updateSubscription({ owner, id: stored[0]!.id, targetUrl: stored[0]!.targetUrl }),
+    );
     expect(err.code).toBe(Code.InvalidArgument);
   });
 });

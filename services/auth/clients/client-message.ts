@@ -1,7 +1,11 @@
 // A client's registration as the RPC contract shows it (bizcard.auth.v1.Client).
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { ClientRegistration, ClientSchema, type Client as ClientMessage } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import {
+  ClientRegistration,
+  ClientSchema,
+  type Client as ClientMessage,
+} from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import type { Client, ClientRegistrationKind } from "./client.entity.js";
 
 export const REGISTRATION: Record<ClientRegistrationKind, ClientRegistration> = {

@@ -11,7 +11,11 @@ import type { GrantType } from "./grant-types.js";
 import { checkRedirectUri } from "./redirect-uri.js";
 
 export type TokenEndpointAuthMethod = "none" | "client_secret_basic" | "client_secret_post";
-const AUTH_METHODS: readonly string[] = ["none", "client_secret_basic", "client_secret_post"] satisfies TokenEndpointAuthMethod[];
+const AUTH_METHODS: readonly string[] = [
+  "none",
+  "client_secret_basic",
+  "client_secret_post",
+] satisfies TokenEndpointAuthMethod[];
 
 /** What a self-registered client may use: it acts for whichever organisation consents, never for one of its own. */
 const SELF_REGISTERED_GRANTS: readonly string[] = ["authorization_code", "refresh_token"] satisfies GrantType[];
@@ -48,7 +52,8 @@ function checkName(value: string | undefined, redirectUris: string[]): string {
   if (value === undefined) return hostOf(redirectUris[0]!);
   const name = value.trim();
   if (!name) throw new InvalidClientMetadata("client_name: must not be empty when given");
-  if ([...name].length > 100 || /[\u0000-\u001f\u007f]/.test(name)) throw new InvalidClientMetadata("client_name: at most 100 printable characters");
+  if ([...name].length > 100 || /[\u0000-\u001f\u007f]/.test(name))
+    throw new InvalidClientMetadata("client_name: at most 100 printable characters");
   return name;
 }
 
@@ -61,30 +66,45 @@ function checkClientUri(value: string | undefined, allowInsecure: boolean): stri
   } catch {
     url = undefined;
   }
-  const secure = url?.protocol === "https:" || (url?.protocol === "http:" && (allowInsecure || LOOPBACK.has(url.hostname)));
-  if (!url || !secure || url.username || url.password) throw new InvalidClientMetadata("client_uri: must be an https URL of at most 2048 characters");
+  const secure =
+    url?.protocol === "https:" || (url?.protocol === "http:" && (allowInsecure || LOOPBACK.has(url.hostname)));
+  if (!url || !secure || url.username || url.password)
+    throw new InvalidClientMetadata("client_uri: must be an https URL of at most 2048 characters");
   return value;
 }
 
-function checkGrants(present: boolean, grantTypes: string[], responseTypes: string[], responsePresent: boolean): GrantType[] {
+function checkGrants(
+  present: boolean,
+  grantTypes: string[],
+  responseTypes: string[],
+  responsePresent: boolean,
+): GrantType[] {
   // RFC 7591 §2 grant_types: "If omitted, the default behavior is that the client will use only the "authorization_code" Grant Type."
   const grants = present ? [...new Set(grantTypes)] : ["authorization_code"];
   if (grants.includes("client_credentials")) {
-    throw new InvalidClientMetadata("grant_types: client_credentials acts for an organisation; a self-registered client cannot use it");
+    throw new InvalidClientMetadata(
+      "grant_types: client_credentials acts for an organisation; a self-registered client cannot use it",
+    );
   }
   const other = grants.filter((g) => !SELF_REGISTERED_GRANTS.includes(g));
-  if (other.length) throw new InvalidClientMetadata(`grant_types: unsupported ${other.join(", ")}; a self-registered client may use authorization_code and refresh_token`);
-  if (!grants.includes("authorization_code")) throw new InvalidClientMetadata("grant_types: must include authorization_code");
+  if (other.length)
+    throw new InvalidClientMetadata(
+      `grant_types: unsupported ${other.join(", ")}; a self-registered client may use authorization_code and refresh_token`,
+    );
+  if (!grants.includes("authorization_code"))
+    throw new InvalidClientMetadata("grant_types: must include authorization_code");
   // RFC 7591 §2 response_types: "If omitted, the default is that the client will use only the "code" response type."
   const responses = responsePresent ? [...new Set(responseTypes)] : ["code"];
-  if (responses.length !== 1 || responses[0] !== "code") throw new InvalidClientMetadata('response_types: only "code" is supported');
+  if (responses.length !== 1 || responses[0] !== "code")
+    throw new InvalidClientMetadata('response_types: only "code" is supported');
   return SELF_REGISTERED_GRANTS.filter((g) => grants.includes(g)) as GrantType[];
 }
 
 function checkScopes(scope: string): string[] {
   const requested = scope.split(" ").filter(Boolean);
   const unknown = requested.filter((s) => !isScope(s));
-  if (unknown.length) throw new InvalidClientMetadata(`scope: unknown ${unknown.join(", ")}; known: ${ALL_SCOPES.join(" ")}`);
+  if (unknown.length)
+    throw new InvalidClientMetadata(`scope: unknown ${unknown.join(", ")}; known: ${ALL_SCOPES.join(" ")}`);
   return requested.length ? ALL_SCOPES.filter((s) => requested.includes(s)) : [...ALL_SCOPES];
 }
 
@@ -99,15 +119,20 @@ function checkScopes(scope: string): string[] {
  * client is native; otherwise web, the default.
  */
 function checkApplicationType(value: string | undefined, redirectUris: string[]): "web" | "native" {
-  if (value !== undefined && value !== "web" && value !== "native") throw new InvalidClientMetadata('application_type: must be "web" or "native"');
+  if (value !== undefined && value !== "web" && value !== "native")
+    throw new InvalidClientMetadata('application_type: must be "web" or "native"');
   const native = redirectUris.filter(isNativeRedirect);
   const type = value ?? (native.length === redirectUris.length ? "native" : "web");
   if (type === "web" && native.length) {
-    throw new InvalidRedirectUri(`${native[0]}: loopback and private-use scheme redirect URIs are for native applications (application_type "native")`);
+    throw new InvalidRedirectUri(
+      `${native[0]}: loopback and private-use scheme redirect URIs are for native applications (application_type "native")`,
+    );
   }
   const web = redirectUris.filter((u) => !isNativeRedirect(u));
   if (type === "native" && web.length) {
-    throw new InvalidRedirectUri(`${web[0]}: a native application redirects to a loopback URL or a private-use scheme (com.example.app:/callback)`);
+    throw new InvalidRedirectUri(
+      `${web[0]}: a native application redirects to a loopback URL or a private-use scheme (com.example.app:/callback)`,
+    );
   }
   return type;
 }
@@ -117,25 +142,42 @@ function redirectUri(value: string, options: { allowInsecure: boolean; public: b
   try {
     return checkRedirectUri(value, options);
   } catch (err) {
-    if (err instanceof ConnectError) throw new InvalidRedirectUri(`${value.slice(0, 200)}: ${err.rawMessage.replace(/^redirect_uri: /, "")}`);
+    if (err instanceof ConnectError)
+      throw new InvalidRedirectUri(`${value.slice(0, 200)}: ${err.rawMessage.replace(/^redirect_uri: /, "")}`);
     throw err;
   }
 }
 
 /** The request's metadata as it is stored, or the first problem (InvalidClientMetadata, InvalidRedirectUri). */
-export function checkClientMetadata(req: RegisterClientRequest, options: { allowInsecureRedirects: boolean }): ClientMetadata {
+export function checkClientMetadata(
+  req: RegisterClientRequest,
+  options: { allowInsecureRedirects: boolean },
+): ClientMetadata {
   const present = new Set(req.presentFields);
   const given = (field: string, value: string) => (present.has(field) ? value : undefined);
   // RFC 7591 §2: "If unspecified or omitted, the default is "client_secret_basic""
   const method = given("token_endpoint_auth_method", req.tokenEndpointAuthMethod) ?? "client_secret_basic";
   if (!AUTH_METHODS.includes(method)) {
-    throw new InvalidClientMetadata(`token_endpoint_auth_method: unsupported ${JSON.stringify(method.slice(0, 60))}; use none, client_secret_basic or client_secret_post`);
+    throw new InvalidClientMetadata(
+      `token_endpoint_auth_method: unsupported ${JSON.stringify(method.slice(0, 60))}; use none, client_secret_basic or client_secret_post`,
+    );
   }
   const isPublic = method === "none";
-  if (req.redirectUris.length === 0) throw new InvalidRedirectUri("redirect_uris: at least one is required (the authorization code grant redirects)");
-  if (req.redirectUris.length > MAX_REDIRECT_URIS) throw new InvalidRedirectUri(`redirect_uris: at most ${MAX_REDIRECT_URIS}`);
-  const redirectUris = [...new Set(req.redirectUris.map((u) => redirectUri(u, { allowInsecure: options.allowInsecureRedirects, public: isPublic })))];
-  const grantTypes = checkGrants(present.has("grant_types"), req.grantTypes, req.responseTypes, present.has("response_types"));
+  if (req.redirectUris.length === 0)
+    throw new InvalidRedirectUri("redirect_uris: at least one is required (the authorization code grant redirects)");
+  if (req.redirectUris.length > MAX_REDIRECT_URIS)
+    throw new InvalidRedirectUri(`redirect_uris: at most ${MAX_REDIRECT_URIS}`);
+  const redirectUris = [
+    ...new Set(
+      req.redirectUris.map((u) => redirectUri(u, { allowInsecure: options.allowInsecureRedirects, public: isPublic })),
+    ),
+  ];
+  const grantTypes = checkGrants(
+    present.has("grant_types"),
+    req.grantTypes,
+    req.responseTypes,
+    present.has("response_types"),
+  );
   const applicationType = checkApplicationType(given("application_type", req.applicationType), redirectUris);
   return {
     name: checkName(given("client_name", req.clientName), redirectUris),

@@ -67,7 +67,11 @@ export function createClientResolver(deps: ClientResolverDeps): ClientResolver {
   const allowInsecure = deps.allowInsecureRedirects;
   const fetchDocument = documents
     ? createDocumentFetcher({
-        resolve: targetResolver({ timeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS, servers: config.WEBHOOK_DNS_SERVERS, allowInsecure }),
+        resolve: targetResolver({
+          timeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS,
+          servers: config.WEBHOOK_DNS_SERVERS,
+          allowInsecure,
+        }),
         allowInsecure,
         timeoutMs: config.OAUTH_CLIENT_METADATA_TIMEOUT_MS,
         extraCa: readCaFile(config.OAUTH_CLIENT_METADATA_CA_FILE),
@@ -86,7 +90,10 @@ export function createClientResolver(deps: ClientResolverDeps): ClientResolver {
 
   const fetchAndStore = async (url: URL, remainingMs: number | undefined) => {
     const configured = config.OAUTH_CLIENT_METADATA_TIMEOUT_MS;
-    const timeoutMs = remainingMs === undefined ? configured : Math.max(MIN_FETCH_MS, Math.min(configured, remainingMs - DEADLINE_MARGIN_MS));
+    const timeoutMs =
+      remainingMs === undefined
+        ? configured
+        : Math.max(MIN_FETCH_MS, Math.min(configured, remainingMs - DEADLINE_MARGIN_MS));
     const fetched = await fetchDocument!(url, timeoutMs);
     const metadata = parseDocument(url.href, fetched.body, { allowInsecure });
     const fetchedAt = new Date();
@@ -100,7 +107,8 @@ export function createClientResolver(deps: ClientResolverDeps): ClientResolver {
     const isDocumentClient = row?.registration === "metadata_document";
     // Off: a URL is an unknown client_id, and so is a stored document client.
     if (isDocumentClient && !documents) return null;
-    if (!documents || !isDocumentClientId(clientId) || (row && !isDocumentClient)) return row ? toClientMessage(row) : null;
+    if (!documents || !isDocumentClientId(clientId) || (row && !isDocumentClient))
+      return row ? toClientMessage(row) : null;
     // The kept copy, until it expires (metadata-document/cache-lifetime.ts).
     if (row?.metadataExpiresAt && row.metadataExpiresAt.getTime() > Date.now()) return toClientMessage(row);
     try {

@@ -11,7 +11,8 @@ export const isGrantType = (value: string): value is GrantType => (GRANT_TYPES a
  * RFC 6749 §5.2 unauthorized_client: "The authenticated client is not
  * authorized to use this authorization grant type": one it was not registered with.
  */
-export const allowsGrantType = (registered: readonly string[], grantType: GrantType): boolean => registered.includes(grantType);
+export const allowsGrantType = (registered: readonly string[], grantType: GrantType): boolean =>
+  registered.includes(grantType);
 
 /**
  * Empty means authorization_code and refresh_token (for a client with a
@@ -23,13 +24,17 @@ export function checkGrantTypes(
   client: { public: boolean; ownerOrganisationId: string | null; redirectUris: string[] },
 ): GrantType[] {
   const unknown = requested.filter((g) => !isGrantType(g));
-  if (unknown.length) throw invalid("grant_types", `unknown grant type ${unknown.join(", ")}; known: ${GRANT_TYPES.join(" ")}`);
+  if (unknown.length)
+    throw invalid("grant_types", `unknown grant type ${unknown.join(", ")}; known: ${GRANT_TYPES.join(" ")}`);
   if (requested.length === 0) {
     const owned = client.ownerOrganisationId !== null && !client.public;
     return GRANT_TYPES.filter((g) => (g === "client_credentials" ? owned : client.redirectUris.length > 0));
   }
   if (requested.includes("client_credentials") && (client.public || client.ownerOrganisationId === null)) {
-    throw invalid("grant_types", "client_credentials is only for confidential clients owned by an organisation (owner_organisation_id)");
+    throw invalid(
+      "grant_types",
+      "client_credentials is only for confidential clients owned by an organisation (owner_organisation_id)",
+    );
   }
   // RFC 7591 §2.1: refresh_token is only useful with a grant that issues one.
   if (requested.includes("refresh_token") && !requested.includes("authorization_code")) {

@@ -28,7 +28,8 @@ const PRIVATE_USE_SCHEME = /^[a-z][a-z0-9+-]*(\.[a-z0-9+-]+)+:$/i;
 export function checkRedirectUri(value: string, options: { allowInsecure: boolean; public: boolean }): string {
   // URL parsing would quietly drop spaces, tabs and newlines; the stored value
   // must be exactly what an authorization request can match.
-  if (/[\s\u0000-\u001f\u007f]/.test(value)) throw invalid("redirect_uri", "must not contain spaces or control characters");
+  if (/[\s\u0000-\u001f\u007f]/.test(value))
+    throw invalid("redirect_uri", "must not contain spaces or control characters");
   let url: URL;
   try {
     url = new URL(value);
@@ -40,7 +41,10 @@ export function checkRedirectUri(value: string, options: { allowInsecure: boolea
   if (url.username || url.password) throw invalid("redirect_uri", "must not contain user information");
   if (url.protocol !== "https:" && url.protocol !== "http:") {
     if (!PRIVATE_USE_SCHEME.test(url.protocol)) {
-      throw invalid("redirect_uri", "must be an https URL, or a native app's reverse-domain scheme such as com.example.app:/cb");
+      throw invalid(
+        "redirect_uri",
+        "must be an https URL, or a native app's reverse-domain scheme such as com.example.app:/cb",
+      );
     }
     // RFC 8252 §8.4: "Authorization servers MUST record the client type in
     // the client registration details in order to identify and process
@@ -52,7 +56,10 @@ export function checkRedirectUri(value: string, options: { allowInsecure: boolea
   if (url.protocol === "http:" && !insecureOk) throw invalid("redirect_uri", "must use https (http only for loopback)");
   const carried = RESPONSE_PARAMETERS.filter((name) => url.searchParams.has(name));
   if (carried.length) {
-    throw invalid("redirect_uri", `must not carry the authorization response's parameters in its query (${carried.join(", ")})`);
+    throw invalid(
+      "redirect_uri",
+      `must not carry the authorization response's parameters in its query (${carried.join(", ")})`,
+    );
   }
   // Stored as registered: the authorization request must match it exactly.
   return value;

@@ -2,7 +2,7 @@
 // client registration (RFC 7591, POST /oauth/register), and the list and
 // deletion of clients that `bizcard client list|delete` call.
 import type { ServiceImpl } from "@connectrpc/connect";
-import { ClientRegistration, type AuthService } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import type { ClientRegistration, AuthService } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import { notFound } from "../../shared/validation.js";
 import { AUTH_SCHEMA } from "../auth-schema.js";
 import type { AuthServiceDeps } from "../auth-service-deps.js";
@@ -14,10 +14,16 @@ import { checkClientMetadata } from "./client-metadata.js";
 import { REGISTRATION, toClientMessage } from "./client-message.js";
 import { hashSecret, newClientId, newClientSecret } from "./client-secret.js";
 
-export type RegistrationHandlers = Pick<ServiceImpl<typeof AuthService>, "registerClient" | "listClients" | "deleteClient">;
+export type RegistrationHandlers = Pick<
+  ServiceImpl<typeof AuthService>,
+  "registerClient" | "listClients" | "deleteClient"
+>;
 
 const KIND_OF = new Map<ClientRegistration, ClientRegistrationKind>(
-  (Object.entries(REGISTRATION) as [ClientRegistrationKind, ClientRegistration][]).map(([kind, value]) => [value, kind]),
+  (Object.entries(REGISTRATION) as [ClientRegistrationKind, ClientRegistration][]).map(([kind, value]) => [
+    value,
+    kind,
+  ]),
 );
 
 export function createRegistrationHandlers(deps: AuthServiceDeps): RegistrationHandlers {
@@ -62,7 +68,9 @@ export function createRegistrationHandlers(deps: AuthServiceDeps): RegistrationH
 
     async listClients(req) {
       const kind = KIND_OF.get(req.registration);
-      const clients = await orm.em.fork().find(ClientEntity, kind ? { registration: kind } : {}, { orderBy: { createdAt: "desc", id: "desc" } });
+      const clients = await orm.em
+        .fork()
+        .find(ClientEntity, kind ? { registration: kind } : {}, { orderBy: { createdAt: "desc", id: "desc" } });
       return { clients: clients.map(toClientMessage) };
     },
 
@@ -70,7 +78,9 @@ export function createRegistrationHandlers(deps: AuthServiceDeps): RegistrationH
       const found = await orm.em.fork().transactional(async (em) => {
         // Locked first: a grant or token being written for it waits (its
         // foreign key check), then fails once the client is gone.
-        const locked: unknown[] = await em.execute(`select "id" from ${t("client")} where "id" = ? for update`, [req.clientId]);
+        const locked: unknown[] = await em.execute(`select "id" from ${t("client")} where "id" = ? for update`, [
+          req.clientId,
+        ]);
         if (locked.length === 0) return { deleted: false, events: 0 };
         // Every organisation the client could act for: its grants', and its
         // tokens' (client_credentials tokens have no grant).
@@ -83,7 +93,12 @@ export function createRegistrationHandlers(deps: AuthServiceDeps): RegistrationH
         await em.execute(`delete from ${t("client")} where "id" = ?`, [req.clientId]);
         // So that webhooks of the pair stop and gateways drop cached bearer checks.
         for (const { organisation_id } of pairs) {
-          await enqueueGrantRevoked(em, events, { organisationId: organisation_id, clientId: req.clientId }, "withdrawn");
+          await enqueueGrantRevoked(
+            em,
+            events,
+            { organisationId: organisation_id, clientId: req.clientId },
+            "withdrawn",
+          );
         }
         return { deleted: true, events: pairs.length };
       });

@@ -55,7 +55,8 @@ export const authorizationCodeGrant: GrantModule = {
     // request [...] and if included ensure that their values are identical."
     // A request that named none went to the client's only registered one: a
     // token request may still send that one (as strict libraries do), never another.
-    const redirectOk = request.redirectUri === "" ? code.redirect_uri_omitted : request.redirectUri === code.redirect_uri;
+    const redirectOk =
+      request.redirectUri === "" ? code.redirect_uri_omitted : request.redirectUri === code.redirect_uri;
     if (!redirectOk) {
       throw new InvalidGrant("redirect_uri does not match the one of the authorization request");
     }
@@ -88,7 +89,9 @@ export const authorizationCodeGrant: GrantModule = {
         family,
         scopes: code.scopes,
         audience,
-        refresh: client.grantTypes.includes("refresh_token") ? { scopes: code.scopes, resources: code.resources } : undefined,
+        refresh: client.grantTypes.includes("refresh_token")
+          ? { scopes: code.scopes, resources: code.resources }
+          : undefined,
       });
     });
     if (issued === "revoked") throw new InvalidGrant(UNKNOWN);
@@ -116,7 +119,8 @@ function checkPkce(challenge: string, verifier: string, publicClient: boolean): 
     return;
   }
   if (!verifier) throw new InvalidGrant("code_verifier is required: the authorization request had a code_challenge");
-  if (!VERIFIER.test(verifier)) throw new InvalidGrant("code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~");
+  if (!VERIFIER.test(verifier))
+    throw new InvalidGrant("code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~");
   const computed = createHash("sha256").update(verifier, "ascii").digest("base64url");
   if (computed !== challenge) throw new InvalidGrant("code_verifier does not match the code_challenge");
 }

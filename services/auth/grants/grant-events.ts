@@ -20,7 +20,12 @@ export async function enqueueGrantRevoked(
   pair: { organisationId: string; clientId: string },
   reason: GrantRevocationReason,
 ): Promise<void> {
-  const event = create(GrantRevokedSchema, { eventId: v7(), ...pair, occurTime: timestampFromDate(new Date()), reason });
+  const event = create(GrantRevokedSchema, {
+    eventId: v7(),
+    ...pair,
+    occurTime: timestampFromDate(new Date()),
+    reason,
+  });
   await enqueueEvent(em, options.schema, {
     id: event.eventId,
     subject: subjectFor(options.subjectPrefix, "grant.revoked"),

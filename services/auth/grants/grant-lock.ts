@@ -20,7 +20,11 @@ export async function lockGrantForIssue(em: EntityManager, schema: string, grant
 }
 
 /** The same, for a rotation: the grant of the refresh token with this hash. False when there is none. */
-export async function lockGrantOfRefreshToken(em: EntityManager, schema: string, refreshTokenHash: string): Promise<boolean> {
+export async function lockGrantOfRefreshToken(
+  em: EntityManager,
+  schema: string,
+  refreshTokenHash: string,
+): Promise<boolean> {
   const rows: unknown[] = await em.execute(
     `select 1 from "${schema}"."grant" g join "${schema}"."refresh_token" r on r."grant_id" = g."id"
       where r."hash" = ? for key share of g`,

@@ -96,10 +96,10 @@ export function createGrantStore(deps: GrantStoreDeps): GrantStore {
       const revoked = await orm.em.fork().transactional(async (em) => {
         // The grant's codes and tokens go with it (foreign keys, on delete cascade);
         // the pair's client_credentials tokens have no grant and are deleted here.
-        const grants: unknown[] = await em.execute(`delete from ${t("grant")} where "organisation_id" = ? and "client_id" = ? returning "id"`, [
-          organisationId,
-          clientId,
-        ]);
+        const grants: unknown[] = await em.execute(
+          `delete from ${t("grant")} where "organisation_id" = ? and "client_id" = ? returning "id"`,
+          [organisationId, clientId],
+        );
         const tokens: unknown[] = await em.execute(
           `delete from ${t("access_token")} where "organisation_id" = ? and "client_id" = ? returning "hash"`,
           [organisationId, clientId],

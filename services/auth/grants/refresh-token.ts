@@ -60,7 +60,8 @@ export const refreshTokenGrant: GrantModule = {
       const scopes = narrowScope(request.scope, row.scopes);
       // The audience of the token refreshed, or another resource the
       // authorization request named (RFC 8707 §2.2: else invalid_target).
-      const audience = requested === undefined ? row.audience : audienceWithin(deps.resources, row.resources, requested);
+      const audience =
+        requested === undefined ? row.audience : audienceWithin(deps.resources, row.resources, requested);
       const next = await issueTokens(em, deps.tables, {
         clientId: client.id,
         organisationId: row.organisation_id,
@@ -71,21 +72,25 @@ export const refreshTokenGrant: GrantModule = {
         audience,
         refresh: { scopes: row.scopes, resources: row.resources },
       });
-      await em.execute(`update "${schema}"."refresh_token" set "retry_answer" = ? where "hash" = ?`, [sealAnswer(presented, next), hash]);
+      await em.execute(`update "${schema}"."refresh_token" set "retry_answer" = ? where "hash" = ?`, [
+        sealAnswer(presented, next),
+        hash,
+      ]);
       return next;
     });
     if (issued) return tokenAnswer(issued);
 
     // Not rotated now: unknown, expired, another client's, or rotated before.
-    const [old]: (RefreshRow & { rotated: boolean; in_window: boolean; retry_answer: Buffer | null })[] = await deps.orm.em.fork().execute(
-      `select r."grant_id", r."family", r."member_id", r."scopes", r."audience", r."resources", g."organisation_id", g."client_id",
+    const [old]: (RefreshRow & { rotated: boolean; in_window: boolean; retry_answer: Buffer | null })[] =
+      await deps.orm.em.fork().execute(
+        `select r."grant_id", r."family", r."member_id", r."scopes", r."audience", r."resources", g."organisation_id", g."client_id",
               r."rotated_at" is not null as "rotated",
               r."rotated_at" > now() - make_interval(secs => ?) as "in_window",
               r."retry_answer"
          from "${schema}"."refresh_token" r join "${schema}"."grant" g on g."id" = r."grant_id"
         where r."hash" = ?`,
-      [deps.refreshRetryWindowSeconds, hash],
-    );
+        [deps.refreshRetryWindowSeconds, hash],
+      );
     if (!old || old.client_id !== client.id || !old.rotated) throw new InvalidGrant(UNKNOWN);
     if (old.in_window && old.retry_answer) {
       // CONTRACT: "the same refresh token presented again within a short
@@ -108,9 +113,10 @@ export const refreshTokenGrant: GrantModule = {
     async function successorUnused(refreshToken: string): Promise<boolean> {
       const rows: unknown[] = await deps.orm.em
         .fork()
-        .execute(`select 1 from "${schema}"."refresh_token" where "hash" = ? and "rotated_at" is null and "expires_at" > now()`, [
-          tokenHash(refreshToken),
-        ]);
+        .execute(
+          `select 1 from "${schema}"."refresh_token" where "hash" = ? and "rotated_at" is null and "expires_at" > now()`,
+          [tokenHash(refreshToken)],
+        );
       return rows.length === 1;
     }
   },

@@ -13,6 +13,7 @@ export function narrowScope(requested: string, allowed: readonly string[]): stri
   const asked = requested.split(" ");
   if (asked.some((s) => s === "")) throw new InvalidRequest("scope must be scope tokens separated by single spaces");
   const outside = asked.filter((s) => !allowed.includes(s));
-  if (outside.length) throw new InvalidScope(`scope ${outside.join(" ")} was not granted; at most: ${allowed.join(" ")}`);
+  if (outside.length)
+    throw new InvalidScope(`scope ${outside.join(" ")} was not granted; at most: ${allowed.join(" ")}`);
   return ALL_SCOPES.filter((s) => asked.includes(s));
 }

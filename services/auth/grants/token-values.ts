@@ -4,4 +4,5 @@ import { randomBytes } from "node:crypto";
 
 export const TOKEN_PREFIX = { access: "bca_", refresh: "bcr_", code: "bcc_" } as const;
 
-export const newTokenValue = (kind: keyof typeof TOKEN_PREFIX) => `${TOKEN_PREFIX[kind]}${randomBytes(32).toString("base64url")}`;
+export const newTokenValue = (kind: keyof typeof TOKEN_PREFIX) =>
+  `${TOKEN_PREFIX[kind]}${randomBytes(32).toString("base64url")}`;

@@ -1,6 +1,10 @@
 // The authorization request (RFC 6749 §4.1.1, RFC 7636 §4.3, RFC 9700): its
 // validation, and the error redirects of RFC 6749 §4.1.2.1 with RFC 9207's iss.
-import { ClientRegistration, type AuthorizationParameters, type Client as ClientMessage } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import {
+  ClientRegistration,
+  type AuthorizationParameters,
+  type Client as ClientMessage,
+} from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import type { ClientLookup } from "../clients/client-resolver.js";
 import { unlistedRedirectUri } from "../clients/metadata-document/document-refusal.js";
 import { redirectUriMatches } from "../clients/redirect-uri.js";
@@ -25,7 +29,9 @@ export interface ValidatedRequest {
 }
 
 /** A request that is valid, or where the browser goes with the error (RFC 6749 §4.1.2.1). */
-export type Validation = { request: ValidatedRequest; redirectTo?: undefined } | { request?: undefined; redirectTo: string };
+export type Validation =
+  | { request: ValidatedRequest; redirectTo?: undefined }
+  | { request?: undefined; redirectTo: string };
 
 // RFC 7636 §4.2: code-challenge = 43*128unreserved; unreserved = ALPHA / DIGIT / "-" / "." / "_" / "~"
 const CODE_CHALLENGE = /^[A-Za-z0-9\-._~]{43,128}$/;
@@ -57,7 +63,9 @@ export async function validateAuthorizationRequest(
   if (!client) throw onPageOnly(new InvalidRequest("unknown client_id"));
   const redirectUri = resolveRedirectUri(client, params.redirectUri);
 
-  const fail = (failure: OAuthFailure): Validation => ({ redirectTo: errorRedirect(redirectUri, failure, params.state, issuer) });
+  const fail = (failure: OAuthFailure): Validation => ({
+    redirectTo: errorRedirect(redirectUri, failure, params.state, issuer),
+  });
   try {
     return { request: checkRequest(client, redirectUri, params, repeated, issuer) };
   } catch (err) {
@@ -76,7 +84,8 @@ export async function validateAuthorizationRequest(
 function resolveRedirectUri(client: ClientMessage, sent: string): string {
   if (sent) {
     if (!redirectUriMatches(client.redirectUris, sent, client)) {
-      const listed = client.registration === ClientRegistration.METADATA_DOCUMENT ? unlistedRedirectUri(client.clientId) : undefined;
+      const listed =
+        client.registration === ClientRegistration.METADATA_DOCUMENT ? unlistedRedirectUri(client.clientId) : undefined;
       throw onPageOnly(new InvalidRequest(listed ?? "redirect_uri is not one the client registered"));
     }
     return sent;
@@ -136,7 +145,8 @@ function checkPkce(client: ClientMessage, params: AuthorizationParameters): void
   // RFC 7636 §4.3: code_challenge_method "Defaults to "plain" if not present
   // in the request." RFC 9700 §2.1.1: "plain" MUST NOT be used; S256 only.
   if (params.codeChallengeMethod !== "S256") throw new InvalidRequest("code_challenge_method must be S256");
-  if (!CODE_CHALLENGE.test(params.codeChallenge)) throw new InvalidRequest("code_challenge must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~");
+  if (!CODE_CHALLENGE.test(params.codeChallenge))
+    throw new InvalidRequest("code_challenge must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~");
 }
 
 /**

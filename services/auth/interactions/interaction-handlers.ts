@@ -23,9 +23,22 @@ import { resourcesNamed } from "../resource-indicators.js";
 import { AUTH_SCHEMA } from "../auth-schema.js";
 import type { AuthServiceDeps } from "../auth-service-deps.js";
 import { oauthLoginFailures } from "../../shared/metrics/metrics.js";
-import { AccessDenied, InvalidCredentials, InvalidCsrfToken, InvalidRequest, LoginRequired, oauthHandler, onPageOnly } from "../oauth-errors.js";
+import {
+  AccessDenied,
+  InvalidCredentials,
+  InvalidCsrfToken,
+  InvalidRequest,
+  LoginRequired,
+  oauthHandler,
+  onPageOnly,
+} from "../oauth-errors.js";
 import { createClientResolver } from "../clients/client-resolver.js";
-import { errorRedirect, validateAuthorizationRequest, withQuery, type ValidatedRequest } from "./authorization-request.js";
+import {
+  errorRedirect,
+  validateAuthorizationRequest,
+  withQuery,
+  type ValidatedRequest,
+} from "./authorization-request.js";
 import { createInteractionStore, type InteractionRow } from "./interaction-store.js";
 import { tokensEqual } from "./secrets.js";
 import { createSessionStore, type SessionRow } from "./session-store.js";
@@ -69,7 +82,8 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
   };
 
   const requireCsrf = (presented: string, expected: string) => {
-    if (!tokensEqual(presented, expected)) throw new InvalidCsrfToken("the form's CSRF token is not valid; reload the page");
+    if (!tokensEqual(presented, expected))
+      throw new InvalidCsrfToken("the form's CSRF token is not valid; reload the page");
   };
   const requireSession = async (secret: string): Promise<SessionRow> => {
     const session = await sessions.find(secret);
@@ -79,8 +93,14 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
 
   return {
     startAuthorization: oauthHandler(async (req, context) => {
-      const lookup = (clientId: string) => resolveClient(clientId, { remainingMs: context.timeoutMs(), remoteAddress: req.remoteAddress });
-      const validation = await validateAuthorizationRequest(lookup, issuer, req.parameters ?? create(AuthorizationParametersSchema), req.repeatedParameters);
+      const lookup = (clientId: string) =>
+        resolveClient(clientId, { remainingMs: context.timeoutMs(), remoteAddress: req.remoteAddress });
+      const validation = await validateAuthorizationRequest(
+        lookup,
+        issuer,
+        req.parameters ?? create(AuthorizationParametersSchema),
+        req.repeatedParameters,
+      );
       if (validation.redirectTo !== undefined) return { redirectTo: validation.redirectTo, interactionId: "" };
       await sweep();
       const interactionId = await interactions.create("authorize", validation.request, req.sessionId);
@@ -112,7 +132,11 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
       let member;
       let refused = false;
       try {
-        ({ member } = await deps.organisations.verifyMemberCredentials({ email, password: req.password, remoteAddress: req.remoteAddress }));
+        ({ member } = await deps.organisations.verifyMemberCredentials({
+          email,
+          password: req.password,
+          remoteAddress: req.remoteAddress,
+        }));
       } catch (err) {
         if (ConnectError.from(err).code !== Code.PermissionDenied) throw err;
         refused = true;
@@ -126,10 +150,18 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
       }
       if (!member) throw new Error("VerifyMemberCredentials answered without a member");
       await sweep();
-      const { secret, session } = await sessions.open({ memberId: member.id, organisationId: member.organisationId, memberEmail: member.email });
+      const { secret, session } = await sessions.open({
+        memberId: member.id,
+        organisationId: member.organisationId,
+        memberEmail: member.email,
+      });
       const bound = await interactions.find(interaction.id, secret);
       if (!bound) throw notFound("interaction");
-      return { sessionId: secret, expireTime: timestampFromDate(session.expiresAt), interaction: toInteractionMessage(bound, resources) };
+      return {
+        sessionId: secret,
+        expireTime: timestampFromDate(session.expiresAt),
+        interaction: toInteractionMessage(bound, resources),
+      };
     }),
 
     decideConsent: oauthHandler(async (req) => {
@@ -139,14 +171,20 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
       // alone does not show that its member saw and allowed this request.
       if (!req.interactionId) throw onPageOnly(new InvalidRequest(CONSENT_WITHOUT_INTERACTION));
       const interaction = await interactions.find(req.interactionId);
-      if (!interaction || interaction.kind !== "authorize" || !interaction.client || !interaction.parameters) throw notFound("interaction");
+      if (interaction?.kind !== "authorize" || !interaction.client || !interaction.parameters)
+        throw notFound("interaction");
       requireCsrf(req.csrfToken, interaction.csrfToken);
       const session = await requireSession(req.sessionId);
       // The consent is the member's who logged in for this interaction (or
       // whose session viewed it), never another browser's.
-      if (interaction.memberId !== session.memberId) throw new LoginRequired("this consent belongs to another login; log in again");
+      if (interaction.memberId !== session.memberId)
+        throw new LoginRequired("this consent belongs to another login; log in again");
       checkSameRequest(params, interaction, resources);
-      const request: ValidatedRequest = { client: interaction.client, parameters: interaction.parameters, scopes: interaction.scopes };
+      const request: ValidatedRequest = {
+        client: interaction.client,
+        parameters: interaction.parameters,
+        scopes: interaction.scopes,
+      };
       if (req.decision !== ConsentDecision.ALLOW && req.decision !== ConsentDecision.DENY) {
         throw onPageOnly(new InvalidRequest("decision must be allow or deny"));
       }
@@ -155,7 +193,14 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
       const { parameters } = request;
       if (req.decision === ConsentDecision.DENY) {
         // RFC 6749 §4.1.2.1 access_denied: "The resource owner or authorization server denied the request."
-        return { redirectTo: errorRedirect(parameters.redirectUri, new AccessDenied("the member denied access"), parameters.state, issuer) };
+        return {
+          redirectTo: errorRedirect(
+            parameters.redirectUri,
+            new AccessDenied("the member denied access"),
+            parameters.state,
+            issuer,
+          ),
+        };
       }
       const code = await deps.grants.issueAuthorizationCode({
         clientId: parameters.clientId,
@@ -173,7 +218,11 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
       // RFC 6749 §4.1.2: code, and state "if the "state" parameter was present
       // in the client authorization request"; RFC 9207 §2: iss.
       return {
-        redirectTo: withQuery(parameters.redirectUri, { code, ...(parameters.state ? { state: parameters.state } : {}), iss: issuer }),
+        redirectTo: withQuery(parameters.redirectUri, {
+          code,
+          ...(parameters.state ? { state: parameters.state } : {}),
+          iss: issuer,
+        }),
       };
     }),
 
@@ -200,7 +249,8 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
     revokeApplication: oauthHandler(async (req) => {
       const session = await requireSession(req.sessionId);
       requireCsrf(req.csrfToken, session.csrfToken);
-      if (!req.clientId || !(await deps.grants.revokeGrant(session.organisationId, req.clientId, "withdrawn"))) throw notFound("application");
+      if (!req.clientId || !(await deps.grants.revokeGrant(session.organisationId, req.clientId, "withdrawn")))
+        throw notFound("application");
       return {};
     }),
   };
@@ -213,7 +263,11 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
  * may be left out when the request left them out, scope in any order; the
  * resources (RFC 8707) as the request named them, in any order.
  */
-function checkSameRequest(sent: AuthorizationParameters, interaction: InteractionRow, resources: ProtectedResources): void {
+function checkSameRequest(
+  sent: AuthorizationParameters,
+  interaction: InteractionRow,
+  resources: ProtectedResources,
+): void {
   const stored = interaction.parameters!;
   const sameResources = (() => {
     const named = stored.resources ?? [];
@@ -227,7 +281,11 @@ function checkSameRequest(sent: AuthorizationParameters, interaction: Interactio
   const sameScope = (() => {
     const names = sent.scope.split(" ").filter(Boolean);
     if (!names.length) return !stored.scope;
-    return names.length === new Set(names).size && names.length === interaction.scopes.length && names.every((s) => interaction.scopes.includes(s));
+    return (
+      names.length === new Set(names).size &&
+      names.length === interaction.scopes.length &&
+      names.every((s) => interaction.scopes.includes(s))
+    );
   })();
   const mismatched = [
     sent.clientId !== stored.clientId && "client_id",
@@ -240,7 +298,9 @@ function checkSameRequest(sent: AuthorizationParameters, interaction: Interactio
     !sameResources && "resource",
   ].filter((m): m is string => Boolean(m));
   if (mismatched.length) {
-    throw onPageOnly(new InvalidRequest(`the consent does not match the authorization request: ${mismatched.join(", ")}`));
+    throw onPageOnly(
+      new InvalidRequest(`the consent does not match the authorization request: ${mismatched.join(", ")}`),
+    );
   }
 }
 

@@ -124,7 +124,10 @@ export function createInteractionStore(orm: MikroORM, schema: string, ttlSeconds
     },
 
     async consume(id) {
-      const rows = (await conn().execute(`delete from ${interaction} where "id" = ? and "expires_at" > ? returning "id"`, [id, new Date()])) as unknown[];
+      const rows = (await conn().execute(
+        `delete from ${interaction} where "id" = ? and "expires_at" > ? returning "id"`,
+        [id, new Date()],
+      )) as unknown[];
       return rows.length === 1;
     },
 

@@ -15,7 +15,11 @@ export interface SessionRow {
 
 export interface SessionStore {
   /** Opens a session; returns the cookie's value (the secret) and the row. */
-  open(member: { memberId: string; organisationId: string; memberEmail: string }): Promise<{ secret: string; session: SessionRow }>;
+  open(member: {
+    memberId: string;
+    organisationId: string;
+    memberEmail: string;
+  }): Promise<{ secret: string; session: SessionRow }>;
   /** The live session behind a cookie value, or null. */
   find(secret: string): Promise<SessionRow | null>;
   end(secret: string): Promise<void>;
@@ -30,10 +34,22 @@ export function createSessionStore(orm: MikroORM, schema: string, ttlSeconds: nu
     async open(member) {
       const secret = newSessionSecret();
       const now = new Date();
-      const session: SessionRow = { ...member, csrfToken: randomToken(), expiresAt: new Date(now.getTime() + ttlSeconds * 1000) };
+      const session: SessionRow = {
+        ...member,
+        csrfToken: randomToken(),
+        expiresAt: new Date(now.getTime() + ttlSeconds * 1000),
+      };
       await conn().execute(
         `insert into ${table} ("id_hash", "member_id", "organisation_id", "member_email", "csrf_token", "created_at", "expires_at") values (?, ?, ?, ?, ?, ?, ?)`,
-        [tokenHash(secret), member.memberId, member.organisationId, member.memberEmail, session.csrfToken, now, session.expiresAt],
+        [
+          tokenHash(secret),
+          member.memberId,
+          member.organisationId,
+          member.memberEmail,
+          session.csrfToken,
+          now,
+          session.expiresAt,
+        ],
       );
       return { secret, session };
     },

@@ -8,7 +8,9 @@ import { Migration } from "@mikro-orm/migrations";
  */
 export class CodeRedirectUriSchema extends Migration {
   override async up(): Promise<void> {
-    this.addSql(`alter table "auth"."authorization_code" add column "redirect_uri_omitted" boolean not null default false`);
+    this.addSql(
+      `alter table "auth"."authorization_code" add column "redirect_uri_omitted" boolean not null default false`,
+    );
   }
 
   override async down(): Promise<void> {

@@ -14,7 +14,12 @@ export class ExpiryIndexesSchema extends Migration {
   }
 
   override async down(): Promise<void> {
-    for (const index of ["rate_limit_expire_index", "authorization_code_expires_at_index", "refresh_token_expires_at_index", "access_token_expires_at_index"]) {
+    for (const index of [
+      "rate_limit_expire_index",
+      "authorization_code_expires_at_index",
+      "refresh_token_expires_at_index",
+      "access_token_expires_at_index",
+    ]) {
       this.addSql(`drop index if exists "auth"."${index}"`);
     }
   }

@@ -18,7 +18,9 @@ export class TokenPartialIndexesSchema extends Migration {
   override async up(): Promise<void> {
     for (const column of ["grant_id", "family"]) {
       this.addSql(`drop index "auth"."access_token_${column}_index"`);
-      this.addSql(`create index "access_token_${column}_index" on "auth"."access_token" ("${column}") where "${column}" is not null`);
+      this.addSql(
+        `create index "access_token_${column}_index" on "auth"."access_token" ("${column}") where "${column}" is not null`,
+      );
     }
   }
 

@@ -14,7 +14,11 @@ export function authPruneTargets(schema: string): PruneTarget[] {
     { name: "sessions", table: table("session"), where: `t."expires_at" <= now()` },
     { name: "interactions", table: table("interaction"), where: `t."expires_at" <= now()` },
     // rate-limiter-flexible's "expire" is epoch milliseconds; a row past it counts nothing.
-    { name: "rate-limit counters", table: table(RATE_LIMIT_TABLE), where: `t."expire" < (extract(epoch from now()) * 1000)::bigint` },
+    {
+      name: "rate-limit counters",
+      table: table(RATE_LIMIT_TABLE),
+      where: `t."expire" < (extract(epoch from now()) * 1000)::bigint`,
+    },
     unusedDocumentClients(schema),
   ];
 }

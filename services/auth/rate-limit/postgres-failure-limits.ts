@@ -40,7 +40,9 @@ export function unnamedStatements(orm: MikroORM) {
   const knex = orm.em.getConnection().getKnex();
   return {
     async query(q: { text: string; values?: unknown[] }) {
-      const conn = (await knex.client.acquireConnection()) as { query(q: { text: string; values?: unknown[] }): Promise<unknown> };
+      const conn = (await knex.client.acquireConnection()) as {
+        query(q: { text: string; values?: unknown[] }): Promise<unknown>;
+      };
       try {
         return await conn.query({ text: q.text, values: q.values });
       } finally {
@@ -59,11 +61,14 @@ export interface FailureLimitSettings {
   RATE_LIMIT_ADDRESS_FAILURES: number;
 }
 
-
 /** Keys are hashed: an email may be 320 characters, the library's key column 255. */
 const keyOf = (...parts: string[]) => sha256Base64url(parts.join("\u0000"));
 
-export function createPostgresFailureLimits(orm: MikroORM, schema: string, settings: FailureLimitSettings): FailureLimits {
+export function createPostgresFailureLimits(
+  orm: MikroORM,
+  schema: string,
+  settings: FailureLimitSettings,
+): FailureLimits {
   const store = unnamedStatements(orm);
   const table = `${escapeIdentifier(schema)}.${escapeIdentifier(RATE_LIMIT_TABLE)}`;
   const limiter = (keyPrefix: string, points: number, clearExpiredByTimeout = false) =>

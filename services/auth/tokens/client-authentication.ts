@@ -71,7 +71,8 @@ function refusal(row: ClientRow | undefined, credentials: ClientCredentials): st
   return undefined;
 }
 
-export const CLIENT_AUTHENTICATION_REQUIRED = "client authentication is required (client_id and client_secret, or Basic)";
+export const CLIENT_AUTHENTICATION_REQUIRED =
+  "client authentication is required (client_id and client_secret, or Basic)";
 
 const METHODS = new Set(["client_secret_basic", "client_secret_post", "none"]);
 
@@ -105,7 +106,9 @@ function clientReader(deps: ClientAuthenticationDeps): (read: Read) => Promise<F
     const keys: string[] = [];
     queued.forEach((q, i) => q.item.counterKeys.forEach((key) => (n.push(i + 1), keys.push(key))));
     const values = [n, keys, queued.map((q) => q.item.clientId)];
-    const { rows } = await knex.raw<{ rows: (ClientRow & { n: string; counters: StoredCounter[] })[] }>(text, values).options(name);
+    const { rows } = await knex
+      .raw<{ rows: (ClientRow & { n: string; counters: StoredCounter[] })[] }>(text, values)
+      .options(name);
     for (const r of rows) {
       const { n: number, counters: read, ...row } = r;
       queued[Number(number) - 1]!.resolve({ row: row.id === null ? undefined : row, counters: read });
@@ -114,7 +117,10 @@ function clientReader(deps: ClientAuthenticationDeps): (read: Read) => Promise<F
   return statementBatcher<Read, Found>({ atOnce: AT_ONCE, max: MAX_BATCH, write });
 }
 
-export type AuthenticateClient = (credentials: ClientCredentials | undefined, remoteAddress: string) => Promise<AuthenticatedClient>;
+export type AuthenticateClient = (
+  credentials: ClientCredentials | undefined,
+  remoteAddress: string,
+) => Promise<AuthenticatedClient>;
 
 /**
  * RFC 6749 §3.2.1: "Confidential clients or other clients issued client
@@ -128,10 +134,12 @@ export function createClientAuthentication(deps: ClientAuthenticationDeps): Auth
   const read = clientReader(deps);
   return async (credentials, remoteAddress) => {
     if (!credentials?.clientId) throw new InvalidClient(CLIENT_AUTHENTICATION_REQUIRED);
-    if (!METHODS.has(credentials.method)) throw new InvalidRequest(`unknown client authentication method ${credentials.method}`);
+    if (!METHODS.has(credentials.method))
+      throw new InvalidRequest(`unknown client authentication method ${credentials.method}`);
     const { clientId } = credentials;
     const found = await read({ clientId, counterKeys: deps.limits.counterKeys("client", clientId, remoteAddress) });
-    const row = found.row?.registration === "metadata_document" && deps.metadataDocuments === false ? undefined : found.row;
+    const row =
+      found.row?.registration === "metadata_document" && deps.metadataDocuments === false ? undefined : found.row;
     // The secret first, then the limits (rate-limit/failure-limits.ts): a
     // wrong one is counted atomically and answered 429 once past the limit;
     // a right one is refused too while the limit is exceeded (the counters

@@ -12,7 +12,11 @@ import { deleteInBatches, type PruneTarget } from "../../shared/prune/batch-dele
 export function expiredTokenTargets(schema: string): PruneTarget[] {
   const table = (name: string) => `"${schema}"."${name}"`;
   return [
-    { name: "authorization codes", table: table("authorization_code"), where: `t."expires_at" < now() - interval '1 day'` },
+    {
+      name: "authorization codes",
+      table: table("authorization_code"),
+      where: `t."expires_at" < now() - interval '1 day'`,
+    },
     { name: "access tokens", table: table("access_token"), where: `t."expires_at" < now()` },
     {
       name: "refresh tokens",

@@ -60,7 +60,12 @@ function activeTokenSql(schema: string, hash: string, kind: string): string {
  * introspection response with the "active" field set to "false"": a client
  * sees only its own tokens as active.
  */
-export function introspectionAnswer(row: ActiveToken | undefined, clientId: string, issuer: string, resources: ProtectedResources): IntrospectTokenResponse {
+export function introspectionAnswer(
+  row: ActiveToken | undefined,
+  clientId: string,
+  issuer: string,
+  resources: ProtectedResources,
+): IntrospectTokenResponse {
   if (!row || row.client_id !== clientId) return create(IntrospectTokenResponseSchema, { active: false });
   const seconds = (d: Date) => BigInt(Math.floor(new Date(d).getTime() / 1000));
   return create(IntrospectTokenResponseSchema, {
@@ -116,7 +121,9 @@ function tokenLookup(deps: IntrospectionDeps): (token: string) => Promise<Active
  * own tokens as active (§4: "the authorization server MAY respond with an
  * active:false" to a client not allowed to know).
  */
-export function createIntrospection(deps: IntrospectionDeps): (request: IntrospectTokenRequest) => Promise<IntrospectTokenResponse> {
+export function createIntrospection(
+  deps: IntrospectionDeps,
+): (request: IntrospectTokenRequest) => Promise<IntrospectTokenResponse> {
   const lookUp = tokenLookup(deps);
   return async (request) => {
     const client = await deps.authenticateClient(request.client, request.remoteAddress);

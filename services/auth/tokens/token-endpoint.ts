@@ -11,13 +11,19 @@ import { refreshTokenGrant } from "../grants/refresh-token.js";
 import { InvalidClient, InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from "../oauth-errors.js";
 import { CLIENT_AUTHENTICATION_REQUIRED, type AuthenticateClient } from "./client-authentication.js";
 
-export const GRANT_MODULES: readonly GrantModule[] = [authorizationCodeGrant, refreshTokenGrant, clientCredentialsGrant];
+export const GRANT_MODULES: readonly GrantModule[] = [
+  authorizationCodeGrant,
+  refreshTokenGrant,
+  clientCredentialsGrant,
+];
 
 const byType = new Map(GRANT_MODULES.map((g) => [g.grantType as string, g]));
 
 export type TokenEndpointDeps = GrantDeps & { authenticateClient: AuthenticateClient };
 
-export function createTokenEndpoint(deps: TokenEndpointDeps): (request: ExchangeTokenRequest) => Promise<ExchangeTokenResponse> {
+export function createTokenEndpoint(
+  deps: TokenEndpointDeps,
+): (request: ExchangeTokenRequest) => Promise<ExchangeTokenResponse> {
   return async (request) => {
     const grant = grantOf(request);
     // No credentials at all: invalid_client, answered before the grant's
@@ -39,13 +45,17 @@ export function createTokenEndpoint(deps: TokenEndpointDeps): (request: Exchange
 function grantOf(request: ExchangeTokenRequest): GrantModule {
   if (!request.grantType) throw new InvalidRequest("grant_type is required");
   const grant = byType.get(request.grantType);
-  if (!grant) throw new UnsupportedGrantType(`grant_type must be one of ${GRANT_MODULES.map((g) => g.grantType).join(", ")}`);
+  if (!grant)
+    throw new UnsupportedGrantType(`grant_type must be one of ${GRANT_MODULES.map((g) => g.grantType).join(", ")}`);
   return grant;
 }
 
 function requireParameters(grant: GrantModule, request: ExchangeTokenRequest): void {
   const missing = grant.parameters.filter((p) => p.required && !request[p.field]).map((p) => p.name);
-  if (missing.length) throw new InvalidRequest(`${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} required for ${grant.grantType}`);
+  if (missing.length)
+    throw new InvalidRequest(
+      `${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} required for ${grant.grantType}`,
+    );
 }
 
 /** RFC 6749 §5.2 unauthorized_client: "The authenticated client is not authorized to use this authorization grant type." */

@@ -3,10 +3,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import {
-  AuthenticateAccessTokenResponseSchema,
-  type AuthService,
-} from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import { AuthenticateAccessTokenResponseSchema, type AuthService } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import { protectedResources, type ResourceName } from "../../shared/protected-resources.js";
 import { tokenHash } from "../../shared/token-hash.js";
 import { invalid, notFound, requireUuid } from "../../shared/validation.js";
@@ -21,14 +18,21 @@ import { createIntrospection } from "./introspection.js";
 import { createTokenEndpoint } from "./token-endpoint.js";
 
 export type TokenHandlers = Partial<
-  Pick<ServiceImpl<typeof AuthService>, "exchangeToken" | "introspectToken" | "revokeToken" | "authenticateAccessToken" | "listGrants" | "revokeGrant">
+  Pick<
+    ServiceImpl<typeof AuthService>,
+    "exchangeToken" | "introspectToken" | "revokeToken" | "authenticateAccessToken" | "listGrants" | "revokeGrant"
+  >
 >;
 
 export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
   const { orm, config } = deps;
   const schema = AUTH_SCHEMA;
   const t = (table: string) => `"${schema}"."${table}"`;
-  const tables = { schema, accessTtlSeconds: config.ACCESS_TOKEN_TTL_SECONDS, refreshTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS };
+  const tables = {
+    schema,
+    accessTtlSeconds: config.ACCESS_TOKEN_TTL_SECONDS,
+    refreshTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
+  };
   const resources = protectedResources(deps.issuer);
   // Named statements, but not on the embedded start's PGlite (unset DATABASE_URL; client-authentication.ts).
   const preparedStatements = Boolean(config.DATABASE_URL);
@@ -48,7 +52,14 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
     issueAccessToken: accessTokenIssuer(orm, tables, preparedStatements),
     authenticateClient,
   });
-  const introspect = createIntrospection({ orm, schema, issuer: deps.issuer, resources, authenticateClient, preparedStatements });
+  const introspect = createIntrospection({
+    orm,
+    schema,
+    issuer: deps.issuer,
+    resources,
+    authenticateClient,
+    preparedStatements,
+  });
   const events = { schema, subjectPrefix: config.NATS_SUBJECT_PREFIX };
 
   return {
@@ -67,10 +78,10 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
         let pair: { organisation_id: string } | undefined;
         let accessHashes: string[] = [];
         if (req.token.startsWith(TOKEN_PREFIX.access)) {
-          [pair] = await em.execute(`delete from ${t("access_token")} where "hash" = ? and "client_id" = ? returning "organisation_id"`, [
-            hash,
-            client.id,
-          ]);
+          [pair] = await em.execute(
+            `delete from ${t("access_token")} where "hash" = ? and "client_id" = ? returning "organisation_id"`,
+            [hash, client.id],
+          );
           accessHashes = [hash];
         } else if (req.token.startsWith(TOKEN_PREFIX.refresh)) {
           // RFC 7009 §2.1: "If the token passed to the request is a refresh
@@ -87,14 +98,20 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
           if (family) {
             pair = family;
             await em.execute(`delete from ${t("refresh_token")} where "family" = ?`, [family.family]);
-            const rows: { hash: string }[] = await em.execute(`delete from ${t("access_token")} where "family" = ? returning "hash"`, [
-              family.family,
-            ]);
+            const rows: { hash: string }[] = await em.execute(
+              `delete from ${t("access_token")} where "family" = ? returning "hash"`,
+              [family.family],
+            );
             accessHashes = rows.map((r) => r.hash);
           }
         }
         if (!pair) return false;
-        await enqueueTokenRevoked(em, events, { organisationId: pair.organisation_id, clientId: client.id }, accessHashes);
+        await enqueueTokenRevoked(
+          em,
+          events,
+          { organisationId: pair.organisation_id, clientId: client.id },
+          accessHashes,
+        );
         return true;
       });
       if (revoked) deps.onEventCommitted?.();
@@ -110,16 +127,13 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
         scopes: string[];
         audience: ResourceName;
         expires_at: Date;
-      }[] =
-        req.accessToken
-          ? await orm.em
-              .getConnection()
-              .execute(
-                `select "client_id", "organisation_id", "member_id", "scopes", "audience", "expires_at" from ${t("access_token")}
+      }[] = req.accessToken
+        ? await orm.em.getConnection().execute(
+            `select "client_id", "organisation_id", "member_id", "scopes", "audience", "expires_at" from ${t("access_token")}
                   where "hash" = ? and "expires_at" > now()`,
-                [tokenHash(req.accessToken)],
-              )
-          : [];
+            [tokenHash(req.accessToken)],
+          )
+        : [];
       if (!row) throw new InvalidToken("the access token is unknown, expired or revoked");
       return create(AuthenticateAccessTokenResponseSchema, {
         organisationId: row.organisation_id,

@@ -89,9 +89,14 @@ function effects(list: AttemptRecord[], o: RecordOptions): Effect[] {
   return ordered.map(([id, rows]) => {
     const lastAnswer = Math.max(-Infinity, ...rows.filter((a) => a.responseStatus > 0).map(endOf));
     const timeouts = o.cap === undefined ? 0 : rows.filter((a) => a.timedOut && endOf(a) > lastAnswer).length;
-    const paused = rows.filter((a) => a.throttle?.pausedUntil).sort((x, y) => y.throttle!.pausedUntil!.getTime() - x.throttle!.pausedUntil!.getTime())[0];
+    const paused = rows
+      .filter((a) => a.throttle?.pausedUntil)
+      .sort((x, y) => y.throttle!.pausedUntil!.getTime() - x.throttle!.pausedUntil!.getTime())[0];
     const halve = o.cap !== undefined && rows.some((a) => a.throttle?.halveCap);
-    const reason = paused?.throttle?.reason ?? rows.find((a) => a.throttle)?.throttle?.reason ?? (timeouts > 0 ? `${TIMEOUT_RUN_HALVES_CAP} timeouts in a row` : null);
+    const reason =
+      paused?.throttle?.reason ??
+      rows.find((a) => a.throttle)?.throttle?.reason ??
+      (timeouts > 0 ? `${TIMEOUT_RUN_HALVES_CAP} timeouts in a row` : null);
     return {
       subscription_id: id,
       paused_until: paused?.throttle?.pausedUntil?.toISOString() ?? null,
@@ -127,11 +132,17 @@ const HALVES = `(${WANTS_HALVING} and e."cap" is not null and (p."cap_halved_at"
  * With `o.handOn`, the same statement claims the successes' subscriptions'
  * next rows (hand-on.ts) and returns them; otherwise it returns none.
  */
-export async function recordAttempts(orm: MikroORM, list: AttemptRecord[], o: RecordOptions): Promise<Record<string, unknown>[]> {
+export async function recordAttempts(
+  orm: MikroORM,
+  list: AttemptRecord[],
+  o: RecordOptions,
+): Promise<Record<string, unknown>[]> {
   if (list.length === 0) return [];
   const execute = (sql: string, params: unknown[]) => orm.em.fork().execute<Record<string, unknown>[]>(sql, params);
   const perSubscription = effects(list, o);
-  const needRow = perSubscription.filter((e) => e.paused_until !== null || e.halve_cap || e.timeouts > 0).map((e) => e.subscription_id);
+  const needRow = perSubscription
+    .filter((e) => e.paused_until !== null || e.halve_cap || e.timeouts > 0)
+    .map((e) => e.subscription_id);
   if (needRow.length > 0) {
     await execute(
       `insert into ${S}."subscription_pause" ("subscription_id", "reason", "updated_at") select jsonb_array_elements_text(?::jsonb)::bigint, '', now()
@@ -160,8 +171,7 @@ export async function recordAttempts(orm: MikroORM, list: AttemptRecord[], o: Re
     })),
   );
   const handOn = o.handOn ? handOnSql : NO_HAND_ON;
-  const sql = (
-    `with "input" as (
+  const sql = `with "input" as (
        select * from jsonb_to_recordset(?::jsonb) as r("delivery_id" bigint, "claim_id" uuid, "status" text, "next_attempt_at" timestamptz,
          "response_status" int, "error" text, "attempt_id" uuid, "organisation_id" uuid, "client_id" text, "event_id" uuid,
          "subscription_id" bigint, "event_type" text, "attempt" int, "outcome" text, "duration_ms" int, "attempted_at" timestamptz)
@@ -196,9 +206,18 @@ export async function recordAttempts(orm: MikroORM, list: AttemptRecord[], o: Re
          "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at")
        select "attempt_id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
          "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at" from "input"
-     )${handOn}`);
-  const values = [rows, JSON.stringify(perSubscription), ...(o.handOn ? [o.cap ?? null, o.handOn.leaseSeconds, o.handOn.claimId] : [])];
+     )${handOn}`;
+  const values = [
+    rows,
+    JSON.stringify(perSubscription),
+    ...(o.handOn ? [o.cap ?? null, o.handOn.leaseSeconds, o.handOn.claimId] : []),
+  ];
   // Without the ORM's per-query work (knex's raw); knex hands options() to pg, whose name makes it a named prepared statement.
   const name = o.handOn ? "delivery-record-hand-on" : "delivery-record";
-  return (await orm.em.getKnex().raw<{ rows: Record<string, unknown>[] }>(sql, values).options(o.prepared === true ? { name } : {})).rows;
+  return (
+    await orm.em
+      .getKnex()
+      .raw<{ rows: Record<string, unknown>[] }>(sql, values)
+      .options(o.prepared === true ? { name } : {})
+  ).rows;
 }

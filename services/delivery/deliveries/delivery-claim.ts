@@ -56,7 +56,10 @@ export function claimRowsSql(ids: string): string {
  * their own lowered cap (subscription_pause.in_flight_cap) or else `cap`,
  * and 1 for an ordered subscription's rows (one at a time).
  */
-export async function inFlightNow(orm: MikroORM, cap: number): Promise<{ deliveries: number; subscriptionsAtCap: number }> {
+export async function inFlightNow(
+  orm: MikroORM,
+  cap: number,
+): Promise<{ deliveries: number; subscriptionsAtCap: number }> {
   const [row] = await orm.em.fork().execute<{ deliveries: number; at_cap: number }[]>(
     `select coalesce(sum(h."n"), 0)::int as "deliveries",
        count(*) filter (where h."n" >= least(coalesce(p."in_flight_cap", ?::int), case when h."ordered" then 1 end))::int as "at_cap" from (
@@ -145,7 +148,10 @@ export const CLAIM_SQL = `with recursive "subs" as (
  * truly the oldest. (A subscription switched from ordered to unordered stays
  * one at a time until the rows recorded as ordered are done.)
  */
-export async function claimDue(orm: MikroORM, o: ClaimOptions): Promise<{ claimId: string; rows: Record<string, unknown>[] }> {
+export async function claimDue(
+  orm: MikroORM,
+  o: ClaimOptions,
+): Promise<{ claimId: string; rows: Record<string, unknown>[] }> {
   const claimId = randomUUID();
   const cap = o.maxInFlightPerSubscription ?? null;
   const values = [cap, o.limit, cap, o.watermark ?? null, o.watermark ?? null, o.limit, o.leaseSeconds, claimId];
@@ -154,6 +160,8 @@ export async function claimDue(orm: MikroORM, o: ClaimOptions): Promise<{ claimI
   // the claim, rolled back whole if it fails), and the claim's statement starts, with a snapshot of
   // its own, once the lock is granted. A transaction of its own would wait for this process's event
   // loop between its statements (BEGIN, the lock, the claim, COMMIT), with the lock held.
-  const [, rows = []] = await orm.em.getConnection().execute<Record<string, unknown>[][]>(`${CLAIM_LOCK}\n${CLAIM_SQL}`, values);
+  const [, rows = []] = await orm.em
+    .getConnection()
+    .execute<Record<string, unknown>[][]>(`${CLAIM_LOCK}\n${CLAIM_SQL}`, values);
   return { claimId, rows };
 }

@@ -79,7 +79,8 @@ function claimedOf(r: Record<string, unknown>, claimId: string): ClaimedDelivery
 }
 
 export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions = {}) {
-  const execute = <T = Record<string, unknown>>(sql: string, params: unknown[] = []) => orm.em.fork().execute<T[]>(sql, params);
+  const execute = <T = Record<string, unknown>>(sql: string, params: unknown[] = []) =>
+    orm.em.fork().execute<T[]>(sql, params);
   const knex = orm.em.getKnex();
   /**
    * A statement of every event: without the ORM's per-query work (knex's raw);
@@ -103,7 +104,15 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
      */
     async recordFanOut(f: FanOutBatch): Promise<{ created: number; ordered: number; subscriptions: bigint[] }> {
       const events = JSON.stringify(
-        f.events.map((e) => ({ event_id: e.eventId, event_type: e.eventType, organisation_id: e.organisationId, body: e.body, seq: e.streamSequence ?? null, traceparent: e.traceparent ?? null, tracestate: e.tracestate ?? null })),
+        f.events.map((e) => ({
+          event_id: e.eventId,
+          event_type: e.eventType,
+          organisation_id: e.organisationId,
+          body: e.body,
+          seq: e.streamSequence ?? null,
+          traceparent: e.traceparent ?? null,
+          tracestate: e.tracestate ?? null,
+        })),
       );
       const subs = JSON.stringify(
         f.events.flatMap((e) =>
@@ -151,17 +160,28 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
            coalesce(json_agg(distinct "subscription_id"::text), '[]') as "subscriptions" from "rows" where "status" = 'pending'`,
         [events, subs, f.consumer, f.streamSequence ?? null, f.streamSequence ?? null],
       );
-      const subscriptions = typeof row?.subscriptions === "string" ? (JSON.parse(row.subscriptions) as string[]) : (row?.subscriptions ?? []);
+      const subscriptions =
+        typeof row?.subscriptions === "string"
+          ? (JSON.parse(row.subscriptions) as string[])
+          : (row?.subscriptions ?? []);
       return { created: row?.n ?? 0, ordered: row?.ordered ?? 0, subscriptions: subscriptions.map((id) => BigInt(id)) };
     },
 
     async position(consumer: string): Promise<number | undefined> {
-      const [row] = await execute<{ s: string }>(`select "stream_sequence"::text as "s" from ${S}."consumer_position" where "name" = ?`, [consumer]);
+      const [row] = await execute<{ s: string }>(
+        `select "stream_sequence"::text as "s" from ${S}."consumer_position" where "name" = ?`,
+        [consumer],
+      );
       return row ? Number(row.s) : undefined;
     },
 
     /** Claims up to `limit` due rows for this worker (delivery-claim.ts: the per-subscription cap, the owners' turns, ordered heads). */
-    async claim(limit: number, leaseSeconds: number, maxInFlightPerSubscription?: number, watermark?: ClaimOptions["watermark"]): Promise<ClaimedDelivery[]> {
+    async claim(
+      limit: number,
+      leaseSeconds: number,
+      maxInFlightPerSubscription?: number,
+      watermark?: ClaimOptions["watermark"],
+    ): Promise<ClaimedDelivery[]> {
       const { claimId, rows } = await claimDue(orm, { limit, leaseSeconds, maxInFlightPerSubscription, watermark });
       return rows.map((r) => claimedOf(r, claimId));
     },
@@ -238,7 +258,12 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
     async recordMany(list: AttemptRecord[], cap?: number, handOnLeaseSeconds?: number): Promise<ClaimedDelivery[]> {
       const claimId = randomUUID();
       const handOn = handOnLeaseSeconds === undefined ? undefined : { claimId, leaseSeconds: handOnLeaseSeconds };
-      const rows = await recordAttempts(orm, list, { cap, halvingWindowMs: options.halvingWindowMs ?? DEFAULT_HALVING_WINDOW_MS, handOn, prepared: options.prepared });
+      const rows = await recordAttempts(orm, list, {
+        cap,
+        halvingWindowMs: options.halvingWindowMs ?? DEFAULT_HALVING_WINDOW_MS,
+        handOn,
+        prepared: options.prepared,
+      });
       return rows.map((r) => claimedOf(r, claimId));
     },
 
@@ -259,7 +284,11 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
      * a lease ahead: that is not when it is sent), with the database's clock;
      * undefined when the owner has no such delivery.
      */
-    async retryNow(owner: { organisationId: string; clientId: string }, subscriptionId: bigint, id: bigint): Promise<RetriedDelivery | undefined> {
+    async retryNow(
+      owner: { organisationId: string; clientId: string },
+      subscriptionId: bigint,
+      id: bigint,
+    ): Promise<RetriedDelivery | undefined> {
       const [row] = await execute<Record<string, unknown>>(
         `with "target" as (
            select * from ${S}."delivery"
@@ -285,7 +314,12 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
       if (!row) return undefined;
       const { now, paused_until, ordered_head, ...delivery } = row;
       const date = (v: unknown) => new Date(v as string | Date);
-      return { row: delivery, now: date(now), pausedUntil: paused_until ? date(paused_until) : null, orderedHead: parseHead(ordered_head) };
+      return {
+        row: delivery,
+        now: date(now),
+        pausedUntil: paused_until ? date(paused_until) : null,
+        orderedHead: parseHead(ordered_head),
+      };
     },
 
     /** The subscription's pause while it runs (its target asked for one); null when none does. */

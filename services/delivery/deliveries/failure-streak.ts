@@ -152,7 +152,10 @@ export function createFailureStreak(options: FailureStreakOptions): FailureStrea
       try {
         await check(d);
       } catch (err) {
-        logger.warn({ err, subscriptionId: d.subscriptionId.toString() }, "failure streak not checked; checked again on the next failure");
+        logger.warn(
+          { err, subscriptionId: d.subscriptionId.toString() },
+          "failure streak not checked; checked again on the next failure",
+        );
       }
     },
   };

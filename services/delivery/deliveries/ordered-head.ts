@@ -46,7 +46,12 @@ export function orderedHeadJsonSql(subscriptionId: string, excluding = "null"): 
 /** A head as orderedHeadJsonSql returned it (the driver parses the JSON; its timestamps are strings). */
 export function parseHead(v: unknown): OrderedHead | null {
   if (!v) return null;
-  const h = (typeof v === "string" ? JSON.parse(v) : v) as { id: string; streamSequence: number | string | null; nextAttemptAt: string | null; claimId: string | null };
+  const h = (typeof v === "string" ? JSON.parse(v) : v) as {
+    id: string;
+    streamSequence: number | string | null;
+    nextAttemptAt: string | null;
+    claimId: string | null;
+  };
   return {
     id: String(h.id),
     streamSequence: h.streamSequence === null ? null : Number(h.streamSequence),
@@ -57,7 +62,9 @@ export function parseHead(v: unknown): OrderedHead | null {
 
 /** The subscription's head now (one statement), or null when it has no pending ordered delivery. */
 export async function readOrderedHead(orm: MikroORM, subscriptionId: bigint): Promise<OrderedHead | null> {
-  const [row] = await orm.em.fork().execute<{ head: unknown }[]>(`select ${orderedHeadJsonSql("?")} as "head"`, [subscriptionId.toString()]);
+  const [row] = await orm.em
+    .fork()
+    .execute<{ head: unknown }[]>(`select ${orderedHeadJsonSql("?")} as "head"`, [subscriptionId.toString()]);
   return parseHead(row?.head);
 }
 

@@ -42,7 +42,11 @@ export interface Throttle {
 }
 
 /** The throttle an answer asks for (a pause capped at retryAfterMaxSeconds); undefined: it throttles nothing. */
-export function throttleAsked(result: SendResult, retryAfterMaxSeconds: number, now = Date.now()): Throttle | undefined {
+export function throttleAsked(
+  result: SendResult,
+  retryAfterMaxSeconds: number,
+  now = Date.now(),
+): Throttle | undefined {
   if (result.ok) return undefined;
   if (result.retryAfterMs === undefined) {
     return result.status === 503 ? { halveCap: true, reason: "HTTP 503 without Retry-After" } : undefined;

@@ -121,7 +121,16 @@ export function consumeContactEvents(deps: FanOutDeps): Promise<Consumer> {
  * it; `spans` gets them, the caller ends them.
  */
 async function fanOutBatch(messages: BusMessage[], deps: FanOutDeps, log: Logger, spans: WorkSpan[]): Promise<void> {
-  const events = new Map<string, { event: ContactEvent; type: string; streamSequence: number | undefined; traceparent: string | undefined; tracestate: string | undefined }>();
+  const events = new Map<
+    string,
+    {
+      event: ContactEvent;
+      type: string;
+      streamSequence: number | undefined;
+      traceparent: string | undefined;
+      tracestate: string | undefined;
+    }
+  >();
   let lastSequence: number | undefined;
   for (const message of messages) {
     if (message.streamSequence !== undefined) lastSequence = Math.max(lastSequence ?? 0, message.streamSequence);
@@ -133,16 +142,28 @@ async function fanOutBatch(messages: BusMessage[], deps: FanOutDeps, log: Logger
       // Trace Context §3.3.1: a tracestate only beside a traceparent that parses (parsed once, above).
       const tracestate = trace ? acceptTracestate(message.tracestate) : undefined;
       if (tracingState() === "on") {
-        const span = startSpan(`fan-out ${decoded.type}`, traceparent, "consumer", { "messaging.system": "nats", "messaging.message.id": decoded.event.eventId });
+        const span = startSpan(`fan-out ${decoded.type}`, traceparent, "consumer", {
+          "messaging.system": "nats",
+          "messaging.message.id": decoded.event.eventId,
+        });
         spans.push(span);
         traceparent = span.traceparent;
       }
-      events.set(decoded.event.eventId.toLowerCase(), { ...decoded, streamSequence: message.streamSequence, traceparent, tracestate });
+      events.set(decoded.event.eventId.toLowerCase(), {
+        ...decoded,
+        streamSequence: message.streamSequence,
+        traceparent,
+        tracestate,
+      });
     }
   }
   // The subscribers of every distinct (organisation, event type) of the batch, in one call and one read.
   const keys = new Map<string, Lookup>();
-  for (const { event } of events.values()) keys.set(`${event.organisationId.toLowerCase()} ${event.type}`, { organisationId: event.organisationId, eventType: event.type });
+  for (const { event } of events.values())
+    keys.set(`${event.organisationId.toLowerCase()} ${event.type}`, {
+      organisationId: event.organisationId,
+      eventType: event.type,
+    });
   const answers = await subscribersOf(deps.webhook, [...keys.values()]);
   const found = new Map([...keys.keys()].map((key, i) => [key, answers[i]!]));
   const created = await deps.store.recordFanOut({
@@ -158,9 +179,12 @@ async function fanOutBatch(messages: BusMessage[], deps: FanOutDeps, log: Logger
         streamSequence,
         traceparent,
         tracestate,
-        subscribers: found
-          .get(`${event.organisationId.toLowerCase()} ${event.type}`)!
-          .map((s) => ({ subscriptionId: s.subscriptionId, clientId: s.clientId, skipped: s.disabled, ordered: s.ordered })),
+        subscribers: found.get(`${event.organisationId.toLowerCase()} ${event.type}`)!.map((s) => ({
+          subscriptionId: s.subscriptionId,
+          clientId: s.clientId,
+          skipped: s.disabled,
+          ordered: s.ordered,
+        })),
       };
     }),
   });
@@ -178,12 +202,17 @@ type Lookup = { organisationId: string; eventType: ContactEvent["type"] };
 async function subscribersOf(webhook: Client<typeof WebhookService>, lookups: Lookup[]): Promise<Subscriber[][]> {
   if (lookups.length === 0) return [];
   try {
-    const { results } = await webhook.listSubscribersOfMany({ lookups: lookups.map((l) => ({ ...l, includeDisabled: true })) });
-    if (results.length !== lookups.length) throw new Error(`ListSubscribersOfMany answered ${results.length} of ${lookups.length} lookups`);
+    const { results } = await webhook.listSubscribersOfMany({
+      lookups: lookups.map((l) => ({ ...l, includeDisabled: true })),
+    });
+    if (results.length !== lookups.length)
+      throw new Error(`ListSubscribersOfMany answered ${results.length} of ${lookups.length} lookups`);
     return results.map((r) => r.subscribers);
   } catch (err) {
     if (!(err instanceof ConnectError && err.code === Code.Unimplemented)) throw err;
-    return Promise.all(lookups.map(async (l) => (await webhook.listSubscribers({ ...l, includeDisabled: true })).subscribers));
+    return Promise.all(
+      lookups.map(async (l) => (await webhook.listSubscribers({ ...l, includeDisabled: true })).subscribers),
+    );
   }
 }
 

@@ -12,7 +12,9 @@ import { Migration } from "@mikro-orm/migrations";
  */
 export class DeliveryAttemptOwner extends Migration {
   override async up(): Promise<void> {
-    this.addSql(`alter table "delivery"."delivery_attempt" add column "organisation_id" uuid not null, add column "client_id" text not null`);
+    this.addSql(
+      `alter table "delivery"."delivery_attempt" add column "organisation_id" uuid not null, add column "client_id" text not null`,
+    );
     // "This owner's subscription's attempts, newest first": equality on the first
     // three columns, then (attempted_at, id) read backwards. PostgreSQL 11.4
     // "Indexes and ORDER BY": "an index stored in ascending order with nulls first

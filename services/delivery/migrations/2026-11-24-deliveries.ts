@@ -54,7 +54,9 @@ export class DeliverySchema extends Migration {
   }
 
   override async down(): Promise<void> {
-    this.addSql(`alter table "delivery"."delivery_attempt" drop column "delivery_id", drop column "event_type", drop column "next_attempt_at"`);
+    this.addSql(
+      `alter table "delivery"."delivery_attempt" drop column "delivery_id", drop column "event_type", drop column "next_attempt_at"`,
+    );
     this.addSql(`drop table "delivery"."consumer_position"`);
     this.addSql(`drop table "delivery"."delivery"`);
     this.addSql(`drop table "delivery"."delivery_event"`);

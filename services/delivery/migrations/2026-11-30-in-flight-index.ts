@@ -8,7 +8,9 @@ import { Migration } from "@mikro-orm/migrations";
  */
 export class DeliveryInFlightIndexSchema extends Migration {
   override async up(): Promise<void> {
-    this.addSql(`create index "delivery_in_flight_index" on "delivery"."delivery" ("subscription_id", "next_attempt_at") where "claim_id" is not null`);
+    this.addSql(
+      `create index "delivery_in_flight_index" on "delivery"."delivery" ("subscription_id", "next_attempt_at") where "claim_id" is not null`,
+    );
   }
 
   override async down(): Promise<void> {

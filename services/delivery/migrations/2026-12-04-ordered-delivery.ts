@@ -11,7 +11,9 @@ import { Migration } from "@mikro-orm/migrations";
  */
 export class DeliveryOrderedSchema extends Migration {
   override async up(): Promise<void> {
-    this.addSql(`alter table "delivery"."delivery" add column "ordered" boolean not null default false, add column "stream_sequence" bigint null`);
+    this.addSql(
+      `alter table "delivery"."delivery" add column "ordered" boolean not null default false, add column "stream_sequence" bigint null`,
+    );
     this.addSql(
       `create index "delivery_ordered_head_index" on "delivery"."delivery" ("subscription_id", "stream_sequence", "id") where "status" = 'pending' and "ordered"`,
     );

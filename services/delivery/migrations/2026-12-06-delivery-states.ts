@@ -13,7 +13,9 @@ import { Migration } from "@mikro-orm/migrations";
 export class DeliveryStatesSchema extends Migration {
   override async up(): Promise<void> {
     this.addSql(`alter table "delivery"."subscription_pause" add column "cap_halved_at" timestamptz(3) null`);
-    this.addSql(`create index "delivery_attempt_delivery_index" on "delivery"."delivery_attempt" ("delivery_id", "attempted_at")`);
+    this.addSql(
+      `create index "delivery_attempt_delivery_index" on "delivery"."delivery_attempt" ("delivery_id", "attempted_at")`,
+    );
   }
 
   override async down(): Promise<void> {

@@ -19,7 +19,9 @@ export class DeliveryQueueIndexesSchema extends Migration {
   }
 
   override async down(): Promise<void> {
-    this.addSql(`create index if not exists "delivery_due_index" on "delivery"."delivery" ("status", "next_attempt_at")`);
+    this.addSql(
+      `create index if not exists "delivery_due_index" on "delivery"."delivery" ("status", "next_attempt_at")`,
+    );
     this.addSql(`create index if not exists "delivery_status_index" on "delivery"."delivery" ("status", "id")`);
   }
 }

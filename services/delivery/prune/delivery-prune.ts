@@ -16,7 +16,12 @@ export function deliveryPruneTargets(schema: string, retentionDays: number): Pru
       where: `t."status" <> 'pending' and t."updated_at" < ${cutoff}`,
       params: [retentionDays],
     },
-    { name: "delivery attempts", table: table("delivery_attempt"), where: `t."attempted_at" < ${cutoff}`, params: [retentionDays] },
+    {
+      name: "delivery attempts",
+      table: table("delivery_attempt"),
+      where: `t."attempted_at" < ${cutoff}`,
+      params: [retentionDays],
+    },
     {
       name: "delivery events",
       table: table("delivery_event"),

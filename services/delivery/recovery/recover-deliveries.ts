@@ -24,7 +24,10 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import type { RecoverDeliveriesRequest, RecoverDeliveriesResponseSchema } from "../../../gen/bizcard/delivery/v1/delivery_pb.js";
+import type {
+  RecoverDeliveriesRequest,
+  RecoverDeliveriesResponseSchema,
+} from "../../../gen/bizcard/delivery/v1/delivery_pb.js";
 import type { WebhookService } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { readOwner, type Pair } from "../../shared/owner.js";
 import { invalid } from "../../shared/validation.js";
@@ -55,13 +58,19 @@ export async function recoverSince(orm: MikroORM, owner: Pair, subscriptionId: b
   return row?.n ?? 0;
 }
 
-export function createRecovery(deps: RecoveryDeps): (req: RecoverDeliveriesRequest) => Promise<MessageInitShape<typeof RecoverDeliveriesResponseSchema>> {
+export function createRecovery(
+  deps: RecoveryDeps,
+): (req: RecoverDeliveriesRequest) => Promise<MessageInitShape<typeof RecoverDeliveriesResponseSchema>> {
   return async (req) => {
     const owner = readOwner(req.owner);
     if (req.subscriptionId <= 0n) throw invalid("subscription_id", "expected a positive integer");
     if (!req.since) throw invalid("since", "required");
     const since = timestampDate(req.since);
-    if (since.getTime() > Date.now()) throw invalid("since", `${since.toISOString()} is in the future; recovery queues deliveries created at or after it`);
+    if (since.getTime() > Date.now())
+      throw invalid(
+        "since",
+        `${since.toISOString()} is in the future; recovery queues deliveries created at or after it`,
+      );
     // NOT_FOUND for another owner's subscription or a deleted one, as the webhook service answers.
     const { subscription } = await deps.webhook.getSubscription({ owner, id: req.subscriptionId });
     if (subscription?.disableTime) {

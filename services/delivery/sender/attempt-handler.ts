@@ -48,7 +48,11 @@ export class AttemptHandler implements Dispatcher.DispatchHandler {
     if (this.settled) controller.abort(new AttemptTimeoutError());
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
     // RFC 9110 §15.2: a 1xx is interim; the final answer follows.
     if (statusCode < 200) return;
     this.status = statusCode;

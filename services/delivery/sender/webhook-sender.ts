@@ -51,7 +51,9 @@ export function signingSecrets(subscriber: Subscriber): Pick<OutgoingWebhook, "s
   const { previousSecret, previousSecretExpireTime } = subscriber;
   return {
     secret: subscriber.secret,
-    ...(previousSecret && previousSecretExpireTime ? { previousSecret: { secret: previousSecret, expiresAt: timestampDate(previousSecretExpireTime) } } : {}),
+    ...(previousSecret && previousSecretExpireTime
+      ? { previousSecret: { secret: previousSecret, expiresAt: timestampDate(previousSecretExpireTime) } }
+      : {}),
   };
 }
 
@@ -112,13 +114,18 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
         }
         answer = await new Promise<AttemptAnswer>((resolve) => {
           const handler = new AttemptHandler(resolve, options.timeoutMs, MAX_RESPONSE_BYTES);
-          agent.dispatch({ origin: url.origin, path: url.pathname + url.search, method: "POST", headers, body: webhook.body }, handler);
+          agent.dispatch(
+            { origin: url.origin, path: url.pathname + url.search, method: "POST", headers, body: webhook.body },
+            handler,
+          );
         });
       } catch (err) {
         answer = { kind: "error", error: err as Error };
       }
-      if (answer.kind === "timeout") return { ok: false, status: 0, durationMs: elapsed(), kind: "timeout", error: timeoutError(options.timeoutMs) };
-      if (answer.kind === "error") return { ok: false, status: 0, durationMs: elapsed(), ...classify(answer.error, options.timeoutMs) };
+      if (answer.kind === "timeout")
+        return { ok: false, status: 0, durationMs: elapsed(), kind: "timeout", error: timeoutError(options.timeoutMs) };
+      if (answer.kind === "error")
+        return { ok: false, status: 0, durationMs: elapsed(), ...classify(answer.error, options.timeoutMs) };
       const { status } = answer;
       if (status >= 200 && status < 300) return { ok: true, status, durationMs: elapsed() };
       const retryAfterMs = parseRetryAfter(answer.retryAfter);
@@ -146,18 +153,33 @@ const timeoutError = (timeoutMs: number) => `timeout: no complete answer within 
 function signatures(webhook: OutgoingWebhook, timestamp: Date): string {
   const sign = (secret: string) => signWith(secret, webhook.eventId, timestamp, webhook.body);
   const previous = webhook.previousSecret;
-  return previous && previous.expiresAt > timestamp ? `${sign(webhook.secret)} ${sign(previous.secret)}` : sign(webhook.secret);
+  return previous && previous.expiresAt > timestamp
+    ? `${sign(webhook.secret)} ${sign(previous.secret)}`
+    : sign(webhook.secret);
 }
 
 function classify(err: unknown, timeoutMs: number): { kind: "timeout" | "refused" | "network"; error: string } {
-  for (let e = err as { code?: string; name?: string; message?: string; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
-    if (e instanceof DestinationRefusedError || e.code === "ERR_DESTINATION_REFUSED") return { kind: "refused", error: `refused: ${e.message}` };
+  for (
+    let e = err as { code?: string; name?: string; message?: string; cause?: unknown } | undefined, depth = 0;
+    e && depth < 5;
+    e = e.cause as typeof e, depth++
+  ) {
+    if (e instanceof DestinationRefusedError || e.code === "ERR_DESTINATION_REFUSED")
+      return { kind: "refused", error: `refused: ${e.message}` };
   }
   const e = err as { code?: string; name?: string; message?: string };
-  if (e?.name === "TimeoutError" || e?.code === "UND_ERR_CONNECT_TIMEOUT" || e?.code === "UND_ERR_HEADERS_TIMEOUT" || e?.code === "UND_ERR_BODY_TIMEOUT") {
+  if (
+    e?.name === "TimeoutError" ||
+    e?.code === "UND_ERR_CONNECT_TIMEOUT" ||
+    e?.code === "UND_ERR_HEADERS_TIMEOUT" ||
+    e?.code === "UND_ERR_BODY_TIMEOUT"
+  ) {
     return { kind: "timeout", error: timeoutError(timeoutMs) };
   }
-  return { kind: "network", error: `network: ${e?.code ? `${e.code} ` : ""}${e?.message ?? String(err)}`.slice(0, 500) };
+  return {
+    kind: "network",
+    error: `network: ${e?.code ? `${e.code} ` : ""}${e?.message ?? String(err)}`.slice(0, 500),
+  };
 }
 
 /** RFC 9110 §10.2.3: Retry-After = HTTP-date / delay-seconds. */

@@ -8,7 +8,10 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import type { GetDeliveryStatesRequest, GetDeliveryStatesResponseSchema } from "../../../gen/bizcard/delivery/v1/delivery_pb.js";
+import type {
+  GetDeliveryStatesRequest,
+  GetDeliveryStatesResponseSchema,
+} from "../../../gen/bizcard/delivery/v1/delivery_pb.js";
 import { readOwner } from "../../shared/owner.js";
 import { invalid } from "../../shared/validation.js";
 import { orderedHeadSql } from "../deliveries/ordered-head.js";
@@ -67,7 +70,9 @@ const STATES_SQL = `with "ids" as (
 
 const toDate = (v: Date | string) => (v instanceof Date ? v : new Date(v));
 
-export function createDeliveryStates(deps: { orm: MikroORM }): (req: GetDeliveryStatesRequest) => Promise<MessageInitShape<typeof GetDeliveryStatesResponseSchema>> {
+export function createDeliveryStates(deps: {
+  orm: MikroORM;
+}): (req: GetDeliveryStatesRequest) => Promise<MessageInitShape<typeof GetDeliveryStatesResponseSchema>> {
   return async (req) => {
     const owner = readOwner(req.owner);
     if (req.subscriptionIds.length > MAX_STATE_IDS) throw invalid("subscription_ids", `at most ${MAX_STATE_IDS}`);

@@ -6,7 +6,12 @@ import type { ClaimedDelivery } from "../deliveries/delivery-store.js";
 import type { SendResult } from "../sender/webhook-sender.js";
 
 /** The wait before retry n (1-based) with ±20 % jitter, at least the (capped) Retry-After; undefined: give up. */
-export function retryDelayMs(schedule: number[], retry: number, retryAfterMs: number | undefined, retryAfterMaxSeconds: number): number | undefined {
+export function retryDelayMs(
+  schedule: number[],
+  retry: number,
+  retryAfterMs: number | undefined,
+  retryAfterMaxSeconds: number,
+): number | undefined {
   const base = schedule[retry - 1];
   if (base === undefined) return undefined;
   const jittered = withJitter(base * 1000, 0.2);

@@ -2,7 +2,7 @@
 // so several processes share the work without sending a delivery twice),
 // look up each subscription as it is NOW (deleted: not sent, nor the rest of
 // its queue; disabled: not sent; the current
-// target_url and secret), POST, and record the attempt with the delivery's
+// target_url and secret), POST (delivery-attempt.ts), and record the attempt with the delivery's
 // next state. Up to `concurrency` POSTs are in flight; a slot that frees up
 // is refilled at once while there may be more due rows (the last claim got
 // all it asked for); otherwise the worker waits for a wake-up (the fan-out in
@@ -12,33 +12,18 @@
 // CONTRACT: "2xx is success; 410 Gone deletes the subscription (REST Hooks);
 // anything else, a timeout (10 s) or a refused connection is retried on a
 // schedule of growing intervals over about a day, configurable."
-import type { Client } from "@connectrpc/connect";
-import { Code, ConnectError } from "@connectrpc/connect";
-import { SubscriptionEndReason, type Subscriber, type WebhookService } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
+import type { Subscriber } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { eventTypeOf } from "../../shared/event-types.js";
-import type { Logger } from "../../shared/logger.js";
 import type { Backoff } from "../../shared/loop/backoff.js";
 import { PollLoop } from "../../shared/loop/poll-loop.js";
-import { webhookAttemptDuration, webhookAttempts, webhookGivenUp } from "../../shared/metrics/metrics.js";
-import { runInRequest } from "../../shared/request-context.js";
-import { startSpan } from "../../shared/trace/tracing.js";
-import type { AttemptRecord, ClaimedDelivery, DeliveryStore } from "../deliveries/delivery-store.js";
-import { throttleAsked } from "../deliveries/subscription-pause.js";
-import { attemptOutcome, logFields, retryDelayMs } from "./attempt-answer.js";
+import type { AttemptRecord, ClaimedDelivery } from "../deliveries/delivery-store.js";
+import { DeliveryAttempts, type AttemptOptions } from "./delivery-attempt.js";
 import { FanOutWatermark } from "./fan-out-watermark.js";
 import type { SubscriberCache } from "./subscriber-cache.js";
-import { signingSecrets, type SendResult, type WebhookSender } from "../sender/webhook-sender.js";
 
-export interface DeliveryWorkerOptions {
-  store: DeliveryStore;
-  webhook: Client<typeof WebhookService>;
+export interface DeliveryWorkerOptions extends AttemptOptions {
   /** Subscribers read for earlier batches, dropped when they change (subscriber-cache.ts); undefined: read for every batch. */
   subscriberCache?: SubscriberCache;
-  sender: WebhookSender;
-  logger: Logger;
-  /** Seconds before each retry (DELIVERY_RETRY_SCHEDULE_SECONDS). */
-  schedule: number[];
-  retryAfterMaxSeconds: number;
   concurrency: number;
   /** POSTs in flight to one subscription, across every delivery process (WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION); undefined: no cap. */
   maxInFlightPerSubscription?: number;
@@ -51,8 +36,6 @@ export interface DeliveryWorkerOptions {
    * the consumer does not exist (yet), nothing counts as recorded.
    */
   fanOutFloor?: () => Promise<number | undefined>;
-  /** Disables a subscription that only fails (deliveries/failure-streak.ts); never throws. */
-  failureStreak?: { failed(d: ClaimedDelivery & { host?: string }): Promise<void> };
 }
 
 const subscribersById = (subscribers: Subscriber[]) => new Map(subscribers.map((s) => [s.subscriptionId, s]));
@@ -95,8 +78,10 @@ export class DeliveryWorker {
   private readonly handedOn = new WeakSet<ClaimedDelivery>();
   private stopping = false;
   private readonly watermark: FanOutWatermark | undefined;
+  private readonly attempts: DeliveryAttempts;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
+    this.attempts = new DeliveryAttempts(options, (record) => this.record(record));
     if (options.fanOutFloor) this.watermark = new FanOutWatermark(options.fanOutFloor, options.logger);
     this.loop = new PollLoop({
       round: () => this.round(),
@@ -125,7 +110,10 @@ export class DeliveryWorker {
    */
   fannedOut(ordered: boolean, subscriptions: bigint[] = []): void {
     const cap = this.options.maxInFlightPerSubscription;
-    const allAtCap = cap !== undefined && subscriptions.length > 0 && subscriptions.every((id) => (this.inFlightTo.get(id) ?? 0) >= cap);
+    const allAtCap =
+      cap !== undefined &&
+      subscriptions.length > 0 &&
+      subscriptions.every((id) => (this.inFlightTo.get(id) ?? 0) >= cap);
     if (!allAtCap || ordered) this.wake();
     if (ordered) this.watermark?.relookSoon(() => this.wake());
   }
@@ -143,7 +131,12 @@ export class DeliveryWorker {
     const free = this.options.concurrency - this.inFlight;
     // Full: wait for a slot (a finishing POST wakes the loop), at most a poll.
     if (free <= 0) return this.options.pollMs;
-    const claimed = await this.options.store.claim(free, this.options.leaseSeconds, this.options.maxInFlightPerSubscription, await this.watermark?.current());
+    const claimed = await this.options.store.claim(
+      free,
+      this.options.leaseSeconds,
+      this.options.maxInFlightPerSubscription,
+      await this.watermark?.current(),
+    );
     this.backlog = claimed.length === free;
     if (claimed.length > 0) await this.dispatch(claimed);
     return this.backlog ? 0 : this.options.pollMs;
@@ -159,16 +152,27 @@ export class DeliveryWorker {
     for (const rows of groups.values()) {
       const first = rows[0]!;
       const read = async () =>
-        (await this.options.webhook.listSubscribers({ organisationId: first.organisationId, eventType: eventTypeOf(first.eventType), includeDisabled: true }))
-          .subscribers;
+        (
+          await this.options.webhook.listSubscribers({
+            organisationId: first.organisationId,
+            eventType: eventTypeOf(first.eventType),
+            includeDisabled: true,
+          })
+        ).subscribers;
       let byId: Map<bigint, Subscriber>;
       try {
         const cache = this.options.subscriberCache;
-        byId = subscribersById(cache ? await cache.subscribers(first.organisationId, first.eventType, read) : await read());
+        byId = subscribersById(
+          cache ? await cache.subscribers(first.organisationId, first.eventType, read) : await read(),
+        );
         // A subscription created after the cached read: read again before calling it deleted.
-        if (cache && rows.some((d) => !byId.has(d.subscriptionId))) byId = subscribersById(await cache.subscribers(first.organisationId, first.eventType, read, true));
+        if (cache && rows.some((d) => !byId.has(d.subscriptionId)))
+          byId = subscribersById(await cache.subscribers(first.organisationId, first.eventType, read, true));
       } catch (err) {
-        this.options.logger.warn({ err, deliveries: rows.length }, "subscriptions could not be read; deliveries handed back");
+        this.options.logger.warn(
+          { err, deliveries: rows.length },
+          "subscriptions could not be read; deliveries handed back",
+        );
         await Promise.allSettled(rows.map((d) => this.options.store.release(d, 5)));
         continue;
       }
@@ -187,8 +191,14 @@ export class DeliveryWorker {
         }
         this.inFlight++;
         this.inFlightTo.set(d.subscriptionId, (this.inFlightTo.get(d.subscriptionId) ?? 0) + 1);
-        void this.deliver(d, subscriber)
-          .catch((err) => this.options.logger.error({ err, deliveryId: d.id.toString() }, "delivery not recorded; it comes back after its claim lease"))
+        void this.attempts
+          .deliver(d, subscriber)
+          .catch((err) =>
+            this.options.logger.error(
+              { err, deliveryId: d.id.toString() },
+              "delivery not recorded; it comes back after its claim lease",
+            ),
+          )
           .finally(() => {
             this.inFlight--;
             const atCap = this.slotFreed(d.subscriptionId) && !this.handedOn.has(d);
@@ -208,71 +218,6 @@ export class DeliveryWorker {
     if (n <= 1) this.inFlightTo.delete(subscriptionId);
     else this.inFlightTo.set(subscriptionId, n - 1);
     return this.options.maxInFlightPerSubscription !== undefined && n >= this.options.maxInFlightPerSubscription;
-  }
-
-  /**
-   * The attempt continues the event's trace (W3C Trace Context; a new one for
-   * an event that came without): the POST's traceparent has the attempt's
-   * span as its parent, its tracestate is the event's, and the attempt's log
-   * lines carry the trace id.
-   */
-  private deliver(d: ClaimedDelivery, subscriber: Subscriber): Promise<void> {
-    const span = startSpan("webhook POST", d.traceparent, "client", { "http.request.method": "POST", "webhook.event_id": d.eventId, "webhook.attempt": d.attempt });
-    const trace = { traceparent: span.traceparent, ...(d.tracestate ? { tracestate: d.tracestate } : {}) };
-    return runInRequest({ requestId: `delivery:${d.id}`, ...trace }, () => this.attempt(d, subscriber, trace)).then(
-      (result) => span.end(result.ok ? undefined : result.error, { "http.response.status_code": result.status }),
-      (err: unknown) => {
-        span.end(err);
-        throw err;
-      },
-    );
-  }
-
-  private async attempt(d: ClaimedDelivery, subscriber: Subscriber, trace: { traceparent: string; tracestate?: string }): Promise<SendResult> {
-    const attemptedAt = new Date();
-    const result = await this.options.sender.send({ url: subscriber.targetUrl, ...signingSecrets(subscriber), eventId: d.eventId, body: d.body, ...trace });
-    const base = { delivery: d, responseStatus: result.status, durationMs: result.durationMs, attemptedAt, timedOut: !result.ok && result.kind === "timeout" };
-    webhookAttempts.inc({ outcome: attemptOutcome(result) });
-    webhookAttemptDuration.observe(result.durationMs / 1000);
-    const fields = logFields(d, subscriber.targetUrl, result);
-    if (result.ok) {
-      await this.record({ ...base, status: "succeeded", outcome: "succeeded", error: "", nextAttemptAt: null });
-      this.options.logger.debug(fields, "delivery succeeded");
-      return result;
-    }
-    // REST Hooks: 410 Gone means the receiver wants no more events: the subscription is deleted.
-    if (result.status === 410 && (await this.deleteSubscription(d))) {
-      await this.options.store.record({ ...base, status: "gone", outcome: "gone", error: "HTTP 410: subscription deleted", nextAttemptAt: null });
-      await this.options.store.cancelSubscription(d.subscriptionId);
-      this.options.logger.info(fields, "subscription deleted: the receiver answered 410 Gone");
-      return result;
-    }
-    await this.recordFailure(d, result, base, fields);
-    await this.options.failureStreak?.failed({ ...d, host: fields.host });
-    return result;
-  }
-
-  private async recordFailure(
-    d: ClaimedDelivery,
-    result: Extract<SendResult, { ok: false }>,
-    base: Omit<Parameters<DeliveryStore["record"]>[0], "status" | "outcome" | "error" | "nextAttemptAt">,
-    fields: ReturnType<typeof logFields>,
-  ) {
-    const wait = d.once ? undefined : retryDelayMs(this.options.schedule, d.attempt, result.retryAfterMs, this.options.retryAfterMaxSeconds);
-    // The target asked to wait, or is overloaded: the whole subscription is throttled (recorded with the attempt).
-    const throttle = throttleAsked(result, this.options.retryAfterMaxSeconds);
-    if (throttle) this.options.logger.info({ ...fields, pausedUntil: throttle.pausedUntil?.toISOString(), reason: throttle.reason }, "subscription throttled");
-    const throttled = throttle ? { throttle } : {};
-    if (wait === undefined) {
-      webhookGivenUp.inc();
-      await this.record({ ...base, ...throttled, status: "gave_up", outcome: "gave_up", error: result.error, nextAttemptAt: null });
-      this.options.logger.warn(fields, d.once ? "delivery failed; a manual retry is tried once" : "delivery gave up: every retry failed");
-      return;
-    }
-    // Not before the subscription's pause ends.
-    const nextAttemptAt = new Date(Math.max(Date.now() + wait, throttle?.pausedUntil?.getTime() ?? 0));
-    await this.record({ ...base, ...throttled, status: "pending", outcome: "failed", error: result.error, nextAttemptAt });
-    this.options.logger.info({ ...fields, nextRetryAt: nextAttemptAt.toISOString(), retryInMs: wait }, "delivery attempt failed; retried");
   }
 
   /** Records the attempt together with the others that finished meanwhile (one statement per batch). */
@@ -316,23 +261,16 @@ export class DeliveryWorker {
         if (next.length === 0) continue;
         // Stopping meanwhile: handed back at once, for another worker (or this one's next start).
         if (this.stopping) await Promise.allSettled(next.map((d) => this.options.store.release(d, 0)));
-        else this.dispatch(next).catch((err) => this.options.logger.error({ err }, "handed-on deliveries not dispatched; they come back after their claim lease"));
+        else
+          this.dispatch(next).catch((err) =>
+            this.options.logger.error(
+              { err },
+              "handed-on deliveries not dispatched; they come back after their claim lease",
+            ),
+          );
       }
     } finally {
       this.recording--;
-    }
-  }
-
-  /** True once the subscription is gone (deleted now, or already). */
-  private async deleteSubscription(d: ClaimedDelivery): Promise<boolean> {
-    try {
-      const owner = { organisationId: d.organisationId, clientId: d.clientId };
-      await this.options.webhook.deleteSubscription({ owner, id: d.subscriptionId, reason: SubscriptionEndReason.GONE });
-      return true;
-    } catch (err) {
-      if (err instanceof ConnectError && err.code === Code.NotFound) return true;
-      this.options.logger.warn({ err, subscriptionId: d.subscriptionId.toString() }, "410 answered but the subscription could not be deleted; retried");
-      return false;
     }
   }
 }

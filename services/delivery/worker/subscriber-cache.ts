@@ -51,7 +51,12 @@ export class SubscriberCache {
   }
 
   /** The organisation's subscribers of the event type, from the cache (unless `fresh`), or read with `read` (and cached). */
-  async subscribers(organisationId: string, eventType: string, read: () => Promise<Subscriber[]>, fresh = false): Promise<Subscriber[]> {
+  async subscribers(
+    organisationId: string,
+    eventType: string,
+    read: () => Promise<Subscriber[]>,
+    fresh = false,
+  ): Promise<Subscriber[]> {
     if (!this.caching) return read();
     const key = `${organisationId} ${eventType}`;
     const entry = this.entries.get(key);
@@ -69,7 +74,10 @@ export class SubscriberCache {
   /** An organisation's subscriptions changed ("": any organisation's). */
   drop(organisationId: string): void {
     this.generation++;
-    if (!organisationId) return this.entries.clear();
+    if (!organisationId) {
+      this.entries.clear();
+      return;
+    }
     for (const key of this.entries.keys()) if (key.startsWith(`${organisationId} `)) this.entries.delete(key);
   }
 

@@ -51,18 +51,27 @@ function batchSql(schema: string): string {
          from "input" i join ${s}."organisation" o on o."id" = i."organisation_id"
        returning "id"
      ), "event" as (
-       ${outboxInsertManySql(schema, `(select i."event_id" as "id", i."subject", decode(i."payload", 'base64') as "payload", i."traceparent", i."tracestate", i."order_key"
-            from "input" i join "contact" c on c."id" = i."id")`)}
+       ${outboxInsertManySql(
+         schema,
+         `(select i."event_id" as "id", i."subject", decode(i."payload", 'base64') as "payload", i."traceparent", i."tracestate", i."order_key"
+            from "input" i join "contact" c on c."id" = i."id")`,
+       )}
      )
      select "id"::text as "id" from "contact"`;
 }
 
-export function contactCreator(orm: MikroORM, events: { schema: string; subjectPrefix: string }, prepared: boolean): ContactCreator {
+export function contactCreator(
+  orm: MikroORM,
+  events: { schema: string; subjectPrefix: string },
+  prepared: boolean,
+): ContactCreator {
   const knex = orm.em.getKnex();
   const sql = batchSql(events.schema);
   const name = prepared ? { name: "organisation-create-contacts" } : {};
   const write = async (batch: Call[]): Promise<void> => {
-    const { rows } = await knex.raw<{ rows: { id: string }[] }>(sql, [JSON.stringify(batch.map((c) => c.item.row))]).options(name);
+    const { rows } = await knex
+      .raw<{ rows: { id: string }[] }>(sql, [JSON.stringify(batch.map((c) => c.item.row))])
+      .options(name);
     const created = new Set(rows.map((r) => r.id));
     for (const c of batch) c.resolve(created.has(c.item.message.id) ? c.item.message : undefined);
   };
@@ -87,7 +96,12 @@ export function contactCreator(orm: MikroORM, events: { schema: string; subjectP
       for (const f of CONTACT_FIELDS) contact[f] = fields[f] ?? "";
       const message = toContactMessage(contact);
       const event = contactEvent(events, EventType.CONTACT_CREATED, message);
-      const row: Record<string, unknown> = { id: contact.id, organisation_id: organisationId, created_at: now.toISOString(), ...outboxRowOf(event) };
+      const row: Record<string, unknown> = {
+        id: contact.id,
+        organisation_id: organisationId,
+        created_at: now.toISOString(),
+        ...outboxRowOf(event),
+      };
       for (const f of CONTACT_FIELDS) row[snake(f)] = contact[f];
       return written({ row, message });
     },

@@ -4,7 +4,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { v7 } from "uuid";
-import { ContactEventSchema, EventType } from "../../../gen/bizcard/events/v1/events_pb.js";
+import { ContactEventSchema, type EventType } from "../../../gen/bizcard/events/v1/events_pb.js";
 import type { Contact as ContactMessage } from "../../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { subjectFor } from "../../shared/event-bus/event-bus.js";
 import { nameOfEventType } from "../../shared/event-types.js";
@@ -13,7 +13,11 @@ import { enqueueEvent, type OutboxEvent } from "../../shared/outbox/writer.js";
 type ContactEventType = EventType.CONTACT_CREATED | EventType.CONTACT_UPDATED;
 
 /** The outbox row of a contact's event. */
-export function contactEvent(options: { subjectPrefix: string }, type: ContactEventType, contact: ContactMessage): OutboxEvent {
+export function contactEvent(
+  options: { subjectPrefix: string },
+  type: ContactEventType,
+  contact: ContactMessage,
+): OutboxEvent {
   const event = create(ContactEventSchema, {
     eventId: v7(),
     type,

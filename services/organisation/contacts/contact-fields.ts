@@ -51,7 +51,8 @@ export function readContactFields(fields: ContactFields | undefined): Partial<Re
     const rule = RULES[name];
     const invalid = (why: string) => new ConnectError(`${snake(name)}: ${why}`, Code.InvalidArgument);
     if ([...value].length > rule.max) throw invalid(`at most ${rule.max} characters`);
-    if ((rule.multiline ? CONTROL : CONTROL_OR_NEWLINE).test(value)) throw invalid("must not contain control characters");
+    if ((rule.multiline ? CONTROL : CONTROL_OR_NEWLINE).test(value))
+      throw invalid("must not contain control characters");
     if (value !== "" && rule.check && !rule.check(value)) throw invalid(`expected ${rule.expected}`);
     out[name] = value;
   }

@@ -26,7 +26,10 @@ export const ContactEntity = defineEntity({
     address: p.text().default(""),
     notes: p.text().default(""),
     createdAt: p.datetime(3).onCreate(() => new Date()),
-    updatedAt: p.datetime(3).onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime(3)
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
   // ListContacts: one organisation's, newest first. The migration makes the
   // last two columns "desc"; MikroORM's schema diff does not compare index

@@ -75,7 +75,13 @@ export class PasswordQueueFullError extends Error {
   }
 }
 
-function derive(password: string, salt: Buffer, cost: ScryptCost, keyLength: number, signal?: AbortSignal): Promise<Buffer> {
+function derive(
+  password: string,
+  salt: Buffer,
+  cost: ScryptCost,
+  keyLength: number,
+  signal?: AbortSignal,
+): Promise<Buffer> {
   if (limited.pendingCount >= MAX_WAITING_DERIVATIONS) return Promise.reject(new PasswordQueueFullError());
   return limited(() => {
     // A caller that gave up (deadline, disconnect) while this waited: skip the work.
@@ -89,7 +95,11 @@ function derive(password: string, salt: Buffer, cost: ScryptCost, keyLength: num
 }
 
 /** scrypt$N$r$p$salt$hash (salt and hash in base64). */
-export async function hashPassword(password: string, cost: ScryptCost = SCRYPT_COST, signal?: AbortSignal): Promise<string> {
+export async function hashPassword(
+  password: string,
+  cost: ScryptCost = SCRYPT_COST,
+  signal?: AbortSignal,
+): Promise<string> {
   const salt = randomBytes(SALT_LENGTH);
   const key = await derive(password, salt, cost, KEY_LENGTH, signal);
   return `scrypt$${cost.N}$${cost.r}$${cost.p}$${salt.toString("base64")}$${key.toString("base64")}`;

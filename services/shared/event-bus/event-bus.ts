@@ -116,7 +116,9 @@ export interface TraceHeaders {
 /** The headers present, as fields (none for none): what a delivered message carries. */
 export function traceFields(trace: TraceHeaders | undefined): TraceHeaders {
   if (!trace?.traceparent) return {};
-  return trace.tracestate ? { traceparent: trace.traceparent, tracestate: trace.tracestate } : { traceparent: trace.traceparent };
+  return trace.tracestate
+    ? { traceparent: trace.traceparent, tracestate: trace.tracestate }
+    : { traceparent: trace.traceparent };
 }
 
 /** What `publishInOrder` got done: the first `published` messages were stored (acknowledged). */
@@ -218,11 +220,19 @@ export interface EventBus {
  * one by one: each waits for the one before it, a deferred one does not stop
  * the ones behind it, any other failure ends the call.
  */
-export function publishAll(bus: EventBus, messages: readonly OutgoingMessage[], hooks: PublishHooks): Promise<{ error?: unknown }> {
+export function publishAll(
+  bus: EventBus,
+  messages: readonly OutgoingMessage[],
+  hooks: PublishHooks,
+): Promise<{ error?: unknown }> {
   return bus.publishAll ? bus.publishAll(messages, hooks) : publishOneByOne(bus, messages, hooks);
 }
 
-export async function publishOneByOne(bus: EventBus, messages: readonly OutgoingMessage[], hooks: PublishHooks): Promise<{ error?: unknown }> {
+export async function publishOneByOne(
+  bus: EventBus,
+  messages: readonly OutgoingMessage[],
+  hooks: PublishHooks,
+): Promise<{ error?: unknown }> {
   for (const m of messages) {
     if (!(await hooks.beforeSend())) return {};
     try {
@@ -237,7 +247,11 @@ export async function publishOneByOne(bus: EventBus, messages: readonly Outgoing
 }
 
 /** The bus's batch consumer, or its `consume` with batches of one message. */
-export function consumeInBatches(bus: EventBus, options: BatchConsumerOptions, handler: BatchHandler): Promise<Consumer> {
+export function consumeInBatches(
+  bus: EventBus,
+  options: BatchConsumerOptions,
+  handler: BatchHandler,
+): Promise<Consumer> {
   if (bus.consumeBatches) return bus.consumeBatches(options, handler);
   return bus.consume(options, (message) => handler([message]));
 }

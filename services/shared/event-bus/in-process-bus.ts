@@ -75,7 +75,10 @@ export class ConsumersBehindError extends PublishDeferredError {
     override readonly retryAt: number,
   ) {
     super(
-      `${subject}: ${[failed.length ? `failed for ${failed.join(", ")}` : "", heldBack.length ? `held back for ${heldBack.join(", ")}` : ""]
+      `${subject}: ${[
+        failed.length ? `failed for ${failed.join(", ")}` : "",
+        heldBack.length ? `held back for ${heldBack.join(", ")}` : "",
+      ]
         .filter(Boolean)
         .join("; ")}`,
     );
@@ -165,12 +168,18 @@ export class InProcessBus implements EventBus {
         if (count < maxDeliver) {
           const delay = backoffDelay(count, redeliveryBackoff(reg.options));
           reg.blocked = { msgId, retryAt: Date.now() + delay };
-          this.logger?.warn({ err, subject, msgId, consumer: durable, deliveryCount: count, retryInMs: delay }, "consumer failed; retried later, its later messages wait");
+          this.logger?.warn(
+            { err, subject, msgId, consumer: durable, deliveryCount: count, retryInMs: delay },
+            "consumer failed; retried later, its later messages wait",
+          );
           failed.push(durable);
           retryAt = Math.min(retryAt, reg.blocked.retryAt);
           continue;
         }
-        this.logger?.error({ err, subject, msgId, consumer: durable, deliveryCount: count }, "consumer failed every delivery; message given up for it");
+        this.logger?.error(
+          { err, subject, msgId, consumer: durable, deliveryCount: count },
+          "consumer failed every delivery; message given up for it",
+        );
       }
       reg.deliveries.delete(msgId);
       reg.blocked = undefined;

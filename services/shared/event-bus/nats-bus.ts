@@ -1,12 +1,19 @@
 // NATS JetStream. One stream holds every subject under the prefix; the
 // stream's duplicate window drops a message whose Nats-Msg-Id it has seen, so
 // an outbox row published again after a crash reaches no consumer twice.
-import { RetentionPolicy, StorageType, connect, headers, nanos, type JetStreamClient, type JetStreamManager, type NatsConnection } from "nats";
+import {
+  RetentionPolicy,
+  StorageType,
+  headers,
+  nanos,
+  type JetStreamClient,
+  type JetStreamManager,
+  type NatsConnection,
+} from "nats";
 import type { Logger } from "../logger.js";
 import { TRACEPARENT_HEADER, TRACESTATE_HEADER } from "../trace/traceparent.js";
 import {
   subjectFor,
-  traceFields,
   type BatchConsumerOptions,
   type BatchHandler,
   type Consumer,
@@ -19,17 +26,23 @@ import {
   type SubscriptionHandler,
   type TraceHeaders,
 } from "./event-bus.js";
-import { consumerAckFloor, isNotFound, runDurable, serveBatches, serveMessages, type DurableContext, type PullSettings, type Serve } from "./nats-consumer.js";
+import {
+  consumerAckFloor,
+  isNotFound,
+  runDurable,
+  serveBatches,
+  serveMessages,
+  type DurableContext,
+  type PullSettings,
+  type Serve,
+} from "./nats-consumer.js";
+import { NatsLink, type NatsLinkOptions } from "./nats-link.js";
 
-export interface NatsBusOptions {
-  servers: string;
+export interface NatsBusOptions extends NatsLinkOptions {
   stream: string;
   prefix: string;
   replicas: number;
   duplicateWindowSeconds: number;
-  /** Connection name shown by the server. */
-  name: string;
-  logger: Logger;
   /** The whole of one publish, making sure of the stream included (OUTBOX_PUBLISH_TIMEOUT_MS). */
   publishTimeoutMs?: number;
 }
@@ -40,11 +53,9 @@ export class NatsBus implements EventBus {
   readonly kind = "nats" as const;
   private streamReady: Promise<void> | undefined;
   private readonly consumers = new Set<Consumer>();
-  private readonly connectionListeners = new Set<(connected: boolean) => void>();
-  private up = true;
 
   private constructor(
-    private readonly nc: NatsConnection,
+    private readonly link: NatsLink,
     private readonly js: JetStreamClient,
     private readonly jsm: JetStreamManager,
     private readonly options: NatsBusOptions,
@@ -52,61 +63,22 @@ export class NatsBus implements EventBus {
 
   /** Connects, waiting for the first connection if the server is not up yet. */
   static async connect(options: NatsBusOptions): Promise<NatsBus> {
-    options.logger.info({ servers: options.servers }, "connecting to NATS (waits until it answers)");
-    const nc = await connect({
-      servers: options.servers.split(",").map((s) => s.trim()),
-      name: options.name,
-      waitOnFirstConnect: true,
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 500,
-      // A connection that went silent (no RST: a partition, a frozen server) is
-      // noticed within about 20 s rather than the client's default 4 minutes;
-      // caches fed by subscribe() stop trusting themselves from then on.
-      pingInterval: 10_000,
-      maxPingOut: 2,
-      // Every request (each JetStream publish and its acknowledgement) otherwise makes an Error up
-      // front to hold where it started, for a timeout's message: CPU on every publish, for a stack
-      // only a timeout would show. A timeout still says what timed out.
-      noAsyncTraces: true,
-    });
-    const jsm = await nc.jetstreamManager({ checkAPI: false });
-    options.logger.info({ server: nc.getServer() }, "connected to NATS");
-    const bus = new NatsBus(nc, nc.jetstream(), jsm, options);
-    void bus.watchStatus();
-    void nc.closed().then(() => bus.setConnected(false));
-    return bus;
+    const link = await NatsLink.connect(options);
+    const jsm = await link.nc.jetstreamManager({ checkAPI: false });
+    options.logger.info({ server: link.nc.getServer() }, "connected to NATS");
+    return new NatsBus(link, link.nc.jetstream(), jsm, options);
   }
 
-  private async watchStatus(): Promise<void> {
-    for await (const status of this.nc.status()) {
-      if (status.type === "disconnect" || status.type === "reconnect" || status.type === "error") {
-        this.options.logger.warn({ nats: status.type, data: String(status.data) }, "nats connection");
-      }
-      // The client resubscribes before it reports the reconnection.
-      if (status.type === "disconnect") this.setConnected(false);
-      else if (status.type === "reconnect") this.setConnected(true);
-    }
-  }
-
-  private setConnected(up: boolean): void {
-    if (this.up === up) return;
-    this.up = up;
-    for (const listener of this.connectionListeners) {
-      try {
-        listener(up);
-      } catch (err) {
-        this.options.logger.error({ err }, "connection listener failed");
-      }
-    }
+  private get nc(): NatsConnection {
+    return this.link.nc;
   }
 
   get connected(): boolean {
-    return this.up && !this.nc.isClosed();
+    return this.link.connected;
   }
 
   onConnectionChange(listener: (connected: boolean) => void): () => void {
-    this.connectionListeners.add(listener);
-    return () => void this.connectionListeners.delete(listener);
+    return this.link.onConnectionChange(listener);
   }
 
   subscribe(subject: string, handler: SubscriptionHandler): Promise<Consumer> {
@@ -127,25 +99,10 @@ export class NatsBus implements EventBus {
   }
 
   private async coreSubscription(subject: string, handler: SubscriptionHandler): Promise<Consumer> {
-    const log = this.options.logger.child({ subscription: subject });
-    const sub = this.nc.subscribe(subject, {
-      callback: (err, m) => {
-        if (err) return log.warn({ err }, "subscription error");
-        const trace = traceFields({ traceparent: m.headers?.get(TRACEPARENT_HEADER), tracestate: m.headers?.get(TRACESTATE_HEADER) });
-        const message = { subject: m.subject, data: m.data, msgId: m.headers?.get("Nats-Msg-Id") ?? "", deliveryCount: 1, ...trace };
-        try {
-          const done = handler(message);
-          if (done) done.catch((e: unknown) => log.warn({ err: e, subject: m.subject }, "subscriber failed; not redelivered"));
-        } catch (e) {
-          log.warn({ err: e, subject: m.subject }, "subscriber failed; not redelivered");
-        }
-      },
-    });
-    // The server has the subscription once this round trip is done.
-    await this.nc.flush();
+    const unsubscribe = await this.link.subscribe(subject, handler);
     const consumer: Consumer = {
       stop: async () => {
-        if (!this.nc.isClosed()) sub.unsubscribe();
+        unsubscribe();
         this.consumers.delete(consumer);
       },
     };
@@ -184,7 +141,13 @@ export class NatsBus implements EventBus {
    * over a message bus). `afterMsgId`: stored only if the stream's last stored
    * message is that one (publishInOrder).
    */
-  async publish(subject: string, data: Uint8Array, msgId: string, trace?: TraceHeaders, afterMsgId?: string): Promise<void> {
+  async publish(
+    subject: string,
+    data: Uint8Array,
+    msgId: string,
+    trace?: TraceHeaders,
+    afterMsgId?: string,
+  ): Promise<void> {
     // The outbox relay starts a publish only while its lease outlasts this
     // timeout: the message must not leave after it, stream check included.
     const timeoutMs = this.options.publishTimeoutMs ?? 3000;
@@ -232,7 +195,9 @@ export class NatsBus implements EventBus {
     // Sent in this order: each publish awaits the same settled stream check
     // (continuations run in the order they were queued), then writes its
     // request before its next await. Each has the whole publish timeout.
-    const acks = messages.map((m, i) => this.publish(m.subject, m.data, m.msgId, m, i > 0 ? messages[i - 1]!.msgId : undefined));
+    const acks = messages.map((m, i) =>
+      this.publish(m.subject, m.data, m.msgId, m, i > 0 ? messages[i - 1]!.msgId : undefined),
+    );
     const settled = await Promise.allSettled(acks);
     const failed = settled.findIndex((s) => s.status === "rejected");
     if (failed === -1) return { published: messages.length };
@@ -279,7 +244,11 @@ export class NatsBus implements EventBus {
   async consumeBatches(options: BatchConsumerOptions, handler: BatchHandler): Promise<Consumer> {
     const batchSize = Math.max(1, Math.floor(options.batchSize));
     const settings = this.pullSettings(options, batchSize, batchSize);
-    return this.durable(options, settings, serveBatches(options, settings, batchSize, handler, this.consumerLog(options)));
+    return this.durable(
+      options,
+      settings,
+      serveBatches(options, settings, batchSize, handler, this.consumerLog(options)),
+    );
   }
 
   private pullSettings(options: ConsumerOptions, maxAckPending: number | undefined, maxMessages: number): PullSettings {

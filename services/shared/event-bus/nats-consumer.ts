@@ -20,7 +20,16 @@ import { TRACEPARENT_HEADER, TRACESTATE_HEADER } from "../trace/traceparent.js";
 import type { Logger } from "../logger.js";
 import { consumerPendingSources } from "../metrics/metrics.js";
 import { addSource } from "../metrics/scrape-sources.js";
-import { redeliveryBackoff, subjectFor, traceFields, type BatchHandler, type BusMessage, type Consumer, type ConsumerOptions, type MessageHandler } from "./event-bus.js";
+import {
+  redeliveryBackoff,
+  subjectFor,
+  traceFields,
+  type BatchHandler,
+  type BusMessage,
+  type Consumer,
+  type ConsumerOptions,
+  type MessageHandler,
+} from "./event-bus.js";
 
 /** What the consumers need of the bus. */
 export interface DurableContext {
@@ -49,7 +58,12 @@ const REOPEN_BACKOFF: Backoff = { baseMs: 1000, maxMs: 1000 };
 export type Serve = (messages: ConsumerMessages, stopping: AbortSignal) => Promise<void>;
 
 /** The one reopen loop of every durable consumer; the returned consumer stops it. */
-export function runDurable(ctx: DurableContext, options: ConsumerOptions, settings: PullSettings, serve: Serve): Consumer {
+export function runDurable(
+  ctx: DurableContext,
+  options: ConsumerOptions,
+  settings: PullSettings,
+  serve: Serve,
+): Consumer {
   const log = ctx.logger.child({ consumer: options.durable });
   const stopping = new AbortController();
   let messages: ConsumerMessages | undefined;
@@ -88,7 +102,12 @@ export function runDurable(ctx: DurableContext, options: ConsumerOptions, settin
  * Makes sure of the stream and the durable consumer (created, or brought up
  * to date), and opens its pull.
  */
-async function openDurable(ctx: DurableContext, options: ConsumerOptions, log: Logger, settings: PullSettings): Promise<ConsumerMessages> {
+async function openDurable(
+  ctx: DurableContext,
+  options: ConsumerOptions,
+  log: Logger,
+  settings: PullSettings,
+): Promise<ConsumerMessages> {
   await ctx.ensureStream();
   const config = {
     ack_policy: AckPolicy.Explicit,
@@ -115,11 +134,17 @@ async function openDurable(ctx: DurableContext, options: ConsumerOptions, log: L
       // created since): all of this one is new.
       const { state } = await ctx.jsm.streams.info(ctx.stream);
       if (after > state.last_seq) {
-        log.warn({ recorded: after, lastSeq: state.last_seq }, "recorded position is past the stream's end (the stream was recreated); starting from its beginning");
+        log.warn(
+          { recorded: after, lastSeq: state.last_seq },
+          "recorded position is past the stream's end (the stream was recreated); starting from its beginning",
+        );
         after = undefined;
       }
     }
-    const start = after === undefined ? { deliver_policy: DeliverPolicy.All } : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: after + 1 };
+    const start =
+      after === undefined
+        ? { deliver_policy: DeliverPolicy.All }
+        : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: after + 1 };
     log.info({ ...start }, "creating the durable consumer");
     await ctx.jsm.consumers.add(ctx.stream, { durable_name: options.durable, ...config, ...start });
   }
@@ -130,14 +155,22 @@ async function openDurable(ctx: DurableContext, options: ConsumerOptions, log: L
 
 /** While a handler runs longer than ack_wait (a slow database), the broker is told the messages are in hand. */
 function keepWorking(messages: () => Iterable<JsMsg>, ackWaitMs: number): () => void {
-  const timer = setInterval(() => {
-    for (const m of messages()) m.working();
-  }, Math.max(100, Math.floor(ackWaitMs / 3)));
+  const timer = setInterval(
+    () => {
+      for (const m of messages()) m.working();
+    },
+    Math.max(100, Math.floor(ackWaitMs / 3)),
+  );
   return () => clearInterval(timer);
 }
 
 /** One message at a time: acked when the handler resolves, redelivered later (nak with a delay) when it throws. */
-export function serveMessages(options: ConsumerOptions, settings: PullSettings, handler: MessageHandler, log: Logger): Serve {
+export function serveMessages(
+  options: ConsumerOptions,
+  settings: PullSettings,
+  handler: MessageHandler,
+  log: Logger,
+): Serve {
   return async (messages, stopping) => {
     for await (const m of messages) {
       const done = keepWorking(() => [m], settings.ackWaitMs);
@@ -146,11 +179,17 @@ export function serveMessages(options: ConsumerOptions, settings: PullSettings, 
         m.ack();
       } catch (err) {
         if (m.info.deliveryCount >= settings.maxDeliver) {
-          log.error({ err, subject: m.subject, seq: m.seq, deliveryCount: m.info.deliveryCount }, "handler failed on the last delivery; message given up");
+          log.error(
+            { err, subject: m.subject, seq: m.seq, deliveryCount: m.info.deliveryCount },
+            "handler failed on the last delivery; message given up",
+          );
           m.term();
         } else {
           const delay = backoffDelay(m.info.deliveryCount, redeliveryBackoff(options));
-          log.warn({ err, subject: m.subject, deliveryCount: m.info.deliveryCount, retryInMs: delay }, "handler failed; redelivering later");
+          log.warn(
+            { err, subject: m.subject, deliveryCount: m.info.deliveryCount, retryInMs: delay },
+            "handler failed; redelivering later",
+          );
           m.nak(delay);
         }
       } finally {
@@ -172,7 +211,13 @@ export function serveMessages(options: ConsumerOptions, settings: PullSettings, 
  * in all it is given up (terminated, logged). Stopped while retrying: the
  * batch is handed back to the broker (nak) at once.
  */
-export function serveBatches(options: ConsumerOptions, settings: PullSettings, batchSize: number, handler: BatchHandler, log: Logger): Serve {
+export function serveBatches(
+  options: ConsumerOptions,
+  settings: PullSettings,
+  batchSize: number,
+  handler: BatchHandler,
+  log: Logger,
+): Serve {
   // `waiting`: the messages queued behind the batch. They are in hand too: while the
   // batch is handled (or retried), their ack_wait must not run out either, or the
   // broker would hand them out again to a consumer that still has them.
@@ -275,7 +320,11 @@ function busMessage(m: JsMsg): BusMessage {
  * The floor is the largest of these three. Messages of other subjects above
  * it are not the consumer's and do not matter to it.
  */
-export async function consumerAckFloor(jsm: JetStreamManager, stream: string, durable: string): Promise<number | undefined> {
+export async function consumerAckFloor(
+  jsm: JetStreamManager,
+  stream: string,
+  durable: string,
+): Promise<number | undefined> {
   let info: ConsumerInfo;
   try {
     info = await jsm.consumers.info(stream, durable);
@@ -283,7 +332,10 @@ export async function consumerAckFloor(jsm: JetStreamManager, stream: string, du
     if (isNotFound(err)) return undefined;
     throw err;
   }
-  const started = info.config.deliver_policy === DeliverPolicy.StartSequence && info.config.opt_start_seq ? info.config.opt_start_seq - 1 : 0;
+  const started =
+    info.config.deliver_policy === DeliverPolicy.StartSequence && info.config.opt_start_seq
+      ? info.config.opt_start_seq - 1
+      : 0;
   const idle = info.num_ack_pending === 0 ? info.delivered.stream_seq : 0;
   return Math.max(info.ack_floor.stream_seq, started, idle);
 }

@@ -12,15 +12,29 @@ import type { Logger } from "../logger.js";
 const TOPIC = "subscriptions.changed";
 
 /** Never throws: a listener that may have missed it is not caching (the bus is down), or drops the entry at its TTL. */
-export async function announceSubscriptionsChanged(bus: EventBus, organisationId: string, logger: Logger): Promise<void> {
+export async function announceSubscriptionsChanged(
+  bus: EventBus,
+  organisationId: string,
+  logger: Logger,
+): Promise<void> {
   try {
-    await bus.announce(TOPIC, toBinary(SubscriptionsChangedSchema, create(SubscriptionsChangedSchema, { organisationId })));
+    await bus.announce(
+      TOPIC,
+      toBinary(SubscriptionsChangedSchema, create(SubscriptionsChangedSchema, { organisationId })),
+    );
   } catch (err) {
-    logger.warn({ err, organisationId }, "subscriptions.changed not announced; delivery workers' caches catch up at their TTL");
+    logger.warn(
+      { err, organisationId },
+      "subscriptions.changed not announced; delivery workers' caches catch up at their TTL",
+    );
   }
 }
 
-export function listenSubscriptionsChanged(bus: EventBus, onChange: (organisationId: string) => void, logger: Logger): Promise<Consumer> {
+export function listenSubscriptionsChanged(
+  bus: EventBus,
+  onChange: (organisationId: string) => void,
+  logger: Logger,
+): Promise<Consumer> {
   return bus.listen(TOPIC, (m) => {
     try {
       onChange(fromBinary(SubscriptionsChangedSchema, m.data).organisationId);

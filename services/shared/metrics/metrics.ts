@@ -43,13 +43,28 @@ export const rpcServerDuration = histogram({
   buckets: LATENCY_BUCKETS,
 });
 
-export const oauthTokensIssued = counter({ name: "oauth_tokens_issued_total", help: "Tokens issued at the token endpoint, by grant type.", labelNames: ["grant_type"] as const });
+export const oauthTokensIssued = counter({
+  name: "oauth_tokens_issued_total",
+  help: "Tokens issued at the token endpoint, by grant type.",
+  labelNames: ["grant_type"] as const,
+});
 
-export const oauthTokenErrors = counter({ name: "oauth_token_errors_total", help: "Token endpoint error answers, by OAuth error code.", labelNames: ["error"] as const });
+export const oauthTokenErrors = counter({
+  name: "oauth_token_errors_total",
+  help: "Token endpoint error answers, by OAuth error code.",
+  labelNames: ["error"] as const,
+});
 
-export const oauthLoginFailures = counter({ name: "oauth_login_failures_total", help: "Member logins refused for a wrong email or password." });
+export const oauthLoginFailures = counter({
+  name: "oauth_login_failures_total",
+  help: "Member logins refused for a wrong email or password.",
+});
 
-export const rateLimitRefusals = counter({ name: "rate_limit_refusals_total", help: "Requests refused by a failure limit, by limit.", labelNames: ["limit"] as const });
+export const rateLimitRefusals = counter({
+  name: "rate_limit_refusals_total",
+  help: "Requests refused by a failure limit, by limit.",
+  labelNames: ["limit"] as const,
+});
 
 export const webhookAttempts = counter({
   name: "webhook_delivery_attempts_total",
@@ -63,9 +78,15 @@ export const webhookAttemptDuration = histogram({
   buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
 });
 
-export const webhookGivenUp = counter({ name: "webhook_deliveries_given_up_total", help: "Deliveries given up after their last retry." });
+export const webhookGivenUp = counter({
+  name: "webhook_deliveries_given_up_total",
+  help: "Deliveries given up after their last retry.",
+});
 
-export const webhookSubscriptionsDisabled = counter({ name: "webhook_subscriptions_disabled_total", help: "Subscriptions disabled because every attempt failed." });
+export const webhookSubscriptionsDisabled = counter({
+  name: "webhook_subscriptions_disabled_total",
+  help: "Subscriptions disabled because every attempt failed.",
+});
 
 /** A gauge whose value is read from its sources on each scrape. */
 function scrapedGauge(name: string, help: string, labelName: string | undefined, sources: Set<GaugeSource>) {
@@ -94,10 +115,30 @@ export const deliveriesDueSources = new Set<GaugeSource>();
 export const deliveriesInFlightSources = new Set<GaugeSource>();
 export const subscriptionsAtCapSources = new Set<GaugeSource>();
 scrapedGauge("outbox_pending_events", "Outbox rows not yet published, by service.", "service", outboxPendingSources);
-scrapedGauge("outbox_oldest_pending_age_seconds", "Age of the oldest unpublished outbox row (0 when none), by service.", "service", outboxOldestSources);
-scrapedGauge("eventbus_consumer_pending_messages", "Messages on the bus not yet handled, by durable consumer.", "consumer", consumerPendingSources);
-scrapedGauge("webhook_deliveries_due", "Pending deliveries whose next attempt is due now.", undefined, deliveriesDueSources);
-scrapedGauge("webhook_deliveries_in_flight", "Deliveries a worker holds now (claimed, lease running), in every delivery process.", undefined, deliveriesInFlightSources);
+scrapedGauge(
+  "outbox_oldest_pending_age_seconds",
+  "Age of the oldest unpublished outbox row (0 when none), by service.",
+  "service",
+  outboxOldestSources,
+);
+scrapedGauge(
+  "eventbus_consumer_pending_messages",
+  "Messages on the bus not yet handled, by durable consumer.",
+  "consumer",
+  consumerPendingSources,
+);
+scrapedGauge(
+  "webhook_deliveries_due",
+  "Pending deliveries whose next attempt is due now.",
+  undefined,
+  deliveriesDueSources,
+);
+scrapedGauge(
+  "webhook_deliveries_in_flight",
+  "Deliveries a worker holds now (claimed, lease running), in every delivery process.",
+  undefined,
+  deliveriesInFlightSources,
+);
 scrapedGauge(
   "webhook_subscriptions_at_in_flight_cap",
   "Subscriptions with as many deliveries in flight as their cap allows (WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION, a cap lowered by throttling, 1 for an ordered one): a slow or hanging target.",

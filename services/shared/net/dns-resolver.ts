@@ -51,7 +51,8 @@ export function caresResolver(options: CaresResolverOptions): Resolver {
       else if (NO_ADDRESS_CODES.has(errorCode(answer.reason) ?? "")) noAddress ??= answer.reason;
       else throw answer.reason;
     }
-    if (addresses.length === 0) throw noAddress ?? Object.assign(new Error(`no address for ${hostname}`), { code: "ENODATA" });
+    if (addresses.length === 0)
+      throw noAddress ?? Object.assign(new Error(`no address for ${hostname}`), { code: "ENODATA" });
     return addresses;
   };
 }
@@ -77,5 +78,6 @@ export function targetResolver(options: TargetResolverOptions): Resolver {
   if (!options.allowInsecure) return cares;
   // RFC 6761 §6.3: "Name resolution APIs SHOULD NOT send queries for
   // localhost names to their configured caching DNS server(s)."
-  return (hostname) => (isLocalhostName(hostname) ? systemResolver(hostname) : cares(hostname).catch(() => systemResolver(hostname)));
+  return (hostname) =>
+    isLocalhostName(hostname) ? systemResolver(hostname) : cares(hostname).catch(() => systemResolver(hostname));
 }

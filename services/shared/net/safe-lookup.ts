@@ -52,7 +52,9 @@ export function safeLookup(resolve: Resolver, allowInsecure: boolean): LookupFun
           }
         }
         const family = typeof options.family === "number" ? options.family : 0;
-        const list = found.map((address) => ({ address, family: isIP(address) })).filter((a) => a.family !== 0 && (!family || a.family === family));
+        const list = found
+          .map((address) => ({ address, family: isIP(address) }))
+          .filter((a) => a.family !== 0 && (!family || a.family === family));
         if (list.length === 0) {
           const err = Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND", hostname });
           return callback(err, "", 0);

@@ -24,6 +24,13 @@ export async function openRelayDatabase(
   serviceOrm: MikroORM,
 ): Promise<RelayDatabase> {
   if (!onRealPostgres(deps)) return { orm: serviceOrm, own: false, close: async () => {} };
-  const orm = await openDatabase({ clientUrl: deps.databaseUrl, poolMax: RELAY_POOL_MAX, logger: deps.logger, schema, entities: [], migrations: [] });
+  const orm = await openDatabase({
+    clientUrl: deps.databaseUrl,
+    poolMax: RELAY_POOL_MAX,
+    logger: deps.logger,
+    schema,
+    entities: [],
+    migrations: [],
+  });
   return { orm, own: true, close: () => orm.close() };
 }

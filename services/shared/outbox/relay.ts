@@ -28,6 +28,7 @@ import { outboxOldestSources, outboxPendingSources } from "../metrics/metrics.js
 import { addSource } from "../metrics/scrape-sources.js";
 import { startSpan, tracingState, type WorkSpan } from "../trace/tracing.js";
 import { OutboxLease } from "./lease.js";
+import { OutboxRows, type OutboxRow } from "./outbox-rows.js";
 
 export interface OutboxRelayOptions {
   orm: MikroORM;
@@ -64,8 +65,6 @@ interface DeferredRow {
   failures: number;
 }
 
-type Row = { id: string; seq: string; subject: string; payload: Buffer; traceparent: string | null; tracestate: string | null };
-
 /** Failed batches and failed rounds. */
 const FAILURE_BACKOFF: Backoff = { baseMs: 500, maxMs: 30_000 };
 /** A row that found no consumer, when the bus gives no time for it. */
@@ -97,23 +96,11 @@ export class OutboxRelay {
   /** The last batch read as many new rows as it could: more may be waiting. */
   private moreRows = false;
   private readonly stopMetrics: (() => void)[] = [];
-  /** A round's statements: without the ORM's per-query work (knex's raw), named prepared statements on connections of its own. */
-  private readonly readStatement: (deferred: string[], limit: number) => Promise<Row[]>;
-  private readonly markStatement: (ids: string[]) => Promise<void>;
+  private readonly rows: OutboxRows;
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.batchSize = options.batchSize ?? 100;
-    const { orm, schema } = options;
-    const knex = orm.em.getKnex();
-    // pg's query options: a name makes the statement a named prepared one.
-    const named = (name: string) => (options.preparedStatements === true ? { name } : {});
-    const read = `select "id", "seq"::text as "seq", "subject", "payload", "traceparent", "tracestate" from "${schema}"."outbox"
-        where "published_at" is null and "id" <> all(?::uuid[]) order by "outbox"."seq" limit ?::int`;
-    this.readStatement = async (deferred, limit) => (await knex.raw<{ rows: Row[] }>(read, [deferred, limit]).options(named(`outbox-read-${schema}`))).rows;
-    const mark = `update "${schema}"."outbox" set "published_at" = now() where "id" = any(?::uuid[])`;
-    this.markStatement = async (ids) => {
-      await knex.raw(mark, [ids]).options(named(`outbox-mark-${schema}`));
-    };
+    this.rows = new OutboxRows(options.orm, options.schema, options.preparedStatements === true);
     this.lease = new OutboxLease({
       orm: options.orm,
       schema: options.schema,
@@ -125,7 +112,8 @@ export class OutboxRelay {
       round: () => this.round(),
       backoff: FAILURE_BACKOFF,
       onError: (err, retryInMs) => {
-        if (err instanceof PublishFailed) options.logger.warn({ err: err.cause, published: err.published, retryInMs }, "outbox publish failed");
+        if (err instanceof PublishFailed)
+          options.logger.warn({ err: err.cause, published: err.published, retryInMs }, "outbox publish failed");
         else options.logger.error({ err, retryInMs }, "outbox relay failed");
       },
     });
@@ -139,24 +127,10 @@ export class OutboxRelay {
   start(): void {
     // outbox_pending_events and outbox_oldest_pending_age_seconds, read when scraped.
     this.stopMetrics.push(
-      addSource(outboxPendingSources, async () => [[this.options.schema, (await this.pending()).n]]),
-      addSource(outboxOldestSources, async () => [[this.options.schema, (await this.pending()).age]]),
+      addSource(outboxPendingSources, async () => [[this.options.schema, (await this.rows.pending()).n]]),
+      addSource(outboxOldestSources, async () => [[this.options.schema, (await this.rows.pending()).age]]),
     );
     this.loop.start();
-  }
-
-  /** Unsent rows and the age of the oldest, from the unsent-rows index; one query serves both gauges of a scrape. */
-  private pendingRead?: Promise<{ n: number; age: number }>;
-  private pending(): Promise<{ n: number; age: number }> {
-    this.pendingRead ??= this.options.orm.em
-      .fork()
-      .execute(
-        `select count(*)::int as "n", coalesce(extract(epoch from now() - min("created_at")), 0)::float8 as "age"
-           from "${this.options.schema}"."outbox" where "published_at" is null`,
-      )
-      .then(([row]) => ({ n: row.n as number, age: row.age as number }))
-      .finally(() => setTimeout(() => (this.pendingRead = undefined), 0).unref());
-    return this.pendingRead;
   }
 
   /** Publish soon: a change was just committed (a failure back-off is waited out). */
@@ -190,18 +164,19 @@ export class OutboxRelay {
   }
 
   /** Unsent rows, for readiness and tests. */
-  async backlog(): Promise<number> {
-    const [row] = await this.options.orm.em
-      .fork()
-      .execute(`select count(*)::int as n from "${this.options.schema}"."outbox" where "published_at" is null`);
-    return row.n;
+  backlog(): Promise<number> {
+    return this.rows.count();
   }
 
   private async round(): Promise<number> {
     const batch = await this.publishBatch();
     await this.cleanup();
     if (batch.error) throw new PublishFailed(batch.error, batch.published);
-    if (batch.leaseLost) this.options.logger.warn({ published: batch.published }, "outbox lease not renewed in time; batch ended before the next publish");
+    if (batch.leaseLost)
+      this.options.logger.warn(
+        { published: batch.published },
+        "outbox lease not renewed in time; batch ended before the next publish",
+      );
     let delay = this.moreRows ? 0 : this.options.pollMs;
     // Deferred rows come back when the bus says they may go, even before the next poll.
     if (this.deferred.size > 0) delay = Math.min(delay, Math.max(DEFERRED_FLOOR_MS, this.nextRetryAt() - Date.now()));
@@ -209,25 +184,23 @@ export class OutboxRelay {
   }
 
   private async runBatch(): Promise<RelayBatch> {
-    const { schema } = this.options;
     if (!(await this.lease.keep())) {
       this.forget();
       return { leader: false, published: 0 };
     }
-    const em = this.options.orm.em.fork();
     this.moreRows = false;
     const sent: string[] = [];
     let marked = 0;
     const markSent = async () => {
       const ids = sent.slice(marked);
       if (ids.length === 0) return;
-      await this.markStatement(ids);
+      await this.rows.markSent(ids);
       marked = sent.length;
     };
     let error: unknown;
     let leaseLost = false;
     /** Publishes rows in order; false when the batch must end. */
-    const publishRows = async (rows: Row[]): Promise<boolean> => {
+    const publishRows = async (rows: OutboxRow[]): Promise<boolean> => {
       const seqOf = new Map(rows.map((r) => [r.id, r.seq]));
       // Exporting spans: each publish is a span of its event's trace, and the message carries it.
       const spans = new Map<string, WorkSpan>();
@@ -264,7 +237,10 @@ export class OutboxRelay {
           const failures = (this.deferred.get(id)?.failures ?? 0) + 1;
           const at = retryAt ?? Date.now() + backoffDelay(failures, NO_CONSUMER_BACKOFF);
           this.deferred.set(id, { seq: seqOf.get(id)!, retryAt: at, failures });
-          this.options.logger.debug({ err: reason, id, retryAt: new Date(at) }, "outbox row deferred: some consumers have not taken it");
+          this.options.logger.debug(
+            { err: reason, id, retryAt: new Date(at) },
+            "outbox row deferred: some consumers have not taken it",
+          );
         },
       });
       for (const id of [...spans.keys()]) endSpan(id, result.error ?? "not sent: the batch ended before it");
@@ -279,11 +255,7 @@ export class OutboxRelay {
       const ids = [...this.deferred.entries()].sort(([, a], [, b]) => compareSeq(a.seq, b.seq)).map(([id]) => id);
       for (let i = 0; going && i < ids.length; i += this.batchSize) {
         const chunk = ids.slice(i, i + this.batchSize);
-        const rows: Row[] = await em.execute(
-          `select "id", "seq"::text as "seq", "subject", "payload", "traceparent", "tracestate" from "${schema}"."outbox"
-            where "id" in (${chunk.map(() => "?").join(",")}) and "published_at" is null order by "outbox"."seq"`,
-          chunk,
-        );
+        const rows = await this.rows.readStillUnsent(chunk);
         // Published meanwhile (by a relay before a lease hand-over) or cleaned up: nothing left to do.
         const unsent = new Set(rows.map((r) => r.id));
         for (const id of chunk) if (!unsent.has(id)) this.deferred.delete(id);
@@ -292,7 +264,7 @@ export class OutboxRelay {
     }
     if (going) {
       // The deferred rows wait for their turn above.
-      const rows = await this.readStatement([...this.deferred.keys()], this.batchSize);
+      const rows = await this.rows.readUnsent([...this.deferred.keys()], this.batchSize);
       this.moreRows = rows.length === this.batchSize;
       await publishRows(rows);
     }
@@ -322,14 +294,11 @@ export class OutboxRelay {
   private async cleanup(): Promise<void> {
     if (Date.now() - this.lastCleanup < CLEANUP_EVERY_MS) return;
     this.lastCleanup = Date.now();
-    const hours = this.options.retentionHours ?? 168;
-    await this.options.orm.em
-      .fork()
-      .execute(`delete from "${this.options.schema}"."outbox" where "published_at" < now() - make_interval(hours => ?)`, [hours]);
+    await this.rows.deleteSent(this.options.retentionHours ?? 168);
   }
 }
 
-const toMessage = (row: Row): OutgoingMessage => ({
+const toMessage = (row: OutboxRow): OutgoingMessage => ({
   subject: row.subject,
   data: new Uint8Array(row.payload),
   msgId: row.id,

@@ -105,7 +105,14 @@ export function outboxRowOf(event: OutboxEvent): Record<string, string | null> {
 
 function outboxInsertParams(schema: string, event: OutboxEvent): unknown[] {
   const { traceparent, tracestate } = traceColumns();
-  return [event.id, event.subject, Buffer.from(event.payload), traceparent, tracestate, outboxLockKey(schema, event.orderKey)];
+  return [
+    event.id,
+    event.subject,
+    Buffer.from(event.payload),
+    traceparent,
+    tracestate,
+    outboxLockKey(schema, event.orderKey),
+  ];
 }
 
 /** The trace headers of the request being served (one read of its context), as column values. */

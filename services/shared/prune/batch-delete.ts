@@ -15,13 +15,21 @@ export interface PruneTarget {
 }
 
 /** Deletes `target`'s rows in batches of at most `batchSize` until a batch comes back short; answers each batch's count. */
-export async function deleteInBatches(orm: MikroORM, target: PruneTarget, batchSize: number, maxBatches = Number.POSITIVE_INFINITY): Promise<number[]> {
+export async function deleteInBatches(
+  orm: MikroORM,
+  target: PruneTarget,
+  batchSize: number,
+  maxBatches = Number.POSITIVE_INFINITY,
+): Promise<number[]> {
   const counts: number[] = [];
   // ctid = any(array(...)): a TID scan of just the locked rows, never a join over the table.
   const sql = `delete from ${target.table} where ctid = any(array(
     select t.ctid from ${target.table} t where ${target.where} limit ${Math.floor(batchSize)} for update skip locked))`;
   while (counts.length < maxBatches) {
-    const res = await orm.em.fork().getConnection().execute(sql, target.params ?? [], "run");
+    const res = await orm.em
+      .fork()
+      .getConnection()
+      .execute(sql, target.params ?? [], "run");
     const deleted = Number((res as { affectedRows?: number }).affectedRows ?? 0);
     counts.push(deleted);
     if (deleted < batchSize) break;

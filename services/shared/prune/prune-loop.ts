@@ -17,7 +17,11 @@ export interface PruneSettings {
 }
 
 /** One pass over every target; answers the rows deleted per target name (batches summed). */
-export async function pruneOnce(orm: MikroORM, targets: PruneTarget[], batchSize: number): Promise<Record<string, number>> {
+export async function pruneOnce(
+  orm: MikroORM,
+  targets: PruneTarget[],
+  batchSize: number,
+): Promise<Record<string, number>> {
   const deleted: Record<string, number> = {};
   for (const target of targets) {
     const counts = await deleteInBatches(orm, target, batchSize);

@@ -109,7 +109,11 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
     const server = inProcessServers.get(origin);
     if (!server) return overHttp;
     let transport = inMemory.get(server);
-    if (!transport) inMemory.set(server, (transport = server({ interceptors: [serverAway, propagate], defaultTimeoutMs: options.timeoutMs })));
+    if (!transport)
+      inMemory.set(
+        server,
+        (transport = server({ interceptors: [serverAway, propagate], defaultTimeoutMs: options.timeoutMs })),
+      );
     return transport;
   };
   const transport: Transport = {

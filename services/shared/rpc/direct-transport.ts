@@ -7,7 +7,17 @@
 // call answers the same in memory as over HTTP. connect's router transport would
 // do the same through its universal handler's streams, at many times the
 // CPU of the call itself (docs/benchmark.md).
-import { clone, create, fromBinary, isMessage, toBinary, type DescMessage, type DescMethod, type DescMethodUnary, type MessageShape } from "@bufbuild/protobuf";
+import {
+  clone,
+  create,
+  fromBinary,
+  isMessage,
+  toBinary,
+  type DescMessage,
+  type DescMethod,
+  type DescMethodUnary,
+  type MessageShape,
+} from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
@@ -79,7 +89,11 @@ export function createDirectTransport(options: DirectTransportOptions): Transpor
       const url = `${base}/${method.parent.typeName}/${method.name}`;
       const handler = options.handlers.get(method);
       const serve = async (req: UnaryRequest<I, O>): Promise<UnaryResponse<I, O>> => {
-        if (!handler) throw new ConnectError(`${method.parent.typeName}.${method.name} has no handler on this server`, Code.Unimplemented);
+        if (!handler)
+          throw new ConnectError(
+            `${method.parent.typeName}.${method.name} has no handler on this server`,
+            Code.Unimplemented,
+          );
         const context = createHandlerContext({
           service: method.parent,
           method,
@@ -94,14 +108,24 @@ export function createDirectTransport(options: DirectTransportOptions): Transpor
         try {
           const output = await handler(clone(method.input, req.message) as never, context);
           const message = isMessage(output, method.output) ? output : create(method.output, output as never);
-          return { stream: false, service: method.parent, method, header: context.responseHeader, trailer: context.responseTrailer, message };
+          return {
+            stream: false,
+            service: method.parent,
+            method,
+            header: context.responseHeader,
+            trailer: context.responseTrailer,
+            message,
+          };
         } finally {
           // Releases the deadline's timer.
           context.abort(FINISHED);
         }
       };
       const interceptors = [...options.clientInterceptors, ...options.serverInterceptors];
-      const call = interceptors.reduceRight<(req: UnaryRequest<I, O>) => Promise<UnaryResponse<I, O>>>((next, interceptor) => interceptor(next as never) as never, serve);
+      const call = interceptors.reduceRight<(req: UnaryRequest<I, O>) => Promise<UnaryResponse<I, O>>>(
+        (next, interceptor) => interceptor(next as never) as never,
+        serve,
+      );
       const request: UnaryRequest<I, O> = {
         stream: false,
         service: method.parent,
@@ -131,7 +155,11 @@ export function createDirectTransport(options: DirectTransportOptions): Transpor
 }
 
 /** The caller's answer, or DeadlineExceeded at the deadline (the handler's own signal aborts then too). */
-function withDeadline<T>(answer: Promise<T>, timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<T> {
+function withDeadline<T>(
+  answer: Promise<T>,
+  timeoutMs: number | undefined,
+  signal: AbortSignal | undefined,
+): Promise<T> {
   if (timeoutMs === undefined && !signal) return answer;
   return new Promise<T>((resolve, reject) => {
     let timer: NodeJS.Timeout | undefined;

@@ -10,7 +10,6 @@ import { startSpan } from "../trace/tracing.js";
 import { INTERNAL_AUTH_HEADER } from "./client.js";
 import { isOutage } from "./outage.js";
 
-
 /** One-shot crypto.hash (Node 20.12+): no Hash object per call. */
 const digest = (s: string) => hash("sha256", s, "buffer");
 
@@ -78,9 +77,17 @@ export function contextInterceptor(logger: Logger): Interceptor {
         let err = thrown;
         const fault = !(err instanceof ConnectError) || SERVER_FAULTS.has(err.code);
         // A caller's mistake is not this span's failure.
-        span.end(fault ? thrown : undefined, { "rpc.connect_rpc.error_code": err instanceof ConnectError ? Code[err.code]! : "Internal" });
+        span.end(fault ? thrown : undefined, {
+          "rpc.connect_rpc.error_code": err instanceof ConnectError ? Code[err.code]! : "Internal",
+        });
         if (fault && isOutage(err)) {
-          err = new ConnectError("a backend is unavailable", Code.Unavailable, undefined, undefined, err instanceof ConnectError ? (err.cause ?? err) : err);
+          err = new ConnectError(
+            "a backend is unavailable",
+            Code.Unavailable,
+            undefined,
+            undefined,
+            err instanceof ConnectError ? (err.cause ?? err) : err,
+          );
         }
         if (!(err instanceof ConnectError)) {
           logger.error({ ...line(req, requestId, "Internal", started), err }, "rpc");
@@ -89,7 +96,10 @@ export function contextInterceptor(logger: Logger): Interceptor {
         if (SERVER_FAULTS.has(err.code)) {
           logger.error({ ...line(req, requestId, Code[err.code], started), err: err.cause ?? err }, "rpc");
         } else if (OUTAGES.has(err.code)) {
-          logger.warn({ ...line(req, requestId, Code[err.code], started), message: err.rawMessage, err: err.cause ?? err }, "rpc");
+          logger.warn(
+            { ...line(req, requestId, Code[err.code], started), message: err.rawMessage, err: err.cause ?? err },
+            "rpc",
+          );
         } else {
           logger.info({ ...line(req, requestId, Code[err.code], started), message: err.rawMessage }, "rpc");
         }
@@ -99,7 +109,12 @@ export function contextInterceptor(logger: Logger): Interceptor {
   };
 }
 
-function line(req: { service: { typeName: string }; method: { name: string } }, requestId: string, code: string | undefined, started: number) {
+function line(
+  req: { service: { typeName: string }; method: { name: string } },
+  requestId: string,
+  code: string | undefined,
+  started: number,
+) {
   return {
     requestId,
     procedure: `${req.service.typeName}/${req.method.name}`,

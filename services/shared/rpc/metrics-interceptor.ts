@@ -16,7 +16,8 @@ export function metricsInterceptor(service: string): Interceptor {
   return (next) => (req) => {
     const started = performance.now();
     const method = req.method.name;
-    const observe = (code: string) => rpcServerDuration.observe({ service, method, code }, (performance.now() - started) / 1000);
+    const observe = (code: string) =>
+      rpcServerDuration.observe({ service, method, code }, (performance.now() - started) / 1000);
     let answer;
     try {
       answer = next(req);

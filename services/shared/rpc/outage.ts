@@ -5,7 +5,16 @@
 import { ConnectionException } from "@mikro-orm/core";
 
 /** Node's network errors of a peer that is away or unreachable. */
-const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"]);
+const NETWORK_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+]);
 
 /**
  * PostgreSQL SQLSTATEs of a server that is going or gone
@@ -19,7 +28,12 @@ const SQLSTATES = new Set(["57P01", "57P02", "57P03", "53300"]);
 const NATS_CODES = new Set(["CONNECTION_CLOSED", "CONNECTION_DRAINING", "CONNECTION_REFUSED", "DISCONNECT", "503"]);
 
 /** Messages of failures that carry no code: pg's lost connection, knex's pool that found none. */
-const MESSAGES = [/^Connection terminated/, /Timeout acquiring a connection/, /^Client has encountered a connection error/, /not connected/i];
+const MESSAGES = [
+  /^Connection terminated/,
+  /Timeout acquiring a connection/,
+  /^Client has encountered a connection error/,
+  /not connected/i,
+];
 
 /** True when `err` (or an error in its cause chain) says a backend is unreachable. */
 export function isOutage(err: unknown): boolean {
@@ -27,7 +41,8 @@ export function isOutage(err: unknown): boolean {
     if (e instanceof ConnectionException) return true;
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string") {
-      if (NETWORK_CODES.has(code) || NATS_CODES.has(code) || SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code)) return true;
+      if (NETWORK_CODES.has(code) || NATS_CODES.has(code) || SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code))
+        return true;
     }
     if (e.name === "KnexTimeoutError" || MESSAGES.some((m) => m.test(e.message))) return true;
   }

@@ -47,7 +47,12 @@ export interface RunningServer {
 }
 
 export async function startRpcServer(options: RpcServerOptions): Promise<RunningServer> {
-  const interceptors = [metricsInterceptor(options.name), contextInterceptor(options.logger), internalAuthInterceptor(options.internalTokens), stringGuardInterceptor()];
+  const interceptors = [
+    metricsInterceptor(options.name),
+    contextInterceptor(options.logger),
+    internalAuthInterceptor(options.internalTokens),
+    stringGuardInterceptor(),
+  ];
   const router = { interceptors, readMaxBytes: options.readMaxBytes ?? 4 * 1024 * 1024 };
   const handler = connectNodeAdapter({
     routes: options.routes,
@@ -69,7 +74,13 @@ export async function startRpcServer(options: RpcServerOptions): Promise<Running
     url,
     port,
     inProcess: (client) =>
-      createDirectTransport({ baseUrl: url, handlers, serverInterceptors: interceptors, clientInterceptors: client.interceptors, defaultTimeoutMs: client.defaultTimeoutMs }),
+      createDirectTransport({
+        baseUrl: url,
+        handlers,
+        serverInterceptors: interceptors,
+        clientInterceptors: client.interceptors,
+        defaultTimeoutMs: client.defaultTimeoutMs,
+      }),
     // Stop accepting, let in-flight requests finish, then drop idle keep-alives.
     close: () => listener.close(10_000),
   };

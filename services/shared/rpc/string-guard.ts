@@ -30,7 +30,11 @@ function fieldMayHoldStrings(field: DescField, seen: Set<string>): boolean {
       if (field.scalar === 9 /* ScalarType.STRING */) return true;
       return field.fieldKind === "list" && field.listKind === "message" ? mayHoldStrings(field.message, seen) : false;
     case "map":
-      return field.mapKey === 9 || (field.mapKind === "scalar" && field.scalar === 9) || (field.mapKind === "message" && mayHoldStrings(field.message, seen));
+      return (
+        field.mapKey === 9 ||
+        (field.mapKind === "scalar" && field.scalar === 9) ||
+        (field.mapKind === "message" && mayHoldStrings(field.message, seen))
+      );
     case "message":
       return mayHoldStrings(field.message, seen);
     case "enum":
@@ -62,7 +66,12 @@ function walk(msg: ReflectMessage, prefix: string): string | undefined {
       case "list": {
         let i = 0;
         for (const item of msg.get(field)) {
-          const found = field.listKind === "message" ? walk(item as ReflectMessage, `${name}[${i}].`) : unsafe(item) ? `${name}[${i}]` : undefined;
+          const found =
+            field.listKind === "message"
+              ? walk(item as ReflectMessage, `${name}[${i}].`)
+              : unsafe(item)
+                ? `${name}[${i}]`
+                : undefined;
           if (found) return found;
           i++;
         }
@@ -71,7 +80,12 @@ function walk(msg: ReflectMessage, prefix: string): string | undefined {
       case "map":
         for (const [key, value] of msg.get(field)) {
           if (unsafe(key)) return `${name}[key]`;
-          const found = field.mapKind === "message" ? walk(value as ReflectMessage, `${name}[${String(key)}].`) : unsafe(value) ? `${name}[${String(key)}]` : undefined;
+          const found =
+            field.mapKind === "message"
+              ? walk(value as ReflectMessage, `${name}[${String(key)}].`)
+              : unsafe(value)
+                ? `${name}[${String(key)}]`
+                : undefined;
           if (found) return found;
         }
         break;
@@ -83,7 +97,11 @@ function walk(msg: ReflectMessage, prefix: string): string | undefined {
 /** Throws INVALID_ARGUMENT, naming the field, when a string of `message` holds U+0000 or a lone surrogate. */
 export function refuseUnsafeStrings(desc: DescMessage, message: Message): void {
   const found = findUnsafeString(desc, message);
-  if (found) throw new ConnectError(`${found}: must not contain control characters (U+0000) or a lone surrogate`, Code.InvalidArgument);
+  if (found)
+    throw new ConnectError(
+      `${found}: must not contain control characters (U+0000) or a lone surrogate`,
+      Code.InvalidArgument,
+    );
 }
 
 /**

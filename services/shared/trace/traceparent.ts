@@ -56,7 +56,9 @@ export function traceIdOf(traceparent: string): string {
  */
 export function continueTrace(incoming: string | undefined | null, spanId: string = newSpanId()): string {
   const parent = parseTraceparent(incoming);
-  return formatTraceparent(parent ? { ...parent, parentId: spanId } : { traceId: newTraceId(), parentId: spanId, flags: SAMPLED });
+  return formatTraceparent(
+    parent ? { ...parent, parentId: spanId } : { traceId: newTraceId(), parentId: spanId, flags: SAMPLED },
+  );
 }
 
 /**
@@ -75,7 +77,10 @@ export function acceptTracestate(value: string | undefined | null): string | und
  * new trace starts without it). The traceparent is parsed only when a
  * tracestate came, which most requests do not send.
  */
-export function continuedTracestate(traceparent: string | undefined | null, tracestate: string | undefined | null): string | undefined {
+export function continuedTracestate(
+  traceparent: string | undefined | null,
+  tracestate: string | undefined | null,
+): string | undefined {
   return tracestate && parseTraceparent(traceparent) ? acceptTracestate(tracestate) : undefined;
 }
 

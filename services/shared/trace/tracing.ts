@@ -47,11 +47,13 @@ export async function startTracing(processName: string, env: NodeJS.ProcessEnv =
   if (running) return running;
   const url = tracesUrl(env);
   if (!url) return OFF;
-  const [{ TracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { resourceFromAttributes }] = await Promise.all([
-    import("@opentelemetry/sdk-trace"),
-    import("@opentelemetry/exporter-trace-otlp-http"),
-    import("@opentelemetry/resources"),
-  ]);
+  const [{ TracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { resourceFromAttributes }] = await Promise.all(
+    [
+      import("@opentelemetry/sdk-trace"),
+      import("@opentelemetry/exporter-trace-otlp-http"),
+      import("@opentelemetry/resources"),
+    ],
+  );
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ "service.name": env.OTEL_SERVICE_NAME?.trim() || `bizcard-${processName}` }),
     spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url }) })],
@@ -102,11 +104,21 @@ const noop = () => {};
  * Starts the span of some work whose caller sent `incoming` (a traceparent,
  * possibly absent or invalid: then a new trace begins).
  */
-export function startSpan(name: string, incoming: string | undefined | null, kind: WorkKind, attributes?: Attributes): WorkSpan {
+export function startSpan(
+  name: string,
+  incoming: string | undefined | null,
+  kind: WorkKind,
+  attributes?: Attributes,
+): WorkSpan {
   if (!tracer) return { traceparent: continueTrace(incoming), end: noop };
   const parent = parseTraceparent(incoming);
   const context = parent
-    ? trace.setSpanContext(ROOT_CONTEXT, { traceId: parent.traceId, spanId: parent.parentId, traceFlags: parent.flags, isRemote: true })
+    ? trace.setSpanContext(ROOT_CONTEXT, {
+        traceId: parent.traceId,
+        spanId: parent.parentId,
+        traceFlags: parent.flags,
+        isRemote: true,
+      })
     : ROOT_CONTEXT;
   const span = tracer.startSpan(name, { kind: KINDS[kind], attributes }, context);
   const own = span.spanContext();
@@ -114,7 +126,8 @@ export function startSpan(name: string, incoming: string | undefined | null, kin
     traceparent: formatTraceparent({ traceId: own.traceId, parentId: own.spanId, flags: own.traceFlags }),
     end(error, attributes) {
       if (attributes) span.setAttributes(attributes);
-      if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+      if (error !== undefined)
+        span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
       span.end();
     },
   };

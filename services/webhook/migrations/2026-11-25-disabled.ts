@@ -6,7 +6,9 @@ import { Migration } from "@mikro-orm/migrations";
  */
 export class SubscriptionDisabled extends Migration {
   override async up(): Promise<void> {
-    this.addSql(`alter table "webhook"."subscription" add column "disabled_at" timestamptz(3) null, add column "disabled_reason" text null`);
+    this.addSql(
+      `alter table "webhook"."subscription" add column "disabled_at" timestamptz(3) null, add column "disabled_reason" text null`,
+    );
   }
 
   override async down(): Promise<void> {

@@ -13,6 +13,8 @@ export class SecretRotation extends Migration {
   }
 
   override async down(): Promise<void> {
-    this.addSql(`alter table "webhook"."subscription" drop column "previous_secret", drop column "previous_secret_expires_at"`);
+    this.addSql(
+      `alter table "webhook"."subscription" drop column "previous_secret", drop column "previous_secret_expires_at"`,
+    );
   }
 }

@@ -48,13 +48,19 @@ export interface SecretBox {
 
 /** A key's id: 8 base64url characters of a SHA-256 of the key (with a label of its own), never the key. */
 export function keyId(key: Buffer): string {
-  return createHash("sha256").update("bizcard webhook secret key id\0").update(key).digest().subarray(0, 6).toString("base64url");
+  return createHash("sha256")
+    .update("bizcard webhook secret key id\0")
+    .update(key)
+    .digest()
+    .subarray(0, 6)
+    .toString("base64url");
 }
 
 /** A box over `keys` (each 32 bytes): the first seals, any opens. */
 export function secretBox(keys: readonly Buffer[]): SecretBox {
   if (keys.length === 0) throw new SecretBoxError("no key: WEBHOOK_SECRET_ENCRYPTION_KEY lists none");
-  for (const key of keys) if (key.length !== KEY_BYTES) throw new SecretBoxError(`a key must be ${KEY_BYTES} bytes, not ${key.length}`);
+  for (const key of keys)
+    if (key.length !== KEY_BYTES) throw new SecretBoxError(`a key must be ${KEY_BYTES} bytes, not ${key.length}`);
   const listed = keys.map((key) => ({ id: keyId(key), key }));
   const current = listed[0]!;
   const ids = listed.map((k) => k.id).join(", ");
@@ -62,11 +68,14 @@ export function secretBox(keys: readonly Buffer[]): SecretBox {
   function open(stored: string): string {
     if (stored.startsWith(CLEAR_PREFIX)) return stored;
     const parts = stored.split(".");
-    if (parts.length !== 5 || parts[0] !== VERSION) throw new SecretBoxError(`a stored secret is neither sealed (${VERSION}.) nor a clear ${CLEAR_PREFIX} secret`);
+    if (parts.length !== 5 || parts[0] !== VERSION)
+      throw new SecretBoxError(`a stored secret is neither sealed (${VERSION}.) nor a clear ${CLEAR_PREFIX} secret`);
     const [, id, iv, ciphertext, tag] = parts as [string, string, string, string, string];
     const candidates = listed.filter((k) => k.id === id);
     if (candidates.length === 0) {
-      throw new SecretBoxError(`sealed with key ${id}, which WEBHOOK_SECRET_ENCRYPTION_KEY does not list (it lists ${ids}): add that key back after the current one`);
+      throw new SecretBoxError(
+        `sealed with key ${id}, which WEBHOOK_SECRET_ENCRYPTION_KEY does not list (it lists ${ids}): add that key back after the current one`,
+      );
     }
     for (const { key } of candidates) {
       // Node: "If no tag is provided, or if the cipher text has been tampered with, decipher.final() will throw".
@@ -75,12 +84,16 @@ export function secretBox(keys: readonly Buffer[]): SecretBox {
       decipher.setAAD(Buffer.from(`${VERSION}.${id}`));
       try {
         decipher.setAuthTag(Buffer.from(tag, "base64url"));
-        return Buffer.concat([decipher.update(Buffer.from(ciphertext, "base64url")), decipher.final()]).toString("utf8");
+        return Buffer.concat([decipher.update(Buffer.from(ciphertext, "base64url")), decipher.final()]).toString(
+          "utf8",
+        );
       } catch {
         // Another listed key with the same id (astronomically unlikely) may still open it.
       }
     }
-    throw new SecretBoxError(`sealed with key ${id} but it does not open under that key: the stored value was altered, or the key is not the one it was sealed with`);
+    throw new SecretBoxError(
+      `sealed with key ${id} but it does not open under that key: the stored value was altered, or the key is not the one it was sealed with`,
+    );
   }
 
   function seal(secret: string): string {

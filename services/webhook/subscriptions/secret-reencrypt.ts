@@ -28,7 +28,11 @@ interface Row {
  * run with FAILED_PRECONDITION naming it (the batches before it stay done).
  * A previous secret past its overlap signs no more: it is dropped rather than sealed.
  */
-export async function reencryptSecrets(em: EntityManager, box: SecretBox, batchSize = REENCRYPT_BATCH_SIZE): Promise<number> {
+export async function reencryptSecrets(
+  em: EntityManager,
+  box: SecretBox,
+  batchSize = REENCRYPT_BATCH_SIZE,
+): Promise<number> {
   const reseal = (id: string, stored: string) => readingSecret(id, () => box.reseal(stored));
   let after = "0";
   let count = 0;
@@ -43,7 +47,10 @@ export async function reencryptSecrets(em: EntityManager, box: SecretBox, batchS
       if (rows.length === 0) return true;
       const now = new Date();
       const sealed = rows.map((r) => {
-        const signing = r.previous_secret !== null && r.previous_secret_expires_at !== null && new Date(r.previous_secret_expires_at) > now;
+        const signing =
+          r.previous_secret !== null &&
+          r.previous_secret_expires_at !== null &&
+          new Date(r.previous_secret_expires_at) > now;
         return {
           id: r.id,
           secret: reseal(r.id, r.secret),

@@ -49,7 +49,10 @@ export async function rotateSecret(
 }
 
 /** The secret before the last rotation while it still signs at `at`, else undefined. */
-export function signingPreviousSecret(s: Pick<Subscription, "previousSecret" | "previousSecretExpiresAt">, at = new Date()): { secret: string; expiresAt: Date } | undefined {
+export function signingPreviousSecret(
+  s: Pick<Subscription, "previousSecret" | "previousSecretExpiresAt">,
+  at = new Date(),
+): { secret: string; expiresAt: Date } | undefined {
   if (!s.previousSecret || !s.previousSecretExpiresAt || s.previousSecretExpiresAt <= at) return undefined;
   return { secret: s.previousSecret, expiresAt: s.previousSecretExpiresAt };
 }

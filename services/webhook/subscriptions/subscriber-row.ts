@@ -19,7 +19,10 @@ export function readingSecret<T>(id: bigint | string, read: () => T): T {
     return read();
   } catch (err) {
     if (!(err instanceof SecretBoxError)) throw err;
-    throw new ConnectError(`the signing secret of subscription ${id} cannot be read: ${err.message}`, Code.FailedPrecondition);
+    throw new ConnectError(
+      `the signing secret of subscription ${id} cannot be read: ${err.message}`,
+      Code.FailedPrecondition,
+    );
   }
 }
 
@@ -27,7 +30,9 @@ export function readingSecret<T>(id: bigint | string, read: () => T): T {
 export function subscriberOfRow(r: Record<string, unknown>, secrets: SecretBox): Subscriber {
   const previous = signingPreviousSecret({
     previousSecret: r.previous_secret as string | null,
-    previousSecretExpiresAt: r.previous_secret_expires_at ? new Date(r.previous_secret_expires_at as string | Date) : null,
+    previousSecretExpiresAt: r.previous_secret_expires_at
+      ? new Date(r.previous_secret_expires_at as string | Date)
+      : null,
   });
   const open = (stored: string) => readingSecret(r.id as string, () => secrets.open(stored));
   return create(SubscriberSchema, {
@@ -37,6 +42,8 @@ export function subscriberOfRow(r: Record<string, unknown>, secrets: SecretBox):
     secret: open(r.secret as string),
     disabled: r.disabled_at !== null,
     ordered: r.ordered as boolean,
-    ...(previous ? { previousSecret: open(previous.secret), previousSecretExpireTime: timestampFromDate(previous.expiresAt) } : {}),
+    ...(previous
+      ? { previousSecret: open(previous.secret), previousSecretExpireTime: timestampFromDate(previous.expiresAt) }
+      : {}),
   });
 }

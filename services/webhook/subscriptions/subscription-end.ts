@@ -7,7 +7,11 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { SubscriptionEndReason, SubscriptionEndSchema, type SubscriptionEnd as SubscriptionEndMessage } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
+import {
+  SubscriptionEndReason,
+  SubscriptionEndSchema,
+  type SubscriptionEnd as SubscriptionEndMessage,
+} from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { eventTypeOf } from "../../shared/event-types.js";
 import type { Pair } from "../../shared/owner.js";
 import type { EndReason, SubscriptionEnd } from "./subscription-end.entity.js";

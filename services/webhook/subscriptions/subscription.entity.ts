@@ -34,7 +34,10 @@ export const SubscriptionEntity = defineEntity({
     ordered: p.boolean().default(false),
   },
   uniques: [
-    { name: "subscription_pair_target_event_unique", properties: ["organisationId", "clientId", "targetUrl", "eventType"] },
+    {
+      name: "subscription_pair_target_event_unique",
+      properties: ["organisationId", "clientId", "targetUrl", "eventType"],
+    },
   ],
   indexes: [
     // ListSubscribers: one organisation's subscribers of one event type, every client.
@@ -43,7 +46,10 @@ export const SubscriptionEntity = defineEntity({
     { name: "subscription_pair_newest_index", properties: ["organisationId", "clientId", "id"] },
   ],
   checks: [
-    { name: "subscription_target_url_length_check", expression: `char_length("target_url") <= ${TARGET_URL_MAX_LENGTH}` },
+    {
+      name: "subscription_target_url_length_check",
+      expression: `char_length("target_url") <= ${TARGET_URL_MAX_LENGTH}`,
+    },
   ],
 });
 

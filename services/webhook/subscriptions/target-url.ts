@@ -95,13 +95,22 @@ function checkWrittenInFull(raw: string): void {
 /** UNAVAILABLE for a lookup that failed; the detail is what the client is told. */
 export function targetUnavailable(host: string, cause: unknown): ConnectError {
   const description = `target_url: the host ${host} could not be resolved right now (DNS did not answer); try again later`;
-  return new ConnectError(description, Code.Unavailable, undefined, [{ desc: TargetUnavailableSchema, value: create(TargetUnavailableSchema, { description }) }], cause);
+  return new ConnectError(
+    description,
+    Code.Unavailable,
+    undefined,
+    [{ desc: TargetUnavailableSchema, value: create(TargetUnavailableSchema, { description }) }],
+    cause,
+  );
 }
 
 async function resolveWithin(resolve: Resolver, hostname: string, ms: number): Promise<string[]> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(Object.assign(new Error(`DNS lookup of ${hostname} took over ${ms} ms`), { code: "ETIMEOUT" })), ms);
+    timer = setTimeout(
+      () => reject(Object.assign(new Error(`DNS lookup of ${hostname} took over ${ms} ms`), { code: "ETIMEOUT" })),
+      ms,
+    );
   });
   try {
     return await Promise.race([resolve(hostname), timeout]);
@@ -123,7 +132,10 @@ export interface ParsedTargetUrl {
  * fragment, control characters, port, length, and literal IP destinations. Throws
  * INVALID_ARGUMENT "target_url: <reason>".
  */
-export function parseTargetUrl(value: string, options: Omit<TargetUrlOptions, "resolve" | "resolveTimeoutMs"> = {}): ParsedTargetUrl {
+export function parseTargetUrl(
+  value: string,
+  options: Omit<TargetUrlOptions, "resolve" | "resolveTimeoutMs"> = {},
+): ParsedTargetUrl {
   if (CONTROL.test(value)) throw invalid(FIELD, "must not contain control characters (tabs, newlines, ...)");
   // Spaces around the URL are dropped (a paste); inside it, the URL parser refuses or encodes them.
   const raw = value.trim();
@@ -142,20 +154,26 @@ export function parseTargetUrl(value: string, options: Omit<TargetUrlOptions, "r
     throw invalid(FIELD, "expected an https URL");
   }
   if (url.username || url.password) throw invalid(FIELD, "must not contain user-info (user:password@)");
-  if (url.hash || raw.includes("#")) throw invalid(FIELD, "must not contain a fragment (#…): it is never sent to the server");
+  if (url.hash || raw.includes("#"))
+    throw invalid(FIELD, "must not contain a fragment (#…): it is never sent to the server");
   if (!url.hostname) throw invalid(FIELD, "expected a host");
   // url.port is "" for the scheme's default port (443, or 80 for http).
   if (url.port !== "" && Number(url.port) < TARGET_PORT_MIN) {
-    throw invalid(FIELD, `port ${url.port} is not allowed; use the default port or one from ${TARGET_PORT_MIN} to 65535`);
+    throw invalid(
+      FIELD,
+      `port ${url.port} is not allowed; use the default port or one from ${TARGET_PORT_MIN} to 65535`,
+    );
   }
   const href = url.href;
-  if (href.length > TARGET_URL_MAX_LENGTH) throw invalid(FIELD, `at most ${TARGET_URL_MAX_LENGTH} characters (once normalised)`);
+  if (href.length > TARGET_URL_MAX_LENGTH)
+    throw invalid(FIELD, `at most ${TARGET_URL_MAX_LENGTH} characters (once normalised)`);
   if (options.allowPrivate) return { href };
 
   const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
   if (isIP(host)) {
     const kind = classifyIp(host);
-    if (kind !== "public") throw invalid(FIELD, `points to a ${IP_CLASS_LABELS[kind]} address; only public destinations are allowed`);
+    if (kind !== "public")
+      throw invalid(FIELD, `points to a ${IP_CLASS_LABELS[kind]} address; only public destinations are allowed`);
     return { href };
   }
   if (isLocalhostName(host)) throw invalid(FIELD, `${host} is a loopback name; only public destinations are allowed`);
@@ -167,7 +185,10 @@ export function parseTargetUrl(value: string, options: Omit<TargetUrlOptions, "r
  * when the name does not resolve or points somewhere private; UNAVAILABLE
  * when DNS fails or does not answer within the timeout.
  */
-export async function checkDestination(parsed: ParsedTargetUrl, options: Pick<TargetUrlOptions, "resolve" | "resolveTimeoutMs">): Promise<void> {
+export async function checkDestination(
+  parsed: ParsedTargetUrl,
+  options: Pick<TargetUrlOptions, "resolve" | "resolveTimeoutMs">,
+): Promise<void> {
   const host = parsed.resolveHost;
   if (host === undefined) return;
   if (!options.resolve) throw new Error("checkDestination needs a resolver");
@@ -175,14 +196,18 @@ export async function checkDestination(parsed: ParsedTargetUrl, options: Pick<Ta
   try {
     addresses = await resolveWithin(options.resolve, host, options.resolveTimeoutMs ?? 5000);
   } catch (err) {
-    if (NO_ADDRESS_CODES.has((err as { code?: string }).code ?? "")) throw invalid(FIELD, `host ${host} does not resolve`);
+    if (NO_ADDRESS_CODES.has((err as { code?: string }).code ?? ""))
+      throw invalid(FIELD, `host ${host} does not resolve`);
     throw targetUnavailable(host, err);
   }
   if (addresses.length === 0) throw invalid(FIELD, `host ${host} does not resolve`);
   for (const address of addresses) {
     const kind = classifyIp(address);
     if (kind !== "public") {
-      throw invalid(FIELD, `host ${host} resolves to a ${IP_CLASS_LABELS[kind]} address; only public destinations are allowed`);
+      throw invalid(
+        FIELD,
+        `host ${host} resolves to a ${IP_CLASS_LABELS[kind]} address; only public destinations are allowed`,
+      );
     }
   }
 }

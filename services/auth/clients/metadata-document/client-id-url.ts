@@ -20,8 +20,10 @@ export const isDocumentClientId = (clientId: string): boolean => /^https?:\/\//i
  */
 export function checkDocumentUrl(clientId: string, allowInsecure: boolean): URL {
   const refuse = (what: string) => new DocumentRefusal(clientId.slice(0, 200), what);
-  if (clientId.length > MAX_URL_LENGTH) throw refuse(`cannot be used: the URL is longer than ${MAX_URL_LENGTH} characters`);
-  if (/[\s\u0000-\u001f\u007f]/.test(clientId)) throw refuse("cannot be used: the URL contains spaces or control characters");
+  if (clientId.length > MAX_URL_LENGTH)
+    throw refuse(`cannot be used: the URL is longer than ${MAX_URL_LENGTH} characters`);
+  if (/[\s\u0000-\u001f\u007f]/.test(clientId))
+    throw refuse("cannot be used: the URL contains spaces or control characters");
   let url: URL;
   try {
     url = new URL(clientId);

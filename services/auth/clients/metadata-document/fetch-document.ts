@@ -72,11 +72,14 @@ export function createDocumentFetcher(options: DocumentFetcherOptions): Document
       });
       try {
         if (res.statusCode >= 300 && res.statusCode < 400) {
-          throw refuse(`was redirected (HTTP ${res.statusCode}): the metadata document must be served without redirects`);
+          throw refuse(
+            `was redirected (HTTP ${res.statusCode}): the metadata document must be served without redirects`,
+          );
         }
         if (res.statusCode !== 200) throw refuse(`could not be fetched: it answered HTTP ${res.statusCode}`);
         const type = header(res.headers["content-type"]);
-        if (!isJsonType(type)) throw refuse(`is not served as JSON (Content-Type ${type ? JSON.stringify(type.slice(0, 100)) : "missing"})`);
+        if (!isJsonType(type))
+          throw refuse(`is not served as JSON (Content-Type ${type ? JSON.stringify(type.slice(0, 100)) : "missing"})`);
         const tooLarge = () => refuse(`is larger than ${MAX_DOCUMENT_BYTES / 1024} KiB`);
         if (Number(header(res.headers["content-length"]) ?? 0) > MAX_DOCUMENT_BYTES) throw tooLarge();
         const chunks: Buffer[] = [];
@@ -108,7 +111,11 @@ type Refuse = (what: string, cause?: unknown) => DocumentRefusal;
 
 /** What went wrong with a fetch that got no usable answer, in words for the page. */
 function refusalOf(err: unknown, signal: AbortSignal, timeoutMs: number, refuse: Refuse): DocumentRefusal {
-  for (let e = err as { code?: string; message?: string; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+  for (
+    let e = err as { code?: string; message?: string; cause?: unknown } | undefined, depth = 0;
+    e && depth < 5;
+    e = e.cause as typeof e, depth++
+  ) {
     if (e instanceof DestinationRefusedError || e.code === "ERR_DESTINATION_REFUSED") {
       return refuse(`resolves to a private address, which is refused (${e.message})`, err);
     }
@@ -118,7 +125,9 @@ function refusalOf(err: unknown, signal: AbortSignal, timeoutMs: number, refuse:
   if (signal.aborted || e?.name === "TimeoutError" || timeouts.includes(e?.code ?? "")) {
     return refuse(`did not answer within ${seconds(timeoutMs)}`, err);
   }
-  if (e?.code === "ENOTFOUND" || e?.code === "ENODATA") return refuse("could not be fetched: its host name has no address", err);
-  if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY/.test(e?.code ?? "")) return refuse(`could not be fetched: its TLS certificate is not trusted (${e.code})`, err);
+  if (e?.code === "ENOTFOUND" || e?.code === "ENODATA")
+    return refuse("could not be fetched: its host name has no address", err);
+  if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY/.test(e?.code ?? ""))
+    return refuse(`could not be fetched: its TLS certificate is not trusted (${e.code})`, err);
   return refuse(`could not be fetched (${e?.code ?? e?.name ?? "network error"})`, err);
 }

@@ -44,10 +44,13 @@ export function parseDocument(url: string, body: string, options: { allowInsecur
     const said = typeof d.client_id === "string" ? JSON.stringify(d.client_id.slice(0, 200)) : "missing";
     throw refuse(`cannot be used: its client_id differs from its URL (client_id: ${said})`);
   }
-  if ("client_secret" in d || "client_secret_expires_at" in d) throw refuse("cannot be used: it must not carry a client_secret");
+  if ("client_secret" in d || "client_secret_expires_at" in d)
+    throw refuse("cannot be used: it must not carry a client_secret");
   const method = d.token_endpoint_auth_method ?? "none";
   if (method !== "none") {
-    throw refuse(`cannot be used: its token_endpoint_auth_method is ${JSON.stringify(method)}; only none is accepted (a public client, with PKCE)`);
+    throw refuse(
+      `cannot be used: its token_endpoint_auth_method is ${JSON.stringify(method)}; only none is accepted (a public client, with PKCE)`,
+    );
   }
   const redirectUris = readRedirectUris(d.redirect_uris, options.allowInsecure, refuse);
   const responseTypes = d.response_types;
@@ -72,21 +75,25 @@ type Refuse = (what: string) => DocumentRefusal;
  * surrogate in any name or string, whether this server reads that member or not.
  */
 function strictJsonRefusal(problem: StrictJsonProblem): string {
-  if (problem.kind === "repeated-name") return `it has the member ${JSON.stringify(problem.name.slice(0, 100))} more than once`;
+  if (problem.kind === "repeated-name")
+    return `it has the member ${JSON.stringify(problem.name.slice(0, 100))} more than once`;
   const why = unstorableReason(problem.text);
   if (problem.member === undefined) return `it must not contain ${why}`;
   if (problem.isMemberName) return `a member name must not contain ${why}`;
   return `its member ${JSON.stringify(problem.member.slice(0, 100))} must not contain ${why}`;
 }
 
-const stringList = (value: unknown): value is string[] => Array.isArray(value) && value.every((v) => typeof v === "string");
+const stringList = (value: unknown): value is string[] =>
+  Array.isArray(value) && value.every((v) => typeof v === "string");
 
 /** What checkRedirectUri() and checkGrantTypes() said, without their field prefix. */
 const reason = (err: unknown) => (err instanceof ConnectError ? err.rawMessage : String(err)).replace(/^[a-z_]+: /, "");
 
 function readRedirectUris(value: unknown, allowInsecure: boolean, refuse: Refuse): string[] {
-  if (!stringList(value) || value.length === 0) throw refuse("cannot be used: its redirect_uris must be a non-empty list of strings");
-  if (value.length > MAX_REDIRECT_URIS) throw refuse(`cannot be used: it lists more than ${MAX_REDIRECT_URIS} redirect_uris`);
+  if (!stringList(value) || value.length === 0)
+    throw refuse("cannot be used: its redirect_uris must be a non-empty list of strings");
+  if (value.length > MAX_REDIRECT_URIS)
+    throw refuse(`cannot be used: it lists more than ${MAX_REDIRECT_URIS} redirect_uris`);
   return [
     ...new Set(
       value.map((uri) => {
@@ -94,7 +101,9 @@ function readRedirectUris(value: unknown, allowInsecure: boolean, refuse: Refuse
           // As a registration's, of a public client (clients/redirect-uri.ts).
           return checkRedirectUri(uri, { allowInsecure, public: true });
         } catch (err) {
-          throw refuse(`cannot be used: its redirect_uri ${JSON.stringify(uri.slice(0, 200))} is not acceptable: ${reason(err)}`);
+          throw refuse(
+            `cannot be used: its redirect_uri ${JSON.stringify(uri.slice(0, 200))} is not acceptable: ${reason(err)}`,
+          );
         }
       }),
     ),
@@ -126,7 +135,8 @@ function readScopes(value: unknown, refuse: Refuse): string[] {
 
 /** RFC 7591 §2 grant_types, as a public client's (no client_credentials); absent: authorization_code and refresh_token. */
 function readGrantTypes(value: unknown, redirectUris: string[], refuse: Refuse): string[] {
-  if (value !== undefined && !stringList(value)) throw refuse("cannot be used: its grant_types must be a list of strings");
+  if (value !== undefined && !stringList(value))
+    throw refuse("cannot be used: its grant_types must be a list of strings");
   try {
     return checkGrantTypes(value ?? [], { public: true, ownerOrganisationId: null, redirectUris });
   } catch (err) {
@@ -136,7 +146,8 @@ function readGrantTypes(value: unknown, redirectUris: string[], refuse: Refuse):
 
 function readClientUri(value: unknown, refuse: Refuse): string | null {
   if (value === undefined) return null;
-  const ok = typeof value === "string" && value.length <= 2048 && /^https?:\/\/[^\s]+$/i.test(value) && URL.canParse(value);
+  const ok =
+    typeof value === "string" && value.length <= 2048 && /^https?:\/\/[^\s]+$/i.test(value) && URL.canParse(value);
   if (!ok) throw refuse("cannot be used: its client_uri must be an http or https URL");
   return value;
 }

@@ -1,0 +1,177 @@
+// One delivery attempt, for the workers (delivery-worker.ts): the POST to the
+// subscription's current target in the event's trace, and what its answer
+// means for the delivery: succeeded; gone (410: the subscription is deleted,
+// with the rest of its queue); or failed, retried on the schedule (or given
+// up), the subscription throttled when the target asked to wait.
+import type { Client } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
+import {
+  SubscriptionEndReason,
+  type Subscriber,
+  type WebhookService,
+} from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
+import type { Logger } from "../../shared/logger.js";
+import { webhookAttemptDuration, webhookAttempts, webhookGivenUp } from "../../shared/metrics/metrics.js";
+import { runInRequest } from "../../shared/request-context.js";
+import { startSpan } from "../../shared/trace/tracing.js";
+import type { AttemptRecord, ClaimedDelivery, DeliveryStore } from "../deliveries/delivery-store.js";
+import { throttleAsked } from "../deliveries/subscription-pause.js";
+import { signingSecrets, type SendResult, type WebhookSender } from "../sender/webhook-sender.js";
+import { attemptOutcome, logFields, retryDelayMs } from "./attempt-answer.js";
+
+export interface AttemptOptions {
+  store: DeliveryStore;
+  webhook: Client<typeof WebhookService>;
+  sender: WebhookSender;
+  logger: Logger;
+  /** Seconds before each retry (DELIVERY_RETRY_SCHEDULE_SECONDS). */
+  schedule: number[];
+  retryAfterMaxSeconds: number;
+  /** Disables a subscription that only fails (deliveries/failure-streak.ts); never throws. */
+  failureStreak?: { failed(d: ClaimedDelivery & { host?: string }): Promise<void> };
+}
+
+export class DeliveryAttempts {
+  /** `record`: records an attempt with the delivery's next state (the worker's batches). */
+  constructor(
+    private readonly options: AttemptOptions,
+    private readonly record: (record: AttemptRecord) => Promise<void>,
+  ) {}
+
+  /**
+   * The attempt continues the event's trace (W3C Trace Context; a new one for
+   * an event that came without): the POST's traceparent has the attempt's
+   * span as its parent, its tracestate is the event's, and the attempt's log
+   * lines carry the trace id.
+   */
+  deliver(d: ClaimedDelivery, subscriber: Subscriber): Promise<void> {
+    const span = startSpan("webhook POST", d.traceparent, "client", {
+      "http.request.method": "POST",
+      "webhook.event_id": d.eventId,
+      "webhook.attempt": d.attempt,
+    });
+    const trace = { traceparent: span.traceparent, ...(d.tracestate ? { tracestate: d.tracestate } : {}) };
+    return runInRequest({ requestId: `delivery:${d.id}`, ...trace }, () => this.attempt(d, subscriber, trace)).then(
+      (result) => span.end(result.ok ? undefined : result.error, { "http.response.status_code": result.status }),
+      (err: unknown) => {
+        span.end(err);
+        throw err;
+      },
+    );
+  }
+
+  private async attempt(
+    d: ClaimedDelivery,
+    subscriber: Subscriber,
+    trace: { traceparent: string; tracestate?: string },
+  ): Promise<SendResult> {
+    const attemptedAt = new Date();
+    const result = await this.options.sender.send({
+      url: subscriber.targetUrl,
+      ...signingSecrets(subscriber),
+      eventId: d.eventId,
+      body: d.body,
+      ...trace,
+    });
+    const base = {
+      delivery: d,
+      responseStatus: result.status,
+      durationMs: result.durationMs,
+      attemptedAt,
+      timedOut: !result.ok && result.kind === "timeout",
+    };
+    webhookAttempts.inc({ outcome: attemptOutcome(result) });
+    webhookAttemptDuration.observe(result.durationMs / 1000);
+    const fields = logFields(d, subscriber.targetUrl, result);
+    if (result.ok) {
+      await this.record({ ...base, status: "succeeded", outcome: "succeeded", error: "", nextAttemptAt: null });
+      this.options.logger.debug(fields, "delivery succeeded");
+      return result;
+    }
+    // REST Hooks: 410 Gone means the receiver wants no more events: the subscription is deleted.
+    if (result.status === 410 && (await this.deleteSubscription(d))) {
+      await this.options.store.record({
+        ...base,
+        status: "gone",
+        outcome: "gone",
+        error: "HTTP 410: subscription deleted",
+        nextAttemptAt: null,
+      });
+      await this.options.store.cancelSubscription(d.subscriptionId);
+      this.options.logger.info(fields, "subscription deleted: the receiver answered 410 Gone");
+      return result;
+    }
+    await this.recordFailure(d, result, base, fields);
+    await this.options.failureStreak?.failed({ ...d, host: fields.host });
+    return result;
+  }
+
+  private async recordFailure(
+    d: ClaimedDelivery,
+    result: Extract<SendResult, { ok: false }>,
+    base: Omit<Parameters<DeliveryStore["record"]>[0], "status" | "outcome" | "error" | "nextAttemptAt">,
+    fields: ReturnType<typeof logFields>,
+  ) {
+    const wait = d.once
+      ? undefined
+      : retryDelayMs(this.options.schedule, d.attempt, result.retryAfterMs, this.options.retryAfterMaxSeconds);
+    // The target asked to wait, or is overloaded: the whole subscription is throttled (recorded with the attempt).
+    const throttle = throttleAsked(result, this.options.retryAfterMaxSeconds);
+    if (throttle)
+      this.options.logger.info(
+        { ...fields, pausedUntil: throttle.pausedUntil?.toISOString(), reason: throttle.reason },
+        "subscription throttled",
+      );
+    const throttled = throttle ? { throttle } : {};
+    if (wait === undefined) {
+      webhookGivenUp.inc();
+      await this.record({
+        ...base,
+        ...throttled,
+        status: "gave_up",
+        outcome: "gave_up",
+        error: result.error,
+        nextAttemptAt: null,
+      });
+      this.options.logger.warn(
+        fields,
+        d.once ? "delivery failed; a manual retry is tried once" : "delivery gave up: every retry failed",
+      );
+      return;
+    }
+    // Not before the subscription's pause ends.
+    const nextAttemptAt = new Date(Math.max(Date.now() + wait, throttle?.pausedUntil?.getTime() ?? 0));
+    await this.record({
+      ...base,
+      ...throttled,
+      status: "pending",
+      outcome: "failed",
+      error: result.error,
+      nextAttemptAt,
+    });
+    this.options.logger.info(
+      { ...fields, nextRetryAt: nextAttemptAt.toISOString(), retryInMs: wait },
+      "delivery attempt failed; retried",
+    );
+  }
+
+  /** True once the subscription is gone (deleted now, or already). */
+  private async deleteSubscription(d: ClaimedDelivery): Promise<boolean> {
+    try {
+      const owner = { organisationId: d.organisationId, clientId: d.clientId };
+      await this.options.webhook.deleteSubscription({
+        owner,
+        id: d.subscriptionId,
+        reason: SubscriptionEndReason.GONE,
+      });
+      return true;
+    } catch (err) {
+      if (err instanceof ConnectError && err.code === Code.NotFound) return true;
+      this.options.logger.warn(
+        { err, subscriptionId: d.subscriptionId.toString() },
+        "410 answered but the subscription could not be deleted; retried",
+      );
+      return false;
+    }
+  }
+}
