@@ -82,7 +82,6 @@ export const compiledCommand = (p: PlatformProcess, outDir: string): string[] =>
   `${outDir.replace(/\/+$/, "")}/${p.main}.js`,
 ];
 
-/** The command start:distributed runs for it: the same entry point, compiled on the fly by tsx as `npm start` is. */
 /**
  * V8 flags of `npm start`'s one process, which serves the gateway and runs
  * every service: the gateway's (no pretenuring, a 16 MiB young generation)

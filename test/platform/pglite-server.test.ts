@@ -1,4 +1,4 @@
-// One PGlite session shared by several connections (services/shared/pglite-server.ts),
+// One PGlite session shared by several connections (scripts/embedded/pglite-server.ts),
 // as `npm start`'s services share their embedded database: each request and
 // each transaction has the session to itself, over the real pg driver.
 import { mkdtemp, rm } from "node:fs/promises";
