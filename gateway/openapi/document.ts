@@ -61,7 +61,7 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
         title: "bizcard API",
         version: "1.0.0",
         description: DESCRIPTION,
-        license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
+        license: { name: "Apache-2.0", identifier: "Apache-2.0" },
       },
       servers: [{ url: base }],
       tags: TAGS,
