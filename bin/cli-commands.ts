@@ -4,6 +4,7 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import type { ContactFields } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import type { ServiceName } from "./cli-connection.js";
+import { didYouMean } from "./nearest.js";
 
 export const CONTACT_FLAGS = {
   "first-name": "firstName",
@@ -191,13 +192,15 @@ export function parse(argv: string[]): { command: string; values: Record<string,
   const spec = COMMANDS[command];
   if (!spec) {
     const usage = groupUsage(group);
-    if (!usage) throw new UsageError(`unknown command: ${group}`);
-    const actions = Object.keys(COMMANDS).filter((c) => c.startsWith(`${group} `));
-    const which = actions.map((c) => c.split(" ")[1]).join(", ");
+    const groups = [...new Set(Object.keys(COMMANDS).map((c) => c.split(" ")[0]!))];
+    if (!usage) throw new UsageError(`unknown command: ${group}${didYouMean(group, groups)}`);
+    const actions = Object.keys(COMMANDS)
+      .filter((c) => c.startsWith(`${group} `))
+      .map((c) => c.split(" ")[1]!);
     throw new UsageError(
       action && !action.startsWith("-")
-        ? `unknown command: ${command} (${group}: ${which})`
-        : `${group}: which command? (${which})`,
+        ? `unknown command: ${command}${didYouMean(action, actions, `${group} `) || ` (${group}: ${actions.join(", ")})`}`
+        : `${group}: which command? (${actions.join(", ")})`,
       usage,
     );
   }
@@ -213,7 +216,7 @@ export function parse(argv: string[]): { command: string; values: Record<string,
       allowPositionals: names.length > 0,
     }));
   } catch (err) {
-    throw new UsageError((err as Error).message, usage);
+    throw new UsageError(flagError(err as Error & { code?: string }, Object.keys(spec.options)), usage);
   }
   if (positionals.length < names.length)
     throw new UsageError(`missing ${names.slice(positionals.length).join(", ")}`, usage);
@@ -224,7 +227,30 @@ export function parse(argv: string[]): { command: string; values: Record<string,
   for (const group of spec.oneOf) {
     if (!group.flags.some((k) => values[k] !== undefined)) throw new UsageError(group.missing, usage);
   }
+  for (const [flag, what] of Object.entries(ID_FLAGS)) {
+    const value = values[flag];
+    if (typeof value === "string" && !UUID.test(value)) {
+      throw new UsageError(`--${flag}: expected ${what} (a UUID), got ${JSON.stringify(value)}`, usage);
+    }
+  }
   return { command, values, positionals };
+}
+
+/** Flags that carry an id of the platform's, a UUID: refused by name before any call. */
+const ID_FLAGS: Record<string, string> = {
+  org: "an organisation id",
+  "owner-org": "an organisation id",
+  subscription: "a subscription id",
+};
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** parseArgs's error in the flag's own terms, with the nearest flag for one it does not know. */
+function flagError(err: Error & { code?: string }, flags: string[]): string {
+  const unknown = /^Unknown option '(-{1,2}[^']*)'/.exec(err.message)?.[1];
+  if (err.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" && unknown) {
+    return `unknown flag ${unknown}${didYouMean(unknown.replace(/^-+/, ""), [...flags, "json"], "--")}`;
+  }
+  return err.message;
 }
 
 export function wholeNumber(flag: string, value: string, min: number, max: number): number {

@@ -90,6 +90,32 @@ describe("bizcard usage", { timeout: 60_000 }, () => {
   });
 });
 
+describe("bizcard names the flag or command a person typed wrong", { timeout: 60_000 }, () => {
+  it("an unknown flag, command or action: exit 2, the nearest one suggested", async () => {
+    const flag = await bizcard(["contact", "create", "--org", orgId, "--frist-name", "Ada"]);
+    expect(flag.code).toBe(2);
+    expect(flag.stdout).toBe("");
+    expect(flag.stderr).toMatch(/^bizcard: unknown flag --frist-name \(did you mean --first-name\?\)\nusage:\n/);
+    const action = await bizcard(["org", "craete"]);
+    expect(action.code).toBe(2);
+    expect(action.stderr).toMatch(/^bizcard: unknown command: org craete \(did you mean org create\?\)\n/);
+    const group = await bizcard(["contacts", "create"]);
+    expect(group.code).toBe(2);
+    expect(group.stderr).toMatch(/^bizcard: unknown command: contacts \(did you mean contact\?\)\n/);
+    const far = await bizcard(["contact", "create", "--org", orgId, "--colour", "red"]);
+    expect(far.stderr).toMatch(/^bizcard: unknown flag --colour\nusage:/);
+  });
+
+  it("an id flag that is not a UUID is refused by its flag's name, before any call", async () => {
+    const run = await bizcard(["contact", "create", "--org", "not-a-uuid", "--first-name", "Ada", "--json"]);
+    expect(run.code).toBe(2);
+    expect(onlyJson(run)).toEqual({
+      error: "invalid_usage",
+      error_description: '--org: expected an organisation id (a UUID), got "not-a-uuid"',
+    });
+  });
+});
+
 describe("bizcard --json errors", { timeout: 60_000 }, () => {
   it("a usage error is one JSON object, exit 2", async () => {
     const run = await bizcard(["contact", "update", "--id", contactId, "--notes", "x", "--json"]);
