@@ -6,13 +6,8 @@
 // within this process. package.json runs it, compiled (run-compiled.mjs), with `exec`, so that the signal npm
 // forwards (`kill <npm pid>`) reaches node itself rather than a shell that
 // would leave node running.
-import { randomBytes } from "node:crypto";
-import { Code, ConnectError } from "@connectrpc/connect";
 import { existsSync } from "node:fs";
-import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
-import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
 import { buildGateway, gatewayRegistration, gatewayTimeouts } from "../gateway/app.js";
 import { createServiceClients, serviceUrls } from "../gateway/clients.js";
 import { createAuthApp } from "../services/auth/auth-app.js";
@@ -28,10 +23,12 @@ import {
 import { EMBEDDED_POOL_MAX, type EmbeddedPostgres } from "./embedded/embedded-postgres.js";
 import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
-import { createRpcClient, serveInProcess } from "../services/shared/rpc/client.js";
+import { serveInProcess } from "../services/shared/rpc/client.js";
 import { startRpcServer, type RunningServer } from "../services/shared/rpc/server.js";
 import type { ServiceApp, ServiceAppDeps } from "../services/shared/service-app.js";
 import { PortInUseError, checkPortsFree, exitIfPortInUse, listenOn } from "../services/shared/port-in-use.js";
+import { alreadyRunning } from "./already-running.js";
+import { DEMO_FILE, createDemo, demoSignIn } from "./demo-data.js";
 import { makePrivateFolder } from "./private-folder.js";
 import { startMetricsListener, type MetricsListener } from "../services/shared/metrics/metrics-listener.js";
 import { onShutdown } from "../services/shared/service-main.js";
@@ -67,8 +64,6 @@ const SERVICES = [
     portVariable: "ORGANISATION_RPC_PORT",
   },
 ] as const;
-
-export const DEMO_FILE = "demo-credentials.json";
 
 async function main(): Promise<void> {
   let config = loadConfigOrExit();
@@ -175,7 +170,7 @@ async function main(): Promise<void> {
     const demo =
       freshDataDir || emptyDatabase
         ? await createDemo(config, dataDir, freshDataDir ? "fresh data folder" : "empty database")
-        : undefined;
+        : await demoSignIn(config, dataDir);
     progress("starting the gateway");
     gateway = await buildGateway({
       clients: createServiceClients(config),
@@ -204,13 +199,16 @@ async function main(): Promise<void> {
     process.stdout.write(
       `\nbizcard platform ready (${backends})\n  gateway: http://${config.GATEWAY_HOST}:${config.GATEWAY_PORT}\n  issuer (PUBLIC_URL): ${config.publicUrl}\n`,
     );
-    if (demo) process.stdout.write(demo);
-    else if (existsSync(path.join(dataDir, DEMO_FILE)))
-      process.stdout.write(`  demo credentials: ${path.join(dataDir, DEMO_FILE)}\n`);
+    process.stdout.write(demo);
     process.stdout.write("\n");
   } catch (err) {
     if (!(err instanceof PortInUseError)) logger.fatal({ err }, "start failed");
     await stop().catch(() => {});
+    const running = await alreadyRunning(err, { host: config.GATEWAY_HOST, port: config.GATEWAY_PORT });
+    if (running) {
+      process.stderr.write(`${running}\n`);
+      process.exit(1);
+    }
     exitIfPortInUse("bizcard", err);
     process.exit(1);
   }
@@ -226,48 +224,6 @@ async function hasNoOrganisation(apps: ServiceApp[]): Promise<boolean> {
   const organisation = apps.find((app) => app.name === "organisation") as ServiceApp & { orm?: MikroORM };
   if (!organisation?.orm) return false;
   return (await organisation.orm.em.fork().count(OrganisationEntity, {})) === 0;
-}
-
-/** A fresh data folder (or an empty database) gets a demo organisation, member and OAuth client, printed once and kept in DEMO_FILE. */
-async function createDemo(config: Config, dataDir: string, why: string): Promise<string> {
-  const rpc = { timeoutMs: config.RPC_TIMEOUT_MS, internalToken: config.internalToken };
-  const organisations = createRpcClient(OrganisationService, { baseUrl: config.organisationRpcUrl, ...rpc });
-  const auth = createRpcClient(AuthService, { baseUrl: config.authRpcUrl, ...rpc });
-  const password = randomBytes(9).toString("base64url");
-  const created = await organisations
-    .createOrganisation({ name: "Demo Organisation", ownerEmail: "demo@example.com", ownerPassword: password })
-    .catch((err) => {
-      // Its credentials file was removed, not the data: keep what exists.
-      if (ConnectError.from(err).code === Code.AlreadyExists) return undefined;
-      throw err;
-    });
-  if (!created) return "  demo data: exists already (demo@example.com); its credentials file was removed\n";
-  const { organisation, owner } = created;
-  const { client, clientSecret } = await auth.createClient({
-    name: "Demo App",
-    redirectUris: ["http://127.0.0.1:9876/callback"],
-  });
-  const demo = {
-    organisation: { id: organisation!.id, name: organisation!.name },
-    member: { id: owner!.id, email: owner!.email, password },
-    client: {
-      client_id: client!.clientId,
-      client_secret: clientSecret,
-      redirect_uris: client!.redirectUris,
-      scopes: client!.scopes,
-    },
-  };
-  await writeFile(path.join(dataDir, DEMO_FILE), `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
-  return [
-    `  demo data (${why}):`,
-    `    organisation   ${demo.organisation.name} (${demo.organisation.id})`,
-    `    member login   ${demo.member.email} / ${password}`,
-    `    OAuth client   client_id=${demo.client.client_id}`,
-    `                   client_secret=${clientSecret}`,
-    `                   redirect_uri=${demo.client.redirect_uris[0]}`,
-    `    (kept in ${path.join(dataDir, DEMO_FILE)})`,
-    "",
-  ].join("\n");
 }
 
 await main();

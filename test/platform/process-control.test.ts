@@ -48,9 +48,9 @@ async function tempDir(prefix: string): Promise<string> {
   return dir;
 }
 
-/** Something else holding a port, as another program would. */
+/** Something else holding a port, as another program would: it hangs up on whoever connects. */
 async function occupy(port: number): Promise<void> {
-  const holder = net.createServer();
+  const holder = net.createServer((socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
     holder.once("error", reject);
     holder.listen(port, "127.0.0.1", () => resolve());

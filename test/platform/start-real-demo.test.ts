@@ -113,6 +113,8 @@ describe("npm start on a PostgreSQL database with no organisation", () => {
     ).json()) as { issuer: string };
     expect(metadata.issuer).toBe(`http://127.0.0.1:${env.GATEWAY_PORT}`);
     expect(again).toContain(`  issuer (PUBLIC_URL): ${metadata.issuer}\n`);
+    // While the demo member keeps the demo password, every start's banner shows the sign-in.
+    expect(again).toContain(`  demo sign-in: demo@example.com / ${demo.member.password} (Demo Organisation)\n`);
     expect(again).toContain(`  demo credentials: ${file}\n`);
     await stop();
   }, 240_000);

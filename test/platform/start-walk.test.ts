@@ -4,7 +4,8 @@
 // ids, and every page and asset the landing and docs pages link to. Nothing
 // answers 500. Then as another process on the machine would see it: the
 // platform listens on TCP only on its configured ports, and its embedded
-// database only on a Unix socket in an owner-only folder.
+// database only on a Unix socket in an owner-only folder. A second start
+// beside it says the platform is already running.
 import { readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
@@ -163,6 +164,16 @@ describe("npm start, walked", () => {
     expect(statSync(sockets[0]!).mode & 0o777).toBe(0o600);
     expect(statSync(path.dirname(sockets[0]!)).mode & 0o777).toBe(0o700);
   });
+
+  it("a second npm start says the platform is already running, and where; the first keeps serving", async () => {
+    const second = spawnProcess("npm", ["start", "--silent"], env);
+    expect(await second.exited).toBe(1);
+    expect(second.output()).toMatch(
+      new RegExp(`^bizcard: the platform is already running: its gateway answers at ${base} \\(version [^)]+\\)\\. `),
+    );
+    expect(second.output()).not.toContain("is already in use");
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+  }, 120_000);
 });
 
 /** The socket inodes a process holds open. */
