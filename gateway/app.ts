@@ -241,7 +241,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   eventTypeRoutes(app);
   const sessionCookie = createSessionCookie(options.publicUrl ?? "http://localhost");
   const forms = createFormGuard(options.publicUrl ?? "http://localhost");
-  authorizeRoutes(app, auth, sessionCookie, forms);
+  authorizeRoutes(app, auth, options.clients.organisation, sessionCookie, forms);
   accountRoutes(app, auth, sessionCookie, forms);
   pageAssetRoutes(app);
   landingRoutes(app);

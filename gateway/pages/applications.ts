@@ -1,6 +1,7 @@
 // The connected applications of the member's organisation: each with its
 // scopes in plain words (marked when it registered itself), when access was
-// granted, and a Revoke form; logout.
+// granted, and a Revoke button that asks first (a disclosure, no script:
+// the pages allow none) before its form posts; logout.
 export const applications = `<% layout("@layout", { title: "Connected applications", wide: true }) %>
 <div class="heading-row">
 <h1 id="page-title">Connected applications</h1>
@@ -33,12 +34,16 @@ export const applications = `<% layout("@layout", { title: "Connected applicatio
 </ul></td>
 <td><time datetime="<%= app.grantedIso %>"><%= app.granted %></time></td>
 <td>
+<details class="confirm">
+<summary class="button button-danger button-small" aria-label="Revoke access for <%= app.name %>">Revoke</summary>
 <form method="post" action="/account/applications/revoke">
+<p>Revoke access for <strong><%= app.name %></strong>? Its tokens stop working at once.</p>
 <input type="hidden" name="csrf_token" value="<%= it.csrfToken %>">
 <input type="hidden" name="form_token" value="<%= it.formToken %>">
 <input type="hidden" name="client_id" value="<%= app.clientId %>">
-<button type="submit" class="button button-danger button-small" aria-label="Revoke access for <%= app.name %>">Revoke</button>
+<button type="submit" class="button button-danger button-small">Yes, revoke access for <%= app.name %></button>
 </form>
+</details>
 </td>
 </tr>
 <% } %>

@@ -1,9 +1,9 @@
 // The consent page: which application asks, for what (each scope in plain
-// words), on whose behalf, and where the answer goes; for an application the
+// words), on whose behalf (the member and the organisation, by name), and where the answer goes; for an application the
 // operator did not register, a caution saying so. Allow and Deny post the
 // interaction's fields back with its CSRF token and the browser's form token.
 export const consent = `<% layout("@layout", { title: "Allow access?" }) %>
-<h1 id="page-title"><span class="app-name"><%= it.clientName %></span> wants to access your bizcard organisation</h1>
+<h1 id="page-title"><span class="app-name"><%= it.clientName %></span> wants to access <span class="org-name"><%= it.organisationName %></span>, your bizcard organisation</h1>
 <p class="lead">Signed in as <strong class="who"><%= it.memberEmail %></strong></p>
 <% if (it.selfRegistered) { %>
 <div class="caution" role="note">

@@ -64,6 +64,10 @@ input:focus-visible { border-color: var(--accent); }
 .apps thead th { border-top: 0; font-size: .85rem; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; }
 .apps td:last-child { text-align: right; }
 .apps time { white-space: nowrap; }
+.confirm summary { display: inline-block; list-style: none; cursor: pointer; }
+.confirm summary::-webkit-details-marker { display: none; }
+.confirm form { text-align: left; max-width: 16rem; margin-left: auto; }
+.confirm form p { margin: 0 0 .5rem; font-size: .9rem; }
 .empty, .detail { color: var(--muted); }
 .detail { font-size: .95rem; padding: .75rem 1rem; background: var(--ground); border-radius: 8px; overflow-wrap: anywhere; }
 .cta { margin: 0 0 .5rem; }

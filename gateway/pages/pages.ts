@@ -44,6 +44,8 @@ export interface ConsentPage {
   formToken: string;
   clientName: string;
   memberEmail: string;
+  /** The organisation the member acts for, by its name. */
+  organisationName: string;
   scopes: ScopeText[];
   /** Where the browser goes after the decision (the redirect URI's host). */
   redirectHost: string;

@@ -1,6 +1,6 @@
 // The member's account pages: login (an interaction of kind ACCOUNT), the
-// organisation's connected applications with a Revoke button each, and
-// logout. The session behind the cookie, and the CSRF token its forms carry,
+// organisation's connected applications with a Revoke button each (asking
+// for confirmation; the notice after names the application), and logout. The session behind the cookie, and the CSRF token its forms carry,
 // are the auth service's.
 import type { Client } from "@connectrpc/connect";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
@@ -16,10 +16,25 @@ import type { FormGuard } from "../form-guard.js";
 import type { SessionCookie } from "../session-cookie.js";
 import { interactionPath, scopeTexts } from "./authorize.js";
 
-const NOTICES: Record<string, string> = {
-  revoked: "Access withdrawn. The application can no longer use its tokens.",
-  gone: "That application had no access any more.",
+const NOTICES: Record<string, (name: string) => string> = {
+  revoked: (name) => `Access withdrawn from ${name}. It can no longer use its tokens.`,
+  gone: (name) => `${name} had no access any more.`,
 };
+
+/** The notice a redirect after a revoke asks for, naming the application by its registered name. */
+async function noticeOf(auth: Client<typeof AuthService>, request: FastifyRequest): Promise<string | undefined> {
+  const query = (request.query ?? {}) as Record<string, unknown>;
+  const { notice, client_id: clientId } = query;
+  if (typeof notice !== "string" || !Object.hasOwn(NOTICES, notice)) return undefined;
+  const name =
+    typeof clientId === "string" && clientId !== ""
+      ? await auth.getClient({ clientId }, rpcOptions(request)).then(
+          ({ client }) => client?.name || clientId,
+          () => undefined,
+        )
+      : undefined;
+  return NOTICES[notice]!(name ?? "The application");
+}
 
 const DATE = new Intl.DateTimeFormat("en-GB", { dateStyle: "medium", timeStyle: "short", timeZone: "UTC" });
 
@@ -66,12 +81,12 @@ export function accountRoutes(
       cookie.clear(reply);
       return toLogin(reply);
     }
-    const notice = (request.query as Record<string, unknown> | undefined)?.notice;
+    const notice = await noticeOf(auth, request);
     const html = pages.applications({
       csrfToken: res.session?.csrfToken ?? "",
       formToken: forms.token(request, reply),
       memberEmail: res.session?.memberEmail ?? "",
-      notice: typeof notice === "string" && Object.hasOwn(NOTICES, notice) ? NOTICES[notice] : undefined,
+      notice,
       applications: res.grants.map((grant) => {
         const granted = grant.createTime ? timestampDate(grant.createTime) : undefined;
         return {
@@ -91,6 +106,7 @@ export function accountRoutes(
     const params = readParams(request.body);
     const sessionId = cookie.read(request);
     if (!sessionId) return toLogin(reply);
+    const named = `client_id=${encodeURIComponent(params.client_id ?? "")}`;
     try {
       await auth.revokeApplication(
         { sessionId, csrfToken: params.csrf_token ?? "", clientId: params.client_id ?? "" },
@@ -100,10 +116,10 @@ export function accountRoutes(
       if (oauthDetail(err)?.error === "login_required") return toLogin(reply);
       // Already withdrawn (a second click, another tab): say so on the list.
       if (err instanceof ConnectError && err.code === Code.NotFound)
-        return seeOther(reply, "/account/applications?notice=gone");
+        return seeOther(reply, `/account/applications?notice=gone&${named}`);
       throw err;
     }
-    return seeOther(reply, "/account/applications?notice=revoked");
+    return seeOther(reply, `/account/applications?notice=revoked&${named}`);
   });
 
   app.post("/account/logout", formPost, async (request, reply) => {

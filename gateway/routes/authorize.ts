@@ -15,6 +15,7 @@ import {
   type AuthorizationParameters,
   type Interaction,
 } from "../../gen/bizcard/auth/v1/auth_pb.js";
+import type { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { SCOPES, isScope } from "../../services/auth/scopes.js";
 import { rpcOptions } from "../clients.js";
 import { HttpError, sendError } from "../errors.js";
@@ -96,7 +97,12 @@ export function loginPage(
 /** RFC 8707 §2: resource may be repeated in the authorization request (and so in the consent). */
 const RESOURCE = "resource";
 
-function sendConsentPage(reply: FastifyReply, interaction: Interaction, formToken: string): FastifyReply {
+function sendConsentPage(
+  reply: FastifyReply,
+  interaction: Interaction,
+  organisationName: string,
+  formToken: string,
+): FastifyReply {
   const p = interaction.parameters;
   const fields = (Object.entries(PARAMETERS) as [Wire, keyof Fields][])
     .map(([wire, field]): [string, string] => [wire, p?.[field] ?? ""])
@@ -109,6 +115,7 @@ function sendConsentPage(reply: FastifyReply, interaction: Interaction, formToke
     formToken,
     clientName: interaction.client?.name ?? interaction.parameters?.clientId ?? "",
     memberEmail: interaction.memberEmail,
+    organisationName,
     scopes: scopeTexts(interaction.scopes),
     redirectHost: redirectHost(redirectUri),
     selfRegistered: interaction.client
@@ -148,6 +155,7 @@ function consentErrorHandler(err: unknown, request: FastifyRequest, reply: Fasti
 export function authorizeRoutes(
   app: FastifyInstance,
   auth: Client<typeof AuthService>,
+  organisations: Client<typeof OrganisationService>,
   cookie: SessionCookie,
   forms: FormGuard,
 ): void {
@@ -204,7 +212,12 @@ export function authorizeRoutes(
       if (!interaction) return sendMessage(reply, 404, EXPIRED_PAGE);
       if (!interaction.loggedIn) return sendPage(reply, 200, loginPage(interaction, forms.token(request, reply)));
       if (interaction.kind === InteractionKind.ACCOUNT) return seeOther(reply, "/account/applications");
-      return sendConsentPage(reply, interaction, forms.token(request, reply));
+      // The organisation the member would grant access to, by its name.
+      const { organisation } = await organisations.getOrganisation(
+        { id: interaction.organisationId },
+        rpcOptions(request),
+      );
+      return sendConsentPage(reply, interaction, organisation?.name ?? "", forms.token(request, reply));
     },
   );
 

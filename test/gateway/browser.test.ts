@@ -112,7 +112,7 @@ it("login, consent, the code at the client's redirect URI, then the connected ap
   // The consent page.
   await expect.poll(() => page.getByRole("button", { name: "Allow" }).isVisible()).toBe(true);
   const text = await page.locator("main").innerText();
-  expect(text).toContain("Acme CRM wants to access your bizcard organisation");
+  expect(text).toContain("Acme CRM wants to access browser Org, your bizcard organisation");
   expect(text).toContain("See your organisation's name");
   expect(text).toContain("Create, change and delete this application's webhook subscriptions");
   expect(text).toContain("Read your organisation's contacts and be told when they change");
@@ -138,8 +138,13 @@ it("login, consent, the code at the client's redirect URI, then the connected ap
   expect(await row.innerText()).toContain("Read your organisation's contacts and be told when they change");
   await page.screenshot({ path: path.join(SHOTS, "applications.png"), fullPage: true });
 
-  await page.getByRole("button", { name: "Revoke access for Acme CRM" }).click();
-  await expect.poll(() => page.getByRole("status").textContent()).toContain("Access withdrawn");
+  // Revoke asks first: nothing is withdrawn until the confirmation is pressed.
+  await page.getByLabel("Revoke access for Acme CRM").click();
+  const confirm = page.getByRole("button", { name: "Yes, revoke access for Acme CRM" });
+  await expect.poll(() => confirm.isVisible()).toBe(true);
+  expect(await page.getByRole("row", { name: /Acme CRM/ }).count()).toBe(1);
+  await confirm.click();
+  await expect.poll(() => page.getByRole("status").textContent()).toContain("Access withdrawn from Acme CRM.");
   expect(await page.getByRole("row", { name: /Acme CRM/ }).count()).toBe(0);
   expect(await page.getByText("No application has access to your organisation.").isVisible()).toBe(true);
   await page.screenshot({ path: path.join(SHOTS, "applications-after-revoke.png"), fullPage: true });

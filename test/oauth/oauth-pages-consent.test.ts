@@ -206,10 +206,13 @@ describe("connected applications", () => {
       cookie,
     );
     expect(revoked.status).toBe(303);
-    expect(revoked.headers.get("location")).toBe("/account/applications?notice=revoked");
-    const after = await (await get("/account/applications?notice=revoked", cookie)).text();
-    expect(after).toContain("Access withdrawn");
-    expect(after).not.toContain("Other App");
+    const location = `/account/applications?notice=revoked&client_id=${encodeURIComponent(other.clientId)}`;
+    expect(revoked.headers.get("location")).toBe(location);
+    // The page asks before it revokes, and the notice after names the application.
+    expect(html).toContain("Yes, revoke access for Other App</button>");
+    const after = await (await get(location, cookie)).text();
+    expect(after).toContain("Access withdrawn from Other App. It can no longer use its tokens.");
+    expect(after).not.toContain(`value="${other.clientId}"`);
     expect(after).toContain("Good App");
 
     expect((await postForm("/account/logout", { form_token: form }, cookie)).status).toBe(403);

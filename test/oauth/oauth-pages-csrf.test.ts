@@ -160,7 +160,9 @@ describe("the other forms that change state", () => {
       { ...tokens, client_id: good.clientId },
       { ...SAME_ORIGIN, cookie },
     );
-    expect(revoked.headers.get("location")).toBe("/account/applications?notice=revoked");
+    expect(revoked.headers.get("location")).toBe(
+      `/account/applications?notice=revoked&client_id=${encodeURIComponent(good.clientId)}`,
+    );
     const out = await post("/account/logout", tokens, { ...SAME_ORIGIN, cookie });
     expect(out.headers.get("location")).toBe("/account/login");
     expect((await get("/account/applications", cookie)).headers.get("location")).toBe("/account/login");

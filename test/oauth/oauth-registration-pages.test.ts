@@ -89,7 +89,7 @@ describe("the consent page", () => {
   it("of a self-registered client says it registered itself, and names the host the answer goes to", async () => {
     const { consentHtml } = await consentFor(dynamicId, "http://localhost:47011/callback");
     const text = textOf(consentHtml);
-    expect(text).toContain("Claimed Agent wants to access your bizcard organisation");
+    expect(text).toMatch(/Claimed Agent wants to access Pages Register Org\s*, your bizcard organisation/);
     expect(text).toContain(
       "This application registered itself; it is not registered with your organisation: bizcard knows only what it says of itself.",
     );
