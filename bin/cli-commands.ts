@@ -240,7 +240,6 @@ export function parse(argv: string[]): { command: string; values: Record<string,
 const ID_FLAGS: Record<string, string> = {
   org: "an organisation id",
   "owner-org": "an organisation id",
-  subscription: "a subscription id",
 };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
