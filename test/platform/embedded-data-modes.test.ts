@@ -96,7 +96,7 @@ describe("the embedded database's files", () => {
 describe("npm start's data folder", () => {
   async function startWithGatewayPortTaken(dataDir: string): Promise<{ code: number | null; output: string }> {
     const ports = await platformPorts();
-    const holder = net.createServer();
+    const holder = net.createServer((socket) => socket.destroy());
     await new Promise<void>((resolve) => holder.listen(Number(ports.GATEWAY_PORT), "127.0.0.1", resolve));
     try {
       const started = spawnTs("scripts/start.ts", {
