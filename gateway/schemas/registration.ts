@@ -112,7 +112,7 @@ const badMetadata = error(
 
 export const REGISTER_ROUTE = {
   operationId: "registerClient",
-  summary: "Register a client application (dynamic client registration)",
+  summary: "Register a client application (dynamic client registration; optional, off by default)",
   description:
     "RFC 7591. Answers only when the server turns dynamic registration on (OAUTH_DYNAMIC_REGISTRATION; the authorization server metadata then names this registration_endpoint); otherwise 404. Open to anyone, and limited per address. A self-registered client acts only for the organisations whose members consent, and the consent page says that it registered itself.",
   tags: TAGS,

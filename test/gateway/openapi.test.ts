@@ -132,6 +132,11 @@ describe("the OpenAPI document", () => {
     }
   });
 
+  it("an endpoint that is off by default says so in its summary (the /docs list)", () => {
+    const register = (doc.paths as Json)["/oauth/register"].post;
+    expect(register.summary).toMatch(/optional, off by default/);
+  });
+
   it("the repeated create's 200, a bad id's 400, 401, 403, 404, 429 and 503 are documented", () => {
     const subscription = doc.paths["/oauth/webhooks/subscriptions/{id}"];
     expect(Object.keys(doc.paths["/oauth/webhooks/subscriptions"].post.responses)).toEqual(
