@@ -1,7 +1,7 @@
-// The platform's CPU per request on the OAuth rows, without the ratios: what
-// bench/profile-findings.md measures before and after a change, since this
-// machine's throughput moves by more than most changes do, and CPU time per
-// request hardly moves with it. Starts the platform as `npm start` runs it
+// The platform's CPU per request on the OAuth rows, without the ratios: a
+// measure to take before and after a change, since a machine's throughput
+// moves by more than most changes do, and CPU time per request hardly moves
+// with it. Starts the platform as `npm start` runs it
 // (bench/oauth-target.ts), loads it with autocannon (10 connections), and
 // prints per round the calls/s and the platform process's CPU (user and
 // system, all its threads, from /proc) divided by the requests answered.

@@ -19,8 +19,8 @@ try {
   // Warm-up at 200/s whatever the rate measured.
   await target.run(1000, 200, 1);
   // As the bench's passes run (delivery-passes.ts): on tables analyzed, as autovacuum leaves them.
-  // Without it the measured run started with the plans of tables never analyzed (each record
-  // statement read the deliveries by a sequential scan: bench/profile-findings.md, 2026-11-29 15:13).
+  // Without it the measured run starts with the plans of tables never analyzed (each record
+  // statement reads the deliveries by a sequential scan).
   await vacuumPipeline(target.databaseUrl);
   const sampler = process.env.BENCH_PG_ACTIVITY
     ? await startActivitySampler(new URL(target.databaseUrl).pathname.slice(1))

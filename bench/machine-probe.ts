@@ -1,18 +1,16 @@
 // What kind of machine a run had, measured at its start, so that runs can be
-// told apart before their ratios are read against the floors: one day's
-// machine of the same kind ran the platform's work 1.5-2.5x slower than
-// another's (bench/profile-findings.md, 2026-11-28 evening), and no ratio
-// cancels that out. The probes, each a few seconds at most:
+// told apart before their ratios are read against the floors: machines of
+// the same kind can run the platform's work at very different speeds, and no
+// ratio cancels that out. The probes, each a few seconds at most:
 // - jsLoopMs: a tight integer loop in this process (user-mode CPU speed);
 // - pipeRoundTripUs: one byte to a child process and back over pipes, the
 //   median of 2,000 (a wake-up of another process, as every socket write to
 //   PostgreSQL, NATS or a client makes);
 // - PostgreSQL: the median round trip of `select 1`, and of a statement that
 //   commits a WAL record (a transactional logical message: one WAL flush, as
-//   every durable token batch and event makes), 500 each. The token row,
-//   whose statements wait on that flush, fell from 1.0x the peer on a machine
-//   whose flush was fast to 0.6x on one where it was slow (profile-findings.md,
-//   2026-11-29), while the JS loop differed by 15 %.
+//   every durable token batch and event makes), 500 each. The token row's
+//   statements wait on that flush, so its ratio to the peer follows the
+//   flush's speed more than the JS loop's.
 // A run probes at its start and again at its end: the machine's speed moved by
 // up to 2x within half an hour on some days. The end's line also says how much
 // of the machine's time the hypervisor took since the start probe (cpu-steal.ts).

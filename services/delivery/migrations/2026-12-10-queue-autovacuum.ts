@@ -7,8 +7,8 @@ import { Migration } from "@mikro-orm/migrations";
  * them (the in-flight counts read every row claimed within the lease). With
  * PostgreSQL's defaults a table is vacuumed only once a fifth of it is dead,
  * and analysed once a tenth changed: at 200 deliveries a second the scans
- * slowed as the table grew (bench/profile-findings.md). Vacuum and analyse
- * it after a fixed number of changes instead, whatever its size.
+ * slowed as the table grew. Vacuum and analyse it after a fixed number of
+ * changes instead, whatever its size.
  */
 export class DeliveryQueueAutovacuumSchema extends Migration {
   override async up(): Promise<void> {

@@ -7,8 +7,8 @@ import { Migration } from "@mikro-orm/migrations";
  * next rows and the in-flight counts (hand-on.ts, delivery-claim.ts) took
  * the broad ("status", …) indexes, estimated at one row either way, and
  * read every pending row of every subscription for each subscription:
- * bursts after the first ran at half the rate (bench/profile-findings.md,
- * auto_explain: 7,000-9,000 rows removed by filter per loop). The partial
+ * bursts after the first ran at half the rate (auto_explain showed
+ * 7,000-9,000 rows removed by filter per loop). The partial
  * indexes (pending, in flight, ordered head) serve every query on pending
  * rows; the broad ones served none the partial ones cannot, so they go.
  */
