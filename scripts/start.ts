@@ -199,6 +199,7 @@ async function main(): Promise<void> {
     process.stdout.write(
       `\nbizcard platform ready (${backends})\n  gateway: http://${config.GATEWAY_HOST}:${config.GATEWAY_PORT}\n  issuer (PUBLIC_URL): ${config.publicUrl}\n`,
     );
+    process.stdout.write(developmentSettings(config));
     process.stdout.write(demo);
     process.stdout.write("\n");
   } catch (err) {
@@ -217,6 +218,23 @@ async function main(): Promise<void> {
 /** What a start is doing, on stdout beside the banner, so that a cold start is not silent before "ready". */
 function progress(step: string): void {
   process.stdout.write(`bizcard: ${step}\n`);
+}
+
+/**
+ * Settings that loosen what production must refuse, named in the banner when
+ * on (`npm run dev` turns them on), so that nobody runs them unknowingly.
+ */
+const DEVELOPMENT_SETTINGS = [
+  ["WEBHOOK_ALLOW_INSECURE_TARGETS", "http, loopback and private webhook targets (never in production)"],
+  ["OAUTH_ALLOW_INSECURE_REDIRECTS", "http redirect URIs on any host (never in production)"],
+  ["OAUTH_DYNAMIC_REGISTRATION", "anyone may register a client (in production only on purpose)"],
+] as const;
+
+function developmentSettings(config: Config): string {
+  const on = DEVELOPMENT_SETTINGS.filter(([name]) => config[name]);
+  if (on.length === 0) return "";
+  const lines = on.map(([name, meaning]) => `    ${name}=true   ${meaning}`);
+  return `  development settings on:\n${lines.join("\n")}\n`;
 }
 
 /** Real PostgreSQL: no organisation at all (a new deployment's database, not one in use). */

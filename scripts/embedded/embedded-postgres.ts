@@ -4,7 +4,7 @@
 // user's process can reach a database that asks no password. PGlite is a single-session database:
 // `npm start`'s services share one instance (DATA_DIR/pglite/platform), each
 // with a pool of one connection, and each request and transaction has the
-// session to itself (README, "The embedded default").
+// session to itself (docs/architecture.md, "The embedded default").
 import { mkdir, mkdtemp, rename, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -39,8 +39,8 @@ export const EMBEDDED_POOL_MAX = 1;
 const START_PARAMS = [...PGlite.defaultStartParams, "-c", SHARED_BUFFERS];
 
 // A fresh folder runs initdb, which takes far more memory than a running
-// instance and leaves most of it held by the instance that ran it (README,
-// "The embedded default"). So initdb runs in a worker thread, whose memory is
+// instance and leaves most of it held by the instance that ran it
+// (docs/architecture.md, "The embedded default"). So initdb runs in a worker thread, whose memory is
 // returned when it exits, and one at a time: the instances then open the
 // initialised folder as on a restart. The worker is inline so that it runs the
 // same whether this module is TypeScript (tsx, vitest) or compiled JavaScript;
