@@ -11,20 +11,21 @@ export interface Queued<I, O> {
 }
 
 export interface StatementBatcherOptions<I, O> {
-  /** Statements running at once. */
-  atOnce: number;
-  /** Calls in one statement at most. */
-  max: number;
+  /** Statements running at once: one by default, so that the next batch forms while it runs. */
+  atOnce?: number;
+  /** Calls in one statement at most (64 by default). */
+  max?: number;
   /** Runs one statement for the batch and settles each call; a throw rejects every call it left unsettled. */
   write(batch: Queued<I, O>[]): Promise<void>;
 }
 
 export function statementBatcher<I, O>(o: StatementBatcherOptions<I, O>): (item: I) => Promise<O> {
+  const { atOnce = 1, max = 64 } = o;
   const queue: Queued<I, O>[] = [];
   let running = 0;
   const flush = () => {
-    while (running < o.atOnce && queue.length > 0) {
-      const batch = queue.splice(0, o.max);
+    while (running < atOnce && queue.length > 0) {
+      const batch = queue.splice(0, max);
       running++;
       o.write(batch)
         .catch((err: unknown) => batch.forEach((q) => q.reject(err)))

@@ -178,7 +178,7 @@ describe("FailureLimits on PostgreSQL", () => {
         const keys = limits.counterKeys("client", "bc_limited", address);
         const sql = `select ${limits.countersSql('(select unnest(?::text[]) as "key")')} as "counters"`;
         const { rows } = await orm.em.getKnex().raw<{ rows: { counters: StoredCounter[] }[] }>(sql, [keys]);
-        return limits.overLimit("client", "bc_limited", address, rows[0]!.counters);
+        return limits.overLimit("client", rows[0]!.counters);
       };
       const limited = await check("192.0.2.50");
       expect(limited).toBeInstanceOf(ConnectError);

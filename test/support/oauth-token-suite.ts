@@ -42,10 +42,14 @@ export const ALL = "organisation:read webhooks:read webhooks:write contacts:read
 export const failures: string[] = [];
 export const limitedClients = new Set(["bc_limited"]);
 export const limits: FailureLimits = {
-  counterKeys: () => [],
-  countersSql: () => "'[]'::json",
-  overLimit: (kind, subject) =>
-    kind === "client" && limitedClients.has(subject) ? rateLimited("invalid_client", 7) : undefined,
+  counterKeys: (kind, subject) => [`${kind}:${subject}`],
+  // Each key read back as a counter of its own, so that overLimit() sees which subject it is.
+  countersSql: (keys) =>
+    `(select coalesce(json_agg(json_build_object('key', k."key", 'points', 0, 'expire', null)), '[]') from ${keys} k)`,
+  overLimit: (kind, counters) =>
+    kind === "client" && counters.some((c) => limitedClients.has(c.key.slice("client:".length)))
+      ? rateLimited("invalid_client", 7)
+      : undefined,
   consume: async (kind, subject) => {
     failures.push(`${kind}:${subject}`);
     if (kind === "client" && limitedClients.has(subject)) throw rateLimited("invalid_client", 7);

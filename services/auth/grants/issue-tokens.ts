@@ -85,11 +85,6 @@ export async function issueTokens(em: EntityManager, tables: TokenTables, t: Tok
   return { accessToken, refreshToken, expiresAt, scopes: t.scopes };
 }
 
-/** Statements in flight at once; tokens arriving meanwhile go together in the next one. */
-const AT_ONCE = 1;
-/** Tokens in one statement at most. */
-const MAX_BATCH = 64;
-
 export type AccessTokenToIssue = Omit<TokensToIssue, "memberId" | "grantId" | "family" | "refresh">;
 
 /**
@@ -126,7 +121,7 @@ export function accessTokenIssuer(
       .options(name);
     for (const q of queued) q.resolve(now);
   };
-  const insert = statementBatcher<Row, number>({ atOnce: AT_ONCE, max: MAX_BATCH, write });
+  const insert = statementBatcher<Row, number>({ write });
   return async (t) => {
     const accessToken = newTokenValue("access");
     const now = await insert({ hash: tokenHash(accessToken), t });

@@ -1,22 +1,16 @@
-// Brute-force limits on failures: logins (per email and address) and client
+// Brute-force limits on failures: logins (per email and address), client
 // authentications (per client and address), and every failure per address.
-// They hold across replicas (the counters live in PostgreSQL). Implemented in
-// postgres-failure-limits.ts.
-//
-// Counting is atomic: consume() adds the point and learns the new count in
-// one step, so attempts in flight together cannot all pass one read of the
-// count (checking first and counting after a failure would let a whole
-// parallel burst through). Two ways to use it:
-// - logins (a password is guessable): consume() before the password is
-//   looked at, refund() when it was right. Of a burst of any size at most the
-//   limit's number ever reach the password in one window.
-// - client authentication (a 256-bit secret is not guessable; the token
-//   endpoint is hot, and a write per success on one shared row would cap it):
-//   the secret first; a wrong one is consume()d, and answered 429 instead of
-//   401 once past the limit; for a right one the counters are read and it is
-//   refused with 429 too while the window is over, so the limit never tells a right
-//   secret from a wrong one. A burst of wrong secrets gets at most the limit's
-//   number of 401s.
+// The counters live in PostgreSQL, so they hold across replicas
+// (postgres-failure-limits.ts). consume() counts and learns the new count in
+// one atomic step, so a parallel burst cannot pass one read of the count.
+// - Logins (a password is guessable): consume() before the password is
+//   looked at, refund() when it was right: at most the limit's number of
+//   attempts reach the password in a window.
+// - Client authentication (a 256-bit secret is not guessable, and a write per
+//   success would cap the token endpoint): a wrong secret is consume()d and
+//   answered 429 instead of 401 once past the limit; a right one is refused
+//   with 429 too while a counter read with it is over, so the limit never
+//   tells a right secret from a wrong one.
 
 export type FailureKind = "login" | "client";
 
@@ -41,10 +35,9 @@ export interface FailureLimits {
   /** Gives back a point consume() took before a credential that was right (or never judged). */
   refund(kind: FailureKind, subject: string, address: string): Promise<void>;
   /**
-   * The check is a read a caller makes in its own statement (client
-   * authentication reads the counters with the client's row: one round trip):
-   * counterKeys() are the keys to bind, countersSql() reads their rows, and
-   * overLimit() judges them.
+   * The check is a read in the caller's own statement (client authentication
+   * reads the counters with the client's row): counterKeys() are the keys to
+   * bind, countersSql() reads their rows, overLimit() judges them.
    */
   counterKeys(kind: FailureKind, subject: string, address: string): string[];
   /**
@@ -52,6 +45,6 @@ export interface FailureLimits {
    * relation `keys` (one text column "key"), as a JSON array of StoredCounter.
    */
   countersSql(keys: string): string;
-  /** The refusal (as consume() throws it) when a counter read is past its limit; undefined when none is. */
-  overLimit(kind: FailureKind, subject: string, address: string, counters: readonly StoredCounter[]): Error | undefined;
+  /** The refusal (as consume() throws it) when a counter read with counterKeys() is past its limit; undefined when none is. */
+  overLimit(kind: FailureKind, counters: readonly StoredCounter[]): Error | undefined;
 }

@@ -1,30 +1,16 @@
 // FailureLimits on rate-limiter-flexible's RateLimiterPostgres, counting in
-// the auth schema's "rate_limit" table (made by the schema's migrations, in
-// the library's shape), so that the limits hold across every replica of the
-// auth service. The limiter borrows connections from the service's own
-// MikroORM (knex) pool: on the embedded start, PGlite serves one connection,
-// and a second pool would wait for it forever.
-//
-// Fixed windows of one minute: past RATE_LIMIT_LOGIN_FAILURES failed logins
-// for one email from one address, RATE_LIMIT_CLIENT_AUTH_FAILURES failed
-// client authentications for one client from one address, or
-// RATE_LIMIT_ADDRESS_FAILURES failures of either kind from one address, the
-// next attempt is refused (RESOURCE_EXHAUSTED, Retry-After) until the window
-// ends. consume() is the library's consume (one atomic upsert that returns
-// the new count), refund() its reward; the check reads the library's rows
-// in the caller's statement (countersSql) and judges them as the library's
-// get() does; see failure-limits.ts for how logins and client
-// authentication use them.
-// A refused attempt keeps its point (it changes nothing: the window is fixed).
+// the auth schema's "rate_limit" table (the library's shape, made by the
+// schema's migrations), on connections of the service's own MikroORM pool:
+// on the embedded start PGlite serves one connection, and a second pool would
+// wait for it forever. For the same reason, callers consume and refund outside
+// any transaction. Fixed windows of one minute, limits from the
+// RATE_LIMIT_*_FAILURES settings; a refused attempt keeps its point.
 // Known limit: a refund landing after its window ended starts the next window
 // at -1 (one extra attempt there).
-//
-// Callers: consume and refund outside any transaction. On the embedded start the
-// pool has one connection; a transaction holding it would wait forever here.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { RateLimiterPostgres, type RateLimiterRes } from "rate-limiter-flexible";
 import { rateLimited } from "../oauth-errors.js";
-import type { FailureKind, FailureLimits, StoredCounter } from "./failure-limits.js";
+import type { FailureKind, FailureLimits } from "./failure-limits.js";
 import { sha256Base64url } from "../../shared/token-hash.js";
 import { escapeIdentifier } from "pg";
 
@@ -92,6 +78,7 @@ export function createPostgresFailureLimits(
     client: limiter("client", settings.RATE_LIMIT_CLIENT_AUTH_FAILURES),
   };
   const addresses = limiter("address", settings.RATE_LIMIT_ADDRESS_FAILURES, true);
+  const byPrefix = new Map([subjects.login, subjects.client, addresses].map((l) => [l.keyPrefix, l]));
   const errorOf = (kind: FailureKind) => (kind === "login" ? "invalid_credentials" : "invalid_client");
 
   // An empty address (a caller that did not pass one) has no address bucket:
@@ -129,13 +116,13 @@ export function createPostgresFailureLimits(
       `(select coalesce(json_agg(json_build_object('key', l."key", 'points', l."points", 'expire', l."expire")), '[]')
           from ${keys} k join ${table} l on l."key" = k."key")`,
     // As the library's get(): a row counts while expire > now or it has no
-    // expiry; it is over when its points reach the limiter's.
-    overLimit(kind, subject, address, counters) {
+    // expiry; it is over when its points reach its limiter's (named by the key's prefix).
+    overLimit(kind, counters) {
       const now = Date.now();
       let waitMs = 0;
-      for (const [l, key] of buckets(kind, subject, address)) {
-        const c = counters.find((counter: StoredCounter) => counter.key === l.getKey(key));
-        if (!c || c.points < l.points || (c.expire !== null && c.expire <= now)) continue;
+      for (const c of counters) {
+        const l = byPrefix.get(c.key.slice(0, c.key.indexOf(":")));
+        if (!l || c.points < l.points || (c.expire !== null && c.expire <= now)) continue;
         waitMs = Math.max(waitMs, c.expire === null ? 0 : c.expire - now, 1);
       }
       return waitMs > 0 ? rateLimited(errorOf(kind), waitMs / 1000) : undefined;

@@ -76,11 +76,6 @@ export const CLIENT_AUTHENTICATION_REQUIRED =
 
 const METHODS = new Set(["client_secret_basic", "client_secret_post", "none"]);
 
-/** Statements in flight at once; reads arriving meanwhile go together in the next one. */
-const AT_ONCE = 1;
-/** Reads in one statement at most. */
-const MAX_BATCH = 64;
-
 interface Read {
   clientId: string;
   counterKeys: string[];
@@ -114,7 +109,7 @@ function clientReader(deps: ClientAuthenticationDeps): (read: Read) => Promise<F
       queued[Number(number) - 1]!.resolve({ row: row.id === null ? undefined : row, counters: read });
     }
   };
-  return statementBatcher<Read, Found>({ atOnce: AT_ONCE, max: MAX_BATCH, write });
+  return statementBatcher<Read, Found>({ write });
 }
 
 export type AuthenticateClient = (
@@ -149,7 +144,7 @@ export function createClientAuthentication(deps: ClientAuthenticationDeps): Auth
       await deps.limits.consume("client", clientId, remoteAddress);
       throw new InvalidClient(failure ?? "client authentication failed");
     }
-    const limited = deps.limits.overLimit("client", clientId, remoteAddress, found.counters);
+    const limited = deps.limits.overLimit("client", found.counters);
     if (limited) throw limited;
     return {
       id: row.id,

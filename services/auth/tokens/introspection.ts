@@ -94,11 +94,6 @@ export interface IntrospectionDeps {
   preparedStatements?: boolean;
 }
 
-/** Statements in flight at once; lookups arriving meanwhile go together in the next one. */
-const AT_ONCE = 1;
-/** Lookups in one statement at most. */
-const MAX_BATCH = 64;
-
 /** Looks up each token value's active row (undefined: none), a batch to a statement. */
 function tokenLookup(deps: IntrospectionDeps): (token: string) => Promise<ActiveToken | undefined> {
   const knex = deps.orm.em.getKnex();
@@ -112,7 +107,7 @@ function tokenLookup(deps: IntrospectionDeps): (token: string) => Promise<Active
     const found = new Map(rows.map((r) => [Number(r.n), r]));
     queued.forEach((q, i) => q.resolve(found.get(i + 1)));
   };
-  return statementBatcher<string, ActiveToken | undefined>({ atOnce: AT_ONCE, max: MAX_BATCH, write });
+  return statementBatcher<string, ActiveToken | undefined>({ write });
 }
 
 /**
