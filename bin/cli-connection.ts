@@ -1,21 +1,24 @@
-// Where the bizcard command looks for the services and the internal
-// credential, and what it says when either fails: the URL it tried, and where
-// the credential came from (or every place it looked), so that a new operator
-// knows what to start or set.
+// Where the bizcard command finds the services and the internal credential,
+// its clients of them, and what it says when either fails: the URL it tried and
+// where the credential came from (or every place it looked), so that a new
+// operator knows what to start or set.
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { Code, type ConnectError } from "@connectrpc/connect";
+import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
+import { DeliveryService } from "../gen/bizcard/delivery/v1/delivery_pb.js";
+import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
+import { WebhookService } from "../gen/bizcard/webhook/v1/webhook_pb.js";
+import { createRpcClient } from "../services/shared/rpc/client.js";
 
 export type ServiceName = "organisation" | "auth" | "webhook" | "delivery";
 
 const DEFAULT_PORTS: Record<ServiceName, number> = { auth: 7101, organisation: 7102, webhook: 7103, delivery: 7104 };
 
 /**
- * The URL the command calls a service on: <NAME>_RPC_URL, else loopback on
- * <NAME>_RPC_PORT or the default port. Both are read as the platform reads
- * them (services/shared/config.ts): blank is unset and a port is trimmed, so
- * that the environment (or .env file) that started the platform on other
- * ports points the command at them too.
+ * <NAME>_RPC_URL, else loopback on <NAME>_RPC_PORT or the default port, read
+ * as the platform reads them (blank is unset, a port is trimmed), so that the
+ * environment that started the platform on other ports points the command there.
  */
 export function serviceUrl(name: ServiceName, env: NodeJS.ProcessEnv = process.env): string {
   const key = name.toUpperCase();
@@ -24,7 +27,7 @@ export function serviceUrl(name: ServiceName, env: NodeJS.ProcessEnv = process.e
   return url || `http://127.0.0.1:${port || DEFAULT_PORTS[name]}`;
 }
 
-export interface Credential {
+interface Credential {
   token: string | undefined;
   /** Where it was found, or undefined when nowhere. */
   source: "INTERNAL_RPC_TOKEN" | "file" | undefined;
@@ -43,7 +46,8 @@ export function internalCredential(env: NodeJS.ProcessEnv = process.env): Creden
 }
 
 /** The line to print for an RPC that failed, naming the URL tried and the credential's origin where they are the cause. */
-export function explainFailure(err: ConnectError, service: ServiceName, url: string, credential: Credential): string {
+export function explainFailure(err: ConnectError, service: ServiceName): string {
+  const [url, credential] = [serviceUrl(service), internalCredential()];
   const message = err.rawMessage || err.message;
   if (err.code === Code.Unavailable) {
     return `cannot reach the ${service} service at ${url} (${message}); is the platform running? Start it with npm start, or set ${service.toUpperCase()}_RPC_URL`;
@@ -60,3 +64,17 @@ export function explainFailure(err: ConnectError, service: ServiceName, url: str
   }
   return message;
 }
+
+/** A client of each service, with the internal credential. */
+export function serviceClients() {
+  const { token } = internalCredential();
+  const options = (name: ServiceName) => ({ baseUrl: serviceUrl(name), timeoutMs: 15_000, internalToken: token });
+  return {
+    organisations: createRpcClient(OrganisationService, options("organisation")),
+    auth: createRpcClient(AuthService, options("auth")),
+    webhook: createRpcClient(WebhookService, options("webhook")),
+    deliveries: createRpcClient(DeliveryService, options("delivery")),
+  };
+}
+
+export type ServiceClients = ReturnType<typeof serviceClients>;

@@ -1,6 +1,5 @@
-// The nearest of some names to what a person typed, for "did you mean"
-// suggestions: the smallest edit distance (Levenshtein: insertions,
-// deletions, substitutions), when it is small for the word's length.
+// "Did you mean" suggestions: the name at the smallest edit distance
+// (Levenshtein) from what a person typed, when it is small for the word's length.
 
 function distance(a: string, b: string): number {
   let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
@@ -14,19 +13,13 @@ function distance(a: string, b: string): number {
   return previous[b.length]!;
 }
 
-/** The name nearest to `typed`, or undefined when none is within a third of its length (at least 2 edits). */
-export function nearest(typed: string, names: readonly string[]): string | undefined {
+/** " (did you mean X?)" for the nearest name within a third of the typed length (at least 2 edits), or "". */
+export function didYouMean(typed: string, names: readonly string[], prefix = ""): string {
   const allowed = Math.max(2, Math.floor(typed.length / 3));
   let best: { name: string; d: number } | undefined;
   for (const name of names) {
     const d = distance(typed, name);
     if (d <= allowed && (!best || d < best.d)) best = { name, d };
   }
-  return best?.name;
+  return best ? ` (did you mean ${prefix}${best.name}?)` : "";
 }
-
-/** " (did you mean X?)" for the nearest name, or "". */
-export const didYouMean = (typed: string, names: readonly string[], prefix = ""): string => {
-  const found = nearest(typed, names);
-  return found ? ` (did you mean ${prefix}${found}?)` : "";
-};

@@ -7,7 +7,7 @@ import { runChecks } from "../shared/rpc/health.js";
 import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
 import { ContactEntity } from "./contacts/contact.entity.js";
 import { MemberEntity } from "./members/member.entity.js";
-import { prepareDummyHash } from "./members/password.js";
+import { dummyHash } from "./members/password.js";
 import { organisationMigrations } from "./migrations/index.js";
 import { ORGANISATION_SCHEMA, createOrganisationService } from "./organisation-service.js";
 import { OrganisationEntity } from "./organisations/organisation.entity.js";
@@ -18,7 +18,7 @@ export async function createOrganisationApp(
   const { config, bus, logger } = deps;
   // The dummy password hash (what an unknown email is checked against) is made
   // while the database opens: no login pays for it.
-  const dummyHashReady = prepareDummyHash();
+  const dummyHashReady = dummyHash();
   dummyHashReady.catch(() => {}); // awaited below, after the database
   const orm = await openServiceDatabase(deps, {
     schema: ORGANISATION_SCHEMA,

@@ -78,7 +78,7 @@ describe("bizcard usage", { timeout: 60_000 }, () => {
     const run = await bizcard(["org"]);
     expect(run.code).toBe(2);
     expect(run.stdout).toBe("");
-    expect(run.stderr).toContain("bizcard: org: which command? (create)\nusage:\n");
+    expect(run.stderr).toContain("bizcard: org: which command? (create, list)\nusage:\n");
     expect(run.stderr).toContain("bizcard org create --name NAME --email EMAIL --password PASSWORD [--json]");
   });
 
@@ -123,7 +123,10 @@ describe("bizcard --json errors", { timeout: 60_000 }, () => {
     expect(onlyJson(run)).toEqual({ error: "invalid_usage", error_description: "missing --org" });
     const unknown = await bizcard(["org", "--json"]);
     expect(unknown.code).toBe(2);
-    expect(onlyJson(unknown)).toEqual({ error: "invalid_usage", error_description: "org: which command? (create)" });
+    expect(onlyJson(unknown)).toEqual({
+      error: "invalid_usage",
+      error_description: "org: which command? (create, list)",
+    });
   });
 
   it("an RPC failure is one JSON object, exit 1; without --json one line on stderr", async () => {

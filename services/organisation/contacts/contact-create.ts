@@ -1,41 +1,24 @@
 // CreateContact's write: the contact and its contact.created event in ONE
-// statement (data-modifying CTEs, committed on their own), only if the
-// organisation exists. One round trip instead of a transaction's five
-// (BEGIN, the organisation read, the two inserts, COMMIT), and the outbox
-// lock (writer.ts) is held only from the event's insert to this statement's
-// commit, never across a round trip to this process. Without the ORM's
-// per-query work (knex's raw), and a named prepared statement on real
-// PostgreSQL (knex hands options() to pg, whose name makes it one).
-//
-// Calls that arrive while AT_ONCE statements are running are written
-// together by the next one (shared/statement-batcher.ts), as many rows as
-// came (at most BATCH_MAX): at a high rate each statement, its round trip
-// and its commit (a WAL flush) serve many contacts, not one. Should a
-// batch's statement fail,
-// its calls are written again one by one, so one bad row fails only its own
-// call.
+// statement (data-modifying CTEs), only if the organisation exists: one round
+// trip instead of a transaction's five, and the outbox lock (writer.ts) held
+// only until this statement commits. Calls that arrive while AT_ONCE statements
+// run are written together by the next one (shared/statement-batcher.ts); a
+// failed batch is written again one by one, so one bad row fails only its call.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { v7 } from "uuid";
 import { EventType } from "../../../gen/bizcard/events/v1/events_pb.js";
 import type { Contact as ContactMessage } from "../../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { statementBatcher, type Queued } from "../../shared/statement-batcher.js";
 import { outboxInsertManySql, outboxRowOf } from "../../shared/outbox/writer.js";
-import { CONTACT_FIELDS, type Contact, type ContactField } from "./contact.entity.js";
-import { contactEvent } from "./contact-events.js";
-import { toContactMessage } from "./contact-message.js";
+import { CONTACT_FIELDS, snakeCase, type Contact, type ContactField } from "./contact.entity.js";
+import { contactEvent, toContactMessage } from "./contact-message.js";
 
 /** Statements writing contacts at once (each on a pooled connection). */
 const AT_ONCE = 2;
 /** The most contacts one statement writes. */
 const BATCH_MAX = 200;
 
-const snake = (f: string) => f.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-const COLUMNS = CONTACT_FIELDS.map((f) => `"${snake(f)}"`).join(", ");
-
-export interface ContactCreator {
-  /** The new contact as answered and as its event carries it; undefined when the organisation does not exist (nothing written). */
-  create(organisationId: string, fields: Partial<Record<ContactField, string>>): Promise<ContactMessage | undefined>;
-}
+const COLUMNS = CONTACT_FIELDS.map((f) => `"${snakeCase(f)}"`).join(", ");
 
 /** One call: its row of the statement's input, and its answer should the row be written. */
 type Call = Queued<{ row: Record<string, unknown>; message: ContactMessage }, ContactMessage | undefined>;
@@ -43,11 +26,11 @@ type Call = Queued<{ row: Record<string, unknown>; message: ContactMessage }, Co
 function batchSql(schema: string): string {
   const s = `"${schema}"`;
   return `with "input" as (
-       select * from jsonb_to_recordset(?::jsonb) as r("id" uuid, "organisation_id" uuid, ${CONTACT_FIELDS.map((f) => `"${snake(f)}" text`).join(", ")},
+       select * from jsonb_to_recordset(?::jsonb) as r("id" uuid, "organisation_id" uuid, ${CONTACT_FIELDS.map((f) => `"${snakeCase(f)}" text`).join(", ")},
          "created_at" timestamptz, "event_id" uuid, "subject" text, "payload" text, "traceparent" text, "tracestate" text, "order_key" text)
      ), "contact" as (
        insert into ${s}."contact" ("id", "organisation_id", ${COLUMNS}, "created_at", "updated_at")
-       select i."id", o."id", ${CONTACT_FIELDS.map((f) => `i."${snake(f)}"`).join(", ")}, i."created_at", i."created_at"
+       select i."id", o."id", ${CONTACT_FIELDS.map((f) => `i."${snakeCase(f)}"`).join(", ")}, i."created_at", i."created_at"
          from "input" i join ${s}."organisation" o on o."id" = i."organisation_id"
        returning "id"
      ), "event" as (
@@ -60,13 +43,10 @@ function batchSql(schema: string): string {
      select "id"::text as "id" from "contact"`;
 }
 
-export function contactCreator(
-  orm: MikroORM,
-  events: { schema: string; subjectPrefix: string },
-  prepared: boolean,
-): ContactCreator {
+export function contactCreator(orm: MikroORM, events: { schema: string; subjectPrefix: string }, prepared: boolean) {
   const knex = orm.em.getKnex();
   const sql = batchSql(events.schema);
+  // A named prepared statement on real PostgreSQL: knex hands options() to pg.
   const name = prepared ? { name: "organisation-create-contacts" } : {};
   const write = async (batch: Call[]): Promise<void> => {
     const { rows } = await knex
@@ -90,7 +70,8 @@ export function contactCreator(
   });
 
   return {
-    create(organisationId, fields) {
+    /** The new contact as answered and as its event carries it; undefined when the organisation does not exist. */
+    create(organisationId: string, fields: Partial<Record<ContactField, string>>) {
       const now = new Date();
       const contact = { id: v7(), organisationId, createdAt: now, updatedAt: now } as Contact;
       for (const f of CONTACT_FIELDS) contact[f] = fields[f] ?? "";
@@ -102,7 +83,7 @@ export function contactCreator(
         created_at: now.toISOString(),
         ...outboxRowOf(event),
       };
-      for (const f of CONTACT_FIELDS) row[snake(f)] = contact[f];
+      for (const f of CONTACT_FIELDS) row[snakeCase(f)] = contact[f];
       return written({ row, message });
     },
   };

@@ -1,16 +1,11 @@
 // What a contact field may hold. Every value is trimmed; an empty string
 // clears the field. Errors name the field (snake_case, as on the wire).
-import { Code, ConnectError } from "@connectrpc/connect";
 import type { ContactFields } from "../../../gen/bizcard/organisation/v1/organisation_pb.js";
 import { EMAIL_MAX_LENGTH, isEmailAddress } from "../../shared/email.js";
-import { CONTACT_FIELDS, type ContactField } from "./contact.entity.js";
+import { invalid } from "../../shared/validation.js";
+import { CONTACT_FIELDS, snakeCase, type ContactField } from "./contact.entity.js";
 
-interface Rule {
-  max: number;
-  multiline?: boolean;
-  check?: (v: string) => boolean;
-  expected?: string;
-}
+type Rule = { max: number; multiline?: boolean; check?: (v: string) => boolean; expected?: string };
 
 const PHONE = /^[0-9+()\-./ x]*$/i;
 
@@ -35,7 +30,6 @@ const RULES: Record<ContactField, Rule> = {
   notes: { max: 10_000, multiline: true },
 };
 
-const snake = (f: string) => f.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 // Control characters, except tab and newlines where a field is multi-line.
 const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
 const CONTROL_OR_NEWLINE = /[\u0000-\u001f\u007f]/;
@@ -49,11 +43,11 @@ export function readContactFields(fields: ContactFields | undefined): Partial<Re
     if (raw === undefined) continue;
     const value = raw.trim();
     const rule = RULES[name];
-    const invalid = (why: string) => new ConnectError(`${snake(name)}: ${why}`, Code.InvalidArgument);
-    if ([...value].length > rule.max) throw invalid(`at most ${rule.max} characters`);
+    const field = snakeCase(name);
+    if ([...value].length > rule.max) throw invalid(field, `at most ${rule.max} characters`);
     if ((rule.multiline ? CONTROL : CONTROL_OR_NEWLINE).test(value))
-      throw invalid("must not contain control characters");
-    if (value !== "" && rule.check && !rule.check(value)) throw invalid(`expected ${rule.expected}`);
+      throw invalid(field, "must not contain control characters");
+    if (value !== "" && rule.check && !rule.check(value)) throw invalid(field, `expected ${rule.expected}`);
     out[name] = value;
   }
   return out;

@@ -31,9 +31,7 @@ export const ContactEntity = defineEntity({
       .onCreate(() => new Date())
       .onUpdate(() => new Date()),
   },
-  // ListContacts: one organisation's, newest first. The migration makes the
-  // last two columns "desc"; MikroORM's schema diff does not compare index
-  // directions (a btree serves either direction anyway).
+  // ListContacts: the migration makes the last two columns "desc", which the schema diff does not compare.
   indexes: [{ name: "contact_organisation_newest_index", properties: ["organisationId", "createdAt", "id"] }],
 });
 
@@ -52,3 +50,6 @@ export const CONTACT_FIELDS = [
   "notes",
 ] as const;
 export type ContactField = (typeof CONTACT_FIELDS)[number];
+
+/** A field's column, and its name on the wire. */
+export const snakeCase = (f: ContactField) => f.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);

@@ -1,18 +1,11 @@
-// Member passwords: scrypt (memory-hard) from node:crypto, a random salt per
-// password, parameters stored with the hash so they can be changed later.
-//
-// OWASP Password Storage Cheat Sheet: "If Argon2id is not available, use
+// Member passwords: scrypt from node:crypto, a random salt per password, the
+// parameters stored with the hash. OWASP Password Storage Cheat Sheet: "use
 // scrypt with a minimum CPU/memory cost parameter of (2^17), a minimum block
 // size of 8 (1024 bytes), and a parallelization parameter of 1 (as
-// alternatives, the CPU/memory cost parameter can be 2^16 with a
-// parallelization parameter of 2, or 2^15 with 3, or 2^14 with 5, or 2^13
-// with 10)." We use N = 2^14 with p = 5: the same defence, 16 MiB per
-// derivation instead of 128 MiB. At 128 MiB each, the hashes a start makes
-// (the dummy hash, the demo member) would set the platform's peak memory
-// (docs/benchmark.md, "The memory rows").
-// A hash made with other parameters (OWASP's N = 2^17, p = 1, or weaker)
-// still verifies; needsRehash says so, and a successful login stores a new
-// hash (password-upgrade.ts).
+// alternatives, … 2^14 with 5 …)." N = 2^14 with p = 5 is the same defence in
+// an eighth of the memory, which would otherwise set the platform's peak.
+// A hash made with other parameters still verifies; needsRehash says so, and a
+// successful login stores a new one (organisation-service.ts).
 import { randomBytes, scrypt, timingSafeEqual } from "node:crypto";
 import pLimit from "p-limit";
 
@@ -30,40 +23,29 @@ const SALT_LENGTH = 16;
 
 /**
  * What a stored hash may ask for. A hash outside these bounds, or one whose
- * derivation would need more than twice the memory of OWASP's first choice
- * (N = 2^17, r = 8, p = 1: 128 MiB), never matches, so a
- * corrupt row cannot make a login allocate gigabytes.
+ * derivation would need more than twice the memory of OWASP's first choice,
+ * never matches, so a corrupt row cannot make a login allocate gigabytes.
  */
 const MAX_N = 2 ** 20;
 const MAX_R = 32;
 const MAX_P = 16;
 
-/**
- * Memory one derivation needs, as OpenSSL's EVP_PBE_scrypt counts it: the
- * B buffer (128 * r * p bytes) and V plus the working space (128 * r * (N + 2)).
- * For N = 2^14, r = 8, p = 5: 16,784,384 bytes, just over 16 MiB; for a hash
- * made with N = 2^17, r = 8, p = 1: 134,220,800 bytes, more than node's
- * default maxmem of 32 MiB, so maxmem is set to exactly what each needs.
- */
-export function scryptMemory({ N, r, p }: ScryptCost): number {
-  return 128 * r * (N + p + 2);
-}
+/** Memory one derivation needs, as OpenSSL's EVP_PBE_scrypt counts it (node's default maxmem is too small for N = 2^17). */
+const scryptMemory = ({ N, r, p }: ScryptCost) => 128 * r * (N + p + 2);
 
 const MAX_MEMORY = 2 * scryptMemory({ N: 2 ** 17, r: 8, p: 1 });
 
 /**
- * Derivations that run at once, each on one of libuv's four pool threads
- * (shared with DNS lookups and file I/O): two keep pool threads free, and on
- * two cores more would not finish sooner anyway. Each holds 16 MiB (128 MiB
- * while it verifies a hash made with N = 2^17).
+ * Derivations that run at once, each on one of libuv's pool threads (shared
+ * with DNS lookups and file I/O): two keep pool threads free, and on two cores
+ * more would not finish sooner anyway.
  */
 const limited = pLimit(2);
 
 /**
- * Derivations that may wait for a turn. Each is slow by design (slower still
- * for an N = 2^17 hash), so more than this would
- * wait past any caller's deadline: a flood of logins is refused at once
- * (ResourceExhausted, 429) instead of queueing work nobody waits for.
+ * Derivations that may wait for a turn. More would wait past any caller's
+ * deadline: a flood of logins is refused at once (ResourceExhausted, 429)
+ * instead of queueing work nobody waits for.
  */
 export const MAX_WAITING_DERIVATIONS = 16;
 
@@ -105,16 +87,10 @@ export async function hashPassword(
   return `scrypt$${cost.N}$${cost.r}$${cost.p}$${salt.toString("base64")}$${key.toString("base64")}`;
 }
 
-interface Parsed {
-  cost: ScryptCost;
-  salt: Buffer;
-  key: Buffer;
-}
-
 const isPowerOfTwo = (n: number) => Number.isInteger(n) && n > 1 && (n & (n - 1)) === 0;
 const inRange = (n: number, max: number) => Number.isInteger(n) && n >= 1 && n <= max;
 
-function parse(encoded: string): Parsed | undefined {
+function parse(encoded: string): { cost: ScryptCost; salt: Buffer; key: Buffer } | undefined {
   const [scheme, n, r, p, salt, key, ...rest] = encoded.split("$");
   if (scheme !== "scrypt" || !salt || !key || rest.length) return undefined;
   const cost = { N: Number(n), r: Number(r), p: Number(p) };
@@ -133,11 +109,7 @@ export async function verifyPassword(password: string, encoded: string, signal?:
   return timingSafeEqual(actual, parsed.key);
 }
 
-/**
- * True when a (verified) hash was made with other parameters than
- * SCRYPT_COST (weaker ones, or OWASP's N = 2^17 variant, which needs eight
- * times the memory for the same defence) or a shorter key.
- */
+/** True when a (verified) hash was made with other parameters than SCRYPT_COST or a shorter key. */
 export function needsRehash(encoded: string): boolean {
   const parsed = parse(encoded);
   if (!parsed) return false;
@@ -146,20 +118,14 @@ export function needsRehash(encoded: string): boolean {
 }
 
 /**
- * A hash of a random password: an unknown email is checked against it so
- * that it costs the same time as a known one (no user enumeration). The
- * organisation app makes it at start (prepareDummyHash), so no login pays
- * for it; made here on first use otherwise.
+ * A hash of a random password: an unknown email is checked against it so that
+ * it costs the same time as a known one (no user enumeration). Made once; the
+ * organisation app makes it while it starts, so no login pays for it.
  */
 let dummy: Promise<string> | undefined;
 export function dummyHash(): Promise<string> {
   dummy ??= hashPassword(randomBytes(16).toString("hex"));
   return dummy;
-}
-
-/** Makes the dummy hash now; the organisation app awaits it while it starts. */
-export async function prepareDummyHash(): Promise<void> {
-  await dummyHash();
 }
 
 export const PASSWORD_MIN_LENGTH = 8;

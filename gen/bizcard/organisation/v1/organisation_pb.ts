@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file bizcard/organisation/v1/organisation.proto.
  */
 export const file_bizcard_organisation_v1_organisation: GenFile = /*@__PURE__*/
-  fileDesc("CipiaXpjYXJkL29yZ2FuaXNhdGlvbi92MS9vcmdhbmlzYXRpb24ucHJvdG8SF2JpemNhcmQub3JnYW5pc2F0aW9uLnYxIlkKDE9yZ2FuaXNhdGlvbhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEi8KC2NyZWF0ZV90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJtCgZNZW1iZXISCgoCaWQYASABKAkSFwoPb3JnYW5pc2F0aW9uX2lkGAIgASgJEg0KBWVtYWlsGAMgASgJEi8KC2NyZWF0ZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKqAgoHQ29udGFjdBIKCgJpZBgBIAEoCRIXCg9vcmdhbmlzYXRpb25faWQYAiABKAkSEgoKZmlyc3RfbmFtZRgDIAEoCRIRCglsYXN0X25hbWUYBCABKAkSDQoFZW1haWwYBSABKAkSDQoFcGhvbmUYBiABKAkSDwoHY29tcGFueRgHIAEoCRIRCglqb2JfdGl0bGUYCCABKAkSDwoHd2Vic2l0ZRgJIAEoCRIPCgdhZGRyZXNzGAogASgJEg0KBW5vdGVzGAsgASgJEi8KC2NyZWF0ZV90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiVgoZQ3JlYXRlT3JnYW5pc2F0aW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJEhMKC293bmVyX2VtYWlsGAIgASgJEhYKDm93bmVyX3Bhc3N3b3JkGAMgASgJIokBChpDcmVhdGVPcmdhbmlzYXRpb25SZXNwb25zZRI7CgxvcmdhbmlzYXRpb24YASABKAsyJS5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5PcmdhbmlzYXRpb24SLgoFb3duZXIYAiABKAsyHy5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5NZW1iZXIiJAoWR2V0T3JnYW5pc2F0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJWChdHZXRPcmdhbmlzYXRpb25SZXNwb25zZRI7CgxvcmdhbmlzYXRpb24YASABKAsyJS5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5PcmdhbmlzYXRpb24iTwoTQ3JlYXRlTWVtYmVyUmVxdWVzdBIXCg9vcmdhbmlzYXRpb25faWQYASABKAkSDQoFZW1haWwYAiABKAkSEAoIcGFzc3dvcmQYAyABKAkiRwoUQ3JlYXRlTWVtYmVyUmVzcG9uc2USLwoGbWVtYmVyGAEgASgLMh8uYml6Y2FyZC5vcmdhbmlzYXRpb24udjEuTWVtYmVyIlkKHlZlcmlmeU1lbWJlckNyZWRlbnRpYWxzUmVxdWVzdBINCgVlbWFpbBgBIAEoCRIQCghwYXNzd29yZBgCIAEoCRIWCg5yZW1vdGVfYWRkcmVzcxgDIAEoCSJSCh9WZXJpZnlNZW1iZXJDcmVkZW50aWFsc1Jlc3BvbnNlEi8KBm1lbWJlchgBIAEoCzIfLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLk1lbWJlciLDAgoNQ29udGFjdEZpZWxkcxIXCgpmaXJzdF9uYW1lGAEgASgJSACIAQESFgoJbGFzdF9uYW1lGAIgASgJSAGIAQESEgoFZW1haWwYAyABKAlIAogBARISCgVwaG9uZRgEIAEoCUgDiAEBEhQKB2NvbXBhbnkYBSABKAlIBIgBARIWCglqb2JfdGl0bGUYBiABKAlIBYgBARIUCgd3ZWJzaXRlGAcgASgJSAaIAQESFAoHYWRkcmVzcxgIIAEoCUgHiAEBEhIKBW5vdGVzGAkgASgJSAiIAQFCDQoLX2ZpcnN0X25hbWVCDAoKX2xhc3RfbmFtZUIICgZfZW1haWxCCAoGX3Bob25lQgoKCF9jb21wYW55QgwKCl9qb2JfdGl0bGVCCgoIX3dlYnNpdGVCCgoIX2FkZHJlc3NCCAoGX25vdGVzImcKFENyZWF0ZUNvbnRhY3RSZXF1ZXN0EhcKD29yZ2FuaXNhdGlvbl9pZBgBIAEoCRI2CgZmaWVsZHMYAiABKAsyJi5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5Db250YWN0RmllbGRzIkoKFUNyZWF0ZUNvbnRhY3RSZXNwb25zZRIxCgdjb250YWN0GAEgASgLMiAuYml6Y2FyZC5vcmdhbmlzYXRpb24udjEuQ29udGFjdCJzChRVcGRhdGVDb250YWN0UmVxdWVzdBIKCgJpZBgBIAEoCRI2CgZmaWVsZHMYAiABKAsyJi5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5Db250YWN0RmllbGRzEhcKD29yZ2FuaXNhdGlvbl9pZBgDIAEoCSJKChVVcGRhdGVDb250YWN0UmVzcG9uc2USMQoHY29udGFjdBgBIAEoCzIgLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLkNvbnRhY3QiOAoRR2V0Q29udGFjdFJlcXVlc3QSCgoCaWQYASABKAkSFwoPb3JnYW5pc2F0aW9uX2lkGAIgASgJIkcKEkdldENvbnRhY3RSZXNwb25zZRIxCgdjb250YWN0GAEgASgLMiAuYml6Y2FyZC5vcmdhbmlzYXRpb24udjEuQ29udGFjdCJVChNMaXN0Q29udGFjdHNSZXF1ZXN0EhcKD29yZ2FuaXNhdGlvbl9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJjChRMaXN0Q29udGFjdHNSZXNwb25zZRIyCghjb250YWN0cxgBIAMoCzIgLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLkNvbnRhY3QSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJMroHChNPcmdhbmlzYXRpb25TZXJ2aWNlEn0KEkNyZWF0ZU9yZ2FuaXNhdGlvbhIyLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLkNyZWF0ZU9yZ2FuaXNhdGlvblJlcXVlc3QaMy5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5DcmVhdGVPcmdhbmlzYXRpb25SZXNwb25zZRJ0Cg9HZXRPcmdhbmlzYXRpb24SLy5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5HZXRPcmdhbmlzYXRpb25SZXF1ZXN0GjAuYml6Y2FyZC5vcmdhbmlzYXRpb24udjEuR2V0T3JnYW5pc2F0aW9uUmVzcG9uc2USawoMQ3JlYXRlTWVtYmVyEiwuYml6Y2FyZC5vcmdhbmlzYXRpb24udjEuQ3JlYXRlTWVtYmVyUmVxdWVzdBotLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLkNyZWF0ZU1lbWJlclJlc3BvbnNlEowBChdWZXJpZnlNZW1iZXJDcmVkZW50aWFscxI3LmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLlZlcmlmeU1lbWJlckNyZWRlbnRpYWxzUmVxdWVzdBo4LmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLlZlcmlmeU1lbWJlckNyZWRlbnRpYWxzUmVzcG9uc2USbgoNQ3JlYXRlQ29udGFjdBItLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLkNyZWF0ZUNvbnRhY3RSZXF1ZXN0Gi4uYml6Y2FyZC5vcmdhbmlzYXRpb24udjEuQ3JlYXRlQ29udGFjdFJlc3BvbnNlEm4KDVVwZGF0ZUNvbnRhY3QSLS5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5VcGRhdGVDb250YWN0UmVxdWVzdBouLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLlVwZGF0ZUNvbnRhY3RSZXNwb25zZRJlCgpHZXRDb250YWN0EiouYml6Y2FyZC5vcmdhbmlzYXRpb24udjEuR2V0Q29udGFjdFJlcXVlc3QaKy5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5HZXRDb250YWN0UmVzcG9uc2USawoMTGlzdENvbnRhY3RzEiwuYml6Y2FyZC5vcmdhbmlzYXRpb24udjEuTGlzdENvbnRhY3RzUmVxdWVzdBotLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLkxpc3RDb250YWN0c1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("CipiaXpjYXJkL29yZ2FuaXNhdGlvbi92MS9vcmdhbmlzYXRpb24ucHJvdG8SF2JpemNhcmQub3JnYW5pc2F0aW9uLnYxIlkKDE9yZ2FuaXNhdGlvbhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEi8KC2NyZWF0ZV90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJtCgZNZW1iZXISCgoCaWQYASABKAkSFwoPb3JnYW5pc2F0aW9uX2lkGAIgASgJEg0KBWVtYWlsGAMgASgJEi8KC2NyZWF0ZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKqAgoHQ29udGFjdBIKCgJpZBgBIAEoCRIXCg9vcmdhbmlzYXRpb25faWQYAiABKAkSEgoKZmlyc3RfbmFtZRgDIAEoCRIRCglsYXN0X25hbWUYBCABKAkSDQoFZW1haWwYBSABKAkSDQoFcGhvbmUYBiABKAkSDwoHY29tcGFueRgHIAEoCRIRCglqb2JfdGl0bGUYCCABKAkSDwoHd2Vic2l0ZRgJIAEoCRIPCgdhZGRyZXNzGAogASgJEg0KBW5vdGVzGAsgASgJEi8KC2NyZWF0ZV90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiVgoZQ3JlYXRlT3JnYW5pc2F0aW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJEhMKC293bmVyX2VtYWlsGAIgASgJEhYKDm93bmVyX3Bhc3N3b3JkGAMgASgJIokBChpDcmVhdGVPcmdhbmlzYXRpb25SZXNwb25zZRI7CgxvcmdhbmlzYXRpb24YASABKAsyJS5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5PcmdhbmlzYXRpb24SLgoFb3duZXIYAiABKAsyHy5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5NZW1iZXIiJAoWR2V0T3JnYW5pc2F0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJWChdHZXRPcmdhbmlzYXRpb25SZXNwb25zZRI7CgxvcmdhbmlzYXRpb24YASABKAsyJS5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5PcmdhbmlzYXRpb24iQQoYTGlzdE9yZ2FuaXNhdGlvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJInIKGUxpc3RPcmdhbmlzYXRpb25zUmVzcG9uc2USPAoNb3JnYW5pc2F0aW9ucxgBIAMoCzIlLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLk9yZ2FuaXNhdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiTwoTQ3JlYXRlTWVtYmVyUmVxdWVzdBIXCg9vcmdhbmlzYXRpb25faWQYASABKAkSDQoFZW1haWwYAiABKAkSEAoIcGFzc3dvcmQYAyABKAkiRwoUQ3JlYXRlTWVtYmVyUmVzcG9uc2USLwoGbWVtYmVyGAEgASgLMh8uYml6Y2FyZC5vcmdhbmlzYXRpb24udjEuTWVtYmVyIlkKHlZlcmlmeU1lbWJlckNyZWRlbnRpYWxzUmVxdWVzdBINCgVlbWFpbBgBIAEoCRIQCghwYXNzd29yZBgCIAEoCRIWCg5yZW1vdGVfYWRkcmVzcxgDIAEoCSJSCh9WZXJpZnlNZW1iZXJDcmVkZW50aWFsc1Jlc3BvbnNlEi8KBm1lbWJlchgBIAEoCzIfLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLk1lbWJlciLDAgoNQ29udGFjdEZpZWxkcxIXCgpmaXJzdF9uYW1lGAEgASgJSACIAQESFgoJbGFzdF9uYW1lGAIgASgJSAGIAQESEgoFZW1haWwYAyABKAlIAogBARISCgVwaG9uZRgEIAEoCUgDiAEBEhQKB2NvbXBhbnkYBSABKAlIBIgBARIWCglqb2JfdGl0bGUYBiABKAlIBYgBARIUCgd3ZWJzaXRlGAcgASgJSAaIAQESFAoHYWRkcmVzcxgIIAEoCUgHiAEBEhIKBW5vdGVzGAkgASgJSAiIAQFCDQoLX2ZpcnN0X25hbWVCDAoKX2xhc3RfbmFtZUIICgZfZW1haWxCCAoGX3Bob25lQgoKCF9jb21wYW55QgwKCl9qb2JfdGl0bGVCCgoIX3dlYnNpdGVCCgoIX2FkZHJlc3NCCAoGX25vdGVzImcKFENyZWF0ZUNvbnRhY3RSZXF1ZXN0EhcKD29yZ2FuaXNhdGlvbl9pZBgBIAEoCRI2CgZmaWVsZHMYAiABKAsyJi5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5Db250YWN0RmllbGRzIkoKFUNyZWF0ZUNvbnRhY3RSZXNwb25zZRIxCgdjb250YWN0GAEgASgLMiAuYml6Y2FyZC5vcmdhbmlzYXRpb24udjEuQ29udGFjdCJzChRVcGRhdGVDb250YWN0UmVxdWVzdBIKCgJpZBgBIAEoCRI2CgZmaWVsZHMYAiABKAsyJi5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5Db250YWN0RmllbGRzEhcKD29yZ2FuaXNhdGlvbl9pZBgDIAEoCSJKChVVcGRhdGVDb250YWN0UmVzcG9uc2USMQoHY29udGFjdBgBIAEoCzIgLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLkNvbnRhY3QiOAoRR2V0Q29udGFjdFJlcXVlc3QSCgoCaWQYASABKAkSFwoPb3JnYW5pc2F0aW9uX2lkGAIgASgJIkcKEkdldENvbnRhY3RSZXNwb25zZRIxCgdjb250YWN0GAEgASgLMiAuYml6Y2FyZC5vcmdhbmlzYXRpb24udjEuQ29udGFjdCJVChNMaXN0Q29udGFjdHNSZXF1ZXN0EhcKD29yZ2FuaXNhdGlvbl9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJjChRMaXN0Q29udGFjdHNSZXNwb25zZRIyCghjb250YWN0cxgBIAMoCzIgLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLkNvbnRhY3QSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJMrYIChNPcmdhbmlzYXRpb25TZXJ2aWNlEn0KEkNyZWF0ZU9yZ2FuaXNhdGlvbhIyLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLkNyZWF0ZU9yZ2FuaXNhdGlvblJlcXVlc3QaMy5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5DcmVhdGVPcmdhbmlzYXRpb25SZXNwb25zZRJ0Cg9HZXRPcmdhbmlzYXRpb24SLy5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5HZXRPcmdhbmlzYXRpb25SZXF1ZXN0GjAuYml6Y2FyZC5vcmdhbmlzYXRpb24udjEuR2V0T3JnYW5pc2F0aW9uUmVzcG9uc2USegoRTGlzdE9yZ2FuaXNhdGlvbnMSMS5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5MaXN0T3JnYW5pc2F0aW9uc1JlcXVlc3QaMi5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5MaXN0T3JnYW5pc2F0aW9uc1Jlc3BvbnNlEmsKDENyZWF0ZU1lbWJlchIsLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLkNyZWF0ZU1lbWJlclJlcXVlc3QaLS5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5DcmVhdGVNZW1iZXJSZXNwb25zZRKMAQoXVmVyaWZ5TWVtYmVyQ3JlZGVudGlhbHMSNy5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5WZXJpZnlNZW1iZXJDcmVkZW50aWFsc1JlcXVlc3QaOC5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5WZXJpZnlNZW1iZXJDcmVkZW50aWFsc1Jlc3BvbnNlEm4KDUNyZWF0ZUNvbnRhY3QSLS5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5DcmVhdGVDb250YWN0UmVxdWVzdBouLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLkNyZWF0ZUNvbnRhY3RSZXNwb25zZRJuCg1VcGRhdGVDb250YWN0Ei0uYml6Y2FyZC5vcmdhbmlzYXRpb24udjEuVXBkYXRlQ29udGFjdFJlcXVlc3QaLi5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5VcGRhdGVDb250YWN0UmVzcG9uc2USZQoKR2V0Q29udGFjdBIqLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLkdldENvbnRhY3RSZXF1ZXN0GisuYml6Y2FyZC5vcmdhbmlzYXRpb24udjEuR2V0Q29udGFjdFJlc3BvbnNlEmsKDExpc3RDb250YWN0cxIsLmJpemNhcmQub3JnYW5pc2F0aW9uLnYxLkxpc3RDb250YWN0c1JlcXVlc3QaLS5iaXpjYXJkLm9yZ2FuaXNhdGlvbi52MS5MaXN0Q29udGFjdHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message bizcard.organisation.v1.Organisation
@@ -237,6 +237,54 @@ export const GetOrganisationResponseSchema: GenMessage<GetOrganisationResponse> 
   messageDesc(file_bizcard_organisation_v1_organisation, 6);
 
 /**
+ * @generated from message bizcard.organisation.v1.ListOrganisationsRequest
+ */
+export type ListOrganisationsRequest = Message<"bizcard.organisation.v1.ListOrganisationsRequest"> & {
+  /**
+   * 1 to 100; 0 means 50.
+   *
+   * @generated from field: int32 page_size = 1;
+   */
+  pageSize: number;
+
+  /**
+   * The next_page_token of a previous answer.
+   *
+   * @generated from field: string page_token = 2;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message bizcard.organisation.v1.ListOrganisationsRequest.
+ * Use `create(ListOrganisationsRequestSchema)` to create a new message.
+ */
+export const ListOrganisationsRequestSchema: GenMessage<ListOrganisationsRequest> = /*@__PURE__*/
+  messageDesc(file_bizcard_organisation_v1_organisation, 7);
+
+/**
+ * @generated from message bizcard.organisation.v1.ListOrganisationsResponse
+ */
+export type ListOrganisationsResponse = Message<"bizcard.organisation.v1.ListOrganisationsResponse"> & {
+  /**
+   * @generated from field: repeated bizcard.organisation.v1.Organisation organisations = 1;
+   */
+  organisations: Organisation[];
+
+  /**
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message bizcard.organisation.v1.ListOrganisationsResponse.
+ * Use `create(ListOrganisationsResponseSchema)` to create a new message.
+ */
+export const ListOrganisationsResponseSchema: GenMessage<ListOrganisationsResponse> = /*@__PURE__*/
+  messageDesc(file_bizcard_organisation_v1_organisation, 8);
+
+/**
  * @generated from message bizcard.organisation.v1.CreateMemberRequest
  */
 export type CreateMemberRequest = Message<"bizcard.organisation.v1.CreateMemberRequest"> & {
@@ -263,7 +311,7 @@ export type CreateMemberRequest = Message<"bizcard.organisation.v1.CreateMemberR
  * Use `create(CreateMemberRequestSchema)` to create a new message.
  */
 export const CreateMemberRequestSchema: GenMessage<CreateMemberRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_organisation_v1_organisation, 7);
+  messageDesc(file_bizcard_organisation_v1_organisation, 9);
 
 /**
  * @generated from message bizcard.organisation.v1.CreateMemberResponse
@@ -280,7 +328,7 @@ export type CreateMemberResponse = Message<"bizcard.organisation.v1.CreateMember
  * Use `create(CreateMemberResponseSchema)` to create a new message.
  */
 export const CreateMemberResponseSchema: GenMessage<CreateMemberResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_organisation_v1_organisation, 8);
+  messageDesc(file_bizcard_organisation_v1_organisation, 10);
 
 /**
  * @generated from message bizcard.organisation.v1.VerifyMemberCredentialsRequest
@@ -309,7 +357,7 @@ export type VerifyMemberCredentialsRequest = Message<"bizcard.organisation.v1.Ve
  * Use `create(VerifyMemberCredentialsRequestSchema)` to create a new message.
  */
 export const VerifyMemberCredentialsRequestSchema: GenMessage<VerifyMemberCredentialsRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_organisation_v1_organisation, 9);
+  messageDesc(file_bizcard_organisation_v1_organisation, 11);
 
 /**
  * @generated from message bizcard.organisation.v1.VerifyMemberCredentialsResponse
@@ -326,7 +374,7 @@ export type VerifyMemberCredentialsResponse = Message<"bizcard.organisation.v1.V
  * Use `create(VerifyMemberCredentialsResponseSchema)` to create a new message.
  */
 export const VerifyMemberCredentialsResponseSchema: GenMessage<VerifyMemberCredentialsResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_organisation_v1_organisation, 10);
+  messageDesc(file_bizcard_organisation_v1_organisation, 12);
 
 /**
  * The writable fields of a contact.
@@ -385,7 +433,7 @@ export type ContactFields = Message<"bizcard.organisation.v1.ContactFields"> & {
  * Use `create(ContactFieldsSchema)` to create a new message.
  */
 export const ContactFieldsSchema: GenMessage<ContactFields> = /*@__PURE__*/
-  messageDesc(file_bizcard_organisation_v1_organisation, 11);
+  messageDesc(file_bizcard_organisation_v1_organisation, 13);
 
 /**
  * @generated from message bizcard.organisation.v1.CreateContactRequest
@@ -411,7 +459,7 @@ export type CreateContactRequest = Message<"bizcard.organisation.v1.CreateContac
  * Use `create(CreateContactRequestSchema)` to create a new message.
  */
 export const CreateContactRequestSchema: GenMessage<CreateContactRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_organisation_v1_organisation, 12);
+  messageDesc(file_bizcard_organisation_v1_organisation, 14);
 
 /**
  * @generated from message bizcard.organisation.v1.CreateContactResponse
@@ -428,7 +476,7 @@ export type CreateContactResponse = Message<"bizcard.organisation.v1.CreateConta
  * Use `create(CreateContactResponseSchema)` to create a new message.
  */
 export const CreateContactResponseSchema: GenMessage<CreateContactResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_organisation_v1_organisation, 13);
+  messageDesc(file_bizcard_organisation_v1_organisation, 15);
 
 /**
  * @generated from message bizcard.organisation.v1.UpdateContactRequest
@@ -460,7 +508,7 @@ export type UpdateContactRequest = Message<"bizcard.organisation.v1.UpdateContac
  * Use `create(UpdateContactRequestSchema)` to create a new message.
  */
 export const UpdateContactRequestSchema: GenMessage<UpdateContactRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_organisation_v1_organisation, 14);
+  messageDesc(file_bizcard_organisation_v1_organisation, 16);
 
 /**
  * @generated from message bizcard.organisation.v1.UpdateContactResponse
@@ -477,7 +525,7 @@ export type UpdateContactResponse = Message<"bizcard.organisation.v1.UpdateConta
  * Use `create(UpdateContactResponseSchema)` to create a new message.
  */
 export const UpdateContactResponseSchema: GenMessage<UpdateContactResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_organisation_v1_organisation, 15);
+  messageDesc(file_bizcard_organisation_v1_organisation, 17);
 
 /**
  * @generated from message bizcard.organisation.v1.GetContactRequest
@@ -502,7 +550,7 @@ export type GetContactRequest = Message<"bizcard.organisation.v1.GetContactReque
  * Use `create(GetContactRequestSchema)` to create a new message.
  */
 export const GetContactRequestSchema: GenMessage<GetContactRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_organisation_v1_organisation, 16);
+  messageDesc(file_bizcard_organisation_v1_organisation, 18);
 
 /**
  * @generated from message bizcard.organisation.v1.GetContactResponse
@@ -519,7 +567,7 @@ export type GetContactResponse = Message<"bizcard.organisation.v1.GetContactResp
  * Use `create(GetContactResponseSchema)` to create a new message.
  */
 export const GetContactResponseSchema: GenMessage<GetContactResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_organisation_v1_organisation, 17);
+  messageDesc(file_bizcard_organisation_v1_organisation, 19);
 
 /**
  * @generated from message bizcard.organisation.v1.ListContactsRequest
@@ -552,7 +600,7 @@ export type ListContactsRequest = Message<"bizcard.organisation.v1.ListContactsR
  * Use `create(ListContactsRequestSchema)` to create a new message.
  */
 export const ListContactsRequestSchema: GenMessage<ListContactsRequest> = /*@__PURE__*/
-  messageDesc(file_bizcard_organisation_v1_organisation, 18);
+  messageDesc(file_bizcard_organisation_v1_organisation, 20);
 
 /**
  * @generated from message bizcard.organisation.v1.ListContactsResponse
@@ -574,7 +622,7 @@ export type ListContactsResponse = Message<"bizcard.organisation.v1.ListContacts
  * Use `create(ListContactsResponseSchema)` to create a new message.
  */
 export const ListContactsResponseSchema: GenMessage<ListContactsResponse> = /*@__PURE__*/
-  messageDesc(file_bizcard_organisation_v1_organisation, 19);
+  messageDesc(file_bizcard_organisation_v1_organisation, 21);
 
 /**
  * OrganisationService owns organisations, their members (who log in on the
@@ -609,6 +657,16 @@ export const OrganisationService: GenService<{
     methodKind: "unary";
     input: typeof GetOrganisationRequestSchema;
     output: typeof GetOrganisationResponseSchema;
+  },
+  /**
+   * Operators: every organisation, newest first, to find one's id.
+   *
+   * @generated from rpc bizcard.organisation.v1.OrganisationService.ListOrganisations
+   */
+  listOrganisations: {
+    methodKind: "unary";
+    input: typeof ListOrganisationsRequestSchema;
+    output: typeof ListOrganisationsResponseSchema;
   },
   /**
    * Adds a member to an organisation. ALREADY_EXISTS when the email is taken.
