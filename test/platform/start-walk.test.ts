@@ -165,6 +165,13 @@ describe("npm start, walked", () => {
     expect(statSync(path.dirname(sockets[0]!)).mode & 0o777).toBe(0o700);
   });
 
+  it("names in its banner the development settings that are on", () => {
+    expect(platform!.output()).toMatch(
+      /development settings on:\n\s+WEBHOOK_ALLOW_INSECURE_TARGETS=true\s+http, loopback and private webhook targets \(never in production\)\n/,
+    );
+    expect(platform!.output()).not.toContain("OAUTH_DYNAMIC_REGISTRATION=true");
+  });
+
   it("a second npm start says the platform is already running, and where; the first keeps serving", async () => {
     const second = spawnProcess("npm", ["start", "--silent"], env);
     expect(await second.exited).toBe(1);
