@@ -233,7 +233,8 @@ const DEVELOPMENT_SETTINGS = [
 function developmentSettings(config: Config): string {
   const on = DEVELOPMENT_SETTINGS.filter(([name]) => config[name]);
   if (on.length === 0) return "";
-  const lines = on.map(([name, meaning]) => `    ${name}=true   ${meaning}`);
+  const width = Math.max(...on.map(([name]) => name.length));
+  const lines = on.map(([name, meaning]) => `    ${`${name}=true`.padEnd(width + 5)}  ${meaning}`);
   return `  development settings on:\n${lines.join("\n")}\n`;
 }
 
