@@ -36,7 +36,7 @@ export const DELIVERY_ENTITIES = [
   SubscriptionPauseEntity,
 ];
 
-export interface DeliveryAppOptions {
+interface DeliveryAppOptions {
   /** How target hostnames are resolved when connecting; tests inject one. */
   resolve?: Resolver;
   /** Run the JetStream fan-out (default true). */
@@ -52,7 +52,6 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
     entities: DELIVERY_ENTITIES,
     migrations: deliveryMigrations,
   });
-  // A halved in-flight cap is not halved again before the POSTs in flight then are answered or time out.
   const store = createDeliveryStore(orm, {
     halvingWindowMs: config.DELIVERY_TIMEOUT_MS,
     prepared: onRealPostgres(deps),
@@ -63,13 +62,12 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
     internalToken: config.internalToken,
   });
   const allowInsecure = config.WEBHOOK_ALLOW_INSECURE_TARGETS;
+  const dns = { timeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS, servers: config.WEBHOOK_DNS_SERVERS };
   if (allowInsecure)
     logger.warn("WEBHOOK_ALLOW_INSECURE_TARGETS is on: deliveries go to http and private destinations too");
   const sender = createWebhookSender({
-    // The save-time check's resolver (WEBHOOK_DNS_SERVERS, WEBHOOK_DNS_TIMEOUT_MS): both ask the same servers.
-    resolve:
-      options.resolve ??
-      targetResolver({ timeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS, servers: config.WEBHOOK_DNS_SERVERS, allowInsecure }),
+    // The same resolver as the save-time check.
+    resolve: options.resolve ?? targetResolver({ ...dns, allowInsecure }),
     allowInsecure,
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
   });
@@ -94,29 +92,21 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
     ...(bus.ackFloor ? { fanOutFloor: () => bus.ackFloor!(CONTACT_FAN_OUT_CONSUMER) } : {}),
     failureStreak: createFailureStreak({
       orm,
+      store,
       webhook,
       logger: logger.child({ component: "failure-streak" }),
       periodSeconds: config.WEBHOOK_DISABLE_AFTER_FAILING_SECONDS,
       minFailures: config.WEBHOOK_DISABLE_AFTER_FAILURES,
     }),
   });
-  // webhook_deliveries_due, counted when scraped (the claim's own partial index serves it).
-  const stopMetrics = addSource(deliveriesDueSources, async () => {
-    const [row] = await orm.em
-      .fork()
-      .execute(
-        `select count(*)::int as "n" from "${DELIVERY_SCHEMA}"."delivery" where "status" = 'pending' and "next_attempt_at" <= now()`,
-      );
-    return [["", row.n as number]];
-  });
-  // webhook_deliveries_in_flight and webhook_subscriptions_at_in_flight_cap (the claimed rows' own partial index serves them).
+  // Gauges counted when scraped, each served by a partial index of the claim's.
+  const dueSql = `select count(*)::int as "n" from "${DELIVERY_SCHEMA}"."delivery" where "status" = 'pending' and "next_attempt_at" <= now()`;
   const cap = config.WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION;
-  const stopInFlight = addSource(deliveriesInFlightSources, async () => [
-    ["", (await inFlightNow(orm, cap)).deliveries],
-  ]);
-  const stopAtCap = addSource(subscriptionsAtCapSources, async () => [
-    ["", (await inFlightNow(orm, cap)).subscriptionsAtCap],
-  ]);
+  const stopSources = [
+    addSource(deliveriesDueSources, async () => [["", (await orm.em.fork().execute(dueSql))[0].n as number]]),
+    addSource(deliveriesInFlightSources, async () => [["", (await inFlightNow(orm, cap)).deliveries]]),
+    addSource(subscriptionsAtCapSources, async () => [["", (await inFlightNow(orm, cap)).subscriptionsAtCap]]),
+  ];
   let fanOut: Consumer | undefined;
   let pruning: { stop(): Promise<void> } | undefined;
   return {
@@ -142,9 +132,7 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
         });
     },
     close: async () => {
-      stopMetrics();
-      stopInFlight();
-      stopAtCap();
+      for (const stop of stopSources) stop();
       await fanOut?.stop();
       await worker.stop();
       await subscriberCache.close();

@@ -1,8 +1,7 @@
-// DeliveryService: the delivery log of one owner's subscription, newest
-// first, a manual retry, and the operators' list of failed deliveries. The
-// owner (organisation, client application) is required where it applies and
-// is part of every query: another owner's deliveries and attempts are never
-// listed, and are NOT_FOUND for a retry.
+// DeliveryService: one owner's subscription's delivery log, newest first, a
+// manual retry, recovery, and the operators' list of failed deliveries. The
+// owner is part of every query: another owner's rows are never listed, and
+// are NOT_FOUND for a retry.
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Client, type ServiceImpl } from "@connectrpc/connect";
@@ -25,38 +24,22 @@ import { createDeliveryStates } from "./states/delivery-states.js";
 
 export const DELIVERY_SCHEMA = "delivery";
 
+// create() reads only the message's fields from the row: the columns named as they are copied.
 const toAttemptMessage = (a: DeliveryAttempt) =>
   create(DeliveryAttemptSchema, {
-    id: a.id,
-    eventId: a.eventId,
+    ...a,
     subscriptionId: BigInt(a.subscriptionId),
-    attempt: a.attempt,
-    responseStatus: a.responseStatus,
-    outcome: a.outcome,
-    error: a.error,
-    durationMs: a.durationMs,
     attemptTime: timestampFromDate(a.attemptedAt),
-    deliveryId: a.deliveryId,
-    eventType: a.eventType,
     ...(a.nextAttemptAt ? { nextAttemptTime: timestampFromDate(a.nextAttemptAt) } : {}),
   });
 
 /**
- * When a pending delivery is really sent: a row a worker holds (its claim's
- * lease not yet over) is being sent now, and next_attempt_at is that lease,
- * not a plan; a due row goes at the workers' next look (now); else its
- * next_attempt_at; and never before its subscription's pause ends (its
- * target asked for one: nothing of it is claimed before `pausedUntil`), nor,
- * for an ordered delivery behind its subscription's head, before the head's
- * next attempt (`head`: the claim sends the head only; ordered-head.ts): the
- * earliest it can go ("not before"). Undefined when it is not pending.
+ * When a pending delivery is really sent: now while a worker holds it (its
+ * next_attempt_at is the lease) or once due; else its next_attempt_at; never
+ * before its subscription's pause ends, nor before its ordered head's next
+ * attempt. Undefined when it is not pending.
  */
-export function sendsAt(
-  d: Pick<Delivery, "id" | "status" | "nextAttemptAt" | "claimId" | "ordered" | "streamSequence">,
-  now: Date,
-  pausedUntil?: Date | null,
-  head?: OrderedHead | null,
-): Date | undefined {
+function sendsAt(d: Delivery, now: Date, pausedUntil?: Date | null, head?: OrderedHead | null): Date | undefined {
   if (d.status !== "pending" || !d.nextAttemptAt) return undefined;
   if (d.claimId) return now;
   const own = d.nextAttemptAt > now ? d.nextAttemptAt : now;
@@ -65,16 +48,11 @@ export function sendsAt(
   return pausedUntil && pausedUntil > at ? pausedUntil : at;
 }
 
-export const toDeliveryMessage = (d: Delivery, now: Date, pausedUntil?: Date | null, head?: OrderedHead | null) => {
+const toDeliveryMessage = (d: Delivery, now: Date, pausedUntil?: Date | null, head?: OrderedHead | null) => {
   const next = sendsAt(d, now, pausedUntil, head);
   return create(DeliverySchema, {
-    id: d.id,
-    eventId: d.eventId,
-    eventType: d.eventType,
-    subscriptionId: d.subscriptionId,
+    ...d,
     owner: { organisationId: d.organisationId, clientId: d.clientId },
-    status: d.status,
-    attempts: d.attempts,
     responseStatus: d.lastResponseStatus,
     error: d.lastError,
     ...(next ? { nextAttemptTime: timestampFromDate(next) } : {}),
@@ -91,12 +69,9 @@ const positiveId = (field: string, value: bigint) => {
 export function createDeliveryService(deps: {
   orm: MikroORM;
   store: DeliveryStore;
-  /** RecoverDeliveries reads the subscription (its owner, whether it is enabled). */
   webhook: Client<typeof WebhookService>;
   onRetry: () => void;
 }): ServiceImpl<typeof DeliveryService> {
-  const recover = createRecovery(deps);
-  const states = createDeliveryStates({ orm: deps.orm });
   return {
     async listDeliveryAttempts(req) {
       const owner = readOwner(req.owner);
@@ -158,7 +133,7 @@ export function createDeliveryService(deps: {
       return { deliveries: page.rows.map((d) => toDeliveryMessage(d, now)), nextPageToken: page.nextPageToken };
     },
 
-    recoverDeliveries: (req) => recover(req),
-    getDeliveryStates: (req) => states(req),
+    recoverDeliveries: createRecovery(deps),
+    getDeliveryStates: createDeliveryStates(deps),
   };
 }

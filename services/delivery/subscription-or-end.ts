@@ -1,7 +1,6 @@
-// The owner's subscription as the webhook service has it now, or, once it is
-// deleted, the end it recorded (who, why, when): what subscriptionState needs
-// besides the delivery log. `missing` is the NOT_FOUND to answer when the log
-// is empty too. The REST delivery log and `bizcard deliveries log` both ask.
+// The owner's subscription now or, once deleted, its recorded end: what
+// subscriptionState needs besides the log. `missing`: the NOT_FOUND to answer
+// when the log is empty too.
 import { Code, ConnectError, type CallOptions, type Client } from "@connectrpc/connect";
 import type { Owner, Subscription, SubscriptionEnd, WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 

@@ -1,11 +1,8 @@
 // Why a subscription stopped receiving, told from what remains: the
-// subscription as the webhook service has it now, or the end it recorded when
-// it was deleted (who, why, when; GetSubscriptionEnd), and the newest attempt
-// of its delivery log, which the delivery service keeps after the
-// subscription is deleted. Both are kept for DELIVERY_LOG_RETENTION_DAYS. A
-// deleted subscription without a recorded end has neither: its reason is
-// guessed from the log. The REST delivery log and `bizcard deliveries log`
-// both answer it.
+// subscription now, or the end recorded when it was deleted
+// (GetSubscriptionEnd), and the newest attempt of its delivery log; without a
+// recorded end, the reason is guessed from the log. The REST delivery log and
+// `bizcard deliveries log` both answer it.
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { DeliveryAttempt } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
 import {

@@ -1,9 +1,6 @@
 // CONTRACT: "Revoking an application's access for an organisation deletes
-// that pair's subscriptions." The auth service publishes grant.revoked
-// (withdrawn, refresh-token reuse, code replay) through its outbox; this
-// durable consumer deletes the pair's subscriptions, recording each end
-// (grant_revoked) in the same statement. At least once: deleting twice deletes
-// nothing more, and records nothing more.
+// that pair's subscriptions." The durable consumer of the auth service's
+// grant.revoked; at least once: deleting twice deletes nothing more.
 import { fromBinary } from "@bufbuild/protobuf";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { GrantRevokedSchema } from "../../gen/bizcard/events/v1/events_pb.js";
@@ -13,7 +10,7 @@ import { isUuid } from "../shared/validation.js";
 import { announceSubscriptionsChanged } from "../shared/event-bus/subscriptions-changed.js";
 import { endSubscriptions } from "./subscriptions/subscription-end.js";
 
-export const GRANT_REVOKED_CONSUMER = "webhook-grant-revoked";
+const GRANT_REVOKED_CONSUMER = "webhook-grant-revoked";
 
 export function consumeGrantRevoked(deps: { bus: EventBus; orm: MikroORM; logger: Logger }): Promise<Consumer> {
   return deps.bus.consume({ durable: GRANT_REVOKED_CONSUMER, subject: "grant.revoked" }, async (message) => {

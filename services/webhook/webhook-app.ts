@@ -18,17 +18,10 @@ import { secretBox } from "./subscriptions/secret-box.js";
 /** Every table of the webhook schema (schema-diff test: entities == migrations). */
 export const WEBHOOK_ENTITIES = [SubscriptionEntity, SubscriptionEndEntity];
 
-export interface WebhookAppOptions {
-  /**
-   * How target_url hostnames are resolved when a subscription is saved; unset:
-   * the target resolver (shared/net/dns-resolver.ts, c-ares with
-   * WEBHOOK_DNS_TIMEOUT_MS and WEBHOOK_DNS_SERVERS), as at delivery time.
-   */
+interface WebhookAppOptions {
+  /** How target_url hostnames are resolved; unset: the target resolver, as at delivery time. */
   resolve?: Resolver;
-  /**
-   * Consume grant.revoked (default true). A test that runs two webhook apps on
-   * one in-process bus turns it off for one: that bus takes one consumer per durable name.
-   */
+  /** Consume grant.revoked (default true; the in-process bus takes one consumer per durable name). */
   consumeGrantRevoked?: boolean;
 }
 
@@ -43,21 +36,14 @@ export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookApp
     migrations: webhookMigrations,
   });
   // One flag for http and private destinations: development and tests turn it on.
-  const allowInsecureTargets = config.WEBHOOK_ALLOW_INSECURE_TARGETS;
-  if (allowInsecureTargets)
-    logger.warn("WEBHOOK_ALLOW_INSECURE_TARGETS is on: http and private target URLs are accepted");
-  const resolveTimeoutMs = config.WEBHOOK_DNS_TIMEOUT_MS;
+  const allowInsecure = config.WEBHOOK_ALLOW_INSECURE_TARGETS;
+  if (allowInsecure) logger.warn("WEBHOOK_ALLOW_INSECURE_TARGETS is on: http and private target URLs are accepted");
+  const timeoutMs = config.WEBHOOK_DNS_TIMEOUT_MS;
   const service = createWebhookService({
     orm,
-    allowInsecureTargets,
-    resolve:
-      options.resolve ??
-      targetResolver({
-        timeoutMs: resolveTimeoutMs,
-        servers: config.WEBHOOK_DNS_SERVERS,
-        allowInsecure: allowInsecureTargets,
-      }),
-    resolveTimeoutMs,
+    allowInsecureTargets: allowInsecure,
+    resolve: options.resolve ?? targetResolver({ timeoutMs, servers: config.WEBHOOK_DNS_SERVERS, allowInsecure }),
+    resolveTimeoutMs: timeoutMs,
     maxSubscriptionsPerPair: config.WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR,
     secretOverlapSeconds: config.WEBHOOK_SECRET_OVERLAP_SECONDS,
     secrets,

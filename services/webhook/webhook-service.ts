@@ -1,18 +1,9 @@
 // WebhookService: REST Hooks subscriptions of the pair (organisation, client
-// application). A subscription of another pair is NOT_FOUND, never
-// PERMISSION_DENIED: nothing leaks that it exists. Built from its
-// dependencies; main.ts (or the embedded start) serves it.
-//
-// Creates and updates check the target in two halves (target-url.ts): the
-// rules without DNS first, then, only for a URL not already stored for the
-// pair, the lookup, outside any transaction. The write itself runs under a
-// transaction lock on the pair, so the per-pair cap is a count nobody can
-// overshoot and a concurrent create of the same subscription finds the
-// winner's row.
-//
-// Signing secrets are stored sealed (subscriptions/secret-box.ts,
-// WEBHOOK_SECRET_ENCRYPTION_KEY): sealed on every write, opened only where
-// one is handed out, to the delivery service (ListSubscribers).
+// application). Another pair's subscription is NOT_FOUND: nothing leaks that
+// it exists. A target URL not already stored is resolved outside any
+// transaction (target-url.ts); writes run under a lock on the pair, so the
+// per-pair cap cannot be overshot. Signing secrets are stored sealed
+// (secret-box.ts) and opened only for the delivery service (ListSubscribers).
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
@@ -40,27 +31,20 @@ import { reencryptSecrets } from "./subscriptions/secret-reencrypt.js";
 
 export const WEBHOOK_SCHEMA = "webhook";
 
-export interface WebhookServiceDeps {
+interface WebhookServiceDeps {
   orm: MikroORM;
-  /** Development and tests: http and private/loopback/link-local destinations are accepted. */
+  /** Development and tests: http and private destinations are accepted. */
   allowInsecureTargets: boolean;
-  /** How target hostnames are resolved (webhook-app.ts: c-ares with its own timeout). */
   resolve: Resolver;
-  /** The most a target lookup may take (WEBHOOK_DNS_TIMEOUT_MS); past it, UNAVAILABLE. */
+  /** WEBHOOK_DNS_TIMEOUT_MS; past it, UNAVAILABLE. */
   resolveTimeoutMs: number;
-  /** The most subscriptions one pair may have (WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR). */
   maxSubscriptionsPerPair: number;
-  /** How long a rotated secret keeps signing (WEBHOOK_SECRET_OVERLAP_SECONDS); 0: not at all. */
+  /** How long a rotated secret keeps signing; 0: not at all. */
   secretOverlapSeconds: number;
-  /** Seals every secret written and opens every secret read (WEBHOOK_SECRET_ENCRYPTION_KEY). */
   secrets: SecretBox;
-  /**
-   * Called after each commit that changes what a delivery of the
-   * organisation's subscriptions needs, before the RPC answers (the
-   * subscriptions.changed announcement); never throws.
-   */
+  /** After each commit that changes what deliveries need, before the RPC answers (subscriptions.changed); never throws. */
   changed?: (organisationId: string) => Promise<void>;
-  /** ListSubscribers as a named prepared statement (real PostgreSQL only: database.ts onRealPostgres). */
+  /** ListSubscribers as named prepared statements (real PostgreSQL only). */
   preparedStatements?: boolean;
 }
 
@@ -74,7 +58,7 @@ export function newSigningSecret(): string {
   return `whsec_${randomBytes(32).toString("base64")}`;
 }
 
-export function toSubscriptionMessage(s: Subscription): SubscriptionMessage {
+function toSubscriptionMessage(s: Subscription): SubscriptionMessage {
   const previous = signingPreviousSecret(s);
   return create(SubscriptionSchema, {
     id: s.id,
@@ -89,27 +73,9 @@ export function toSubscriptionMessage(s: Subscription): SubscriptionMessage {
 }
 
 /** The longest disabled_reason kept (DisableSubscription). */
-export const DISABLED_REASON_MAX_LENGTH = 500;
+const DISABLED_REASON_MAX_LENGTH = 500;
 
-function duplicate(id: bigint): ConnectError {
-  return new ConnectError(
-    `a subscription with this target_url and event_type already exists (id ${id})`,
-    Code.AlreadyExists,
-  );
-}
-
-function limitReached(max: number): ConnectError {
-  return new ConnectError(
-    `this application already has ${max} subscriptions in this organisation, the most allowed; delete one before creating another`,
-    Code.FailedPrecondition,
-  );
-}
-
-/**
- * Serialises creates and updates of one pair (the cap is a count, and two
- * concurrent creates must not both see room for one more): a transaction
- * lock on the pair, released at commit.
- */
+/** Serialises creates and updates of one pair (two creates must not both see room for one more), until commit. */
 async function lockPair(em: EntityManager, pair: Pair): Promise<void> {
   await em.execute(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, [
     `webhook.subscription:${pair.organisationId}:${pair.clientId}`,
@@ -151,8 +117,12 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
         await lockPair(em, pair);
         const same = await findSame(em, pair, url, eventType);
         if (same) return { subscription: same, created: false };
-        if ((await em.count(SubscriptionEntity, pair)) >= deps.maxSubscriptionsPerPair)
-          throw limitReached(deps.maxSubscriptionsPerPair);
+        const max = deps.maxSubscriptionsPerPair;
+        if ((await em.count(SubscriptionEntity, pair)) >= max)
+          throw new ConnectError(
+            `this application already has ${max} subscriptions in this organisation, the most allowed; delete one before creating another`,
+            Code.FailedPrecondition,
+          );
         const now = new Date();
         const subscription = em.create(SubscriptionEntity, {
           ...pair,
@@ -192,42 +162,33 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
       const id = readId(req.id);
       const eventType = req.eventType === undefined ? undefined : eventTypeName(req.eventType);
       const parsed = req.targetUrl === undefined ? undefined : parse(req.targetUrl);
-      const current = await findOwned(orm.em.fork(), pair, id);
-      const next = {
-        targetUrl: parsed?.href ?? current.targetUrl,
-        eventType: eventType ?? current.eventType,
-        ordered: req.ordered ?? current.ordered,
+      // What the subscription becomes; unchanged (not disabled either, as any update re-enables) when null.
+      const target = (s: Subscription) => {
+        const next = {
+          targetUrl: parsed?.href ?? s.targetUrl,
+          eventType: eventType ?? s.eventType,
+          ordered: req.ordered ?? s.ordered,
+        };
+        const same = next.targetUrl === s.targetUrl && next.eventType === s.eventType && next.ordered === s.ordered;
+        return same && !s.disabledAt ? null : next;
       };
-      // Nothing changes: the subscription as it is, update_time untouched. A
-      // disabled one is re-enabled by any update, so that is a change.
-      if (
-        next.targetUrl === current.targetUrl &&
-        next.eventType === current.eventType &&
-        next.ordered === current.ordered &&
-        !current.disabledAt
-      ) {
-        return { subscription: toSubscriptionMessage(current) };
-      }
+      const current = await findOwned(orm.em.fork(), pair, id);
+      // Nothing changes: the subscription as it is, update_time untouched.
+      if (!target(current)) return { subscription: toSubscriptionMessage(current) };
       if (parsed && parsed.href !== current.targetUrl) await destination(parsed);
       const updated = await orm.em.fork().transactional(async (em) => {
         await lockPair(em, pair);
         // Read again under the lock: a field this request leaves alone keeps what a concurrent update set.
         const subscription = await findOwned(em, pair, id);
-        const target = {
-          targetUrl: parsed?.href ?? subscription.targetUrl,
-          eventType: eventType ?? subscription.eventType,
-          ordered: req.ordered ?? subscription.ordered,
-        };
-        const same =
-          subscription.targetUrl === target.targetUrl &&
-          subscription.eventType === target.eventType &&
-          subscription.ordered === target.ordered;
-        if (same && !subscription.disabledAt) return subscription;
-        const clash = await findSame(em, pair, target.targetUrl, target.eventType);
-        if (clash && clash.id !== subscription.id) throw duplicate(clash.id);
-        subscription.targetUrl = target.targetUrl;
-        subscription.eventType = target.eventType;
-        subscription.ordered = target.ordered;
+        const next = target(subscription);
+        if (!next) return subscription;
+        const clash = await findSame(em, pair, next.targetUrl, next.eventType);
+        if (clash && clash.id !== subscription.id)
+          throw new ConnectError(
+            `a subscription with this target_url and event_type already exists (id ${clash.id})`,
+            Code.AlreadyExists,
+          );
+        Object.assign(subscription, next);
         subscription.disabledAt = null;
         subscription.disabledReason = null;
         subscription.updatedAt = new Date();

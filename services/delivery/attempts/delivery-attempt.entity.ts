@@ -22,9 +22,7 @@ export const DeliveryAttemptEntity = defineEntity({
     /** When the next attempt was planned after this one; null when none was. */
     nextAttemptAt: p.datetime(3).nullable(),
   },
-  // ListDeliveryAttempts: one owner's subscription's attempts, newest first.
-  // The migration makes the last two columns "desc"; MikroORM's schema diff
-  // does not compare index directions (a btree serves either direction anyway).
+  // ListDeliveryAttempts, newest first (the migration's "desc" columns: the schema diff ignores directions).
   indexes: [
     {
       name: "delivery_attempt_owner_subscription_index",

@@ -1,13 +1,13 @@
-// Recording the workers' attempts (DeliveryStore.recordMany): each attempt
-// with its delivery's new state, and what the answers ask of their whole
-// subscription (subscription-pause.ts): a pause, a halved in-flight cap, a
-// cap grown back, a run of timeouts counted or ended.
+// Recording the workers' attempts: each with its delivery's new state, and
+// what the answers ask of their subscription (subscription-pause.ts).
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { v7 } from "uuid";
-import { handOnSql, NO_HAND_ON } from "./hand-on.js";
+import { handOnSql } from "./hand-on.js";
 import { TIMEOUT_RUN_HALVES_CAP, type Throttle } from "./subscription-pause.js";
 
 const S = `"delivery"`;
+
+type Row = Record<string, unknown>;
 
 export interface ClaimedDelivery {
   id: bigint;
@@ -19,13 +19,11 @@ export interface ClaimedDelivery {
   /** This attempt's number (1 for the first). */
   attempt: number;
   once: boolean;
-  /** An ordered subscription's delivery (sent alone, as its head). */
   ordered: boolean;
   body: string;
   claimId: string;
-  /** The event's W3C traceparent (undefined for an event that came without one). */
+  /** The event's W3C trace context, if it came with one. */
   traceparent: string | undefined;
-  /** The event's W3C tracestate, sent beside it (undefined without one). */
   tracestate: string | undefined;
 }
 
@@ -39,46 +37,26 @@ export interface AttemptRecord {
   durationMs: number;
   attemptedAt: Date;
   nextAttemptAt: Date | null;
-  /** What the answer asks of the whole subscription (subscription-pause.ts): a pause, a halved in-flight cap. */
   throttle?: Throttle;
-  /** No complete answer within DELIVERY_TIMEOUT_MS: counts towards the subscription's run of timeouts. */
+  /** No complete answer in time: counts towards the subscription's run of timeouts. */
   timedOut?: boolean;
 }
 
-export interface RecordOptions {
+interface RecordOptions {
   /** The configured in-flight cap per subscription; undefined: none (nothing is halved). */
   cap: number | undefined;
-  /**
-   * Hand the slots of successful attempts on (hand-on.ts): in the same
-   * statement, claim for this claim id and lease as many of their
-   * subscriptions' next due rows. Undefined: every slot is freed.
-   */
+  /** Hand the successes' slots on (hand-on.ts) under this claim; undefined: every slot is freed. */
   handOn?: { claimId: string; leaseSeconds: number };
-  /** Run as a named prepared statement (real PostgreSQL only: database.ts onRealPostgres). */
+  /** Run as a named prepared statement (real PostgreSQL only). */
   prepared?: boolean;
   /** A cap halved less than this long ago is not halved again (DELIVERY_TIMEOUT_MS). */
   halvingWindowMs: number;
 }
 
-/** What one batch's attempts ask of one subscription. */
-interface Effect {
-  subscription_id: string;
-  paused_until: string | null;
-  /** A 503 without Retry-After. */
-  halve_cap: boolean;
-  succeeded: number;
-  /** An HTTP answer came: a run of timeouts ends. */
-  answered: boolean;
-  /** Timeouts that ended after the batch's last HTTP answer (all of them when none came): they extend the run. */
-  timeouts: number;
-  reason: string | null;
-  cap: number | null;
-  window_ms: number;
-}
-
 const endOf = (a: AttemptRecord) => a.attemptedAt.getTime() + a.durationMs;
 
-function effects(list: AttemptRecord[], o: RecordOptions): Effect[] {
+/** What one batch's attempts ask of each of their subscriptions. */
+function effects(list: AttemptRecord[], o: RecordOptions) {
   const bySubscription = new Map<string, AttemptRecord[]>();
   for (const a of list) {
     const key = a.delivery.subscriptionId.toString();
@@ -100,9 +78,12 @@ function effects(list: AttemptRecord[], o: RecordOptions): Effect[] {
     return {
       subscription_id: id,
       paused_until: paused?.throttle?.pausedUntil?.toISOString() ?? null,
+      // A 503 without Retry-After.
       halve_cap: halve,
       succeeded: rows.filter((a) => a.outcome === "succeeded").length,
+      // An HTTP answer came: a run of timeouts ends.
       answered: lastAnswer > -Infinity,
+      // Timeouts after the batch's last HTTP answer: they extend the run.
       timeouts,
       reason,
       cap: o.cap ?? null,
@@ -117,28 +98,17 @@ const WANTS_HALVING = `(e."halve_cap" or ${RUN} >= ${TIMEOUT_RUN_HALVES_CAP})`;
 const HALVES = `(${WANTS_HALVING} and e."cap" is not null and (p."cap_halved_at" is null or p."cap_halved_at" <= now() - e."window_ms" * interval '1 millisecond'))`;
 
 /**
- * Several attempts (each with its delivery's new state) in one statement:
- * the states only where the claim is still the worker's; every attempt is
- * logged. A subscription its target throttled is paused (the latest
- * answer's pause replaces an earlier one) or has its in-flight cap halved
- * (a 503 without Retry-After; a run of TIMEOUT_RUN_HALVES_CAP timeouts, any
- * HTTP answer ending a run; a halved cap is not halved again within
- * halvingWindowMs: the POSTs in flight when it was halved are answered, or
- * time out, within DELIVERY_TIMEOUT_MS of it, and count as the same wave);
- * each success grows a halved cap back by one. In a batch with both, the
- * throttle wins. A subscription that has no pause row yet and needs one
- * (paused, throttled, timing out) gets an empty one first, in its own
- * statement; the update then reads each row as the last writer left it.
- * With `o.handOn`, the same statement claims the successes' subscriptions'
- * next rows (hand-on.ts) and returns them; otherwise it returns none.
+ * Several attempts in one statement: the states only where the claim is still
+ * the worker's; every attempt is logged. The latest pause replaces an earlier
+ * one; a halved cap is not halved again within halvingWindowMs (the POSTs in
+ * flight then are the same wave); each success grows a halved cap back by
+ * one, unless the batch also throttles. A subscription needing a pause row
+ * gets an empty one first, in its own statement. With `o.handOn`, returns the
+ * rows handed on (hand-on.ts); otherwise none.
  */
-export async function recordAttempts(
-  orm: MikroORM,
-  list: AttemptRecord[],
-  o: RecordOptions,
-): Promise<Record<string, unknown>[]> {
+export async function recordAttempts(orm: MikroORM, list: AttemptRecord[], o: RecordOptions): Promise<Row[]> {
   if (list.length === 0) return [];
-  const execute = (sql: string, params: unknown[]) => orm.em.fork().execute<Record<string, unknown>[]>(sql, params);
+  const execute = (sql: string, params: unknown[]) => orm.em.fork().execute<Row[]>(sql, params);
   const perSubscription = effects(list, o);
   const needRow = perSubscription
     .filter((e) => e.paused_until !== null || e.halve_cap || e.timeouts > 0)
@@ -170,7 +140,7 @@ export async function recordAttempts(
       attempted_at: a.attemptedAt.toISOString(),
     })),
   );
-  const handOn = o.handOn ? handOnSql : NO_HAND_ON;
+  const handOn = o.handOn ? handOnSql : " select null where false";
   const sql = `with "input" as (
        select * from jsonb_to_recordset(?::jsonb) as r("delivery_id" bigint, "claim_id" uuid, "status" text, "next_attempt_at" timestamptz,
          "response_status" int, "error" text, "attempt_id" uuid, "organisation_id" uuid, "client_id" text, "event_id" uuid,
@@ -212,12 +182,12 @@ export async function recordAttempts(
     JSON.stringify(perSubscription),
     ...(o.handOn ? [o.cap ?? null, o.handOn.leaseSeconds, o.handOn.claimId] : []),
   ];
-  // Without the ORM's per-query work (knex's raw); knex hands options() to pg, whose name makes it a named prepared statement.
+  // knex's raw skips the ORM's per-query work; a name in options() makes it a prepared statement in pg.
   const name = o.handOn ? "delivery-record-hand-on" : "delivery-record";
   return (
     await orm.em
       .getKnex()
-      .raw<{ rows: Record<string, unknown>[] }>(sql, values)
+      .raw<{ rows: Row[] }>(sql, values)
       .options(o.prepared === true ? { name } : {})
   ).rows;
 }

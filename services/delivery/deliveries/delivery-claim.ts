@@ -1,14 +1,9 @@
 // The workers' claim: due deliveries, at most a cap in flight per
 // subscription across every delivery process, handed out round the owners.
-//
-// The cap is counted from the rows themselves (pending, claimed, lease not
-// run out), so nothing has to be kept in step: a worker that dies holds its
-// subscription's slots only until its claim lease ends. A count read in the
-// claim's own statement would be that statement's snapshot, blind to a claim
-// another process is committing at that moment; so claims take turns on one
-// transaction-level advisory lock, and each counts (in a statement that
-// starts after the lock is granted) what every earlier claim committed. A
-// claim is one short statement, so the turns are short.
+// The cap is counted from the rows themselves (pending, claimed, lease
+// running), so a dead worker holds its slots only until its lease ends. Claims
+// take turns on one advisory lock: a count in the claim's own snapshot would
+// miss a claim another process is committing.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { randomUUID } from "node:crypto";
 import { orderedHeadSql } from "./ordered-head.js";
@@ -20,23 +15,15 @@ export interface ClaimOptions {
   leaseSeconds: number;
   /** The most deliveries of one subscription claimed at once (in every process); undefined: no cap. */
   maxInFlightPerSubscription?: number;
-  /**
-   * The fan-out's watermark: a stream sequence at or below which every event
-   * is recorded (the fan-out consumer's ack floor); an ordered delivery of a
-   * later event is not sent yet. Undefined: no watermark (the in-process bus:
-   * one fan-out, in order).
-   */
+  /** The stream sequence at or below which every event is recorded (the fan-out's ack floor); undefined: the in-process bus. */
   watermark?: number;
 }
 
 /**
- * The end of a claiming statement: the rows of CTE `ids` (a column "id")
- * claimed for a lease (two parameters: the lease in seconds, the claim id),
- * returned with what the worker sends (claimedOf, delivery-store.ts). Shared
- * by the claim and the hand-on (hand-on.ts), both a WITH list that this
- * continues. The event's body and trace headers come from one probe of
- * delivery_event per row (a left join: a row whose event is gone is claimed
- * with an empty body).
+ * The end of a claiming statement (the claim's and the hand-on's WITH list):
+ * the rows of CTE `ids` claimed for a lease (parameters: lease seconds, claim
+ * id), returned with their event's body and trace headers (a left join: a row
+ * whose event is gone is claimed with an empty body).
  */
 export function claimRowsSql(ids: string): string {
   return `, "claimed" as (
@@ -50,16 +37,8 @@ export function claimRowsSql(ids: string): string {
          from "claimed" c left join ${S}."delivery_event" e on e."event_id" = c."event_id"`;
 }
 
-/**
- * The deliveries held now (claimed, lease running) in every process, and the
- * subscriptions at their cap: holding as many as the claim lets them have,
- * their own lowered cap (subscription_pause.in_flight_cap) or else `cap`,
- * and 1 for an ordered subscription's rows (one at a time).
- */
-export async function inFlightNow(
-  orm: MikroORM,
-  cap: number,
-): Promise<{ deliveries: number; subscriptionsAtCap: number }> {
+/** The deliveries held now (claimed, lease running) in every process, and the subscriptions at their cap (their lowered cap, `cap`, or 1 when ordered). */
+export async function inFlightNow(orm: MikroORM, cap: number) {
   const [row] = await orm.em.fork().execute<{ deliveries: number; at_cap: number }[]>(
     `select coalesce(sum(h."n"), 0)::int as "deliveries",
        count(*) filter (where h."n" >= least(coalesce(p."in_flight_cap", ?::int), case when h."ordered" then 1 end))::int as "at_cap" from (
@@ -118,48 +97,27 @@ export const CLAIM_SQL = `with recursive "subs" as (
        ${claimRowsSql(`"due"`)}`;
 
 /**
- * Claims up to `limit` due rows: FOR UPDATE SKIP LOCKED, so a row a manual
- * retry holds is passed over; the claim moves next_attempt_at a lease ahead,
- * so a dead worker's rows come back then.
+ * Claims up to `limit` due rows (FOR UPDATE SKIP LOCKED; the lease moves
+ * next_attempt_at ahead, so a dead worker's rows come back then).
  *
- * The work is per subscription, never per queued row, so a claim costs the
- * same with a backlog of ten or of a hundred thousand: the subscriptions with
- * pending deliveries are found by a loose index scan (one probe of
- * delivery_pending_index each, "subs"), and each gives at most its free slots
- * (cap - in flight) of its oldest due rows, read from the same index. The
- * candidates are then ranked within their owner (organisation, client
- * application) by their turn in their subscription, and the claim takes every
- * owner's first before any owner's second: an owner with a long queue does
- * not hold back another's event that just came. A subscription its target
- * throttled (subscription_pause) has no candidates until its paused_until,
- * and its own in_flight_cap, when set, in place of the configured cap.
+ * The work is per subscription, never per queued row: a loose index scan finds
+ * the subscriptions with pending rows ("subs"), each gives at most its free
+ * slots of its oldest due rows, and the candidates are ranked within their
+ * owner, every owner's first before any owner's second, so a long queue does
+ * not hold back another owner's new event. A paused subscription gives none.
  *
- * Ordered delivery (rows marked "ordered" by the fan-out): a subscription
- * with a pending ordered row gives only its head (orderedHeadSql: the oldest
- * pending one, so a head waiting for its retry holds back those behind it,
- * and once it succeeds or gives up the next is the head), only while nothing
- * of it is in flight (one at a time, whatever the cap), and only when its
- * event is at or below the fan-out's watermark: with several fan-out
- * processes a later batch can be recorded before an earlier one, and the head
- * must not be a later event whose earlier ones are not recorded yet. The
- * watermark was read before this statement started, and the fan-out
- * acknowledges a batch only after its rows committed: so this statement sees
- * every row of every event at or below it, and a head at or below it is
- * truly the oldest. (A subscription switched from ordered to unordered stays
- * one at a time until the rows recorded as ordered are done.)
+ * An ordered subscription gives only its head (orderedHeadSql), only while
+ * nothing of it is in flight, and only at or below the fan-out's watermark:
+ * the fan-out acknowledges a batch after its rows commit, so a head at or
+ * below it is truly the oldest.
  */
-export async function claimDue(
-  orm: MikroORM,
-  o: ClaimOptions,
-): Promise<{ claimId: string; rows: Record<string, unknown>[] }> {
+export async function claimDue(orm: MikroORM, o: ClaimOptions) {
   const claimId = randomUUID();
   const cap = o.maxInFlightPerSubscription ?? null;
   const values = [cap, o.limit, cap, o.watermark ?? null, o.watermark ?? null, o.limit, o.leaseSeconds, claimId];
-  // The lock, then the claim, in ONE simple query (MikroORM writes the values into the text; the
-  // simple protocol takes no parameters): one round trip, one implicit transaction (committed after
-  // the claim, rolled back whole if it fails), and the claim's statement starts, with a snapshot of
-  // its own, once the lock is granted. A transaction of its own would wait for this process's event
-  // loop between its statements (BEGIN, the lock, the claim, COMMIT), with the lock held.
+  // The lock, then the claim, in ONE simple query: one round trip and one implicit transaction, and the
+  // claim's snapshot is taken once the lock is granted. An explicit transaction would hold the lock
+  // across this process's event loop between its statements.
   const [, rows = []] = await orm.em
     .getConnection()
     .execute<Record<string, unknown>[][]>(`${CLAIM_LOCK}\n${CLAIM_SQL}`, values);

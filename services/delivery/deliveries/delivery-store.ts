@@ -2,11 +2,11 @@
 // the fan-out's write, the workers' claim and record, and the manual retry.
 import type { Knex, MikroORM } from "@mikro-orm/postgresql";
 import { randomUUID } from "node:crypto";
-import { v7 } from "uuid";
 import { recordAttempts, type AttemptRecord, type ClaimedDelivery } from "./attempt-record.js";
-import { claimDue, type ClaimOptions } from "./delivery-claim.js";
+import { claimDue } from "./delivery-claim.js";
+import type { Pair } from "../../shared/owner.js";
 import { uuidV7Sql } from "./uuid-v7-sql.js";
-import { orderedHeadJsonSql, parseHead, type OrderedHead } from "./ordered-head.js";
+import { orderedHeadJsonSql, parseHead } from "./ordered-head.js";
 
 export type { AttemptRecord, ClaimedDelivery } from "./attempt-record.js";
 
@@ -16,7 +16,7 @@ const DEFAULT_HALVING_WINDOW_MS = 10_000;
 const S = `"delivery"`;
 
 /** The error of a delivery (and its log line) skipped because its subscription was disabled. */
-export const SKIPPED_ERROR = "skipped: the subscription was disabled";
+const SKIPPED_ERROR = "skipped: the subscription was disabled";
 
 export interface FanOutEvent {
   eventId: string;
@@ -25,37 +25,24 @@ export interface FanOutEvent {
   body: string;
   /** The event's JetStream sequence; undefined on the in-process bus. */
   streamSequence: number | undefined;
-  /** The W3C traceparent the event arrived with, if any. */
   traceparent: string | undefined;
-  /** The W3C tracestate beside it, if any. */
   tracestate?: string;
-  /** skipped: the subscription is disabled; its row is recorded as skipped, not sent. */
-  /** ordered: the subscription's deliveries go one at a time, in stream order (delivery-claim.ts). */
+  /** skipped: the subscription is disabled (recorded, not sent); ordered: one at a time, in stream order. */
   subscribers: { subscriptionId: bigint; clientId: string; skipped?: boolean; ordered?: boolean }[];
 }
 
-export interface FanOutBatch {
+interface FanOutBatch {
   /** The events of a batch, each once. */
   events: FanOutEvent[];
-  /** The highest JetStream sequence of the batch (its skipped messages included); undefined on the in-process bus. */
+  /** The highest JetStream sequence of the batch (skipped messages included); undefined on the in-process bus. */
   streamSequence: number | undefined;
   consumer: string;
 }
 
-/** A retried delivery's row (its columns, as the database returned them), the database's time of the retry and its subscription's pause. */
-export interface RetriedDelivery {
-  row: Record<string, unknown>;
-  now: Date;
-  /** Set while its subscription is paused (its target asked for it): the retry is sent then, not now. */
-  pausedUntil: Date | null;
-  /** An ordered delivery's subscription's head other than it (null for an unordered one): it goes after that head's next attempt, unless it comes first. */
-  orderedHead: OrderedHead | null;
-}
-
-export interface DeliveryStoreOptions {
+interface DeliveryStoreOptions {
   /** A halved in-flight cap is not halved again within this (DELIVERY_TIMEOUT_MS). */
   halvingWindowMs?: number;
-  /** The hot statements (the fan-out's, the attempts') as named prepared statements (real PostgreSQL only: database.ts onRealPostgres). */
+  /** The hot statements as named prepared statements (real PostgreSQL only). */
   prepared?: boolean;
 }
 
@@ -82,25 +69,16 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
   const execute = <T = Record<string, unknown>>(sql: string, params: unknown[] = []) =>
     orm.em.fork().execute<T[]>(sql, params);
   const knex = orm.em.getKnex();
-  /**
-   * A statement of every event: without the ORM's per-query work (knex's raw);
-   * knex hands options() to pg, whose name makes it a named prepared statement.
-   */
+  // knex's raw skips the ORM's per-query work; a name in options() makes it a prepared statement in pg.
   const hot = async <T>(name: string, sql: string, params: readonly Knex.RawBinding[]) =>
     (await knex.raw<{ rows: T[] }>(sql, params).options(options.prepared === true ? { name } : {})).rows;
   return {
     /**
-     * The fan-out of a batch of events, in ONE statement: each event's body,
-     * a pending row per subscriber due now, and the consumer's stream
-     * position. An event and its rows are written together or not at all, so
-     * an event already recorded has all its rows: a redelivered event adds
-     * nothing, not even for a subscription created since (and the unique
-     * (event, subscription) pair stands behind that). A disabled
-     * subscription's row is "skipped" (never due) with its line in the log, so
-     * that its owner sees what it missed. An ordered subscription's rows are
-     * marked so and carry their event's stream sequence (commit order; null on
-     * the in-process bus, where the row id is in commit order). Returns the
-     * pending rows created, how many of them are ordered, and their subscriptions.
+     * A batch's fan-out in ONE statement: each event's body, a row per
+     * subscriber, and the consumer's position. An event and its rows are
+     * written together or not at all, so a redelivered event adds nothing. A
+     * disabled subscription's row is "skipped", with its line in the log.
+     * Returns the pending rows created, how many are ordered, their subscriptions.
      */
     async recordFanOut(f: FanOutBatch): Promise<{ created: number; ordered: number; subscriptions: bigint[] }> {
       const events = JSON.stringify(
@@ -176,12 +154,7 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
     },
 
     /** Claims up to `limit` due rows for this worker (delivery-claim.ts: the per-subscription cap, the owners' turns, ordered heads). */
-    async claim(
-      limit: number,
-      leaseSeconds: number,
-      maxInFlightPerSubscription?: number,
-      watermark?: ClaimOptions["watermark"],
-    ): Promise<ClaimedDelivery[]> {
+    async claim(limit: number, leaseSeconds: number, maxInFlightPerSubscription?: number, watermark?: number) {
       const { claimId, rows } = await claimDue(orm, { limit, leaseSeconds, maxInFlightPerSubscription, watermark });
       return rows.map((r) => claimedOf(r, claimId));
     },
@@ -216,45 +189,20 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
       );
     },
 
-    /** The attempt and the delivery's new state, in one statement (the state only while the claim is still this worker's). */
+    /** One attempt alone (recordMany's statement, no cap, nothing handed on). */
     async record(a: AttemptRecord): Promise<void> {
-      const d = a.delivery;
-      await execute(
-        `with "updated" as (
-           update ${S}."delivery" set "status" = ?, "next_attempt_at" = ?, "claim_id" = null, "once" = false,
-             "last_response_status" = ?, "last_error" = ?, "updated_at" = now()
-            where "id" = ? and "claim_id" = ?
-         )
-         insert into ${S}."delivery_attempt" ("id", "organisation_id", "client_id", "event_id", "subscription_id", "delivery_id", "event_type",
-           "attempt", "response_status", "outcome", "error", "duration_ms", "attempted_at", "next_attempt_at")
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [
-          a.status,
-          a.nextAttemptAt,
-          a.responseStatus,
-          a.error,
-          d.id.toString(),
-          d.claimId,
-          v7(),
-          d.organisationId,
-          d.clientId,
-          d.eventId,
-          d.subscriptionId.toString(),
-          d.id.toString(),
-          d.eventType,
-          d.attempt,
-          a.responseStatus,
-          a.outcome,
-          a.error,
-          a.durationMs,
-          a.attemptedAt,
-          a.nextAttemptAt,
-        ],
-      );
+      await recordAttempts(orm, [a], {
+        cap: undefined,
+        halvingWindowMs: options.halvingWindowMs ?? DEFAULT_HALVING_WINDOW_MS,
+        prepared: options.prepared,
+      });
     },
 
-    /** Several attempts in one statement, and what their answers ask of their subscriptions (attempt-record.ts). */
-    /** With `handOnLeaseSeconds`, the successes' slots are handed on to their subscriptions' next due rows (hand-on.ts), which are returned claimed. */
+    /**
+     * Several attempts in one statement, with what their answers ask of their
+     * subscriptions (attempt-record.ts). With `handOnLeaseSeconds`, returns the
+     * rows the successes' slots were handed on to (hand-on.ts), claimed.
+     */
     async recordMany(list: AttemptRecord[], cap?: number, handOnLeaseSeconds?: number): Promise<ClaimedDelivery[]> {
       const claimId = randomUUID();
       const handOn = handOnLeaseSeconds === undefined ? undefined : { claimId, leaseSeconds: handOnLeaseSeconds };
@@ -267,28 +215,25 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
       return rows.map((r) => claimedOf(r, claimId));
     },
 
-    /** A subscription was deleted (410): its other waiting deliveries will not be sent. */
-    async cancelSubscription(subscriptionId: bigint): Promise<void> {
-      await execute(
-        `update ${S}."delivery" set "status" = 'cancelled', "next_attempt_at" = null, "last_error" = 'the subscription was deleted', "updated_at" = now()
-          where "subscription_id" = ? and "status" = 'pending' and ("claim_id" is null or "next_attempt_at" <= now())`,
-        [subscriptionId.toString()],
+    /** A subscription was deleted or disabled: its waiting deliveries (not those a worker holds) are cancelled; answers how many. */
+    async cancelSubscription(subscriptionId: bigint, why = "the subscription was deleted"): Promise<number> {
+      const rows = await execute(
+        `update ${S}."delivery" set "status" = 'cancelled', "next_attempt_at" = null, "last_error" = ?, "updated_at" = now()
+          where "subscription_id" = ? and "status" = 'pending' and ("claim_id" is null or "next_attempt_at" <= now())
+          returning "id"`,
+        [why, subscriptionId.toString()],
       );
+      return rows.length;
     },
 
     /**
-     * RetryDelivery: due now. A finished one (succeeded, gave_up, skipped) gets one more
-     * attempt (`once`); a pending one is moved to now, unless a worker has it
-     * in hand (then that attempt is the one). Returns the row as this statement
-     * left it, before any worker could claim it (a claim moves next_attempt_at
-     * a lease ahead: that is not when it is sent), with the database's clock;
-     * undefined when the owner has no such delivery.
+     * RetryDelivery: a finished one (succeeded, gave_up, skipped) gets one more
+     * attempt (`once`); a pending one is due now, unless a worker holds it.
+     * Returns the row as this statement left it (before a claim moves it a
+     * lease ahead), the database's clock, the pause and (ordered) its head;
+     * undefined when the owner has none.
      */
-    async retryNow(
-      owner: { organisationId: string; clientId: string },
-      subscriptionId: bigint,
-      id: bigint,
-    ): Promise<RetriedDelivery | undefined> {
+    async retryNow(owner: Pair, subscriptionId: bigint, id: bigint) {
       const [row] = await execute<Record<string, unknown>>(
         `with "target" as (
            select * from ${S}."delivery"

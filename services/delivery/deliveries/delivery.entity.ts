@@ -1,13 +1,11 @@
 import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
 
 /**
- * One event for one subscription (unique on the pair), written by the fan-out
- * and sent by the workers. status: "pending" (due at next_attempt_at; a
- * worker's claim pushes next_attempt_at by the claim lease and sets
- * claim_id), "succeeded", "gave_up", "gone" (410), "cancelled" (the
- * subscription was deleted before it was sent), "skipped" (the event came
- * while the subscription was disabled: never sent unless retried). `once`: a manual retry of a
- * finished delivery, which gives up after one failed attempt.
+ * One event for one subscription, written by the fan-out, sent by the workers.
+ * status: "pending" (due at next_attempt_at; a claim sets claim_id and pushes
+ * next_attempt_at a lease ahead), "succeeded", "gave_up", "gone" (410),
+ * "cancelled", "skipped" (the subscription was disabled). `once`: a manual
+ * retry of a finished delivery, which gives up after one failed attempt.
  */
 export const DeliveryEntity = defineEntity({
   name: "Delivery",

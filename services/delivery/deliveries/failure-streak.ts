@@ -1,32 +1,24 @@
-// Disabling a subscription that only fails (the requirement: "A subscription that has
-// failed every attempt for a configurable period is disabled, visibly").
-//
-// After each failed attempt the worker calls failed(delivery). The streak of a
-// subscription is its attempts after the later of its last success and the
-// last time its owner changed or re-enabled it; when every attempt of the
-// streak failed, there are at least WEBHOOK_DISABLE_AFTER_FAILURES of them and
-// the first is WEBHOOK_DISABLE_AFTER_FAILING_SECONDS old, the webhook service
-// is asked to disable it (DisableSubscription, which refuses when the owner
-// touched it since the streak began), and its waiting deliveries are
-// cancelled: nothing more is sent until a PUT re-enables it.
-//
-// The check is one indexed SQL statement over the streak's attempts; a
-// subscription whose streak is too young is not looked at again before it can
-// be old enough. It never throws: a failed check is logged and tried again on
-// the next failure.
+// "A subscription that has failed every attempt for a configurable period is
+// disabled, visibly." The streak is a subscription's failed attempts since its
+// last success (or its owner's last change); once it has
+// WEBHOOK_DISABLE_AFTER_FAILURES and is WEBHOOK_DISABLE_AFTER_FAILING_SECONDS
+// old, the webhook service disables it (unless its owner touched it since) and
+// its waiting deliveries are cancelled. A failed check is logged, never thrown.
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { WebhookService } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import type { Logger } from "../../shared/logger.js";
+import type { DeliveryStore } from "./delivery-store.js";
 import { webhookSubscriptionsDisabled } from "../../shared/metrics/metrics.js";
 
 const S = `"delivery"`;
 /** Subscriptions remembered per process (when to look again, since when enabled); the oldest are forgotten past it. */
 const REMEMBERED = 10_000;
 
-export interface FailureStreakOptions {
+interface FailureStreakOptions {
   orm: MikroORM;
+  store: Pick<DeliveryStore, "cancelSubscription">;
   webhook: Client<typeof WebhookService>;
   logger: Logger;
   /** WEBHOOK_DISABLE_AFTER_FAILING_SECONDS; 0 never disables. */
@@ -35,39 +27,30 @@ export interface FailureStreakOptions {
   minFailures: number;
 }
 
-/** What the check needs of the delivery whose attempt failed (a ClaimedDelivery has it). */
-export interface FailedDelivery {
+/** The delivery whose attempt failed; `host`: its target's, for the log line. */
+interface FailedDelivery {
   organisationId: string;
   clientId: string;
   subscriptionId: bigint;
-  /** The target's host, for the log line. */
   host?: string;
 }
 
-export interface Streak {
-  failures: number;
-  firstFailure: Date;
-  lastError: string;
-}
+type Memory = { lookAt: number; since: Date | undefined };
 
-export interface FailureStreak {
-  /** After a failed attempt of this delivery was recorded. */
-  failed(d: FailedDelivery): Promise<void>;
-}
-
-export function createFailureStreak(options: FailureStreakOptions): FailureStreak {
-  const { orm, webhook, logger, periodSeconds, minFailures } = options;
+/** `failed`: after a failed attempt of this delivery was recorded. */
+export function createFailureStreak(options: FailureStreakOptions): { failed(d: FailedDelivery): Promise<void> } {
+  const { orm, store, webhook, logger, periodSeconds, minFailures } = options;
   const periodMs = periodSeconds * 1000;
   /** Per subscription: no look before `lookAt`; attempts before `since` are not counted (it was re-enabled then). */
-  const remembered = new Map<string, { lookAt: number; since: Date | undefined }>();
-  const remember = (key: string, value: { lookAt: number; since: Date | undefined }) => {
+  const remembered = new Map<string, Memory>();
+  const remember = (key: string, value: Memory) => {
     remembered.delete(key);
     remembered.set(key, value);
     if (remembered.size > REMEMBERED) remembered.delete(remembered.keys().next().value!);
   };
 
   /** The streak: the failures after the last success (and after `since`); undefined when the last attempt succeeded. */
-  async function readStreak(d: FailedDelivery, since: Date | undefined): Promise<Streak | undefined> {
+  async function readStreak(d: FailedDelivery, since: Date | undefined) {
     const [row] = await orm.em.fork().execute<{ n: number; first: Date | null; last_error: string | null }[]>(
       `with "owned" as (
          select "attempted_at", "outcome", "error" from ${S}."delivery_attempt"
@@ -81,18 +64,6 @@ export function createFailureStreak(options: FailureStreakOptions): FailureStrea
     );
     if (!row || row.n === 0 || !row.first) return undefined;
     return { failures: row.n, firstFailure: new Date(row.first), lastError: row.last_error ?? "" };
-  }
-
-  /** Its waiting deliveries are not sent (those a worker holds right now finish their attempt). */
-  async function cancelWaiting(d: FailedDelivery): Promise<number> {
-    const rows = await orm.em.fork().execute<{ id: string }[]>(
-      `update ${S}."delivery" set "status" = 'cancelled', "next_attempt_at" = null, "last_error" = 'subscription disabled', "updated_at" = now()
-        where "subscription_id" = ? and "organisation_id" = ? and "client_id" = ? and "status" = 'pending'
-          and ("claim_id" is null or "next_attempt_at" <= now())
-        returning "id"`,
-      [d.subscriptionId.toString(), d.organisationId, d.clientId],
-    );
-    return rows.length;
   }
 
   async function check(d: FailedDelivery): Promise<void> {
@@ -122,7 +93,7 @@ export function createFailureStreak(options: FailureStreakOptions): FailureStrea
     }
     const subscription = answer.subscription!;
     if (subscription.disableTime) {
-      const cancelled = await cancelWaiting(d);
+      const cancelled = await store.cancelSubscription(d.subscriptionId, "subscription disabled");
       if (answer.disabled) {
         webhookSubscriptionsDisabled.inc();
         logger.warn(

@@ -1,35 +1,15 @@
 // Handing a slot on: the statement that records a batch of attempts
-// (attempt-record.ts) also claims, for each subscription with successful
-// attempts in the batch, as many of its next due rows, so a busy
-// subscription's slot goes from one POST to the next without waiting for a
-// separate claim (its turn on the claim lock, its own round trips). A slot
-// cycle is then the POST and one statement, so a busy subscription's pace is
-// set by its target's answers rather than by the claims.
-//
-// The per-subscription cap still holds across processes without the claim's
-// lock: a hand-on never raises the subscription's count of rows in flight
-// (each row it claims replaces one this same statement releases), so every
-// claim, whichever of this statement's snapshots it counted, counts no fewer
-// than the rows that will be in flight. Where the cap was lowered meanwhile
-// (subscription_pause.in_flight_cap), fewer are handed on: the count after
-// the release, read in this statement, is kept under the lowered cap.
-//
-// Not handed on (the slot is freed, the next claim decides): a failed attempt
-// (its subscription's answers may pause or halve it, attempt-record.ts), a
-// paused subscription, and an ordered one (its head is the claim's to pick,
-// against the fan-out's watermark: delivery-claim.ts). Fairness across owners
-// stays the claim's: the worker hands on only while its last claim left slots
-// free, i.e. no other owner's due rows were waiting for them.
+// (attempt-record.ts) also claims, per subscription, as many next due rows as
+// it had successes, so a busy subscription's slot goes from one POST to the
+// next without a separate claim. The cap holds without the claim's lock: each
+// row claimed replaces one the same statement releases, and a lowered cap
+// hands on fewer. Not handed on: failures, paused subscriptions and ordered
+// ones (their head is the claim's to pick).
 import { claimRowsSql } from "./delivery-claim.js";
 
 const S = `"delivery"`;
 
-/**
- * The tail of recordAttempts's statement when slots are handed on: reads its
- * "updated" and "effect" CTEs; three parameters: the configured cap (null:
- * none), the lease in seconds, the claim id. Returns the claimed rows as the
- * claim does (claimRowsSql).
- */
+/** recordAttempts's tail that hands slots on (reads "updated" and "effect"); parameters: cap (null: none), lease seconds, claim id. */
 export const handOnSql = `, "freed" as (
        select u."subscription_id", count(*) filter (where u."status" = 'succeeded')::int as "n", count(*)::int as "released"
          from "updated" u group by u."subscription_id"
@@ -56,6 +36,3 @@ export const handOnSql = `, "freed" as (
        ) c
      )
      ${claimRowsSql(`"next"`)}`;
-
-/** recordAttempts's tail when nothing is handed on. */
-export const NO_HAND_ON = ` select null where false`;

@@ -1,8 +1,5 @@
-// When a pending ordered delivery that is not its subscription's head can go
-// at the earliest: the claim sends an ordered subscription's head only
-// (orderedHeadSql below), so one behind it waits at least until
-// the head's next attempt. The answers (a retry, ListDeliveries) show that
-// time as "not before".
+// An ordered subscription's head, the one delivery of it the claim sends, and
+// when a delivery behind it can go at the earliest ("not before" in answers).
 import type { MikroORM } from "@mikro-orm/postgresql";
 
 const S = `"delivery"`;
@@ -16,14 +13,9 @@ export interface OrderedHead {
 }
 
 /**
- * An ordered subscription's head: its oldest pending ordered delivery by
- * (stream_sequence, id), due or not, claimed or not: one row of
- * delivery_ordered_head_index, with `columns` (of the alias "head_row", which the outer query must not use).
- * `subscriptionId` is an SQL expression (a column of the outer query, for a
- * lateral join); `excluding`: a row left out. The one definition of the
- * head: the claim sends only it, a subscription's blocked_since and
- * blocked_delivery_id are its row's, and a row behind it answers "not before"
- * its next attempt.
+ * The head's `columns` (alias "head_row"): the oldest pending ordered row by
+ * (stream_sequence, id), due or not, claimed or not. `subscriptionId` is an SQL
+ * expression (e.g. a lateral join's column); `excluding`: a row left out.
  */
 export function orderedHeadSql(subscriptionId: string, columns = `"head_row"."id"`, excluding = "null"): string {
   return `select ${columns} from ${S}."delivery" "head_row"
@@ -32,18 +24,13 @@ export function orderedHeadSql(subscriptionId: string, columns = `"head_row"."id
     order by "head_row"."stream_sequence", "head_row"."id" limit 1`;
 }
 
-/**
- * The head's columns as one JSON value (null when there is none), for a
- * statement whose outer query has the subscription id as `subscriptionId`
- * (an SQL expression); `excluding`: a row left out (one the same statement
- * is changing, compared with the head in JS: headOf).
- */
+/** The head's columns as one JSON value (null when there is none); parse it with parseHead. */
 export function orderedHeadJsonSql(subscriptionId: string, excluding = "null"): string {
   const columns = `json_build_object('id', "head_row"."id"::text, 'streamSequence', "head_row"."stream_sequence", 'nextAttemptAt', "head_row"."next_attempt_at", 'claimId', "head_row"."claim_id")`;
   return `(${orderedHeadSql(subscriptionId, columns, excluding)})`;
 }
 
-/** A head as orderedHeadJsonSql returned it (the driver parses the JSON; its timestamps are strings). */
+/** A head as orderedHeadJsonSql returned it (its timestamps are strings). */
 export function parseHead(v: unknown): OrderedHead | null {
   if (!v) return null;
   const h = (typeof v === "string" ? JSON.parse(v) : v) as {
@@ -82,10 +69,9 @@ function before(a: { id: bigint | string; streamSequence?: number | null }, b: O
 }
 
 /**
- * The earliest a pending ordered row can be sent while another is its
- * subscription's head: the head's next attempt (now while a worker holds the
- * head or it is due). Undefined for the head itself, a row that would come
- * before `head` (a retry making it the head again), or any other row.
+ * The earliest a pending ordered row behind `head` can be sent: the head's
+ * next attempt (now while it is held or due). Undefined for the head itself,
+ * a row before it, or an unordered row.
  */
 export function waitsForHead(row: Row, head: OrderedHead | null, now: Date): Date | undefined {
   if (!head || row.status !== "pending" || !row.ordered) return undefined;

@@ -1,33 +1,20 @@
-// Throttling by the target: an answer that asks the client to wait (with
-// Retry-After) pauses the whole subscription, not only the one delivery; a
-// 503 without one halves the subscription's in-flight cap, which grows back
-// by one per success (additive increase, multiplicative decrease); a run of
-// TIMEOUT_RUN_HALVES_CAP timeouts halves it as well. Written
-// with the attempt (DeliveryStore.recordMany); the claim reads it
-// (delivery-claim.ts).
+// Throttling by the target: an answer with Retry-After pauses the whole
+// subscription; a 503 without one, or a run of timeouts, halves its in-flight
+// cap, which grows back by one per success (AIMD). Recorded with the attempt
+// (attempt-record.ts); the claim reads it (delivery-claim.ts).
 import type { SendResult } from "../sender/webhook-sender.js";
 
 /**
- * RFC 6585 §4: "The 429 status code indicates that the user has sent too many
- * requests in a given amount of time ("rate limiting"). … The response
- * representations SHOULD include details explaining the condition, and MAY
- * include a Retry-After header indicating how long to wait before making a
- * new request."
- * RFC 9110 §15.6.4: "The 503 (Service Unavailable) status code indicates that
- * the server is currently unable to handle the request due to a temporary
- * overload or scheduled maintenance … The server MAY send a Retry-After
- * header field." 502 and 504 (a gateway in front of the target) are read the
- * same way when they carry Retry-After.
+ * RFC 6585 §4: 429 "MAY include a Retry-After header indicating how long to
+ * wait before making a new request." RFC 9110 §15.6.4: for 503 "The server MAY
+ * send a Retry-After header field." 502 and 504 (a gateway) are read the same way.
  */
 const PAUSING_STATUSES = new Set([429, 502, 503, 504]);
 
 /**
- * Timeouts in a row (no HTTP answer in between) that halve a subscription's
- * in-flight cap, as a 503 without Retry-After does: a target that stops
- * answering is overloaded too. 3: one timeout (or two) can be one slow
- * request; three in a row, with no answer between them, are the target. The
- * run starts again at 0 after it halves the cap, and any HTTP answer (2xx or
- * not) ends it; a network error (refused, reset) neither counts nor ends it.
+ * Timeouts in a row that halve the in-flight cap, as a 503 does: one or two can
+ * be a slow request, three are the target. Any HTTP answer ends a run; a
+ * network error neither counts nor ends it.
  */
 export const TIMEOUT_RUN_HALVES_CAP = 3;
 

@@ -1,50 +1,15 @@
-// The JetStream consumer of contact events. It only fans out: the event's
-// subscribers (webhook service, ListSubscribers: organisation + event type)
-// each get a pending delivery row, due now, unique on (event, subscription),
-// written with the event's body and the stream sequence reached, before the
-// ack. The workers do the HTTP, so a slow target never holds a message and
-// retries never depend on the broker.
+// The JetStream consumer of contact events. It only fans out: every subscriber
+// of the event (ListSubscribersOfMany, read afresh per batch) gets a delivery
+// row, pending and due now, or "skipped" while its subscription is disabled
+// (logged, never sent), written with the event's body, its trace context and
+// the stream sequence reached, before the ack. The workers do the HTTP, so a
+// slow target never holds a message.
 //
-// In batches (EventBus consumeBatches; max_ack_pending = FAN_OUT_BATCH): the
-// events that arrived together are handled together: one ListSubscribersOfMany
-// for every distinct (organisation, event type) of the batch, one INSERT statement for
-// all their rows and the position, then all are acknowledged. A lone event
-// goes at once, alone; under load, the events that arrived while a batch was
-// being written make the next one. Batches are handled in stream order, a
-// failed one retried before anything later is handed out, so the recorded
-// sequence is the point up to which everything was handled. If the durable
-// consumer is lost, it is created again right after that sequence
-// (ConsumerOptions.startAfterSequence): nothing handled comes back and
-// nothing published meanwhile is skipped (and should something come back,
-// an event already recorded adds nothing).
-// With several delivery processes fanning out at once, each process keeps
-// its own batches in order, but two processes' batches can finish out of
-// order: if one process dies holding a batch that another's later batch
-// overtook, AND the consumer is lost before ack_wait hands that batch to
-// someone else, the recreated consumer starts after it. Run one fan-out
-// (the compose file runs one delivery process) or accept that narrow case.
-// Two processes' batches finishing out of order is why an ordered
-// subscription's rows carry their event's stream sequence, and why the claim
-// sends an ordered row only at or below the consumer's ack floor (the
-// fan-out's watermark, EventBus.ackFloor): a batch is acknowledged only after
-// its rows are written, so every event at or below the floor is recorded. In
-// the narrow case above, the lost batch's events are never recorded, and
-// ordered deliveries go on without them.
-//
-// Who gets an event: the subscriptions that ListSubscribers(OfMany) returns when the
-// event's batch is handled, read afresh for every batch (no cache). A
-// disabled subscription's delivery is recorded as skipped (status and log
-// outcome "skipped", kept like the rest of the log): nothing is sent, and its
-// owner sees what it missed while it was disabled. So a
-// subscription whose CreateSubscription returned before the contact change
-// committed gets the event: its row was committed before the event was even
-// published. One created while the event is in flight may get it too.
-// In the embedded start the in-process bus hands events over one at a time
-// (batches of one).
-//
-// Trace context: an event's traceparent (the request that made it, carried by
-// the bus) is kept with the event, and its tracestate beside it; every POST of
-// it continues that trace and sends that tracestate.
+// Batches are handled in stream order, a failed one retried before anything
+// later, so the recorded sequence is where a lost durable consumer starts
+// again (ConsumerOptions.startAfterSequence). Several processes' batches can
+// finish out of order: an ordered subscription's rows carry their sequence,
+// and the claim sends them only at or below the consumer's ack floor.
 import { fromBinary } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
@@ -57,7 +22,7 @@ import type { Logger } from "../../shared/logger.js";
 import { isUuid } from "../../shared/validation.js";
 import { acceptTracestate, formatTraceparent, parseTraceparent } from "../../shared/trace/traceparent.js";
 import { startSpan, tracingState, type WorkSpan } from "../../shared/trace/tracing.js";
-import type { DeliveryStore } from "../deliveries/delivery-store.js";
+import type { DeliveryStore, FanOutEvent } from "../deliveries/delivery-store.js";
 
 export const CONTACT_FAN_OUT_CONSUMER = "delivery-contacts";
 
@@ -67,19 +32,14 @@ export function webhookBody(type: string, occurredAt: Date, data: object): strin
 }
 
 /** At most this many events per batch (and handed out, not yet acknowledged). */
-export const FAN_OUT_BATCH = 256;
+const FAN_OUT_BATCH = 256;
 
-export interface FanOutDeps {
+interface FanOutDeps {
   bus: EventBus;
   store: DeliveryStore;
   webhook: Client<typeof WebhookService>;
   logger: Logger;
-  /**
-   * Called after rows were written, before the batch is acknowledged: the
-   * local workers look at once. `ordered`: some rows are an ordered
-   * subscription's, which wait for the acknowledgement (the fan-out's
-   * watermark, delivery-claim.ts): the workers look again soon after.
-   */
+  /** After rows were written, before the ack: the local workers look (`ordered`: again after the ack). */
   onDeliveries: (ordered: boolean, subscriptions: bigint[]) => void;
 }
 
@@ -92,8 +52,7 @@ export function consumeContactEvents(deps: FanOutDeps): Promise<Consumer> {
       subject: "contact.>",
       batchSize: FAN_OUT_BATCH,
       maxAckPending: 1, // one at a time where there are no batches
-      // Short, so that what a crashed process held is handed out again within seconds; a
-      // live one keeps what it holds (the batch and the queue behind it) with working().
+      // Short: what a crashed process held comes back within seconds (a live one extends it).
       ackWaitMs: 5_000,
       retryDelayMs: 500,
       maxRetryDelayMs: 60_000,
@@ -114,79 +73,60 @@ export function consumeContactEvents(deps: FanOutDeps): Promise<Consumer> {
   );
 }
 
-/**
- * One batch: its events (each once), their subscribers, their rows in one
- * statement. Exporting spans: each event's fan-out is a span of its trace
- * (the consumer side of the relay's publish), its deliveries continue from
- * it; `spans` gets them, the caller ends them.
- */
+/** One batch: its events (each once), their subscribers, their rows in one statement; `spans`: each event's, for the caller to end. */
 async function fanOutBatch(messages: BusMessage[], deps: FanOutDeps, log: Logger, spans: WorkSpan[]): Promise<void> {
-  const events = new Map<
-    string,
-    {
-      event: ContactEvent;
-      type: string;
-      streamSequence: number | undefined;
-      traceparent: string | undefined;
-      tracestate: string | undefined;
-    }
-  >();
+  const events = new Map<string, { event: ContactEvent; row: Omit<FanOutEvent, "subscribers"> }>();
   let lastSequence: number | undefined;
   for (const message of messages) {
     if (message.streamSequence !== undefined) lastSequence = Math.max(lastSequence ?? 0, message.streamSequence);
     const decoded = decode(message, log);
+    const eventId = decoded?.event.eventId.toLowerCase();
     // Twice in one batch (published again past the duplicate window): once is enough.
-    if (decoded && !events.has(decoded.event.eventId.toLowerCase())) {
-      const trace = parseTraceparent(message.traceparent);
-      let traceparent = trace && formatTraceparent(trace);
-      // Trace Context §3.3.1: a tracestate only beside a traceparent that parses (parsed once, above).
-      const tracestate = trace ? acceptTracestate(message.tracestate) : undefined;
-      if (tracingState() === "on") {
-        const span = startSpan(`fan-out ${decoded.type}`, traceparent, "consumer", {
-          "messaging.system": "nats",
-          "messaging.message.id": decoded.event.eventId,
-        });
-        spans.push(span);
-        traceparent = span.traceparent;
-      }
-      events.set(decoded.event.eventId.toLowerCase(), {
-        ...decoded,
-        streamSequence: message.streamSequence,
-        traceparent,
-        tracestate,
+    if (!decoded || !eventId || events.has(eventId)) continue;
+    const { event, type } = decoded;
+    const trace = parseTraceparent(message.traceparent);
+    let traceparent = trace && formatTraceparent(trace);
+    // Trace Context §3.3.1: a tracestate only beside a traceparent that parses.
+    const tracestate = trace ? acceptTracestate(message.tracestate) : undefined;
+    if (tracingState() === "on") {
+      const span = startSpan(`fan-out ${type}`, traceparent, "consumer", {
+        "messaging.system": "nats",
+        "messaging.message.id": event.eventId,
       });
+      spans.push(span);
+      traceparent = span.traceparent;
     }
+    const occurredAt = event.occurTime ? timestampDate(event.occurTime) : new Date();
+    const row = {
+      eventId,
+      eventType: type,
+      organisationId: event.organisationId.toLowerCase(),
+      body: webhookBody(type, occurredAt, contactJson(event.contact!)),
+      streamSequence: message.streamSequence,
+      traceparent,
+      tracestate,
+    };
+    events.set(eventId, { event, row });
   }
   // The subscribers of every distinct (organisation, event type) of the batch, in one call and one read.
+  const keyOf = (event: ContactEvent) => `${event.organisationId.toLowerCase()} ${event.type}`;
   const keys = new Map<string, Lookup>();
   for (const { event } of events.values())
-    keys.set(`${event.organisationId.toLowerCase()} ${event.type}`, {
-      organisationId: event.organisationId,
-      eventType: event.type,
-    });
+    keys.set(keyOf(event), { organisationId: event.organisationId, eventType: event.type });
   const answers = await subscribersOf(deps.webhook, [...keys.values()]);
   const found = new Map([...keys.keys()].map((key, i) => [key, answers[i]!]));
   const created = await deps.store.recordFanOut({
     consumer: CONTACT_FAN_OUT_CONSUMER,
     streamSequence: lastSequence,
-    events: [...events.values()].map(({ event, type, streamSequence, traceparent, tracestate }) => {
-      const occurredAt = event.occurTime ? timestampDate(event.occurTime) : new Date();
-      return {
-        eventId: event.eventId.toLowerCase(),
-        eventType: type,
-        organisationId: event.organisationId.toLowerCase(),
-        body: webhookBody(type, occurredAt, contactJson(event.contact!)),
-        streamSequence,
-        traceparent,
-        tracestate,
-        subscribers: found.get(`${event.organisationId.toLowerCase()} ${event.type}`)!.map((s) => ({
-          subscriptionId: s.subscriptionId,
-          clientId: s.clientId,
-          skipped: s.disabled,
-          ordered: s.ordered,
-        })),
-      };
-    }),
+    events: [...events.values()].map(({ event, row }) => ({
+      ...row,
+      subscribers: found.get(keyOf(event))!.map((s) => ({
+        subscriptionId: s.subscriptionId,
+        clientId: s.clientId,
+        skipped: s.disabled,
+        ordered: s.ordered,
+      })),
+    })),
   });
   if (created.created > 0) deps.onDeliveries(created.ordered > 0, created.subscriptions);
 }
@@ -194,10 +134,9 @@ async function fanOutBatch(messages: BusMessage[], deps: FanOutDeps, log: Logger
 type Lookup = { organisationId: string; eventType: ContactEvent["type"] };
 
 /**
- * The subscribers of each lookup, disabled ones included, in the lookups'
- * order. A webhook service that does not know ListSubscribersOfMany yet (a
- * rolling upgrade) is asked once per lookup. An answer short of a lookup
- * fails the batch (it is handled again): never read as "no subscribers".
+ * Each lookup's subscribers, disabled ones included. A webhook service without
+ * ListSubscribersOfMany (a rolling upgrade) is asked once per lookup. A short
+ * answer fails the batch: never read as "no subscribers".
  */
 async function subscribersOf(webhook: Client<typeof WebhookService>, lookups: Lookup[]): Promise<Subscriber[][]> {
   if (lookups.length === 0) return [];

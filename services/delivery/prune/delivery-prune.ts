@@ -1,9 +1,6 @@
-// What the delivery service prunes (services/shared/prune/): the delivery log
-// past DELIVERY_LOG_RETENTION_DAYS. A delivery goes once it is finished
-// (succeeded, gave up, gone, cancelled, skipped) and its last activity is older than
-// the retention; a pending one stays whatever its age (it is still being
-// tried). Attempts go by their own time; an event's body goes once no
-// delivery of it is left and it is older than the retention.
+// What the delivery service prunes past DELIVERY_LOG_RETENTION_DAYS: finished
+// deliveries (a pending one stays whatever its age), attempts by their own
+// time, and event bodies no delivery refers to any more.
 import type { PruneTarget } from "../../shared/prune/batch-delete.js";
 
 export function deliveryPruneTargets(schema: string, retentionDays: number): PruneTarget[] {

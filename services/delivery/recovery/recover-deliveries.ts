@@ -1,40 +1,22 @@
 // RecoverDeliveries: one new attempt for every delivery of a subscription
-// since a time that failed, gave up, was cancelled or skipped.
+// since a time that failed, gave up, was cancelled or skipped. A disabled
+// subscription would only cancel them again: FAILED_PRECONDITION.
 //
-// The subscription is read from the webhook service with the caller's owner
-// (another owner's, or a deleted one, is NOT_FOUND as the webhook service
-// answers it); a disabled one sends nothing, so recovering it would only
-// cancel the rows again: FAILED_PRECONDITION until a PUT re-enables it.
-//
-// Then ONE statement: the finished rows (gave_up, cancelled, skipped) become
-// pending with `once` (a single attempt, as RetryDelivery's of a finished
-// delivery); the pending rows that have failed and wait for their retry (or
-// whose worker died: claim lease over) are due now. A row a worker holds
-// (lease running) is being sent already and is left alone; succeeded and
-// gone (410: the subscription was deleted) are never recovered.
-//
-// Oldest first: the claim hands out a subscription's due rows by
-// (next_attempt_at, id). Each recovered row is due since its event came
-// (next_attempt_at = created_at, as the fan-out wrote it for a new row), so
-// the recovered rows and the subscription's new rows waiting to be sent go
-// in the order their events came (created_at, then id, both in fan-out order),
-// not recovered rows behind newer ones. A time in the past is "due now": the
-// delivery's answer shows it as now (delivery-service.ts sendsAt).
+// ONE statement: finished rows (gave_up, cancelled, skipped) become pending
+// with `once`; failed pending rows waiting for their retry are due now; a row
+// a worker holds is left alone. Each is due since its event came
+// (next_attempt_at = created_at), so recovered and new rows go in event order.
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import type {
-  RecoverDeliveriesRequest,
-  RecoverDeliveriesResponseSchema,
-} from "../../../gen/bizcard/delivery/v1/delivery_pb.js";
+import type { RecoverDeliveriesRequest } from "../../../gen/bizcard/delivery/v1/delivery_pb.js";
 import type { WebhookService } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { readOwner, type Pair } from "../../shared/owner.js";
 import { invalid } from "../../shared/validation.js";
 
 const S = `"delivery"`;
 
-export interface RecoveryDeps {
+interface RecoveryDeps {
   orm: MikroORM;
   webhook: Client<typeof WebhookService>;
   /** Deliveries are due: wake this process's workers. */
@@ -42,7 +24,7 @@ export interface RecoveryDeps {
 }
 
 /** The one statement: how many rows it made due. */
-export async function recoverSince(orm: MikroORM, owner: Pair, subscriptionId: bigint, since: Date): Promise<number> {
+async function recoverSince(orm: MikroORM, owner: Pair, subscriptionId: bigint, since: Date): Promise<number> {
   const [row] = await orm.em.fork().execute<{ n: number }[]>(
     `with "recovered" as (
        update ${S}."delivery" d
@@ -58,10 +40,8 @@ export async function recoverSince(orm: MikroORM, owner: Pair, subscriptionId: b
   return row?.n ?? 0;
 }
 
-export function createRecovery(
-  deps: RecoveryDeps,
-): (req: RecoverDeliveriesRequest) => Promise<MessageInitShape<typeof RecoverDeliveriesResponseSchema>> {
-  return async (req) => {
+export function createRecovery(deps: RecoveryDeps) {
+  return async (req: RecoverDeliveriesRequest) => {
     const owner = readOwner(req.owner);
     if (req.subscriptionId <= 0n) throw invalid("subscription_id", "expected a positive integer");
     if (!req.since) throw invalid("since", "required");

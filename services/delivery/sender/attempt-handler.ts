@@ -1,15 +1,8 @@
-// One POST's answer, read through undici's dispatch API: the status, the
-// Retry-After header, and at most `maxBytes` of the body, which is dropped as
-// it comes. Nothing else is kept: no response stream, no buffered body.
-//
-// The whole attempt, from its start to the end of the answer, is bounded by
-// one timer. A request still connecting when it fires is settled as a timeout
-// at once and aborted as soon as undici hands it its controller; the
-// connection's own timeout (the Agent's connect.timeout) ends the connect.
-//
-// Not undici's request(), which does the same job through a response stream,
-// an AbortSignal.timeout and a second parse of the URL: a large share of the
-// platform's CPU under bursts of deliveries (docs/benchmark.md, "The sender").
+// One POST's answer through undici's dispatch API: the status, Retry-After,
+// and at most `maxBytes` of the body, dropped as it comes. One timer bounds the
+// whole attempt; a request still connecting when it fires is aborted once
+// undici hands over its controller. Not undici's request(), whose response
+// stream cost much CPU under bursts (docs/benchmark.md, "The sender").
 import type { Dispatcher } from "undici";
 
 /** What came back: an answer (its status, its Retry-After) or an error before the answer ended. */
@@ -19,7 +12,7 @@ export type AttemptAnswer =
   | { kind: "error"; error: Error };
 
 /** The error undici's controller is aborted with when the attempt's time is up. */
-export class AttemptTimeoutError extends Error {
+class AttemptTimeoutError extends Error {
   override readonly name = "TimeoutError";
 }
 

@@ -1,17 +1,11 @@
-// One POST of one event to one target, Standard Webhooks style. CONTRACT:
-// "`POST` to target_url, `Content-Type: application/json` … Headers
-// `webhook-id` (the event's id, the same on every retry),
-// `webhook-timestamp`, `webhook-signature` … as the `standardwebhooks`
-// libraries verify." The signature is signature.ts's, which the tests hold to
-// that library's own sign() and verify with its verify().
-// After a secret rotation, two signatures while the old secret's overlap lasts.
+// One POST of one event to one target. CONTRACT: "`POST` to target_url,
+// `Content-Type: application/json` … Headers `webhook-id` (the event's id, the
+// same on every retry), `webhook-timestamp`, `webhook-signature` … as the
+// `standardwebhooks` libraries verify."
 //
-// Sent through an undici Agent whose connect-time lookup refuses non-public
-// destinations (services/shared/net/safe-lookup.ts); redirects are not
-// followed (undici's dispatch follows none: a 3xx is an answer like any other
-// non-2xx); the whole attempt, connect to the end of the body, is bounded by
-// one timeout, and at most MAX_RESPONSE_BYTES of the answer are read, then
-// dropped (attempt-handler.ts).
+// Through an undici Agent whose connect-time lookup refuses non-public
+// destinations (shared/net/safe-lookup.ts); no redirect is followed (a 3xx is
+// a failure like any non-2xx); one timeout bounds the attempt (attempt-handler.ts).
 import { performance } from "node:perf_hooks";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Agent } from "undici";
@@ -25,24 +19,17 @@ import { sign as signWith } from "./signature.js";
 const MAX_RESPONSE_BYTES = 64 * 1024;
 const USER_AGENT = "bizcard-webhooks/1";
 
-export interface OutgoingWebhook {
+interface OutgoingWebhook {
   url: string;
   /** Standard Webhooks secret, "whsec_…". */
   secret: string;
-  /**
-   * The secret before the subscription's last rotation, while it still signs:
-   * a second signature, made with it, follows the first until expiresAt.
-   */
+  /** The secret before the last rotation: a second signature until expiresAt. */
   previousSecret?: { secret: string; expiresAt: Date };
   eventId: string;
   /** The JSON body, exactly as stored at fan-out. */
   body: string;
-  /**
-   * W3C traceparent sent as the header of that name: the event's trace,
-   * with this attempt as the parent, so a receiver can correlate.
-   */
+  /** W3C trace context headers (tracestate only with a traceparent). */
   traceparent?: string;
-  /** W3C tracestate sent beside it, unchanged (only with a traceparent). */
   tracestate?: string;
 }
 
@@ -70,19 +57,10 @@ export type SendResult =
       retryAfterMs?: number;
     };
 
-export interface WebhookSender {
-  send(webhook: OutgoingWebhook): Promise<SendResult>;
-  close(): Promise<void>;
-}
+export type WebhookSender = ReturnType<typeof createWebhookSender>;
 
-export interface SenderOptions {
-  resolve: Resolver;
-  /** http and private destinations allowed (development, tests). */
-  allowInsecure: boolean;
-  timeoutMs: number;
-}
-
-export function createWebhookSender(options: SenderOptions): WebhookSender {
+/** `allowInsecure`: http and private destinations allowed (development, tests). */
+export function createWebhookSender(options: { resolve: Resolver; allowInsecure: boolean; timeoutMs: number }) {
   const agent = new Agent({
     connect: { lookup: safeLookup(options.resolve, options.allowInsecure), timeout: options.timeoutMs },
     headersTimeout: options.timeoutMs,
@@ -90,7 +68,7 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
     keepAliveTimeout: 4000,
   });
   return {
-    async send(webhook) {
+    async send(webhook: OutgoingWebhook): Promise<SendResult> {
       const started = performance.now();
       const elapsed = () => Math.round(performance.now() - started);
       let answer: AttemptAnswer;
@@ -138,17 +116,15 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
         ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
       };
     },
-    close: () => agent.close(),
+    close: (): Promise<void> => agent.close(),
   };
 }
 
 const timeoutError = (timeoutMs: number) => `timeout: no complete answer within ${timeoutMs} ms`;
 
 /**
- * Standard Webhooks: "To achieve this, the webhook is signed both using the
- * current key, and using an old key (for a set period of time), and both
- * signatures are sent, space delimited, in the `webhook-signature` header."
- * The new secret's first, then the old one's while the rotation's overlap lasts.
+ * Standard Webhooks: "both signatures are sent, space delimited, in the
+ * `webhook-signature` header." The new secret's first.
  */
 function signatures(webhook: OutgoingWebhook, timestamp: Date): string {
   const sign = (secret: string) => signWith(secret, webhook.eventId, timestamp, webhook.body);
@@ -158,22 +134,17 @@ function signatures(webhook: OutgoingWebhook, timestamp: Date): string {
     : sign(webhook.secret);
 }
 
+type Failure = { code?: string; name?: string; message?: string; cause?: unknown } | undefined;
+const TIMEOUT_CODES = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
+
 function classify(err: unknown, timeoutMs: number): { kind: "timeout" | "refused" | "network"; error: string } {
-  for (
-    let e = err as { code?: string; name?: string; message?: string; cause?: unknown } | undefined, depth = 0;
-    e && depth < 5;
-    e = e.cause as typeof e, depth++
-  ) {
+  // A refusal may come wrapped (undici's connect error has the lookup's as its cause).
+  for (let e = err as Failure, depth = 0; e && depth < 5; e = e.cause as Failure, depth++) {
     if (e instanceof DestinationRefusedError || e.code === "ERR_DESTINATION_REFUSED")
       return { kind: "refused", error: `refused: ${e.message}` };
   }
-  const e = err as { code?: string; name?: string; message?: string };
-  if (
-    e?.name === "TimeoutError" ||
-    e?.code === "UND_ERR_CONNECT_TIMEOUT" ||
-    e?.code === "UND_ERR_HEADERS_TIMEOUT" ||
-    e?.code === "UND_ERR_BODY_TIMEOUT"
-  ) {
+  const e = err as Failure;
+  if (e?.name === "TimeoutError" || TIMEOUT_CODES.has(e?.code ?? "")) {
     return { kind: "timeout", error: timeoutError(timeoutMs) };
   }
   return {

@@ -1,24 +1,17 @@
-// GetDeliveryStates: a subscription's pause, lowered cap and blocked head.
-//
-// The owner is part of every part of the statement: a subscription counts as
-// the owner's when the owner has a delivery of it (the delivery service keeps
-// no subscriptions; a pause, a lowered cap or a blocked head only ever
-// follows a delivery). Another owner's ids, and ids never delivered to, are
-// left out, as are subscriptions with nothing to show.
-import type { MessageInitShape } from "@bufbuild/protobuf";
+// GetDeliveryStates: a subscription's pause, lowered cap and blocked head. A
+// subscription counts as the owner's when the owner has a delivery of it (the
+// delivery service keeps no subscriptions); other ids, and those with nothing
+// to show, are left out.
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import type {
-  GetDeliveryStatesRequest,
-  GetDeliveryStatesResponseSchema,
-} from "../../../gen/bizcard/delivery/v1/delivery_pb.js";
+import type { GetDeliveryStatesRequest } from "../../../gen/bizcard/delivery/v1/delivery_pb.js";
 import { readOwner } from "../../shared/owner.js";
 import { invalid } from "../../shared/validation.js";
 import { orderedHeadSql } from "../deliveries/ordered-head.js";
 
 const S = `"delivery"`;
 /** The most ids one call reads (a page of subscriptions). */
-export const MAX_STATE_IDS = 100;
+const MAX_STATE_IDS = 100;
 
 interface StateRow {
   subscription_id: string;
@@ -29,15 +22,10 @@ interface StateRow {
 }
 
 /**
- * One statement: for each of the owner's listed subscriptions,
- * throttled_until (subscription_pause.paused_until while it is ahead),
- * in_flight_cap (while lowered) and, for an ordered subscription, its head
- * (the oldest pending ordered delivery by (stream_sequence, id)): blocked
- * while it has failed and waits for its retry, since its first failed
- * attempt after its last other outcome (a head recovered after giving up is
- * blocked from its new failure on, not its old ones). A subscription is
- * read only once "owned" found the owner's deliveries of it: every delivery
- * of a subscription is its owner's, so its head needs no owner filter.
+ * One statement: per owned subscription, throttled_until (a pause still
+ * ahead), in_flight_cap (while lowered) and its ordered head when blocked:
+ * since its first failed attempt after its last other outcome (a head
+ * recovered after giving up counts from its new failure).
  */
 const STATES_SQL = `with "ids" as (
     select distinct i::bigint as "subscription_id" from jsonb_array_elements_text(?::jsonb) as i
@@ -70,10 +58,8 @@ const STATES_SQL = `with "ids" as (
 
 const toDate = (v: Date | string) => (v instanceof Date ? v : new Date(v));
 
-export function createDeliveryStates(deps: {
-  orm: MikroORM;
-}): (req: GetDeliveryStatesRequest) => Promise<MessageInitShape<typeof GetDeliveryStatesResponseSchema>> {
-  return async (req) => {
+export function createDeliveryStates(deps: { orm: MikroORM }) {
+  return async (req: GetDeliveryStatesRequest) => {
     const owner = readOwner(req.owner);
     if (req.subscriptionIds.length > MAX_STATE_IDS) throw invalid("subscription_ids", `at most ${MAX_STATE_IDS}`);
     const ids = req.subscriptionIds.filter((id) => id > 0n).map(String);

@@ -26,11 +26,7 @@ export function attemptOutcome(result: SendResult): string {
   return result.kind === "timeout" || result.kind === "refused" ? result.kind : "failed";
 }
 
-/**
- * What a log line says about an attempt: the subscription, its owner, the
- * target's host (never the path, query or credentials of its URL), the
- * attempt and its answer.
- */
+/** An attempt's log fields: the subscription, its owner, the target's host, the attempt and its answer. */
 export function logFields(d: ClaimedDelivery, targetUrl: string, result: SendResult) {
   return {
     subscriptionId: d.subscriptionId.toString(),
@@ -47,7 +43,7 @@ export function logFields(d: ClaimedDelivery, targetUrl: string, result: SendRes
 }
 
 /** host[:port] of a target URL; userinfo, path and query stay out of the logs. */
-export function targetHost(targetUrl: string): string {
+function targetHost(targetUrl: string): string {
   try {
     return new URL(targetUrl).host;
   } catch {

@@ -1,10 +1,8 @@
-// One delivery attempt, for the workers (delivery-worker.ts): the POST to the
-// subscription's current target in the event's trace, and what its answer
-// means for the delivery: succeeded; gone (410: the subscription is deleted,
-// with the rest of its queue); or failed, retried on the schedule (or given
-// up), the subscription throttled when the target asked to wait.
-import type { Client } from "@connectrpc/connect";
-import { Code, ConnectError } from "@connectrpc/connect";
+// One delivery attempt (delivery-worker.ts): the POST in the event's trace and
+// what its answer means: succeeded; gone (410: the subscription is deleted,
+// with its queue); or failed, retried on the schedule or given up, the
+// subscription throttled when the target asked to wait.
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import {
   SubscriptionEndReason,
   type Subscriber,
@@ -27,9 +25,11 @@ export interface AttemptOptions {
   /** Seconds before each retry (DELIVERY_RETRY_SCHEDULE_SECONDS). */
   schedule: number[];
   retryAfterMaxSeconds: number;
-  /** Disables a subscription that only fails (deliveries/failure-streak.ts); never throws. */
+  /** Disables a subscription that only fails (failure-streak.ts); never throws. */
   failureStreak?: { failed(d: ClaimedDelivery & { host?: string }): Promise<void> };
 }
+
+type Trace = { traceparent: string; tracestate?: string };
 
 export class DeliveryAttempts {
   /** `record`: records an attempt with the delivery's next state (the worker's batches). */
@@ -38,12 +38,7 @@ export class DeliveryAttempts {
     private readonly record: (record: AttemptRecord) => Promise<void>,
   ) {}
 
-  /**
-   * The attempt continues the event's trace (W3C Trace Context; a new one for
-   * an event that came without): the POST's traceparent has the attempt's
-   * span as its parent, its tracestate is the event's, and the attempt's log
-   * lines carry the trace id.
-   */
+  /** The attempt is a span of the event's trace (a new one without): the POST's traceparent, the log lines' trace id. */
   deliver(d: ClaimedDelivery, subscriber: Subscriber): Promise<void> {
     const span = startSpan("webhook POST", d.traceparent, "client", {
       "http.request.method": "POST",
@@ -60,11 +55,7 @@ export class DeliveryAttempts {
     );
   }
 
-  private async attempt(
-    d: ClaimedDelivery,
-    subscriber: Subscriber,
-    trace: { traceparent: string; tracestate?: string },
-  ): Promise<SendResult> {
+  private async attempt(d: ClaimedDelivery, subscriber: Subscriber, trace: Trace): Promise<SendResult> {
     const attemptedAt = new Date();
     const result = await this.options.sender.send({
       url: subscriber.targetUrl,
@@ -101,17 +92,6 @@ export class DeliveryAttempts {
       this.options.logger.info(fields, "subscription deleted: the receiver answered 410 Gone");
       return result;
     }
-    await this.recordFailure(d, result, base, fields);
-    await this.options.failureStreak?.failed({ ...d, host: fields.host });
-    return result;
-  }
-
-  private async recordFailure(
-    d: ClaimedDelivery,
-    result: Extract<SendResult, { ok: false }>,
-    base: Omit<Parameters<DeliveryStore["record"]>[0], "status" | "outcome" | "error" | "nextAttemptAt">,
-    fields: ReturnType<typeof logFields>,
-  ) {
     const wait = d.once
       ? undefined
       : retryDelayMs(this.options.schedule, d.attempt, result.retryAfterMs, this.options.retryAfterMaxSeconds);
@@ -122,37 +102,30 @@ export class DeliveryAttempts {
         { ...fields, pausedUntil: throttle.pausedUntil?.toISOString(), reason: throttle.reason },
         "subscription throttled",
       );
-    const throttled = throttle ? { throttle } : {};
-    if (wait === undefined) {
-      webhookGivenUp.inc();
-      await this.record({
-        ...base,
-        ...throttled,
-        status: "gave_up",
-        outcome: "gave_up",
-        error: result.error,
-        nextAttemptAt: null,
-      });
+    // Not before the subscription's pause ends.
+    const nextAttemptAt =
+      wait === undefined ? null : new Date(Math.max(Date.now() + wait, throttle?.pausedUntil?.getTime() ?? 0));
+    if (!nextAttemptAt) webhookGivenUp.inc();
+    await this.record({
+      ...base,
+      ...(throttle ? { throttle } : {}),
+      status: nextAttemptAt ? "pending" : "gave_up",
+      outcome: nextAttemptAt ? "failed" : "gave_up",
+      error: result.error,
+      nextAttemptAt,
+    });
+    if (nextAttemptAt)
+      this.options.logger.info(
+        { ...fields, nextRetryAt: nextAttemptAt.toISOString(), retryInMs: wait },
+        "delivery attempt failed; retried",
+      );
+    else
       this.options.logger.warn(
         fields,
         d.once ? "delivery failed; a manual retry is tried once" : "delivery gave up: every retry failed",
       );
-      return;
-    }
-    // Not before the subscription's pause ends.
-    const nextAttemptAt = new Date(Math.max(Date.now() + wait, throttle?.pausedUntil?.getTime() ?? 0));
-    await this.record({
-      ...base,
-      ...throttled,
-      status: "pending",
-      outcome: "failed",
-      error: result.error,
-      nextAttemptAt,
-    });
-    this.options.logger.info(
-      { ...fields, nextRetryAt: nextAttemptAt.toISOString(), retryInMs: wait },
-      "delivery attempt failed; retried",
-    );
+    await this.options.failureStreak?.failed({ ...d, host: fields.host });
+    return result;
   }
 
   /** True once the subscription is gone (deleted now, or already). */

@@ -1,13 +1,8 @@
-// The workers: claim due deliveries from PostgreSQL (FOR UPDATE SKIP LOCKED,
-// so several processes share the work without sending a delivery twice),
-// look up each subscription as it is NOW (deleted: not sent, nor the rest of
-// its queue; disabled: not sent; the current
-// target_url and secret), POST (delivery-attempt.ts), and record the attempt with the delivery's
-// next state. Up to `concurrency` POSTs are in flight; a slot that frees up
-// is refilled at once while there may be more due rows (the last claim got
-// all it asked for); otherwise the worker waits for a wake-up (the fan-out in
-// this process, a manual retry) or its poll. Attempts that finish while
-// others are being recorded are recorded together, in one statement.
+// The workers: claim due deliveries (delivery-claim.ts), look up each
+// subscription as it is NOW (deleted or disabled: not sent; its current
+// target_url and secret), POST (delivery-attempt.ts) and record the attempts
+// in batches. Up to `concurrency` POSTs are in flight; a freed slot is refilled
+// at once while more may be due, else the worker waits for a wake-up or its poll.
 //
 // CONTRACT: "2xx is success; 410 Gone deletes the subscription (REST Hooks);
 // anything else, a timeout (10 s) or a refused connection is retried on a
@@ -21,35 +16,24 @@ import { DeliveryAttempts, type AttemptOptions } from "./delivery-attempt.js";
 import { FanOutWatermark } from "./fan-out-watermark.js";
 import type { SubscriberCache } from "./subscriber-cache.js";
 
-export interface DeliveryWorkerOptions extends AttemptOptions {
-  /** Subscribers read for earlier batches, dropped when they change (subscriber-cache.ts); undefined: read for every batch. */
+interface DeliveryWorkerOptions extends AttemptOptions {
+  /** Undefined: subscribers are read for every batch. */
   subscriberCache?: SubscriberCache;
   concurrency: number;
-  /** POSTs in flight to one subscription, across every delivery process (WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION); undefined: no cap. */
+  /** POSTs in flight to one subscription, across every process; undefined: no cap. */
   maxInFlightPerSubscription?: number;
   pollMs: number;
   leaseSeconds: number;
-  /**
-   * The fan-out's watermark (EventBus.ackFloor of the fan-out consumer): an
-   * ordered delivery of a later event is not claimed (delivery-claim.ts).
-   * Undefined: no watermark (the in-process bus). Undefined from the call:
-   * the consumer does not exist (yet), nothing counts as recorded.
-   */
+  /** The fan-out consumer's ack floor (fan-out-watermark.ts); undefined: the in-process bus, no watermark. */
   fanOutFloor?: () => Promise<number | undefined>;
 }
 
 const subscribersById = (subscribers: Subscriber[]) => new Map(subscribers.map((s) => [s.subscriptionId, s]));
 
 /**
- * Record statements a worker runs at once: one. The attempts that finish
- * while it runs make the next batch, so the busier the worker, the bigger its
- * batches. The statement's cost is mostly per statement, not per attempt:
- * several at once make many small statements, each paying that cost, so
- * PostgreSQL spends more CPU and fewer deliveries go out a second
- * (docs/benchmark.md, "Records one at a time"). More than one stays correct:
- * each batch's statement only releases the slots it records and hands on at
- * most as many (hand-on.ts), and a subscription's pause row is updated under
- * its row lock, each statement on top of the last.
+ * Record statements a worker runs at once. The attempts that finish meanwhile
+ * make the next batch; a statement's cost is mostly per statement, so one at a
+ * time sends the most (docs/benchmark.md, "Records one at a time").
  */
 const RECORDING_AT_ONCE = 1;
 
@@ -61,18 +45,11 @@ export class DeliveryWorker {
   private inFlight = 0;
   /** This process's POSTs in flight, per subscription. */
   private readonly inFlightTo = new Map<bigint, number>();
-  /**
-   * stop()'s wait for the last POST in flight. A count (inFlight) and this,
-   * not a Set of the tasks: a long-lived Set or Map that gains and loses an
-   * entry per task leaves, once a full collection has moved it to V8's old
-   * generation, each replaced table pointing at the next, and every young
-   * collection then keeps the entries' objects (docs in gateway/connections.ts).
-   */
+  /** stop()'s wait for the last POST: a count, not a Set of tasks, which would churn V8's old generation (gateway/connections.ts). */
   private drained: (() => void) | undefined;
   /** The last claim got as many rows as it asked for: more may be due. */
   private backlog = false;
   private readonly toRecord: { record: AttemptRecord; resolve: () => void; reject: (err: unknown) => void }[] = [];
-  /** Record statements running (recordQueued loops), at most RECORDING_AT_ONCE. */
   private recording = 0;
   /** Deliveries whose recorded batch handed their subscription's slot on (hand-on.ts): no claim is needed to refill it. */
   private readonly handedOn = new WeakSet<ClaimedDelivery>();
@@ -96,17 +73,14 @@ export class DeliveryWorker {
     this.loop.start();
   }
 
-  /** Deliveries are due: look now. */
   wake(): void {
     this.loop.wake();
   }
 
   /**
-   * The fan-out here recorded deliveries (before acknowledging them) for
-   * `subscriptions`: look now, unless each of them has its cap in flight
-   * here (then no claim could give it a row; a slot freeing up is handed on
-   * or wakes the loop). Ordered ones wait for the acknowledgement to raise
-   * the watermark, so look again a few times shortly after.
+   * The fan-out here recorded deliveries for `subscriptions`: look now, unless
+   * each has its cap in flight here (a freed slot wakes the loop). Ordered ones
+   * wait for the ack to raise the watermark: look again shortly after.
    */
   fannedOut(ordered: boolean, subscriptions: bigint[] = []): void {
     const cap = this.options.maxInFlightPerSubscription;
@@ -150,24 +124,16 @@ export class DeliveryWorker {
       groups.set(key, [...(groups.get(key) ?? []), d]);
     }
     for (const rows of groups.values()) {
-      const first = rows[0]!;
-      const read = async () =>
-        (
-          await this.options.webhook.listSubscribers({
-            organisationId: first.organisationId,
-            eventType: eventTypeOf(first.eventType),
-            includeDisabled: true,
-          })
-        ).subscribers;
+      const { organisationId, eventType } = rows[0]!;
+      const lookup = { organisationId, eventType: eventTypeOf(eventType), includeDisabled: true };
+      const read = async () => (await this.options.webhook.listSubscribers(lookup)).subscribers;
       let byId: Map<bigint, Subscriber>;
       try {
         const cache = this.options.subscriberCache;
-        byId = subscribersById(
-          cache ? await cache.subscribers(first.organisationId, first.eventType, read) : await read(),
-        );
+        byId = subscribersById(cache ? await cache.subscribers(organisationId, eventType, read) : await read());
         // A subscription created after the cached read: read again before calling it deleted.
         if (cache && rows.some((d) => !byId.has(d.subscriptionId)))
-          byId = subscribersById(await cache.subscribers(first.organisationId, first.eventType, read, true));
+          byId = subscribersById(await cache.subscribers(organisationId, eventType, read, true));
       } catch (err) {
         this.options.logger.warn(
           { err, deliveries: rows.length },
@@ -184,8 +150,7 @@ export class DeliveryWorker {
         }
         if (!subscriber || subscriber.clientId !== d.clientId) {
           await this.options.store.cancel(d, "the subscription was deleted");
-          // Its other waiting deliveries too, at once: one claim each (a few at a time, within its
-          // cap) would keep the workers busy with a deleted subscription's queue long after it is gone.
+          // Its whole queue at once, not one claim at a time.
           await this.options.store.cancelSubscription(d.subscriptionId);
           continue;
         }
@@ -203,9 +168,8 @@ export class DeliveryWorker {
             this.inFlight--;
             const atCap = this.slotFreed(d.subscriptionId) && !this.handedOn.has(d);
             if (this.inFlight === 0) this.drained?.();
-            // A slot is free: refill it at once if more rows may be due, or if the
-            // subscription was at its cap here (its next rows may be waiting for this slot)
-            // and the slot was not handed on, or was ordered (its next one is the head now).
+            // Refill at once if more may be due, if the subscription's next rows may wait for
+            // this slot (at its cap, not handed on), or if its next ordered one is the head now.
             if (this.backlog || atCap || d.ordered) this.wake();
           });
       }
@@ -229,12 +193,9 @@ export class DeliveryWorker {
   }
 
   /**
-   * Records the queued attempts, a batch at a time (RECORDING_AT_ONCE
-   * statements at once; what finishes meanwhile waits for the next batch).
-   * While this worker's last
-   * claim left slots free (no other owner's rows were waiting for them), the
-   * batch's successes hand their slots on to their subscriptions' next due
-   * rows in the same statement (hand-on.ts), which are sent at once.
+   * Records the queued attempts a batch at a time. While the last claim left
+   * slots free (no other owner waits), the successes hand their slots on
+   * (hand-on.ts) and the rows handed on are sent at once.
    */
   private async recordQueued(): Promise<void> {
     this.recording++;

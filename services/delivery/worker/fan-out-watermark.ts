@@ -1,16 +1,11 @@
-// The fan-out's watermark as the workers see it (delivery-claim.ts: an
-// ordered delivery of an event above it is not claimed yet): the fan-out
-// consumer's ack floor (EventBus.ackFloor), read before a claim and kept
-// briefly. A stale one is lower, so it only holds back more: never unsafe.
+// The fan-out's watermark (the fan-out consumer's ack floor), read before a
+// claim and kept briefly: an ordered delivery above it is not claimed yet. A
+// stale one is lower, so it only holds back more: never unsafe.
 import type { Logger } from "../../shared/logger.js";
 
 /** How long a read watermark is used. */
 const CACHE_MS = 200;
-/**
- * After the fan-out here recorded ordered deliveries: read again this long
- * after (the batch is acknowledged once recorded, and the broker counts an ack
- * a few ms after it was sent), so that they do not wait a whole poll interval.
- */
+/** After the fan-out here recorded ordered deliveries, read again this long after (the broker counts an ack a little later). */
 const RELOOK_MS = [20, 100, 400];
 /** A read that takes longer counts as failed: the claim (unordered deliveries too) does not wait for the broker. */
 const READ_TIMEOUT_MS = 1000;
@@ -26,11 +21,7 @@ export class FanOutWatermark {
     private readonly logger: Logger,
   ) {}
 
-  /**
-   * The watermark for a claim, read at most every CACHE_MS. Unreadable (the
-   * broker is away): the last one read, or 0 (no ordered delivery of a
-   * sequenced event goes); unordered deliveries go on as ever.
-   */
+  /** The watermark, read at most every CACHE_MS; unreadable: the last one read, or 0 (no sequenced ordered delivery goes). */
   async current(): Promise<number> {
     if (this.last && Date.now() - this.last.at < CACHE_MS) return this.last.value;
     try {

@@ -1,32 +1,19 @@
-// The delivery worker's cache of subscribers (WebhookService.ListSubscribers
-// answers, per organisation and event type), so that a busy subscription's
-// next POST needs no round trip to the webhook service: without it, every
-// claimed batch would read the subscriptions again, a large part of a slot's
-// cycle.
-//
-// Fresh enough: the webhook service announces every change of an
-// organisation's subscriptions (subscriptions-changed.ts) before the change's
-// RPC answers, and this cache drops that organisation's entries when it hears
-// it. It trusts nothing while it may have missed an announcement: with the
-// bus connection down it holds nothing (every batch reads again), and it is
-// emptied when the connection comes back. An entry also ends at its TTL
-// (DELIVERY_SUBSCRIBER_CACHE_MS; 0: no cache). A read that began before a
-// change was heard is not stored (the generation, as gateway/bearer-cache.ts).
+// The worker's cache of ListSubscribers answers (per organisation and event
+// type), so a busy subscription's next POST needs no round trip. The webhook
+// service announces every change before its RPC answers
+// (subscriptions-changed.ts) and the organisation's entries are dropped; with
+// the bus down nothing is cached, and a read that began before a change was
+// heard is not stored. Entries end at DELIVERY_SUBSCRIBER_CACHE_MS (0: no cache).
 import type { Subscriber } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import type { Consumer, EventBus } from "../../shared/event-bus/event-bus.js";
 import { listenSubscriptionsChanged } from "../../shared/event-bus/subscriptions-changed.js";
 import type { Logger } from "../../shared/logger.js";
 
-interface Entry {
-  subscribers: Subscriber[];
-  until: number;
-}
-
 /** Bound on the (organisation, event type) pairs kept; the oldest goes first. */
 const MAX_ENTRIES = 10_000;
 
 export class SubscriberCache {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries = new Map<string, { subscribers: Subscriber[]; until: number }>();
   private generation = 0;
   private listening: Consumer | undefined;
   private stopWatching: (() => void) | undefined;
@@ -51,12 +38,7 @@ export class SubscriberCache {
   }
 
   /** The organisation's subscribers of the event type, from the cache (unless `fresh`), or read with `read` (and cached). */
-  async subscribers(
-    organisationId: string,
-    eventType: string,
-    read: () => Promise<Subscriber[]>,
-    fresh = false,
-  ): Promise<Subscriber[]> {
+  async subscribers(organisationId: string, eventType: string, read: () => Promise<Subscriber[]>, fresh = false) {
     if (!this.caching) return read();
     const key = `${organisationId} ${eventType}`;
     const entry = this.entries.get(key);

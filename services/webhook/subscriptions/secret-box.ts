@@ -1,19 +1,10 @@
-// Webhook signing secrets sealed at rest: AES-256-GCM (node:crypto) under the
-// first key of WEBHOOK_SECRET_ENCRYPTION_KEY; every listed key opens what it
-// sealed, so the key can be rotated (a new one first, the old ones after it,
-// then `bizcard secrets reencrypt`). The stored form is
-//
-//   v1.<key id>.<iv>.<ciphertext>.<tag>        (each part base64url)
-//
-// The key id is a hash of the key, never the key: it says which key opens the
-// value and which values a rotation must seal again. "v1.<key id>" is the
-// additional authenticated data, so the header cannot be changed either. A
-// clear "whsec_…" value, one never sealed, opens as itself.
-//
-// NIST SP 800-38D, 8.3: "The total number of invocations of the authenticated
-// encryption function shall not exceed 2^32, including all IV lengths and all
-// instances of the authenticated encryption function with the given key."
-// (for random 96-bit IVs, 8.2.2): far beyond one key's subscriptions.
+// Webhook signing secrets sealed at rest: AES-256-GCM under the first key of
+// WEBHOOK_SECRET_ENCRYPTION_KEY, opened by any listed key (rotation: a new key
+// first, then `bizcard secrets reencrypt`). Stored as
+// `v1.<key id>.<iv>.<ciphertext>.<tag>` (base64url), the key id a hash of the
+// key and "v1.<key id>" the additional authenticated data. A clear "whsec_…"
+// value opens as itself. NIST SP 800-38D, 8.3: "The total number of
+// invocations … shall not exceed 2^32": far beyond one key's subscriptions.
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
 
 const VERSION = "v1";
@@ -25,26 +16,10 @@ const CLEAR_PREFIX = "whsec_";
 
 /** A stored secret that cannot be opened: its key is not listed, it was altered, or it is neither sealed nor clear. */
 export class SecretBoxError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "SecretBoxError";
-  }
+  override readonly name = "SecretBoxError";
 }
 
-export interface SecretBox {
-  /** The id of the key that seals (the first listed). */
-  readonly currentKeyId: string;
-  /** How every value sealed under the current key begins ("v1.<key id>."). */
-  readonly currentPrefix: string;
-  /** `secret` sealed under the current key. */
-  seal(secret: string): string;
-  /** The secret in `stored` (sealed under any listed key, or clear); a SecretBoxError otherwise. */
-  open(stored: string): string;
-  /** True when `stored` is sealed under the current key: nothing to seal again. */
-  isCurrent(stored: string): boolean;
-  /** `stored` sealed under the current key: itself when it already is. */
-  reseal(stored: string): string;
-}
+export type SecretBox = ReturnType<typeof secretBox>;
 
 /** A key's id: 8 base64url characters of a SHA-256 of the key (with a label of its own), never the key. */
 export function keyId(key: Buffer): string {
@@ -57,7 +32,7 @@ export function keyId(key: Buffer): string {
 }
 
 /** A box over `keys` (each 32 bytes): the first seals, any opens. */
-export function secretBox(keys: readonly Buffer[]): SecretBox {
+export function secretBox(keys: readonly Buffer[]) {
   if (keys.length === 0) throw new SecretBoxError("no key: WEBHOOK_SECRET_ENCRYPTION_KEY lists none");
   for (const key of keys)
     if (key.length !== KEY_BYTES) throw new SecretBoxError(`a key must be ${KEY_BYTES} bytes, not ${key.length}`);
@@ -65,6 +40,7 @@ export function secretBox(keys: readonly Buffer[]): SecretBox {
   const current = listed[0]!;
   const ids = listed.map((k) => k.id).join(", ");
 
+  /** The secret in `stored` (sealed under any listed key, or clear); a SecretBoxError otherwise. */
   function open(stored: string): string {
     if (stored.startsWith(CLEAR_PREFIX)) return stored;
     const parts = stored.split(".");
@@ -105,6 +81,7 @@ export function secretBox(keys: readonly Buffer[]): SecretBox {
     return `${header}.${iv.toString("base64url")}.${ciphertext.toString("base64url")}.${cipher.getAuthTag().toString("base64url")}`;
   }
 
+  // How every value sealed under the current key begins.
   const currentPrefix = `${VERSION}.${current.id}.`;
   const isCurrent = (stored: string) => stored.startsWith(currentPrefix);
   return {
@@ -113,6 +90,7 @@ export function secretBox(keys: readonly Buffer[]): SecretBox {
     seal,
     open,
     isCurrent,
-    reseal: (stored) => (isCurrent(stored) ? stored : seal(open(stored))),
+    /** `stored` sealed under the current key: itself when it already is. */
+    reseal: (stored: string) => (isCurrent(stored) ? stored : seal(open(stored))),
   };
 }

@@ -1,26 +1,22 @@
-// Sealing the stored signing secrets again under the current key
-// (ReencryptSecrets; `bizcard secrets reencrypt`): those sealed under an
-// older listed key, and the clear ones, stored as `whsec_…` unsealed. The
-// secrets themselves do not change, so no receiver or delivery notices. In
-// batches in id order, each its own transaction with its rows locked (a
-// rotation of one of them waits, or is waited for), so a run that stops part
-// way keeps what it did and a second run finds nothing left to do.
+// ReencryptSecrets (`bizcard secrets reencrypt`): the stored signing secrets
+// sealed again under the current key (the secrets themselves do not change).
+// In batches in id order, each its own transaction with its rows locked, so a
+// run that stops part way keeps what it did.
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { SecretBox } from "./secret-box.js";
 import { readingSecret } from "./subscriber-row.js";
 
-/** WEBHOOK_SCHEMA (webhook-service.ts imports this file). */
 const SCHEMA = `"webhook"`;
 
 /** Rows sealed again per transaction. */
-export const REENCRYPT_BATCH_SIZE = 500;
+const REENCRYPT_BATCH_SIZE = 500;
 
-interface Row {
+type Row = {
   id: string;
   secret: string;
   previous_secret: string | null;
   previous_secret_expires_at: Date | string | null;
-}
+};
 
 /**
  * Seals again every secret not sealed under `box`'s current key; answers how
@@ -28,11 +24,7 @@ interface Row {
  * run with FAILED_PRECONDITION naming it (the batches before it stay done).
  * A previous secret past its overlap signs no more: it is dropped rather than sealed.
  */
-export async function reencryptSecrets(
-  em: EntityManager,
-  box: SecretBox,
-  batchSize = REENCRYPT_BATCH_SIZE,
-): Promise<number> {
+export async function reencryptSecrets(em: EntityManager, box: SecretBox, batchSize = REENCRYPT_BATCH_SIZE) {
   const reseal = (id: string, stored: string) => readingSecret(id, () => box.reseal(stored));
   let after = "0";
   let count = 0;

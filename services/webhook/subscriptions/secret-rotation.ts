@@ -1,15 +1,11 @@
-// Rotating a subscription's signing secret with an overlap: the new secret
-// signs from now on, and the one it replaces keeps signing too (a second
-// signature in the same webhook-signature header) for the overlap, so a
-// receiver verifies with either while it switches. Standard Webhooks: "The
-// reason it is a list, and not just one signature is to support zero downtime
-// secret rotation." The row is locked while it changes: a concurrent rotation
-// of the same subscription waits for it, then replaces this one's secret in turn.
+// Rotating a subscription's signing secret with an overlap, during which the
+// old one signs too. Standard Webhooks: "The reason it is a list, and not just
+// one signature is to support zero downtime secret rotation." The row is
+// locked while it changes.
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Pair } from "../../shared/owner.js";
 import type { Subscription } from "./subscription.entity.js";
 
-/** WEBHOOK_SCHEMA (webhook-service.ts imports this file). */
 const SCHEMA = `"webhook"`;
 
 export interface Rotation {
@@ -21,16 +17,11 @@ export interface Rotation {
 }
 
 /**
- * Gives the pair's subscription `id` the secret `secret`; the one it had signs
- * until `now + overlapSeconds` (none does when 0, nor an older one), stored as
- * `keep` makes it (sealed under the current key). Answers that time (null: no
- * overlap), or undefined when the pair has no such subscription.
+ * Gives the pair's subscription `id` the secret `secret`; the old one, stored
+ * as `keep` makes it, signs until now + overlapSeconds. Answers that time
+ * (null: no overlap), or undefined when the pair has no such subscription.
  */
-export async function rotateSecret(
-  em: EntityManager,
-  rotation: Rotation,
-  keep: (stored: string) => string,
-): Promise<{ previousSecretExpiresAt: Date | null } | undefined> {
+export async function rotateSecret(em: EntityManager, rotation: Rotation, keep: (stored: string) => string) {
   const { pair, id, secret, overlapSeconds } = rotation;
   const now = new Date();
   const expiresAt = overlapSeconds > 0 ? new Date(now.getTime() + overlapSeconds * 1000) : null;

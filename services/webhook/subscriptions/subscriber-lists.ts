@@ -1,7 +1,6 @@
-// The subscribers the delivery service reads (WebhookService's
-// ListSubscribers, for a worker whose cache misses, and ListSubscribersOfMany,
-// a fan-out batch's lookups in one read), their signing secrets opened
-// (subscriber-row.ts).
+// The subscribers the delivery service reads: ListSubscribers (a worker's
+// cache miss) and ListSubscribersOfMany (a fan-out batch's lookups in one
+// read), their signing secrets opened (subscriber-row.ts).
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { Subscriber, WebhookService } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
@@ -10,13 +9,11 @@ import { invalid, requireUuid } from "../../shared/validation.js";
 import type { SecretBox } from "./secret-box.js";
 import { subscriberOfRow } from "./subscriber-row.js";
 
-/** WEBHOOK_SCHEMA (webhook-service.ts imports this file). */
 const SCHEMA = `"webhook"`;
 
 /** The most lookups of one ListSubscribersOfMany. */
 const MANY_LOOKUPS_MAX = 1000;
 
-/** `preparedStatements`: each read a named prepared statement (real PostgreSQL only: database.ts onRealPostgres). */
 export function subscriberLists({
   orm,
   secrets,
@@ -26,38 +23,30 @@ export function subscriberLists({
   secrets: SecretBox;
   preparedStatements?: boolean;
 }): Pick<ServiceImpl<typeof WebhookService>, "listSubscribers" | "listSubscribersOfMany"> {
-  // Read for every fan-out batch (and a worker's cache miss): without the ORM's per-query work (knex's raw);
-  // knex hands options() to pg, whose name makes the statement a named prepared one.
+  // knex's raw skips the ORM's per-query work; a name in options() makes it a prepared statement in pg.
   const knex = orm.em.getKnex();
-  const named = (name: string) => (preparedStatements === true ? { name } : {});
+  const run = async (name: string, sql: string, values: (string | boolean)[]) =>
+    (await knex.raw<{ rows: Record<string, unknown>[] }>(sql, values).options(preparedStatements ? { name } : {})).rows;
   const subscribersSql = `select "id"::text as "id", "client_id", "target_url", "secret", "previous_secret", "previous_secret_expires_at", "disabled_at", "ordered"
        from ${SCHEMA}."subscription"
       where "organisation_id" = ?::uuid and "event_type" = ?::text and (?::boolean or "disabled_at" is null) order by "id"`;
-  const subscribersStatement = async (values: [string, string, boolean]) =>
-    (
-      await knex
-        .raw<{ rows: Record<string, unknown>[] }>(subscribersSql, values)
-        .options(named("webhook-list-subscribers"))
-    ).rows;
   // The fan-out's batch: every lookup in one read (the rows tagged with their lookup's index).
   const manySql = `select l."n", s."id"::text as "id", s."client_id", s."target_url", s."secret", s."previous_secret", s."previous_secret_expires_at", s."disabled_at", s."ordered"
        from jsonb_to_recordset(?::jsonb) as l("n" int, "organisation_id" uuid, "event_type" text, "include_disabled" boolean)
        join ${SCHEMA}."subscription" s on s."organisation_id" = l."organisation_id" and s."event_type" = l."event_type"
         and (l."include_disabled" or s."disabled_at" is null)
       order by l."n", s."id"`;
-  const manyStatement = async (values: [string]) =>
-    (
-      await knex
-        .raw<{ rows: Record<string, unknown>[] }>(manySql, values)
-        .options(named("webhook-list-subscribers-of-many"))
-    ).rows;
 
   return {
     async listSubscribers(req) {
       const organisationId = requireUuid("organisation_id", req.organisationId);
       const eventType = eventTypeName(req.eventType);
       // A disabled subscription gets nothing until its owner re-enables it (listed, marked, only when asked).
-      const rows = await subscribersStatement([organisationId, eventType, req.includeDisabled]);
+      const rows = await run("webhook-list-subscribers", subscribersSql, [
+        organisationId,
+        eventType,
+        req.includeDisabled,
+      ]);
       return { subscribers: rows.map((r) => subscriberOfRow(r, secrets)) };
     },
 
@@ -71,7 +60,7 @@ export function subscriberLists({
       }));
       const results = lookups.map(() => ({ subscribers: [] as Subscriber[] }));
       if (lookups.length === 0) return { results };
-      for (const r of await manyStatement([JSON.stringify(lookups)]))
+      for (const r of await run("webhook-list-subscribers-of-many", manySql, [JSON.stringify(lookups)]))
         results[r.n as number]!.subscribers.push(subscriberOfRow(r, secrets));
       return { results };
     },

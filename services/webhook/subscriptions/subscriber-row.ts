@@ -1,7 +1,5 @@
-// A subscriber as the delivery service reads it (ListSubscribers and
-// ListSubscribersOfMany): one row of the webhook service's statements, its
-// signing secrets opened. A secret that does not open fails the call, naming
-// the subscription: it is never handed out as it is stored, to sign garbage.
+// A subscriber as the delivery service reads it: one row of the webhook
+// service's statements, its signing secrets opened.
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -9,11 +7,7 @@ import { SubscriberSchema, type Subscriber } from "../../../gen/bizcard/webhook/
 import { SecretBoxError, type SecretBox } from "./secret-box.js";
 import { signingPreviousSecret } from "./secret-rotation.js";
 
-/**
- * What `read` makes of subscription `id`'s stored secret, or FAILED_PRECONDITION
- * naming the subscription: a secret that does not open is never handed out
- * (it would sign garbage) nor kept.
- */
+/** What `read` makes of subscription `id`'s stored secret, or FAILED_PRECONDITION naming it: never handed out unopened. */
 export function readingSecret<T>(id: bigint | string, read: () => T): T {
   try {
     return read();

@@ -1,14 +1,10 @@
 import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
 
 /** Why a subscription ended, as the table stores it. */
-export const END_REASONS = ["deleted_by_owner", "grant_revoked", "gone"] as const;
+const END_REASONS = ["deleted_by_owner", "grant_revoked", "gone"] as const;
 export type EndReason = (typeof END_REASONS)[number];
 
-/**
- * A deleted subscription: what it was, why and when it ended. Written in the
- * statement that deletes it (subscription-end.ts); pruned after
- * DELIVERY_LOG_RETENTION_DAYS (webhook-prune.ts).
- */
+/** A deleted subscription: what it was, why and when it ended (subscription-end.ts); pruned with the delivery log. */
 export const SubscriptionEndEntity = defineEntity({
   name: "SubscriptionEnd",
   tableName: "subscription_end",

@@ -1,9 +1,6 @@
-// Deleting subscriptions and recording why, in one statement: the rows the
-// delete returns are the rows the end table receives, so a deletion without
-// its end (or an end without its deletion) cannot be committed. Every path
-// that deletes a subscription goes through here: DeleteSubscription (its
-// owner, or the delivery service after a 410), DeletePairSubscriptions and
-// the grant.revoked consumer.
+// Deleting subscriptions and recording why, in one statement, so a deletion
+// is never committed without its end. Every path that deletes a subscription
+// goes through here.
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
@@ -16,7 +13,6 @@ import { eventTypeOf } from "../../shared/event-types.js";
 import type { Pair } from "../../shared/owner.js";
 import type { EndReason, SubscriptionEnd } from "./subscription-end.entity.js";
 
-/** WEBHOOK_SCHEMA (webhook-service.ts imports this file). */
 const SCHEMA = `"webhook"`;
 
 const TO_WIRE: Record<EndReason, SubscriptionEndReason> = {

@@ -7,7 +7,6 @@ export const SubscriptionEntity = defineEntity({
   name: "Subscription",
   tableName: "subscription",
   properties: {
-    /** bigint identity; int64 on the wire. */
     id: p.bigint("bigint").primary().autoincrement().generated("by default as identity"),
     organisationId: p.uuid(),
     clientId: p.text(),
@@ -15,11 +14,7 @@ export const SubscriptionEntity = defineEntity({
     targetUrl: p.text(),
     /** An event type name (shared/event-types.ts); a text column with the check "subscription_event_type_check". */
     eventType: p.enum([...EVENT_TYPE_NAMES]),
-    /**
-     * The Standard Webhooks signing secret ("whsec_" + base64 of 32 random
-     * bytes), sealed (secret-box.ts: "v1.<key id>.…"); a row never sealed
-     * holds it in clear until `bizcard secrets reencrypt`.
-     */
+    /** The Standard Webhooks signing secret, sealed (secret-box.ts), or clear until `bizcard secrets reencrypt`. */
     secret: p.text().hidden(),
     /** The secret before the last rotation, stored as `secret` is: it signs too until previousSecretExpiresAt; null when none does. */
     previousSecret: p.text().nullable(),

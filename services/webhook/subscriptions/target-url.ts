@@ -1,43 +1,14 @@
-// The rules a subscription's target_url must meet. The IP classification
-// behind them is services/shared/net/ip-address.ts, which the delivery service
-// applies again to every resolved address right before it connects (DNS can
-// change after create/update).
+// The rules a subscription's target_url must meet: an absolute https URL of at
+// most 2048 characters, written in full, without user-info, fragment or
+// control characters (refused rather than silently rewritten by the WHATWG
+// parser, so what is stored is what was sent), on the default port or one
+// from 1024 up. Its destination must be public: a literal IP is classified, a
+// hostname resolved and refused when ANY address is not public (the delivery
+// service checks again at connect time, shared/net/ip-address.ts). Development
+// turns on allowHttp / allowPrivate (then names are not resolved).
 //
-// A target_url is an absolute https URL of at most 2048 characters, without
-// user-info and without a fragment. Its destination must be public: literal
-// IPs are classified directly; a hostname is resolved and refused when ANY of
-// its addresses is not public (an attacker controlling DNS could otherwise
-// hand back a public and a private address and let the connect pick one).
-// `localhost` and `*.localhost` are refused without asking DNS (RFC 6761).
-//
-// Fragments are REFUSED rather than stripped: a fragment is never sent over
-// HTTP, so one in a target_url is a mistake the caller should see, and the
-// stored URL stays exactly what was asked for (no silent rewriting besides
-// the WHATWG normalisation: lower-cased scheme and host, default port dropped,
-// IPv4 shorthands such as 0x7f.1 expanded to dotted quads).
-//
-// Development and tests turn on `allowPrivate` / `allowHttp`; then http and
-// private destinations pass and hostnames are not resolved at all (container
-// names and the like need not resolve where the API runs).
-//
-// Control characters (C0, DEL, C1) anywhere in the URL are refused: the WHATWG
-// parser would silently drop tabs and newlines ("exa\tmple.com" becomes
-// "example.com"), so what is stored would not be what was sent. For the same
-// reason the URL must be written in full, scheme "://" host: the parser
-// repairs "http:///x", "http:/x", "http:x" and "http:\\x" (a backslash is a
-// slash to it) all into "http://x/", and drops an empty "@" before the host;
-// each is refused rather than rewritten, in development too.
-//
-// Ports (decided, docs/interface.md): the scheme's default (443, or 80 for
-// http where http is allowed) or any port from 1024 to 65535. The other
-// well-known ports (22 SSH, 25 SMTP, 53 DNS, ...) are system services, never
-// webhook receivers; self-hosted receivers (n8n on 5678, 8443, 8080) live
-// above 1023. The rule holds in development too.
-//
-// DNS: a name that does not exist or has no address is the caller's mistake
-// (INVALID_ARGUMENT, "does not resolve"); DNS that fails or does not answer in
-// time is ours (UNAVAILABLE, with a TargetUnavailable detail the gateway
-// shows as a 503): the name may be fine, try again.
+// DNS: a name without an address is the caller's mistake (INVALID_ARGUMENT);
+// DNS that fails or times out is ours (UNAVAILABLE, shown as a 503).
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isIP } from "node:net";
@@ -53,7 +24,7 @@ export interface TargetUrlOptions {
   allowPrivate?: boolean;
   /** Let http:// through (development, tests). */
   allowHttp?: boolean;
-  /** How names are resolved (the webhook app passes the shared target resolver, shared/net/dns-resolver.ts); required unless allowPrivate. */
+  /** Required unless allowPrivate. */
   resolve?: Resolver;
   /** The most a lookup may take before the check is UNAVAILABLE (default 5 s). */
   resolveTimeoutMs?: number;
@@ -61,8 +32,8 @@ export interface TargetUrlOptions {
 
 const FIELD = "target_url";
 
-/** Ports a target may use besides the scheme's default: the unprivileged range. */
-export const TARGET_PORT_MIN = 1024;
+/** Ports a target may use besides the scheme's default: the unprivileged range (not SSH, SMTP, DNS…). */
+const TARGET_PORT_MIN = 1024;
 
 /** C0 controls, DEL and C1 controls. */
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
@@ -71,13 +42,9 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const SCHEME_AUTHORITY = /^([A-Za-z][A-Za-z0-9+.-]*):(\/\/([^/?#]*))?/;
 
 /**
- * RFC 9110 §4.2.1: http-URI = "http" "://" authority path-abempty [ "?"
- * query ], likewise https-URI; "A sender MUST NOT generate an "http" URI with
- * an empty host identifier. A recipient that processes such a URI reference
- * MUST reject it as invalid." RFC 3986 §2 has no place for "\" in a URI. What
- * the WHATWG parser would otherwise repair into another URL is refused here,
- * before it parses: the http(s) scheme not followed by "//" and a host, a
- * backslash anywhere, an "@" in the authority (user-info, empty or not).
+ * RFC 9110 §4.2.1: "A recipient that processes such a URI reference MUST
+ * reject it as invalid" (an empty host). What the WHATWG parser would repair
+ * into another URL ("http:/x", "http:\\x", "@" before the host) is refused.
  */
 function checkWrittenInFull(raw: string): void {
   if (raw.includes("\\")) throw invalid(FIELD, "must not contain backslashes (\\); a URL's separator is /");
@@ -93,7 +60,7 @@ function checkWrittenInFull(raw: string): void {
 }
 
 /** UNAVAILABLE for a lookup that failed; the detail is what the client is told. */
-export function targetUnavailable(host: string, cause: unknown): ConnectError {
+function targetUnavailable(host: string, cause: unknown): ConnectError {
   const description = `target_url: the host ${host} could not be resolved right now (DNS did not answer); try again later`;
   return new ConnectError(
     description,
@@ -107,35 +74,17 @@ export function targetUnavailable(host: string, cause: unknown): ConnectError {
 async function resolveWithin(resolve: Resolver, hostname: string, ms: number): Promise<string[]> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(Object.assign(new Error(`DNS lookup of ${hostname} took over ${ms} ms`), { code: "ETIMEOUT" })),
-      ms,
-    );
+    const err = Object.assign(new Error(`DNS lookup of ${hostname} took over ${ms} ms`), { code: "ETIMEOUT" });
+    timer = setTimeout(() => reject(err), ms);
   });
-  try {
-    return await Promise.race([resolve(hostname), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** A target_url that passed every rule that needs no DNS. */
-export interface ParsedTargetUrl {
-  /** The normalised URL (WHATWG href): what is stored. */
-  href: string;
-  /** The hostname to resolve, or undefined when nothing is left to check (a literal IP, or private destinations allowed). */
-  resolveHost?: string;
+  return Promise.race([resolve(hostname), timeout]).finally(() => clearTimeout(timer));
 }
 
 /**
- * The rules that need no DNS: syntax (written in full), scheme, user-info,
- * fragment, control characters, port, length, and literal IP destinations. Throws
- * INVALID_ARGUMENT "target_url: <reason>".
+ * The rules that need no DNS; throws INVALID_ARGUMENT "target_url: <reason>". `href`: the normalised URL,
+ * what is stored; `resolveHost`: the hostname still to resolve.
  */
-export function parseTargetUrl(
-  value: string,
-  options: Omit<TargetUrlOptions, "resolve" | "resolveTimeoutMs"> = {},
-): ParsedTargetUrl {
+export function parseTargetUrl(value: string, options: Omit<TargetUrlOptions, "resolve"> = {}) {
   if (CONTROL.test(value)) throw invalid(FIELD, "must not contain control characters (tabs, newlines, ...)");
   // Spaces around the URL are dropped (a paste); inside it, the URL parser refuses or encodes them.
   const raw = value.trim();
@@ -167,28 +116,21 @@ export function parseTargetUrl(
   const href = url.href;
   if (href.length > TARGET_URL_MAX_LENGTH)
     throw invalid(FIELD, `at most ${TARGET_URL_MAX_LENGTH} characters (once normalised)`);
-  if (options.allowPrivate) return { href };
+  if (options.allowPrivate) return { href, resolveHost: undefined };
 
   const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
   if (isIP(host)) {
     const kind = classifyIp(host);
     if (kind !== "public")
       throw invalid(FIELD, `points to a ${IP_CLASS_LABELS[kind]} address; only public destinations are allowed`);
-    return { href };
+    return { href, resolveHost: undefined };
   }
   if (isLocalhostName(host)) throw invalid(FIELD, `${host} is a loopback name; only public destinations are allowed`);
   return { href, resolveHost: host };
 }
 
-/**
- * The DNS half: every address of the host must be public. INVALID_ARGUMENT
- * when the name does not resolve or points somewhere private; UNAVAILABLE
- * when DNS fails or does not answer within the timeout.
- */
-export async function checkDestination(
-  parsed: ParsedTargetUrl,
-  options: Pick<TargetUrlOptions, "resolve" | "resolveTimeoutMs">,
-): Promise<void> {
+/** The DNS half: every address of the host must be public. */
+export async function checkDestination(parsed: { resolveHost?: string }, options: TargetUrlOptions): Promise<void> {
   const host = parsed.resolveHost;
   if (host === undefined) return;
   if (!options.resolve) throw new Error("checkDestination needs a resolver");
@@ -212,10 +154,7 @@ export async function checkDestination(
   }
 }
 
-/**
- * Checks a target_url; resolves to its normalised form (WHATWG href) or
- * throws INVALID_ARGUMENT "target_url: <reason>" (or UNAVAILABLE, see above).
- */
+/** Both halves; resolves to the normalised URL. */
 export async function checkTargetUrl(value: string, options: TargetUrlOptions = {}): Promise<string> {
   const parsed = parseTargetUrl(value, options);
   await checkDestination(parsed, options);
