@@ -1,3 +1,5 @@
+// The auth service as an app: its database and outbox relay, the client of the
+// organisation service, the AuthService RPCs, and pruning.
 import type { FailureLimits } from "./rate-limit/failure-limits.js";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { GrantStore } from "./grants/grant-store.js";
@@ -37,14 +39,10 @@ export const AUTH_ENTITIES = [
   RateLimitEntity,
 ];
 
-export interface AuthAppOptions {
-  /** The brute-force limits; the PostgreSQL ones when unset (tests may inject others). */
-  limits?: FailureLimits;
-}
-
+/** options.limits: the brute-force limits; the PostgreSQL ones when unset (tests may inject others). */
 export async function createAuthApp(
   deps: ServiceAppDeps,
-  options: AuthAppOptions = {},
+  options: { limits?: FailureLimits } = {},
 ): Promise<ServiceApp & { relay: OutboxRelay; orm: MikroORM; grants: GrantStore }> {
   const { config, logger, bus } = deps;
   const orm = await openServiceDatabase(deps, {
@@ -77,7 +75,6 @@ export async function createAuthApp(
     codeTtlSeconds: config.AUTHORIZATION_CODE_TTL_SECONDS,
     onEventCommitted,
   });
-  const limits: FailureLimits = options.limits ?? createPostgresFailureLimits(orm, AUTH_SCHEMA, config);
   const service = createAuthService({
     orm,
     organisations,
@@ -85,7 +82,7 @@ export async function createAuthApp(
     config,
     issuer: config.publicUrl,
     grants,
-    limits,
+    limits: options.limits ?? createPostgresFailureLimits(orm, AUTH_SCHEMA, config),
     logger,
     onEventCommitted,
   });

@@ -1,19 +1,16 @@
-// RFC 8707 resource indicators: the `resource` parameter of authorization and
-// token requests, naming one of this platform's protected resources
-// (services/shared/protected-resources.ts). A token is issued for one of
-// them, its audience; tokens and codes store the resource's name, so that a
-// change of PUBLIC_URL does not orphan them.
+// RFC 8707 resource indicators: the `resource` parameter naming one of this
+// platform's protected resources (services/shared/protected-resources.ts).
+// Tokens and codes store the resource's name, not its URL, so that a change
+// of PUBLIC_URL does not orphan them.
 import { RESOURCE_NAMES, type ProtectedResources, type ResourceName } from "../shared/protected-resources.js";
 import { InvalidTarget } from "./oauth-errors.js";
 
 /**
- * RFC 8707 §2: "The value of the resource parameter MUST be an absolute URI
- * [...] MUST NOT include a fragment component." And invalid_target: "The
- * requested resource is invalid, missing, unknown, or malformed." A value
- * names a resource when it is its identifier, or that with one "/" added
- * (what URL.href makes of an identifier without a path).
+ * RFC 8707 §2: "The value of the resource parameter MUST be an absolute URI".
+ * A value names a resource when it is its identifier, or that with one "/"
+ * added (what URL.href makes of an identifier without a path).
  */
-export function resourceNamed(resources: ProtectedResources, value: string): ResourceName {
+function resourceNamed(resources: ProtectedResources, value: string): ResourceName {
   const name = RESOURCE_NAMES.find((n) => value === resources[n].identifier || value === `${resources[n].identifier}/`);
   if (!name)
     throw new InvalidTarget(`resource must be one of ${RESOURCE_NAMES.map((n) => resources[n].identifier).join(", ")}`);
@@ -26,11 +23,7 @@ export function resourcesNamed(resources: ProtectedResources, values: readonly s
   return RESOURCE_NAMES.filter((n) => named.has(n));
 }
 
-/**
- * A token request's resource. RFC 8707 §2.2 lets a token request name several;
- * this server issues a token for one audience, so more than one is refused
- * (the client asks once per resource). Undefined when the request named none.
- */
+/** A token request's resource, if named. A token has one audience: more than one is refused. */
 export function tokenResource(resources: ProtectedResources, values: readonly string[]): ResourceName | undefined {
   const named = resourcesNamed(resources, values);
   if (named.length > 1) throw new InvalidTarget("one resource per token: ask once per resource");
@@ -38,10 +31,9 @@ export function tokenResource(resources: ProtectedResources, values: readonly st
 }
 
 /**
- * The audience of a token issued under an authorization request that named
- * `allowed` (empty: the REST API only). RFC 8707 §2.2: the requested resource
- * must be one the grant covers, else invalid_target. Without a resource: the
- * only one named, else the REST API when it may be had.
+ * The audience of a token under an authorization request that named `allowed`
+ * (empty: the REST API only); the requested resource must be one of them.
+ * Without one: the only one named, else the REST API when it may be had.
  */
 export function audienceWithin(
   resources: ProtectedResources,

@@ -12,3 +12,8 @@ export const ALL_SCOPES = Object.keys(SCOPES) as Scope[];
 export function isScope(value: string): value is Scope {
   return Object.hasOwn(SCOPES, value);
 }
+
+/** The scopes named, in the server's order; every scope when none is named. */
+export function scopesOrAll(named: readonly string[]): Scope[] {
+  return named.length ? ALL_SCOPES.filter((s) => named.includes(s)) : [...ALL_SCOPES];
+}

@@ -5,25 +5,20 @@ import { invalid } from "../../shared/validation.js";
 export const GRANT_TYPES = ["authorization_code", "refresh_token", "client_credentials"] as const;
 export type GrantType = (typeof GRANT_TYPES)[number];
 
-export const isGrantType = (value: string): value is GrantType => (GRANT_TYPES as readonly string[]).includes(value);
-
-/**
- * RFC 6749 §5.2 unauthorized_client: "The authenticated client is not
- * authorized to use this authorization grant type": one it was not registered with.
- */
+/** RFC 6749 §5.2 unauthorized_client: "The authenticated client is not authorized to use this authorization grant type". */
 export const allowsGrantType = (registered: readonly string[], grantType: GrantType): boolean =>
   registered.includes(grantType);
 
 /**
  * Empty means authorization_code and refresh_token (for a client with a
- * redirect URI), plus client_credentials for a client an organisation owns. CONTRACT: client_credentials is "only for
- * confidential clients owned by an organisation". Returned in GRANT_TYPES order.
+ * redirect URI), plus client_credentials for a confidential client an
+ * organisation owns, the only kind that may use it. In GRANT_TYPES order.
  */
 export function checkGrantTypes(
   requested: string[],
   client: { public: boolean; ownerOrganisationId: string | null; redirectUris: string[] },
 ): GrantType[] {
-  const unknown = requested.filter((g) => !isGrantType(g));
+  const unknown = requested.filter((g) => !(GRANT_TYPES as readonly string[]).includes(g));
   if (unknown.length)
     throw invalid("grant_types", `unknown grant type ${unknown.join(", ")}; known: ${GRANT_TYPES.join(" ")}`);
   if (requested.length === 0) {

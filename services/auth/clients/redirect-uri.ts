@@ -3,39 +3,30 @@
 // redirect_uri is one of them.
 import { invalid } from "../../shared/validation.js";
 
-const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]"]);
+/** The loopback host names of native apps' redirect URIs (RFC 8252 §7.3). */
+export const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
-/**
- * The authorization response's own parameters (RFC 6749 §4.1.2, §4.1.2.1;
- * RFC 9207 §2): a redirect URI carrying one would make the response ambiguous.
- */
+/** The authorization response's own parameters (RFC 6749 §4.1.2; RFC 9207 §2): a redirect URI carrying one is ambiguous. */
 const RESPONSE_PARAMETERS = ["code", "state", "iss", "error"];
 
 /**
- * RFC 8252 §7.1: "When choosing a URI scheme to associate with the app, apps
- * MUST use a URI scheme based on a domain name under their control, expressed
- * in reverse order", e.g. com.example.app. A scheme without a period
+ * RFC 8252 §7.1: "apps MUST use a URI scheme based on a domain name under
+ * their control, expressed in reverse order". A scheme without a period
  * (javascript, data, file, myapp) is not one.
  */
 const PRIVATE_USE_SCHEME = /^[a-z][a-z0-9+-]*(\.[a-z0-9+-]+)+:$/i;
 
 /**
  * RFC 6749 §3.1.2: "The redirection endpoint URI MUST be an absolute URI" and
- * "MUST NOT include a fragment component". RFC 9700 §2.1: https, except
- * loopback http for native apps (RFC 8252 §7.3), and private-use URI schemes
- * for native apps, which are public clients (RFC 8252 §7.1, §8.4).
+ * "MUST NOT include a fragment component". https, but loopback http and
+ * private-use schemes for native apps (RFC 8252 §7.1, §7.3).
  */
 export function checkRedirectUri(value: string, options: { allowInsecure: boolean; public: boolean }): string {
-  // URL parsing would quietly drop spaces, tabs and newlines; the stored value
-  // must be exactly what an authorization request can match.
+  // URL parsing quietly drops spaces, tabs and newlines; the stored value must be exactly what a request can match.
   if (/[\s\u0000-\u001f\u007f]/.test(value))
     throw invalid("redirect_uri", "must not contain spaces or control characters");
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw invalid("redirect_uri", `not an absolute URI: ${JSON.stringify(value.slice(0, 100))}`);
-  }
+  const url = URL.parse(value);
+  if (!url) throw invalid("redirect_uri", `not an absolute URI: ${JSON.stringify(value.slice(0, 100))}`);
   if (value.length > 2048) throw invalid("redirect_uri", "at most 2048 characters");
   if (value.includes("#")) throw invalid("redirect_uri", "must not contain a fragment");
   if (url.username || url.password) throw invalid("redirect_uri", "must not contain user information");
@@ -46,10 +37,8 @@ export function checkRedirectUri(value: string, options: { allowInsecure: boolea
         "must be an https URL, or a native app's reverse-domain scheme such as com.example.app:/cb",
       );
     }
-    // RFC 8252 §8.4: "Authorization servers MUST record the client type in
-    // the client registration details in order to identify and process
-    // requests accordingly"; an app claiming a scheme is a native app, and
-    // native apps are public clients (§8.5: secrets in them are not secret).
+    // An app claiming a scheme is a native app, and native apps are public
+    // clients (RFC 8252 §8.5: secrets in them are not secret).
     if (!options.public) throw invalid("redirect_uri", "a private-use scheme (native app) is for public clients only");
   }
   const insecureOk = options.allowInsecure || LOOPBACK.has(url.hostname);
@@ -61,7 +50,6 @@ export function checkRedirectUri(value: string, options: { allowInsecure: boolea
       `must not carry the authorization response's parameters in its query (${carried.join(", ")})`,
     );
   }
-  // Stored as registered: the authorization request must match it exactly.
   return value;
 }
 
@@ -73,13 +61,10 @@ function withoutLoopbackPort(uri: string): string | undefined {
 }
 
 /**
- * RFC 9700 §2.1: "When comparing client redirect URIs against pre-registered
- * URIs, authorization servers MUST utilize exact string matching", with
- * one exception, RFC 8252 §7.3: "The authorization server MUST allow any port to be
- * specified at the time of the request for loopback IP redirect URIs, to
- * accommodate clients that obtain an available ephemeral port from the
- * operating system at the time of the request." For a public (native) client
- * only, and only the port may differ.
+ * RFC 9700 §2.1: "authorization servers MUST utilize exact string matching",
+ * but RFC 8252 §7.3: "The authorization server MUST allow any port to be
+ * specified at the time of the request for loopback IP redirect URIs". For a
+ * public (native) client only, and only the port may differ.
  */
 export function redirectUriMatches(registered: readonly string[], sent: string, client: { public: boolean }): boolean {
   if (registered.includes(sent)) return true;

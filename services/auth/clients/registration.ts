@@ -1,32 +1,26 @@
-// The client registry's RPCs beyond CreateClient and GetClient: dynamic
-// client registration (RFC 7591, POST /oauth/register), and the list and
-// deletion of clients that `bizcard client list|delete` call.
-import type { ServiceImpl } from "@connectrpc/connect";
-import type { ClientRegistration, AuthService } from "../../../gen/bizcard/auth/v1/auth_pb.js";
-import { notFound } from "../../shared/validation.js";
+// The client registry's RPCs: the operator's CreateClient and GetClient,
+// dynamic client registration (RFC 7591, POST /oauth/register), and the list
+// and deletion of clients that `bizcard client list|delete` call.
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { AuthService } from "../../../gen/bizcard/auth/v1/auth_pb.js";
+import { invalid, notFound, requireUuid } from "../../shared/validation.js";
 import { AUTH_SCHEMA } from "../auth-schema.js";
 import type { AuthServiceDeps } from "../auth-service-deps.js";
 import { enqueueGrantRevoked } from "../grants/grant-events.js";
 import { oauthHandler } from "../oauth-errors.js";
 import { createAddressLimit } from "../rate-limit/address-limit.js";
-import { ClientEntity, type ClientRegistrationKind } from "./client.entity.js";
-import { checkClientMetadata } from "./client-metadata.js";
+import { ALL_SCOPES, isScope, scopesOrAll } from "../scopes.js";
+import { ClientEntity, type Client, type ClientRegistrationKind } from "./client.entity.js";
+import { checkClientMetadata, isPrintableName } from "./client-metadata.js";
 import { REGISTRATION, toClientMessage } from "./client-message.js";
 import { hashSecret, newClientId, newClientSecret } from "./client-secret.js";
+import { checkGrantTypes } from "./grant-types.js";
+import { checkRedirectUri } from "./redirect-uri.js";
 
-export type RegistrationHandlers = Pick<
-  ServiceImpl<typeof AuthService>,
-  "registerClient" | "listClients" | "deleteClient"
->;
+type NewClient = Pick<Client, "name" | "redirectUris" | "scopes" | "public" | "ownerOrganisationId" | "grantTypes"> &
+  Partial<Pick<Client, "registration" | "clientUri" | "applicationType" | "tokenEndpointAuthMethod">>;
 
-const KIND_OF = new Map<ClientRegistration, ClientRegistrationKind>(
-  (Object.entries(REGISTRATION) as [ClientRegistrationKind, ClientRegistration][]).map(([kind, value]) => [
-    value,
-    kind,
-  ]),
-);
-
-export function createRegistrationHandlers(deps: AuthServiceDeps): RegistrationHandlers {
+export function createRegistrationHandlers(deps: AuthServiceDeps): Partial<ServiceImpl<typeof AuthService>> {
   const { orm, config } = deps;
   // Every registration attempt counts, a refused one too: the endpoint is open to anyone.
   const limit = createAddressLimit(orm, AUTH_SCHEMA, {
@@ -38,36 +32,78 @@ export function createRegistrationHandlers(deps: AuthServiceDeps): RegistrationH
   const events = { schema: AUTH_SCHEMA, subjectPrefix: config.NATS_SUBJECT_PREFIX };
   const t = (table: string) => `"${AUTH_SCHEMA}"."${table}"`;
 
+  // RFC 7591 §3.2.1: "client_secret OPTIONAL. OAuth 2.0 client secret string." Only a confidential client gets one.
+  const insertClient = async (fields: NewClient) => {
+    const secret = fields.public ? "" : newClientSecret();
+    const em = orm.em.fork();
+    const client = em.create(ClientEntity, {
+      ...fields,
+      id: newClientId(),
+      secretHash: secret ? hashSecret(secret) : null,
+      createdAt: new Date(),
+    });
+    await em.flush();
+    return { client: toClientMessage(client), clientSecret: secret };
+  };
+
   return {
+    async createClient(req) {
+      const name = req.name.trim();
+      if (!name) throw invalid("name", "required");
+      if (!isPrintableName(name)) throw invalid("name", "at most 100 printable characters");
+      if (req.redirectUris.length > 10) throw invalid("redirect_uris", "at most 10");
+      const redirectOptions = { allowInsecure: deps.allowInsecureRedirects, public: req.public };
+      const redirectUris = [...new Set(req.redirectUris.map((u) => checkRedirectUri(u, redirectOptions)))];
+      const unknown = req.scopes.filter((s) => !isScope(s));
+      if (unknown.length)
+        throw invalid("scopes", `unknown scope ${unknown.join(", ")}; known: ${ALL_SCOPES.join(" ")}`);
+      if (redirectUris.length === 0 && !req.ownerOrganisationId)
+        throw invalid(
+          "redirect_uris",
+          "at least one, unless the client is owned by an organisation (client_credentials)",
+        );
+      let ownerOrganisationId: string | null = null;
+      if (req.ownerOrganisationId) {
+        if (req.public)
+          throw invalid("owner_organisation_id", "a public client cannot be owned (client_credentials needs a secret)");
+        ownerOrganisationId = requireUuid("owner_organisation_id", req.ownerOrganisationId);
+        try {
+          await deps.organisations.getOrganisation({ id: ownerOrganisationId });
+        } catch (err) {
+          if (ConnectError.from(err).code === Code.NotFound)
+            throw invalid("owner_organisation_id", "no such organisation");
+          throw err;
+        }
+      }
+      const grantTypes = checkGrantTypes(req.grantTypes, { public: req.public, ownerOrganisationId, redirectUris });
+      return insertClient({
+        name,
+        redirectUris,
+        scopes: scopesOrAll(req.scopes),
+        public: req.public,
+        ownerOrganisationId,
+        grantTypes,
+      });
+    },
+
+    async getClient(req) {
+      const client = req.clientId ? await orm.em.fork().findOne(ClientEntity, { id: req.clientId }) : null;
+      if (!client) throw notFound("client");
+      return { client: toClientMessage(client) };
+    },
+
     registerClient: oauthHandler(async (req) => {
       // The gateway answers 404 itself when registration is off; a service whose own configuration says off refuses too.
       if (!config.OAUTH_DYNAMIC_REGISTRATION) throw notFound("dynamic client registration");
       await limit.consume(req.remoteAddress);
       const metadata = checkClientMetadata(req, { allowInsecureRedirects: deps.allowInsecureRedirects });
-      // RFC 7591 §3.2.1: "client_secret OPTIONAL. OAuth 2.0 client secret string." Only a confidential client gets one.
-      const secret = metadata.public ? "" : newClientSecret();
-      const em = orm.em.fork();
-      const client = em.create(ClientEntity, {
-        id: newClientId(),
-        name: metadata.name,
-        redirectUris: metadata.redirectUris,
-        scopes: metadata.scopes,
-        public: metadata.public,
-        ownerOrganisationId: null,
-        secretHash: secret ? hashSecret(secret) : null,
-        grantTypes: metadata.grantTypes,
-        createdAt: new Date(),
-        registration: "dynamic",
-        clientUri: metadata.clientUri,
-        applicationType: metadata.applicationType,
-        tokenEndpointAuthMethod: metadata.tokenEndpointAuthMethod,
-      });
-      await em.flush();
-      return { client: toClientMessage(client), clientSecret: secret };
+      return insertClient({ ...metadata, ownerOrganisationId: null, registration: "dynamic" });
     }),
 
     async listClients(req) {
-      const kind = KIND_OF.get(req.registration);
+      const kind = (Object.keys(REGISTRATION) as ClientRegistrationKind[]).find(
+        (k) => REGISTRATION[k] === req.registration,
+      );
       const clients = await orm.em
         .fork()
         .find(ClientEntity, kind ? { registration: kind } : {}, { orderBy: { createdAt: "desc", id: "desc" } });
@@ -93,12 +129,8 @@ export function createRegistrationHandlers(deps: AuthServiceDeps): RegistrationH
         await em.execute(`delete from ${t("client")} where "id" = ?`, [req.clientId]);
         // So that webhooks of the pair stop and gateways drop cached bearer checks.
         for (const { organisation_id } of pairs) {
-          await enqueueGrantRevoked(
-            em,
-            events,
-            { organisationId: organisation_id, clientId: req.clientId },
-            "withdrawn",
-          );
+          const pair = { organisationId: organisation_id, clientId: req.clientId };
+          await enqueueGrantRevoked(em, events, pair, "withdrawn");
         }
         return { deleted: true, events: pairs.length };
       });

@@ -1,7 +1,7 @@
 // The browser flow of AuthService: authorization requests as interactions,
 // login into server-side sessions, consent, and the connected applications.
 // The gateway holds only the session cookie's value and the CSRF tokens; both
-// are checked here.
+// are checked here. Expired rows are never read; pruning deletes them (prune/).
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
@@ -33,53 +33,17 @@ import {
   onPageOnly,
 } from "../oauth-errors.js";
 import { createClientResolver } from "../clients/client-resolver.js";
-import {
-  errorRedirect,
-  validateAuthorizationRequest,
-  withQuery,
-  type ValidatedRequest,
-} from "./authorization-request.js";
+import { errorRedirect, responseRedirect, validateAuthorizationRequest } from "./authorization-request.js";
 import { createInteractionStore, type InteractionRow } from "./interaction-store.js";
 import { tokensEqual } from "./secrets.js";
 import { createSessionStore, type SessionRow } from "./session-store.js";
 
-export type InteractionHandlers = Partial<
-  Pick<
-    ServiceImpl<typeof AuthService>,
-    | "startAuthorization"
-    | "startAccountLogin"
-    | "getInteraction"
-    | "login"
-    | "decideConsent"
-    | "getSession"
-    | "logout"
-    | "listApplications"
-    | "revokeApplication"
-  >
->;
-
-const SWEEP_EVERY_MS = 60_000;
-
-export const CONSENT_WITHOUT_INTERACTION = "the consent does not name its sign-in request (interaction_id)";
-
-export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHandlers {
+export function createInteractionHandlers(deps: AuthServiceDeps): Partial<ServiceImpl<typeof AuthService>> {
   const { orm, config, issuer } = deps;
-  const schema = AUTH_SCHEMA;
-  const interactions = createInteractionStore(orm, schema, config.INTERACTION_TTL_SECONDS);
-  const sessions = createSessionStore(orm, schema, config.SESSION_TTL_SECONDS);
+  const interactions = createInteractionStore(orm, AUTH_SCHEMA, config.INTERACTION_TTL_SECONDS);
+  const sessions = createSessionStore(orm, config.SESSION_TTL_SECONDS);
   const resolveClient = createClientResolver(deps);
   const resources = protectedResources(issuer);
-
-  // Expired interactions and sessions are never read (every read checks the
-  // expiry); a writer deletes them at most once a minute per process.
-  let lastSweep = 0;
-  const sweep = async () => {
-    const now = new Date();
-    if (now.getTime() - lastSweep < SWEEP_EVERY_MS) return;
-    lastSweep = now.getTime();
-    // Not the request's business: a failed sweep is retried by the next one.
-    await Promise.all([interactions.deleteExpired(now), sessions.deleteExpired(now)]).catch(() => undefined);
-  };
 
   const requireCsrf = (presented: string, expected: string) => {
     if (!tokensEqual(presented, expected))
@@ -102,15 +66,11 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
         req.repeatedParameters,
       );
       if (validation.redirectTo !== undefined) return { redirectTo: validation.redirectTo, interactionId: "" };
-      await sweep();
       const interactionId = await interactions.create("authorize", validation.request, req.sessionId);
       return { interactionId, redirectTo: "" };
     }),
 
-    startAccountLogin: oauthHandler(async () => {
-      await sweep();
-      return { interactionId: await interactions.create("account", null, "") };
-    }),
+    startAccountLogin: oauthHandler(async () => ({ interactionId: await interactions.create("account", null, "") })),
 
     getInteraction: oauthHandler(async (req) => {
       const row = await interactions.find(req.interactionId, req.sessionId);
@@ -123,11 +83,9 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
       const interaction = await interactions.find(req.interactionId);
       if (!interaction) throw notFound("interaction");
       requireCsrf(req.csrfToken, interaction.csrfToken);
-      // The organisation service's form of a member's email, so that the limit
-      // counts one member under one key however the email was typed.
+      // The organisation service's form of the email: the limit counts one member under one key however it is typed.
       const email = normaliseEmail(req.email);
-      // Counted before the password is looked at, given back when it was
-      // right (rate-limit/failure-limits.ts): a burst cannot outrun the limit.
+      // Counted before the password is checked, given back when it was right: a burst cannot outrun the limit.
       await deps.limits.consume("login", email, req.remoteAddress);
       let member;
       let refused = false;
@@ -144,12 +102,10 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
         // Whichever it was: the message never tells whether the email exists.
         throw new InvalidCredentials("email or password is wrong");
       } finally {
-        // Only a refused password keeps its point; a right one, or a failure
-        // to ask (the organisation service), gives it back.
+        // Only a refused password keeps its point; a right one, or a failure to ask, gives it back.
         if (!refused) await deps.limits.refund("login", email, req.remoteAddress);
       }
       if (!member) throw new Error("VerifyMemberCredentials answered without a member");
-      await sweep();
       const { secret, session } = await sessions.open({
         memberId: member.id,
         organisationId: member.organisationId,
@@ -166,64 +122,42 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
 
     decideConsent: oauthHandler(async (req) => {
       const params = req.parameters ?? create(AuthorizationParametersSchema);
-      // Every consent, a form's or a JSON body's, is the answer to the consent
-      // page of one interaction, carrying that page's CSRF token: a session
-      // alone does not show that its member saw and allowed this request.
-      if (!req.interactionId) throw onPageOnly(new InvalidRequest(CONSENT_WITHOUT_INTERACTION));
+      // A consent (a form's or a JSON body's) answers one interaction's page, with its CSRF token: a session alone
+      // does not show that its member saw and allowed this request.
+      if (!req.interactionId)
+        throw onPageOnly(new InvalidRequest("the consent does not name its sign-in request (interaction_id)"));
       const interaction = await interactions.find(req.interactionId);
       if (interaction?.kind !== "authorize" || !interaction.client || !interaction.parameters)
         throw notFound("interaction");
       requireCsrf(req.csrfToken, interaction.csrfToken);
       const session = await requireSession(req.sessionId);
-      // The consent is the member's who logged in for this interaction (or
-      // whose session viewed it), never another browser's.
+      // Only the member who logged in for this interaction (or whose session viewed it) decides, never another browser.
       if (interaction.memberId !== session.memberId)
         throw new LoginRequired("this consent belongs to another login; log in again");
       checkSameRequest(params, interaction, resources);
-      const request: ValidatedRequest = {
-        client: interaction.client,
-        parameters: interaction.parameters,
-        scopes: interaction.scopes,
-      };
-      if (req.decision !== ConsentDecision.ALLOW && req.decision !== ConsentDecision.DENY) {
+      if (req.decision !== ConsentDecision.ALLOW && req.decision !== ConsentDecision.DENY)
         throw onPageOnly(new InvalidRequest("decision must be allow or deny"));
-      }
       // Single use: a second post of the same consent finds nothing.
       if (!(await interactions.consume(req.interactionId))) throw notFound("interaction");
-      const { parameters } = request;
+      const { parameters } = interaction;
       if (req.decision === ConsentDecision.DENY) {
         // RFC 6749 §4.1.2.1 access_denied: "The resource owner or authorization server denied the request."
-        return {
-          redirectTo: errorRedirect(
-            parameters.redirectUri,
-            new AccessDenied("the member denied access"),
-            parameters.state,
-            issuer,
-          ),
-        };
+        const denied = new AccessDenied("the member denied access");
+        return { redirectTo: errorRedirect(parameters.redirectUri, denied, parameters.state, issuer) };
       }
       const code = await deps.grants.issueAuthorizationCode({
         clientId: parameters.clientId,
         organisationId: session.organisationId,
         memberId: session.memberId,
-        // RFC 6749 §4.1.3: the token request repeats redirect_uri "if the
-        // redirect_uri parameter was included in the authorization request";
-        // when it was not, the token request may name none or the one used.
+        // RFC 6749 §4.1.3: redirect_uri is REQUIRED "if the "redirect_uri" parameter was included in the
+        // authorization request"; when it was not, the token request may name none or the one used.
         redirectUri: parameters.redirectUri,
         redirectUriOmitted: !parameters.redirectUriSent,
-        scopes: request.scopes,
+        scopes: interaction.scopes,
         resources: parameters.resources ?? [],
         codeChallenge: parameters.codeChallenge,
       });
-      // RFC 6749 §4.1.2: code, and state "if the "state" parameter was present
-      // in the client authorization request"; RFC 9207 §2: iss.
-      return {
-        redirectTo: withQuery(parameters.redirectUri, {
-          code,
-          ...(parameters.state ? { state: parameters.state } : {}),
-          iss: issuer,
-        }),
-      };
+      return { redirectTo: responseRedirect(parameters.redirectUri, { code }, parameters.state, issuer) };
     }),
 
     getSession: oauthHandler(async (req) => {
@@ -257,11 +191,9 @@ export function createInteractionHandlers(deps: AuthServiceDeps): InteractionHan
 }
 
 /**
- * The consent names what it decides on; it must be the request the
- * interaction was validated as (the gateway's form carries the interaction's
- * parameters). Compared as a client would send them: redirect_uri and scope
- * may be left out when the request left them out, scope in any order; the
- * resources (RFC 8707) as the request named them, in any order.
+ * The consent names what it decides on: it must be the request the interaction
+ * was validated as. redirect_uri and scope may be left out when the request
+ * left them out; scopes and resources may come in any order.
  */
 function checkSameRequest(
   sent: AuthorizationParameters,
@@ -269,33 +201,22 @@ function checkSameRequest(
   resources: ProtectedResources,
 ): void {
   const stored = interaction.parameters!;
-  const sameResources = (() => {
-    const named = stored.resources ?? [];
-    try {
-      const sentNames = resourcesNamed(resources, sent.resource);
-      return sentNames.length === named.length && sentNames.every((n) => named.includes(n));
-    } catch {
-      return false;
-    }
-  })();
-  const sameScope = (() => {
-    const names = sent.scope.split(" ").filter(Boolean);
-    if (!names.length) return !stored.scope;
-    return (
-      names.length === new Set(names).size &&
-      names.length === interaction.scopes.length &&
-      names.every((s) => interaction.scopes.includes(s))
-    );
-  })();
+  const sentScopes = sent.scope.split(" ").filter(Boolean);
+  let sentResources: string[] | undefined;
+  try {
+    sentResources = resourcesNamed(resources, sent.resource);
+  } catch {
+    sentResources = undefined;
+  }
   const mismatched = [
     sent.clientId !== stored.clientId && "client_id",
     sent.redirectUri !== stored.redirectUri && !(sent.redirectUri === "" && !stored.redirectUriSent) && "redirect_uri",
-    !sameScope && "scope",
+    !(sentScopes.length ? sameMembers(sentScopes, interaction.scopes) : !stored.scope) && "scope",
     sent.state !== stored.state && "state",
     sent.responseType !== "" && sent.responseType !== "code" && "response_type",
     sent.codeChallenge !== stored.codeChallenge && "code_challenge",
     sent.codeChallengeMethod !== stored.codeChallengeMethod && "code_challenge_method",
-    !sameResources && "resource",
+    !(sentResources && sameMembers(sentResources, stored.resources ?? [])) && "resource",
   ].filter((m): m is string => Boolean(m));
   if (mismatched.length) {
     throw onPageOnly(
@@ -303,6 +224,10 @@ function checkSameRequest(
     );
   }
 }
+
+/** The same values, each once, in any order. */
+const sameMembers = (a: readonly string[], b: readonly string[]) =>
+  a.length === new Set(a).size && a.length === b.length && a.every((x) => b.includes(x));
 
 function toInteractionMessage(row: InteractionRow, resources: ProtectedResources): Interaction {
   const p = row.parameters;
@@ -313,15 +238,11 @@ function toInteractionMessage(row: InteractionRow, resources: ProtectedResources
     expireTime: timestampFromDate(row.expiresAt),
     client: row.client ?? undefined,
     scopes: row.scopes,
+    // The request as validated: the scopes in the server's order, the resources by their identifiers.
     parameters: p
       ? create(AuthorizationParametersSchema, {
-          responseType: p.responseType,
-          clientId: p.clientId,
-          redirectUri: p.redirectUri,
+          ...p,
           scope: row.scopes.join(" "),
-          state: p.state,
-          codeChallenge: p.codeChallenge,
-          codeChallengeMethod: p.codeChallengeMethod,
           resource: (p.resources ?? []).map((n) => resources[n].identifier),
         })
       : undefined,
@@ -332,11 +253,5 @@ function toInteractionMessage(row: InteractionRow, resources: ProtectedResources
 }
 
 function toSessionMessage(s: SessionRow): Session {
-  return create(SessionSchema, {
-    memberId: s.memberId,
-    organisationId: s.organisationId,
-    memberEmail: s.memberEmail,
-    csrfToken: s.csrfToken,
-    expireTime: timestampFromDate(s.expiresAt),
-  });
+  return create(SessionSchema, { ...s, expireTime: timestampFromDate(s.expiresAt) });
 }

@@ -1,48 +1,27 @@
 // Interactions: the validated authorization request (or an account login)
-// waiting for the member's login and consent. Reads are one statement,
-// joining the client's registration and, for a page view, binding the
-// interaction to the member of a live session.
+// waiting for the member's login and consent. A read is one statement,
+// joining the client's registration and binding the interaction to the
+// member of a live session when one is given. Every read checks the expiry.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { Client as ClientMessage } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import { tokenHash } from "../../shared/token-hash.js";
 import { toClientMessage } from "../clients/client-message.js";
 import { ClientEntity } from "../clients/client.entity.js";
 import type { ValidatedRequest } from "./authorization-request.js";
-import type { StoredParameters } from "./interaction.entity.js";
+import type { Interaction, StoredParameters } from "./interaction.entity.js";
 import { randomToken } from "./secrets.js";
 
 export type InteractionKindName = "authorize" | "account";
 
-export interface InteractionRow {
-  id: string;
+export type InteractionRow = Omit<Interaction, "kind" | "clientId" | "createdAt"> & {
   kind: InteractionKindName;
-  csrfToken: string;
   /** AUTHORIZE: the client's registration now (null for ACCOUNT, or a client since deleted). */
   client: ClientMessage | null;
-  parameters: StoredParameters | null;
-  scopes: string[];
-  memberId: string | null;
-  organisationId: string | null;
-  memberEmail: string | null;
-  expiresAt: Date;
   /** find(..., bind): the session given was live, and the interaction is now its member's. */
   loggedIn: boolean;
-}
+};
 
-export interface InteractionStore {
-  /** Stores a new interaction, bound at once to the member of sessionSecret's session when it is live. */
-  create(kind: InteractionKindName, request: ValidatedRequest | null, sessionSecret: string): Promise<string>;
-  /**
-   * The live interaction, or null. With bindToSession, a live session's member
-   * becomes the interaction's (and loggedIn is true); without, nothing changes.
-   */
-  find(id: string, bindToSession?: string): Promise<InteractionRow | null>;
-  /** Single use: deletes it; false when it was gone already. */
-  consume(id: string): Promise<boolean>;
-  deleteExpired(now: Date): Promise<void>;
-}
-
-export function createInteractionStore(orm: MikroORM, schema: string, ttlSeconds: number): InteractionStore {
+export function createInteractionStore(orm: MikroORM, schema: string, ttlSeconds: number) {
   const interaction = `"${schema}"."interaction"`;
   const session = `"${schema}"."session"`;
   const client = `"${schema}"."client"`;
@@ -52,8 +31,7 @@ export function createInteractionStore(orm: MikroORM, schema: string, ttlSeconds
     id: String(r.id),
     kind: r.kind as InteractionKindName,
     csrfToken: String(r.csrf_token),
-    // The joined row (to_jsonb of auth.client, column names) mapped as the
-    // client registry maps its entity: whatever columns the client has.
+    // The joined client row (to_jsonb: column names) mapped as its entity is, whatever columns it has.
     client: r.client ? toClientMessage(orm.em.fork().map(ClientEntity, r.client as Record<string, unknown>)) : null,
     parameters: (r.parameters as StoredParameters | null) ?? null,
     scopes: (r.scopes as string[]) ?? [],
@@ -65,7 +43,8 @@ export function createInteractionStore(orm: MikroORM, schema: string, ttlSeconds
   });
 
   return {
-    async create(kind, request, sessionSecret) {
+    /** Stores a new interaction, bound at once to the member of sessionSecret's session when it is live. */
+    async create(kind: InteractionKindName, request: ValidatedRequest | null, sessionSecret: string): Promise<string> {
       const id = randomToken();
       const now = new Date();
       await conn().execute(
@@ -89,21 +68,10 @@ export function createInteractionStore(orm: MikroORM, schema: string, ttlSeconds
       return id;
     },
 
-    async find(id, bindToSession) {
+    /** The live interaction, or null; a live session's member (bindToSession) becomes its member, and loggedIn true. */
+    async find(id: string, bindToSession = ""): Promise<InteractionRow | null> {
       if (!id) return null;
       const now = new Date();
-      if (bindToSession === undefined) {
-        const row = (await conn().execute(
-          `select i.*, false as "logged_in", to_jsonb(c) as "client"
-           from ${interaction} i left join ${client} c on c."id" = i."client_id"
-           where i."id" = ? and i."expires_at" > ?`,
-          [id, now],
-          "get",
-        )) as Record<string, unknown> | undefined;
-        return row ? toRow(row) : null;
-      }
-      // One statement: bind to the live session's member if there is one,
-      // else read as it is; either way with the client's registration.
       const row = (await conn().execute(
         `with s as (
            select "member_id", "organisation_id", "member_email" from ${session} where "id_hash" = ? and "expires_at" > ?
@@ -123,16 +91,13 @@ export function createInteractionStore(orm: MikroORM, schema: string, ttlSeconds
       return row ? toRow(row) : null;
     },
 
-    async consume(id) {
+    /** Single use: deletes it; false when it was gone already. */
+    async consume(id: string): Promise<boolean> {
       const rows = (await conn().execute(
         `delete from ${interaction} where "id" = ? and "expires_at" > ? returning "id"`,
         [id, new Date()],
       )) as unknown[];
       return rows.length === 1;
-    },
-
-    async deleteExpired(now) {
-      await conn().execute(`delete from ${interaction} where "expires_at" <= ?`, [now]);
     },
   };
 }

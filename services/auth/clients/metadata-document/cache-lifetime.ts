@@ -1,10 +1,8 @@
 // How long a fetched metadata document is used before it is fetched again:
-// its Cache-Control max-age, within bounds.
-//
-// draft-ietf-oauth-client-id-metadata-document lets the authorization server
-// cache the document, respecting its HTTP cache headers, within bounds of its
-// own: a floor (a document saying no-store is not fetched on every request)
-// and a ceiling (a changed document is seen within a day).
+// its Cache-Control max-age (draft-ietf-oauth-client-id-metadata-document lets
+// the server respect HTTP caching within bounds of its own), with a floor (a
+// no-store document is not fetched on every request) and a ceiling (a changed
+// document is seen within a day).
 
 /** The shortest use of a document, also for no-store and no-cache. */
 export const MIN_CACHE_SECONDS = 5 * 60;

@@ -1,66 +1,46 @@
-// The fetch of one client metadata document. draft-ietf-oauth-client-id-
-// metadata-document: "A successful response MUST use the 200 OK HTTP status
-// code, have the content type of application/json or a more specific content
-// type that conforms to application/<AS-defined>+json [...] The authorization
-// server MUST treat all other HTTP status codes and content types as an error
-// response. The authorization server MUST NOT automatically follow HTTP
-// redirects when retrieving the client registration information."
-//
-// Through an undici Agent whose connect-time lookup is the webhook
-// deliveries' (services/shared/net/safe-lookup.ts): a name is resolved when
-// the connection is made, and refused when any of its addresses is not
-// public. At most MAX_DOCUMENT_BYTES are read; one timeout bounds the whole
-// fetch, connect to the end of the body. Each connection is closed after its
-// answer (fetches are rare; no pool is kept).
+// The fetch of one client metadata document, through an undici Agent whose
+// connect-time lookup is the webhook deliveries' (services/shared/net/
+// safe-lookup.ts): a host with any address that is not public is refused at
+// connect time. One timeout bounds the whole fetch; the body is capped; each
+// connection is closed after its answer (fetches are rare; no pool).
+import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { Agent, request } from "undici";
-import type { Resolver } from "../../../shared/net/dns-resolver.js";
+import { ConfigError, type Config } from "../../../shared/config.js";
+import { targetResolver } from "../../../shared/net/dns-resolver.js";
 import { DestinationRefusedError, checkLiteralHost, safeLookup } from "../../../shared/net/safe-lookup.js";
 import { decodeUtf8 } from "../../../shared/strict-json.js";
 import { DocumentRefusal } from "./document-refusal.js";
 
 /** The largest document read: a few KiB is plenty for client metadata. */
-export const MAX_DOCUMENT_BYTES = 5 * 1024;
+const MAX_DOCUMENT_BYTES = 5 * 1024;
 const USER_AGENT = "bizcard-auth/1 (client metadata)";
-
-export interface FetchedDocument {
-  body: string;
-  /** The answer's Cache-Control (cache-lifetime.ts). */
-  cacheControl: string | undefined;
-}
-
-export interface DocumentFetcherOptions {
-  resolve: Resolver;
-  /** Loopback and private destinations allowed (development, tests). */
-  allowInsecure: boolean;
-  timeoutMs: number;
-  /** PEM certificates trusted besides the system's roots (OAUTH_CLIENT_METADATA_CA_FILE). */
-  extraCa?: string;
-}
-
-/** Fetches the document at `url` within `timeoutMs` (the configured timeout when unset). */
-export type DocumentFetcher = (url: URL, timeoutMs?: number) => Promise<FetchedDocument>;
-
-const seconds = (ms: number) => `${Number((ms / 1000).toFixed(1))} s`;
 
 /** RFC 8259 §11 application/json, or a structured +json type (RFC 6839 §3.1). */
 const isJsonType = (value: string | undefined) => /^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/i.test(value ?? "");
 
-export function createDocumentFetcher(options: DocumentFetcherOptions): DocumentFetcher {
+/**
+ * Fetches the document at `url` within `timeoutMs`: its body and Cache-Control
+ * (cache-lifetime.ts). allowInsecure: loopback and private destinations allowed.
+ */
+export function createDocumentFetcher(config: Config, allowInsecure: boolean) {
+  const configuredMs = config.OAUTH_CLIENT_METADATA_TIMEOUT_MS;
+  const dns = { timeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS, servers: config.WEBHOOK_DNS_SERVERS, allowInsecure };
+  const extraCa = readCaFile(config.OAUTH_CLIENT_METADATA_CA_FILE);
   const agent = new Agent({
     connect: {
-      lookup: safeLookup(options.resolve, options.allowInsecure),
-      timeout: options.timeoutMs,
-      ...(options.extraCa ? { ca: [...rootCertificates, options.extraCa] } : {}),
+      lookup: safeLookup(targetResolver(dns), allowInsecure),
+      timeout: configuredMs,
+      ...(extraCa ? { ca: [...rootCertificates, extraCa] } : {}),
     },
-    headersTimeout: options.timeoutMs,
-    bodyTimeout: options.timeoutMs,
+    headersTimeout: configuredMs,
+    bodyTimeout: configuredMs,
   });
-  return async (url, timeoutMs = options.timeoutMs) => {
+  return async (url: URL, timeoutMs: number): Promise<{ body: string; cacheControl: string | undefined }> => {
     const refuse = (what: string, cause?: unknown) => new DocumentRefusal(url.href, what, { cause });
     const signal = AbortSignal.timeout(timeoutMs);
     try {
-      checkLiteralHost(url, options.allowInsecure);
+      checkLiteralHost(url, allowInsecure);
       const res = await request(url, {
         dispatcher: agent,
         method: "GET",
@@ -71,6 +51,9 @@ export function createDocumentFetcher(options: DocumentFetcherOptions): Document
         reset: true,
       });
       try {
+        // draft-ietf-oauth-client-id-metadata-document: "A successful response MUST use the 200 OK HTTP status
+        // code, have the content type of application/json or [...] application/<AS-defined>+json"; "The
+        // authorization server MUST NOT automatically follow HTTP redirects".
         if (res.statusCode >= 300 && res.statusCode < 400) {
           throw refuse(
             `was redirected (HTTP ${res.statusCode}): the metadata document must be served without redirects`,
@@ -94,8 +77,7 @@ export function createDocumentFetcher(options: DocumentFetcherOptions): Document
         if (body === undefined) throw refuse("is not valid UTF-8: JSON text must be encoded in UTF-8");
         return { body, cacheControl: header(res.headers["cache-control"]) };
       } finally {
-        // Whatever is left of the body is not wanted (an error above, or a cap reached).
-        // undici's body reports being destroyed early as an AbortError: expected here.
+        // The rest of the body is not wanted; undici reports its early destruction as an AbortError, expected here.
         if (!res.body.destroyed) res.body.on("error", () => undefined).destroy();
       }
     } catch (err) {
@@ -103,6 +85,16 @@ export function createDocumentFetcher(options: DocumentFetcherOptions): Document
       throw refusalOf(err, signal, timeoutMs, refuse);
     }
   };
+}
+
+/** PEM certificates trusted besides the system's roots. */
+function readCaFile(path: string | undefined): string | undefined {
+  if (!path) return undefined;
+  try {
+    return readFileSync(path, "utf8");
+  } catch (err) {
+    throw new ConfigError("OAUTH_CLIENT_METADATA_CA_FILE", `cannot be read: ${(err as Error).message}`);
+  }
 }
 
 const header = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
@@ -123,7 +115,7 @@ function refusalOf(err: unknown, signal: AbortSignal, timeoutMs: number, refuse:
   const e = err as { code?: string; name?: string; message?: string };
   const timeouts = ["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"];
   if (signal.aborted || e?.name === "TimeoutError" || timeouts.includes(e?.code ?? "")) {
-    return refuse(`did not answer within ${seconds(timeoutMs)}`, err);
+    return refuse(`did not answer within ${Number((timeoutMs / 1000).toFixed(1))} s`, err);
   }
   if (e?.code === "ENOTFOUND" || e?.code === "ENODATA")
     return refuse("could not be fetched: its host name has no address", err);
