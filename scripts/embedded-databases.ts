@@ -1,8 +1,6 @@
-// `npm start`'s embedded databases: one PGlite instance the four services
-// share (DATA_DIR/pglite/platform, each service in its own schema, as on
-// PostgreSQL), made on a fresh data folder from the install's migrated
-// template. A data folder made before the services shared one keeps its
-// database per service (DATA_DIR/pglite/<service>).
+// `npm start`'s embedded databases: one PGlite instance the services share (DATA_DIR/pglite/platform,
+// each service in its own schema, as on PostgreSQL), made on a fresh data folder from the install's
+// migrated template. A data folder made before the services shared one keeps a database per service.
 import path from "node:path";
 import {
   startEmbeddedDatabases,
@@ -13,17 +11,10 @@ import type { Logger } from "../services/shared/logger.js";
 import { embeddedTemplate, initialised, migratedTemplate } from "./embedded/embedded-templates.js";
 import { EMBEDDED_DATABASE, SERVICE_SCHEMAS, migrationNames } from "./service-schemas.js";
 
-export interface PlatformDatabases {
-  /** Each service's database URL. */
-  urls: Record<string, string>;
-  /** The instances, to close on stop. */
-  databases: EmbeddedPostgres[];
-}
+/** Each service's database URL, and the instances to close on stop. */
+export type PlatformDatabases = { urls: Record<string, string>; databases: EmbeddedPostgres[] };
 
-/**
- * Starts the embedded databases of `services` in `dataDir`, telling `progress` what it does, each
- * doing autovacuum's work (embedded-vacuum.ts); `logger`: its lines.
- */
+/** Starts the embedded databases of `services` in `dataDir`, each doing autovacuum's work, telling `progress` what it does. */
 export async function startPlatformDatabases(
   dataDir: string,
   services: readonly (keyof typeof SERVICE_SCHEMAS)[],
@@ -51,7 +42,7 @@ export async function startPlatformDatabases(
 }
 
 /** How a fresh data folder's databases are made, for the progress line. */
-export function firstStartSource(names: readonly string[], migrations: DatabaseMigrations): string {
+function firstStartSource(names: readonly string[], migrations: DatabaseMigrations): string {
   if (names.every((n) => migrations[n] && migratedTemplate(n, migrations[n])))
     return "the services' schemas made at install, copied";
   return embeddedTemplate() ? "the cluster made at install, copied" : "one initdb, copied";

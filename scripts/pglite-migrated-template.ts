@@ -1,12 +1,8 @@
-// The second half of npm's postinstall (pglite-template.mjs runs it, compiled
-// through run-compiled.mjs, after it has made the install's cluster): a copy of that cluster with
-// every service's schema and committed migrations applied, in
-// <template>-migrated/platform/, the database `npm start`'s services share. A
-// first start copies it, so its migrations find nothing to apply: 27
-// migrations on PGlite took 1.3-1.4 s of the cold start (docs/benchmark.md, "The memory
-// rows"). Made again when the migrations changed; the start applies whatever
-// it lacks and ignores one another checkout's migrations made
-// (embedded-templates.ts, migratedTemplate).
+// The second half of npm's postinstall (pglite-template.mjs runs it compiled, after making the install's
+// cluster): a copy of that cluster with every service's schema and committed migrations applied, in
+// <template>-migrated/platform/, so that a first start's migrations find nothing to apply
+// (docs/benchmark.md, "The memory rows"). Made again when the migrations changed; the start applies
+// whatever it lacks and ignores one another checkout's migrations made (embedded-templates.ts).
 import { readFileSync } from "node:fs";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -29,16 +25,10 @@ async function main(): Promise<void> {
   // A copy of the install's cluster (no migrations passed: it never starts from an older migrated one).
   const [db] = await startEmbeddedDatabases(partial, [EMBEDDED_DATABASE]);
   const logger = createLogger("install", "silent");
+  const options = { clientUrl: db!.url, entities: [], poolMax: EMBEDDED_POOL_MAX, logger };
   try {
     for (const { schema, migrations } of Object.values(SERVICE_SCHEMAS)) {
-      const orm = await openDatabase({
-        clientUrl: db!.url,
-        schema,
-        entities: [],
-        migrations,
-        poolMax: EMBEDDED_POOL_MAX,
-        logger,
-      });
+      const orm = await openDatabase({ ...options, schema, migrations });
       try {
         await migrate(orm);
       } finally {

@@ -1,18 +1,13 @@
-// A folder only its owner may read: DATA_DIR holds the embedded databases
-// (whose WAL carries member emails and password hashes), the internal RPC
-// credential and the demo credentials. Folders 0700, files 0600, made so and
-// repaired so at every start (a folder found with wider modes is narrowed).
+// A folder only its owner may read: DATA_DIR holds the embedded databases (whose WAL carries member
+// emails and password hashes) and the local credentials. Folders 0700, files 0600, made so and repaired
+// so at every start.
 import { chmod, lstat, mkdir, readdir } from "node:fs/promises";
 import path from "node:path";
 
 export const PRIVATE_DIR_MODE = 0o700;
-export const PRIVATE_FILE_MODE = 0o600;
+const PRIVATE_FILE_MODE = 0o600;
 
-/**
- * Makes `dir` (and missing parents are made 0700 too) and sets every folder
- * under it to 0700 and every file to 0600. Symbolic links are neither
- * followed nor changed.
- */
+/** Makes `dir` (missing parents too), every folder under it 0700 and every file 0600; symbolic links are left alone. */
 export async function makePrivateFolder(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const pending = [dir];

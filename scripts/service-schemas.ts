@@ -10,17 +10,12 @@ import { organisationMigrations } from "../services/organisation/migrations/inde
 import { WEBHOOK_SCHEMA } from "../services/webhook/webhook-service.js";
 import { webhookMigrations } from "../services/webhook/migrations/index.js";
 
-export interface ServiceSchema {
-  schema: string;
-  migrations: MigrationObject[];
-}
-
 export const SERVICE_SCHEMAS = {
   auth: { schema: AUTH_SCHEMA, migrations: authMigrations },
   organisation: { schema: ORGANISATION_SCHEMA, migrations: organisationMigrations },
   webhook: { schema: WEBHOOK_SCHEMA, migrations: webhookMigrations },
   delivery: { schema: DELIVERY_SCHEMA, migrations: deliveryMigrations },
-} as const satisfies Record<string, ServiceSchema>;
+} as const satisfies Record<string, { schema: string; migrations: MigrationObject[] }>;
 
 /** The embedded database the services of `npm start` share (DATA_DIR/pglite/platform). */
 export const EMBEDDED_DATABASE = "platform";

@@ -1,20 +1,15 @@
-// `npm run start:distributed`: the platform as docker-compose.yml runs it, each
-// service and the gateway as its own process, without Docker. It needs the
-// real backends (DATABASE_URL and NATS_URL; a process of its own cannot share
-// PGlite or an in-process bus). This script runs compiled (run-compiled.mjs),
-// and the children run their main.js from the same build, as the containers
-// run them from dist/ (scripts/platform-processes.ts). `--compiled <folder>`
-// runs them from another build folder inside the project (npm run build's
-// dist/, or its --outDir). Each child's lines are prefixed with its name;
-// SIGINT (Ctrl-C) or SIGTERM stops them all, and a child that dies stops the
-// rest.
-import { spawn, type ChildProcess } from "node:child_process";
+// `npm run start:distributed`: the platform as docker-compose.yml runs it, each service and the gateway
+// a process of its own, without Docker, on the real backends (DATABASE_URL and NATS_URL: separate
+// processes cannot share PGlite or an in-process bus). The children run their main.js from this build,
+// as the containers run them from dist/; `--compiled <folder>` runs another build folder of the project.
+// Each child's lines are prefixed with its name; SIGINT or SIGTERM stops them all, as does a child's death.
+import { spawn } from "node:child_process";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { exitOnConfigError, loadConfigOrExit, requireBackends, type Config } from "../services/shared/config.js";
 import { makePrivateFolder } from "./private-folder.js";
-import { internalToken } from "./internal-token.js";
+import { INTERNAL_TOKEN_FILE, internalToken } from "./internal-token.js";
 import { WEBHOOK_SECRET_KEY_FILE, webhookSecretKey } from "./webhook-secret-key.js";
 import { PLATFORM_ENV, PLATFORM_PROCESSES, compiledCommand, type PlatformProcess } from "./platform-processes.js";
 
@@ -24,39 +19,31 @@ const width = Math.max(...PLATFORM_PROCESSES.map((p) => p.name.length));
 
 const say = (line: string) => process.stdout.write(`${"start".padEnd(width)} | ${line}\n`);
 
-interface Child {
-  proc: PlatformProcess;
-  child: ChildProcess;
-  exited: Promise<void>;
-}
-
-// The services' own requirements, but for the credential and the webhook
-// secrets' key: made here when unset, as npm start does.
+// The services' own requirements, but for the credential and the webhook secrets' key: as npm start,
+// one of each per data folder, made when unset.
 const config = loadConfigOrExit([(c) => requireBackends(c, { database: true, nats: true })]);
 const env: NodeJS.ProcessEnv = { ...process.env, ...PLATFORM_ENV };
 const dataDir = path.resolve(config.DATA_DIR);
-if (config.INTERNAL_RPC_TOKEN.length === 0) {
-  // As npm start: one credential per data folder, where bizcard looks for it.
+for (const [variable, file, made] of [
+  ["INTERNAL_RPC_TOKEN", INTERNAL_TOKEN_FILE, internalToken],
+  ["WEBHOOK_SECRET_ENCRYPTION_KEY", WEBHOOK_SECRET_KEY_FILE, webhookSecretKey],
+] as const) {
+  if (config[variable].length > 0) continue;
   await makePrivateFolder(dataDir);
-  env.INTERNAL_RPC_TOKEN = await internalToken(dataDir);
-  say(`INTERNAL_RPC_TOKEN is unset: using the one in ${path.join(dataDir, "internal-rpc-token")}`);
-}
-if (config.WEBHOOK_SECRET_ENCRYPTION_KEY.length === 0) {
-  await makePrivateFolder(dataDir);
-  env.WEBHOOK_SECRET_ENCRYPTION_KEY = await webhookSecretKey(dataDir).catch(exitOnConfigError);
-  say(`WEBHOOK_SECRET_ENCRYPTION_KEY is unset: using the one in ${path.join(dataDir, WEBHOOK_SECRET_KEY_FILE)}`);
+  env[variable] = await made(dataDir).catch(exitOnConfigError);
+  say(`${variable} is unset: using the one in ${path.join(dataDir, file)}`);
 }
 
+// The build the children run: `--compiled <folder>`, else this one's own folder, above its scripts/.
 const compiledAt = process.argv.indexOf("--compiled");
-// This build's own folder: the one above its scripts/.
-const build = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const compiled = compiledAt >= 0 ? process.argv[compiledAt + 1] : build;
-if (compiledAt >= 0 && !process.argv[compiledAt + 1]) {
+const compiled =
+  compiledAt < 0 ? path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..") : process.argv[compiledAt + 1];
+if (!compiled) {
   say("--compiled needs the compiled folder: npm run build && npm run start:distributed -- --compiled dist");
   process.exit(2);
 }
 
-const children: Child[] = [];
+const children: ReturnType<typeof start>[] = [];
 let stopping = false;
 
 function prefixLines(name: string, stream: NodeJS.ReadableStream, out: NodeJS.WriteStream): void {
@@ -65,15 +52,11 @@ function prefixLines(name: string, stream: NodeJS.ReadableStream, out: NodeJS.Wr
   );
 }
 
-function start(proc: PlatformProcess): Child {
-  const [command, ...args] = compiledCommand(proc, compiled!);
-  say(`starting ${proc.name}: ${command} ${args.join(" ")}`);
+function start(proc: PlatformProcess) {
+  const [node, ...args] = compiledCommand(proc, compiled!);
+  say(`starting ${proc.name}: ${node} ${args.join(" ")}`);
   // Its own process group: a Ctrl-C reaches this process only, which stops the children in order.
-  const child = spawn(command === "node" ? process.execPath : command!, args, {
-    env,
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
+  const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"], detached: true });
   say(`${proc.name} is pid ${child.pid}`);
   prefixLines(proc.name, child.stdout!, process.stdout);
   prefixLines(proc.name, child.stderr!, process.stderr);
@@ -93,7 +76,7 @@ async function stopAll(exitCode: number): Promise<void> {
   if (stopping) return;
   stopping = true;
   say("stopping every process");
-  const stopOne = async ({ proc, child, exited }: Child) => {
+  const stopOne = async ({ proc, child, exited }: (typeof children)[number]) => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill("SIGTERM");
     const timer = setTimeout(() => {
@@ -124,11 +107,8 @@ async function waitReady(proc: PlatformProcess): Promise<void> {
   const url = readyUrl(proc, config);
   const end = Date.now() + READY_TIMEOUT_MS;
   while (!stopping) {
-    const ok = await fetch(url, { signal: AbortSignal.timeout(2000) }).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return;
+    const res = await fetch(url, { signal: AbortSignal.timeout(2000) }).catch(() => undefined);
+    if (res?.ok) return;
     if (Date.now() > end) throw new Error(`${proc.name} was not ready at ${url} within ${READY_TIMEOUT_MS} ms`);
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -151,8 +131,6 @@ try {
 }
 if (!stopping) {
   process.stdout.write(
-    `\nbizcard platform ready (${PLATFORM_PROCESSES.length} processes, PostgreSQL, NATS JetStream)\n` +
-      `  gateway: http://${config.GATEWAY_HOST}:${config.GATEWAY_PORT}\n` +
-      `  issuer (PUBLIC_URL): ${config.publicUrl}\n\n`,
+    `\nbizcard platform ready (${PLATFORM_PROCESSES.length} processes, PostgreSQL, NATS JetStream)\n  gateway: http://${config.GATEWAY_HOST}:${config.GATEWAY_PORT}\n  issuer (PUBLIC_URL): ${config.publicUrl}\n\n`,
   );
 }

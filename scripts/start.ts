@@ -1,11 +1,8 @@
-// `npm start`: the whole platform in one process. With DATABASE_URL and
-// NATS_URL unset it runs on the embedded default (PGlite under DATA_DIR, an
-// in-process bus); with them set, on real PostgreSQL and NATS JetStream. Each
-// service still listens on its own loopback RPC port (the CLI and tools use it)
-// and talks to the others over the same Connect RPCs, which stay in memory
-// within this process. package.json runs it, compiled (run-compiled.mjs), with `exec`, so that the signal npm
-// forwards (`kill <npm pid>`) reaches node itself rather than a shell that
-// would leave node running.
+// `npm start`: the whole platform in one process, on the embedded default (PGlite under DATA_DIR, an
+// in-process bus) when DATABASE_URL and NATS_URL are unset, else on PostgreSQL and NATS JetStream. Each
+// service still listens on its own loopback RPC port (the CLI uses it); calls between them stay in memory.
+// package.json runs it compiled (run-compiled.mjs) with `exec`, so that the signal npm forwards
+// (`kill <npm pid>`) reaches node itself rather than a shell that would leave node running.
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { buildGateway, gatewayRegistration, gatewayTimeouts } from "../gateway/app.js";
@@ -20,12 +17,12 @@ import {
   withSecretEncryptionKeys,
   type Config,
 } from "../services/shared/config.js";
-import { EMBEDDED_POOL_MAX, type EmbeddedPostgres } from "./embedded/embedded-postgres.js";
+import { EMBEDDED_POOL_MAX } from "./embedded/embedded-postgres.js";
 import { openBus } from "../services/shared/event-bus/open-bus.js";
 import { createLogger } from "../services/shared/logger.js";
 import { serveInProcess } from "../services/shared/rpc/client.js";
 import { startRpcServer, type RunningServer } from "../services/shared/rpc/server.js";
-import type { ServiceApp, ServiceAppDeps } from "../services/shared/service-app.js";
+import type { ServiceApp } from "../services/shared/service-app.js";
 import { PortInUseError, checkPortsFree, exitIfPortInUse, listenOn } from "../services/shared/port-in-use.js";
 import { alreadyRunning } from "./already-running.js";
 import { DEMO_FILE, createDemo, demoSignIn } from "./demo-data.js";
@@ -40,30 +37,18 @@ import { OrganisationEntity } from "../services/organisation/organisations/organ
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { internalToken } from "./internal-token.js";
 import { webhookSecretKey } from "./webhook-secret-key.js";
-import { startPlatformDatabases } from "./embedded-databases.js";
+import { startPlatformDatabases, type PlatformDatabases } from "./embedded-databases.js";
 
+// Consumers first, publishers last: a relay never publishes before its consumers listen.
 const SERVICES = [
-  // Consumers first, publishers last: a relay never publishes before its consumers listen.
-  {
-    name: "delivery",
-    create: createDeliveryApp,
-    port: (c: Config) => c.DELIVERY_RPC_PORT,
-    portVariable: "DELIVERY_RPC_PORT",
-  },
-  {
-    name: "webhook",
-    create: createWebhookApp,
-    port: (c: Config) => c.WEBHOOK_RPC_PORT,
-    portVariable: "WEBHOOK_RPC_PORT",
-  },
-  { name: "auth", create: createAuthApp, port: (c: Config) => c.AUTH_RPC_PORT, portVariable: "AUTH_RPC_PORT" },
-  {
-    name: "organisation",
-    create: createOrganisationApp,
-    port: (c: Config) => c.ORGANISATION_RPC_PORT,
-    portVariable: "ORGANISATION_RPC_PORT",
-  },
+  { name: "delivery", create: createDeliveryApp, port: "DELIVERY_RPC_PORT" },
+  { name: "webhook", create: createWebhookApp, port: "WEBHOOK_RPC_PORT" },
+  { name: "auth", create: createAuthApp, port: "AUTH_RPC_PORT" },
+  { name: "organisation", create: createOrganisationApp, port: "ORGANISATION_RPC_PORT" },
 ] as const;
+
+type PortVariable = (typeof SERVICES)[number]["port"] | "GATEWAY_PORT" | "GATEWAY_METRICS_PORT";
+const listenAt = (config: Config, variable: PortVariable, host: string) => ({ variable, host, port: config[variable] });
 
 async function main(): Promise<void> {
   let config = loadConfigOrExit();
@@ -72,14 +57,12 @@ async function main(): Promise<void> {
   const tracing = await startTracing("bizcard");
   const embeddedDb = !config.DATABASE_URL;
   const dataDir = path.resolve(config.DATA_DIR);
-  // The data folder is the owner's only (0700, files 0600), also one an older
-  // version made readable by others: it holds the internal credential, the
-  // demo credentials and, embedded, the databases with their WAL. Whatever
-  // this process writes later is made without group or other access.
+  // The data folder is the owner's only, narrowed again if found wider: it holds the credentials
+  // and, embedded, the databases with their WAL. What this process writes later is owner-only too.
   if (embeddedDb) process.umask(0o077);
   await makePrivateFolder(dataDir);
-  // The demo is made once per embedded data folder (the marker is written when
-  // it exists), and on real PostgreSQL when the database has no organisation yet.
+  // The demo is made once per embedded data folder (DEMO_FILE marks it), and on real PostgreSQL
+  // when the database has no organisation yet.
   const freshDataDir = embeddedDb && !existsSync(path.join(dataDir, DEMO_FILE));
   if (config.INTERNAL_RPC_TOKEN.length === 0) config = withInternalTokens(config, [await internalToken(dataDir)]);
   // As the credential: one key per data folder for the webhook signing secrets, kept beside it.
@@ -88,7 +71,7 @@ async function main(): Promise<void> {
     config = withSecretEncryptionKeys(config, [Buffer.from(key, "base64")]);
   }
 
-  const databases: EmbeddedPostgres[] = [];
+  let embedded: PlatformDatabases | undefined;
   const apps: ServiceApp[] = [];
   const servers: RunningServer[] = [];
   let bus: EventBus | undefined;
@@ -103,7 +86,7 @@ async function main(): Promise<void> {
     await Promise.allSettled(servers.map((s) => s.close()));
     for (const app of [...apps].reverse()) await app.close().catch((err) => logger.error({ err }, "close failed"));
     await bus?.close();
-    for (const db of databases) await db.close();
+    for (const db of embedded?.databases ?? []) await db.close();
     await tracing.shutdown().catch((err: unknown) => logger.warn({ err }, "spans not exported"));
   };
   // Signals are handled from the first moment: a stop during start closes what is open so far.
@@ -114,63 +97,48 @@ async function main(): Promise<void> {
 
   try {
     // A port another process holds is found before anything slow starts.
-    await checkPortsFree([
-      ...SERVICES.map((svc) => ({ variable: svc.portVariable, host: config.RPC_HOST, port: svc.port(config) })),
-      { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT },
-      { variable: "GATEWAY_METRICS_PORT", host: config.RPC_HOST, port: config.GATEWAY_METRICS_PORT },
-    ]);
+    const gatewayAt = listenAt(config, "GATEWAY_PORT", config.GATEWAY_HOST);
+    const metricsAt = listenAt(config, "GATEWAY_METRICS_PORT", config.RPC_HOST);
+    await checkPortsFree([...SERVICES.map((svc) => listenAt(config, svc.port, config.RPC_HOST)), gatewayAt, metricsAt]);
     if (config.NATS_URL) progress(`connecting to NATS at ${config.NATS_URL}`);
     bus = await openBus(config, "bizcard", logger);
-    // One PGlite instance the services share, a fresh one copied from the
-    // install's migrated template (embedded-databases.ts).
-    const embedded = embeddedDb
-      ? await startPlatformDatabases(
-          dataDir,
-          SERVICES.map((svc) => svc.name),
-          progress,
-          logger,
-        )
-      : undefined;
-    if (embedded) databases.push(...embedded.databases);
+    const names = SERVICES.map((svc) => svc.name);
+    if (embeddedDb) embedded = await startPlatformDatabases(dataDir, names, progress, logger);
     for (const svc of SERVICES) {
       const log = createLogger(svc.name, config.LOG_LEVEL);
-      const deps: ServiceAppDeps = {
+      progress(`starting ${svc.name}${config.MIGRATE_ON_START ? ": migrating its schema" : ""}`);
+      const app = await svc.create({
         config,
         databaseUrl: embedded?.urls[svc.name] ?? config.DATABASE_URL!,
         databasePoolMax: embedded ? EMBEDDED_POOL_MAX : config.DATABASE_POOL_MAX,
-        bus: bus!,
+        bus,
         logger: log,
-      };
-      progress(`starting ${svc.name}${config.MIGRATE_ON_START ? ": migrating its schema" : ""}`);
-      const app = await svc.create(deps);
+      });
       apps.push(app);
-      servers.push(
-        await listenOn({ variable: svc.portVariable, host: config.RPC_HOST, port: svc.port(config) }, () =>
-          startRpcServer({
-            name: svc.name,
-            host: config.RPC_HOST,
-            port: svc.port(config),
-            routes: app.routes,
-            logger: log,
-            internalTokens: config.INTERNAL_RPC_TOKEN,
-            readiness: app.readiness,
-          }),
-        ),
+      const listen = listenAt(config, svc.port, config.RPC_HOST);
+      const server = await listenOn(listen, () =>
+        startRpcServer({
+          name: svc.name,
+          host: listen.host,
+          port: listen.port,
+          routes: app.routes,
+          logger: log,
+          internalTokens: config.INTERNAL_RPC_TOKEN,
+          readiness: app.readiness,
+        }),
       );
-      // Calls between the services of this process stay in memory (rpc/client.ts serveInProcess),
-      // under the URL the clients use to reach this service.
-      undoInProcess.push(serveInProcess(serviceUrls(config)[svc.name], servers.at(-1)!.inProcess));
+      servers.push(server);
+      // Calls between the services of this process stay in memory, under the URL their clients use.
+      undoInProcess.push(serveInProcess(serviceUrls(config)[svc.name], server.inProcess));
     }
     progress("starting the background work (outbox relays, event consumers, delivery)");
     for (const app of apps) await app.start();
 
     // Demo data first: once /readyz answers 200, everything printed here is true.
     const emptyDatabase = !embeddedDb && (await hasNoOrganisation(apps));
-    if (freshDataDir || emptyDatabase) progress("creating the demo organisation, member and client");
-    const demo =
-      freshDataDir || emptyDatabase
-        ? await createDemo(config, dataDir, freshDataDir ? "fresh data folder" : "empty database")
-        : await demoSignIn(config, dataDir);
+    const why = freshDataDir ? "fresh data folder" : emptyDatabase ? "empty database" : "";
+    if (why) progress("creating the demo organisation, member and client");
+    const demo = why ? await createDemo(config, dataDir, why) : await demoSignIn(config, dataDir);
     progress("starting the gateway");
     gateway = await buildGateway({
       clients: createServiceClients(config),
@@ -185,45 +153,28 @@ async function main(): Promise<void> {
       registration: gatewayRegistration(config),
       mcpAllowedOrigins: config.MCP_ALLOWED_ORIGINS,
     });
-    const gatewayListen = { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT };
-    await listenOn(gatewayListen, () => gateway!.listen({ host: gatewayListen.host, port: gatewayListen.port }));
+    await listenOn(gatewayAt, () => gateway!.listen({ host: gatewayAt.host, port: gatewayAt.port }));
     // Every service's metrics and the gateway's: one process, one registry, on an internal port.
-    const metricsListen = {
-      variable: "GATEWAY_METRICS_PORT",
-      host: config.RPC_HOST,
-      port: config.GATEWAY_METRICS_PORT,
-    };
-    metrics = await listenOn(metricsListen, () => startMetricsListener(metricsListen.host, metricsListen.port));
+    metrics = await listenOn(metricsAt, () => startMetricsListener(metricsAt.host, metricsAt.port));
 
     const backends = `${embeddedDb ? `PGlite in ${dataDir}` : "PostgreSQL"}, ${bus.kind === "nats" ? "NATS JetStream" : "in-process bus"}`;
     process.stdout.write(
-      `\nbizcard platform ready (${backends})\n  gateway: http://${config.GATEWAY_HOST}:${config.GATEWAY_PORT}\n  issuer (PUBLIC_URL): ${config.publicUrl}\n`,
+      `\nbizcard platform ready (${backends})\n  gateway: http://${config.GATEWAY_HOST}:${config.GATEWAY_PORT}\n  issuer (PUBLIC_URL): ${config.publicUrl}\n${developmentSettings(config)}${demo}\n`,
     );
-    process.stdout.write(developmentSettings(config));
-    process.stdout.write(demo);
-    process.stdout.write("\n");
   } catch (err) {
     if (!(err instanceof PortInUseError)) logger.fatal({ err }, "start failed");
     await stop().catch(() => {});
     const running = await alreadyRunning(err, { host: config.GATEWAY_HOST, port: config.GATEWAY_PORT });
-    if (running) {
-      process.stderr.write(`${running}\n`);
-      process.exit(1);
-    }
-    exitIfPortInUse("bizcard", err);
+    if (running) process.stderr.write(`${running}\n`);
+    else exitIfPortInUse("bizcard", err);
     process.exit(1);
   }
 }
 
 /** What a start is doing, on stdout beside the banner, so that a cold start is not silent before "ready". */
-function progress(step: string): void {
-  process.stdout.write(`bizcard: ${step}\n`);
-}
+const progress = (step: string) => void process.stdout.write(`bizcard: ${step}\n`);
 
-/**
- * Settings that loosen what production must refuse, named in the banner when
- * on (`npm run dev` turns them on), so that nobody runs them unknowingly.
- */
+/** Settings that loosen what production must refuse, named in the banner when on (`npm run dev`), so that nobody runs them unknowingly. */
 const DEVELOPMENT_SETTINGS = [
   ["WEBHOOK_ALLOW_INSECURE_TARGETS", "http, loopback and private webhook targets (never in production)"],
   ["OAUTH_ALLOW_INSECURE_REDIRECTS", "http redirect URIs on any host (never in production)"],

@@ -1,7 +1,6 @@
-// A folder's copy with many files in flight at once. `fs.cp` copies one file
-// after another, and creating a file is the cost on a small VM's ext4: with
-// IN_FLIGHT copies at once (libuv's threads do the copying), the waits of a
-// PGlite cluster's hundreds of files overlap.
+// A folder's copy with many files in flight at once. `fs.cp` copies one file after another, and creating
+// a file is the cost on a small VM's ext4: with IN_FLIGHT copies at once (in libuv's threads), the waits
+// of a PGlite cluster's hundreds of files overlap.
 import { copyFile, mkdir, readdir } from "node:fs/promises";
 import path from "node:path";
 

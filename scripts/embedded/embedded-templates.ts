@@ -1,19 +1,14 @@
-// What npm's postinstall leaves for the embedded default's first start, in
-// node_modules/.cache/bizcard-pglite/: an initialised PGlite cluster
-// (<PGlite version>/, scripts/pglite-template.mjs) and a copy of it with the
-// services' schemas migrated (<PGlite version>-migrated/<database>/,
-// scripts/pglite-migrated-template.ts). Each is used only when its marker
-// (template.json) names this PGlite and these initdb settings, and a migrated
-// one only when what it applied is where the code's migrations begin.
+// What npm's postinstall leaves for the embedded default's first start, in node_modules/.cache/bizcard-pglite/:
+// an initialised PGlite cluster (<PGlite version>/, scripts/pglite-template.mjs) and a copy of it with the
+// services' schemas migrated (<PGlite version>-migrated/<database>/, scripts/pglite-migrated-template.ts).
+// Each is used only when its marker (template.json) names this PGlite and these initdb settings.
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 
-// Memory. PGlite keeps shared_buffers inside its WebAssembly heap, touched
-// as it starts, and initdb's default is many times what the embedded start
-// needs: a small pool holds the services' hot rows, whose tables are small,
-// and the rest is read through the OS's cache (a larger setting only adds
-// resident memory: docs/benchmark.md, "The memory rows"). `initdb --set`
+// Memory. PGlite keeps shared_buffers inside its WebAssembly heap, touched as it starts, and initdb's
+// default is many times what the services' small tables need; the rest is read through the OS's cache
+// (a larger setting only adds resident memory: docs/benchmark.md, "The memory rows"). `initdb --set`
 // writes it into the new folder's postgresql.conf.
 export const SHARED_BUFFERS = "shared_buffers=8MB";
 export const INITDB_PARAMS: readonly string[] = ["--set", SHARED_BUFFERS];
@@ -38,15 +33,10 @@ export const initialised = (dir: string) => existsSync(path.join(dir, "PG_VERSIO
 
 /** PGlite's version and the folder of the install's cluster (BIZCARD_PGLITE_TEMPLATE_DIR overrides it). */
 function templateFolder(): { version: string; dir: string } {
-  const version = (
-    JSON.parse(readFileSync(path.join(NODE_MODULES, "@electric-sql", "pglite", "package.json"), "utf8")) as {
-      version: string;
-    }
-  ).version;
-  return {
-    version,
-    dir: process.env.BIZCARD_PGLITE_TEMPLATE_DIR ?? path.join(NODE_MODULES, ".cache", "bizcard-pglite", version),
-  };
+  const manifest = path.join(NODE_MODULES, "@electric-sql", "pglite", "package.json");
+  const { version } = JSON.parse(readFileSync(manifest, "utf8")) as { version: string };
+  const dir = process.env.BIZCARD_PGLITE_TEMPLATE_DIR ?? path.join(NODE_MODULES, ".cache", "bizcard-pglite", version);
+  return { version, dir };
 }
 
 /** The marker of the cluster in `dir`, when this PGlite made it with these settings. */
@@ -78,11 +68,9 @@ export function templateMigrations(name: string): Record<string, string[]> | und
 }
 
 /**
- * The install's migrated copy of the cluster for database `name`, if it is
- * usable and, for each schema it holds, what it applied is where that
- * schema's `migrations` (the code's, in order) begin: the start applies the
- * rest. A template made by other code (another checkout's migrations) is not
- * used.
+ * The install's migrated copy of the cluster for database `name`, if usable and, for each schema it holds,
+ * what it applied is where that schema's `migrations` (the code's, in order) begin: the start applies the
+ * rest. One made by other code (another checkout's migrations) is not used.
  */
 export function migratedTemplate(name: string, migrations: SchemaMigrations): string | undefined {
   const applied = templateMigrations(name);

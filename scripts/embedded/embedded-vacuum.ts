@@ -1,27 +1,9 @@
-// Autovacuum's work for the embedded default. PGlite runs PostgreSQL as its
-// one backend, with no autovacuum launcher: `show autovacuum` says on, yet no
-// table is ever vacuumed or analysed: dead row versions stay, and no table
-// gets statistics. The platform's queues (the outbox, the deliveries) update
-// every row they hold and prune what is done, so without this their dead
-// versions pile up in the heap and the indexes for as long as `npm start`
-// runs, and transaction ids age towards wraparound.
-//
-// Every VACUUM_EVERY_MS, a connection to the served session (pglite-server.ts:
-// a simple Query is one request, given the session only between other
-// connections' transactions, as VACUUM must run outside one) picks the
-// tables autovacuum would pick, the system catalogs included, by PostgreSQL's
-// default thresholds or a table's own (the delivery table's, set by its
-// migration), and vacuums or analyses each in a statement of its own, so that
-// no service waits for more than one table at a time.
-//
-//   PostgreSQL 15 documentation, 25.1.6 "The Autovacuum Daemon": "If the
-//   number of tuples obsoleted since the last VACUUM exceeds the 'vacuum
-//   threshold', the table is vacuumed. The vacuum threshold is defined as:
-//   vacuum threshold = vacuum base threshold + vacuum scale factor * number of tuples"
-//   [...] "The table is also vacuumed if the number of tuples inserted since
-//   the last vacuum has exceeded the defined insert threshold" [...] "For
-//   analyze, a similar condition is used: the threshold [...] is compared to
-//   the total number of tuples inserted, updated, or deleted since the last ANALYZE."
+// Autovacuum's work for the embedded default: PGlite runs PostgreSQL as its one backend, with no
+// autovacuum launcher (`show autovacuum` says on, yet nothing is vacuumed), while the outbox and the
+// deliveries update every row they hold and prune what is done: dead versions would pile up and
+// transaction ids age towards wraparound. Every VACUUM_EVERY_MS, a connection to the served session
+// (pglite-server.ts; between other connections' transactions, as VACUUM must run) vacuums or analyses
+// each table autovacuum would pick, catalogs included, a statement each, so no service waits for long.
 import pg from "pg";
 import type { Logger } from "../../services/shared/logger.js";
 import { PollLoop } from "../../services/shared/loop/poll-loop.js";
@@ -34,13 +16,10 @@ const setting = (name: string, fallback: number) =>
   `coalesce((select o.option_value::float8 from pg_options_to_table(c.reloptions) o where o.option_name = '${name}'), ${fallback})`;
 
 /**
- * The tables due, each with what it needs, by autovacuum's rules and its
- * defaults (autovacuum_vacuum_threshold 50 + scale factor 0.2, the insert
- * threshold 1,000 + 0.2, autovacuum_analyze_threshold 50 + 0.1) or the
- * table's own settings, and a vacuum once its oldest transaction id is older
- * than autovacuum_freeze_max_age (200 million; that vacuum freezes, being
- * past vacuum_freeze_table_age). Plain tables and materialized views, in
- * every schema but TOAST's (a table's TOAST table is vacuumed with it).
+ * The tables due by autovacuum's rules (PostgreSQL documentation, "The Autovacuum Daemon"), with its
+ * default thresholds or the table's own settings, and a vacuum once its oldest transaction id is older
+ * than autovacuum_freeze_max_age (200 million). Plain tables and materialized views, in every schema
+ * but TOAST's (a table's TOAST table is vacuumed with it).
  */
 const DUE_SQL = `select format('%I.%I', t."schema", t."name") as "table", t."vacuum", t."analyze" from (
     select s.schemaname as "schema", s.relname as "name", s.n_dead_tup,
@@ -112,14 +91,11 @@ export function startEmbeddedVacuum(url: string, logger?: Logger, everyMs = VACU
   };
   // The loop of every background timer (as the pruning's, prune-loop.ts): the first check one
   // interval after the start, not during it; a failed check is tried again an interval later.
-  let first = true;
+  let rounds = 0;
   const loop = new PollLoop({
     round: async () => {
-      if (first) first = false;
-      else {
-        const ran = await pass();
-        if (ran.length > 0) logger?.debug({ statements: ran }, "embedded database vacuumed");
-      }
+      const ran = rounds++ > 0 ? await pass() : [];
+      if (ran.length > 0) logger?.debug({ statements: ran }, "embedded database vacuumed");
       return everyMs;
     },
     backoff: { baseMs: everyMs, maxMs: everyMs },

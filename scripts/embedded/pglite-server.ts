@@ -1,25 +1,7 @@
-// One PGlite (a single PostgreSQL session) served to several connections on
-// a Unix socket, the way `npm start`'s four services share one embedded
-// database. PGlite asks no password, so the socket is the access control: it
-// lives in a folder only the owner may enter, and is itself the owner's only. pglite-socket parses each connection's wire protocol
-// (PGLiteSocketHandler); its own queue is what cannot share the one session
-// safely: outside a transaction block it may hand the session to another
-// connection between any two messages (a Parse and its Bind are two), a
-// connection that goes away inside a transaction leaves it open for the next
-// one (test/platform/pglite-server.test.ts fails that way on it), and an exec that
-// throws stops the queue for good. SessionQueue hands the session to one
-// connection at a time for whole requests instead:
-//
-//   PostgreSQL protocol, "Extended Query": "At completion of each series of
-//   extended-query messages, the frontend should issue a Sync message. [...]
-//   the backend [...] issues ReadyForQuery." A simple Query message is one
-//   request too.
-//
-// A connection keeps the session from its first message until a request
-// ends (Sync, Query, or its startup) with no transaction block open
-// (PostgreSQL's IsTransactionBlock: BEGIN until COMMIT or ROLLBACK, a failed
-// block included); then the connection that has waited longest gets it. A
-// connection that goes away inside a transaction has it rolled back.
+// One PGlite (a single PostgreSQL session) served to several connections on a Unix socket, the way
+// `npm start`'s services share one embedded database. PGlite asks no password, so the socket is the
+// access control: it is the owner's only, in a folder only the owner may enter. pglite-socket parses
+// each connection's wire protocol (PGLiteSocketHandler); SessionQueue replaces its queue.
 import { chmod, rm } from "node:fs/promises";
 import { createServer, type Server, type Socket } from "node:net";
 import type { PGlite } from "@electric-sql/pglite";
@@ -43,7 +25,16 @@ function endsRequest(message: Uint8Array): boolean {
   return message.length >= 8 && new DataView(message.buffer, message.byteOffset, 8).getInt32(4) === PROTOCOL_3;
 }
 
-/** The session's owner and the messages waiting for it; the shape PGLiteSocketHandler calls. */
+/**
+ * The session's owner and the messages waiting for it, in the shape PGLiteSocketHandler calls.
+ * pglite-socket's own queue cannot share the session: it may hand it to another connection between a
+ * Parse and its Bind, leaves a gone connection's transaction open for the next one, and stops for good
+ * when an exec throws (test/platform/pglite-server.test.ts). This one gives a connection the session
+ * from its first message until a request ends (PostgreSQL protocol, "Extended Query": at a Sync; a
+ * simple Query is one request too) with no transaction block open (BEGIN until COMMIT or ROLLBACK, a
+ * failed block included); then the connection that has waited longest gets it. A connection that goes
+ * away inside a transaction has it rolled back.
+ */
 export class SessionQueue {
   private readonly waiting: Pending[] = [];
   private owner: number | undefined;
@@ -111,17 +102,8 @@ export class SessionQueue {
   }
 }
 
-export interface PgliteServer {
-  /** The socket's path. */
-  socket: string;
-  close(): Promise<void>;
-}
-
-/**
- * Serves `db` on the Unix socket `socket` (its folder must be the owner's
- * only), connections sharing its session through a SessionQueue.
- */
-export async function servePglite(db: PGlite, socket: string): Promise<PgliteServer> {
+/** Serves `db` on the Unix socket `socket` (its folder must be the owner's only), connections sharing its session. */
+export async function servePglite(db: PGlite, socket: string): Promise<{ close(): Promise<void> }> {
   await db.waitReady;
   const queue = new SessionQueue(db);
   const handlers = new Set<PGLiteSocketHandler>();
@@ -145,7 +127,6 @@ export async function servePglite(db: PGlite, socket: string): Promise<PgliteSer
   });
   await chmod(socket, 0o600);
   return {
-    socket,
     close: async () => {
       await Promise.all([...handlers].map((h) => h.detach(true)));
       await new Promise<void>((resolve) => server.close(() => resolve()));
