@@ -1,13 +1,15 @@
 // The kinds of value the configuration reads (config.ts): each a zod schema
-// of an environment variable's string.
+// of an environment variable's string. Blank counts as unset (what `VAR=` in
+// a .env file or an empty `${VAR}` gives).
+import { isIP } from "node:net";
 import { z } from "zod";
 
-/** A whole number; blank counts as unset (what `VAR=` in a .env file or an empty `${VAR}` gives). */
+/** A whole number from `min` to `max`; `fallback` when unset. */
 export const int = (fallback: number, min: number, max: number) =>
   z
     .string()
     .optional()
-    .transform((v) => (v?.trim() ? v.trim() : undefined))
+    .transform((v) => v?.trim() || undefined)
     .pipe(
       z
         .string()
@@ -22,35 +24,23 @@ export const bool = (fallback: boolean) =>
     .enum(["true", "false", "1", "0", "yes", "no"], { message: "expected true or false" })
     .default(fallback ? "true" : "false")
     .transform((v) => v === "true" || v === "1" || v === "yes");
-export const url = (protocols: string[]) =>
-  z.string().refine(
-    (v) => {
-      try {
-        return protocols.includes(new URL(v).protocol);
-      } catch {
-        return false;
-      }
-    },
-    `expected a ${protocols.join(" or ")} URL`,
-  );
 export const optionalUrl = (protocols: string[]) =>
   z
     .string()
     .optional()
-    .transform((v) => (v === "" ? undefined : v))
-    .pipe(url(protocols).optional());
+    .transform((v) => v || undefined)
+    .pipe(
+      z
+        .string()
+        .refine(
+          (v) => URL.canParse(v) && protocols.includes(new URL(v).protocol),
+          `expected a ${protocols.join(" or ")} URL`,
+        )
+        .optional(),
+    );
 
-/** A web origin exactly as a browser sends it in Origin: scheme://host[:port], lower case, no default port, no path. */
-const isOrigin = (v: string): boolean => {
-  try {
-    const u = new URL(v);
-    return (u.protocol === "https:" || u.protocol === "http:") && u.origin === v;
-  } catch {
-    return false;
-  }
-};
-/** Comma-separated web origins; blank counts as none. */
-export const origins = () =>
+/** Comma-separated values, blank ones dropped, each passing `item`. */
+export const list = (item: z.ZodType<string, string>) =>
   z
     .string()
     .optional()
@@ -60,24 +50,25 @@ export const origins = () =>
         .map((s) => s.trim())
         .filter(Boolean),
     )
-    .pipe(
-      z.array(
-        z
-          .string()
-          .refine(
-            isOrigin,
-            "expected origins such as https://agent.example (scheme, host and port as a browser sends them: no path, no trailing slash), comma-separated",
-          ),
+    .pipe(z.array(item));
+
+/** A web origin exactly as a browser sends it in Origin: scheme://host[:port], lower case, no default port, no path. */
+const isOrigin = (v: string): boolean =>
+  URL.canParse(v) && ["https:", "http:"].includes(new URL(v).protocol) && new URL(v).origin === v;
+/** Comma-separated web origins. */
+export const origins = () =>
+  list(
+    z
+      .string()
+      .refine(
+        isOrigin,
+        "expected origins such as https://agent.example (scheme, host and port as a browser sends them: no path, no trailing slash), comma-separated",
       ),
-    );
+  );
 
 /** Base64 or base64url, padded or not. */
 const BASE64 = /^[A-Za-z0-9+/_-]+={0,2}$/;
-/**
- * 256-bit keys, comma-separated, each base64 (or base64url) of 32 bytes;
- * blank counts as none. Parsed to the keys, in order. An error names an
- * entry by its position, never its value.
- */
+/** Comma-separated base64 (or base64url) of 32 bytes each; an error names an entry by position, never value. */
 export const keys256 = () =>
   z
     .string()
@@ -95,3 +86,20 @@ export const keys256 = () =>
       });
     })
     .transform((list): Buffer[] => list.map((key) => Buffer.from(key, "base64")));
+
+/** "1.2.3.4", "1.2.3.4:53", "::1", "[::1]:53" (what dns.Resolver.setServers takes). */
+export function isDnsServer(value: string): boolean {
+  if (isIP(value)) return true;
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(value);
+  if (!m || Number(m[3]) < 1 || Number(m[3]) > 65535) return false;
+  return m[1] !== undefined ? isIP(m[1]) === 6 : isIP(m[2]!) === 4;
+}
+
+/** 10.0.0.1, ::1, 10.0.0.0/8, fd00::/8 */
+export function isAddressOrCidr(value: string): boolean {
+  const [address, prefix, ...rest] = value.split("/");
+  const family = isIP(address ?? "");
+  if (family === 0 || rest.length > 0) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
+}

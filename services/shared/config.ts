@@ -1,11 +1,8 @@
 // Configuration comes from environment variables, read and validated once at
 // start. A bad or missing value stops the process with one line that names
-// the variable (see `exitOnConfigError`). The README has the table.
+// the variable (see `exitOnConfigError`). docs/configuration.md documents each.
 import { z } from "zod";
-import { bool, int, optionalUrl, port } from "./config-fields.js";
-import { oauthSettings } from "./config-oauth.js";
-import { webhookSettings } from "./config-webhooks.js";
-import { isAddressOrCidr } from "./net/address-syntax.js";
+import { bool, int, isAddressOrCidr, isDnsServer, keys256, list, optionalUrl, origins, port } from "./config-fields.js";
 
 export class ConfigError extends Error {
   constructor(
@@ -18,24 +15,68 @@ export class ConfigError extends Error {
 }
 
 const shape = {
-  ...oauthSettings,
-  ...webhookSettings,
+  // OAuth (the auth service and the gateway's pages).
+  OAUTH_ALLOW_INSECURE_REDIRECTS: bool(false),
+  OAUTH_CLIENT_METADATA_DOCUMENTS: bool(true),
+  OAUTH_CLIENT_METADATA_TIMEOUT_MS: int(5000, 100, 60_000),
+  OAUTH_CLIENT_METADATA_CA_FILE: z
+    .string()
+    .optional()
+    .transform((v) => v?.trim() || undefined),
+  OAUTH_DYNAMIC_REGISTRATION: bool(false),
+  OAUTH_REGISTRATION_LIMIT: int(20, 1, 1_000_000),
+  MCP_ALLOWED_ORIGINS: origins(),
+  OAUTH_CLIENT_METADATA_FETCH_LIMIT: int(30, 1, 1_000_000),
+  ACCESS_TOKEN_TTL_SECONDS: int(3600, 60, 86_400),
+  REFRESH_TOKEN_TTL_SECONDS: int(180 * 86_400, 3600, 730 * 86_400),
+  AUTHORIZATION_CODE_TTL_SECONDS: int(60, 10, 600),
+  REFRESH_RETRY_WINDOW_SECONDS: int(30, 0, 300),
+  INTERACTION_TTL_SECONDS: int(600, 60, 3600),
+  SESSION_TTL_SECONDS: int(8 * 3600, 300, 30 * 86_400),
+  RATE_LIMIT_LOGIN_FAILURES: int(10, 1, 100_000),
+  RATE_LIMIT_CLIENT_AUTH_FAILURES: int(10, 1, 100_000),
+  RATE_LIMIT_ADDRESS_FAILURES: int(100, 1, 1_000_000),
+  // Webhook subscriptions (the webhook service) and their delivery (the delivery service).
+  WEBHOOK_ALLOW_INSECURE_TARGETS: bool(false),
+  WEBHOOK_MAX_SUBSCRIPTIONS_PER_PAIR: int(100, 1, 100_000),
+  WEBHOOK_DNS_TIMEOUT_MS: int(3000, 100, 30_000),
+  WEBHOOK_DNS_SERVERS: list(
+    z.string().refine(isDnsServer, "expected IP addresses with optional ports, comma-separated"),
+  ),
+  WEBHOOK_SECRET_OVERLAP_SECONDS: int(86_400, 0, 30 * 86_400),
+  /** The first encrypts, every one decrypts (secret-box.ts). Never echoed in an error. */
+  WEBHOOK_SECRET_ENCRYPTION_KEY: keys256(),
+  DELIVERY_RETRY_SCHEDULE_SECONDS: z
+    .string()
+    .default("5,30,120,600,1800,7200,21600,43200")
+    .transform((v) => v.split(",").map((s) => s.trim()))
+    .pipe(
+      z
+        .array(z.string().regex(/^\d{1,6}(\.\d{1,3})?$/, "expected seconds separated by commas, e.g. 5,30,120"))
+        .min(1)
+        .max(50)
+        .transform((list) => list.map(Number)),
+    ),
+  DELIVERY_RETRY_AFTER_MAX_SECONDS: int(3600, 0, 86_400),
+  DELIVERY_TIMEOUT_MS: int(10_000, 100, 120_000),
+  /** Enough for 32 subscriptions at their cap of 4: with every slot taken no POST can hand its slot on (hand-on.ts). */
+  DELIVERY_CONCURRENCY: int(128, 1, 1000),
+  WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: int(4, 1, 1000),
+  DELIVERY_SUBSCRIBER_CACHE_MS: int(10_000, 0, 300_000),
+  DELIVERY_POLL_MS: int(500, 10, 60_000),
+  DELIVERY_CLAIM_LEASE_SECONDS: int(60, 5, 3600),
+  WEBHOOK_DISABLE_AFTER_FAILING_SECONDS: int(5 * 86_400, 0, 365 * 86_400),
+  WEBHOOK_DISABLE_AFTER_FAILURES: int(10, 1, 100_000),
+  // The platform.
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
-  /**
-   * json: one JSON object a line; pretty: readable lines (pino-pretty, a development dependency).
-   * Unset: pretty on a terminal, JSON otherwise. The logger reads it (services/shared/logger.ts).
-   */
   LOG_FORMAT: z.enum(["json", "pretty"]).optional(),
-  /** Where PostgreSQL is. Unset: the embedded start runs PGlite; a standalone service refuses to start. */
   DATABASE_URL: optionalUrl(["postgres:", "postgresql:"]),
   DATABASE_POOL_MAX: int(10, 1, 200),
-  /** Apply committed migrations at start. Set false when a release job runs them instead. */
   MIGRATE_ON_START: bool(true),
-  /** Where NATS is (comma-separated for a cluster). Unset: the embedded start uses an in-process bus. */
   NATS_URL: z
     .string()
     .optional()
-    .transform((v) => (v === "" ? undefined : v))
+    .transform((v) => v || undefined)
     .pipe(
       z
         .string()
@@ -54,15 +95,8 @@ const shape = {
     .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, "expected a NATS subject token such as bizcard")
     .default("bizcard"),
   NATS_STREAM_REPLICAS: int(1, 1, 5),
-  /** How long JetStream remembers a Nats-Msg-Id to drop a re-published event. */
   NATS_DUPLICATE_WINDOW_SECONDS: int(900, 10, 86_400),
-  /**
-   * The internal credentials, comma-separated: a service accepts any of them
-   * and sends the first, so one can be rotated without downtime (add the new
-   * one second, then first everywhere, then drop the old one). Parsed to the
-   * list; blank counts as unset (only `npm start` may start without one: it
-   * generates one). Never echoed in an error.
-   */
+  /** A service accepts any and sends the first (rotation without downtime). Never echoed in an error. */
   INTERNAL_RPC_TOKEN: z
     .string()
     .optional()
@@ -85,53 +119,23 @@ const shape = {
   DELIVERY_RPC_URL: optionalUrl(["http:", "https:"]),
   GATEWAY_HOST: z.string().min(1).default("127.0.0.1"),
   GATEWAY_PORT: port(8080),
-  /**
-   * GET /metrics (Prometheus text) of the gateway process, on RPC_HOST: an
-   * internal port, never the public one. Under `npm start` it carries every
-   * service's metrics (one process, one registry). 0: any free port.
-   */
   GATEWAY_METRICS_PORT: port(9464),
-  /**
-   * The proxies in front of the gateway whose X-Forwarded-For is believed (the
-   * client address that logs and rate limits use): addresses or CIDR ranges.
-   * Addresses, not a hop count: a count trusts whoever connects directly.
-   */
-  GATEWAY_TRUSTED_PROXIES: z
-    .string()
-    .optional()
-    .transform((v) =>
-      (v ?? "")
-        .split(",")
-        .map((s) => s.trim())
-        .filter(Boolean),
-    )
-    .pipe(z.array(z.string().refine(isAddressOrCidr, "expected IP addresses or CIDR ranges, comma-separated"))),
-  /** The issuer and the base of every absolute URL the gateway writes. */
+  /** Proxies whose X-Forwarded-For is believed: addresses, not a hop count (which trusts whoever connects). */
+  GATEWAY_TRUSTED_PROXIES: list(
+    z.string().refine(isAddressOrCidr, "expected IP addresses or CIDR ranges, comma-separated"),
+  ),
   PUBLIC_URL: optionalUrl(["http:", "https:"]),
-  /** Embedded start: where PGlite keeps its data. */
   DATA_DIR: z.string().min(1).default("./data"),
   OUTBOX_POLL_MS: int(1000, 10, 60_000),
-  /**
-   * How long a dead relay's lease blocks the next one (one relay publishes at a time).
-   * At least 3 × the larger of OUTBOX_POLL_MS and OUTBOX_PUBLISH_TIMEOUT_MS (checkOutboxTimings).
-   */
+  /** How long a dead relay's lease blocks the next one (leaseTimingProblem). */
   OUTBOX_LEASE_MS: int(15_000, 500, 300_000),
-  /** How long the relay waits for the broker to store one event; a publish starts only while the lease outlasts it. */
   OUTBOX_PUBLISH_TIMEOUT_MS: int(3000, 100, 60_000),
-  /** Gateway: how long a bearer check is cached; revocations (on the bus) drop entries at once. 0 turns the cache off. */
   BEARER_CACHE_MS: int(30_000, 0, 600_000),
-  /** Gateway: a request's head and body must have arrived within this long (else 408); stalled bodies end here. */
   GATEWAY_REQUEST_TIMEOUT_MS: int(10_000, 100, 600_000),
-  /** Gateway: a request's head must have arrived within this long (else 408); never more than the request timeout. */
   GATEWAY_HEADERS_TIMEOUT_MS: int(5_000, 100, 600_000),
-  /** Gateway: an idle keep-alive connection is closed after this long (above common load balancers' 60 s). */
   GATEWAY_KEEP_ALIVE_TIMEOUT_MS: int(72_000, 100, 600_000),
-  // Pruning (services/shared/prune/): each service deletes its own expired rows.
-  /** Auth and delivery: how often each prunes its tables, in seconds (each wait stretched or shrunk by up to 20 %). */
   PRUNE_INTERVAL_SECONDS: int(600, 1, 86_400),
-  /** Rows deleted per statement (each its own short transaction) while pruning. */
   PRUNE_BATCH_SIZE: int(500, 1, 100_000),
-  /** Delivery: finished deliveries and attempts are kept this many days after their last activity. */
   DELIVERY_LOG_RETENTION_DAYS: int(30, 1, 3650),
 };
 
@@ -150,11 +154,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const variable = String(issue.path[0] ?? "environment");
-    const value = env[variable];
-    throw new ConfigError(variable, value === undefined ? `${issue.message} (unset)` : issue.message);
+    throw new ConfigError(variable, env[variable] === undefined ? `${issue.message} (unset)` : issue.message);
   }
   const c = parsed.data;
-  checkOutboxTimings(c);
+  const lease = leaseTimingProblem({
+    leaseMs: c.OUTBOX_LEASE_MS,
+    pollMs: c.OUTBOX_POLL_MS,
+    publishTimeoutMs: c.OUTBOX_PUBLISH_TIMEOUT_MS,
+  });
+  if (lease) throw new ConfigError("OUTBOX_LEASE_MS", `${c.OUTBOX_LEASE_MS} ${lease}`);
   if (c.DELIVERY_CLAIM_LEASE_SECONDS * 1000 < c.DELIVERY_TIMEOUT_MS + 5000) {
     throw new ConfigError("DELIVERY_CLAIM_LEASE_SECONDS", "must exceed DELIVERY_TIMEOUT_MS by at least 5 seconds");
   }
@@ -170,91 +178,57 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   };
 }
 
-/**
- * A lease must cover several publishes and several polls: a relay renews it
- * once per poll while idle, and starts a publish only while the lease
- * outlasts the publish timeout plus a fifth of the lease (the margin).
- */
-export const LEASE_MULTIPLE = 3;
+/** A relay renews once per poll while idle, and starts a publish only while the lease outlasts it plus a margin. */
+const LEASE_MULTIPLE = 3;
 
-/** Why these outbox timings cannot work together, or undefined when they can. */
+/** Why these outbox timings cannot work together (services/shared/outbox/lease.ts), or undefined when they can. */
 export function leaseTimingProblem(t: {
   leaseMs: number;
   pollMs: number;
   publishTimeoutMs: number;
 }): string | undefined {
   const needed = LEASE_MULTIPLE * Math.max(t.pollMs, t.publishTimeoutMs);
-  if (t.leaseMs < needed) {
-    return `must be at least ${LEASE_MULTIPLE} × the larger of the poll interval (${t.pollMs} ms) and the publish timeout (${t.publishTimeoutMs} ms): ${needed} ms or more`;
-  }
-  return undefined;
-}
-
-/** The outbox lease must outlast several polls and publishes (see services/shared/outbox/lease.ts). */
-function checkOutboxTimings(c: {
-  OUTBOX_LEASE_MS: number;
-  OUTBOX_POLL_MS: number;
-  OUTBOX_PUBLISH_TIMEOUT_MS: number;
-}): void {
-  const problem = leaseTimingProblem({
-    leaseMs: c.OUTBOX_LEASE_MS,
-    pollMs: c.OUTBOX_POLL_MS,
-    publishTimeoutMs: c.OUTBOX_PUBLISH_TIMEOUT_MS,
-  });
-  if (problem) throw new ConfigError("OUTBOX_LEASE_MS", `${c.OUTBOX_LEASE_MS} ${problem}`);
+  if (t.leaseMs >= needed) return undefined;
+  return `must be at least ${LEASE_MULTIPLE} × the larger of the poll interval (${t.pollMs} ms) and the publish timeout (${t.publishTimeoutMs} ms): ${needed} ms or more`;
 }
 
 /** Standalone processes need the real backends: never a home-made substitute in production. */
 export function requireBackends(config: Config, needs: { database?: boolean; nats?: boolean }): void {
-  if (needs.database && !config.DATABASE_URL) {
-    throw new ConfigError("DATABASE_URL", "required when a service runs as its own process (unset)");
-  }
-  if (needs.nats && !config.NATS_URL) {
-    throw new ConfigError("NATS_URL", "required when a service runs as its own process (unset)");
+  for (const [variable, needed] of [
+    ["DATABASE_URL", needs.database && !config.DATABASE_URL],
+    ["NATS_URL", needs.nats && !config.NATS_URL],
+  ] as const) {
+    if (needed) throw new ConfigError(variable, "required when a service runs as its own process (unset)");
   }
 }
 
-/**
- * Every service and the gateway carry the internal credential, on any
- * RPC_HOST: loopback is no boundary (a DNS-rebinding page in a local browser
- * reaches 127.0.0.1), so an RPC port never accepts an anonymous caller.
- */
+/** RPC ports refuse anonymous callers on any host: a DNS-rebinding page in a local browser reaches 127.0.0.1. */
 export function requireInternalToken(config: Config): void {
-  if (config.INTERNAL_RPC_TOKEN.length === 0) {
-    throw new ConfigError(
-      "INTERNAL_RPC_TOKEN",
-      "required: the credential every internal RPC carries, at least 32 characters (unset)",
-    );
-  }
+  if (config.INTERNAL_RPC_TOKEN.length > 0) return;
+  throw new ConfigError(
+    "INTERNAL_RPC_TOKEN",
+    "required: the credential every internal RPC carries, at least 32 characters (unset)",
+  );
 }
 
-/**
- * The webhook service seals its subscriptions' signing secrets with the
- * first of these keys and opens them with any: it never starts without one.
- */
+/** The webhook service seals its subscriptions' signing secrets with these keys: it never starts without one. */
 export function requireSecretEncryptionKey(config: Config): void {
-  if (config.WEBHOOK_SECRET_ENCRYPTION_KEY.length === 0) {
-    throw new ConfigError(
-      "WEBHOOK_SECRET_ENCRYPTION_KEY",
-      "required: the key the webhook signing secrets are encrypted with, base64 of 32 random bytes (openssl rand -base64 32) (unset)",
-    );
-  }
+  if (config.WEBHOOK_SECRET_ENCRYPTION_KEY.length > 0) return;
+  throw new ConfigError(
+    "WEBHOOK_SECRET_ENCRYPTION_KEY",
+    "required: the key the webhook signing secrets are encrypted with, base64 of 32 random bytes (openssl rand -base64 32) (unset)",
+  );
 }
 
-// What a platform process checks at start when it runs on its own (services/shared/service-main.ts,
-// gateway/main.ts); test/platform/compose-processes.test.ts holds docker-compose.yml to them.
-/** A service (auth, organisation, webhook, delivery) as its own process. */
-export const SERVICE_PROCESS_CHECKS: ((config: Config) => void)[] = [
+type Check = (config: Config) => void;
+// What a platform process checks at start when it runs on its own (and docker-compose.yml provides).
+export const SERVICE_PROCESS_CHECKS: Check[] = [
   (c) => requireBackends(c, { database: true, nats: true }),
-  (c) => requireInternalToken(c),
+  requireInternalToken,
 ];
-/** The webhook service as its own process: a service's checks and its secrets' key. */
-export const WEBHOOK_PROCESS_CHECKS: ((config: Config) => void)[] = [
-  ...SERVICE_PROCESS_CHECKS,
-  (c) => requireSecretEncryptionKey(c),
-];
-/** The gateway as its own process (NATS_URL is optional: without it, bearer checks are not cached). */
-export const GATEWAY_PROCESS_CHECKS: ((config: Config) => void)[] = [(c) => requireInternalToken(c)];
+export const WEBHOOK_PROCESS_CHECKS: Check[] = [...SERVICE_PROCESS_CHECKS, requireSecretEncryptionKey];
+/** NATS_URL is optional for the gateway: without it, bearer checks are not cached. */
+export const GATEWAY_PROCESS_CHECKS: Check[] = [requireInternalToken];
 
 /** The configuration with these internal credentials (the embedded start's generated one). */
 export function withInternalTokens(config: Config, tokens: string[]): Config {
@@ -275,11 +249,8 @@ export function exitOnConfigError(err: unknown): never {
   throw err;
 }
 
-/**
- * The configuration of a process that is starting, with its extra checks:
- * on any problem, one line naming the variable and exit 1.
- */
-export function loadConfigOrExit(checks: ((config: Config) => void)[] = []): Config {
+/** The configuration of a starting process, after its checks; on any problem, exitOnConfigError. */
+export function loadConfigOrExit(checks: Check[] = []): Config {
   try {
     const config = loadConfig();
     for (const check of checks) check(config);

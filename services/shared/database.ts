@@ -41,12 +41,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<MikroORM> 
   return MikroORM.init(config);
 }
 
-/**
- * The ORM's migrator. Its module (with umzug and its command-line
- * libraries, a large part of a cold start's loading) is loaded on first
- * use, as most starts find every migration applied already
- * (hasPendingMigrations).
- */
+/** The ORM's migrator, loaded on first use: a large module that most starts (nothing pending) never need. */
 export async function migrator(orm: MikroORM): Promise<Migrator> {
   const { Migrator } = await import("@mikro-orm/migrations");
   // Registered again on each call: MikroORM keeps the migrator its first use made.
@@ -80,12 +75,7 @@ export async function pingDatabase(orm: MikroORM): Promise<void> {
   await orm.em.fork().getConnection().execute("select 1");
 }
 
-/**
- * Whether a service's database takes named prepared statements and
- * connections of a side pool: real PostgreSQL, a pool of several
- * connections. PGlite (the embedded default) serves one session per service,
- * a pool of one, where a name an earlier connection prepared still exists.
- */
+/** Named prepared statements and side pools: real PostgreSQL only, not PGlite's one session per service. */
 export function onRealPostgres(deps: { databasePoolMax: number }): boolean {
   return deps.databasePoolMax > 1;
 }
@@ -112,11 +102,7 @@ export async function openServiceDatabase(
   return orm;
 }
 
-/**
- * Replicas starting together race for the same migrations: each runs them in
- * one transaction, one commits and the others fail (the table exists). A
- * retry then finds nothing pending.
- */
+/** Replicas starting together race for the same migrations: the losers fail, and a retry finds nothing pending. */
 async function migrateWithRetry(orm: MikroORM, logger: Logger, attempts = 4): Promise<string[]> {
   for (let attempt = 1; ; attempt++) {
     try {

@@ -1,21 +1,13 @@
-// The email rule, defined once: what the platform accepts as an email address
-// (a member's login, a contact's email field), and the one form a member's
-// login email is stored, looked up and rate-limited under. Deliberately loose, since
-// anything stricter rejects real addresses: one "@", no whitespace, a dot in
-// the domain, and a bounded length.
-//
-// RFC 5321, 4.5.3.1.1: "The maximum total length of a user name or other
-// local-part is 64 octets." 4.5.3.1.2: "The maximum total length of a domain
-// name or number is 255 octets." 64 + 1 + 255 = 320.
+// The email rule, defined once: what the platform accepts as an email address,
+// deliberately loose (anything stricter rejects real addresses), and the one
+// form a login email is stored under.
+
+// RFC 5321 4.5.3.1.1 and 4.5.3.1.2: local-part at most 64 octets, domain at most 255.
 export const EMAIL_MAX_LENGTH = 320;
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
-/**
- * A member's login email as stored and compared: trimmed and in lower case,
- * so that "Ada@Example.com " logs in as the member "ada@example.com" and
- * counts against the same failure limit.
- */
+/** A login email as stored and compared: "Ada@Example.com " logs in, and is limited, as "ada@example.com". */
 export function normaliseEmail(value: string): string {
   return value.trim().toLowerCase();
 }

@@ -1,8 +1,6 @@
 // The event types, defined once: the wire enum (bizcard.events.v1.EventType)
-// and the name a subscription stores and shows, which is also the subject the
-// event is published on after the prefix (`bizcard.contact.created`).
-// The webhook schema's check constraint lists the same names
-// (subscription.entity.ts builds it from EVENT_TYPE_NAMES).
+// and the name a subscription stores and shows, also the subject after the
+// prefix (`bizcard.contact.created`) and the webhook schema's check constraint.
 import { EventType } from "../../gen/bizcard/events/v1/events_pb.js";
 import { invalid } from "./validation.js";
 

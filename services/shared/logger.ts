@@ -7,15 +7,11 @@ import { pino, type DestinationStream, type Logger, type LoggerOptions } from "p
 import { currentTraceId } from "./request-context.js";
 
 export type { Logger };
-
-export type LogFormat = "json" | "pretty";
+type LogFormat = "json" | "pretty";
 
 const NO_FIELDS = Object.freeze({});
 
-/**
- * Every line written while a request (or a delivery) is being served carries
- * its trace id, so a trace's lines are found in every process it went through.
- */
+/** A line written while a request (or a delivery) is served carries its trace id, in every process. */
 function traceFields(): object {
   const traceId = currentTraceId();
   return traceId === undefined ? NO_FIELDS : { traceId };
@@ -26,34 +22,22 @@ export function logFormat(
   env: string | undefined = process.env.LOG_FORMAT,
   isTTY: boolean = process.stdout.isTTY === true,
 ): LogFormat {
-  if (env === "json" || env === "pretty") return env;
-  return isTTY ? "pretty" : "json";
+  return env === "json" || env === "pretty" ? env : isTTY ? "pretty" : "json";
 }
 
 type PrettyFactory = (options: Record<string, unknown>) => DestinationStream;
-let prettyFactory: PrettyFactory | null | undefined;
 
-/**
- * pino-pretty is a development dependency: the production image (no terminal)
- * writes JSON and does not install it. Asked for where it is missing, the
- * lines stay JSON, with one warning saying why.
- */
-function loadPretty(): PrettyFactory | null {
-  if (prettyFactory !== undefined) return prettyFactory;
+/** pino-pretty is a development dependency, absent from the production image: undefined there. */
+function loadPretty(): PrettyFactory | undefined {
   try {
     const mod = createRequire(import.meta.url)("pino-pretty") as PrettyFactory | { default: PrettyFactory };
-    prettyFactory = typeof mod === "function" ? mod : mod.default;
+    return typeof mod === "function" ? mod : mod.default;
   } catch {
-    prettyFactory = null;
+    return undefined;
   }
-  return prettyFactory;
 }
 
-/**
- * `destination`: where the lines go (default stdout); tests pass a stream to read them.
- * `format`: json or pretty; by default logFormat() (LOG_FORMAT, or whether stdout is a terminal)
- * for stdout, JSON for a given destination (what reads it parses it).
- */
+/** `destination`: stdout by default (tests pass a stream); `format`: then logFormat(), JSON for a given destination. */
 export function createLogger(
   name: string,
   level: string = process.env.LOG_LEVEL ?? "info",
@@ -74,40 +58,32 @@ export function createLogger(
       censor: "[redacted]",
     },
   };
-  if (format === "pretty") {
-    const pretty = loadPretty();
-    if (pretty) {
-      const stream = pretty({
-        destination: destination ?? 1,
-        colorize: destination ? false : undefined,
-        translateTime: "SYS:HH:MM:ss.l",
-        ignore: "pid,hostname,service",
-        messageFormat: "{service}: {msg}",
-        singleLine: true,
-        sync: true,
-      });
-      return pino(options, stream);
-    }
-    const logger = destination ? pino(options, destination) : pino(options);
-    logger.warn("LOG_FORMAT=pretty needs pino-pretty, which is not installed (a development dependency): writing JSON");
-    return logger;
+  const pretty = format === "pretty" ? loadPretty() : undefined;
+  if (pretty) {
+    const stream = pretty({
+      destination: destination ?? 1,
+      colorize: destination ? false : undefined,
+      translateTime: "SYS:HH:MM:ss.l",
+      ignore: "pid,hostname,service",
+      messageFormat: "{service}: {msg}",
+      singleLine: true,
+      sync: true,
+    });
+    return pino(options, stream);
   }
-  return destination ? pino(options, destination) : pino(options);
+  const logger = destination ? pino(options, destination) : pino(options);
+  if (format === "pretty") {
+    logger.warn("LOG_FORMAT=pretty needs pino-pretty, which is not installed (a development dependency): writing JSON");
+  }
+  return logger;
 }
 
 /** Causes followed at most (a cycle or a very long chain ends there). */
 const MAX_DEPTH = 5;
 
 /**
- * Errors as logs may show them: the one place where an error's cause chain
- * is written out. A database error is the danger: MikroORM inlines the
- * parameters into the statement it sends, and knex prefixes the driver's
- * message with that statement, so the message holds the values (password
- * hashes, interaction ids, CSRF tokens). A database error is written as its
- * kind, SQLSTATE, table and constraint, the statement with every literal
- * replaced by `?`, and the server's message with the values it quotes
- * replaced (no stack); every other error as type, message, code and stack, with its
- * causes treated the same way.
+ * Errors as logs show them, causes included. A database error's message holds
+ * the statement's values (MikroORM inlines them): it is written without them, and without stack.
  */
 export function safeError(err: unknown, depth = 0): unknown {
   if (err instanceof DriverException) return driverError(err);
@@ -162,7 +138,7 @@ function isPgError(err: unknown): err is Error & { code: string; table?: string;
 }
 
 /** SQL string literals ('…', E'…', with '' inside) and numbers replaced by `?`. */
-export function withoutLiterals(sql: string): string {
+function withoutLiterals(sql: string): string {
   return sql.replace(/(?:\b[Ee])?'(?:[^']|'')*'/g, "?").replace(/(?<![\w."$])-?\d+(?:\.\d+)?(?![\w"])/g, "?");
 }
 

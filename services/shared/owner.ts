@@ -5,7 +5,7 @@ import type { Owner } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { invalid, requireUuid } from "./validation.js";
 
 /** Client ids are issued by the auth service; anything longer is not one. */
-export const CLIENT_ID_MAX_LENGTH = 255;
+const CLIENT_ID_MAX_LENGTH = 255;
 
 export interface Pair {
   organisationId: string;

@@ -1,11 +1,7 @@
-// Keyset pagination, defined once. A list is read in the order of a unique
-// key, newest first; a page is the first page_size rows after the page token,
-// and its next_page_token names the key of its last row when more rows follow
-// (one row more than the page is read to know). Tokens are opaque (base64url
-// of a JSON array); one this service did not issue is INVALID_ARGUMENT.
-//
-// The list handlers call readPage with a keyset (timeIdKeyset or
-// int64IdKeyset) and a find that adds its own filters (owner, organisation).
+// Keyset pagination, defined once. A list is read newest first in the order
+// of a unique key; a page is the first page_size rows after the page token,
+// and its next_page_token names the key of its last row when more follow.
+// Tokens are opaque (base64url of a JSON array); one not issued here is INVALID_ARGUMENT.
 import type { ObjectQuery, QueryOrderMap } from "@mikro-orm/core";
 import { invalid, isUuid } from "./validation.js";
 
@@ -85,23 +81,15 @@ export function int64IdKeyset<Row extends { id: bigint }>(): Keyset<Row> {
   };
 }
 
-export interface PageRequest {
-  pageSize: number;
-  pageToken: string;
-}
-
 export interface Page<Row> {
   rows: Row[];
   nextPageToken: string;
 }
 
-/**
- * One page of a list: page_size is checked, then the token; `find` gets the
- * keyset's filter (spread it next to the list's own) and its order and limit.
- */
+/** One page of a list: `find` gets the keyset's filter (to spread next to its own), order and limit. */
 export async function readPage<Row extends object>(
   keyset: Keyset<Row>,
-  request: PageRequest,
+  request: { pageSize: number; pageToken: string },
   find: (after: ObjectQuery<Row>, options: { orderBy: QueryOrderMap<Row>; limit: number }) => Promise<Row[]>,
 ): Promise<Page<Row>> {
   const limit = pageSize(request.pageSize);

@@ -16,23 +16,16 @@ export class PortInUseError extends Error {
   }
 }
 
-export function isAddressInUse(err: unknown): boolean {
-  return (err as NodeJS.ErrnoException | undefined)?.code === "EADDRINUSE";
-}
-
 /** Runs listen(); an address in use becomes a PortInUseError naming the variable. */
 export async function listenOn<T>(setting: PortSetting, listen: () => Promise<T>): Promise<T> {
   try {
     return await listen();
   } catch (err) {
-    throw isAddressInUse(err) ? new PortInUseError(setting) : err;
+    throw (err as NodeJS.ErrnoException | undefined)?.code === "EADDRINUSE" ? new PortInUseError(setting) : err;
   }
 }
 
-/**
- * Fails fast, before anything slow starts, when one of the ports is taken. The
- * real listen() can still lose a race to another process: wrap it in listenOn.
- */
+/** Fails fast when a port is taken; the real listen() can still lose a race: wrap it in listenOn. */
 export async function checkPortsFree(settings: PortSetting[]): Promise<void> {
   for (const setting of settings) {
     if (setting.port === 0) continue;

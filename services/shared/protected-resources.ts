@@ -1,10 +1,7 @@
-// The protected resources this platform serves (RFC 9728), each with its
-// resource identifier (RFC 8707 audience) and the URL of its metadata:
-//
-//   api  the REST API             PUBLIC_URL         /.well-known/oauth-protected-resource
-//   mcp  the MCP endpoint         PUBLIC_URL/mcp     /.well-known/oauth-protected-resource/mcp
-//
-// A token is issued for one of them (its audience) and refused by the other.
+// The protected resources this platform serves (RFC 9728): the REST API at
+// PUBLIC_URL and the MCP endpoint at PUBLIC_URL/mcp, each with its resource
+// identifier (RFC 8707 audience) and metadata URL. A token is issued for one
+// of them and refused by the other.
 
 export type ResourceName = "api" | "mcp";
 
@@ -24,12 +21,8 @@ export type ProtectedResources = Record<ResourceName, ProtectedResource>;
 
 const WELL_KNOWN = "/.well-known/oauth-protected-resource";
 
-/**
- * RFC 9728 §3.1: "the well-known URI path suffix [...] is inserted into the
- * protected resource's resource identifier between the host component and
- * the path and/or query components, if any".
- */
-export function metadataUrlOf(identifier: string): string {
+/** RFC 9728 §3.1: the well-known suffix "is inserted [...] between the host component and the path". */
+function metadataUrlOf(identifier: string): string {
   const url = new URL(identifier);
   const path = url.pathname === "/" ? "" : url.pathname.replace(/\/+$/, "");
   return `${url.origin}${WELL_KNOWN}${path}`;

@@ -13,7 +13,6 @@ export interface ServiceApp {
   readiness: ReadinessCheck;
   /** Background work (outbox relay, consumers): started once the RPC port listens. */
   start(): Promise<void>;
-  /** Stops the background work and closes pools. */
   close(): Promise<void>;
 }
 

@@ -12,21 +12,19 @@ export interface ServiceMainOptions {
   name: string;
   port: (config: Config) => number;
   create: (deps: ServiceAppDeps) => Promise<ServiceApp>;
-  /** What the configuration must hold before anything starts; SERVICE_PROCESS_CHECKS unless given. */
+  /** SERVICE_PROCESS_CHECKS unless given. */
   checks?: ((config: Config) => void)[];
 }
 
 export async function serviceMain(options: ServiceMainOptions): Promise<void> {
   const config = loadConfigOrExit(options.checks ?? SERVICE_PROCESS_CHECKS);
   const logger = createLogger(options.name, config.LOG_LEVEL);
-  // Signals are handled from the first moment: a stop during start (waiting for
-  // NATS, migrating) closes what is open so far and exits 0.
+  // A stop during start (waiting for NATS, migrating) closes what is open so far and exits 0.
   const closers: (() => Promise<void>)[] = [];
   onShutdown(logger, async () => {
     for (const close of closers.reverse()) await close();
   });
   try {
-    // Spans are exported only when OTEL_EXPORTER_OTLP_ENDPOINT (or …_TRACES_ENDPOINT) is set.
     const tracing = await startTracing(options.name);
     closers.push(() => tracing.shutdown().catch((err: unknown) => logger.warn({ err }, "spans not exported")));
     const bus = await openBus(config, options.name, logger);
@@ -72,9 +70,7 @@ export function onShutdown(logger: Logger, drain: () => Promise<void>, timeoutMs
   let drainingSince: number | undefined;
   const handler = (signal: NodeJS.Signals) => {
     if (drainingSince !== undefined) {
-      // One stop often arrives twice: Ctrl-C (or a kill of the process group)
-      // reaches node directly and again as npm forwards it. Only a signal sent
-      // after that, by someone who means it, cuts the drain short.
+      // One stop often arrives twice (directly, and as npm forwards it): only a later one cuts the drain short.
       if (Date.now() - drainingSince < REPEATED_SIGNAL_MS) return;
       process.exit(1);
     }

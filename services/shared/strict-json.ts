@@ -1,20 +1,15 @@
-// JSON read strictly, wherever it comes from outside: a request body at the
-// gateway (gateway/body-parsers.ts, gateway/string-params.ts) and a client
-// metadata document the auth service fetches. UTF-8 only, never repaired; no
-// member name twice in one object; no string, name or value, that is not
-// storable text (storable-text.ts: U+0000, an unpaired surrogate). JSON.parse
-// alone accepts all three: it decodes nothing, keeps the last of two equal
-// names, and returns "\ud800" as a lone surrogate that becomes U+FFFD on its
-// way to the database.
+// JSON read strictly, wherever it comes from outside (a request body at the
+// gateway, a client metadata document the auth service fetches): UTF-8 only,
+// never repaired; no member name twice in one object; no string that is not
+// storable text (storable-text.ts). JSON.parse alone accepts all three.
 import { isStorableText } from "./storable-text.js";
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /**
  * RFC 8259 §8.1: "JSON text exchanged between systems that are not part of a
- * closed ecosystem MUST be encoded using UTF-8". The text of `bytes`, or
- * undefined when they are not UTF-8 (never U+FFFD in place of a bad byte). A
- * byte order mark is kept, so JSON.parse refuses it.
+ * closed ecosystem MUST be encoded using UTF-8". The text, or undefined when
+ * not UTF-8; a byte order mark is kept, so JSON.parse refuses it.
  */
 export function decodeUtf8(bytes: Uint8Array): string | undefined {
   try {
@@ -25,11 +20,9 @@ export function decodeUtf8(bytes: Uint8Array): string | undefined {
 }
 
 /**
- * RFC 8259 §4: "The names within an object SHOULD be unique"; RFC 6749 §3.1:
- * "Request and response parameters MUST NOT be included more than once." The
- * first name repeated within one object, at any depth, or undefined. Runs on
- * text JSON.parse accepted, so a string after "{" or "," inside an object is
- * a name; one pass over the text, cheaper than the parse itself.
+ * RFC 6749 §3.1: "Request and response parameters MUST NOT be included more
+ * than once." The first name repeated within one object, at any depth. Runs
+ * on text JSON.parse accepted, so a string after "{" or "," in an object is a name.
  */
 export function firstRepeatedName(text: string): string | undefined {
   // One set of names per open object; undefined for an open array.
@@ -76,13 +69,9 @@ export interface UnstorableString {
 }
 
 /**
- * RFC 8259 §8.2: "the ABNF in this specification allows member names and
- * string values to contain bit sequences that cannot encode Unicode
- * characters; for example, "\uDEAD" (a single unpaired UTF-16 surrogate)
- * [...] The behavior of software that receives JSON texts containing such
- * values is unpredictable". The first string, names included, that is not
- * storable text (isStorableText), member by member in order. Iterative: a
- * value may nest deeper than the stack.
+ * RFC 8259 §8.2: "The behavior of software that receives JSON texts
+ * containing such values is unpredictable". The first string, names
+ * included, that is not storable text. Iterative: a value may nest deeper than the stack.
  */
 export function firstUnstorableString(value: unknown): UnstorableString | undefined {
   if (value === null || typeof value !== "object") {
@@ -106,7 +95,6 @@ export function firstUnstorableString(value: unknown): UnstorableString | undefi
   return undefined;
 }
 
-/** What the strict rules refuse in JSON text that JSON.parse accepted. */
 export type StrictJsonProblem = { kind: "repeated-name"; name: string } | ({ kind: "unstorable" } & UnstorableString);
 
 /** The first problem of `text`, parsed as `value` by JSON.parse: a repeated name, then an unstorable string; undefined when none. */

@@ -4,14 +4,11 @@
 import {
   RetentionPolicy,
   StorageType,
-  headers,
   nanos,
   type JetStreamClient,
   type JetStreamManager,
   type NatsConnection,
 } from "nats";
-import type { Logger } from "../logger.js";
-import { TRACEPARENT_HEADER, TRACESTATE_HEADER } from "../trace/traceparent.js";
 import {
   subjectFor,
   type BatchConsumerOptions,
@@ -33,56 +30,55 @@ import {
   serveBatches,
   serveMessages,
   type DurableContext,
-  type PullSettings,
+  type Pull,
   type Serve,
 } from "./nats-consumer.js";
-import { NatsLink, type NatsLinkOptions } from "./nats-link.js";
+import { NatsLink, traceHeaders, type NatsLinkOptions } from "./nats-link.js";
 
 export interface NatsBusOptions extends NatsLinkOptions {
   stream: string;
   prefix: string;
   replicas: number;
   duplicateWindowSeconds: number;
-  /** The whole of one publish, making sure of the stream included (OUTBOX_PUBLISH_TIMEOUT_MS). */
+  /** The whole of one publish, stream check included (OUTBOX_PUBLISH_TIMEOUT_MS). */
   publishTimeoutMs?: number;
 }
 
 const STREAM_MAX_AGE_DAYS = 7;
 
-export class NatsBus implements EventBus {
+export class NatsBus extends NatsLink implements EventBus {
   readonly kind = "nats" as const;
   private streamReady: Promise<void> | undefined;
   private readonly consumers = new Set<Consumer>();
+  private readonly durables: DurableContext;
 
   private constructor(
-    private readonly link: NatsLink,
+    nc: NatsConnection,
     private readonly js: JetStreamClient,
     private readonly jsm: JetStreamManager,
     private readonly options: NatsBusOptions,
-  ) {}
+  ) {
+    super(nc, options.logger);
+    this.durables = {
+      js,
+      jsm,
+      stream: options.stream,
+      prefix: options.prefix,
+      logger: options.logger,
+      ensureStream: () => this.ensureStream(),
+      streamMayBeGone: () => (this.streamReady = undefined),
+    };
+  }
 
-  /** Connects, waiting for the first connection if the server is not up yet. */
   static async connect(options: NatsBusOptions): Promise<NatsBus> {
-    const link = await NatsLink.connect(options);
-    const jsm = await link.nc.jetstreamManager({ checkAPI: false });
-    options.logger.info({ server: link.nc.getServer() }, "connected to NATS");
-    return new NatsBus(link, link.nc.jetstream(), jsm, options);
+    const nc = await NatsLink.open(options);
+    const jsm = await nc.jetstreamManager({ checkAPI: false });
+    options.logger.info({ server: nc.getServer() }, "connected to NATS");
+    return new NatsBus(nc, nc.jetstream(), jsm, options);
   }
 
-  private get nc(): NatsConnection {
-    return this.link.nc;
-  }
-
-  get connected(): boolean {
-    return this.link.connected;
-  }
-
-  onConnectionChange(listener: (connected: boolean) => void): () => void {
-    return this.link.onConnectionChange(listener);
-  }
-
-  subscribe(subject: string, handler: SubscriptionHandler): Promise<Consumer> {
-    return this.coreSubscription(subjectFor(this.options.prefix, subject), handler);
+  async subscribe(subject: string, handler: SubscriptionHandler): Promise<Consumer> {
+    return this.track(await this.coreSubscribe(subjectFor(this.options.prefix, subject), handler));
   }
 
   async announce(topic: string, data: Uint8Array): Promise<void> {
@@ -90,19 +86,19 @@ export class NatsBus implements EventBus {
     await this.nc.flush();
   }
 
-  listen(topic: string, handler: SubscriptionHandler): Promise<Consumer> {
-    return this.coreSubscription(this.announcementSubject(topic), handler);
+  async listen(topic: string, handler: SubscriptionHandler): Promise<Consumer> {
+    return this.track(await this.coreSubscribe(this.announcementSubject(topic), handler));
   }
 
   private announcementSubject(topic: string): string {
     return `${this.options.prefix}-announce.${topic}`;
   }
 
-  private async coreSubscription(subject: string, handler: SubscriptionHandler): Promise<Consumer> {
-    const unsubscribe = await this.link.subscribe(subject, handler);
+  /** A consumer that close() stops. */
+  private track(stop: () => unknown): Consumer {
     const consumer: Consumer = {
       stop: async () => {
-        unsubscribe();
+        await stop();
         this.consumers.delete(consumer);
       },
     };
@@ -136,11 +132,7 @@ export class NatsBus implements EventBus {
     return this.streamReady;
   }
 
-  /**
-   * `trace`: sent as the message headers of those names (W3C Trace Context
-   * over a message bus). `afterMsgId`: stored only if the stream's last stored
-   * message is that one (publishInOrder).
-   */
+  /** `trace`: sent as headers of those names. `afterMsgId`: stored only if the stream's last message is that one. */
   async publish(
     subject: string,
     data: Uint8Array,
@@ -148,8 +140,7 @@ export class NatsBus implements EventBus {
     trace?: TraceHeaders,
     afterMsgId?: string,
   ): Promise<void> {
-    // The outbox relay starts a publish only while its lease outlasts this
-    // timeout: the message must not leave after it, stream check included.
+    // The outbox relay starts a publish only while its lease outlasts this timeout, stream check included.
     const timeoutMs = this.options.publishTimeoutMs ?? 3000;
     const deadline = performance.now() + timeoutMs;
     await this.ensureStream();
@@ -158,7 +149,7 @@ export class NatsBus implements EventBus {
     try {
       await this.js.publish(subject, data, {
         msgID: msgId,
-        ...(trace?.traceparent ? { headers: traceHeaders(trace.traceparent, trace.tracestate) } : {}),
+        ...(trace?.traceparent ? { headers: traceHeaders(trace) } : {}),
         expect: { streamName: this.options.stream, ...(afterMsgId === undefined ? {} : { lastMsgID: afterMsgId }) },
         timeout: left,
       });
@@ -170,20 +161,9 @@ export class NatsBus implements EventBus {
   }
 
   /**
-   * All at once on the one connection (the server takes a connection's
-   * messages in the order sent), acknowledgements awaited together. Each
-   * message after the first carries Nats-Expected-Last-Msg-Id = the one before
-   * it: the stream stores it only if its last stored message is that one. So
-   * if message k is not stored (refused, lost with the connection), every
-   * message after it is refused too, and the stream never holds k+1 before k.
-   * The first failed acknowledgement ends what counts as published: the
-   * messages from there on are sent again later (one whose acknowledgement
-   * timed out but that was stored after all is then dropped as a duplicate).
-   * A refusal for "wrong last msg ID" after an acknowledged message is not a
-   * failure: another publisher's message came in between, or the one before
-   * was a duplicate (not stored again, so not the stream's last): the caller
-   * may send again at once from there (its first message carries no
-   * expectation, so it always gets through or fails for a real reason).
+   * All at once on the one connection, each message after the first with
+   * Nats-Expected-Last-Msg-Id = the one before it. A "wrong last msg ID" after an
+   * acknowledged message is no failure (another publisher's message, or a duplicate).
    */
   async publishInOrder(messages: readonly OutgoingMessage[]): Promise<PublishedInOrder> {
     if (messages.length === 0) return { published: 0 };
@@ -192,9 +172,7 @@ export class NatsBus implements EventBus {
     } catch (err) {
       return { published: 0, error: err };
     }
-    // Sent in this order: each publish awaits the same settled stream check
-    // (continuations run in the order they were queued), then writes its
-    // request before its next await. Each has the whole publish timeout.
+    // Sent in this order: each awaits the same stream check, then writes its request before its next await.
     const acks = messages.map((m, i) =>
       this.publish(m.subject, m.data, m.msgId, m, i > 0 ? messages[i - 1]!.msgId : undefined),
     );
@@ -206,16 +184,7 @@ export class NatsBus implements EventBus {
     return { published: failed, error: reason };
   }
 
-  /**
-   * Publishes a batch in order, as fast as the stream allows: all of it at
-   * once (publishInOrder), each message stored only after the one before it.
-   * The first message not acknowledged ends the call; it and everything
-   * behind it are published again later, in order (one whose acknowledgement
-   * timed out but that was stored after all is dropped then as a duplicate).
-   * So the stream holds the events in the order given, failures included.
-   * Another publisher's message in between, or a duplicate, breaks the chain
-   * without anything failing: the call goes on at once from that message.
-   */
+  /** publishInOrder, going on from a broken chain; the first message not acknowledged ends the call. */
   async publishAll(messages: readonly OutgoingMessage[], hooks: PublishHooks): Promise<{ error?: unknown }> {
     let from = 0;
     while (from < messages.length) {
@@ -233,54 +202,20 @@ export class NatsBus implements EventBus {
   }
 
   async consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer> {
-    // Few messages in hand at a time: each one's ack_wait runs from its delivery, and
-    // handlers work one by one (the server hands out no more than max_ack_pending; the
-    // pull stays open for 4 so the next one needs no new request).
-    const settings = this.pullSettings(options, options.maxAckPending, 4);
-    return this.durable(options, settings, serveMessages(options, settings, handler, this.consumerLog(options)));
+    // Few in hand (each one's ack_wait runs from its delivery); 4 so the next needs no new request.
+    return this.durable(options, { maxAckPending: options.maxAckPending, maxMessages: 4 }, serveMessages(handler));
   }
 
-  /** Batches (BatchConsumerOptions): up to batchSize in hand, handled together (serveBatches). */
   async consumeBatches(options: BatchConsumerOptions, handler: BatchHandler): Promise<Consumer> {
     const batchSize = Math.max(1, Math.floor(options.batchSize));
-    const settings = this.pullSettings(options, batchSize, batchSize);
-    return this.durable(
-      options,
-      settings,
-      serveBatches(options, settings, batchSize, handler, this.consumerLog(options)),
-    );
+    return this.durable(options, { maxAckPending: batchSize, maxMessages: batchSize }, serveBatches(handler));
   }
 
-  private pullSettings(options: ConsumerOptions, maxAckPending: number | undefined, maxMessages: number): PullSettings {
-    return { ackWaitMs: options.ackWaitMs ?? 30_000, maxDeliver: options.maxDeliver ?? 30, maxAckPending, maxMessages };
+  private durable(options: ConsumerOptions, size: Pick<Pull, "maxAckPending" | "maxMessages">, serve: Serve): Consumer {
+    const running = runDurable(this.durables, options, size, serve);
+    return this.track(() => running.stop());
   }
 
-  private consumerLog(options: ConsumerOptions): Logger {
-    return this.options.logger.child({ consumer: options.durable });
-  }
-
-  private durable(options: ConsumerOptions, settings: PullSettings, serve: Serve): Consumer {
-    const ctx: DurableContext = {
-      js: this.js,
-      jsm: this.jsm,
-      stream: this.options.stream,
-      prefix: this.options.prefix,
-      logger: this.options.logger,
-      ensureStream: () => this.ensureStream(),
-      streamMayBeGone: () => (this.streamReady = undefined),
-    };
-    const running = runDurable(ctx, options, settings, serve);
-    const consumer: Consumer = {
-      stop: async () => {
-        await running.stop();
-        this.consumers.delete(consumer);
-      },
-    };
-    this.consumers.add(consumer);
-    return consumer;
-  }
-
-  /** The durable consumer's ack floor (nats-consumer.ts consumerAckFloor). */
   ackFloor(durable: string): Promise<number | undefined> {
     return consumerAckFloor(this.jsm, this.options.stream, durable);
   }
@@ -295,13 +230,6 @@ export class NatsBus implements EventBus {
     await Promise.all([...this.consumers].map((c) => c.stop()));
     await this.nc.drain().catch(() => this.nc.close());
   }
-}
-
-function traceHeaders(traceparent: string, tracestate: string | undefined) {
-  const h = headers();
-  h.set(TRACEPARENT_HEADER, traceparent);
-  if (tracestate) h.set(TRACESTATE_HEADER, tracestate);
-  return h;
 }
 
 /** JetStream refused a message whose Nats-Expected-Last-Msg-Id was not the stream's last (JSStreamWrongLastMsgIDErr). */

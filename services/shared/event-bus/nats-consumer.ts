@@ -1,8 +1,7 @@
 // The NATS bus's durable consumers: one loop (runDurable) that makes sure of
-// the stream and the durable consumer, opens its pull, serves it until the
-// pull ends (a deleted stream or consumer, a lost connection), and opens it
-// again after a pause; and the two ways of serving a pull, one message at a
-// time (serveMessages) or in batches (serveBatches).
+// the stream and the consumer, opens its pull, serves it until it ends (a
+// deleted stream or consumer, a lost connection) and opens it again; and the
+// two ways of serving a pull, one message at a time or in batches.
 import { setTimeout as sleep } from "node:timers/promises";
 import {
   AckPolicy,
@@ -16,22 +15,20 @@ import {
 } from "nats";
 import { backoffDelay, type Backoff } from "../loop/backoff.js";
 import { PollLoop } from "../loop/poll-loop.js";
-import { TRACEPARENT_HEADER, TRACESTATE_HEADER } from "../trace/traceparent.js";
 import type { Logger } from "../logger.js";
 import { consumerPendingSources } from "../metrics/metrics.js";
 import { addSource } from "../metrics/scrape-sources.js";
 import {
   redeliveryBackoff,
   subjectFor,
-  traceFields,
   type BatchHandler,
   type BusMessage,
   type Consumer,
   type ConsumerOptions,
   type MessageHandler,
 } from "./event-bus.js";
+import { traceOf } from "./nats-link.js";
 
-/** What the consumers need of the bus. */
 export interface DurableContext {
   js: JetStreamClient;
   jsm: JetStreamManager;
@@ -43,41 +40,44 @@ export interface DurableContext {
   streamMayBeGone(): void;
 }
 
-export interface PullSettings {
+/** How a consumer's pull is served: `maxMessages` in hand at a time. */
+export interface Pull {
+  log: Logger;
   ackWaitMs: number;
   maxDeliver: number;
   maxAckPending: number | undefined;
-  /** Messages in hand at a time. */
   maxMessages: number;
+  backoff: Backoff;
 }
 
-/** A pull that could not be opened, or ended with an error, is opened again after this. */
-const REOPEN_BACKOFF: Backoff = { baseMs: 1000, maxMs: 1000 };
-
-/** Serves one opened pull until it ends or `stopping` is aborted. */
-export type Serve = (messages: ConsumerMessages, stopping: AbortSignal) => Promise<void>;
+export type Serve = (messages: ConsumerMessages, stopping: AbortSignal, pull: Pull) => Promise<void>;
 
 /** The one reopen loop of every durable consumer; the returned consumer stops it. */
 export function runDurable(
   ctx: DurableContext,
   options: ConsumerOptions,
-  settings: PullSettings,
+  size: Pick<Pull, "maxAckPending" | "maxMessages">,
   serve: Serve,
 ): Consumer {
   const log = ctx.logger.child({ consumer: options.durable });
+  const pull: Pull = {
+    ...size,
+    log,
+    ackWaitMs: options.ackWaitMs ?? 30_000,
+    maxDeliver: options.maxDeliver ?? 30,
+    backoff: redeliveryBackoff(options),
+  };
   const stopping = new AbortController();
   let messages: ConsumerMessages | undefined;
   const loop = new PollLoop({
-    backoff: REOPEN_BACKOFF,
+    // A pull that could not be opened, or ended with an error, is opened again after a second.
+    backoff: { baseMs: 1000, maxMs: 1000 },
     onError: (err) => log.warn({ err }, "consumer interrupted; retrying"),
     round: async () => {
-      messages = await openDurable(ctx, options, log, settings);
-      if (stopping.signal.aborted) {
-        messages.stop();
-        return 0;
-      }
-      await serve(messages, stopping.signal);
-      ctx.streamMayBeGone();
+      messages = await openDurable(ctx, options, pull);
+      if (stopping.signal.aborted) messages.stop();
+      // The pull ended: the stream or the consumer may be gone.
+      else await serve(messages, stopping.signal, pull).then(() => ctx.streamMayBeGone());
       return 0;
     },
   });
@@ -98,43 +98,27 @@ export function runDurable(
   };
 }
 
-/**
- * Makes sure of the stream and the durable consumer (created, or brought up
- * to date), and opens its pull.
- */
-async function openDurable(
-  ctx: DurableContext,
-  options: ConsumerOptions,
-  log: Logger,
-  settings: PullSettings,
-): Promise<ConsumerMessages> {
+/** Makes sure of the stream and the durable consumer (created, or brought up to date), and opens its pull. */
+async function openDurable(ctx: DurableContext, options: ConsumerOptions, pull: Pull): Promise<ConsumerMessages> {
   await ctx.ensureStream();
   const config = {
     ack_policy: AckPolicy.Explicit,
-    ack_wait: nanos(settings.ackWaitMs),
-    max_deliver: settings.maxDeliver,
+    ack_wait: nanos(pull.ackWaitMs),
+    max_deliver: pull.maxDeliver,
     filter_subject: subjectFor(ctx.prefix, options.subject),
-    ...(settings.maxAckPending ? { max_ack_pending: settings.maxAckPending } : {}),
+    ...(pull.maxAckPending ? { max_ack_pending: pull.maxAckPending } : {}),
   };
-  let existing: ConsumerInfo | undefined;
-  try {
-    existing = await ctx.jsm.consumers.info(ctx.stream, options.durable);
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-  }
-  if (existing) {
+  if (await consumerInfo(ctx.jsm, ctx.stream, options.durable)) {
     // Where it starts cannot change on a consumer that exists (nor need to: it has its position).
     await ctx.jsm.consumers.update(ctx.stream, options.durable, config);
   } else {
-    // Created, or lost and created again: right after what the owner recorded as handled,
-    // never DeliverPolicy.All, which would hand out the whole retained stream again.
+    // Created, or lost and created again: right after what the owner recorded as handled.
     let after = await options.startAfterSequence?.();
     if (after !== undefined) {
-      // A position past the stream's end belongs to a stream that is gone (this one was
-      // created since): all of this one is new.
+      // A position past the stream's end belongs to a stream that is gone: all of this one is new.
       const { state } = await ctx.jsm.streams.info(ctx.stream);
       if (after > state.last_seq) {
-        log.warn(
+        pull.log.warn(
           { recorded: after, lastSeq: state.last_seq },
           "recorded position is past the stream's end (the stream was recreated); starting from its beginning",
         );
@@ -145,12 +129,12 @@ async function openDurable(
       after === undefined
         ? { deliver_policy: DeliverPolicy.All }
         : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: after + 1 };
-    log.info({ ...start }, "creating the durable consumer");
+    pull.log.info({ ...start }, "creating the durable consumer");
     await ctx.jsm.consumers.add(ctx.stream, { durable_name: options.durable, ...config, ...start });
   }
   const consumer = await ctx.js.consumers.get(ctx.stream, options.durable);
   // A deleted stream or consumer ends the iterator: the loop opens it again.
-  return consumer.consume({ max_messages: settings.maxMessages, abort_on_missing_resource: true });
+  return consumer.consume({ max_messages: pull.maxMessages, abort_on_missing_resource: true });
 }
 
 /** While a handler runs longer than ack_wait (a slow database), the broker is told the messages are in hand. */
@@ -165,27 +149,22 @@ function keepWorking(messages: () => Iterable<JsMsg>, ackWaitMs: number): () => 
 }
 
 /** One message at a time: acked when the handler resolves, redelivered later (nak with a delay) when it throws. */
-export function serveMessages(
-  options: ConsumerOptions,
-  settings: PullSettings,
-  handler: MessageHandler,
-  log: Logger,
-): Serve {
-  return async (messages, stopping) => {
+export function serveMessages(handler: MessageHandler): Serve {
+  return async (messages, stopping, { log, ackWaitMs, maxDeliver, backoff }) => {
     for await (const m of messages) {
-      const done = keepWorking(() => [m], settings.ackWaitMs);
+      const done = keepWorking(() => [m], ackWaitMs);
       try {
         await handler(busMessage(m));
         m.ack();
       } catch (err) {
-        if (m.info.deliveryCount >= settings.maxDeliver) {
+        if (m.info.deliveryCount >= maxDeliver) {
           log.error(
             { err, subject: m.subject, seq: m.seq, deliveryCount: m.info.deliveryCount },
             "handler failed on the last delivery; message given up",
           );
           m.term();
         } else {
-          const delay = backoffDelay(m.info.deliveryCount, redeliveryBackoff(options));
+          const delay = backoffDelay(m.info.deliveryCount, backoff);
           log.warn(
             { err, subject: m.subject, deliveryCount: m.info.deliveryCount, retryInMs: delay },
             "handler failed; redelivering later",
@@ -201,28 +180,15 @@ export function serveMessages(
 }
 
 /**
- * Batches: the pull keeps up to batchSize messages coming (max_ack_pending =
- * batchSize); a pump moves them into a queue as they arrive, and the
- * handler takes everything queued (up to batchSize) each time it is free.
- * So a lone message goes at once, alone, and messages that arrive while a
- * batch is being handled make the next batch. A failed batch is retried
- * here, the same messages in hand (working() keeps their ack_wait from
- * running out), so nothing later overtakes it; after maxDeliver attempts
- * in all it is given up (terminated, logged). Stopped while retrying: the
- * batch is handed back to the broker (nak) at once.
+ * Batches of up to maxMessages: the handler takes everything queued each time
+ * it is free. A failed batch is retried here, the same messages in hand, so
+ * nothing later overtakes it; stopped while retrying, it is handed back (nak).
  */
-export function serveBatches(
-  options: ConsumerOptions,
-  settings: PullSettings,
-  batchSize: number,
-  handler: BatchHandler,
-  log: Logger,
-): Serve {
-  // `waiting`: the messages queued behind the batch. They are in hand too: while the
-  // batch is handled (or retried), their ack_wait must not run out either, or the
-  // broker would hand them out again to a consumer that still has them.
-  const handle = async (batch: JsMsg[], waiting: readonly JsMsg[], stopping: AbortSignal) => {
-    const done = keepWorking(() => [...batch, ...waiting], settings.ackWaitMs);
+export function serveBatches(handler: BatchHandler): Serve {
+  // `waiting`: the messages queued behind the batch, in hand too: their ack_wait must not run out either.
+  const handle = async (batch: JsMsg[], waiting: readonly JsMsg[], stopping: AbortSignal, pull: Pull) => {
+    const { log, maxDeliver } = pull;
+    const done = keepWorking(() => [...batch, ...waiting], pull.ackWaitMs);
     try {
       for (let attempt = 1; ; attempt++) {
         // This attempt's delivery count: the broker's, plus the retries made here.
@@ -233,13 +199,13 @@ export function serveBatches(
           return;
         } catch (err) {
           const seqs = { firstSeq: batch[0]!.seq, lastSeq: batch[batch.length - 1]!.seq, messages: batch.length };
-          if (deliveryCount >= settings.maxDeliver) {
+          if (deliveryCount >= maxDeliver) {
             log.error({ err, ...seqs, deliveryCount }, "handler failed on the last delivery; batch given up");
             for (const m of batch) m.term();
             return;
           }
           if (!stopping.aborted) {
-            const delay = backoffDelay(deliveryCount, redeliveryBackoff(options));
+            const delay = backoffDelay(deliveryCount, pull.backoff);
             log.warn({ err, ...seqs, deliveryCount, retryInMs: delay }, "handler failed; the batch is retried");
             await sleep(delay, undefined, { signal: stopping }).catch(() => undefined);
           }
@@ -254,7 +220,7 @@ export function serveBatches(
     }
   };
 
-  return async (messages, stopping) => {
+  return async (messages, stopping, pull) => {
     const queue: JsMsg[] = [];
     let ended = false;
     let arrived: (() => void) | undefined;
@@ -279,7 +245,7 @@ export function serveBatches(
           arrived = undefined;
           continue;
         }
-        await handle(queue.splice(0, batchSize), queue, stopping);
+        await handle(queue.splice(0, pull.maxMessages), queue, stopping, pull);
       }
     } finally {
       stopping.removeEventListener("abort", onStop);
@@ -292,7 +258,7 @@ export function serveBatches(
 
 function busMessage(m: JsMsg): BusMessage {
   return {
-    ...traceFields({ traceparent: m.headers?.get(TRACEPARENT_HEADER), tracestate: m.headers?.get(TRACESTATE_HEADER) }),
+    ...traceOf(m.headers),
     subject: m.subject,
     data: m.data,
     msgId: m.headers?.get("Nats-Msg-Id") || `${m.info.stream}:${m.seq}`,
@@ -302,42 +268,30 @@ function busMessage(m: JsMsg): BusMessage {
 }
 
 /**
- * EventBus.ackFloor from the consumer's info. What nats-server (2.9/2.10)
- * reports, checked against a real server (test/delivery/nats-ack-floor.test.ts):
- * - ack_floor.stream_seq: every message of the consumer at or below it is
- *   acked (or terminated). It moves only when the server has processed the
- *   acks, a few ms after the client sent them (acks are not awaited), so a
- *   caller that just acked looks again shortly after.
- * - With nothing acknowledged yet it is 0, even on a consumer created with
- *   opt_start_seq (created again after a loss, ConsumerOptions
- *   .startAfterSequence): there delivered.stream_seq is opt_start_seq - 1 and
- *   the ack floor stays 0 until the first ack. Everything before
- *   opt_start_seq was recorded by the owner before (that is where it asked to
- *   start), so opt_start_seq - 1 counts as acknowledged.
- * - With nothing in hand (num_ack_pending 0) everything delivered is acked:
- *   delivered.stream_seq counts too (the consumer delivers in stream order,
- *   and a message it skipped is another subject's).
- * The floor is the largest of these three. Messages of other subjects above
- * it are not the consumer's and do not matter to it.
+ * EventBus.ackFloor: the largest of ack_floor.stream_seq (it moves a few ms
+ * after the acks), opt_start_seq - 1 (the owner recorded everything before it,
+ * yet ack_floor stays 0 until the first ack), and delivered.stream_seq when nothing is in hand.
  */
 export async function consumerAckFloor(
   jsm: JetStreamManager,
   stream: string,
   durable: string,
 ): Promise<number | undefined> {
-  let info: ConsumerInfo;
-  try {
-    info = await jsm.consumers.info(stream, durable);
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
+  const info = await consumerInfo(jsm, stream, durable);
+  if (!info) return undefined;
   const started =
     info.config.deliver_policy === DeliverPolicy.StartSequence && info.config.opt_start_seq
       ? info.config.opt_start_seq - 1
       : 0;
   const idle = info.num_ack_pending === 0 ? info.delivered.stream_seq : 0;
   return Math.max(info.ack_floor.stream_seq, started, idle);
+}
+
+function consumerInfo(jsm: JetStreamManager, stream: string, durable: string): Promise<ConsumerInfo | undefined> {
+  return jsm.consumers.info(stream, durable).catch((err: unknown) => {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  });
 }
 
 export function isNotFound(err: unknown): boolean {

@@ -1,14 +1,13 @@
-// The NATS connection under the bus (nats-bus.ts): connecting (waiting for the
-// server), whether it is up, and NATS core subscriptions (subscribe, listen:
-// no stream, a message reaches whoever is subscribed when it is sent, once).
-import { connect, type NatsConnection } from "nats";
+// The NATS connection under the bus (nats-bus.ts extends it): connecting
+// (waiting for the server), whether it is up, and NATS core subscriptions (no
+// stream: a message reaches whoever is subscribed when it is sent, once).
+import { connect, headers, type MsgHdrs, type NatsConnection } from "nats";
 import type { Logger } from "../logger.js";
 import { TRACEPARENT_HEADER, TRACESTATE_HEADER } from "../trace/traceparent.js";
-import { traceFields, type SubscriptionHandler } from "./event-bus.js";
+import { traceFields, type SubscriptionHandler, type TraceHeaders } from "./event-bus.js";
 
 export interface NatsLinkOptions {
   servers: string;
-  /** Connection name shown by the server. */
   name: string;
   logger: Logger;
 }
@@ -17,34 +16,29 @@ export class NatsLink {
   private readonly connectionListeners = new Set<(connected: boolean) => void>();
   private up = true;
 
-  private constructor(
-    readonly nc: NatsConnection,
+  protected constructor(
+    protected readonly nc: NatsConnection,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    void this.watchStatus();
+    void nc.closed().then(() => this.setConnected(false));
+  }
 
   /** Connects, waiting for the first connection if the server is not up yet. */
-  static async connect(options: NatsLinkOptions): Promise<NatsLink> {
+  protected static async open(options: NatsLinkOptions): Promise<NatsConnection> {
     options.logger.info({ servers: options.servers }, "connecting to NATS (waits until it answers)");
-    const nc = await connect({
+    return connect({
       servers: options.servers.split(",").map((s) => s.trim()),
       name: options.name,
       waitOnFirstConnect: true,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
-      // A connection that went silent (no RST: a partition, a frozen server) is
-      // noticed within about 20 s rather than the client's default 4 minutes;
-      // caches fed by subscribe() stop trusting themselves from then on.
+      // A silent connection is noticed within about 20 s, not 4 minutes: caches fed by subscribe() rely on it.
       pingInterval: 10_000,
       maxPingOut: 2,
-      // Every request (each JetStream publish and its acknowledgement) otherwise makes an Error up
-      // front to hold where it started, for a timeout's message: CPU on every publish, for a stack
-      // only a timeout would show. A timeout still says what timed out.
+      // Otherwise every request (each JetStream publish) makes an Error up front, for a timeout's stack.
       noAsyncTraces: true,
     });
-    const link = new NatsLink(nc, options.logger);
-    void link.watchStatus();
-    void nc.closed().then(() => link.setConnected(false));
-    return link;
   }
 
   private async watchStatus(): Promise<void> {
@@ -80,29 +74,22 @@ export class NatsLink {
   }
 
   /** A NATS core subscription, there once the server has it; the function it resolves to ends it. */
-  async subscribe(subject: string, handler: SubscriptionHandler): Promise<() => void> {
+  protected async coreSubscribe(subject: string, handler: SubscriptionHandler): Promise<() => void> {
     const log = this.logger.child({ subscription: subject });
     const sub = this.nc.subscribe(subject, {
       callback: (err, m) => {
         if (err) return log.warn({ err }, "subscription error");
-        const trace = traceFields({
-          traceparent: m.headers?.get(TRACEPARENT_HEADER),
-          tracestate: m.headers?.get(TRACESTATE_HEADER),
-        });
         const message = {
           subject: m.subject,
           data: m.data,
           msgId: m.headers?.get("Nats-Msg-Id") ?? "",
           deliveryCount: 1,
-          ...trace,
+          ...traceOf(m.headers),
         };
-        try {
-          const done = handler(message);
-          if (done)
-            done.catch((e: unknown) => log.warn({ err: e, subject: m.subject }, "subscriber failed; not redelivered"));
-        } catch (e) {
-          log.warn({ err: e, subject: m.subject }, "subscriber failed; not redelivered");
-        }
+        // The executor runs the handler at once; a throw or a rejection is logged alike.
+        new Promise<void>((resolve) => resolve(handler(message))).catch((e: unknown) =>
+          log.warn({ err: e, subject: m.subject }, "subscriber failed; not redelivered"),
+        );
       },
     });
     // The server has the subscription once this round trip is done.
@@ -111,4 +98,15 @@ export class NatsLink {
       if (!this.nc.isClosed()) sub.unsubscribe();
     };
   }
+}
+
+export function traceOf(h: MsgHdrs | undefined): TraceHeaders {
+  return traceFields({ traceparent: h?.get(TRACEPARENT_HEADER), tracestate: h?.get(TRACESTATE_HEADER) });
+}
+
+export function traceHeaders(trace: TraceHeaders): MsgHdrs {
+  const h = headers();
+  h.set(TRACEPARENT_HEADER, trace.traceparent!);
+  if (trace.tracestate) h.set(TRACESTATE_HEADER, trace.tracestate);
+  return h;
 }

@@ -1,13 +1,10 @@
+// The bus a process opens: NATS JetStream when NATS_URL is set; otherwise the
+// in-process bus, and the NATS client is never loaded.
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { EventBus } from "./event-bus.js";
 import { InProcessBus } from "./in-process-bus.js";
 
-/**
- * NATS JetStream when NATS_URL is set; otherwise the in-process bus of the
- * embedded start, which then never loads the NATS client: a cold start
- * skips its modules.
- */
 export async function openBus(config: Config, name: string, logger: Logger): Promise<EventBus> {
   if (!config.NATS_URL) return new InProcessBus(config.NATS_SUBJECT_PREFIX, logger);
   const { NatsBus } = await import("./nats-bus.js");

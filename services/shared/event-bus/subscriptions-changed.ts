@@ -1,8 +1,6 @@
 // The announcement that an organisation's webhook subscriptions changed
 // (EventBus.announce: every process hears it before the change's RPC
-// answers). The webhook service sends it after each commit that changes what
-// a delivery needs (target, secret, event type, order, disabled, deleted);
-// delivery workers drop the subscribers they cached for that organisation
+// answers): delivery workers drop the subscribers they cached for it
 // (services/delivery/worker/subscriber-cache.ts).
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { SubscriptionsChangedSchema } from "../../../gen/bizcard/events/v1/events_pb.js";

@@ -1,16 +1,12 @@
-// The one way this codebase waits longer after each failure: the outbox
-// relay, the delivery worker, the bus consumers' redeliveries, a NATS
-// consumer reopening. Exponential, capped, optionally jittered.
+// The one way this codebase waits longer after each failure: exponential,
+// capped, optionally jittered.
 
 export interface Backoff {
   /** The wait after the first failure. */
   baseMs: number;
   /** The longest wait, however many failures. */
   maxMs: number;
-  /**
-   * Spread each wait by up to ± this fraction (0.2: 80 % to 120 %), so that
-   * many callers that failed together do not come back together. Default none.
-   */
+  /** Spread each wait by up to ± this fraction, so that callers that failed together do not come back together. */
   jitter?: number;
 }
 

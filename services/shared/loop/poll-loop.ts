@@ -1,7 +1,7 @@
 // The one loop shape of the background workers (the outbox relay, the
 // delivery worker, a NATS consumer reopening its pull): run a round, wait
-// what the round asked for (or at once), back off after failed rounds, wake
-// early when told there is work, and stop after the round in hand.
+// what it asked for, back off after failures, wake early when told there is
+// work, and stop after the round in hand.
 import { backoffDelay, type Backoff } from "./backoff.js";
 
 export interface PollLoopOptions {
@@ -11,11 +11,7 @@ export interface PollLoopOptions {
   backoff: Backoff;
   /** A round failed; the next starts after `retryInMs` (not called for a round that failed because of stop()). */
   onError(err: unknown, retryInMs: number): void;
-  /**
-   * Whether wake() also ends a failure back-off. False keeps a loop whose
-   * backend is down from retrying on every wake (the relay, woken by every
-   * commit); true lets new work be tried at once (the delivery worker).
-   */
+  /** Whether wake() also ends a failure back-off; false keeps a loop whose backend is down from retrying on every wake. */
   wakeEndsBackoff?: boolean;
 }
 

@@ -1,7 +1,6 @@
-// GET /metrics on a listener of its own: the gateway's (GATEWAY_METRICS_PORT
-// on RPC_HOST), never its public port. Like every Prometheus target on an
-// internal port, a scrape needs no credential. The RPC servers answer the
-// same route beside /healthz (rpc/health.ts).
+// GET /metrics (no credential, as any Prometheus target on an internal port):
+// on the gateway's own listener (GATEWAY_METRICS_PORT, never its public
+// port), and beside /healthz on the RPC servers (rpc/health.ts).
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { ServerRequest, ServerResponse } from "../rpc/listener.js";

@@ -1,9 +1,7 @@
-// The process's metric families, on prom-client's one registry: one process,
-// one registry, whatever it runs (a single service, the gateway, or all of
-// them under `npm start`). Labels are bounded sets only: route templates,
-// RPC method names, OAuth error codes, outcomes; never a raw path, an id or a
-// tenant. The gauges that need a database read are computed when scraped,
-// from the sources that register themselves (scrape-sources.ts).
+// The process's metric families, on prom-client's one registry (a service,
+// the gateway, or all of them under `npm start`). Labels are bounded sets
+// only, never a raw path, an id or a tenant. Gauges that need a database read
+// are computed when scraped, from the sources registered (scrape-sources.ts).
 import client from "prom-client";
 import { collectAll, type GaugeSource } from "./scrape-sources.js";
 
@@ -17,13 +15,9 @@ function once<T>(name: string, make: () => T): T {
   return (registry.getSingleMetric(name) as T | undefined) ?? make();
 }
 
-function histogram<L extends string>(config: client.HistogramConfiguration<L>): client.Histogram<L> {
-  return once(config.name, () => new client.Histogram(config));
-}
-
-function counter<L extends string>(config: client.CounterConfiguration<L>): client.Counter<L> {
-  return once(config.name, () => new client.Counter(config));
-}
+const histogram = <L extends string>(c: client.HistogramConfiguration<L>) =>
+  once(c.name, () => new client.Histogram(c));
+const counter = <L extends string>(c: client.CounterConfiguration<L>) => once(c.name, () => new client.Counter(c));
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -35,7 +29,7 @@ export const httpRequestDuration = histogram({
   buckets: LATENCY_BUCKETS,
 });
 
-/** Observed on every RPC a server answers (metrics-interceptor.ts), in memory as over HTTP. */
+/** Observed on every RPC a server answers (rpc/interceptors.ts), in memory as over HTTP. */
 export const rpcServerDuration = histogram({
   name: "rpc_server_duration_seconds",
   help: "Connect RPCs served, by service, method and Connect code (ok on success).",
@@ -88,9 +82,10 @@ export const webhookSubscriptionsDisabled = counter({
   help: "Subscriptions disabled because every attempt failed.",
 });
 
-/** A gauge whose value is read from its sources on each scrape. */
-function scrapedGauge(name: string, help: string, labelName: string | undefined, sources: Set<GaugeSource>) {
-  return once(
+/** A gauge read from its sources on each scrape: the set returned, where its sources register. */
+function scrapedGauge(name: string, help: string, labelName?: string): Set<GaugeSource> {
+  const sources = new Set<GaugeSource>();
+  once(
     name,
     () =>
       new client.Gauge({
@@ -106,47 +101,37 @@ function scrapedGauge(name: string, help: string, labelName: string | undefined,
         },
       }),
   );
+  return sources;
 }
 
-export const outboxPendingSources = new Set<GaugeSource>();
-export const outboxOldestSources = new Set<GaugeSource>();
-export const consumerPendingSources = new Set<GaugeSource>();
-export const deliveriesDueSources = new Set<GaugeSource>();
-export const deliveriesInFlightSources = new Set<GaugeSource>();
-export const subscriptionsAtCapSources = new Set<GaugeSource>();
-scrapedGauge("outbox_pending_events", "Outbox rows not yet published, by service.", "service", outboxPendingSources);
-scrapedGauge(
+export const outboxPendingSources = scrapedGauge(
+  "outbox_pending_events",
+  "Outbox rows not yet published, by service.",
+  "service",
+);
+export const outboxOldestSources = scrapedGauge(
   "outbox_oldest_pending_age_seconds",
   "Age of the oldest unpublished outbox row (0 when none), by service.",
   "service",
-  outboxOldestSources,
 );
-scrapedGauge(
+export const consumerPendingSources = scrapedGauge(
   "eventbus_consumer_pending_messages",
   "Messages on the bus not yet handled, by durable consumer.",
   "consumer",
-  consumerPendingSources,
 );
-scrapedGauge(
+export const deliveriesDueSources = scrapedGauge(
   "webhook_deliveries_due",
   "Pending deliveries whose next attempt is due now.",
-  undefined,
-  deliveriesDueSources,
 );
-scrapedGauge(
+export const deliveriesInFlightSources = scrapedGauge(
   "webhook_deliveries_in_flight",
   "Deliveries a worker holds now (claimed, lease running), in every delivery process.",
-  undefined,
-  deliveriesInFlightSources,
 );
-scrapedGauge(
+export const subscriptionsAtCapSources = scrapedGauge(
   "webhook_subscriptions_at_in_flight_cap",
   "Subscriptions with as many deliveries in flight as their cap allows (WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION, a cap lowered by throttling, 1 for an ordered one): a slow or hanging target.",
-  undefined,
-  subscriptionsAtCapSources,
 );
 
-/** The text a scraper reads, and its content type. */
 export async function scrape(): Promise<{ contentType: string; body: string }> {
   return { contentType: registry.contentType, body: await registry.metrics() };
 }

@@ -1,7 +1,5 @@
-// Values read when /metrics is scraped (a cheap count against a database, a
-// consumer's info from the broker). A source registers while its owner runs
-// and unregisters when it stops; one that fails or is slow is left out of
-// that scrape rather than failing it.
+// Values read when /metrics is scraped. A source registers while its owner
+// runs; one that fails or is slow is left out of that scrape rather than failing it.
 
 /** Resolves to [label value, number] pairs; the label is ignored by an unlabelled gauge. */
 export type GaugeSource = () => Promise<[string, number][]>;
@@ -20,7 +18,6 @@ export async function collectAll(sources: Set<GaugeSource>): Promise<[string, nu
   return results.flatMap((r) => (r.status === "fulfilled" ? r.value : []));
 }
 
-/** Adds a source to a set; the returned function removes it. */
 export function addSource(sources: Set<GaugeSource>, source: GaugeSource): () => void {
   sources.add(source);
   return () => sources.delete(source);

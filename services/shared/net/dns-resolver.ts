@@ -1,19 +1,7 @@
-// How a webhook target's host is resolved, when a subscription is saved
-// (services/webhook) and when a delivery connects (services/delivery): one
-// resolver, c-ares (node:dns Resolver), A and AAAA, with WEBHOOK_DNS_SERVERS
-// and WEBHOOK_DNS_TIMEOUT_MS, so both checks ask the same servers.
-//
-// Not getaddrinfo (dns.lookup): that runs on libuv's thread pool of 4, shared
-// with scrypt and file I/O, cannot be cancelled, and waits as long as the
-// system resolver likes; one tenant's name whose DNS never answers would hold
-// the pool (or, behind a limiter, the queue) and every tenant's creates would
-// wait behind it. c-ares queries are sockets on the event loop: each one
-// costs its own timeout and nobody else anything.
-//
-// c-ares reads /etc/resolv.conf for the servers, but not /etc/hosts: a target
-// is a public name, which the hosts file has no business answering. With
-// insecure targets allowed (development), the system's resolver answers what
-// c-ares cannot (localhost, container names from the hosts file).
+// How a webhook target's host is resolved, at save time and at delivery: one
+// c-ares resolver, so both checks ask the same servers. Not getaddrinfo: it
+// runs on libuv's small thread pool and cannot be cancelled, so one tenant's
+// name whose DNS never answers would hold everyone's lookups.
 import { Resolver as DnsResolver, lookup as systemLookup } from "node:dns/promises";
 
 /** Every address a hostname resolves to (rejects with a node:dns error code when it cannot). */
@@ -25,18 +13,15 @@ export const NO_ADDRESS_CODES: ReadonlySet<string> = new Set(["ENOTFOUND", "ENOD
 export interface CaresResolverOptions {
   /** The most one lookup (A and AAAA at once) may take; per-try timeouts are derived from it. */
   timeoutMs: number;
-  /** "ip" or "ip:port" entries; unset: the system's (resolv.conf). */
   servers?: readonly string[];
 }
 
 const errorCode = (err: unknown): string | undefined => (err as { code?: string } | undefined)?.code;
 
 /**
- * Every A and AAAA address of a name. Rejects with the c-ares error: ENOTFOUND
- * or ENODATA when the name has no address at all, anything else (ETIMEOUT,
- * ESERVFAIL, ECONNREFUSED, ...) when DNS failed, including when one of the two
- * queries failed while the other answered: a partial answer could hide the
- * private address the check must see.
+ * Every A and AAAA address of a name. Rejects with ENOTFOUND or ENODATA when
+ * it has none, with any other c-ares error when DNS failed, even for one of the
+ * two queries: a partial answer could hide the private address the check must see.
  */
 export function caresResolver(options: CaresResolverOptions): Resolver {
   // c-ares doubles the timeout on each retry: 2 tries take about 3 × timeout.
@@ -64,7 +49,7 @@ export function isLocalhostName(hostname: string): boolean {
 }
 
 /** The system's resolver (getaddrinfo: hosts file, container names). */
-export const systemResolver: Resolver = async (hostname) =>
+const systemResolver: Resolver = async (hostname) =>
   (await systemLookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
 
 export interface TargetResolverOptions extends CaresResolverOptions {
@@ -72,12 +57,10 @@ export interface TargetResolverOptions extends CaresResolverOptions {
   allowInsecure: boolean;
 }
 
-/** The resolver of webhook targets, at save time and at delivery time alike. */
 export function targetResolver(options: TargetResolverOptions): Resolver {
   const cares = caresResolver(options);
   if (!options.allowInsecure) return cares;
-  // RFC 6761 §6.3: "Name resolution APIs SHOULD NOT send queries for
-  // localhost names to their configured caching DNS server(s)."
+  // RFC 6761 §6.3: "Name resolution APIs SHOULD NOT send queries for localhost names" to DNS servers.
   return (hostname) =>
     isLocalhostName(hostname) ? systemResolver(hostname) : cares(hostname).catch(() => systemResolver(hostname));
 }

@@ -1,32 +1,14 @@
-// Where an IP address points, for the webhook destination checks: at save
-// time (services/webhook) and at connect time (services/delivery), one rule.
-// Parsing and prefix matching are ipaddr.js's; the tables below are the IANA
-// special-purpose registries (RFC 6890 and its updates) the checks refuse.
-//
-// node:net validates the text first: ipaddr.js also takes the inet_aton
-// shorthands ("127.1", "0x7f.1"), which are not what a DNS answer or a
-// normalised URL host ever holds, so they are "invalid" here.
+// Where an IP address points, for the destination checks at save time
+// (services/webhook) and at connect time (services/delivery): one rule.
+// Parsing and prefix matching are ipaddr.js's; the tables are the IANA
+// special-purpose registries (RFC 6890 and its updates). node:net validates
+// the text first: ipaddr.js also takes inet_aton shorthands ("127.1"), which
+// no DNS answer or normalised URL host holds.
 import ipaddr from "ipaddr.js";
 import { isIPv4, isIPv6 } from "node:net";
 
-/** Where an address points. Everything but "public" is refused as a webhook destination. */
-export type IpClass =
-  | "public"
-  | "unspecified"
-  | "loopback"
-  | "private"
-  | "shared"
-  | "link-local"
-  | "unique-local"
-  | "multicast"
-  | "broadcast"
-  | "documentation"
-  | "reserved"
-  | "ipv4-mapped"
-  | "invalid";
-
-/** Human wording for error messages: "points to a <label> address". */
-export const IP_CLASS_LABELS: Record<IpClass, string> = {
+/** Where an address points, in the wording of error messages ("is a <label> address"). */
+export const IP_CLASS_LABELS = {
   public: "public",
   unspecified: "unspecified (0.0.0.0/8 or ::)",
   loopback: "loopback",
@@ -40,7 +22,10 @@ export const IP_CLASS_LABELS: Record<IpClass, string> = {
   reserved: "reserved or special-purpose",
   "ipv4-mapped": "IPv4-mapped IPv6",
   invalid: "invalid",
-};
+} as const;
+
+/** Everything but "public" is refused as a webhook destination. */
+export type IpClass = keyof typeof IP_CLASS_LABELS;
 
 type Range<A> = readonly [range: [A, number], kind: IpClass];
 
@@ -48,7 +33,7 @@ const v4 = (cidr: string, kind: IpClass): Range<ipaddr.IPv4> => [ipaddr.IPv4.par
 const v6 = (cidr: string, kind: IpClass): Range<ipaddr.IPv6> => [ipaddr.IPv6.parseCIDR(cidr), kind];
 
 /** IANA IPv4 special-purpose registry, plus private-use and multicast. First match wins. */
-export const IPV4_RANGES: readonly Range<ipaddr.IPv4>[] = [
+const IPV4_RANGES: readonly Range<ipaddr.IPv4>[] = [
   v4("0.0.0.0/8", "unspecified"),
   v4("10.0.0.0/8", "private"),
   v4("100.64.0.0/10", "shared"),
@@ -67,11 +52,8 @@ export const IPV4_RANGES: readonly Range<ipaddr.IPv4>[] = [
   v4("240.0.0.0/4", "reserved"),
 ];
 
-/**
- * IANA IPv6 special-purpose registry. First match wins; anything outside
- * 2000::/3 (global unicast) is not public either.
- */
-export const IPV6_RANGES: readonly Range<ipaddr.IPv6>[] = [
+/** IANA IPv6 special-purpose registry. First match wins; outside 2000::/3 (global unicast) is not public. */
+const IPV6_RANGES: readonly Range<ipaddr.IPv6>[] = [
   v6("::/128", "unspecified"),
   v6("::1/128", "loopback"),
   v6("::ffff:0:0/96", "ipv4-mapped"),
@@ -92,28 +74,22 @@ const SIX_TO_FOUR = ipaddr.IPv6.parseCIDR("2002::/16");
 const GLOBAL_UNICAST = ipaddr.IPv6.parseCIDR("2000::/3");
 
 function classifyV4(address: ipaddr.IPv4): IpClass {
-  for (const [range, kind] of IPV4_RANGES) if (address.match(range)) return kind;
-  return "public";
+  return IPV4_RANGES.find(([range]) => address.match(range))?.[1] ?? "public";
 }
 
-/** The IPv4 address made of two 16-bit groups of an IPv6 address. */
 const embeddedV4 = (parts: number[], at: number) =>
   new ipaddr.IPv4([parts[at]! >> 8, parts[at]! & 0xff, parts[at + 1]! >> 8, parts[at + 1]! & 0xff]);
 
 function classifyV6(address: ipaddr.IPv6): IpClass {
-  // NAT64 (RFC 6052) and 6to4 (RFC 3056) carry an IPv4 destination: a
-  // gateway on the way forwards to it, so that one is judged.
+  // NAT64 (RFC 6052) and 6to4 (RFC 3056) carry the IPv4 destination a gateway forwards to: that one is judged.
   if (address.match(NAT64)) return classifyV4(embeddedV4(address.parts, 6));
   if (address.match(SIX_TO_FOUR)) return classifyV4(embeddedV4(address.parts, 1));
-  for (const [range, kind] of IPV6_RANGES) if (address.match(range)) return kind;
-  return address.match(GLOBAL_UNICAST) ? "public" : "reserved";
+  return (
+    IPV6_RANGES.find(([range]) => address.match(range))?.[1] ?? (address.match(GLOBAL_UNICAST) ? "public" : "reserved")
+  );
 }
 
-/**
- * The trailing dotted quad of IPv6 text as two hex groups. ipaddr.js reads
- * the deprecated IPv4-compatible form "::a.b.c.d" as IPv4-mapped
- * "::ffff:a.b.c.d"; in hex it reads the address that was written.
- */
+/** IPv6 text's trailing dotted quad as hex groups: ipaddr.js reads "::a.b.c.d" as "::ffff:a.b.c.d". */
 const hexTail = (text: string) =>
   text.replace(
     /(\d+)\.(\d+)\.(\d+)\.(\d+)$/,
@@ -122,11 +98,9 @@ const hexTail = (text: string) =>
   );
 
 /**
- * Classifies an IP address (IPv4 dotted quad, or IPv6 text with or without
- * brackets and zone id). IPv4-mapped IPv6 (::ffff:a.b.c.d) is its own class
- * and never public: it is a way to reach an IPv4 destination while dodging
- * IPv4 rules, and no legitimate receiver needs it. A zone id means a scoped,
- * hence non-global, address.
+ * Classifies an IP address (IPv6 with or without brackets and zone id).
+ * IPv4-mapped IPv6 is never public: it reaches an IPv4 destination dodging
+ * IPv4 rules. A zone id means a scoped, hence non-global, address.
  */
 export function classifyIp(address: string): IpClass {
   let text = address.trim();

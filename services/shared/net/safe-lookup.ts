@@ -1,17 +1,11 @@
-// The destination check at connect time, of webhook deliveries
-// (services/delivery) and of client metadata document fetches (services/auth).
-// CONTRACT: target URLs are "checked
-// on create and update, and again on every delivery (DNS rebinding)". The
-// name is resolved here, when undici connects, and the connection goes to an
-// address that was checked, never to one looked up again later: the idea of
-// svix's webhook_http_client.rs (NonLocalDnsResolver under the connector, and
-// a literal-IP check before the request). Stricter than svix, which keeps the
-// allowed answers and fails only when none is left: as at save time
-// (services/webhook/subscriptions/target-url.ts; both take the classification
-// and the resolver from services/shared/net/, so both checks apply one rule
-// and ask the same DNS servers), a name is refused when ANY of its addresses
-// is not public. Literal IP hosts never reach a lookup (net.connect
-// skips it), so checkLiteralHost covers them before the request.
+// The destination check at connect time, of webhook deliveries and of client
+// metadata document fetches. CONTRACT: target URLs are "checked on create and
+// update, and again on every delivery (DNS rebinding)". The name is resolved
+// here, when undici connects, and the connection goes to an address that was
+// checked, never one looked up again later. As at save time
+// (services/webhook/subscriptions/target-url.ts), a name is refused when ANY
+// of its addresses is not public. Literal IP hosts never reach a lookup, so
+// checkLiteralHost covers them before the request.
 import { isIP } from "node:net";
 import type { LookupFunction } from "node:net";
 import { isLocalhostName, type Resolver } from "./dns-resolver.js";

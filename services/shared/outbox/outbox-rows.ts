@@ -1,7 +1,4 @@
-// The outbox relay's statements (relay.ts) on a service's outbox table: the
-// oldest unsent rows, which of some rows are still unsent, marking rows sent,
-// the unsent rows' count and oldest age, and deleting sent rows past their
-// retention.
+// The outbox relay's statements (relay.ts) on a service's outbox table.
 import type { MikroORM } from "@mikro-orm/postgresql";
 
 export type OutboxRow = {
@@ -13,10 +10,12 @@ export type OutboxRow = {
   tracestate: string | null;
 };
 
+const COLUMNS = `"id", "seq"::text as "seq", "subject", "payload", "traceparent", "tracestate"`;
+
 export class OutboxRows {
-  /** A round's statements: without the ORM's per-query work (knex's raw), named prepared statements on connections of its own. */
-  private readonly readStatement: (deferred: string[], limit: number) => Promise<OutboxRow[]>;
-  private readonly markStatement: (ids: string[]) => Promise<void>;
+  /** The oldest unsent rows but `deferred`, in seq order, at most `limit`. */
+  readonly readUnsent: (deferred: string[], limit: number) => Promise<OutboxRow[]>;
+  readonly markSent: (ids: string[]) => Promise<void>;
   private pendingRead?: Promise<{ n: number; age: number }>;
 
   /** `preparedStatements`: a round's statements as prepared statements (relay-database.ts). */
@@ -25,35 +24,26 @@ export class OutboxRows {
     private readonly schema: string,
     preparedStatements: boolean,
   ) {
+    // A round's statements skip the ORM's per-query work (knex's raw); pg makes a named one prepared.
     const knex = orm.em.getKnex();
-    // pg's query options: a name makes the statement a named prepared one.
     const named = (name: string) => (preparedStatements ? { name } : {});
-    const read = `select "id", "seq"::text as "seq", "subject", "payload", "traceparent", "tracestate" from "${schema}"."outbox"
+    const read = `select ${COLUMNS} from "${schema}"."outbox"
         where "published_at" is null and "id" <> all(?::uuid[]) order by "outbox"."seq" limit ?::int`;
-    this.readStatement = async (deferred, limit) =>
+    this.readUnsent = async (deferred, limit) =>
       (await knex.raw<{ rows: OutboxRow[] }>(read, [deferred, limit]).options(named(`outbox-read-${schema}`))).rows;
     const mark = `update "${schema}"."outbox" set "published_at" = now() where "id" = any(?::uuid[])`;
-    this.markStatement = async (ids) => {
+    this.markSent = async (ids) => {
       await knex.raw(mark, [ids]).options(named(`outbox-mark-${schema}`));
     };
-  }
-
-  /** The oldest unsent rows but `deferred`, in seq order, at most `limit`. */
-  readUnsent(deferred: string[], limit: number): Promise<OutboxRow[]> {
-    return this.readStatement(deferred, limit);
   }
 
   /** Those of `ids` still unsent, in seq order. */
   readStillUnsent(ids: string[]): Promise<OutboxRow[]> {
     return this.orm.em.fork().execute(
-      `select "id", "seq"::text as "seq", "subject", "payload", "traceparent", "tracestate" from "${this.schema}"."outbox"
+      `select ${COLUMNS} from "${this.schema}"."outbox"
             where "id" in (${ids.map(() => "?").join(",")}) and "published_at" is null order by "outbox"."seq"`,
       ids,
     );
-  }
-
-  markSent(ids: string[]): Promise<void> {
-    return this.markStatement(ids);
   }
 
   /** Unsent rows and the age of the oldest, from the unsent-rows index; one query serves both gauges of a scrape. */
@@ -67,14 +57,6 @@ export class OutboxRows {
       .then(([row]) => ({ n: row.n as number, age: row.age as number }))
       .finally(() => setTimeout(() => (this.pendingRead = undefined), 0).unref());
     return this.pendingRead;
-  }
-
-  /** Unsent rows. */
-  async count(): Promise<number> {
-    const [row] = await this.orm.em
-      .fork()
-      .execute(`select count(*)::int as n from "${this.schema}"."outbox" where "published_at" is null`);
-    return row.n;
   }
 
   /** Deletes the rows sent more than `hours` ago. */

@@ -1,8 +1,6 @@
 // The relay's own connections. On real PostgreSQL a service's requests fill
-// its pool (each event-writing request holds a connection to its commit), and
-// the relay's statements (lease, read, mark) would wait behind them for one,
-// and under load the relay would fall far behind the commits. Embedded
-// (PGlite serves one session per service, a pool of one): the service's own.
+// its pool, and under load the relay's statements would wait behind them and
+// fall far behind the commits. Embedded (PGlite, a pool of one): the service's own.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { onRealPostgres, openDatabase } from "../database.js";
 import type { Logger } from "../logger.js";

@@ -1,24 +1,10 @@
-// The publishing half of the transactional outbox (writer.ts writes the
-// rows): while it holds the lease (lease.ts), the relay reads the oldest
-// unsent rows it sees, in seq order (each order key's rows in commit order:
-// writer.ts, ORDER), hands them to the bus (publishAll: the bus decides how,
-// see EventBus.publishAll), and marks sent what the bus stored.
-//
-// NO CURSOR. Every read starts from the oldest unsent row (the partial index
-// of unsent rows), never after the last row sent: rows of different keys
-// commit out of seq order, and a row with a lower seq that commits after a
-// higher one was read must still be read.
-//
-// DEFERRED. A row the bus took for some consumers only, or for none yet
-// (PublishDeferredError: the in-process bus, whose publish runs the
-// consumers' handlers) does not end the batch: it stays unsent, the relay
-// goes on with the rows behind it, and publishes the deferred rows again,
-// oldest first, when the bus says they may go (consumers that have a row
-// already skip it). So every consumer gets the events in commit order, at
-// least once; across consumers there is no common order. Deferred rows are
-// only remembered in memory: after a restart or a lease hand-over the relay
-// starts again from the oldest unsent row, and the bus's duplicate window
-// skips what each consumer already has.
+// The publishing half of the transactional outbox: while it holds the lease
+// (lease.ts), the relay reads the oldest unsent rows in seq order (never from
+// a cursor: rows of different keys commit out of seq order), hands them to
+// the bus and marks sent what the bus stored. A row the bus deferred
+// (PublishDeferredError: the in-process bus) stays unsent while the rows
+// behind it go, and is published again, oldest first, when the bus says it
+// may; deferred rows live in memory only.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { publishAll, traceFields, type EventBus, type OutgoingMessage } from "../event-bus/event-bus.js";
 import { backoffDelay, type Backoff } from "../loop/backoff.js";
@@ -36,14 +22,11 @@ export interface OutboxRelayOptions {
   bus: EventBus;
   logger: Logger;
   pollMs: number;
-  batchSize?: number;
-  /** Sent rows are kept this long, then deleted. */
-  retentionHours?: number;
   /** How long a relay's lease lasts without renewal. */
   leaseMs?: number;
-  /** The longest one publish may take (the bus's publish timeout): a publish starts only while the lease outlasts it. */
+  /** The bus's publish timeout: a publish starts only while the lease outlasts it. */
   publishTimeoutMs?: number;
-  /** A round's statements as prepared statements (its own connections on real PostgreSQL: relay-database.ts). */
+  /** A round's statements as prepared statements (on its own connections: relay-database.ts). */
   preparedStatements?: boolean;
 }
 
@@ -59,12 +42,11 @@ export interface RelayBatch {
 }
 
 /** A row the bus deferred: published again once `retryAt` (Date.now() time) has passed. */
-interface DeferredRow {
-  seq: string;
-  retryAt: number;
-  failures: number;
-}
+type DeferredRow = { seq: string; retryAt: number; failures: number };
 
+const BATCH_SIZE = 100;
+/** Sent rows are kept this long, then deleted. */
+const RETENTION_HOURS = 168;
 /** Failed batches and failed rounds. */
 const FAILURE_BACKOFF: Backoff = { baseMs: 500, maxMs: 30_000 };
 /** A row that found no consumer, when the bus gives no time for it. */
@@ -89,7 +71,6 @@ class PublishFailed extends Error {
 export class OutboxRelay {
   private readonly loop: PollLoop;
   private readonly lease: OutboxLease;
-  private readonly batchSize: number;
   private lastCleanup = 0;
   /** Rows the bus deferred: id → when to try again. */
   private readonly deferred = new Map<string, DeferredRow>();
@@ -99,29 +80,21 @@ export class OutboxRelay {
   private readonly rows: OutboxRows;
 
   constructor(private readonly options: OutboxRelayOptions) {
-    this.batchSize = options.batchSize ?? 100;
     this.rows = new OutboxRows(options.orm, options.schema, options.preparedStatements === true);
     this.lease = new OutboxLease({
-      orm: options.orm,
-      schema: options.schema,
+      ...options,
       leaseMs: options.leaseMs ?? 15_000,
       publishTimeoutMs: options.publishTimeoutMs ?? 3000,
-      pollMs: options.pollMs,
     });
     this.loop = new PollLoop({
       round: () => this.round(),
       backoff: FAILURE_BACKOFF,
       onError: (err, retryInMs) => {
         if (err instanceof PublishFailed)
-          options.logger.warn({ err: err.cause, published: err.published, retryInMs }, "outbox publish failed");
+          options.logger.warn({ err: err.cause, published: err.published, retryInMs }, err.message);
         else options.logger.error({ err, retryInMs }, "outbox relay failed");
       },
     });
-  }
-
-  /** This relay's identity as a lease holder. */
-  get id(): string {
-    return this.lease.id;
   }
 
   start(): void {
@@ -145,27 +118,20 @@ export class OutboxRelay {
     await this.lease.release();
   }
 
-  /**
-   * One batch, as the lease holder: publish again the deferred rows that are
-   * due (oldest first), then read the oldest other unsent rows in seq
-   * order, publish them, mark what the bus stored. Before each send the lease
-   * must outlast it; if not, the rows sent so far are marked and the lease
-   * renewed, and the batch ends if that fails.
-   */
+  /** One batch, as the lease holder: the deferred rows that are due, then the oldest other unsent rows. */
   async publishBatch(): Promise<RelayBatch> {
     try {
       return await this.runBatch();
     } catch (err) {
-      // Rows may have been published and not marked (the database failed):
-      // they are read again (the bus drops the duplicates).
-      this.forget();
+      // Rows published and not marked are read again (the bus drops the duplicates).
+      this.deferred.clear();
       throw err;
     }
   }
 
   /** Unsent rows, for readiness and tests. */
-  backlog(): Promise<number> {
-    return this.rows.count();
+  async backlog(): Promise<number> {
+    return (await this.rows.pending()).n;
   }
 
   private async round(): Promise<number> {
@@ -185,7 +151,8 @@ export class OutboxRelay {
 
   private async runBatch(): Promise<RelayBatch> {
     if (!(await this.lease.keep())) {
-      this.forget();
+      // Another relay may publish meanwhile: deferred rows are read afresh when the lease comes back.
+      this.deferred.clear();
       return { leader: false, published: 0 };
     }
     this.moreRows = false;
@@ -249,27 +216,25 @@ export class OutboxRelay {
     };
 
     let going = true;
-    // The deferred rows first, all of them in commit order as soon as one is
-    // due: a consumer held behind an earlier row gets that row first, then these.
+    // All deferred rows first, in commit order, as soon as one is due: a consumer held back gets them in order.
     if (this.deferred.size > 0 && this.nextRetryAt() <= Date.now()) {
       const ids = [...this.deferred.entries()].sort(([, a], [, b]) => compareSeq(a.seq, b.seq)).map(([id]) => id);
-      for (let i = 0; going && i < ids.length; i += this.batchSize) {
-        const chunk = ids.slice(i, i + this.batchSize);
+      for (let i = 0; going && i < ids.length; i += BATCH_SIZE) {
+        const chunk = ids.slice(i, i + BATCH_SIZE);
         const rows = await this.rows.readStillUnsent(chunk);
-        // Published meanwhile (by a relay before a lease hand-over) or cleaned up: nothing left to do.
+        // Published meanwhile (before a lease hand-over) or cleaned up: nothing left to do.
         const unsent = new Set(rows.map((r) => r.id));
         for (const id of chunk) if (!unsent.has(id)) this.deferred.delete(id);
         going = await publishRows(rows);
       }
     }
     if (going) {
-      // The deferred rows wait for their turn above.
-      const rows = await this.rows.readUnsent([...this.deferred.keys()], this.batchSize);
-      this.moreRows = rows.length === this.batchSize;
+      const rows = await this.rows.readUnsent([...this.deferred.keys()], BATCH_SIZE);
+      this.moreRows = rows.length === BATCH_SIZE;
       await publishRows(rows);
     }
     await markSent();
-    if (leaseLost) this.forget();
+    if (leaseLost) this.deferred.clear();
     return {
       leader: true,
       published: sent.length,
@@ -279,22 +244,15 @@ export class OutboxRelay {
     };
   }
 
-  /** Another relay may publish meanwhile: its deferred rows are read afresh when the lease comes back. */
-  private forget(): void {
-    this.deferred.clear();
-  }
-
   /** When the earliest deferred row may be published again (Infinity: none). */
   private nextRetryAt(): number {
-    let at = Infinity;
-    for (const row of this.deferred.values()) at = Math.min(at, row.retryAt);
-    return at;
+    return [...this.deferred.values()].reduce((at, row) => Math.min(at, row.retryAt), Infinity);
   }
 
   private async cleanup(): Promise<void> {
     if (Date.now() - this.lastCleanup < CLEANUP_EVERY_MS) return;
     this.lastCleanup = Date.now();
-    await this.rows.deleteSent(this.options.retentionHours ?? 168);
+    await this.rows.deleteSent(RETENTION_HOURS);
   }
 }
 

@@ -1,7 +1,6 @@
-// Deleting many old rows without holding long locks: each batch is one
-// statement (its own short transaction) that locks at most `batchSize` rows,
-// skipping rows another transaction holds (a replica's pruner running at the
-// same moment, a request touching the row); those go in a later batch or run.
+// Deleting many old rows without long locks: each batch is one statement (its
+// own short transaction) locking at most `batchSize` rows, skipping rows
+// another transaction holds; those go in a later batch or run.
 import type { MikroORM } from "@mikro-orm/postgresql";
 
 export interface PruneTarget {

@@ -1,8 +1,7 @@
-// The pruning timer of a service: every PRUNE_INTERVAL_SECONDS (jittered, so
-// that replicas started together do not prune together), delete the rows
-// each target names, in batches. Overlapping runs on several replicas are
-// harmless: batches skip rows another run has locked, and deleting is
-// idempotent. The first run comes one interval after the start, not during it.
+// The pruning timer of a service: every PRUNE_INTERVAL_SECONDS (jittered),
+// delete the rows each target names, in batches. Overlapping runs on several
+// replicas are harmless (batches skip locked rows). The first run comes one
+// interval after the start, not during it.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { Logger } from "../logger.js";
 import { withJitter } from "../loop/backoff.js";
@@ -11,31 +10,12 @@ import { deleteInBatches, type PruneTarget } from "./batch-delete.js";
 
 const JITTER = 0.2;
 
-export interface PruneSettings {
-  PRUNE_INTERVAL_SECONDS: number;
-  PRUNE_BATCH_SIZE: number;
-}
-
-/** One pass over every target; answers the rows deleted per target name (batches summed). */
-export async function pruneOnce(
-  orm: MikroORM,
-  targets: PruneTarget[],
-  batchSize: number,
-): Promise<Record<string, number>> {
-  const deleted: Record<string, number> = {};
-  for (const target of targets) {
-    const counts = await deleteInBatches(orm, target, batchSize);
-    deleted[target.name] = counts.reduce((a, b) => a + b, 0);
-  }
-  return deleted;
-}
-
 /** Starts the timer; stop() lets a batch in hand finish. */
 export function startPruning(options: {
   orm: MikroORM;
   /** Called each run: conditions may depend on the time. */
   targets: () => PruneTarget[];
-  settings: PruneSettings;
+  settings: { PRUNE_INTERVAL_SECONDS: number; PRUNE_BATCH_SIZE: number };
   logger: Logger;
 }): { stop(): Promise<void> } {
   const logger = options.logger.child({ component: "prune" });
@@ -46,8 +26,14 @@ export function startPruning(options: {
       if (first) {
         first = false;
       } else {
-        const deleted = await pruneOnce(options.orm, options.targets(), options.settings.PRUNE_BATCH_SIZE);
-        const total = Object.values(deleted).reduce((a, b) => a + b, 0);
+        // The rows deleted per target name.
+        const deleted: Record<string, number> = {};
+        let total = 0;
+        for (const target of options.targets()) {
+          const counts = await deleteInBatches(options.orm, target, options.settings.PRUNE_BATCH_SIZE);
+          deleted[target.name] = counts.reduce((a, b) => a + b, 0);
+          total += deleted[target.name]!;
+        }
         if (total > 0) logger.info({ deleted }, "pruned %d expired rows", total);
         else logger.debug("nothing to prune");
       }

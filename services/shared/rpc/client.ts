@@ -1,28 +1,21 @@
 // Clients between services: connect-node's Connect transport over HTTP/1.1,
-// with a deadline on every call, the internal credential, and the caller's
-// request id and trace context. A service of this process (`npm start`) is
-// reached by a direct call instead (direct-transport.ts): the same handlers
-// and interceptors, no network hop.
+// with a deadline, the internal credential, and the caller's request id and
+// trace context on every call. A service of this process (`npm start`) is
+// called directly instead (direct-transport.ts), through the same interceptors.
 import { Code, ConnectError, createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, createConnectTransport } from "@connectrpc/connect-node";
-import type { DescService, Message } from "@bufbuild/protobuf";
+import type { DescService } from "@bufbuild/protobuf";
 import { REQUEST_ID_HEADER, currentRequest } from "../request-context.js";
 import { TRACEPARENT_HEADER, TRACESTATE_HEADER } from "../trace/traceparent.js";
-import { refuseUnsafeStrings } from "./string-guard.js";
+import { stringGuardInterceptor } from "./string-guard.js";
 
 export interface RpcClientOptions {
   baseUrl: string;
   timeoutMs: number;
   internalToken?: string;
-  /**
-   * The largest response message read (default 4 MiB, what the servers accept
-   * as a request); a larger answer fails with ResourceExhausted instead of
-   * being buffered.
-   */
+  /** The largest response read (default 4 MiB, as the servers' requests); a larger one is ResourceExhausted. */
   readMaxBytes?: number;
 }
-
-export const DEFAULT_READ_MAX_BYTES = 4 * 1024 * 1024;
 
 /** Where every call carries the internal credential (`Bearer <token>`), which the servers' interceptor checks. */
 export const INTERNAL_AUTH_HEADER = "authorization";
@@ -33,11 +26,7 @@ export type InProcessServer = (client: { interceptors: Interceptor[]; defaultTim
 /** Servers of this process that clients reach in memory, by origin (see serveInProcess). */
 const inProcessServers = new Map<string, InProcessServer>();
 
-/**
- * `npm start`: calls to `baseUrl` go to that server's routes in this
- * process, through the same interceptors, without loopback HTTP. Returns the
- * undo.
- */
+/** `npm start`: calls to `baseUrl` go to that server's routes in this process, without loopback HTTP. Returns the undo. */
 export function serveInProcess(baseUrl: string, server: InProcessServer): () => void {
   const origin = new URL(baseUrl).origin;
   inProcessServers.set(origin, server);
@@ -56,12 +45,7 @@ function connectionLost(err: unknown): boolean {
   return false;
 }
 
-/**
- * connect-node answers a kept-alive connection the server has closed (it
- * stopped, or restarted) as Internal (EPIPE) or Aborted (ECONNRESET); to the
- * caller that is the server being away, as when nothing listens: Unavailable,
- * which the gateway answers 503 with Retry-After.
- */
+/** A kept-alive connection the server closed (EPIPE, ECONNRESET) is the server being away: Unavailable. */
 const serverAway: Interceptor = (next) => (req) =>
   next(req).catch((err: unknown) => {
     if (err instanceof ConnectError && err.code !== Code.Unavailable && connectionLost(err)) {
@@ -84,25 +68,17 @@ export function createRpcClient<T extends DescService>(service: T, options: RpcC
     if (authorization) req.header.set(INTERNAL_AUTH_HEADER, authorization);
     return next(req);
   };
-  // Encoded, a lone surrogate would arrive as U+FFFD, a value the caller never sent: refused
-  // before it leaves. A direct call hands the server the strings as they are, and its guard
-  // refuses them there.
-  const unencodable: Interceptor = (next) => (req) => {
-    if (!req.stream) refuseUnsafeStrings(req.method.input, req.message as Message);
-    return next(req);
-  };
-  const readMaxBytes = options.readMaxBytes ?? DEFAULT_READ_MAX_BYTES;
   const overHttp = createConnectTransport({
     baseUrl: options.baseUrl,
     httpVersion: "1.1",
     useBinaryFormat: true,
     defaultTimeoutMs: options.timeoutMs,
-    interceptors: [serverAway, propagate, unencodable],
+    // Encoded, a lone surrogate would arrive as U+FFFD: refused before it leaves.
+    interceptors: [serverAway, propagate, stringGuardInterceptor()],
     acceptCompression: [compressionGzip, compressionBrotli],
-    readMaxBytes,
+    readMaxBytes: options.readMaxBytes ?? 4 * 1024 * 1024,
   });
-  // The server of this process that serves the origin, if any: looked up on every call, so a
-  // client made before its server started (or after it stopped) takes the right path.
+  // Looked up on every call: a client made before its server started (or after it stopped) takes the right path.
   const origin = new URL(options.baseUrl).origin;
   const inMemory = new WeakMap<InProcessServer, Transport>();
   const pick = (): Transport => {

@@ -1,12 +1,7 @@
-// A call to a service of this process (`npm start`) as a direct call: the
-// client's interceptors, then the server's, around the service's own handler,
-// built from connect's public pieces (its handler context, its interceptor
-// and transport types). Each side gets its own copy of the other's message:
-// the request as it is (the server's string guard refuses what no encoding
-// could carry), the answer as the binary wire format would carry it, so a
-// call answers the same in memory as over HTTP. connect's router transport would
-// do the same through its universal handler's streams, at many times the
-// CPU of the call itself (docs/benchmark.md).
+// A call to a service of this process (`npm start`) as a direct call through
+// the client's and the server's interceptors, each side with its own copy of
+// the other's message, so it answers as over HTTP at a fraction of the CPU of
+// connect's router transport.
 import {
   clone,
   create,
@@ -34,13 +29,11 @@ import {
 
 type UnaryHandler = (request: never, context: HandlerContext) => unknown;
 
-/** The signal of a call without one: never aborted. */
 const NO_SIGNAL = new AbortController().signal;
 
 /** Why a finished call's context aborts: a reason given, so that no DOMException is made for it. */
 const FINISHED = new ConnectError("the call has finished", Code.Canceled);
 
-/** The unary handlers a service's `routes` registers, by method. */
 export function unaryHandlers(routes: (router: ConnectRouter) => void): Map<DescMethod, UnaryHandler> {
   const found = new Map<DescMethod, UnaryHandler>();
   const recorder: ConnectRouter = {
@@ -65,17 +58,14 @@ function overTheWire<T extends DescMessage>(schema: T, message: MessageShape<T>)
   return fromBinary(schema, toBinary(schema, message));
 }
 
-export interface DirectTransportOptions {
-  /** The server's origin, for the calls' URLs. */
-  baseUrl: string;
-  handlers: Map<DescMethod, UnaryHandler>;
-  serverInterceptors: Interceptor[];
-  clientInterceptors: Interceptor[];
-  defaultTimeoutMs: number;
-}
-
-export function createDirectTransport(options: DirectTransportOptions): Transport {
-  const base = options.baseUrl.replace(/\/+$/, "");
+/** `baseUrl`: the server's origin, for the calls' URLs; `interceptors`: the client's, then the server's. */
+export function createDirectTransport(
+  baseUrl: string,
+  handlers: Map<DescMethod, UnaryHandler>,
+  interceptors: Interceptor[],
+  defaultTimeoutMs: number,
+): Transport {
+  const base = baseUrl.replace(/\/+$/, "");
   return {
     async unary<I extends DescMessage, O extends DescMessage>(
       method: DescMethodUnary<I, O>,
@@ -85,9 +75,9 @@ export function createDirectTransport(options: DirectTransportOptions): Transpor
       input: MessageShape<I> | Parameters<typeof create<I>>[1],
       contextValues?: ReturnType<typeof createContextValues>,
     ): Promise<UnaryResponse<I, O>> {
-      const timeout = timeoutMs === undefined ? options.defaultTimeoutMs : timeoutMs <= 0 ? undefined : timeoutMs;
+      const timeout = timeoutMs === undefined ? defaultTimeoutMs : timeoutMs <= 0 ? undefined : timeoutMs;
       const url = `${base}/${method.parent.typeName}/${method.name}`;
-      const handler = options.handlers.get(method);
+      const handler = handlers.get(method);
       const serve = async (req: UnaryRequest<I, O>): Promise<UnaryResponse<I, O>> => {
         if (!handler)
           throw new ConnectError(
@@ -121,7 +111,6 @@ export function createDirectTransport(options: DirectTransportOptions): Transpor
           context.abort(FINISHED);
         }
       };
-      const interceptors = [...options.clientInterceptors, ...options.serverInterceptors];
       const call = interceptors.reduceRight<(req: UnaryRequest<I, O>) => Promise<UnaryResponse<I, O>>>(
         (next, interceptor) => interceptor(next as never) as never,
         serve,

@@ -1,18 +1,16 @@
-// GET /healthz (the process is up) and GET /readyz (every backend it needs
-// answers) beside a service's RPC routes, and the checks /readyz runs.
+// GET /healthz (the process is up), GET /readyz (every backend it needs
+// answers) and GET /metrics beside a service's RPC routes.
 import { serveMetrics } from "../metrics/metrics-listener.js";
 import type { ServerRequest, ServerResponse } from "./listener.js";
 
 export type ReadinessCheck = () => Promise<Record<string, string>>;
 
-/** GET /healthz (process up) and GET /readyz (every backend reachable) beside the RPC routes. */
 export async function healthRoutes(req: ServerRequest, res: ServerResponse, readiness?: ReadinessCheck): Promise<void> {
   const send = (status: number, body: unknown) => {
     res.writeHead(status, { "content-type": "application/json" });
     res.end(JSON.stringify(body));
   };
   const path = (req.url ?? "").split("?")[0];
-  // The process's metrics (every service's, under `npm start`), as Prometheus text.
   if (serveMetrics(req, res)) return;
   if (req.method === "GET" && path === "/healthz") return send(200, { status: "ok" });
   if (req.method === "GET" && path === "/readyz") {
@@ -29,11 +27,7 @@ export async function healthRoutes(req: ServerRequest, res: ServerResponse, read
 /** A check that has not answered by then counts as failed (a caller's /readyz must not hang). */
 const CHECK_TIMEOUT_MS = 1500;
 
-/**
- * Runs every check. A failed `required` check makes the service unready (the
- * error names it); an `informational` one is only reported, e.g. the bus for a
- * service whose outbox rides out a broker outage.
- */
+/** Runs every check: a failed `required` one makes the service unready; an `informational` one is only reported. */
 export async function runChecks(
   required: Record<string, () => Promise<unknown>>,
   informational: Record<string, () => Promise<unknown>> = {},

@@ -1,11 +1,12 @@
-// The interceptors every RPC server runs: the internal credential, and the
-// request id and trace context with one log line per call and errors that
-// never carry internals.
+// The interceptors every RPC server runs: the call's metrics, the internal
+// credential, and the request id and trace context with one log line per call
+// and errors that never carry internals.
 import { hash, timingSafeEqual } from "node:crypto";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "../logger.js";
 import { REQUEST_ID_HEADER, requestIdFrom, runInRequest } from "../request-context.js";
 import { TRACEPARENT_HEADER, TRACESTATE_HEADER, continuedTracestate } from "../trace/traceparent.js";
+import { rpcServerDuration } from "../metrics/metrics.js";
 import { startSpan } from "../trace/tracing.js";
 import { INTERNAL_AUTH_HEADER } from "./client.js";
 import { isOutage } from "./outage.js";
@@ -14,11 +15,9 @@ import { isOutage } from "./outage.js";
 const digest = (s: string) => hash("sha256", s, "buffer");
 
 /**
- * Refuses, with UNAUTHENTICATED, every call that does not carry one of the
- * internal credentials. The comparison is constant-time: the presented value
- * is hashed once and compared with the digest of every accepted credential,
- * all of them each time, so neither the timing nor an early exit tells which
- * one (if any) matched.
+ * Refuses, with UNAUTHENTICATED, every call without one of the internal
+ * credentials. Constant-time: the presented value's digest is compared with
+ * every accepted one's, all of them each time, so nothing tells which matched.
  */
 export function internalAuthInterceptor(tokens: readonly string[]): Interceptor {
   if (tokens.length === 0 || tokens.some((t) => t.length === 0)) {
@@ -43,24 +42,15 @@ const SERVER_FAULTS = new Set([Code.Internal, Code.Unknown, Code.DataLoss]);
 const OUTAGES = new Set([Code.Unavailable, Code.DeadlineExceeded, Code.Canceled]);
 
 /**
- * Request id and trace context (the caller's traceparent continued by this
- * call's span; W3C Trace Context §3.2.2: an invalid one is not a reason to
- * fail, a new trace starts instead), one log line per call, and unexpected errors turned into INTERNAL
- * with the cause logged. A call that succeeds is logged at debug (at info, the
- * line cost more than the read it described); an expected failure (a caller's
- * mistake, NotFound, Unimplemented, …) is one info line with its code and
- * message and no stack; an outage (Unavailable, DeadlineExceeded, Canceled) is
- * a warn line with its cause; a server fault is logged at error with its cause.
- *
- * A failure that is a backend's outage (the database or the bus unreachable,
- * outage.ts), thrown as it is or as the cause of a server fault, is answered
- * UNAVAILABLE: the caller may retry, and the gateway answers 503 with
- * Retry-After instead of 500.
+ * Request id and trace context, and one log line per call (debug on success).
+ * Unexpected errors become INTERNAL; a backend's outage (outage.ts), thrown as
+ * is or as a fault's cause, UNAVAILABLE: the gateway answers 503 with Retry-After.
  */
 export function contextInterceptor(logger: Logger): Interceptor {
   return (next) => (req) => {
     const requestId = requestIdFrom(req.header.get(REQUEST_ID_HEADER));
-    const span = startSpan(`${req.service.typeName}/${req.method.name}`, req.header.get(TRACEPARENT_HEADER), "server", {
+    const procedure = `${req.service.typeName}/${req.method.name}`;
+    const span = startSpan(procedure, req.header.get(TRACEPARENT_HEADER), "server", {
       "rpc.system": "connect_rpc",
       "rpc.service": req.service.typeName,
       "rpc.method": req.method.name,
@@ -68,10 +58,16 @@ export function contextInterceptor(logger: Logger): Interceptor {
     const tracestate = continuedTracestate(req.header.get(TRACEPARENT_HEADER), req.header.get(TRACESTATE_HEADER));
     return runInRequest({ requestId, traceparent: span.traceparent, tracestate }, async () => {
       const started = performance.now();
+      const line = (code: string | undefined) => ({
+        requestId,
+        procedure,
+        code,
+        ms: Math.round(performance.now() - started),
+      });
       try {
         const res = await next(req);
         span.end();
-        if (logger.isLevelEnabled("debug")) logger.debug(line(req, requestId, "ok", started), "rpc");
+        if (logger.isLevelEnabled("debug")) logger.debug(line("ok"), "rpc");
         return res;
       } catch (thrown) {
         let err = thrown;
@@ -81,44 +77,51 @@ export function contextInterceptor(logger: Logger): Interceptor {
           "rpc.connect_rpc.error_code": err instanceof ConnectError ? Code[err.code]! : "Internal",
         });
         if (fault && isOutage(err)) {
-          err = new ConnectError(
-            "a backend is unavailable",
-            Code.Unavailable,
-            undefined,
-            undefined,
-            err instanceof ConnectError ? (err.cause ?? err) : err,
-          );
+          const cause = err instanceof ConnectError ? (err.cause ?? err) : err;
+          err = new ConnectError("a backend is unavailable", Code.Unavailable, undefined, undefined, cause);
         }
         if (!(err instanceof ConnectError)) {
-          logger.error({ ...line(req, requestId, "Internal", started), err }, "rpc");
+          logger.error({ ...line("Internal"), err }, "rpc");
           throw new ConnectError("internal error", Code.Internal);
         }
-        if (SERVER_FAULTS.has(err.code)) {
-          logger.error({ ...line(req, requestId, Code[err.code], started), err: err.cause ?? err }, "rpc");
-        } else if (OUTAGES.has(err.code)) {
-          logger.warn(
-            { ...line(req, requestId, Code[err.code], started), message: err.rawMessage, err: err.cause ?? err },
-            "rpc",
-          );
-        } else {
-          logger.info({ ...line(req, requestId, Code[err.code], started), message: err.rawMessage }, "rpc");
-        }
+        const fields = line(Code[err.code]);
+        if (SERVER_FAULTS.has(err.code)) logger.error({ ...fields, err: err.cause ?? err }, "rpc");
+        else if (OUTAGES.has(err.code))
+          logger.warn({ ...fields, message: err.rawMessage, err: err.cause ?? err }, "rpc");
+        else logger.info({ ...fields, message: err.rawMessage }, "rpc");
         throw err;
       }
     });
   };
 }
 
-function line(
-  req: { service: { typeName: string }; method: { name: string } },
-  requestId: string,
-  code: string | undefined,
-  started: number,
-) {
-  return {
-    requestId,
-    procedure: `${req.service.typeName}/${req.method.name}`,
-    code,
-    ms: Math.round(performance.now() - started),
+/** rpc_server_duration_seconds, as the outermost interceptor: each call counted with the code the caller saw. */
+/** Code → the Connect protocol's name for it ("not_found"), made once. */
+const CODE_NAMES = new Map<Code, string>(
+  Object.values(Code)
+    .filter((c): c is Code => typeof c === "number")
+    .map((c) => [c, Code[c]!.replace(/[A-Z]/g, (m, i: number) => (i ? "_" : "") + m.toLowerCase())]),
+);
+
+export function metricsInterceptor(service: string): Interceptor {
+  // Not an async function: one promise per call (then's), not an async frame's too.
+  return (next) => (req) => {
+    const started = performance.now();
+    const method = req.method.name;
+    const observe = (code: string) =>
+      rpcServerDuration.observe({ service, method, code }, (performance.now() - started) / 1000);
+    let answer;
+    try {
+      answer = next(req);
+    } catch (err) {
+      answer = Promise.reject(err);
+    }
+    return answer.then(
+      (res) => (observe("ok"), res),
+      (err: unknown) => {
+        observe(CODE_NAMES.get(ConnectError.from(err).code) ?? "unknown");
+        throw err;
+      },
+    );
   };
 }

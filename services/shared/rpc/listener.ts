@@ -1,9 +1,7 @@
-// One port for HTTP/1.1 and HTTP/2 without TLS (h2c with prior knowledge,
-// RFC 9113 §3.3), as a stock Connect client may speak either: connect-node's
-// createConnectTransport with httpVersion "2" opens h2c to an http:// URL.
-// Node serves each on its own server type, so the first bytes of a
-// connection pick which: RFC 9113 §3.4 "the client connection preface
-// starts with a sequence of 24 octets [...] PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".
+// One port for HTTP/1.1 and h2c with prior knowledge (RFC 9113 §3.3), as a
+// stock Connect client may speak either. Node serves each on its own server
+// type, so the first bytes pick which: RFC 9113 §3.4 "the client connection
+// preface starts with a sequence of 24 octets [...] PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";

@@ -1,10 +1,8 @@
 // Which failures are an outage of a backend (the database, the bus) rather
-// than a fault of this server: the one classification the RPC servers use to
-// answer them Unavailable (the transient code: a caller may retry), whichever
-// path met them (MikroORM, pg directly, NATS).
+// than a fault of this server, answered Unavailable (a caller may retry),
+// whichever path met them (MikroORM, pg directly, NATS).
 import { ConnectionException } from "@mikro-orm/core";
 
-/** Node's network errors of a peer that is away or unreachable. */
 const NETWORK_CODES = new Set([
   "ECONNREFUSED",
   "ECONNRESET",
@@ -16,15 +14,9 @@ const NETWORK_CODES = new Set([
   "ENETUNREACH",
 ]);
 
-/**
- * PostgreSQL SQLSTATEs of a server that is going or gone
- * (https://www.postgresql.org/docs/current/errcodes-appendix.html):
- * class 08 connection exception; 57P01 admin_shutdown, 57P02 crash_shutdown,
- * 57P03 cannot_connect_now; 53300 too_many_connections.
- */
+/** PostgreSQL SQLSTATEs of a server going or gone: admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections (and class 08). */
 const SQLSTATES = new Set(["57P01", "57P02", "57P03", "53300"]);
 
-/** nats.js error codes of a connection that is not there. */
 const NATS_CODES = new Set(["CONNECTION_CLOSED", "CONNECTION_DRAINING", "CONNECTION_REFUSED", "DISCONNECT", "503"]);
 
 /** Messages of failures that carry no code: pg's lost connection, knex's pool that found none. */

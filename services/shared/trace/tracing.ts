@@ -1,26 +1,17 @@
-// Spans, exported through the OpenTelemetry SDK only when an OTLP endpoint is
-// configured. Without one no SDK is loaded (the imports below are dynamic),
-// no span object is made, and a hop costs a new span id in its traceparent.
-//
-// The standard variables, read here and by the SDK:
-//   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT  the traces URL, as is
-//   OTEL_EXPORTER_OTLP_ENDPOINT         the base URL: traces go to <it>/v1/traces
-//   OTEL_SERVICE_NAME                   overrides service.name (bizcard-<process>)
-//   OTEL_EXPORTER_OTLP_HEADERS, OTEL_BSP_* …  read by the SDK itself.
-// OTLP/HTTP with JSON bodies ("OTLP/HTTP … binary Protobuf or JSON", the OTLP
-// specification); spans leave in batches (BatchSpanProcessor).
+// Spans, exported through the OpenTelemetry SDK (OTLP/HTTP, in batches) only
+// when an OTLP endpoint is configured (the standard OTEL_* variables). Without
+// one no SDK is loaded (the imports are dynamic) and no span object is made:
+// a hop costs a new span id in its traceparent.
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Tracer } from "@opentelemetry/api";
 import { continueTrace, formatTraceparent, parseTraceparent } from "./traceparent.js";
 
-export type TracingState = "on" | "off";
+type TracingState = "on" | "off";
 
 export interface Tracing {
   state: TracingState;
-  /** Where spans go (undefined when off). */
   url?: string;
   /** Sends the spans ended so far (tests; a drain). */
   flush(): Promise<void>;
-  /** Flushes and stops exporting. */
   shutdown(): Promise<void>;
 }
 
@@ -29,7 +20,6 @@ let running: Tracing | undefined;
 
 const OFF: Tracing = { state: "off", flush: async () => {}, shutdown: async () => {} };
 
-/** The traces URL the environment asks for, if any. */
 export function tracesUrl(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
   if (traces) return traces;
@@ -38,11 +28,7 @@ export function tracesUrl(env: NodeJS.ProcessEnv = process.env): string | undefi
   return base ? `${base.replace(/\/+$/, "")}/v1/traces` : undefined;
 }
 
-/**
- * Starts exporting spans when the environment names an OTLP endpoint; else
- * does nothing and reports "off". Once per process (a second call returns the
- * first one's handle until it is shut down).
- */
+/** Starts exporting spans when the environment names an OTLP endpoint, once per process; else reports "off". */
 export async function startTracing(processName: string, env: NodeJS.ProcessEnv = process.env): Promise<Tracing> {
   if (running) return running;
   const url = tracesUrl(env);
@@ -75,7 +61,6 @@ export async function startTracing(processName: string, env: NodeJS.ProcessEnv =
   return handle;
 }
 
-/** "on" while spans are exported, else "off". */
 export function tracingState(): TracingState {
   return tracer ? "on" : "off";
 }
@@ -90,20 +75,9 @@ export interface WorkSpan {
 
 export type WorkKind = "server" | "client" | "producer" | "consumer" | "internal";
 
-const KINDS: Record<WorkKind, SpanKind> = {
-  server: SpanKind.SERVER,
-  client: SpanKind.CLIENT,
-  producer: SpanKind.PRODUCER,
-  consumer: SpanKind.CONSUMER,
-  internal: SpanKind.INTERNAL,
-};
-
 const noop = () => {};
 
-/**
- * Starts the span of some work whose caller sent `incoming` (a traceparent,
- * possibly absent or invalid: then a new trace begins).
- */
+/** Starts the span of some work whose caller sent `incoming` (absent or invalid: a new trace begins). */
 export function startSpan(
   name: string,
   incoming: string | undefined | null,
@@ -120,7 +94,8 @@ export function startSpan(
         isRemote: true,
       })
     : ROOT_CONTEXT;
-  const span = tracer.startSpan(name, { kind: KINDS[kind], attributes }, context);
+  const spanKind = SpanKind[kind.toUpperCase() as Uppercase<WorkKind>];
+  const span = tracer.startSpan(name, { kind: spanKind, attributes }, context);
   const own = span.spanContext();
   return {
     traceparent: formatTraceparent({ traceId: own.traceId, parentId: own.spanId, flags: own.traceFlags }),
