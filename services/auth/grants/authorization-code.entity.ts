@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+import { defineEntity, p } from "@mikro-orm/core";
 import type { ResourceName } from "../../shared/protected-resources.js";
 import { GrantEntity } from "./grant.entity.js";
 
@@ -7,7 +7,6 @@ export const AuthorizationCodeEntity = defineEntity({
   name: "AuthorizationCode",
   tableName: "authorization_code",
   properties: {
-    /** tokenHash() of the code. */
     hash: p.text().primary(),
     grantId: () =>
       p
@@ -36,5 +35,3 @@ export const AuthorizationCodeEntity = defineEntity({
     family: p.uuid().nullable(),
   },
 });
-
-export type AuthorizationCode = InferEntity<typeof AuthorizationCodeEntity>;

@@ -29,11 +29,7 @@ const UNKNOWN = "the authorization code is unknown, expired or revoked";
 
 export const authorizationCodeGrant: GrantModule = {
   grantType: "authorization_code",
-  parameters: [
-    { name: "code", field: "code", required: true },
-    { name: "redirect_uri", field: "redirectUri", required: false },
-    { name: "code_verifier", field: "codeVerifier", required: false },
-  ],
+  required: [{ name: "code", field: "code" }],
   async handle({ deps, client, request }) {
     const { schema } = deps.tables;
     const hash = tokenHash(request.code);
@@ -48,16 +44,11 @@ export const authorizationCodeGrant: GrantModule = {
     // authenticated confidential client, or if the client is public, ensure
     // that the code was issued to "client_id" in the request".
     if (code.client_id !== client.id) throw new InvalidGrant("the authorization code was issued to another client");
-    // RFC 6749 §4.1.2: "A maximum authorization code lifetime of 10 minutes is RECOMMENDED."
     if (code.expired) throw new InvalidGrant("the authorization code has expired");
-    // RFC 6749 §4.1.3: "ensure that the "redirect_uri" parameter is present if
-    // the "redirect_uri" parameter was included in the initial authorization
-    // request [...] and if included ensure that their values are identical."
-    // A request that named none went to the client's only registered one: a
+    // RFC 6749 §4.1.3: "if included ensure that their values are identical."
+    // A request that named none went to the client's only registered one: the
     // token request may still send that one (as strict libraries do), never another.
-    const redirectOk =
-      request.redirectUri === "" ? code.redirect_uri_omitted : request.redirectUri === code.redirect_uri;
-    if (!redirectOk) {
+    if (request.redirectUri === "" ? !code.redirect_uri_omitted : request.redirectUri !== code.redirect_uri) {
       throw new InvalidGrant("redirect_uri does not match the one of the authorization request");
     }
     checkPkce(code.code_challenge, request.codeVerifier, client.public);
@@ -65,15 +56,11 @@ export const authorizationCodeGrant: GrantModule = {
     // authorization server MUST deny the request and SHOULD revoke (when
     // possible) all tokens previously issued based on that authorization code."
     if (code.used) return replayed(code);
-    // RFC 8707 §2.2: the resource must be one the authorization request named
-    // (none named: the REST API); without one, the token is for the only one
-    // named, or the REST API. The code stays unused when this fails.
+    // RFC 8707 §2.2, before the code is used: a resource the authorization request named.
     const audience = audienceWithin(deps.resources, code.resources, tokenResource(deps.resources, request.resource));
     const family = randomUUID();
     const issued = await deps.orm.em.fork().transactional(async (em) => {
-      // The grant first (grant-lock.ts): a revocation running now either ends
-      // before this (the grant is gone: nothing is issued) or waits for this
-      // commit and then deletes what it issued. Never both waiting (deadlock).
+      // The grant first (grant-lock.ts): a revocation in flight ends first, or waits for this commit.
       if (!(await lockGrantForIssue(em, schema, code.grant_id))) return "revoked" as const;
       // The single use, atomically: of two concurrent exchanges one wins.
       const won: unknown[] = await em.execute(
@@ -108,9 +95,8 @@ export const authorizationCodeGrant: GrantModule = {
 /**
  * RFC 7636 §4.6: "the server verifies it by calculating the code challenge
  * from the received "code_verifier" and comparing it with the previously
- * associated "code_challenge"" (S256: BASE64URL-ENCODE(SHA256(ASCII(code_verifier)))).
- * A verifier for a code issued without a challenge is refused (RFC 9700
- * §2.1.1, PKCE downgrade), and public clients must have used PKCE.
+ * associated "code_challenge"". A verifier without a challenge is refused
+ * (RFC 9700 §2.1.1, PKCE downgrade); public clients must use PKCE.
  */
 function checkPkce(challenge: string, verifier: string, publicClient: boolean): void {
   if (!challenge) {

@@ -6,28 +6,24 @@ import { narrowScope } from "./scope-parameter.js";
 import { tokenResource } from "../resource-indicators.js";
 import type { GrantModule } from "./grant-module.js";
 
-/**
- * RFC 6749 §4.4: "The client credentials grant type MUST only be used by
- * confidential clients." CONTRACT: "only for confidential clients owned by
- * an organisation; the token acts for that organisation".
- */
-export const mayUseClientCredentials = <C extends { public: boolean; ownerOrganisationId: string | null }>(
-  client: C,
-): client is C & { ownerOrganisationId: string } => !client.public && Boolean(client.ownerOrganisationId);
-
 export const clientCredentialsGrant: GrantModule = {
   grantType: "client_credentials",
-  parameters: [{ name: "scope", field: "scope", required: false }],
+  required: [],
   async handle({ deps, client, request }) {
-    if (!mayUseClientCredentials(client)) {
+    // RFC 6749 §4.4: "The client credentials grant type MUST only be used by confidential clients."
+    if (client.public || !client.ownerOrganisationId) {
       throw new UnauthorizedClient("client_credentials is only for confidential clients owned by an organisation");
     }
-    const organisationId = client.ownerOrganisationId;
     const scopes = narrowScope(request.scope, client.scopes);
     // RFC 8707 §2.2: the resource the token is for; none: the REST API.
     const audience = tokenResource(deps.resources, request.resource) ?? "api";
     // RFC 6749 §4.4.3: "A refresh token SHOULD NOT be included."
-    const issued = await deps.issueAccessToken({ clientId: client.id, organisationId, scopes, audience });
+    const issued = await deps.issueAccessToken({
+      clientId: client.id,
+      organisationId: client.ownerOrganisationId,
+      scopes,
+      audience,
+    });
     return tokenAnswer(issued);
   },
 };

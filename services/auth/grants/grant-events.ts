@@ -14,42 +14,31 @@ export interface EventOptions {
   subjectPrefix: string;
 }
 
+type Pair = { organisationId: string; clientId: string };
+
 export async function enqueueGrantRevoked(
   em: EntityManager,
   options: EventOptions,
-  pair: { organisationId: string; clientId: string },
+  pair: Pair,
   reason: GrantRevocationReason,
 ): Promise<void> {
-  const event = create(GrantRevokedSchema, {
-    eventId: v7(),
-    ...pair,
-    occurTime: timestampFromDate(new Date()),
-    reason,
-  });
-  await enqueueEvent(em, options.schema, {
-    id: event.eventId,
-    subject: subjectFor(options.subjectPrefix, "grant.revoked"),
-    payload: toBinary(GrantRevokedSchema, event),
-    orderKey: pair.organisationId,
-  });
+  const occurTime = timestampFromDate(new Date());
+  const event = create(GrantRevokedSchema, { eventId: v7(), ...pair, occurTime, reason });
+  await enqueue(em, options, "grant.revoked", event.eventId, pair, toBinary(GrantRevokedSchema, event));
 }
 
 export async function enqueueTokenRevoked(
   em: EntityManager,
   options: EventOptions,
-  pair: { organisationId: string; clientId: string },
+  pair: Pair,
   accessTokenHashes: string[],
 ): Promise<void> {
-  const event = create(TokenRevokedSchema, {
-    eventId: v7(),
-    ...pair,
-    accessTokenHashes,
-    occurTime: timestampFromDate(new Date()),
-  });
-  await enqueueEvent(em, options.schema, {
-    id: event.eventId,
-    subject: subjectFor(options.subjectPrefix, "token.revoked"),
-    payload: toBinary(TokenRevokedSchema, event),
-    orderKey: pair.organisationId,
-  });
+  const occurTime = timestampFromDate(new Date());
+  const event = create(TokenRevokedSchema, { eventId: v7(), ...pair, accessTokenHashes, occurTime });
+  await enqueue(em, options, "token.revoked", event.eventId, pair, toBinary(TokenRevokedSchema, event));
+}
+
+function enqueue(em: EntityManager, options: EventOptions, name: string, id: string, pair: Pair, payload: Uint8Array) {
+  const subject = subjectFor(options.subjectPrefix, name);
+  return enqueueEvent(em, options.schema, { id, subject, payload, orderKey: pair.organisationId });
 }

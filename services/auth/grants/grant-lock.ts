@@ -1,16 +1,11 @@
-// The order of locks between issuing tokens under a grant and ending it.
-//
-// Issuing (a code exchange, a refresh rotation) writes rows that reference the
-// grant; ending it (RevokeGrant's delete, with its cascade; an RFC 7009
-// revocation of a refresh-token family) deletes them. Both take the grant's
-// row lock first: issuing in KEY SHARE mode (issuers never wait for each
-// other), ending in UPDATE mode. So a revocation that starts while tokens are
-// being issued waits for their commit and then deletes them too, and an
-// issue that starts while a revocation runs waits for it and then finds the
-// grant (or its code, or its refresh token) gone. Without the order, the
-// issuer's foreign-key check and the revocation's cascade wait for each other
-// (PostgreSQL aborts one: a server_error), and a family revocation could miss
-// a refresh token inserted after its delete began.
+// The lock order between issuing tokens under a grant (a code exchange, a
+// refresh rotation) and ending it (RevokeGrant's cascading delete, an RFC 7009
+// family revocation): both take the grant's row lock first, issuing in KEY
+// SHARE mode (issuers never wait for each other), ending in UPDATE mode. A
+// revocation then waits for an issue in flight and deletes what it wrote; an
+// issue waits for a revocation in flight and finds the grant gone. Without
+// it, the foreign-key check and the cascade deadlock (a server_error), and a
+// family revocation could miss a refresh token inserted after its delete began.
 import type { EntityManager } from "@mikro-orm/postgresql";
 
 /** In the issuing transaction, before anything else: false when the grant is gone. */
@@ -20,15 +15,11 @@ export async function lockGrantForIssue(em: EntityManager, schema: string, grant
 }
 
 /** The same, for a rotation: the grant of the refresh token with this hash. False when there is none. */
-export async function lockGrantOfRefreshToken(
-  em: EntityManager,
-  schema: string,
-  refreshTokenHash: string,
-): Promise<boolean> {
+export async function lockGrantOfRefreshToken(em: EntityManager, schema: string, hash: string): Promise<boolean> {
   const rows: unknown[] = await em.execute(
     `select 1 from "${schema}"."grant" g join "${schema}"."refresh_token" r on r."grant_id" = g."id"
       where r."hash" = ? for key share of g`,
-    [refreshTokenHash],
+    [hash],
   );
   return rows.length === 1;
 }

@@ -1,23 +1,13 @@
-// What a grant module exports (one per grant type, under grants/): its
-// grant_type, the parameters it reads, and its handler. The token endpoint
-// (tokens/token-endpoint.ts) checks the required parameters and
-// authenticates the client before the handler runs. tokens/ depends on
-// grants/ (the endpoint runs the grant modules; token rows belong to grants),
-// never the reverse: what a grant issues (values, tokens, the scope rule, the
-// refresh retry answer) lives here.
+// What a grant module (one per grant type) exports: its grant_type, the
+// parameters it requires, and its handler, which runs once the token endpoint
+// (tokens/token-endpoint.ts) has checked them and authenticated the client.
+// tokens/ depends on grants/, never the reverse.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { ExchangeTokenRequest, ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import type { ProtectedResources } from "../../shared/protected-resources.js";
 import type { AccessTokenToIssue, IssuedTokens, TokenTables } from "./issue-tokens.js";
 import type { GrantType } from "../clients/grant-types.js";
 import type { GrantStore } from "./grant-store.js";
-
-/** A token request parameter: its name on the wire and its field in ExchangeTokenRequest. */
-export interface GrantParameter {
-  name: string;
-  field: "code" | "redirectUri" | "codeVerifier" | "refreshToken" | "scope";
-  required: boolean;
-}
 
 /** A client whose credentials were right (tokens/client-authentication.ts), as its registration says. */
 export interface AuthenticatedClient {
@@ -32,7 +22,6 @@ export interface GrantDeps {
   orm: MikroORM;
   tables: TokenTables;
   grants: GrantStore;
-  /** REFRESH_RETRY_WINDOW_SECONDS. */
   refreshRetryWindowSeconds: number;
   /** The protected resources a token may be for (RFC 8707 audiences). */
   resources: ProtectedResources;
@@ -40,14 +29,13 @@ export interface GrantDeps {
   issueAccessToken(t: AccessTokenToIssue): Promise<IssuedTokens>;
 }
 
-export interface GrantContext {
-  deps: GrantDeps;
-  client: AuthenticatedClient;
-  request: ExchangeTokenRequest;
-}
-
 export interface GrantModule {
   grantType: GrantType;
-  parameters: readonly GrantParameter[];
-  handle(context: GrantContext): Promise<ExchangeTokenResponse>;
+  /** The parameters it cannot go without: the name on the wire, the field of ExchangeTokenRequest. */
+  required: readonly { name: string; field: "code" | "refreshToken" }[];
+  handle(context: {
+    deps: GrantDeps;
+    client: AuthenticatedClient;
+    request: ExchangeTokenRequest;
+  }): Promise<ExchangeTokenResponse>;
 }

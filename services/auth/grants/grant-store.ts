@@ -1,6 +1,5 @@
 // What the browser flow needs from grants and tokens: the seam between the
-// interaction side (login, consent, connected applications) and the token
-// side (codes, grants, tokens, revocation). Implemented in grants.ts.
+// interaction side and the token side. Implemented in grants.ts.
 import type { Grant } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import type { ResourceName } from "../../shared/protected-resources.js";
 
@@ -10,11 +9,7 @@ export interface CodeRequest {
   memberId: string;
   /** The redirect_uri the code goes to: as the authorization request sent it, or the client's only one. */
   redirectUri: string;
-  /**
-   * The authorization request left redirect_uri out (the client's only one
-   * was used): the token request then may leave it out too, and if it sends
-   * one, that must be this one. Otherwise (the default) it must repeat it.
-   */
+  /** The authorization request named none: the token request may name none too, or only this one. */
   redirectUriOmitted?: boolean;
   /** The scopes consented to, in the server's order. */
   scopes: string[];
@@ -28,17 +23,10 @@ export interface CodeRequest {
 export type GrantRevocationReason = "withdrawn" | "refresh_token_reuse" | "authorization_code_replay";
 
 export interface GrantStore {
-  /**
-   * Records the organisation's grant to the client (created, or its scopes
-   * widened and update time moved) and issues a single-use authorization code
-   * bound to client, redirect_uri and challenge, in one transaction. Returns the code.
-   */
+  /** Records the grant (created, or its scopes widened) and issues a single-use code for it, in one transaction. */
   issueAuthorizationCode(request: CodeRequest): Promise<string>;
   /** The organisation's grants with the client names, newest first. */
   listGrants(organisationId: string): Promise<Grant[]>;
-  /**
-   * Ends the grant: deletes it and every token of the pair, and publishes
-   * bizcard.grant.revoked (outbox, same transaction). False when there was none.
-   */
+  /** Deletes the grant and every token of the pair, and publishes grant.revoked. False when there was none. */
   revokeGrant(organisationId: string, clientId: string, reason: GrantRevocationReason): Promise<boolean>;
 }

@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+import { defineEntity, p } from "@mikro-orm/core";
 import { ClientEntity } from "../clients/client.entity.js";
 
 /** An organisation's consent to a client: one per (organisation, client). Its codes and tokens go with it. */
@@ -25,5 +25,3 @@ export const GrantEntity = defineEntity({
   uniques: [{ name: "grant_organisation_client_unique", properties: ["organisationId", "clientId"] }],
   // ListGrants: newest first within an organisation (the unique index leads with organisation_id).
 });
-
-export type Grant = InferEntity<typeof GrantEntity>;

@@ -17,7 +17,6 @@ export interface GrantStoreDeps {
   orm: MikroORM;
   schema: string;
   subjectPrefix: string;
-  /** AUTHORIZATION_CODE_TTL_SECONDS. */
   codeTtlSeconds: number;
   /** After a commit that wrote an event: wake the outbox relay. */
   onEventCommitted: () => void;
@@ -32,22 +31,16 @@ export function createGrantStore(deps: GrantStoreDeps): GrantStore {
     async issueAuthorizationCode(request: CodeRequest): Promise<string> {
       const code = newTokenValue("code");
       await orm.em.fork().transactional(async (em) => {
-        // One grant per (organisation, client): created, or locked to widen it.
-        await em.execute(
+        // One grant per (organisation, client): created, or its row locked to widen it.
+        const [grant]: { id: string; scopes: string[] }[] = await em.execute(
           `insert into ${t("grant")} ("id", "organisation_id", "client_id", "scopes", "created_at", "updated_at")
              values (?, ?, ?, '[]'::jsonb, now(), now())
-           on conflict ("organisation_id", "client_id") do nothing`,
+           on conflict ("organisation_id", "client_id") do update set "updated_at" = now()
+           returning "id", "scopes"`,
           [randomUUID(), request.organisationId, request.clientId],
         );
-        const [grant]: { id: string; scopes: string[] }[] = await em.execute(
-          `select "id", "scopes" from ${t("grant")} where "organisation_id" = ? and "client_id" = ? for update`,
-          [request.organisationId, request.clientId],
-        );
-        const scopes = ALL_SCOPES.filter((s) => grant.scopes.includes(s) || request.scopes.includes(s));
-        await em.execute(`update ${t("grant")} set "scopes" = ?::jsonb, "updated_at" = now() where "id" = ?`, [
-          JSON.stringify(scopes),
-          grant.id,
-        ]);
+        const scopes = JSON.stringify(ALL_SCOPES.filter((s) => grant.scopes.includes(s) || request.scopes.includes(s)));
+        await em.execute(`update ${t("grant")} set "scopes" = ?::jsonb where "id" = ?`, [scopes, grant.id]);
         await em.execute(
           `insert into ${t("authorization_code")}
              ("hash", "grant_id", "client_id", "organisation_id", "member_id", "redirect_uri", "redirect_uri_omitted", "scopes", "resources", "code_challenge", "expires_at")
@@ -94,8 +87,8 @@ export function createGrantStore(deps: GrantStoreDeps): GrantStore {
 
     async revokeGrant(organisationId: string, clientId: string, reason: GrantRevocationReason): Promise<boolean> {
       const revoked = await orm.em.fork().transactional(async (em) => {
-        // The grant's codes and tokens go with it (foreign keys, on delete cascade);
-        // the pair's client_credentials tokens have no grant and are deleted here.
+        // The grant's codes and tokens go with it (on delete cascade); the pair's
+        // client_credentials tokens have none.
         const grants: unknown[] = await em.execute(
           `delete from ${t("grant")} where "organisation_id" = ? and "client_id" = ? returning "id"`,
           [organisationId, clientId],

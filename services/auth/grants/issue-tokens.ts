@@ -1,6 +1,5 @@
 // Writing new access and refresh tokens (inside the caller's transaction, or
-// alone: an access token of client_credentials), and the answer of the token
-// endpoint (RFC 6749 §5.1).
+// alone: an access token of client_credentials), and the token endpoint's answer.
 import { create } from "@bufbuild/protobuf";
 import type { EntityManager, MikroORM } from "@mikro-orm/postgresql";
 import { escapeIdentifier } from "pg";
@@ -16,21 +15,19 @@ export interface TokenTables {
   refreshTtlSeconds: number;
 }
 
-export interface TokensToIssue {
+export interface AccessTokenToIssue {
   clientId: string;
   organisationId: string;
-  memberId: string | null;
-  grantId: string | null;
-  /** The refresh-token family; null for client_credentials (no refresh token). */
-  family: string | null;
-  /** The access token's scopes. */
   scopes: string[];
-  /** RFC 8707: the resource the access token is for (the refresh token keeps it for its successor). */
+  /** RFC 8707: the resource the access token is for (a refresh token keeps it for its successor). */
   audience: ResourceName;
-  /**
-   * With a refresh token carrying these (the family's originally granted)
-   * scopes and the resources the authorization request named.
-   */
+}
+
+interface TokensToIssue extends AccessTokenToIssue {
+  memberId: string;
+  grantId: string;
+  family: string;
+  /** With a refresh token carrying the family's originally granted scopes and the resources the request named. */
   refresh?: { scopes: string[]; resources: ResourceName[] };
 }
 
@@ -63,35 +60,30 @@ export async function issueTokens(em: EntityManager, tables: TokenTables, t: Tok
       new Date(expiresAt),
     ],
   );
-  let refreshToken = "";
-  if (t.refresh && t.grantId && t.family && t.memberId) {
-    refreshToken = newTokenValue("refresh");
-    await em.execute(
-      `insert into "${tables.schema}"."refresh_token" ("hash", "grant_id", "family", "member_id", "scopes", "audience", "resources", "created_at", "expires_at")
-       values (?, ?, ?, ?, ?::jsonb, ?, ?::jsonb, ?, ?)`,
-      [
-        tokenHash(refreshToken),
-        t.grantId,
-        t.family,
-        t.memberId,
-        JSON.stringify(t.refresh.scopes),
-        t.audience,
-        JSON.stringify(t.refresh.resources),
-        new Date(now),
-        new Date(now + tables.refreshTtlSeconds * 1000),
-      ],
-    );
-  }
+  if (!t.refresh) return { accessToken, refreshToken: "", expiresAt, scopes: t.scopes };
+  const refreshToken = newTokenValue("refresh");
+  await em.execute(
+    `insert into "${tables.schema}"."refresh_token" ("hash", "grant_id", "family", "member_id", "scopes", "audience", "resources", "created_at", "expires_at")
+     values (?, ?, ?, ?, ?::jsonb, ?, ?::jsonb, ?, ?)`,
+    [
+      tokenHash(refreshToken),
+      t.grantId,
+      t.family,
+      t.memberId,
+      JSON.stringify(t.refresh.scopes),
+      t.audience,
+      JSON.stringify(t.refresh.resources),
+      new Date(now),
+      new Date(now + tables.refreshTtlSeconds * 1000),
+    ],
+  );
   return { accessToken, refreshToken, expiresAt, scopes: t.scopes };
 }
 
-export type AccessTokenToIssue = Omit<TokensToIssue, "memberId" | "grantId" | "family" | "refresh">;
-
 /**
- * Issues access tokens that belong to no grant (client_credentials), each
- * committed before it is answered: the tokens of requests that arrive while
- * an insert is in flight go together in the next one (statement-batcher.ts),
- * one round trip and one commit for all of them.
+ * Issues access tokens of no grant (client_credentials), each committed
+ * before it is answered: requests that arrive while an insert is in flight go
+ * together in the next one (statement-batcher.ts).
  */
 export function accessTokenIssuer(
   orm: MikroORM,
@@ -130,9 +122,8 @@ export function accessTokenIssuer(
 }
 
 /**
- * RFC 6749 §5.1: access_token, token_type, expires_in, refresh_token (when
- * issued) and scope ("OPTIONAL, if identical to the scope requested by the
- * client; otherwise, REQUIRED": always sent, space-separated).
+ * RFC 6749 §5.1 scope: "OPTIONAL, if identical to the scope requested by the
+ * client; otherwise, REQUIRED." Always sent.
  */
 export function tokenAnswer(issued: IssuedTokens, now = Date.now()): ExchangeTokenResponse {
   return create(ExchangeTokenResponseSchema, {

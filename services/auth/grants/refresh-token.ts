@@ -27,10 +27,7 @@ const UNKNOWN = "the refresh token is unknown, expired or revoked";
 
 export const refreshTokenGrant: GrantModule = {
   grantType: "refresh_token",
-  parameters: [
-    { name: "refresh_token", field: "refreshToken", required: true },
-    { name: "scope", field: "scope", required: false },
-  ],
+  required: [{ name: "refresh_token", field: "refreshToken" }],
   async handle({ deps, client, request }) {
     const { schema } = deps.tables;
     const presented = request.refreshToken;
@@ -38,12 +35,9 @@ export const refreshTokenGrant: GrantModule = {
     // RFC 8707 §2.2 (checked before anything changes): at most one known resource.
     const requested = tokenResource(deps.resources, request.resource);
     const issued = await deps.orm.em.fork().transactional(async (em) => {
-      // The grant first (grant-lock.ts): a revocation of the grant or of this
-      // family running now either ends before this (nothing left to rotate)
-      // or waits for this commit and then deletes what it issued.
+      // The grant first (grant-lock.ts): a revocation in flight ends first, or waits for this commit.
       if (!(await lockGrantOfRefreshToken(em, schema, hash))) return undefined;
-      // Rotation, atomically: the row lock makes a concurrent refresh with the
-      // same token wait for this commit, then see it rotated (and the answer).
+      // Rotation, atomically: a concurrent refresh with the same token waits, then finds it rotated.
       // RFC 6749 §6: "validate the refresh token" and "ensure that the refresh
       // token was issued to the authenticated client".
       const [row]: RefreshRow[] = await em.execute(
@@ -94,10 +88,8 @@ export const refreshTokenGrant: GrantModule = {
     if (!old || old.client_id !== client.id || !old.rotated) throw new InvalidGrant(UNKNOWN);
     if (old.in_window && old.retry_answer) {
       // CONTRACT: "the same refresh token presented again within a short
-      // window (default 30 s) by the same client returns the same new pair".
-      // Only while that pair's refresh token is unused: a client that lost the
-      // answer never had it, so once it was rotated (or revoked) this is not a
-      // lost answer retried but the old token in other hands (reuse).
+      // window (default 30 s) by the same client returns the same new pair";
+      // only while that pair is unused: a client that lost the answer cannot have rotated it.
       const answer = openAnswer(presented, old.retry_answer);
       if (answer && (await successorUnused(answer.refreshToken))) return tokenAnswer(answer);
     }

@@ -1,7 +1,6 @@
 // The answer of a refresh, kept for the contract's retry window: encrypted
 // with AES-256-GCM under a key derived (HKDF-SHA256) from the refresh token
-// that was presented, so only whoever holds that token can read it back.
-// The database holds the token's hash, never the token, so it cannot.
+// presented, so only its holder can read it back (the database has its hash).
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
 import type { IssuedTokens } from "./issue-tokens.js";
 

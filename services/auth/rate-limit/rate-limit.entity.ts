@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+import { defineEntity, p } from "@mikro-orm/core";
 
 /**
  * The counters of rate-limiter-flexible's RateLimiterPostgres, in the shape
@@ -15,5 +15,3 @@ export const RateLimitEntity = defineEntity({
     expire: p.bigint().nullable().index("rate_limit_expire_index"),
   },
 });
-
-export type RateLimit = InferEntity<typeof RateLimitEntity>;

@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+import { defineEntity, p } from "@mikro-orm/core";
 import type { ResourceName } from "../../shared/protected-resources.js";
 import { GrantEntity } from "../grants/grant.entity.js";
 
@@ -9,11 +9,9 @@ export const AccessTokenEntity = defineEntity({
   properties: {
     hash: p.text().primary(),
     clientId: p.text(),
-    /** The organisation the token acts for. */
     organisationId: p.uuid(),
-    /** Null for client_credentials. */
+    /** Null for client_credentials (as grantId: no grant). */
     memberId: p.uuid().nullable(),
-    /** Null for client_credentials (no grant). */
     grantId: () =>
       p
         .manyToOne(GrantEntity)
@@ -45,5 +43,3 @@ export const AccessTokenEntity = defineEntity({
     },
   ],
 });
-
-export type AccessToken = InferEntity<typeof AccessTokenEntity>;

@@ -1,11 +1,8 @@
-// Expired codes and tokens are deleted now and then (they are refused by
-// their expiry anyway; this only keeps the tables small). A used or expired
-// code is kept for a day, so that a late replay is still recognised. A
-// refresh token family's rows (the rotated ones too) stay while any token of
-// the family lives, so that the reuse of a rotated one is still detected and
-// revokes the family. Grants are never pruned: a grant is the member's
-// consent, one per organisation and client, kept (whether its access tokens
-// have all expired or not) until it is revoked.
+// Expired codes and tokens, deleted now and then to keep the tables small
+// (their expiry refuses them anyway). A used or expired code stays a day, so
+// a late replay is still recognised; a refresh token family's rows stay while
+// any of them lives, so the reuse of a rotated one still revokes the family.
+// Grants (a member's consent) are never pruned, only revoked.
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { deleteInBatches, type PruneTarget } from "../../shared/prune/batch-delete.js";
 

@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+import { defineEntity, p } from "@mikro-orm/core";
 import type { ResourceName } from "../../shared/protected-resources.js";
 import { GrantEntity } from "../grants/grant.entity.js";
 
@@ -34,5 +34,3 @@ export const RefreshTokenEntity = defineEntity({
     retryAnswer: p.blob().nullable(),
   },
 });
-
-export type RefreshToken = InferEntity<typeof RefreshTokenEntity>;

@@ -1,7 +1,5 @@
 // The token endpoint (RFC 6749 §3.2) as a short pipeline of named steps:
-// the grant type (judged here only: the gateway forwards grant_type as
-// sent), the client's authentication, the grant, the answer.
-// node-oidc-provider's lib/actions/token.js has the same shape.
+// the grant type, the client's authentication, the grant, the answer.
 import type { ExchangeTokenRequest, ExchangeTokenResponse } from "../../../gen/bizcard/auth/v1/auth_pb.js";
 import { allowsGrantType } from "../clients/grant-types.js";
 import { authorizationCodeGrant } from "../grants/authorization-code.js";
@@ -11,13 +9,8 @@ import { refreshTokenGrant } from "../grants/refresh-token.js";
 import { InvalidClient, InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from "../oauth-errors.js";
 import { CLIENT_AUTHENTICATION_REQUIRED, type AuthenticateClient } from "./client-authentication.js";
 
-export const GRANT_MODULES: readonly GrantModule[] = [
-  authorizationCodeGrant,
-  refreshTokenGrant,
-  clientCredentialsGrant,
-];
-
-const byType = new Map(GRANT_MODULES.map((g) => [g.grantType as string, g]));
+const GRANT_MODULES = [authorizationCodeGrant, refreshTokenGrant, clientCredentialsGrant];
+const byType = new Map<string, GrantModule>(GRANT_MODULES.map((g) => [g.grantType, g]));
 
 export type TokenEndpointDeps = GrantDeps & { authenticateClient: AuthenticateClient };
 
@@ -26,8 +19,7 @@ export function createTokenEndpoint(
 ): (request: ExchangeTokenRequest) => Promise<ExchangeTokenResponse> {
   return async (request) => {
     const grant = grantOf(request);
-    // No credentials at all: invalid_client, answered before the grant's
-    // parameters, whatever else the request lacks.
+    // No credentials at all: invalid_client, before the grant's parameters.
     if (!request.client?.clientId) throw new InvalidClient(CLIENT_AUTHENTICATION_REQUIRED);
     requireParameters(grant, request);
     const client = await deps.authenticateClient(request.client, request.remoteAddress);
@@ -37,10 +29,8 @@ export function createTokenEndpoint(
 }
 
 /**
- * RFC 6749 §5.2: unsupported_grant_type "The authorization grant type is not
- * supported by the authorization server"; invalid_request "The request is
- * missing a required parameter". This service alone judges grant_type (the
- * gateway forwards it as sent).
+ * RFC 6749 §5.2 unsupported_grant_type: "The authorization grant type is not
+ * supported by the authorization server." Judged here only: the gateway forwards grant_type as sent.
  */
 function grantOf(request: ExchangeTokenRequest): GrantModule {
   if (!request.grantType) throw new InvalidRequest("grant_type is required");
@@ -51,16 +41,13 @@ function grantOf(request: ExchangeTokenRequest): GrantModule {
 }
 
 function requireParameters(grant: GrantModule, request: ExchangeTokenRequest): void {
-  const missing = grant.parameters.filter((p) => p.required && !request[p.field]).map((p) => p.name);
-  if (missing.length)
-    throw new InvalidRequest(
-      `${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} required for ${grant.grantType}`,
-    );
+  const missing = grant.required.filter((p) => !request[p.field]).map((p) => p.name);
+  const verb = missing.length === 1 ? "is" : "are";
+  if (missing.length) throw new InvalidRequest(`${missing.join(", ")} ${verb} required for ${grant.grantType}`);
 }
 
 /** RFC 6749 §5.2 unauthorized_client: "The authenticated client is not authorized to use this authorization grant type." */
 function allowGrantType(client: AuthenticatedClient, grant: GrantModule): void {
-  if (!allowsGrantType(client.grantTypes, grant.grantType)) {
+  if (!allowsGrantType(client.grantTypes, grant.grantType))
     throw new UnauthorizedClient(`this client may not use ${grant.grantType}`);
-  }
 }

@@ -4,7 +4,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { AuthenticateAccessTokenResponseSchema, type AuthService } from "../../../gen/bizcard/auth/v1/auth_pb.js";
-import { protectedResources, type ResourceName } from "../../shared/protected-resources.js";
+import { protectedResources } from "../../shared/protected-resources.js";
 import { tokenHash } from "../../shared/token-hash.js";
 import { invalid, notFound, requireUuid } from "../../shared/validation.js";
 import { AUTH_SCHEMA } from "../auth-schema.js";
@@ -14,18 +14,11 @@ import { accessTokenIssuer } from "../grants/issue-tokens.js";
 import { TOKEN_PREFIX } from "../grants/token-values.js";
 import { InvalidToken, oauthHandler } from "../oauth-errors.js";
 import { createClientAuthentication } from "./client-authentication.js";
-import { createIntrospection } from "./introspection.js";
+import { type ActiveToken, createIntrospection } from "./introspection.js";
 import { createTokenEndpoint } from "./token-endpoint.js";
 
-export type TokenHandlers = Partial<
-  Pick<
-    ServiceImpl<typeof AuthService>,
-    "exchangeToken" | "introspectToken" | "revokeToken" | "authenticateAccessToken" | "listGrants" | "revokeGrant"
-  >
->;
-
-export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
-  const { orm, config } = deps;
+export function createTokenHandlers(deps: AuthServiceDeps): Partial<ServiceImpl<typeof AuthService>> {
+  const { orm, config, issuer, limits } = deps;
   const schema = AUTH_SCHEMA;
   const t = (table: string) => `"${schema}"."${table}"`;
   const tables = {
@@ -33,16 +26,11 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
     accessTtlSeconds: config.ACCESS_TOKEN_TTL_SECONDS,
     refreshTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
   };
-  const resources = protectedResources(deps.issuer);
-  // Named statements, but not on the embedded start's PGlite (unset DATABASE_URL; client-authentication.ts).
+  const resources = protectedResources(issuer);
+  // Named statements, not on the embedded start's PGlite (unset DATABASE_URL; client-authentication.ts).
   const preparedStatements = Boolean(config.DATABASE_URL);
-  const authenticateClient = createClientAuthentication({
-    orm,
-    schema,
-    limits: deps.limits,
-    metadataDocuments: config.OAUTH_CLIENT_METADATA_DOCUMENTS,
-    preparedStatements,
-  });
+  const metadataDocuments = config.OAUTH_CLIENT_METADATA_DOCUMENTS;
+  const authenticateClient = createClientAuthentication({ orm, schema, limits, metadataDocuments, preparedStatements });
   const exchange = createTokenEndpoint({
     orm,
     tables,
@@ -52,14 +40,7 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
     issueAccessToken: accessTokenIssuer(orm, tables, preparedStatements),
     authenticateClient,
   });
-  const introspect = createIntrospection({
-    orm,
-    schema,
-    issuer: deps.issuer,
-    resources,
-    authenticateClient,
-    preparedStatements,
-  });
+  const introspect = createIntrospection({ orm, schema, issuer, resources, authenticateClient, preparedStatements });
   const events = { schema, subjectPrefix: config.NATS_SUBJECT_PREFIX };
 
   return {
@@ -76,27 +57,25 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
       const hash = tokenHash(req.token);
       const revoked = await orm.em.fork().transactional(async (em) => {
         let pair: { organisation_id: string } | undefined;
-        let accessHashes: string[] = [];
+        let accessHashes = [hash];
         if (req.token.startsWith(TOKEN_PREFIX.access)) {
           [pair] = await em.execute(
             `delete from ${t("access_token")} where "hash" = ? and "client_id" = ? returning "organisation_id"`,
             [hash, client.id],
           );
-          accessHashes = [hash];
         } else if (req.token.startsWith(TOKEN_PREFIX.refresh)) {
           // RFC 7009 §2.1: "If the token passed to the request is a refresh
           // token [...] the authorization server SHOULD also invalidate all
           // access tokens based on the same authorization grant": its family.
           // The grant's row lock first, in UPDATE mode (grants/grant-lock.ts):
-          // a rotation of this family in flight commits first, and the
-          // deletes below (each a fresh snapshot) see what it issued.
+          // a rotation in flight commits first, and the deletes below see what it issued.
           const [family]: { family: string; organisation_id: string }[] = await em.execute(
             `select r."family", g."organisation_id" from ${t("refresh_token")} r join ${t("grant")} g on g."id" = r."grant_id"
               where r."hash" = ? and g."client_id" = ? for update of g`,
             [hash, client.id],
           );
+          pair = family;
           if (family) {
-            pair = family;
             await em.execute(`delete from ${t("refresh_token")} where "family" = ?`, [family.family]);
             const rows: { hash: string }[] = await em.execute(
               `delete from ${t("access_token")} where "family" = ? returning "hash"`,
@@ -106,12 +85,8 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
           }
         }
         if (!pair) return false;
-        await enqueueTokenRevoked(
-          em,
-          events,
-          { organisationId: pair.organisation_id, clientId: client.id },
-          accessHashes,
-        );
+        const revokedPair = { organisationId: pair.organisation_id, clientId: client.id };
+        await enqueueTokenRevoked(em, events, revokedPair, accessHashes);
         return true;
       });
       if (revoked) deps.onEventCommitted?.();
@@ -120,14 +95,7 @@ export function createTokenHandlers(deps: AuthServiceDeps): TokenHandlers {
 
     // One indexed statement, no unit of work: the gateway's bearer check.
     authenticateAccessToken: oauthHandler(async (req) => {
-      const [row]: {
-        client_id: string;
-        organisation_id: string;
-        member_id: string | null;
-        scopes: string[];
-        audience: ResourceName;
-        expires_at: Date;
-      }[] = req.accessToken
+      const [row]: (Omit<ActiveToken, "created_at" | "token_type"> & { member_id: string | null })[] = req.accessToken
         ? await orm.em.getConnection().execute(
             `select "client_id", "organisation_id", "member_id", "scopes", "audience", "expires_at" from ${t("access_token")}
                   where "hash" = ? and "expires_at" > now()`,
