@@ -4,37 +4,43 @@ import { onRealPostgres, openServiceDatabase, pingDatabase } from "../shared/dat
 import type { Consumer } from "../shared/event-bus/event-bus.js";
 import { targetResolver, type Resolver } from "../shared/net/dns-resolver.js";
 import { createRpcClient } from "../shared/rpc/client.js";
-import {
-  deliveriesDueSources,
-  deliveriesInFlightSources,
-  subscriptionsAtCapSources,
-} from "../shared/metrics/metrics.js";
+import * as metrics from "../shared/metrics/metrics.js";
 import { addSource } from "../shared/metrics/scrape-sources.js";
 import { runChecks } from "../shared/rpc/health.js";
 import type { ServiceApp, ServiceAppDeps } from "../shared/service-app.js";
-import { DeliveryAttemptEntity } from "./attempts/delivery-attempt.entity.js";
 import { inFlightNow } from "./deliveries/delivery-claim.js";
 import { createDeliveryStore } from "./deliveries/delivery-store.js";
 import { createFailureStreak } from "./deliveries/failure-streak.js";
-import { SubscriptionPauseEntity } from "./deliveries/subscription-pause.entity.js";
-import { ConsumerPositionEntity, DeliveryEntity, DeliveryEventEntity } from "./deliveries/delivery.entity.js";
+import * as deliveryTables from "./deliveries/delivery.entity.js";
 import { DELIVERY_SCHEMA, createDeliveryService } from "./delivery-service.js";
 import { CONTACT_FAN_OUT_CONSUMER, consumeContactEvents } from "./fan-out/contact-fan-out.js";
 import { deliveryMigrations } from "./migrations/index.js";
-import { deliveryPruneTargets } from "./prune/delivery-prune.js";
+import type { PruneTarget } from "../shared/prune/batch-delete.js";
 import { startPruning } from "../shared/prune/prune-loop.js";
 import { createWebhookSender } from "./sender/webhook-sender.js";
 import { SubscriberCache } from "./worker/subscriber-cache.js";
 import { DeliveryWorker } from "./worker/delivery-worker.js";
 
 /** Every table of the delivery schema (schema-diff test: entities == migrations). */
-export const DELIVERY_ENTITIES = [
-  DeliveryAttemptEntity,
-  DeliveryEntity,
-  DeliveryEventEntity,
-  ConsumerPositionEntity,
-  SubscriptionPauseEntity,
-];
+export const DELIVERY_ENTITIES = Object.values(deliveryTables);
+
+/**
+ * What is pruned past the retention: finished deliveries (a pending one stays whatever its age),
+ * attempts by their own time, and event bodies no delivery refers to any more.
+ */
+function pruned(config: { DELIVERY_LOG_RETENTION_DAYS: number }): PruneTarget[] {
+  const days = config.DELIVERY_LOG_RETENTION_DAYS;
+  const before = (column: string) => `t."${column}" < now() - (? * interval '1 day')`;
+  const target = (name: string, table: string, where: string) => {
+    return { name, table: `"${DELIVERY_SCHEMA}"."${table}"`, where, params: [days] };
+  };
+  const unused = `not exists (select 1 from "${DELIVERY_SCHEMA}"."delivery" d where d."event_id" = t."event_id")`;
+  return [
+    target("deliveries", "delivery", `t."status" <> 'pending' and ${before("updated_at")}`),
+    target("delivery attempts", "delivery_attempt", before("attempted_at")),
+    target("delivery events", "delivery_event", `${before("created_at")} and ${unused}`),
+  ];
+}
 
 interface DeliveryAppOptions {
   /** How target hostnames are resolved when connecting; tests inject one. */
@@ -47,11 +53,8 @@ interface DeliveryAppOptions {
 
 export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryAppOptions = {}): Promise<ServiceApp> {
   const { config, logger, bus } = deps;
-  const orm = await openServiceDatabase(deps, {
-    schema: DELIVERY_SCHEMA,
-    entities: DELIVERY_ENTITIES,
-    migrations: deliveryMigrations,
-  });
+  const schema = { schema: DELIVERY_SCHEMA, entities: DELIVERY_ENTITIES, migrations: deliveryMigrations };
+  const orm = await openServiceDatabase(deps, schema);
   const store = createDeliveryStore(orm, {
     halvingWindowMs: config.DELIVERY_TIMEOUT_MS,
     prepared: onRealPostgres(deps),
@@ -71,11 +74,8 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
     allowInsecure,
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
   });
-  const subscriberCache = await SubscriberCache.open(
-    bus,
-    config.DELIVERY_SUBSCRIBER_CACHE_MS,
-    logger.child({ component: "subscriber-cache" }),
-  );
+  const cacheLogger = logger.child({ component: "subscriber-cache" });
+  const subscriberCache = await SubscriberCache.open(bus, config.DELIVERY_SUBSCRIBER_CACHE_MS, cacheLogger);
   const worker = new DeliveryWorker({
     store,
     webhook,
@@ -103,9 +103,9 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
   const dueSql = `select count(*)::int as "n" from "${DELIVERY_SCHEMA}"."delivery" where "status" = 'pending' and "next_attempt_at" <= now()`;
   const cap = config.WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION;
   const stopSources = [
-    addSource(deliveriesDueSources, async () => [["", (await orm.em.fork().execute(dueSql))[0].n as number]]),
-    addSource(deliveriesInFlightSources, async () => [["", (await inFlightNow(orm, cap)).deliveries]]),
-    addSource(subscriptionsAtCapSources, async () => [["", (await inFlightNow(orm, cap)).subscriptionsAtCap]]),
+    addSource(metrics.deliveriesDueSources, async () => [["", (await orm.em.fork().execute(dueSql))[0].n as number]]),
+    addSource(metrics.deliveriesInFlightSources, async () => [["", (await inFlightNow(orm, cap)).deliveries]]),
+    addSource(metrics.subscriptionsAtCapSources, async () => [["", (await inFlightNow(orm, cap)).subscriptionsAtCap]]),
   ];
   let fanOut: Consumer | undefined;
   let pruning: { stop(): Promise<void> } | undefined;
@@ -116,12 +116,7 @@ export async function createDeliveryApp(deps: ServiceAppDeps, options: DeliveryA
     readiness: () => runChecks({ database: () => pingDatabase(orm), bus: () => bus.ping() }),
     start: async () => {
       if (options.workers !== false) worker.start();
-      pruning = startPruning({
-        orm,
-        targets: () => deliveryPruneTargets(DELIVERY_SCHEMA, config.DELIVERY_LOG_RETENTION_DAYS),
-        settings: config,
-        logger,
-      });
+      pruning = startPruning({ orm, targets: () => pruned(config), settings: config, logger });
       if (options.fanOut !== false)
         fanOut = await consumeContactEvents({
           bus,

@@ -6,18 +6,15 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Client, type ServiceImpl } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import {
-  DeliveryAttemptSchema,
-  DeliverySchema,
-  type DeliveryService,
-} from "../../gen/bizcard/delivery/v1/delivery_pb.js";
+import { DeliveryAttemptSchema, DeliverySchema } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
+import type { DeliveryService } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
 import type { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { readOwner } from "../shared/owner.js";
 import { int64IdKeyset, readPage, timeIdKeyset } from "../shared/pagination.js";
 import { invalid, notFound, requireUuid } from "../shared/validation.js";
-import { DeliveryAttemptEntity, type DeliveryAttempt } from "./attempts/delivery-attempt.entity.js";
 import type { DeliveryStore } from "./deliveries/delivery-store.js";
-import { DeliveryEntity, type Delivery } from "./deliveries/delivery.entity.js";
+import { DeliveryAttemptEntity, DeliveryEntity } from "./deliveries/delivery.entity.js";
+import type { Delivery, DeliveryAttempt } from "./deliveries/delivery.entity.js";
 import { readOrderedHead, waitsForHead, type OrderedHead } from "./deliveries/ordered-head.js";
 import { createRecovery } from "./recovery/recover-deliveries.js";
 import { createDeliveryStates } from "./states/delivery-states.js";
@@ -76,10 +73,9 @@ export function createDeliveryService(deps: {
     async listDeliveryAttempts(req) {
       const owner = readOwner(req.owner);
       positiveId("subscription_id", req.subscriptionId);
+      const where = { ...owner, subscriptionId: Number(req.subscriptionId) };
       const page = await readPage(timeIdKeyset<DeliveryAttempt>("attemptedAt"), req, (after, options) =>
-        deps.orm.em
-          .fork()
-          .find(DeliveryAttemptEntity, { ...owner, subscriptionId: Number(req.subscriptionId), ...after }, options),
+        deps.orm.em.fork().find(DeliveryAttemptEntity, { ...where, ...after }, options),
       );
       return { attempts: page.rows.map(toAttemptMessage), nextPageToken: page.nextPageToken };
     },
@@ -120,14 +116,9 @@ export function createDeliveryService(deps: {
 
     async listFailedDeliveries(req) {
       const organisationId = req.organisationId ? requireUuid("organisation_id", req.organisationId) : undefined;
+      const where = { status: "gave_up", ...(organisationId ? { organisationId } : {}) };
       const page = await readPage(int64IdKeyset<Delivery>(), req, (after, options) =>
-        deps.orm.em
-          .fork()
-          .find(
-            DeliveryEntity,
-            { status: "gave_up", ...(organisationId ? { organisationId } : {}), ...after },
-            options,
-          ),
+        deps.orm.em.fork().find(DeliveryEntity, { ...where, ...after }, options),
       );
       const now = new Date();
       return { deliveries: page.rows.map((d) => toDeliveryMessage(d, now)), nextPageToken: page.nextPageToken };

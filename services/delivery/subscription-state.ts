@@ -5,11 +5,8 @@
 // `bizcard deliveries log` both answer it.
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { DeliveryAttempt } from "../../gen/bizcard/delivery/v1/delivery_pb.js";
-import {
-  SubscriptionEndReason,
-  type Subscription,
-  type SubscriptionEnd,
-} from "../../gen/bizcard/webhook/v1/webhook_pb.js";
+import { SubscriptionEndReason } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
+import type { Subscription, SubscriptionEnd } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 
 export interface SubscriptionState {
   /** active: receives events; disabled: every attempt failed for a while (a PUT enables it); deleted. */
@@ -44,19 +41,11 @@ export function subscriptionState(
 ): SubscriptionState | undefined {
   const at = iso(newest?.attemptTime);
   if (subscription) {
-    if (subscription.disableTime) {
-      const since = iso(subscription.disableTime);
-      return {
-        state: "disabled",
-        reason: `disabled at ${since}: ${subscription.disabledReason || "every delivery attempt failed"}`,
-      };
-    }
-    if (newest?.outcome === "gave_up")
-      return {
-        state: "active",
-        reason: `the last delivery gave up at ${at}: every retry failed (the last: ${newest.error || "no answer"})`,
-      };
-    return { state: "active", reason: null };
+    const why = subscription.disabledReason || "every delivery attempt failed";
+    if (subscription.disableTime)
+      return { state: "disabled", reason: `disabled at ${iso(subscription.disableTime)}: ${why}` };
+    const gaveUp = `the last delivery gave up at ${at}: every retry failed (the last: ${newest?.error || "no answer"})`;
+    return { state: "active", reason: newest?.outcome === "gave_up" ? gaveUp : null };
   }
   if (end) return { state: "deleted", reason: endReason(end) };
   if (!newest) return undefined;

@@ -26,17 +26,12 @@ export function consumeGrantRevoked(deps: { bus: EventBus; orm: MikroORM; logger
       deps.logger.error({ eventId: event.eventId }, "grant.revoked without a valid pair; skipped");
       return;
     }
-    const pair = { organisationId: event.organisationId.toLowerCase(), clientId: event.clientId };
+    const { eventId, organisationId, clientId, reason } = event;
+    const pair = { organisationId: organisationId.toLowerCase(), clientId };
     const deleted = await endSubscriptions(deps.orm.em.fork(), pair, "grant_revoked");
     if (deleted > 0) await announceSubscriptionsChanged(deps.bus, pair.organisationId, deps.logger);
     deps.logger.info(
-      {
-        eventId: event.eventId,
-        organisationId: event.organisationId,
-        clientId: event.clientId,
-        reason: event.reason,
-        deleted,
-      },
+      { eventId, organisationId, clientId, reason, deleted },
       "grant revoked: the pair's subscriptions deleted",
     );
   });

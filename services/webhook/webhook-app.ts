@@ -9,7 +9,6 @@ import { consumeGrantRevoked } from "./grant-revoked-consumer.js";
 import { webhookMigrations } from "./migrations/index.js";
 import { SubscriptionEndEntity } from "./subscriptions/subscription-end.entity.js";
 import { SubscriptionEntity } from "./subscriptions/subscription.entity.js";
-import { webhookPruneTargets } from "./webhook-prune.js";
 import { startPruning } from "../shared/prune/prune-loop.js";
 import { WEBHOOK_SCHEMA, createWebhookService } from "./webhook-service.js";
 import { requireSecretEncryptionKey } from "../shared/config.js";
@@ -30,11 +29,8 @@ export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookApp
   // Before anything opens: no key, no service (a secret is never stored in clear).
   requireSecretEncryptionKey(config);
   const secrets = secretBox(config.WEBHOOK_SECRET_ENCRYPTION_KEY);
-  const orm = await openServiceDatabase(deps, {
-    schema: WEBHOOK_SCHEMA,
-    entities: WEBHOOK_ENTITIES,
-    migrations: webhookMigrations,
-  });
+  const schema = { schema: WEBHOOK_SCHEMA, entities: WEBHOOK_ENTITIES, migrations: webhookMigrations };
+  const orm = await openServiceDatabase(deps, schema);
   // One flag for http and private destinations: development and tests turn it on.
   const allowInsecure = config.WEBHOOK_ALLOW_INSECURE_TARGETS;
   if (allowInsecure) logger.warn("WEBHOOK_ALLOW_INSECURE_TARGETS is on: http and private target URLs are accepted");
@@ -57,12 +53,11 @@ export async function createWebhookApp(deps: ServiceAppDeps, options: WebhookApp
     routes: (router) => router.service(WebhookService, service),
     readiness: () => runChecks({ database: () => pingDatabase(orm) }, { bus: () => bus.ping() }),
     start: async () => {
-      pruning = startPruning({
-        orm,
-        targets: () => webhookPruneTargets(WEBHOOK_SCHEMA, config.DELIVERY_LOG_RETENTION_DAYS),
-        settings: config,
-        logger,
-      });
+      // The ends of deleted subscriptions, after the time the delivery service keeps the log they explain.
+      const where = `t."ended_at" < now() - (? * interval '1 day')`;
+      const params = [config.DELIVERY_LOG_RETENTION_DAYS];
+      const ends = { name: "subscription ends", table: `"${WEBHOOK_SCHEMA}"."subscription_end"`, where, params };
+      pruning = startPruning({ orm, targets: () => [ends], settings: config, logger });
       if (options.consumeGrantRevoked !== false) grantRevoked = await consumeGrantRevoked({ bus, orm, logger });
     },
     close: async () => {

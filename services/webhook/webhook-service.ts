@@ -9,11 +9,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager, MikroORM } from "@mikro-orm/postgresql";
-import {
-  SubscriptionSchema,
-  type WebhookService,
-  type Subscription as SubscriptionMessage,
-} from "../../gen/bizcard/webhook/v1/webhook_pb.js";
+import { SubscriptionSchema, type WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { eventTypeName, eventTypeOf, type EventTypeName } from "../shared/event-types.js";
 import { readOwner, type Pair } from "../shared/owner.js";
 import { int64IdKeyset, readPage } from "../shared/pagination.js";
@@ -23,11 +19,9 @@ import type { Resolver } from "../shared/net/dns-resolver.js";
 import { checkDestination, parseTargetUrl } from "./subscriptions/target-url.js";
 import { SubscriptionEndEntity } from "./subscriptions/subscription-end.entity.js";
 import { endReasonOf, endSubscriptions, toSubscriptionEndMessage } from "./subscriptions/subscription-end.js";
-import { rotateSecret, signingPreviousSecret } from "./subscriptions/secret-rotation.js";
-import type { SecretBox } from "./subscriptions/secret-box.js";
+import { reencryptSecrets, rotateSecret, signingPreviousSecret } from "./subscriptions/secret-rotation.js";
+import { readingSecret, type SecretBox } from "./subscriptions/secret-box.js";
 import { subscriberLists } from "./subscriptions/subscriber-lists.js";
-import { readingSecret } from "./subscriptions/subscriber-row.js";
-import { reencryptSecrets } from "./subscriptions/secret-reencrypt.js";
 
 export const WEBHOOK_SCHEMA = "webhook";
 
@@ -58,7 +52,7 @@ export function newSigningSecret(): string {
   return `whsec_${randomBytes(32).toString("base64")}`;
 }
 
-function toSubscriptionMessage(s: Subscription): SubscriptionMessage {
+function toSubscriptionMessage(s: Subscription) {
   const previous = signingPreviousSecret(s);
   return create(SubscriptionSchema, {
     id: s.id,
@@ -77,9 +71,8 @@ const DISABLED_REASON_MAX_LENGTH = 500;
 
 /** Serialises creates and updates of one pair (two creates must not both see room for one more), until commit. */
 async function lockPair(em: EntityManager, pair: Pair): Promise<void> {
-  await em.execute(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, [
-    `webhook.subscription:${pair.organisationId}:${pair.clientId}`,
-  ]);
+  const key = `webhook.subscription:${pair.organisationId}:${pair.clientId}`;
+  await em.execute(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, [key]);
 }
 
 export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<typeof WebhookService> {
@@ -113,7 +106,7 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
       // Outside the transaction: a slow name holds no lock and no connection.
       await destination(parsed);
       const secret = newSigningSecret();
-      const result = await orm.em.fork().transactional(async (em) => {
+      const { subscription, created } = await orm.em.fork().transactional(async (em) => {
         await lockPair(em, pair);
         const same = await findSame(em, pair, url, eventType);
         if (same) return { subscription: same, created: false };
@@ -136,11 +129,7 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
         await em.flush();
         return { subscription, created: true };
       });
-      return {
-        subscription: toSubscriptionMessage(result.subscription),
-        secret: result.created ? secret : "",
-        created: result.created,
-      };
+      return { subscription: toSubscriptionMessage(subscription), secret: created ? secret : "", created };
     },
 
     async getSubscription(req) {

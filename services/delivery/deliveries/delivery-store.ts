@@ -10,9 +10,6 @@ import { orderedHeadJsonSql, parseHead } from "./ordered-head.js";
 
 export type { AttemptRecord, ClaimedDelivery } from "./attempt-record.js";
 
-/** DELIVERY_TIMEOUT_MS's default: a halved in-flight cap is not halved again sooner (attempt-record.ts). */
-const DEFAULT_HALVING_WINDOW_MS = 10_000;
-
 const S = `"delivery"`;
 
 /** The error of a delivery (and its log line) skipped because its subscription was disabled. */
@@ -40,7 +37,7 @@ interface FanOutBatch {
 }
 
 interface DeliveryStoreOptions {
-  /** A halved in-flight cap is not halved again within this (DELIVERY_TIMEOUT_MS). */
+  /** A halved in-flight cap is not halved again within this (DELIVERY_TIMEOUT_MS, by default 10 s). */
   halvingWindowMs?: number;
   /** The hot statements as named prepared statements (real PostgreSQL only). */
   prepared?: boolean;
@@ -72,6 +69,18 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
   // knex's raw skips the ORM's per-query work; a name in options() makes it a prepared statement in pg.
   const hot = async <T>(name: string, sql: string, params: readonly Knex.RawBinding[]) =>
     (await knex.raw<{ rows: T[] }>(sql, params).options(options.prepared === true ? { name } : {})).rows;
+  /**
+   * Several attempts in one statement, with what their answers ask of their
+   * subscriptions (attempt-record.ts). With `handOnLeaseSeconds`, returns the
+   * rows the successes' slots were handed on to (hand-on.ts), claimed.
+   */
+  async function recordMany(list: AttemptRecord[], cap?: number, handOnLeaseSeconds?: number) {
+    const claimId = randomUUID();
+    const handOn = handOnLeaseSeconds === undefined ? undefined : { claimId, leaseSeconds: handOnLeaseSeconds };
+    const { prepared, halvingWindowMs = 10_000 } = options;
+    const rows = await recordAttempts(orm, list, { cap, halvingWindowMs, handOn, prepared });
+    return rows.map((r) => claimedOf(r, claimId));
+  }
   return {
     /**
      * A batch's fan-out in ONE statement: each event's body, a row per
@@ -138,10 +147,8 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
            coalesce(json_agg(distinct "subscription_id"::text), '[]') as "subscriptions" from "rows" where "status" = 'pending'`,
         [events, subs, f.consumer, f.streamSequence ?? null, f.streamSequence ?? null],
       );
-      const subscriptions =
-        typeof row?.subscriptions === "string"
-          ? (JSON.parse(row.subscriptions) as string[])
-          : (row?.subscriptions ?? []);
+      const ids = row?.subscriptions ?? [];
+      const subscriptions = typeof ids === "string" ? (JSON.parse(ids) as string[]) : ids;
       return { created: row?.n ?? 0, ordered: row?.ordered ?? 0, subscriptions: subscriptions.map((id) => BigInt(id)) };
     },
 
@@ -189,30 +196,11 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
       );
     },
 
-    /** One attempt alone (recordMany's statement, no cap, nothing handed on). */
-    async record(a: AttemptRecord): Promise<void> {
-      await recordAttempts(orm, [a], {
-        cap: undefined,
-        halvingWindowMs: options.halvingWindowMs ?? DEFAULT_HALVING_WINDOW_MS,
-        prepared: options.prepared,
-      });
-    },
+    recordMany,
 
-    /**
-     * Several attempts in one statement, with what their answers ask of their
-     * subscriptions (attempt-record.ts). With `handOnLeaseSeconds`, returns the
-     * rows the successes' slots were handed on to (hand-on.ts), claimed.
-     */
-    async recordMany(list: AttemptRecord[], cap?: number, handOnLeaseSeconds?: number): Promise<ClaimedDelivery[]> {
-      const claimId = randomUUID();
-      const handOn = handOnLeaseSeconds === undefined ? undefined : { claimId, leaseSeconds: handOnLeaseSeconds };
-      const rows = await recordAttempts(orm, list, {
-        cap,
-        halvingWindowMs: options.halvingWindowMs ?? DEFAULT_HALVING_WINDOW_MS,
-        handOn,
-        prepared: options.prepared,
-      });
-      return rows.map((r) => claimedOf(r, claimId));
+    /** One attempt alone: no cap, nothing handed on. */
+    async record(a: AttemptRecord): Promise<void> {
+      await recordMany([a]);
     },
 
     /** A subscription was deleted or disabled: its waiting deliveries (not those a worker holds) are cancelled; answers how many. */

@@ -9,7 +9,7 @@ import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { WebhookService } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import type { Logger } from "../../shared/logger.js";
-import type { DeliveryStore } from "./delivery-store.js";
+import type { ClaimedDelivery, DeliveryStore } from "./delivery-store.js";
 import { webhookSubscriptionsDisabled } from "../../shared/metrics/metrics.js";
 
 const S = `"delivery"`;
@@ -28,12 +28,7 @@ interface FailureStreakOptions {
 }
 
 /** The delivery whose attempt failed; `host`: its target's, for the log line. */
-interface FailedDelivery {
-  organisationId: string;
-  clientId: string;
-  subscriptionId: bigint;
-  host?: string;
-}
+type FailedDelivery = Pick<ClaimedDelivery, "organisationId" | "clientId" | "subscriptionId"> & { host?: string };
 
 type Memory = { lookAt: number; since: Date | undefined };
 

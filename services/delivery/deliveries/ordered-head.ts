@@ -33,12 +33,7 @@ export function orderedHeadJsonSql(subscriptionId: string, excluding = "null"): 
 /** A head as orderedHeadJsonSql returned it (its timestamps are strings). */
 export function parseHead(v: unknown): OrderedHead | null {
   if (!v) return null;
-  const h = (typeof v === "string" ? JSON.parse(v) : v) as {
-    id: string;
-    streamSequence: number | string | null;
-    nextAttemptAt: string | null;
-    claimId: string | null;
-  };
+  const h = (typeof v === "string" ? JSON.parse(v) : v) as Record<keyof OrderedHead, string | null>;
   return {
     id: String(h.id),
     streamSequence: h.streamSequence === null ? null : Number(h.streamSequence),

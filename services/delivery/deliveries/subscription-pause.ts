@@ -18,15 +18,8 @@ const PAUSING_STATUSES = new Set([429, 502, 503, 504]);
  */
 export const TIMEOUT_RUN_HALVES_CAP = 3;
 
-/** What an answer asks of its whole subscription. */
-export interface Throttle {
-  /** Nothing of the subscription is sent before then. */
-  pausedUntil?: Date;
-  /** The subscription's in-flight cap is halved. */
-  halveCap?: boolean;
-  /** e.g. "HTTP 429 with Retry-After". */
-  reason: string;
-}
+/** What an answer asks of its whole subscription: nothing sent before pausedUntil, or its in-flight cap halved. */
+export type Throttle = { pausedUntil?: Date; halveCap?: boolean; reason: string };
 
 /** The throttle an answer asks for (a pause capped at retryAfterMaxSeconds); undefined: it throttles nothing. */
 export function throttleAsked(

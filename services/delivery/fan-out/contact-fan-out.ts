@@ -161,19 +161,15 @@ function decode(message: BusMessage, log: Logger): { event: ContactEvent; type: 
   try {
     event = fromBinary(ContactEventSchema, message.data);
   } catch (err) {
-    log.error({ err, msgId: message.msgId }, "contact event that does not decode; skipped");
-    return undefined;
+    return void log.error({ err, msgId: message.msgId }, "contact event that does not decode; skipped");
   }
   let type: string;
   try {
     type = eventTypeName(event.type);
   } catch {
-    log.error({ eventId: event.eventId, type: event.type }, "contact event of an unknown type; skipped");
-    return undefined;
+    return void log.error({ eventId: event.eventId, type: event.type }, "contact event of an unknown type; skipped");
   }
-  if (!isUuid(event.eventId) || !isUuid(event.organisationId) || !event.contact) {
-    log.error({ eventId: event.eventId }, "contact event without id, organisation or contact; skipped");
-    return undefined;
-  }
+  if (!isUuid(event.eventId) || !isUuid(event.organisationId) || !event.contact)
+    return void log.error({ eventId: event.eventId }, "contact event without id, organisation or contact; skipped");
   return { event, type };
 }

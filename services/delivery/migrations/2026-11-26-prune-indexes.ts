@@ -1,7 +1,7 @@
 import { Migration } from "@mikro-orm/migrations";
 
 /**
- * The pruning's batches find old rows by time (delivery-prune.ts): without
+ * The pruning's batches find old rows by time (the delivery app's prune loop): without
  * these, each batch would scan the whole log. An event's deliveries are found
  * through delivery_event_subscription_unique (event_id leads it).
  */

@@ -46,11 +46,8 @@ export function createRecovery(deps: RecoveryDeps) {
     if (req.subscriptionId <= 0n) throw invalid("subscription_id", "expected a positive integer");
     if (!req.since) throw invalid("since", "required");
     const since = timestampDate(req.since);
-    if (since.getTime() > Date.now())
-      throw invalid(
-        "since",
-        `${since.toISOString()} is in the future; recovery queues deliveries created at or after it`,
-      );
+    const future = `${since.toISOString()} is in the future; recovery queues deliveries created at or after it`;
+    if (since.getTime() > Date.now()) throw invalid("since", future);
     // NOT_FOUND for another owner's subscription or a deleted one, as the webhook service answers.
     const { subscription } = await deps.webhook.getSubscription({ owner, id: req.subscriptionId });
     if (subscription?.disableTime) {

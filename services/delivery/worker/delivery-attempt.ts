@@ -1,13 +1,11 @@
 // One delivery attempt (delivery-worker.ts): the POST in the event's trace and
 // what its answer means: succeeded; gone (410: the subscription is deleted,
 // with its queue); or failed, retried on the schedule or given up, the
-// subscription throttled when the target asked to wait.
+// subscription throttled when the target asked to wait. Its log lines never
+// show the target URL's path, query or credentials.
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
-import {
-  SubscriptionEndReason,
-  type Subscriber,
-  type WebhookService,
-} from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
+import { SubscriptionEndReason, type Subscriber } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
+import type { WebhookService } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import type { Logger } from "../../shared/logger.js";
 import { webhookAttemptDuration, webhookAttempts, webhookGivenUp } from "../../shared/metrics/metrics.js";
 import { runInRequest } from "../../shared/request-context.js";
@@ -15,7 +13,7 @@ import { startSpan } from "../../shared/trace/tracing.js";
 import type { AttemptRecord, ClaimedDelivery, DeliveryStore } from "../deliveries/delivery-store.js";
 import { throttleAsked } from "../deliveries/subscription-pause.js";
 import { signingSecrets, type SendResult, type WebhookSender } from "../sender/webhook-sender.js";
-import { attemptOutcome, logFields, retryDelayMs } from "./attempt-answer.js";
+import { withJitter } from "../../shared/loop/backoff.js";
 
 export interface AttemptOptions {
   store: DeliveryStore;
@@ -92,9 +90,7 @@ export class DeliveryAttempts {
       this.options.logger.info(fields, "subscription deleted: the receiver answered 410 Gone");
       return result;
     }
-    const wait = d.once
-      ? undefined
-      : retryDelayMs(this.options.schedule, d.attempt, result.retryAfterMs, this.options.retryAfterMaxSeconds);
+    const wait = d.once ? undefined : retryDelayMs(this.options, d.attempt, result.retryAfterMs);
     // The target asked to wait, or is overloaded: the whole subscription is throttled (recorded with the attempt).
     const throttle = throttleAsked(result, this.options.retryAfterMaxSeconds);
     if (throttle)
@@ -132,11 +128,8 @@ export class DeliveryAttempts {
   private async deleteSubscription(d: ClaimedDelivery): Promise<boolean> {
     try {
       const owner = { organisationId: d.organisationId, clientId: d.clientId };
-      await this.options.webhook.deleteSubscription({
-        owner,
-        id: d.subscriptionId,
-        reason: SubscriptionEndReason.GONE,
-      });
+      const reason = SubscriptionEndReason.GONE;
+      await this.options.webhook.deleteSubscription({ owner, id: d.subscriptionId, reason });
       return true;
     } catch (err) {
       if (err instanceof ConnectError && err.code === Code.NotFound) return true;
@@ -146,5 +139,46 @@ export class DeliveryAttempts {
       );
       return false;
     }
+  }
+}
+
+/** The wait before retry n (1-based) with ±20 % jitter, at least the (capped) Retry-After; undefined: give up. */
+function retryDelayMs(o: AttemptOptions, retry: number, retryAfterMs?: number) {
+  const base = o.schedule[retry - 1];
+  if (base === undefined) return undefined;
+  const jittered = withJitter(base * 1000, 0.2);
+  const asked = retryAfterMs === undefined ? 0 : Math.min(retryAfterMs, o.retryAfterMaxSeconds * 1000);
+  return Math.round(Math.max(jittered, asked));
+}
+
+/** The outcome label of an attempt: succeeded, gone (410), timeout, refused (a destination the rules forbid), else failed. */
+function attemptOutcome(result: SendResult): string {
+  if (result.ok) return "succeeded";
+  if (result.status === 410) return "gone";
+  return result.kind === "timeout" || result.kind === "refused" ? result.kind : "failed";
+}
+
+/** An attempt's log fields: the subscription, its owner, the target's host, the attempt and its answer. */
+function logFields(d: ClaimedDelivery, targetUrl: string, result: SendResult) {
+  return {
+    subscriptionId: d.subscriptionId.toString(),
+    organisationId: d.organisationId,
+    clientId: d.clientId,
+    host: targetHost(targetUrl),
+    deliveryId: d.id.toString(),
+    eventId: d.eventId,
+    attempt: d.attempt,
+    status: result.status,
+    durationMs: result.durationMs,
+    ...(result.ok ? {} : { error: result.error }),
+  };
+}
+
+/** host[:port] of a target URL; userinfo, path and query stay out of the logs. */
+function targetHost(targetUrl: string): string {
+  try {
+    return new URL(targetUrl).host;
+  } catch {
+    return "(not a URL)";
   }
 }

@@ -30,13 +30,6 @@ interface DeliveryWorkerOptions extends AttemptOptions {
 
 const subscribersById = (subscribers: Subscriber[]) => new Map(subscribers.map((s) => [s.subscriptionId, s]));
 
-/**
- * Record statements a worker runs at once. The attempts that finish meanwhile
- * make the next batch; a statement's cost is mostly per statement, so one at a
- * time sends the most (docs/benchmark.md, "Records one at a time").
- */
-const RECORDING_AT_ONCE = 1;
-
 /** Claims that fail (the database is down) are tried again after these waits. */
 const FAILURE_BACKOFF: Backoff = { baseMs: 500, maxMs: 30_000 };
 
@@ -50,7 +43,7 @@ export class DeliveryWorker {
   /** The last claim got as many rows as it asked for: more may be due. */
   private backlog = false;
   private readonly toRecord: { record: AttemptRecord; resolve: () => void; reject: (err: unknown) => void }[] = [];
-  private recording = 0;
+  private recording = false;
   /** Deliveries whose recorded batch handed their subscription's slot on (hand-on.ts): no claim is needed to refill it. */
   private readonly handedOn = new WeakSet<ClaimedDelivery>();
   private stopping = false;
@@ -69,13 +62,8 @@ export class DeliveryWorker {
     });
   }
 
-  start(): void {
-    this.loop.start();
-  }
-
-  wake(): void {
-    this.loop.wake();
-  }
+  start = (): void => this.loop.start();
+  wake = (): void => this.loop.wake();
 
   /**
    * The fan-out here recorded deliveries for `subscriptions`: look now, unless
@@ -84,10 +72,8 @@ export class DeliveryWorker {
    */
   fannedOut(ordered: boolean, subscriptions: bigint[] = []): void {
     const cap = this.options.maxInFlightPerSubscription;
-    const allAtCap =
-      cap !== undefined &&
-      subscriptions.length > 0 &&
-      subscriptions.every((id) => (this.inFlightTo.get(id) ?? 0) >= cap);
+    const atCap = (id: bigint) => cap !== undefined && (this.inFlightTo.get(id) ?? 0) >= cap;
+    const allAtCap = subscriptions.length > 0 && subscriptions.every(atCap);
     if (!allAtCap || ordered) this.wake();
     if (ordered) this.watermark?.relookSoon(() => this.wake());
   }
@@ -105,12 +91,8 @@ export class DeliveryWorker {
     const free = this.options.concurrency - this.inFlight;
     // Full: wait for a slot (a finishing POST wakes the loop), at most a poll.
     if (free <= 0) return this.options.pollMs;
-    const claimed = await this.options.store.claim(
-      free,
-      this.options.leaseSeconds,
-      this.options.maxInFlightPerSubscription,
-      await this.watermark?.current(),
-    );
+    const { store, leaseSeconds, maxInFlightPerSubscription } = this.options;
+    const claimed = await store.claim(free, leaseSeconds, maxInFlightPerSubscription, await this.watermark?.current());
     this.backlog = claimed.length === free;
     if (claimed.length > 0) await this.dispatch(claimed);
     return this.backlog ? 0 : this.options.pollMs;
@@ -188,7 +170,9 @@ export class DeliveryWorker {
   private record(record: AttemptRecord): Promise<void> {
     return new Promise((resolve, reject) => {
       this.toRecord.push({ record, resolve, reject });
-      if (this.recording < RECORDING_AT_ONCE) void this.recordQueued();
+      // One record statement at a time: the attempts that finish meanwhile make the next batch, and a
+      // statement's cost is mostly per statement (docs/benchmark.md, "Records one at a time").
+      if (!this.recording) void this.recordQueued();
     });
   }
 
@@ -198,7 +182,7 @@ export class DeliveryWorker {
    * (hand-on.ts) and the rows handed on are sent at once.
    */
   private async recordQueued(): Promise<void> {
-    this.recording++;
+    this.recording = true;
     try {
       while (this.toRecord.length > 0) {
         const batch = this.toRecord.splice(0, 200);
@@ -231,7 +215,7 @@ export class DeliveryWorker {
           );
       }
     } finally {
-      this.recording--;
+      this.recording = false;
     }
   }
 }

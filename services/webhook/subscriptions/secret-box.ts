@@ -6,6 +6,7 @@
 // value opens as itself. NIST SP 800-38D, 8.3: "The total number of
 // invocations … shall not exceed 2^32": far beyond one key's subscriptions.
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
+import { Code, ConnectError } from "@connectrpc/connect";
 
 const VERSION = "v1";
 const IV_BYTES = 12;
@@ -21,14 +22,21 @@ export class SecretBoxError extends Error {
 
 export type SecretBox = ReturnType<typeof secretBox>;
 
+/** What `read` makes of subscription `id`'s stored secret, or FAILED_PRECONDITION naming it: never handed out unopened. */
+export function readingSecret<T>(id: bigint | string, read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    if (!(err instanceof SecretBoxError)) throw err;
+    const message = `the signing secret of subscription ${id} cannot be read: ${err.message}`;
+    throw new ConnectError(message, Code.FailedPrecondition);
+  }
+}
+
 /** A key's id: 8 base64url characters of a SHA-256 of the key (with a label of its own), never the key. */
 export function keyId(key: Buffer): string {
-  return createHash("sha256")
-    .update("bizcard webhook secret key id\0")
-    .update(key)
-    .digest()
-    .subarray(0, 6)
-    .toString("base64url");
+  const digest = createHash("sha256").update("bizcard webhook secret key id\0").update(key).digest();
+  return digest.subarray(0, 6).toString("base64url");
 }
 
 /** A box over `keys` (each 32 bytes): the first seals, any opens. */
@@ -60,9 +68,7 @@ export function secretBox(keys: readonly Buffer[]) {
       decipher.setAAD(Buffer.from(`${VERSION}.${id}`));
       try {
         decipher.setAuthTag(Buffer.from(tag, "base64url"));
-        return Buffer.concat([decipher.update(Buffer.from(ciphertext, "base64url")), decipher.final()]).toString(
-          "utf8",
-        );
+        return Buffer.concat([decipher.update(Buffer.from(ciphertext, "base64url")), decipher.final()]).toString();
       } catch {
         // Another listed key with the same id (astronomically unlikely) may still open it.
       }

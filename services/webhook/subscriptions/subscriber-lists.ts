@@ -1,28 +1,26 @@
 // The subscribers the delivery service reads: ListSubscribers (a worker's
 // cache miss) and ListSubscribersOfMany (a fan-out batch's lookups in one
-// read), their signing secrets opened (subscriber-row.ts).
+// read), their signing secrets opened.
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import type { Subscriber, WebhookService } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
+import { SubscriberSchema, type Subscriber } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
+import type { WebhookService } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { eventTypeName } from "../../shared/event-types.js";
 import { invalid, requireUuid } from "../../shared/validation.js";
-import type { SecretBox } from "./secret-box.js";
-import { subscriberOfRow } from "./subscriber-row.js";
+import { readingSecret, type SecretBox } from "./secret-box.js";
+import { signingPreviousSecret } from "./secret-rotation.js";
 
 const SCHEMA = `"webhook"`;
 
 /** The most lookups of one ListSubscribersOfMany. */
 const MANY_LOOKUPS_MAX = 1000;
 
-export function subscriberLists({
-  orm,
-  secrets,
-  preparedStatements,
-}: {
-  orm: MikroORM;
-  secrets: SecretBox;
-  preparedStatements?: boolean;
-}): Pick<ServiceImpl<typeof WebhookService>, "listSubscribers" | "listSubscribersOfMany"> {
+type Deps = { orm: MikroORM; secrets: SecretBox; preparedStatements?: boolean };
+type Lists = Pick<ServiceImpl<typeof WebhookService>, "listSubscribers" | "listSubscribersOfMany">;
+
+export function subscriberLists({ orm, secrets, preparedStatements }: Deps): Lists {
   // knex's raw skips the ORM's per-query work; a name in options() makes it a prepared statement in pg.
   const knex = orm.em.getKnex();
   const run = async (name: string, sql: string, values: (string | boolean)[]) =>
@@ -42,11 +40,8 @@ export function subscriberLists({
       const organisationId = requireUuid("organisation_id", req.organisationId);
       const eventType = eventTypeName(req.eventType);
       // A disabled subscription gets nothing until its owner re-enables it (listed, marked, only when asked).
-      const rows = await run("webhook-list-subscribers", subscribersSql, [
-        organisationId,
-        eventType,
-        req.includeDisabled,
-      ]);
+      const values = [organisationId, eventType, req.includeDisabled];
+      const rows = await run("webhook-list-subscribers", subscribersSql, values);
       return { subscribers: rows.map((r) => subscriberOfRow(r, secrets)) };
     },
 
@@ -65,4 +60,23 @@ export function subscriberLists({
       return { results };
     },
   };
+}
+
+/** One row of the service's subscriber statements as a Subscriber, its secrets opened. */
+function subscriberOfRow(r: Record<string, unknown>, secrets: SecretBox): Subscriber {
+  const at = r.previous_secret_expires_at as string | Date | null;
+  const previousSecret = r.previous_secret as string | null;
+  const previous = signingPreviousSecret({ previousSecret, previousSecretExpiresAt: at ? new Date(at) : null });
+  const open = (stored: string) => readingSecret(r.id as string, () => secrets.open(stored));
+  return create(SubscriberSchema, {
+    subscriptionId: BigInt(r.id as string),
+    clientId: r.client_id as string,
+    targetUrl: r.target_url as string,
+    secret: open(r.secret as string),
+    disabled: r.disabled_at !== null,
+    ordered: r.ordered as boolean,
+    ...(previous
+      ? { previousSecret: open(previous.secret), previousSecretExpireTime: timestampFromDate(previous.expiresAt) }
+      : {}),
+  });
 }

@@ -16,7 +16,6 @@ export const SubscriptionEndEntity = defineEntity({
     targetUrl: p.text(),
     /** The event type name it had; no check: a record of the past outlives an event type. */
     eventType: p.text(),
-    /** A text column with the check "subscription_end_reason_check". */
     reason: p.enum([...END_REASONS]),
     endedAt: p.datetime(3),
   },

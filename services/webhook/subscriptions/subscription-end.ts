@@ -4,11 +4,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import {
-  SubscriptionEndReason,
-  SubscriptionEndSchema,
-  type SubscriptionEnd as SubscriptionEndMessage,
-} from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
+import { SubscriptionEndReason, SubscriptionEndSchema } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { eventTypeOf } from "../../shared/event-types.js";
 import type { Pair } from "../../shared/owner.js";
 import type { EndReason, SubscriptionEnd } from "./subscription-end.entity.js";
@@ -49,7 +45,7 @@ export async function endSubscriptions(em: EntityManager, pair: Pair, reason: En
   return rows.length;
 }
 
-export function toSubscriptionEndMessage(end: SubscriptionEnd): SubscriptionEndMessage {
+export function toSubscriptionEndMessage(end: SubscriptionEnd) {
   return create(SubscriptionEndSchema, {
     id: end.id,
     targetUrl: end.targetUrl,

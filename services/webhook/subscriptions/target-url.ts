@@ -14,7 +14,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { isIP } from "node:net";
 import { TargetUnavailableSchema } from "../../../gen/bizcard/webhook/v1/webhook_pb.js";
 import { NO_ADDRESS_CODES, isLocalhostName, type Resolver } from "../../shared/net/dns-resolver.js";
-import { IP_CLASS_LABELS, classifyIp } from "../../shared/net/ip-address.js";
+import { IP_CLASS_LABELS, classifyIp, type IpClass } from "../../shared/net/ip-address.js";
 import { invalid } from "../../shared/validation.js";
 
 export const TARGET_URL_MAX_LENGTH = 2048;
@@ -58,6 +58,9 @@ function checkWrittenInFull(raw: string): void {
   if (authority === "") throw invalid(FIELD, `expected a host right after ${scheme}:// (${example})`);
   if (authority.includes("@")) throw invalid(FIELD, "must not contain user-info (user:password@)");
 }
+
+const notPublic = (what: string, kind: IpClass) =>
+  invalid(FIELD, `${what} a ${IP_CLASS_LABELS[kind]} address; only public destinations are allowed`);
 
 /** UNAVAILABLE for a lookup that failed; the detail is what the client is told. */
 function targetUnavailable(host: string, cause: unknown): ConnectError {
@@ -107,12 +110,9 @@ export function parseTargetUrl(value: string, options: Omit<TargetUrlOptions, "r
     throw invalid(FIELD, "must not contain a fragment (#…): it is never sent to the server");
   if (!url.hostname) throw invalid(FIELD, "expected a host");
   // url.port is "" for the scheme's default port (443, or 80 for http).
-  if (url.port !== "" && Number(url.port) < TARGET_PORT_MIN) {
-    throw invalid(
-      FIELD,
-      `port ${url.port} is not allowed; use the default port or one from ${TARGET_PORT_MIN} to 65535`,
-    );
-  }
+  const portRange = `the default port or one from ${TARGET_PORT_MIN} to 65535`;
+  if (url.port !== "" && Number(url.port) < TARGET_PORT_MIN)
+    throw invalid(FIELD, `port ${url.port} is not allowed; use ${portRange}`);
   const href = url.href;
   if (href.length > TARGET_URL_MAX_LENGTH)
     throw invalid(FIELD, `at most ${TARGET_URL_MAX_LENGTH} characters (once normalised)`);
@@ -121,8 +121,7 @@ export function parseTargetUrl(value: string, options: Omit<TargetUrlOptions, "r
   const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
   if (isIP(host)) {
     const kind = classifyIp(host);
-    if (kind !== "public")
-      throw invalid(FIELD, `points to a ${IP_CLASS_LABELS[kind]} address; only public destinations are allowed`);
+    if (kind !== "public") throw notPublic("points to", kind);
     return { href, resolveHost: undefined };
   }
   if (isLocalhostName(host)) throw invalid(FIELD, `${host} is a loopback name; only public destinations are allowed`);
@@ -145,12 +144,7 @@ export async function checkDestination(parsed: { resolveHost?: string }, options
   if (addresses.length === 0) throw invalid(FIELD, `host ${host} does not resolve`);
   for (const address of addresses) {
     const kind = classifyIp(address);
-    if (kind !== "public") {
-      throw invalid(
-        FIELD,
-        `host ${host} resolves to a ${IP_CLASS_LABELS[kind]} address; only public destinations are allowed`,
-      );
-    }
+    if (kind !== "public") throw notPublic(`host ${host} resolves to`, kind);
   }
 }
 
