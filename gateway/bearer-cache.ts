@@ -1,15 +1,7 @@
-// The gateway's cache of bearer checks: the auth service's answer to
-// AuthenticateAccessToken, keyed by the token's hash (services/shared/token-hash.ts),
-// kept until min(token expiry, BEARER_CACHE_MS). A cached check needs no
-// round trip at all; it is dropped as soon as the bus says the token or its
-// grant was revoked (bizcard.token.revoked, bizcard.grant.revoked), which every
-// gateway process hears through a non-durable subscription.
-//
-// The subscription is the cache's only link to revocations, so the cache
-// trusts nothing while it may have missed one: with the bus connection down,
-// it is emptied and every request is checked by RPC until the connection is
-// back (then emptied again, for what went by meanwhile). Without a bus (a
-// gateway started without NATS_URL) or with BEARER_CACHE_MS 0, nothing is cached.
+// The gateway's cache of bearer checks (AuthenticateAccessToken), keyed by the
+// token's hash, kept until min(token expiry, BEARER_CACHE_MS) and dropped as
+// soon as the bus says the token or its grant was revoked. The bus is its only
+// link to revocations: nothing is cached while it is down, or without it.
 import { fromBinary } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { AuthenticateAccessTokenResponse } from "../gen/bizcard/auth/v1/auth_pb.js";
@@ -25,20 +17,15 @@ export interface BearerPrincipal {
   scopes: readonly string[];
   /** Empty for client_credentials tokens. */
   memberId: string;
-  /** When the token expires, ms since the epoch. */
   expiresAt: number;
-  /** The resource identifier the token was issued for (RFC 8707); empty when none is named (the REST API's). */
+  /** The resource identifier the token was issued for (RFC 8707); empty: the REST API's. */
   audience: string;
-  /**
-   * The organisation's public fields (GET /oauth/me), loaded once and kept as
-   * long as this check is cached, so the hot path makes no RPC at all.
-   */
+  /** The organisation (GET /oauth/me), loaded once and kept with this check: no RPC on the hot path. */
   organisation?: Promise<PrincipalOrganisation>;
   /** The same, once loaded: answered without a promise. */
   organisationLoaded?: PrincipalOrganisation;
 }
 
-/** A principal's organisation as GET /oauth/me answers it. */
 export interface PrincipalOrganisation {
   id: string;
   name: string;
@@ -46,19 +33,11 @@ export interface PrincipalOrganisation {
   json: string;
 }
 
-/** An RPC's per-call headers (rpcOptions, clients.ts). */
-export interface RpcCallOptions {
-  headers: Record<string, string>;
-}
+type RpcCallOptions = { headers: Record<string, string> };
 
-export interface BearerCacheOptions {
-  /**
-   * The RPC: resolves the token, or rejects (invalid_token, or the service's
-   * failure). `call`: the options of the request that asked (its request id
-   * and trace context); concurrent requests sharing one RPC share the first's.
-   */
+interface BearerCacheOptions {
+  /** The RPC; `call`: the asking request's options (concurrent requests sharing one RPC share the first's). */
   authenticate: (accessToken: string, call?: RpcCallOptions) => Promise<AuthenticateAccessTokenResponse>;
-  /** The bus revocations travel on; without one nothing is cached. */
   bus?: EventBus;
   /** BEARER_CACHE_MS: the longest a check is kept (0: never). */
   ttlMs: number;
@@ -69,33 +48,19 @@ export interface BearerCacheOptions {
 
 interface Entry {
   principal: BearerPrincipal;
-  /** ms since the epoch: the entry is used while now < until. */
   until: number;
 }
 
-export const DEFAULT_MAX_ENTRIES = 10_000;
-
-const pairKey = (organisationId: string, clientId: string) => `${organisationId}\u0000${clientId}`;
-
 export class BearerCache {
   private readonly entries = new Map<string, Entry>();
-  /** organisation+client -> hashes of the cached tokens of the pair, for grant.revoked. */
-  private readonly byPair = new Map<string, Set<string>>();
   /** Misses being resolved: concurrent requests with one token share one RPC. */
   private readonly inflight = new Map<string, Promise<BearerPrincipal>>();
-  /**
-   * Bumped on every revocation heard and every change of the connection: an
-   * answer whose RPC began before a bump may predate a revocation, so it is
-   * not stored.
-   */
+  /** Bumped on every revocation and change of connection: an answer whose RPC began before may predate one. */
   private generation = 0;
   private readonly subscriptions: Consumer[] = [];
   private stopListening: (() => void) | undefined;
-  private readonly maxEntries: number;
 
-  private constructor(private readonly options: BearerCacheOptions) {
-    this.maxEntries = options.maxEntries ?? DEFAULT_MAX_ENTRIES;
-  }
+  private constructor(private readonly options: BearerCacheOptions) {}
 
   /** Subscribes to the revocation events before the first check is cached. */
   static async open(options: BearerCacheOptions): Promise<BearerCache> {
@@ -125,30 +90,20 @@ export class BearerCache {
     return cache;
   }
 
-  /** Whether a check may be served from, and stored in, the cache right now. */
   private get caching(): boolean {
     const { bus, ttlMs } = this.options;
     return ttlMs > 0 && bus !== undefined && bus.connected && this.subscriptions.length > 0;
   }
 
-  /**
-   * The token's principal: cached, or one RPC shared by the concurrent
-   * requests presenting it. `call` may be a function: then the RPC's options
-   * (the request's trace headers, which make its trace) are made only for a
-   * miss.
-   */
-  lookup(accessToken: string, call?: RpcCallOptions | (() => RpcCallOptions)): Promise<BearerPrincipal> {
+  /** The token's principal: cached, or one RPC shared by concurrent requests; `call` is made only on a miss. */
+  lookup(accessToken: string, call?: () => RpcCallOptions): Promise<BearerPrincipal> {
     if (!this.caching) return this.resolve(accessToken, call);
     const hash = tokenHash(accessToken);
     const hit = this.hit(hash);
     return hit ? Promise.resolve(hit) : this.miss(hash, accessToken, call);
   }
 
-  /**
-   * The token's principal when a check is cached, without a promise (the
-   * gateway's hot path: bearer.ts answers a hit synchronously); else
-   * undefined, and lookup() resolves it.
-   */
+  /** The token's principal when a check is cached, without a promise (the hot path); else undefined. */
   cached(accessToken: string): BearerPrincipal | undefined {
     return this.caching ? this.hit(tokenHash(accessToken)) : undefined;
   }
@@ -162,15 +117,11 @@ export class BearerCache {
       this.entries.set(hash, entry);
       return entry.principal;
     }
-    this.remove(hash);
+    this.entries.delete(hash);
     return undefined;
   }
 
-  private miss(
-    hash: string,
-    accessToken: string,
-    call: RpcCallOptions | (() => RpcCallOptions) | undefined,
-  ): Promise<BearerPrincipal> {
+  private miss(hash: string, accessToken: string, call?: () => RpcCallOptions): Promise<BearerPrincipal> {
     const pending = this.inflight.get(hash);
     if (pending) return pending;
     const generation = this.generation;
@@ -186,11 +137,8 @@ export class BearerCache {
     return started;
   }
 
-  private async resolve(
-    accessToken: string,
-    call: RpcCallOptions | (() => RpcCallOptions) | undefined,
-  ): Promise<BearerPrincipal> {
-    const res = await this.options.authenticate(accessToken, typeof call === "function" ? call() : call);
+  private async resolve(accessToken: string, call?: () => RpcCallOptions): Promise<BearerPrincipal> {
+    const res = await this.options.authenticate(accessToken, call?.());
     return {
       organisationId: res.organisationId,
       clientId: res.clientId,
@@ -204,27 +152,13 @@ export class BearerCache {
   private store(hash: string, principal: BearerPrincipal): void {
     const until = Math.min(principal.expiresAt, Date.now() + this.options.ttlMs);
     if (until <= Date.now()) return;
-    this.remove(hash);
-    while (this.entries.size >= this.maxEntries) {
+    this.entries.delete(hash);
+    while (this.entries.size >= (this.options.maxEntries ?? 10_000)) {
       const oldest = this.entries.keys().next().value;
       if (oldest === undefined) break;
-      this.remove(oldest);
+      this.entries.delete(oldest);
     }
     this.entries.set(hash, { principal, until });
-    const key = pairKey(principal.organisationId, principal.clientId);
-    let hashes = this.byPair.get(key);
-    if (!hashes) this.byPair.set(key, (hashes = new Set()));
-    hashes.add(hash);
-  }
-
-  private remove(hash: string): void {
-    const entry = this.entries.get(hash);
-    if (!entry) return;
-    this.entries.delete(hash);
-    const key = pairKey(entry.principal.organisationId, entry.principal.clientId);
-    const hashes = this.byPair.get(key);
-    hashes?.delete(hash);
-    if (hashes?.size === 0) this.byPair.delete(key);
   }
 
   /** A revocation was heard: nothing resolved before it may be stored or shared after it. */
@@ -233,27 +167,24 @@ export class BearerCache {
     this.inflight.clear();
   }
 
-  /** grant.revoked: every token of the organisation+client pair. */
+  /** grant.revoked: every token of the organisation+client pair (a rare event: a scan will do). */
   revokePair(organisationId: string, clientId: string): void {
     this.bump();
-    const hashes = this.byPair.get(pairKey(organisationId, clientId));
-    for (const hash of [...(hashes ?? [])]) this.remove(hash);
+    for (const [hash, { principal }] of this.entries) {
+      if (principal.organisationId === organisationId && principal.clientId === clientId) this.entries.delete(hash);
+    }
   }
 
-  /** token.revoked: these access tokens (by hash). */
   revokeHashes(hashes: readonly string[]): void {
     this.bump();
-    for (const hash of hashes) this.remove(hash);
+    for (const hash of hashes) this.entries.delete(hash);
   }
 
-  /** The connection changed: everything goes. */
   invalidateAll(): void {
     this.bump();
     this.entries.clear();
-    this.byPair.clear();
   }
 
-  /** Entries held now (for tests and metrics). */
   get size(): number {
     return this.entries.size;
   }

@@ -1,9 +1,7 @@
-// The two body types the API reads, application/json and
-// application/x-www-form-urlencoded, parsed strictly: UTF-8 only, and no
-// parameter twice (the JSON rules are services/shared/strict-json.ts, which
-// the auth service applies to client metadata documents too). Anything else
-// is 415 (fastify's own answer, in our shape).
-import type { FastifyInstance } from "fastify";
+// The two body types the API reads, JSON and the form encoding, parsed
+// strictly: UTF-8 only, no parameter twice (services/shared/strict-json.ts).
+// Anything else is 415.
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { decodeUtf8, firstRepeatedName } from "../services/shared/strict-json.js";
 import { HttpError } from "./errors.js";
 
@@ -12,21 +10,14 @@ const JSON_TYPE = "application/json";
 
 const invalid = (description: string) => new HttpError(400, "invalid_request", description);
 
-/**
- * RFC 8259 §8.1 (JSON) and the WHATWG form encoding: UTF-8. A body that is
- * not is refused, never silently repaired (services/shared/strict-json.ts).
- */
+/** RFC 8259 §8.1 and the WHATWG form encoding: UTF-8, refused when not, never repaired. */
 function decodeBody(body: Buffer): string {
   const text = decodeUtf8(body);
   if (text === undefined) throw invalid("the request body is not valid UTF-8");
   return text;
 }
 
-/**
- * The form encoding (WHATWG URL, application/x-www-form-urlencoded): "+" is a
- * space, %XX a byte; the decoded bytes must be UTF-8. A repeated name is kept
- * as an array so that the route can refuse it by name.
- */
+/** The form encoding ("+" a space, %XX a byte); a repeated name is kept as an array, for the route to refuse. */
 function parseForm(text: string): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = Object.create(null);
   for (const pair of text.split("&")) {
@@ -78,4 +69,12 @@ export function registerBodyParsers(app: FastifyInstance, bodyLimit: number): vo
       done(err as Error, undefined);
     }
   });
+}
+
+/** 415 unless the body is application/json; `what` names it in the refusal. */
+export function requireJson(request: FastifyRequest, what: string): void {
+  const type = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+  if (type !== "application/json") {
+    throw new HttpError(415, "unsupported_media_type", `send ${what} as application/json`);
+  }
 }

@@ -1,23 +1,22 @@
 // What /healthz reports about the running code: the package's version and,
-// where known, the git commit. Read once when the gateway starts (never per
-// request, never by running git): GIT_COMMIT when the deployment sets it (an
-// image built from a clone without .git), else the checkout's .git.
+// where known, the git commit: GIT_COMMIT when the deployment sets it, else
+// read from the checkout's .git (never by running git). Read once at start.
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 
-export interface BuildInfo {
+interface BuildInfo {
   version: string;
   commit?: string;
 }
 
 const PACKAGE_NAME = "bizcard-oauth-platform";
 
-/** The folder holding this platform's package.json: the checkout, or /app in the image (above dist/). */
-function packageRoot(from: string): string | undefined {
+/** The folder holding this platform's package.json (the checkout, or /app in the image) and its version. */
+function packageRoot(from: string): { root: string; version?: string } | undefined {
   for (let dir = from; ; dir = path.dirname(dir)) {
     const file = path.join(dir, "package.json");
-    if (existsSync(file) && (JSON.parse(readFileSync(file, "utf8")) as { name?: string }).name === PACKAGE_NAME)
-      return dir;
+    const found = existsSync(file) && (JSON.parse(readFileSync(file, "utf8")) as { name?: string; version?: string });
+    if (found && found.name === PACKAGE_NAME) return { root: dir, version: found.version };
     if (path.dirname(dir) === dir) return undefined;
   }
 }
@@ -46,10 +45,9 @@ function gitCommit(root: string): string | undefined {
 }
 
 export function readBuildInfo(env: NodeJS.ProcessEnv = process.env, from = import.meta.dirname): BuildInfo {
-  const root = packageRoot(from);
-  const version = root
-    ? ((JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { version?: string }).version ?? "unknown")
-    : "unknown";
+  const found = packageRoot(from);
+  const root = found?.root;
+  const version = found?.version ?? "unknown";
   let commit = env.GIT_COMMIT?.trim() || undefined;
   if (!commit && root) {
     try {

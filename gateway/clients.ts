@@ -1,5 +1,4 @@
 // The gateway's RPC clients, one per service.
-import type { Client } from "@connectrpc/connect";
 import { AuthService } from "../gen/bizcard/auth/v1/auth_pb.js";
 import { DeliveryService } from "../gen/bizcard/delivery/v1/delivery_pb.js";
 import { OrganisationService } from "../gen/bizcard/organisation/v1/organisation_pb.js";
@@ -10,14 +9,9 @@ import type { IncomingMessage } from "node:http";
 import { createRpcClient } from "../services/shared/rpc/client.js";
 import { traceHeaders } from "./trace.js";
 
-export interface ServiceClients {
-  auth: Client<typeof AuthService>;
-  organisation: Client<typeof OrganisationService>;
-  webhook: Client<typeof WebhookService>;
-  delivery: Client<typeof DeliveryService>;
-}
+export type ServiceClients = ReturnType<typeof createServiceClients>;
 
-export function serviceUrls(config: Config): Record<keyof ServiceClients, string> {
+export function serviceUrls(config: Config) {
   return {
     auth: config.authRpcUrl,
     organisation: config.organisationRpcUrl,
@@ -26,7 +20,7 @@ export function serviceUrls(config: Config): Record<keyof ServiceClients, string
   };
 }
 
-export function createServiceClients(config: Config): ServiceClients {
+export function createServiceClients(config: Config) {
   const urls = serviceUrls(config);
   const options = (baseUrl: string) => ({
     baseUrl,
@@ -41,11 +35,7 @@ export function createServiceClients(config: Config): ServiceClients {
   };
 }
 
-/**
- * Options for an RPC made while serving a request: its request id and trace
- * context (trace.ts) travel in headers (explicitly: no AsyncLocalStorage on
- * the gateway's hot path).
- */
+/** An RPC's options while serving a request: its request id and trace context, in headers. */
 export function rpcOptions(request: { id: string; raw: IncomingMessage }): { headers: Record<string, string> } {
   return { headers: { [REQUEST_ID_HEADER]: request.id, ...traceHeaders(request.raw) } };
 }

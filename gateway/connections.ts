@@ -1,7 +1,6 @@
-// The gateway's sockets: answers written before (or instead of) fastify's
-// request cycle, in the one error shape with an x-request-id, and the drain
-// on close that serves requests already received but does not wait for
-// clients that stopped sending.
+// The gateway's sockets: answers written outside fastify's request cycle (in
+// the one error shape, with an x-request-id), and the drain on close that
+// serves requests already received but waits for no client that stopped sending.
 import { randomUUID } from "node:crypto";
 import { STATUS_CODES, type IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
@@ -15,27 +14,17 @@ interface InFlight {
 }
 
 /**
- * The request being served on a socket, kept on the socket itself, not in a
- * Map of the Connections. A long-lived Map that gains and loses an entry per
- * request replaces its table every few requests, and V8 leaves the replaced
- * table pointing at its successor (for iterators in progress). Once a full
- * collection has moved the table to the old generation, each replaced table
- * is old garbage holding the next one, and young collections take every old
- * object's pointers as roots until the next full collection: each table, and
- * the requests in it, outlives its young collections from the first full
- * collection on. Under the token endpoint's load that promotes far more per
- * young collection than the slot does, full collections follow one another,
- * and every request pays for them in CPU.
+ * The request being served on a socket, kept on the socket, not in a Map: a
+ * long-lived Map churning an entry per request leaves chains of replaced
+ * tables in the old generation that keep requests alive through young
+ * collections, and under load every request pays for the full collections.
  */
 const IN_FLIGHT = Symbol("in-flight request");
 type TrackedSocket = Socket & { [IN_FLIGHT]?: InFlight };
+type Answer = [status: number, error: string, description: string];
 
-/**
- * Writes a whole answer on the socket and closes it: for the moments when no
- * reply object can write one (the head could not be parsed, or the request's
- * body never finished arriving).
- */
-export function writeAnswerAndClose(
+/** A whole answer written on the socket, which then closes: for when no reply object can write one. */
+function writeAnswerAndClose(
   socket: Socket,
   requestId: string,
   status: number,
@@ -58,34 +47,21 @@ export function writeAnswerAndClose(
   socket.end(`${lines.join("\r\n")}\r\n\r\n${body}`, () => socket.destroy());
 }
 
-/** Node's clientError codes as answers (the request never reached a route). */
-function clientErrorAnswer(code: string | undefined): [number, string, string] {
-  switch (code) {
-    case "HPE_HEADER_OVERFLOW":
-      return [431, "invalid_request", "the request headers are too large"];
-    case "ERR_HTTP_REQUEST_TIMEOUT":
-      // RFC 9110 §15.5.9: "The 408 (Request Timeout) status code indicates that the
-      // server did not receive a complete request message within the time that it
-      // was prepared to wait."
-      return [408, "request_timeout", "the request did not arrive completely in time; send it again"];
-    case "HPE_INVALID_TRANSFER_ENCODING":
-      // RFC 9112 §6.3: "If a Transfer-Encoding header field is present in a
-      // request and the chunked transfer coding is not the final encoding [...]
-      // the server MUST respond with the 400 (Bad Request) status code and then
-      // close the connection."
-      return [400, "invalid_request", "the Transfer-Encoding must end with chunked, applied once"];
-    case "HPE_INVALID_VERSION":
-    case "HPE_PAUSED_H2_UPGRADE":
-      // RFC 9110 §15.6.6: "The 505 (HTTP Version Not Supported) status code
-      // indicates that the server does not support, or refuses to support, the
-      // major version of HTTP that was used in the request message." (The
-      // parser refuses versions other than 1.0, 1.1 and 2.0, and HTTP/2's
-      // connection preface.)
-      return [505, "http_version_not_supported", "this server speaks HTTP/1.1 (and HTTP/1.0)"];
-    default:
-      return [400, "invalid_request", "the request is not valid HTTP"];
-  }
-}
+const VERSION: Answer = [505, "http_version_not_supported", "this server speaks HTTP/1.1 (and HTTP/1.0)"];
+
+const NOT_HTTP: Answer = [400, "invalid_request", "the request is not valid HTTP"];
+
+/** Node's clientError codes as answers (the request never reached a route); any other is NOT_HTTP. */
+const CLIENT_ERRORS: Record<string, Answer> = {
+  HPE_HEADER_OVERFLOW: [431, "invalid_request", "the request headers are too large"],
+  // RFC 9110 §15.5.9: "did not receive a complete request message within the time that it was prepared to wait".
+  ERR_HTTP_REQUEST_TIMEOUT: [408, "request_timeout", "the request did not arrive completely in time; send it again"],
+  // RFC 9112 §6.3: chunked not the final encoding: "the server MUST respond with the 400 (Bad Request) status code".
+  HPE_INVALID_TRANSFER_ENCODING: [400, "invalid_request", "the Transfer-Encoding must end with chunked, applied once"],
+  // RFC 9110 §15.6.6: 505, "does not support [...] the major version of HTTP" (HTTP/2's preface included).
+  HPE_INVALID_VERSION: VERSION,
+  HPE_PAUSED_H2_UPGRADE: VERSION,
+};
 
 export class Connections {
   private readonly sockets = new Set<TrackedSocket>();
@@ -128,37 +104,25 @@ export class Connections {
     }
     // A request whose body stalled already has an id (and the client may have sent it).
     const requestId = current?.request.id ?? randomUUID();
-    const [status, error, description] = clientErrorAnswer(code);
+    const known = code !== undefined && Object.hasOwn(CLIENT_ERRORS, code);
+    const [status, error, description] = known ? CLIENT_ERRORS[code]! : NOT_HTTP;
     this.logger.info({ requestId, status, reason: code }, "request refused on its connection");
     writeAnswerAndClose(socket, requestId, status, error, description);
   };
 
-  /**
-   * The server's "connect" event: node hands a CONNECT request over as a bare
-   * socket and, without a listener, closes it without a word. This server is
-   * no proxy; RFC 9110 §15.5.6: "The origin server MUST generate an Allow
-   * header field in a 405 response containing a list of the target resource's
-   * currently supported methods", and §10.2.1: "An empty Allow field value
-   * indicates that the resource allows no methods".
-   */
+  // Node hands a CONNECT request over as a bare socket. No proxy here: 405, and RFC 9110 §10.2.1:
+  // "An empty Allow field value indicates that the resource allows no methods".
   readonly onConnect = (request: IncomingMessage, socket: Socket): void => {
     const requestId = acceptRequestId(request.headers[REQUEST_ID_HEADER] as string | undefined) ?? randomUUID();
     this.logger.info({ requestId, status: 405, method: "CONNECT" }, "request refused on its connection");
-    writeAnswerAndClose(
-      socket,
-      requestId,
-      405,
-      "method_not_allowed",
-      "this server is not a proxy: CONNECT is not served here",
-      { Allow: "" },
-    );
+    const description = "this server is not a proxy: CONNECT is not served here";
+    writeAnswerAndClose(socket, requestId, 405, "method_not_allowed", description, { Allow: "" });
   };
 
   /**
    * On close: requests already received are served, each answer closing its
-   * connection; idle connections, heads still arriving and bodies still
-   * arriving (stalled or slow) are not waited for: such a body gets 503 with
-   * Retry-After, since nothing of it was acted on and it is safe to send again.
+   * connection; idle connections and heads still arriving are closed, and a
+   * body still arriving gets 503 with Retry-After (nothing of it was acted on).
    */
   private drain(): void {
     for (const socket of this.sockets) {
@@ -168,16 +132,10 @@ export class Connections {
       } else if (!current.request.raw.complete) {
         if (current.reply.raw.headersSent) socket.destroy();
         else {
-          writeAnswerAndClose(
-            socket,
-            current.request.id,
-            503,
-            "temporarily_unavailable",
-            "the server is shutting down; send the request again",
-            {
-              "Retry-After": "1",
-            },
-          );
+          const description = "the server is shutting down; send the request again";
+          writeAnswerAndClose(socket, current.request.id, 503, "temporarily_unavailable", description, {
+            "Retry-After": "1",
+          });
         }
       } else if (!current.reply.raw.headersSent) {
         current.reply.header("connection", "close");

@@ -16,68 +16,42 @@ export class HttpError extends Error {
   }
 }
 
-/** Connect codes as HTTP: the mapping every route uses. */
-const CONNECT_TO_HTTP: Record<Code, { status: number; error: string }> = {
-  [Code.Canceled]: { status: 503, error: "temporarily_unavailable" },
-  [Code.Unknown]: { status: 500, error: "server_error" },
-  [Code.InvalidArgument]: { status: 400, error: "invalid_request" },
-  [Code.DeadlineExceeded]: { status: 503, error: "temporarily_unavailable" },
-  [Code.NotFound]: { status: 404, error: "not_found" },
-  [Code.AlreadyExists]: { status: 409, error: "conflict" },
-  // A member's wrong email or password, a caller not allowed to act: the client's answer.
-  [Code.PermissionDenied]: { status: 403, error: "forbidden" },
-  [Code.ResourceExhausted]: { status: 429, error: "rate_limited" },
-  [Code.FailedPrecondition]: { status: 409, error: "conflict" },
-  [Code.Aborted]: { status: 409, error: "conflict" },
-  [Code.OutOfRange]: { status: 400, error: "invalid_request" },
-  [Code.Unimplemented]: { status: 501, error: "not_implemented" },
-  [Code.Internal]: { status: 500, error: "server_error" },
-  [Code.Unavailable]: { status: 503, error: "temporarily_unavailable" },
-  [Code.DataLoss]: { status: 500, error: "server_error" },
-  // UNAUTHENTICATED means one thing only: a service refused the gateway's internal
-  // credential. That is a server misconfiguration, never the client's fault, and its
-  // details are not shown. A client's own failures (invalid_client, invalid_token) come
-  // as an OAuthError detail, which gateway/oauth-errors.ts turns into 400/401.
-  [Code.Unauthenticated]: { status: 500, error: "server_error" },
-};
+// Connect codes as HTTP; any other (Unknown, Internal, DataLoss, and Unauthenticated: a service refusing
+// the gateway's internal credential, never the client's fault) is 500 server_error.
+const CONNECT_TO_HTTP: [number, string, Code[]][] = [
+  [400, "invalid_request", [Code.InvalidArgument, Code.OutOfRange]],
+  [403, "forbidden", [Code.PermissionDenied]],
+  [404, "not_found", [Code.NotFound]],
+  [409, "conflict", [Code.AlreadyExists, Code.FailedPrecondition, Code.Aborted]],
+  [429, "rate_limited", [Code.ResourceExhausted]],
+  [501, "not_implemented", [Code.Unimplemented]],
+  [503, "temporarily_unavailable", [Code.Canceled, Code.DeadlineExceeded, Code.Unavailable]],
+];
 
-const SAFE_TO_SHOW = new Set([
-  Code.InvalidArgument,
-  Code.NotFound,
-  Code.AlreadyExists,
-  Code.FailedPrecondition,
-  Code.OutOfRange,
-  Code.PermissionDenied,
-]);
-
+/** A service's failure as an answer: its message when it is the client's, never the details of ours. */
 export function fromConnectError(err: ConnectError): HttpError {
-  const mapped = CONNECT_TO_HTTP[err.code] ?? CONNECT_TO_HTTP[Code.Internal];
-  const description = SAFE_TO_SHOW.has(err.code)
-    ? err.rawMessage
-    : mapped.status >= 500
-      ? mapped.status === 501
+  const [status, error] = CONNECT_TO_HTTP.find(([, , codes]) => codes.includes(err.code)) ?? [500, "server_error"];
+  // A list's page token the service did not issue, in the client's terms (`cursor`).
+  const badCursor = err.code === Code.InvalidArgument && err.rawMessage.startsWith("page_token:");
+  const description = badCursor
+    ? "cursor: not a cursor this server issued; start again without one"
+    : status < 500
+      ? err.rawMessage
+      : status === 501
         ? "this operation is not available yet"
-        : "the server could not complete the request; try again later"
-      : err.rawMessage;
-  const headers: Record<string, string> = mapped.status === 429 || mapped.status === 503 ? { "retry-after": "1" } : {};
-  return new HttpError(mapped.status, mapped.error, description, headers);
+        : "the server could not complete the request; try again later";
+  return new HttpError(status, error, description, status === 429 || status === 503 ? { "retry-after": "1" } : {});
 }
 
-/** The body types a route takes when its schema does not say (body-parsers.ts parses both). */
-const ANY_BODY = ["application/json", "application/x-www-form-urlencoded"];
-
-/**
- * The media types a route reads: its schema's consumes (the OpenAPI document's
- * requestBody), else both parsed types. A JSON-only route refuses a form body
- * itself, so fastify's 415 for a type no parser takes (text/plain) must not
- * offer the form encoding there either.
- */
+/** The media types a route reads, for fastify's 415: its schema's consumes, else both parsed types. */
 function acceptedTypes(request: FastifyRequest | undefined): string[] {
   const consumes = (request?.routeOptions?.schema as { consumes?: unknown } | undefined)?.consumes;
-  return Array.isArray(consumes) && consumes.length > 0 ? (consumes as string[]) : ANY_BODY;
+  return Array.isArray(consumes) && consumes.length > 0
+    ? (consumes as string[])
+    : ["application/json", "application/x-www-form-urlencoded"];
 }
 
-/** Fastify's own errors (body parsing, limits, content types) in our shape; the request names the route's media types. */
+/** Fastify's own errors (body parsing, limits, content types) in our shape. */
 function fromFastifyError(
   err: { code?: string; statusCode?: number; message: string },
   request?: FastifyRequest,

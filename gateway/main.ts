@@ -30,18 +30,16 @@ const app = await buildGateway({
   registration: gatewayRegistration(config),
   mcpAllowedOrigins: config.MCP_ALLOWED_ORIGINS,
 });
-const listen = { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT };
-await listenOn(listen, () => app.listen({ host: listen.host, port: listen.port })).catch((err) => {
+const orExit = (err: unknown) => {
   exitIfPortInUse("gateway", err);
   throw err;
-});
+};
+const listen = { variable: "GATEWAY_PORT", host: config.GATEWAY_HOST, port: config.GATEWAY_PORT };
+await listenOn(listen, () => app.listen({ host: listen.host, port: listen.port })).catch(orExit);
 // Metrics on an internal port (RPC_HOST), never the public one.
 const metricsListen = { variable: "GATEWAY_METRICS_PORT", host: config.RPC_HOST, port: config.GATEWAY_METRICS_PORT };
 const metrics = await listenOn(metricsListen, () => startMetricsListener(metricsListen.host, metricsListen.port)).catch(
-  (err) => {
-    exitIfPortInUse("gateway", err);
-    throw err;
-  },
+  orExit,
 );
 onShutdown(logger, async () => {
   await metrics.close();

@@ -14,31 +14,11 @@ export class OAuthError extends HttpError {
 
 export const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" } as const;
 
-/**
- * RFC 6749 §5.2 invalid_client: "the authorization server MAY return an HTTP
- * 401 (Unauthorized) status code to indicate which HTTP authentication schemes
- * are supported. If the client attempted to authenticate via the
- * "Authorization" request header field, the authorization server MUST respond
- * with an HTTP 401 (Unauthorized) status code and include the
- * "WWW-Authenticate" response header field matching the authentication scheme
- * used by the client."
- */
+// RFC 6749 §5.2 invalid_client: via the "Authorization" header, "MUST respond with an HTTP 401
+// (Unauthorized) status code and include the "WWW-Authenticate" response header field".
 export function invalidClient(description: string): OAuthError {
   return new OAuthError("invalid_client", description, 401, {
     "www-authenticate": 'Basic realm="bizcard", charset="UTF-8"',
-  });
-}
-
-/**
- * RFC 6750 §3.1 invalid_token: "The access token provided is expired, revoked,
- * malformed, or invalid for other reasons. The resource SHOULD respond with
- * the HTTP 401 (Unauthorized) status code." §3: "If the protected resource
- * request [...] contains an invalid access token, the resource server [...]
- * MUST include the HTTP "WWW-Authenticate" response header field".
- */
-export function invalidToken(description: string): OAuthError {
-  return new OAuthError("invalid_token", description, 401, {
-    "www-authenticate": 'Bearer realm="bizcard", error="invalid_token"',
   });
 }
 
@@ -47,17 +27,19 @@ export function oauthErrorFrom(err: unknown): HttpError | undefined {
   if (err instanceof HttpError) return err;
   if (!(err instanceof ConnectError)) return undefined;
   const [detail] = err.findDetails(OAuthErrorSchema);
-  if (detail) {
-    if (detail.retryAfterSeconds > 0) {
-      return new OAuthError(detail.error, detail.errorDescription, 429, {
-        "retry-after": String(detail.retryAfterSeconds),
-      });
-    }
-    if (detail.error === "invalid_client") return invalidClient(detail.errorDescription);
-    if (detail.error === "invalid_token") return invalidToken(detail.errorDescription);
-    return new OAuthError(detail.error, detail.errorDescription);
+  if (!detail) return fromConnectError(err);
+  const { error, errorDescription: description } = detail;
+  if (detail.retryAfterSeconds > 0) {
+    return new OAuthError(error, description, 429, { "retry-after": String(detail.retryAfterSeconds) });
   }
-  return fromConnectError(err);
+  if (error === "invalid_client") return invalidClient(description);
+  // RFC 6750 §3: an invalid access token "MUST include the HTTP "WWW-Authenticate" response header field".
+  if (error === "invalid_token") {
+    return new OAuthError(error, description, 401, {
+      "www-authenticate": 'Bearer realm="bizcard", error="invalid_token"',
+    });
+  }
+  return new OAuthError(error, description);
 }
 
 /** Error handler for OAuth routes: RFC 6749 bodies, no-store, anything else via the common handler. */

@@ -1,15 +1,11 @@
-// Reading OAuth request parameters (RFC 6749 §3.2, §2.3.1) from a form or
-// JSON body, and the client's credentials from either the body or Basic.
+// OAuth request parameters (RFC 6749 §3.2) from a form or JSON body, and the
+// client's credentials from the body or Basic (§2.3.1).
 import { OAuthError, invalidClient } from "./oauth-errors.js";
 
 export type Params = Record<string, string>;
 
-/**
- * RFC 6749 §3.1: "Parameters sent without a value MUST be treated as if they
- * were omitted from the request. [...] Request and response parameters MUST
- * NOT be included more than once." Parameters an extension lets repeat
- * (`repeatable`, read with readRepeated()) are left out.
- */
+// RFC 6749 §3.1: "Parameters sent without a value MUST be treated as if they were omitted from the
+// request. [...] Request and response parameters MUST NOT be included more than once."
 export function readParams(body: unknown, repeatable: readonly string[] = []): Params {
   if (body === undefined || body === null) return {};
   if (typeof body !== "object" || Array.isArray(body))
@@ -25,11 +21,7 @@ export function readParams(body: unknown, repeatable: readonly string[] = []): P
   return out;
 }
 
-/**
- * A parameter that may be included more than once (RFC 8707 §2: resource "may
- * be used multiple times"): every value, from a repeated form field or a JSON
- * string or array of strings. Empty values count as omitted.
- */
+/** Every value of a parameter that may repeat (RFC 8707 §2: resource), empty ones left out. */
 export function readRepeated(body: unknown, name: string): string[] {
   if (body === undefined || body === null || typeof body !== "object" || Array.isArray(body)) return [];
   const value = (body as Record<string, unknown>)[name];
@@ -39,7 +31,7 @@ export function readRepeated(body: unknown, name: string): string[] {
   return (values as string[]).filter((v) => v !== "");
 }
 
-export interface PresentedClient {
+interface PresentedClient {
   clientId: string;
   clientSecret: string;
   method: "client_secret_basic" | "client_secret_post" | "none";
@@ -47,11 +39,7 @@ export interface PresentedClient {
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
-/**
- * The client_id and secret of a Basic Authorization header, decoded; throws
- * invalid_client when they are not well formed (not base64 of UTF-8 text,
- * no colon, a bad percent-encoding).
- */
+/** The client_id and secret of a Basic Authorization header; invalid_client when they are not well formed. */
 export function decodeBasic(header: string): { id: string; secret: string } {
   let raw: string;
   try {
@@ -75,11 +63,7 @@ export function decodeBasic(header: string): { id: string; secret: string } {
 export const isBasic = (authorization: string | undefined): authorization is string =>
   authorization !== undefined && /^basic /i.test(authorization);
 
-/**
- * client_secret_basic or client_secret_post, never both (RFC 6749 §2.3: "The
- * client MUST NOT use more than one authentication method in each request");
- * a public client sends only client_id.
- */
+// RFC 6749 §2.3: "The client MUST NOT use more than one authentication method in each request".
 export function presentedClient(authorization: string | undefined, params: Params): PresentedClient | undefined {
   const basic = isBasic(authorization) ? decodeBasic(authorization) : undefined;
   if (basic) {
@@ -102,4 +86,12 @@ export function presentedClient(authorization: string | undefined, params: Param
     return { clientId: params.client_id, clientSecret: params.client_secret, method: "client_secret_post" };
   }
   return { clientId: params.client_id, clientSecret: "", method: "none" };
+}
+
+/** RFC 7009 §2.1 and RFC 7662 §2.1: the client's credentials (required) and the parameters. */
+export function tokenRequest(request: { body: unknown; headers: { authorization?: string } }) {
+  const params = readParams(request.body);
+  const client = presentedClient(request.headers.authorization, params);
+  if (!client) throw invalidClient("client authentication is required (client_id and client_secret, or Basic)");
+  return { client, params };
 }

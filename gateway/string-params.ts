@@ -1,9 +1,6 @@
-// Every string a client sends, checked in one place before any route reads
-// it: the query, the path's parameters, the form or JSON body (names and
-// values, at any depth) and the Basic credentials once decoded. U+0000 and
-// unpaired surrogates are refused with 400 invalid_request: no service
-// stores them (PostgreSQL's text cannot hold U+0000, and a lone surrogate
-// becomes U+FFFD in UTF-8), so they would fail late or change on the way.
+// Every string a client sends (query, path, body, Basic credentials), checked
+// before any route reads it: U+0000 and lone surrogates are 400, since no
+// service can store them.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { HttpError } from "./errors.js";
 import { decodeBasic, isBasic } from "./oauth-params.js";
@@ -14,11 +11,7 @@ import { firstUnstorableString } from "../services/shared/strict-json.js";
 const refusal = (where: string, s: string): HttpError =>
   new HttpError(400, "invalid_request", `${where} must not contain ${unstorableReason(s)}`);
 
-/**
- * The refusal of the first unstorable string in a parsed value, names
- * included (services/shared/strict-json.ts: U+0000, or an unpaired surrogate,
- * RFC 8259 §8.2), naming the top-level parameter it is under.
- */
+/** The refusal of the first unstorable string in a parsed value, names included, naming its top-level parameter. */
 function firstUnstorable(value: unknown, source: string): HttpError | undefined {
   const found = firstUnstorableString(value);
   if (!found) return undefined;
@@ -26,11 +19,7 @@ function firstUnstorable(value: unknown, source: string): HttpError | undefined 
   return refusal(found.isMemberName ? `a parameter name in ${source}` : `${source}: ${found.member}`, found.text);
 }
 
-/**
- * The query as it came: percent-encoded UTF-8, like a form body (WHATWG URL,
- * application/x-www-form-urlencoded). The query parser keeps a sequence it
- * cannot decode (%FF, %ED%A0%80, %zz) as it was written, so it is refused here.
- */
+/** The query must be percent-encoded UTF-8; the query parser keeps what it cannot decode (%FF, %zz) as written. */
 function queryProblem(url: string): string | undefined {
   const q = url.indexOf("?");
   if (q < 0 || !url.includes("%", q)) return undefined;
@@ -63,11 +52,7 @@ function problem(request: FastifyRequest): HttpError | undefined {
   return undefined;
 }
 
-/**
- * The preValidation hook (after the body is parsed, before any handler): a
- * refusal goes through the route's error handler, so the OAuth endpoints stay
- * no-store and the page routes answer a page.
- */
+/** After the body is parsed; a refusal goes through the route's error handler (OAuth no-store, pages a page). */
 export function stringParamGuard(app: FastifyInstance): void {
   app.addHook("preValidation", (request, _reply, done) => {
     done(problem(request));

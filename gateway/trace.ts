@@ -1,9 +1,7 @@
-// The trace context of a gateway request: the client's W3C traceparent
-// continued by the request's span (or a new trace when it sent none, or one
-// that is invalid: W3C Trace Context §3.2.2, a vendor MUST NOT fail the request
-// for it), passed on every RPC the request makes (rpcOptions, clients.ts) and
-// bound to the request's log lines. Kept beside the request, not in an
-// AsyncLocalStorage: none on the gateway's hot path.
+// The trace context of a request: the client's W3C traceparent continued by
+// its span (an invalid one starts a new trace, never fails the request),
+// passed on every RPC and bound to its log lines. Kept on the request, not in
+// an AsyncLocalStorage: nothing of the kind on the hot path.
 import type { IncomingMessage } from "node:http";
 import {
   TRACEPARENT_HEADER,
@@ -13,15 +11,11 @@ import {
 } from "../services/shared/trace/traceparent.js";
 import { startSpan, type WorkSpan } from "../services/shared/trace/tracing.js";
 
-export interface RequestTrace {
+interface RequestTrace {
   span: WorkSpan;
   tracestate: string | undefined;
 }
 
-/**
- * The request's trace is kept on the request itself (a symbol property), not
- * in a WeakMap entry set and deleted for every request.
- */
 const TRACE = Symbol("request trace");
 type Traced = IncomingMessage & { [TRACE]?: RequestTrace };
 
@@ -29,16 +23,14 @@ type Traced = IncomingMessage & { [TRACE]?: RequestTrace };
 export function requestTrace(raw: IncomingMessage): RequestTrace {
   let found = (raw as Traced)[TRACE];
   if (!found) {
-    const incoming = raw.headers[TRACEPARENT_HEADER];
-    const state = raw.headers[TRACESTATE_HEADER];
+    const header = (name: string) => {
+      const value = raw.headers[name];
+      return typeof value === "string" ? value : undefined;
+    };
+    const incoming = header(TRACEPARENT_HEADER);
     found = {
-      span: startSpan(raw.method ?? "HTTP", typeof incoming === "string" ? incoming : undefined, "server", {
-        "http.request.method": raw.method ?? "",
-      }),
-      tracestate: continuedTracestate(
-        typeof incoming === "string" ? incoming : undefined,
-        typeof state === "string" ? state : undefined,
-      ),
+      span: startSpan(raw.method ?? "HTTP", incoming, "server", { "http.request.method": raw.method ?? "" }),
+      tracestate: continuedTracestate(incoming, header(TRACESTATE_HEADER)),
     };
     (raw as Traced)[TRACE] = found;
   }

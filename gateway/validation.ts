@@ -1,16 +1,6 @@
-// Request validation from the routes' zod schemas, answered in the one error
-// shape: 400 invalid_request with the first problem's message. Schemas give
-// their own messages (the texts clients and tests know, such as "limit:
-// expected a whole number from 1 to 100"); a problem without one is named
-// "<field>: <zod's message>".
-//
-// When several things are wrong, the answer names the first in the order the
-// client wrote them, and a missing field only when nothing else is wrong.
-//
-// Some request schemas only document: the OAuth endpoints' parameters follow
-// RFC 6749's rules (a repeated parameter, "" as omitted; the auth service
-// owns the grant rules). Those are marked with documentOnly() and pass
-// through unchanged.
+// Request validation from the routes' zod schemas: 400 invalid_request with
+// the first problem (in the client's order, a missing field last), in the
+// schema's words. The OAuth endpoints' schemas only document (documentOnly).
 import type { FastifySchemaCompiler } from "fastify";
 import type { z } from "zod";
 import { HttpError } from "./errors.js";
@@ -41,12 +31,7 @@ function first(issues: z.core.$ZodIssue[], data: unknown): z.core.$ZodIssue {
   return [...issues].sort((a, b) => rank(a) - rank(b))[0]!;
 }
 
-/**
- * The compiler of routes whose contract names another error code for a
- * request that does not validate (RFC 7591: invalid_client_metadata). Typed
- * as the route's schema wants it (a route's option is typed by its whole
- * schema object); fastify calls it with each part's zod schema.
- */
+/** A compiler answering another error code (RFC 7591: invalid_client_metadata), typed for the route's schema. */
 export function validatorAnswering<S = z.ZodType>(error: string): FastifySchemaCompiler<S> {
   return ({ schema, httpPart }) => {
     const zod = schema as unknown as z.ZodType;

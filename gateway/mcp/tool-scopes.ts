@@ -1,14 +1,6 @@
-// The MCP tools and the scopes each needs: the one table both the tool
-// registration (server.ts) and the route's scope pre-check (scope-check.ts)
-// read, so a tool can never be served with other scopes than it is checked
-// for. Each maps to the REST route doing the same, with that route's scopes:
-//
-//   get_organisation              GET    /oauth/me                            organisation:read
-//   list_contacts                 GET    /oauth/contacts                      contacts:read
-//   get_contact                   (the contact of list_contacts, by id)       contacts:read
-//   list_webhook_subscriptions    GET    /oauth/webhooks/subscriptions        webhooks:read
-//   create_webhook_subscription   POST   /oauth/webhooks/subscriptions        webhooks:write + contacts:read
-//   delete_webhook_subscription   DELETE /oauth/webhooks/subscriptions/{id}   webhooks:write
+// The MCP tools and the scopes each needs, those of the REST route doing the
+// same: the one table the tool registration and the route's scope pre-check
+// read, so a tool is never served with other scopes than it is checked for.
 
 export const TOOL_SCOPES = {
   get_organisation: ["organisation:read"],
@@ -21,8 +13,6 @@ export const TOOL_SCOPES = {
 } as const satisfies Record<string, readonly string[]>;
 
 export type ToolName = keyof typeof TOOL_SCOPES;
-
-export const TOOL_NAMES = Object.keys(TOOL_SCOPES) as ToolName[];
 
 /** The scopes a tool needs; none for a name that is not a tool (the server answers it "not found"). */
 export function scopesOfTool(name: string): readonly string[] {

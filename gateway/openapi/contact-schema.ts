@@ -1,7 +1,5 @@
-// The contact as integrators see it, as a zod schema: exactly what
-// services/shared/contact-json.ts writes, so what GET /oauth/contacts lists
-// and what every contact event carries in `data`. Every field is always
-// present (an unset text is ""), so every field is required.
+// The contact as integrators see it in event bodies: exactly what
+// services/shared/contact-json.ts writes, every field always present.
 import { z } from "zod";
 import type { ContactJson } from "../../services/shared/contact-json.js";
 

@@ -1,9 +1,6 @@
-// GET /docs: the API reference, Swagger UI (swagger-ui-dist, served from
-// node_modules: no CDN, works offline) rendering GET /openapi.json. Our own
-// HTML loads the bundle, its stylesheet and docs-init.js, which starts it;
-// no inline script, so the page's policy needs no 'unsafe-inline'. Swagger
-// UI's defaults would call validator.swagger.io (validatorUrl: null turns it
-// off); it loads no font (system fonts) and its icons are data: URLs.
+// GET /docs: the API reference, Swagger UI (swagger-ui-dist from
+// node_modules: no CDN) rendering GET /openapi.json, started by docs-init.js:
+// no inline script, so the page's policy needs no 'unsafe-inline'.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -13,11 +10,7 @@ import { PAGE_HEADERS } from "../pages/page-reply.js";
 
 export const DOCS_PATH = "/docs";
 
-/**
- * The pages' policy, plus scripts from this origin (the bundle and
- * docs-init.js), data: images (Swagger UI's icons) and fetch to this origin
- * (the document; "Try it out"). Nothing from another host.
- */
+/** The pages' policy, plus scripts, data: images (the icons) and fetch from this origin only. */
 export const DOCS_CSP = [
   "default-src 'none'",
   "script-src 'self'",
@@ -88,31 +81,29 @@ function distFile(name: string): Buffer {
   return readFileSync(path.join(dir, name));
 }
 
+const JS = "text/javascript; charset=utf-8";
+const CSS_TYPE = "text/css; charset=utf-8";
+
 export function docsPageRoutes(app: FastifyInstance): void {
   const policy = { "content-security-policy": DOCS_CSP };
   app.get(DOCS_PATH, async (_request, reply) =>
     reply.headers(PAGE_HEADERS).headers(policy).type("text/html; charset=utf-8").send(HTML),
   );
-  asset(
-    app,
-    `${DOCS_PATH}/swagger-ui-bundle.js`,
-    "text/javascript; charset=utf-8",
-    distFile("swagger-ui-bundle.js"),
-    policy,
-  );
-  asset(app, `${DOCS_PATH}/swagger-ui.css`, "text/css; charset=utf-8", distFile("swagger-ui.css"), policy);
-  asset(app, `${DOCS_PATH}/docs-init.js`, "text/javascript; charset=utf-8", INIT, policy);
-  asset(app, `${DOCS_PATH}/docs.css`, "text/css; charset=utf-8", CSS, policy);
+  const files: [string, string, string | Buffer][] = [
+    ["swagger-ui-bundle.js", JS, distFile("swagger-ui-bundle.js")],
+    ["swagger-ui.css", CSS_TYPE, distFile("swagger-ui.css")],
+    ["docs-init.js", JS, INIT],
+    ["docs.css", CSS_TYPE, CSS],
+  ];
+  for (const [name, type, body] of files) asset(app, `${DOCS_PATH}/${name}`, type, body, policy);
   // The Authorize dialog's redirect target: the package's page (no inline script) and its script.
-  asset(app, `${DOCS_PATH}/oauth2-redirect.html`, "text/html; charset=utf-8", distFile("oauth2-redirect.html"), {
-    ...policy,
-    "referrer-policy": "no-referrer",
-  });
+  const redirect = { ...policy, "referrer-policy": "no-referrer" };
   asset(
     app,
-    `${DOCS_PATH}/oauth2-redirect.js`,
-    "text/javascript; charset=utf-8",
-    distFile("oauth2-redirect.js"),
-    policy,
+    `${DOCS_PATH}/oauth2-redirect.html`,
+    "text/html; charset=utf-8",
+    distFile("oauth2-redirect.html"),
+    redirect,
   );
+  asset(app, `${DOCS_PATH}/oauth2-redirect.js`, JS, distFile("oauth2-redirect.js"), policy);
 }

@@ -1,10 +1,6 @@
 // The event catalog: what a subscriber of each event type receives, as
-// schemas and examples. Served as GET /oauth/webhooks/event-types (an array
-// an integration platform builds its field mapping from) and as the OpenAPI
-// 3.1 document's `webhooks` object; both come from the zod schemas below, and
-// test/webhooks/event-types.test.ts checks a really delivered body against them.
-// The body is built by services/delivery/fan-out/contact-fan-out.ts
-// (webhookBody) and signed by services/delivery/sender/webhook-sender.ts.
+// schemas and examples, for GET /oauth/webhooks/event-types and the OpenAPI
+// `webhooks`. The body is built by services/delivery/fan-out/contact-fan-out.ts.
 import { Webhook } from "standardwebhooks";
 import { z } from "zod";
 import { EVENT_TYPE_NAMES, type EventTypeName } from "../../services/shared/event-types.js";
@@ -13,37 +9,38 @@ import { selfContainedJsonSchema } from "./json-schema.js";
 
 type JsonSchema = Record<string, unknown>;
 
-const DESCRIPTIONS: Record<EventTypeName, string> = {
-  "contact.created": "A contact was created in the organisation. `data` is the new contact.",
-  "contact.updated":
-    "A contact of the organisation was changed. `data` is the contact as it is after the change (all its fields, not only the changed ones).",
-};
-
-const SUMMARIES: Record<EventTypeName, string> = {
-  "contact.created": "A contact was created",
-  "contact.updated": "A contact was changed",
+/** Each event type's words, and the time and id (a UUIDv7 of that time, as the platform makes them) of its example. */
+const EVENTS: Record<EventTypeName, { summary: string; description: string; time: string; id: string }> = {
+  "contact.created": {
+    summary: "A contact was created",
+    description: "A contact was created in the organisation. `data` is the new contact.",
+    time: "2026-11-22T13:45:00.000Z",
+    id: "01a20380-c364-7a2b-8c3d-5e6f7a8b9c0d",
+  },
+  "contact.updated": {
+    summary: "A contact was changed",
+    description:
+      "A contact of the organisation was changed. `data` is the contact as it is after the change (all its fields, not only the changed ones).",
+    time: "2026-11-22T14:02:31.517Z",
+    id: "01a20390-cee1-7e6f-9a0b-1c2d3e4f5a6b",
+  },
 };
 
 /** The body of one event: `{"type", "timestamp", "data"}`, as webhookBody writes it. */
-export function eventSchema(name: EventTypeName) {
+function eventSchema(name: EventTypeName) {
   return z
     .object({
       type: z.literal(name).describe("The event type; the same as the subscription's event_type."),
       timestamp: z.iso.datetime().describe("When the change happened (RFC 3339, UTC). The same on every retry."),
       data: ContactSchema,
     })
-    .describe(DESCRIPTIONS[name]);
+    .describe(EVENTS[name].description);
 }
 
-export type EventBody = z.output<ReturnType<typeof eventSchema>>;
+type EventBody = z.output<ReturnType<typeof eventSchema>>;
 
-const EXAMPLE_TIMES: Record<EventTypeName, string> = {
-  "contact.created": "2026-11-22T13:45:00.000Z",
-  "contact.updated": "2026-11-22T14:02:31.517Z",
-};
-
-export function exampleEvent(name: EventTypeName): EventBody {
-  const timestamp = EXAMPLE_TIMES[name];
+function exampleEvent(name: EventTypeName): EventBody {
+  const timestamp = EVENTS[name].time;
   const data =
     name === "contact.created"
       ? CONTACT_EXAMPLE
@@ -53,20 +50,10 @@ export function exampleEvent(name: EventTypeName): EventBody {
 
 /** A made-up secret the examples are signed with, so a receiver can try its verification on them. */
 export const EXAMPLE_SECRET = `whsec_${Buffer.from("bizcard example secret, not real").toString("base64")}`;
-/** UUIDv7s of the events' times, as the platform makes event ids (uuid's v7()). */
-const EXAMPLE_IDS: Record<EventTypeName, string> = {
-  "contact.created": "01a20380-c364-7a2b-8c3d-5e6f7a8b9c0d",
-  "contact.updated": "01a20390-cee1-7e6f-9a0b-1c2d3e4f5a6b",
-};
-
 /** The three Standard Webhooks headers of the example delivery of `name` (signed with EXAMPLE_SECRET). */
-export function exampleHeaders(name: EventTypeName): {
-  "webhook-id": string;
-  "webhook-timestamp": string;
-  "webhook-signature": string;
-} {
-  const at = new Date(EXAMPLE_TIMES[name]);
-  const id = EXAMPLE_IDS[name];
+function exampleHeaders(name: EventTypeName) {
+  const { time, id } = EVENTS[name];
+  const at = new Date(time);
   return {
     "webhook-id": id,
     "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
@@ -74,24 +61,17 @@ export function exampleHeaders(name: EventTypeName): {
   };
 }
 
-export interface EventType {
-  name: EventTypeName;
-  description: string;
-  /** JSON Schema 2020-12 of the whole body, self-contained. */
-  schema: JsonSchema;
-  /** A whole body. */
-  example: EventBody;
-}
-
-/** The catalog: every event type a subscription can name, in the order of EVENT_TYPE_NAMES. */
-export function eventTypes(): EventType[] {
+/** The catalog: every event type, with the self-contained JSON Schema and an example of its whole body. */
+export function eventTypes() {
   return EVENT_TYPE_NAMES.map((name) => ({
     name,
-    description: DESCRIPTIONS[name],
+    description: EVENTS[name].description,
     schema: selfContainedJsonSchema(eventSchema(name)),
     example: exampleEvent(name),
   }));
 }
+
+type EventType = ReturnType<typeof eventTypes>[number];
 
 /** The answer of GET /oauth/webhooks/event-types, as a zod schema (for the route's documented 200). */
 export const EventTypesAnswerSchema = z
@@ -116,7 +96,7 @@ export const EventTypesAnswerSchema = z
   )
   .describe("One entry per event type.");
 
-export const VERIFY_TEXT = [
+const VERIFY_TEXT = [
   "Each delivery is a `POST` to the subscription's `target_url` with `Content-Type: application/json` and `User-Agent: bizcard-webhooks/1`, signed the [Standard Webhooks](https://www.standardwebhooks.com/) way.",
   "",
   "**Verify before trusting the body.** The subscription's `secret` (`whsec_…`) is shown once, in the `201` answer of `POST /oauth/webhooks/subscriptions`; keep it. " +
@@ -135,7 +115,6 @@ export const VERIFY_TEXT = [
     "Events can arrive out of order: use `timestamp` and `data.updated_at`.",
 ].join("\n");
 
-/** The tag of the webhook operations; the document's `tags` should list it. */
 export const WEBHOOK_TAG = {
   name: "Webhook events",
   description: "What a subscription's target_url receives: one signed POST per event",
@@ -152,7 +131,7 @@ function webhookPathItem(type: EventType) {
   return {
     post: {
       operationId: `${type.name.replace(/\.(\w)/g, (_m, c: string) => c.toUpperCase())}Event`,
-      summary: SUMMARIES[type.name],
+      summary: EVENTS[type.name].summary,
       description: `${type.description}\n\n${VERIFY_TEXT}`,
       tags: [WEBHOOK_TAG.name],
       security: [],
@@ -204,7 +183,7 @@ function webhookPathItem(type: EventType) {
   };
 }
 
-export type WebhookPathItem = ReturnType<typeof webhookPathItem>;
+type WebhookPathItem = ReturnType<typeof webhookPathItem>;
 
 /** The OpenAPI 3.1 `webhooks` object (OpenAPI 3.1 §4.8.1: "The incoming webhooks that MAY be received as part of this API"). */
 export function webhooksObject(): Record<EventTypeName, WebhookPathItem> {

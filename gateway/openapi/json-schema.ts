@@ -1,7 +1,6 @@
-// zod schemas as self-contained JSON Schema 2020-12, the dialect of OpenAPI
-// 3.1: what the event catalog serves and what the document's `webhooks`
-// carries. Self-contained means no `$ref` at all (no `#/components`, no
-// `$defs`), so a schema works when copied on its own into a field mapper.
+// zod schemas as JSON Schema 2020-12, the dialect of OpenAPI 3.1: for the
+// routes' schemas in the document, and self-contained (no `$ref` at all) for
+// the event catalog, so that a schema works copied on its own into a field mapper.
 import { z } from "zod";
 
 type JsonSchema = Record<string, unknown>;
@@ -10,18 +9,10 @@ type JsonSchema = Record<string, unknown>;
 const FORMATS_WITH_OWN_PATTERN = new Set(["date-time", "date", "time", "email", "uri", "uuid", "guid"]);
 const SAFE_INTEGER = Number.MAX_SAFE_INTEGER;
 
-/**
- * The override of z.toJSONSchema, called on every node children first.
- * OpenAPI 3.1 §4.8.24 (Schema Object): "nullable" is gone; a nullable value is
- * `type: ["string", "null"]`, which zod writes as an anyOf with a null branch.
- */
-export function tidy(ctx: { jsonSchema: JsonSchema }): void {
+// The override of zod's conversion, on every node. OpenAPI 3.1 has no "nullable": a nullable
+// value is `type: [X, "null"]`, which zod writes as an anyOf with a null branch.
+function tidy(ctx: { jsonSchema: JsonSchema }): void {
   const schema = ctx.jsonSchema;
-  if (typeof schema.format === "string" && FORMATS_WITH_OWN_PATTERN.has(schema.format)) delete schema.pattern;
-  if (schema.type === "integer") {
-    if (schema.minimum === -SAFE_INTEGER) delete schema.minimum;
-    if (schema.maximum === SAFE_INTEGER) delete schema.maximum;
-  }
   const anyOf = schema.anyOf as JsonSchema[] | undefined;
   if (anyOf?.length === 2) {
     const nullAt = anyOf.findIndex((s) => s.type === "null" && Object.keys(s).length === 1);
@@ -32,7 +23,17 @@ export function tidy(ctx: { jsonSchema: JsonSchema }): void {
       if (Array.isArray(other.enum)) schema.enum = [...other.enum, null];
     }
   }
+  if (typeof schema.format === "string" && FORMATS_WITH_OWN_PATTERN.has(schema.format)) delete schema.pattern;
+  if (schema.type === "integer") {
+    if (schema.minimum === -SAFE_INTEGER) delete schema.minimum;
+    if (schema.maximum === SAFE_INTEGER) delete schema.maximum;
+  }
+  // What the type provider's own override does: an empty branch of a union says nothing.
+  if (Array.isArray(schema.anyOf)) schema.anyOf = (schema.anyOf as JsonSchema[]).filter((b) => Object.keys(b).length);
 }
+
+/** The conversion of the routes' schemas (fastify-type-provider-zod's zodToJsonConfig). */
+export const ZOD_TO_JSON = { target: "draft-2020-12" as const, override: tidy };
 
 /** The JSON Schema (2020-12) of what `schema` outputs: every part inline, tidied, with `$schema`. */
 export function selfContainedJsonSchema(schema: z.ZodType): JsonSchema {

@@ -1,13 +1,9 @@
 // The glue between the routes' zod schemas and @fastify/swagger: the type
-// provider's transform, plus what it leaves out. It keeps only `schema` of a
-// response's content, so the media examples and response headers the routes
-// declare are copied back here; a response without a body (204, 302) is
-// declared as { description, headers } and becomes exactly that. The whole
-// document is then pruned of component schemas nothing references (the
-// library registers an input and an output copy of each).
+// provider keeps only `schema` of a response's content, so the examples and
+// headers the routes declare are copied back; unused components are pruned.
 import { createJsonSchemaTransform, createJsonSchemaTransformObject } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { ZOD_TO_JSON } from "./zod-json.js";
+import { ZOD_TO_JSON } from "./json-schema.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: schemas of any shape, read and rewritten by key
 type Json = Record<string, any>;
@@ -17,11 +13,9 @@ const zodTransformObject = createJsonSchemaTransformObject({ zodToJsonConfig: ZO
 
 const isZod = (v: unknown): boolean => v instanceof z.ZodType;
 
-/** The routes left out of the document (HTML pages and their assets). */
-export type Hidden = (url: string) => boolean;
-
+/** `hidden`: the routes left out of the document (HTML pages and their assets). */
 export const transformHiding =
-  (hidden: Hidden): typeof zodTransform =>
+  (hidden: (url: string) => boolean): typeof zodTransform =>
   (input) => {
     if (hidden(input.url)) return { schema: { hide: true }, url: input.url } as ReturnType<typeof zodTransform>;
     const declared = ((input.schema as Json | undefined)?.response ?? {}) as Json;
@@ -49,15 +43,11 @@ export const transformHiding =
     return out as ReturnType<typeof zodTransform>;
   };
 
-/** Component schemas nothing references are dropped (a linter rightly calls them noise). */
-export function pruneComponents(doc: Json): Json {
+/** Component schemas nothing references are dropped (the library registers an input and an output copy of each). */
+function pruneComponents(doc: Json): Json {
   const schemas: Json = doc.components?.schemas ?? {};
   const used = new Set<string>();
   const visit = (v: unknown): void => {
-    if (Array.isArray(v)) {
-      v.forEach(visit);
-      return;
-    }
     if (!v || typeof v !== "object") return;
     for (const [k, x] of Object.entries(v)) {
       if (k === "$ref" && typeof x === "string" && x.startsWith("#/components/schemas/")) {
@@ -74,7 +64,7 @@ export function pruneComponents(doc: Json): Json {
   return doc;
 }
 
-/** Every answer carries the request's id (app.ts): the caller's when it is sane, else a new one. */
+/** Every answer carries the request's id. */
 const REQUEST_ID = {
   description:
     "The request's id: the caller's X-Request-Id when it is 1-128 characters of A-Za-z0-9._:-, else a new one. Quote it when reporting a problem.",
@@ -82,36 +72,29 @@ const REQUEST_ID = {
   schema: { type: "string", pattern: "^[A-Za-z0-9._:-]{1,128}$" },
 };
 
-/** `required` of a response header is the header object's, not its schema's (common.ts HEADERS). */
+/** `required` and `example` of a response header are the header object's, not its schema's (common.ts HEADERS). */
 function requiredHeadersOut(operation: Json): void {
-  for (const response of Object.values((operation.responses ?? {}) as Json)) {
-    (response as Json).headers = { "x-request-id": REQUEST_ID, ...((response as Json).headers ?? {}) };
-    for (const header of Object.values(((response as Json).headers ?? {}) as Json)) {
-      if ((header as Json).schema?.required === true) {
-        delete (header as Json).schema.required;
-        (header as Json).required = true;
-      }
-      if ((header as Json).schema?.example !== undefined) {
-        (header as Json).example = (header as Json).schema.example;
-        delete (header as Json).schema.example;
-      }
+  for (const response of Object.values((operation.responses ?? {}) as Json[])) {
+    response.headers = { "x-request-id": REQUEST_ID, ...(response.headers ?? {}) };
+    for (const header of Object.values(response.headers as Json[])) {
+      const { required, example, ...schema } = header.schema ?? {};
+      if (required === true) header.required = true;
+      if (example !== undefined) header.example = example;
+      if (required === true || example !== undefined) header.schema = schema;
     }
   }
 }
 
-/** Per-operation corrections the generator cannot know, keyed by operationId. */
-export type OperationFixes = Record<string, (operation: Json) => void>;
-
-export function transformObjectWith(fixes: OperationFixes): typeof zodTransformObject {
-  return (input) => {
-    const doc = zodTransformObject(input) as Json;
-    for (const item of Object.values((doc.paths ?? {}) as Json)) {
-      for (const operation of Object.values(item as Json)) {
-        requiredHeadersOut(operation as Json);
-        const fix = fixes[(operation as Json).operationId];
-        if (fix) fix(operation as Json);
+export const transformObject: typeof zodTransformObject = (input) => {
+  const doc = zodTransformObject(input) as Json;
+  for (const item of Object.values((doc.paths ?? {}) as Json)) {
+    for (const operation of Object.values(item as Json) as Json[]) {
+      requiredHeadersOut(operation);
+      // What the generator cannot know: a PUT without a body re-enables a disabled subscription.
+      if (operation.operationId === "updateSubscription" && operation.requestBody) {
+        operation.requestBody.required = false;
       }
     }
-    return pruneComponents(doc) as ReturnType<typeof zodTransformObject>;
-  };
-}
+  }
+  return pruneComponents(doc) as ReturnType<typeof zodTransformObject>;
+};

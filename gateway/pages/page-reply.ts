@@ -7,15 +7,9 @@ import { OAuthErrorSchema, type OAuthError } from "../../gen/bizcard/auth/v1/aut
 import { HttpError, toHttpError } from "../errors.js";
 import { pages, type MessagePage } from "./pages.js";
 
-/**
- * The policy of every page. No script runs at all; styles only from this
- * origin; forms only post here. frame-ancestors 'none' (CSP Level 3 §6.4.2)
- * and X-Frame-Options forbid framing (clickjacking of the consent page, RFC
- * 9700 §4.16). `formTargets` widens form-action for the consent page: CSP
- * Level 3 §6.4.1 form-action also governs the redirect that answers the form
- * (Chromium enforces it), and the consent answer redirects to the client.
- */
-export function contentSecurityPolicy(formTargets: string[] = []): string {
+// The policy of every page: no script, styles from here, forms post here, never framed (RFC 9700
+// §4.16). `formTargets` widen form-action: it also governs the redirect answering a form (Chromium).
+function contentSecurityPolicy(formTargets: string[] = []): string {
   return [
     "default-src 'none'",
     "style-src 'self'",
@@ -47,16 +41,10 @@ export function seeOther(reply: FastifyReply, location: string): FastifyReply {
   return reply.status(303).headers(PAGE_HEADERS).header("location", location).send();
 }
 
-export function sendMessage(
-  reply: FastifyReply,
-  status: number,
-  page: MessagePage,
-  headers: Record<string, string> = {},
-): FastifyReply {
+export function sendMessage(reply: FastifyReply, status: number, page: MessagePage, headers = {}): FastifyReply {
   return sendPage(reply.headers(headers), status, pages.message(page));
 }
 
-/** The OAuthError detail of an auth service failure, if it has one. */
 export function oauthDetail(err: unknown): OAuthError | undefined {
   return err instanceof ConnectError ? err.findDetails(OAuthErrorSchema)[0] : undefined;
 }
@@ -66,20 +54,21 @@ export const EXPIRED_PAGE: MessagePage = {
   text: "Sign-in requests are only valid for a few minutes and only once. Go back to the application and start again.",
 };
 
-export const CSRF_PAGE: MessagePage = {
+const CSRF_PAGE: MessagePage = {
   title: "This form has expired",
   text: "The form you sent was not the one this page gave you, or it has expired. Go back, reload the page and try again.",
 };
 
 /** The page of a refusal with Retry-After: failed sign-ins, or (`detail`) another limit saying what happened. */
-export function rateLimitedPage(seconds: number, detail?: string): MessagePage {
+function rateLimitedPage(seconds: number, detail?: string): MessagePage {
   const wait = seconds >= 90 ? `${Math.ceil(seconds / 60)} minutes` : `${seconds} second${seconds === 1 ? "" : "s"}`;
-  if (detail)
+  if (detail) {
     return {
       title: "Too many requests",
       text: `This server refused the request for now. Wait ${wait}, then try again.`,
       detail,
     };
+  }
   return { title: "Too many attempts", text: `Too many sign-in attempts failed. Wait ${wait}, then try again.` };
 }
 
@@ -99,23 +88,14 @@ export function pageErrorHandler(err: unknown, request: FastifyRequest, reply: F
   if (err instanceof ConnectError && err.code === Code.NotFound) return sendMessage(reply, 404, EXPIRED_PAGE);
   const known = toHttpError(err);
   if (!known || known.status >= 500) request.log.error({ err }, "request failed");
-  const shown = known ?? new HttpError(500, "server_error", "");
-  if (shown.status >= 500) {
-    return sendMessage(
-      reply,
-      shown.status,
-      { title: "Something went wrong", text: "The server could not complete the request. Try again in a moment." },
-      shown.headers,
-    );
-  }
-  return sendMessage(
-    reply,
-    shown.status,
-    {
-      title: "This request cannot be completed",
-      text: "The request was not valid.",
-      detail: detail?.errorDescription || shown.description,
-    },
-    shown.headers,
-  );
+  const { status, headers, description } = known ?? new HttpError(500, "server_error", "");
+  const page =
+    status >= 500
+      ? { title: "Something went wrong", text: "The server could not complete the request. Try again in a moment." }
+      : {
+          title: "This request cannot be completed",
+          text: "The request was not valid.",
+          detail: detail?.errorDescription || description,
+        };
+  return sendMessage(reply, status, page, headers);
 }

@@ -1,61 +1,44 @@
-// The HTML pages, rendered by eta with every interpolation escaped
-// (autoEscape): no markup is built by concatenating strings. The templates
-// live in TypeScript modules beside this one so that the compiled gateway
-// (dist/, see the Dockerfile) carries them without copying files.
+// The HTML pages, rendered by eta with every interpolation escaped: no markup
+// is built by concatenating strings.
 import { Eta } from "eta";
-import { applications } from "./applications.js";
-import { consent } from "./consent.js";
-import { landing } from "./landing.js";
-import { layout } from "./layout.js";
-import { login } from "./login.js";
-import { message } from "./message.js";
-import type { SelfRegistered } from "./self-registered.js";
+import * as templates from "./templates.js";
+import { ClientRegistration } from "../../gen/bizcard/auth/v1/auth_pb.js";
 
 const eta = new Eta({ autoEscape: true, cache: true });
-eta.loadTemplate("@layout", layout);
-eta.loadTemplate("@login", login);
-eta.loadTemplate("@consent", consent);
-eta.loadTemplate("@applications", applications);
-eta.loadTemplate("@message", message);
-eta.loadTemplate("@landing", landing);
+for (const [name, template] of Object.entries(templates)) eta.loadTemplate(`@${name}`, template);
 
 export interface ScopeText {
   name: string;
   description: string;
 }
 
-export interface LoginPage {
-  /** The form's target: /oauth/interaction/{id}/login. */
+interface LoginPage {
   action: string;
   csrfToken: string;
-  /** The browser's form token (form-guard.ts). */
   formToken: string;
-  /** The application asking, for an authorization request; none for the account login. */
+  /** The application asking; none for the account login. */
   clientName?: string;
-  /** The email typed before, kept after a failed attempt. */
+  /** The email typed before a failed attempt, and the failure. */
   email?: string;
-  /** A failure to show above the form. */
   message?: string;
 }
 
-export interface ConsentPage {
+interface ConsentPage {
   interactionId: string;
   csrfToken: string;
   formToken: string;
   clientName: string;
   memberEmail: string;
-  /** The organisation the member acts for, by its name. */
   organisationName: string;
   scopes: ScopeText[];
-  /** Where the browser goes after the decision (the redirect URI's host). */
+  /** The redirect URI's host. */
   redirectHost: string;
-  /** Set for an application the operator did not register. */
   selfRegistered?: SelfRegistered;
   /** The request's fields, carried as hidden inputs (name, value). */
   fields: [string, string][];
 }
 
-export interface ApplicationsPage {
+interface ApplicationsPage {
   csrfToken: string;
   formToken: string;
   memberEmail: string;
@@ -88,3 +71,21 @@ export const pages = {
   message: (data: MessagePage): string => eta.render("@message", data),
   landing: (data: LandingPage): string => eta.render("@landing", data),
 };
+
+// Clients not registered by the operator: self-registered (RFC 7591) or known
+// by a Client ID Metadata Document (their client_id is its https URL). Their
+// names are their own claims, so the consent page says so.
+export interface SelfRegistered {
+  /** A metadata document client: the URL that identifies it. */
+  identifiedBy?: string;
+}
+
+/** How a page marks a client of this registration, or undefined for an operator's client. */
+export function selfRegistered(
+  registration: ClientRegistration | undefined,
+  clientId: string,
+): SelfRegistered | undefined {
+  if (registration === ClientRegistration.DYNAMIC) return {};
+  if (registration === ClientRegistration.METADATA_DOCUMENT) return { identifiedBy: clientId };
+  return undefined;
+}

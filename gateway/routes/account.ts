@@ -1,7 +1,6 @@
 // The member's account pages: login (an interaction of kind ACCOUNT), the
-// organisation's connected applications with a Revoke button each (asking
-// for confirmation; the notice after names the application), and logout. The session behind the cookie, and the CSRF token its forms carry,
-// are the auth service's.
+// organisation's connected applications with a Revoke button each, and
+// logout. The session behind the cookie and its CSRF token are the auth service's.
 import type { Client } from "@connectrpc/connect";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -10,11 +9,8 @@ import type { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
 import { rpcOptions } from "../clients.js";
 import { readParams } from "../oauth-params.js";
 import { oauthDetail, pageErrorHandler, seeOther, sendPage } from "../pages/page-reply.js";
-import { pages } from "../pages/pages.js";
-import { selfRegistered } from "../pages/self-registered.js";
-import type { FormGuard } from "../form-guard.js";
-import type { SessionCookie } from "../session-cookie.js";
-import { interactionPath, scopeTexts } from "./authorize.js";
+import { pages, selfRegistered } from "../pages/pages.js";
+import { interactionPath, scopeTexts, type PageDeps } from "./authorize.js";
 
 const NOTICES: Record<string, (name: string) => string> = {
   revoked: (name) => `Access withdrawn from ${name}. It can no longer use its tokens.`,
@@ -42,12 +38,7 @@ const DATE = new Intl.DateTimeFormat("en-GB", { dateStyle: "medium", timeStyle: 
 const sessionEnded = (err: unknown) =>
   oauthDetail(err)?.error === "login_required" || (err instanceof ConnectError && err.code === Code.NotFound);
 
-export function accountRoutes(
-  app: FastifyInstance,
-  auth: Client<typeof AuthService>,
-  cookie: SessionCookie,
-  forms: FormGuard,
-): void {
+export function accountRoutes(app: FastifyInstance, { auth, cookie, forms }: PageDeps): void {
   const toLogin = (reply: FastifyReply) => seeOther(reply, "/account/login");
   const formPost = {
     errorHandler: pageErrorHandler,

@@ -1,10 +1,8 @@
 // The browser side of the authorization endpoint (RFC 6749 §4.1): GET
-// /oauth/authorize hands the request to the auth service, which validates it
-// into an interaction; the interaction's page is the login form or the
-// consent form; the consent POST (that form, or its fields as JSON, with the
-// session) ends in a 303 to the client's redirect URI. Every rule is
-// the auth service's: the gateway reads parameters, keeps the session cookie
-// and renders pages.
+// /oauth/authorize starts an interaction at the auth service, whose page is
+// the login or the consent form; the consent POST (the form, or JSON with the
+// session) ends in a 303 to the client's redirect URI. Every rule is the auth
+// service's: the gateway reads parameters, keeps the cookie, renders pages.
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
@@ -20,13 +18,19 @@ import { SCOPES, isScope } from "../../services/auth/scopes.js";
 import { rpcOptions } from "../clients.js";
 import { HttpError, sendError } from "../errors.js";
 import { NO_STORE, OAuthError, oauthErrorHandler } from "../oauth-errors.js";
-import { readParams, readRepeated, type Params } from "../oauth-params.js";
+import { readParams, readRepeated } from "../oauth-params.js";
 import { EXPIRED_PAGE, oauthDetail, pageErrorHandler, seeOther, sendMessage, sendPage } from "../pages/page-reply.js";
-import { pages, type ScopeText } from "../pages/pages.js";
-import { selfRegistered } from "../pages/self-registered.js";
+import { pages, selfRegistered, type ScopeText } from "../pages/pages.js";
 import type { FormGuard } from "../form-guard.js";
 import type { SessionCookie } from "../session-cookie.js";
 import { AUTHORIZE_ROUTE, CONSENT_ROUTE } from "../schemas/oauth-routes.js";
+
+export interface PageDeps {
+  auth: Client<typeof AuthService>;
+  organisations: Client<typeof OrganisationService>;
+  cookie: SessionCookie;
+  forms: FormGuard;
+}
 
 /** The authorization request's parameters, by their names on the wire. */
 const PARAMETERS = {
@@ -42,11 +46,15 @@ const PARAMETERS = {
 
 type Wire = keyof typeof PARAMETERS;
 type Fields = { [K in (typeof PARAMETERS)[Wire]]: string };
+const WIRE_FIELDS = Object.entries(PARAMETERS) as [Wire, keyof Fields][];
 
-function parametersFrom(read: (name: Wire) => string | undefined): Fields {
+/** RFC 8707 §2: resource may be repeated in the authorization request (and so in the consent). */
+const RESOURCE = "resource";
+
+function parametersFrom(read: (name: Wire) => string | undefined, resource: string[]) {
   const out = {} as Fields;
-  for (const [wire, field] of Object.entries(PARAMETERS) as [Wire, keyof Fields][]) out[field] = read(wire) ?? "";
-  return out;
+  for (const [wire, field] of WIRE_FIELDS) out[field] = read(wire) ?? "";
+  return { ...out, resource };
 }
 
 export const interactionPath = (id: string) => `/oauth/interaction/${encodeURIComponent(id)}`;
@@ -55,36 +63,14 @@ export function scopeTexts(scopes: readonly string[]): ScopeText[] {
   return scopes.map((name) => ({ name, description: isScope(name) ? SCOPES[name] : name }));
 }
 
-/**
- * The CSP source a form may be redirected to after the consent POST: the
- * redirect URI's origin, or its scheme for a native app's private-use scheme
- * (RFC 8252 §7.1). Nothing for a URI that is neither.
- */
-function redirectTarget(uri: string): string[] {
-  try {
-    const url = new URL(uri);
-    if (url.protocol === "http:" || url.protocol === "https:") return [url.origin];
-    return /^[a-z][a-z0-9+.-]*:$/i.test(url.protocol) ? [url.protocol] : [];
-  } catch {
-    return [];
-  }
+/** The CSP source the consent form may redirect to: the origin, or a private-use scheme (RFC 8252 §7.1). */
+function redirectTarget(url: URL | undefined): string[] {
+  if (!url) return [];
+  if (url.protocol === "http:" || url.protocol === "https:") return [url.origin];
+  return /^[a-z][a-z0-9+.-]*:$/i.test(url.protocol) ? [url.protocol] : [];
 }
 
-function redirectHost(uri: string): string {
-  try {
-    const url = new URL(uri);
-    return url.host || url.protocol.replace(/:$/, "");
-  } catch {
-    return uri;
-  }
-}
-
-/** The login page of an interaction (also after a failed attempt), with the browser's form token. */
-export function loginPage(
-  interaction: Interaction,
-  formToken: string,
-  extra: { email?: string; message?: string } = {},
-): string {
+function loginPage(interaction: Interaction, formToken: string, extra: { email?: string; message?: string } = {}) {
   return pages.login({
     action: `${interactionPath(interaction.id)}/login`,
     csrfToken: interaction.csrfToken,
@@ -94,9 +80,6 @@ export function loginPage(
   });
 }
 
-/** RFC 8707 §2: resource may be repeated in the authorization request (and so in the consent). */
-const RESOURCE = "resource";
-
 function sendConsentPage(
   reply: FastifyReply,
   interaction: Interaction,
@@ -104,11 +87,11 @@ function sendConsentPage(
   formToken: string,
 ): FastifyReply {
   const p = interaction.parameters;
-  const fields = (Object.entries(PARAMETERS) as [Wire, keyof Fields][])
-    .map(([wire, field]): [string, string] => [wire, p?.[field] ?? ""])
+  const fields = WIRE_FIELDS.map(([wire, field]): [string, string] => [wire, p?.[field] ?? ""])
     .concat((p?.resource ?? []).map((value): [string, string] => [RESOURCE, value]))
     .filter(([, value]) => value !== "");
   const redirectUri = p?.redirectUri ?? "";
+  const url = URL.canParse(redirectUri) ? new URL(redirectUri) : undefined;
   const html = pages.consent({
     interactionId: interaction.id,
     csrfToken: interaction.csrfToken,
@@ -117,13 +100,13 @@ function sendConsentPage(
     memberEmail: interaction.memberEmail,
     organisationName,
     scopes: scopeTexts(interaction.scopes),
-    redirectHost: redirectHost(redirectUri),
+    redirectHost: url ? url.host || url.protocol.replace(/:$/, "") : redirectUri,
     selfRegistered: interaction.client
       ? selfRegistered(interaction.client.registration, interaction.client.clientId)
       : undefined,
     fields,
   });
-  return sendPage(reply, 200, html, redirectTarget(redirectUri));
+  return sendPage(reply, 200, html, redirectTarget(url));
 }
 
 const isJson = (request: FastifyRequest) => /^application\/json\s*(;|$)/i.test(request.headers["content-type"] ?? "");
@@ -140,32 +123,23 @@ function consentErrorHandler(err: unknown, request: FastifyRequest, reply: Fasti
     return sendError(reply.headers(NO_STORE), new HttpError(403, detail.error, detail.errorDescription));
   }
   if (loginRequired(err)) {
+    const description = detail?.errorDescription || "sign in first: a valid session cookie is required";
     return reply
       .status(401)
       .headers(NO_STORE)
       .type("application/json; charset=utf-8")
-      .send({
-        error: "login_required",
-        error_description: oauthDetail(err)?.errorDescription || "sign in first: a valid session cookie is required",
-      });
+      .send({ error: "login_required", error_description: description });
   }
   return oauthErrorHandler(err, request, reply);
 }
 
-export function authorizeRoutes(
-  app: FastifyInstance,
-  auth: Client<typeof AuthService>,
-  organisations: Client<typeof OrganisationService>,
-  cookie: SessionCookie,
-  forms: FormGuard,
-): void {
+export function authorizeRoutes(app: FastifyInstance, { auth, organisations, cookie, forms }: PageDeps): void {
   const formPost = { preHandler: async (request: FastifyRequest) => forms.check(request) };
   // RFC 6749 §4.1.1: the authorization request, in the query.
   app.get("/oauth/authorize", { schema: AUTHORIZE_ROUTE, errorHandler: pageErrorHandler }, async (request, reply) => {
     const query = (request.query ?? {}) as Record<string, string | string[] | undefined>;
     // RFC 6749 §3.1: "Request and response parameters MUST NOT be included
-    // more than once." The auth service decides what that answers. RFC 8707
-    // §2: resource "may be used multiple times": all its values go.
+    // more than once": the auth service decides what that answers.
     const repeatedParameters = Object.keys(query).filter((name) => name !== RESOURCE && Array.isArray(query[name]));
     const first = (name: string) => {
       const value = query[name];
@@ -174,7 +148,7 @@ export function authorizeRoutes(
     try {
       const res = await auth.startAuthorization(
         {
-          parameters: { ...parametersFrom(first), resource: readRepeated(query, RESOURCE) },
+          parameters: parametersFrom(first, readRepeated(query, RESOURCE)),
           repeatedParameters,
           sessionId: cookie.read(request) ?? "",
           remoteAddress: request.ip,
@@ -184,11 +158,8 @@ export function authorizeRoutes(
       return seeOther(reply, res.redirectTo || interactionPath(res.interactionId));
     } catch (err) {
       const detail = oauthDetail(err);
-      // RFC 6749 §4.1.2.1: "If the request fails due to a missing, invalid, or
-      // mismatching redirection URI, or if the client identifier is missing or
-      // invalid, the authorization server SHOULD inform the resource owner of
-      // the error and MUST NOT automatically redirect the user-agent to the
-      // invalid redirection URI."
+      // RFC 6749 §4.1.2.1: a missing or invalid redirection URI or client identifier:
+      // "SHOULD inform the resource owner of the error and MUST NOT automatically redirect".
       if (detail && !detail.redirectAllowed && err instanceof ConnectError && err.code !== Code.ResourceExhausted) {
         return sendMessage(reply, 400, {
           title: "This sign-in link is not valid",
@@ -200,7 +171,6 @@ export function authorizeRoutes(
     }
   });
 
-  // The interaction's page: login when no member is logged in, else consent.
   app.get<{ Params: { id: string } }>(
     "/oauth/interaction/:id",
     { errorHandler: pageErrorHandler },
@@ -212,7 +182,6 @@ export function authorizeRoutes(
       if (!interaction) return sendMessage(reply, 404, EXPIRED_PAGE);
       if (!interaction.loggedIn) return sendPage(reply, 200, loginPage(interaction, forms.token(request, reply)));
       if (interaction.kind === InteractionKind.ACCOUNT) return seeOther(reply, "/account/applications");
-      // The organisation the member would grant access to, by its name.
       const { organisation } = await organisations.getOrganisation(
         { id: interaction.organisationId },
         rpcOptions(request),
@@ -238,18 +207,14 @@ export function authorizeRoutes(
           },
           rpcOptions(request),
         );
-        cookie.set(
-          reply,
-          res.sessionId,
-          res.expireTime ? timestampDate(res.expireTime) : new Date(Date.now() + 3600_000),
-        );
+        const expires = res.expireTime ? timestampDate(res.expireTime) : new Date(Date.now() + 3600_000);
+        cookie.set(reply, res.sessionId, expires);
         const account = res.interaction?.kind === InteractionKind.ACCOUNT;
         return seeOther(reply, account ? "/account/applications" : interactionPath(interactionId));
       } catch (err) {
         const detail = oauthDetail(err);
         if (detail?.error !== "invalid_credentials" || detail.retryAfterSeconds > 0) throw err;
-        // The form again, with one message for a wrong email and a wrong password
-        // alike. Status 200: the page is the answer, and a 401 would need a
+        // The form again, one message for a wrong email or password. 200: a 401 would need a
         // WWW-Authenticate scheme (RFC 9110 §15.5.2) that form login has not.
         const { interaction } = await auth.getInteraction({ interactionId, sessionId: "" }, rpcOptions(request));
         if (!interaction) return sendMessage(reply, 404, EXPIRED_PAGE);
@@ -262,28 +227,21 @@ export function authorizeRoutes(
     },
   );
 
-  // The consent decision: the page's form, or JSON from a client with a session.
   app.post(
     "/oauth/authorize/consent",
     { schema: CONSENT_ROUTE, errorHandler: consentErrorHandler, ...formPost },
     async (request, reply) => {
       const json = isJson(request);
-      const params: Params = readParams(request.body, [RESOURCE]);
-      const decision =
-        params.decision === "allow"
-          ? ConsentDecision.ALLOW
-          : params.decision === "deny"
-            ? ConsentDecision.DENY
-            : undefined;
+      const params = readParams(request.body, [RESOURCE]);
+      const decisions: Record<string, ConsentDecision> = { allow: ConsentDecision.ALLOW, deny: ConsentDecision.DENY };
+      const decision = Object.hasOwn(decisions, params.decision ?? "") ? decisions[params.decision!] : undefined;
       if (decision === undefined) throw new OAuthError("invalid_request", "decision must be allow or deny");
       const interactionId = params.interaction_id ?? "";
-      // A form or a JSON body alike answers one interaction's consent page,
-      // with that page's CSRF token (which the auth service checks): a session
-      // cookie alone does not show that the member saw this request. Checked
-      // here too, before the session: the form's way back to its login needs
-      // the interaction.
-      if (!interactionId)
+      // The consent answers one interaction's page, with its CSRF token (the auth service checks it):
+      // a session cookie alone does not show that the member saw this request.
+      if (!interactionId) {
         throw new HttpError(400, "invalid_request", "the consent does not name its sign-in request (interaction_id)");
+      }
       const sessionId = cookie.read(request);
       try {
         if (!sessionId) throw new OAuthError("login_required", "sign in first: the session cookie is missing");
@@ -293,7 +251,7 @@ export function authorizeRoutes(
             sessionId,
             csrfToken: params.csrf_token ?? "",
             decision,
-            parameters: { ...parametersFrom((name) => params[name]), resource: readRepeated(request.body, RESOURCE) },
+            parameters: parametersFrom((name) => params[name], readRepeated(request.body, RESOURCE)),
           },
           rpcOptions(request),
         );

@@ -1,8 +1,6 @@
-// GET /oauth/webhooks/event-types (public): the event catalog, an array of
-// {"name", "description", "schema", "example"}, one per event type a
-// subscription can name. Each schema is self-contained JSON Schema 2020-12
-// of the whole body a subscriber receives, so an integration platform can
-// build its field mapping before any event arrives (gateway/openapi/events.ts).
+// GET /oauth/webhooks/event-types (public): the event catalog, one entry per
+// event type with the self-contained JSON Schema of its body, for an
+// integration platform's field mapping before any event arrives.
 import type { FastifyInstance } from "fastify";
 import { EventTypesAnswerSchema, eventTypes } from "../openapi/events.js";
 import { DEFAULT_ERROR, json } from "../schemas/common.js";

@@ -1,6 +1,6 @@
-// GET /healthz: the process is up, and its version (and git commit where known). GET /readyz: the services the gateway
-// needs to serve (and through them their databases and the bus) answer their
-// own /readyz; 503 names which do not. The body reports every service.
+// GET /healthz: the process is up, and its version (and git commit where
+// known). GET /readyz: the services the gateway needs answer their own
+// /readyz; 503 names which do not. The body reports every service.
 import type { FastifyInstance } from "fastify";
 import { HttpError, sendError } from "../errors.js";
 import { DEFAULT_ERROR, HEADERS, error, json } from "../schemas/common.js";
@@ -45,21 +45,9 @@ const READYZ = {
   },
 };
 
-export interface HealthRouteOptions {
-  /** Service name -> base URL of its RPC port (which serves /readyz). */
-  services: Record<string, string>;
-  /**
-   * Services reported but not required: the gateway serves its OAuth and REST
-   * routes without them. Default: the delivery service, which only the
-   * delivery log routes use (those answer 503 on their own while it is down);
-   * a readiness that required it would take the OAuth endpoints out of a load
-   * balancer's rotation while they work.
-   */
-  optional?: readonly string[];
-  timeoutMs?: number;
-}
-
-const OPTIONAL = ["delivery"];
+// Reported, not required: only the delivery log routes need it (they answer 503 on their own);
+// requiring it would take the working OAuth endpoints out of a load balancer's rotation.
+const OPTIONAL = new Set(["delivery"]);
 
 async function ready(url: string, timeoutMs: number): Promise<boolean> {
   try {
@@ -71,17 +59,17 @@ async function ready(url: string, timeoutMs: number): Promise<boolean> {
   }
 }
 
-export function healthRoutes(app: FastifyInstance, options: HealthRouteOptions): void {
-  const optional = new Set(options.optional ?? OPTIONAL);
+/** `services`: service name -> base URL of its RPC port (which serves /readyz). */
+export function healthRoutes(app: FastifyInstance, services: Record<string, string>): void {
   const build = readBuildInfo();
   app.get("/healthz", { schema: HEALTHZ }, async (_req, reply) =>
     reply.header("cache-control", "no-store").send({ status: "ok", ...build }),
   );
 
   app.get("/readyz", { schema: READYZ }, async (_req, reply) => {
-    const names = Object.keys(options.services);
-    const results = await Promise.all(names.map((n) => ready(options.services[n]!, options.timeoutMs ?? 2000)));
-    const down = names.filter((n, i) => !results[i] && !optional.has(n));
+    const names = Object.keys(services);
+    const results = await Promise.all(names.map((n) => ready(services[n]!, 2000)));
+    const down = names.filter((n, i) => !results[i] && !OPTIONAL.has(n));
     reply.header("cache-control", "no-store");
     if (down.length > 0) {
       return sendError(

@@ -1,5 +1,4 @@
-// GET /: the developers' landing page (gateway/pages/landing.ts), an HTML
-// page under the pages' policy like the sign-in pages.
+// GET /: the developers' landing page, under the pages' policy like the sign-in pages.
 import type { FastifyInstance } from "fastify";
 import { DOCS_PATH } from "../openapi/docs-page.js";
 import { sendPage } from "../pages/page-reply.js";

@@ -1,15 +1,11 @@
-// GET /oauth/me (scope organisation:read): the token's organisation, {"id",
-// "name"}; integration platforms show the name as the connection's label.
-// The name is loaded once per cached bearer check (bearer.ts), so a repeated
-// call makes no RPC at all, and its JSON is written once with it: a repeated
-// call is sent as it is, past fastify's serializer.
-import type { Client } from "@connectrpc/connect";
+// GET /oauth/me (organisation:read): the token's organisation, {"id", "name"}.
+// The organisation is loaded once per cached bearer check and its JSON written
+// once with it, so a repeated call makes no RPC and is sent as it is.
 import type { FastifyInstance, FastifyReply } from "fastify";
-import type { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
-import type { Bearer } from "../bearer.js";
+import type { ApiDeps } from "../bearer.js";
 import type { PrincipalOrganisation } from "../bearer-cache.js";
 import { rpcOptions } from "../clients.js";
-import { DEFAULT_ERROR, HEADERS, bearerErrors, json, needs } from "../schemas/common.js";
+import { HEADERS, bearerErrors, json, needs } from "../schemas/common.js";
 import { Organisation } from "../schemas/organisation.js";
 
 const SCHEMA = {
@@ -26,30 +22,24 @@ const SCHEMA = {
       { "cache-control": HEADERS.noStore },
     ),
     ...bearerErrors("organisation:read"),
-    default: DEFAULT_ERROR,
   },
 };
 
-export function meRoutes(
-  app: FastifyInstance,
-  bearer: Bearer,
-  organisations: Client<typeof OrganisationService>,
-): void {
+export function meRoutes(app: FastifyInstance, { bearer, clients }: ApiDeps): void {
   // A string with a JSON content type is sent as it is (fastify serializes only objects).
   const answer = (reply: FastifyReply, organisation: PrincipalOrganisation) =>
     reply
       .header("cache-control", "no-store")
       .header("content-type", "application/json; charset=utf-8")
       .send(organisation.json);
-  // Not an async handler: a repeated call (the organisation loaded with the
-  // cached check) is answered without a promise.
+  // Not an async handler: a repeated call is answered without a promise.
   app.get("/oauth/me", { schema: SCHEMA, preHandler: bearer.requireScope("organisation:read") }, (request, reply) => {
     const principal = request.bearer!;
     if (principal.organisationLoaded) return answer(reply, principal.organisationLoaded);
     return bearer
       .organisation(principal, async (id) => {
-        const res = await organisations.getOrganisation({ id }, rpcOptions(request));
-        return { id: res.organisation!.id, name: res.organisation!.name };
+        const { organisation } = await clients.organisation.getOrganisation({ id }, rpcOptions(request));
+        return { id: organisation!.id, name: organisation!.name };
       })
       .then((organisation) => answer(reply, organisation));
   });

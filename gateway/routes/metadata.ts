@@ -1,8 +1,6 @@
-// The discovery documents: GET /.well-known/oauth-authorization-server (RFC
-// 8414), exactly what this server supports, so that a strict client
-// (oauth4webapi, openid-client) configures itself from it; and the protected
-// resources' metadata (RFC 9728), which an agent reaches from a 401's
-// resource_metadata and which names the authorization server.
+// The discovery documents: the authorization server's metadata (RFC 8414),
+// for a strict client to configure itself, and each protected resource's (RFC
+// 9728), which an agent reaches from a 401's resource_metadata.
 import type { FastifyInstance } from "fastify";
 import { ALL_SCOPES } from "../../services/auth/scopes.js";
 import { GRANT_TYPES } from "../../services/auth/clients/grant-types.js";
@@ -19,24 +17,14 @@ export interface RegistrationOptions {
 
 export const DEFAULT_REGISTRATION: RegistrationOptions = { dynamicRegistration: false, clientMetadataDocuments: true };
 
-export function authorizationServerMetadata(
-  issuer: string,
-  registration: RegistrationOptions = DEFAULT_REGISTRATION,
-): Record<string, unknown> {
+function authorizationServerMetadata(issuer: string, registration: RegistrationOptions): Record<string, unknown> {
   return {
-    /*
-     * RFC 8414 §2: "issuer REQUIRED. The authorization server's issuer
-     * identifier, which is a URL that uses the "https" scheme and has no query
-     * or fragment components." §3.3: "The "issuer" value returned MUST be
-     * identical to the authorization server's issuer identifier value into
-     * which the well-known URI string was inserted".
-     */
+    // RFC 8414 §3.3: "The "issuer" value returned MUST be identical to the authorization server's issuer identifier".
     issuer,
     authorization_endpoint: `${issuer}/oauth/authorize`,
     token_endpoint: `${issuer}/oauth/token`,
     revocation_endpoint: `${issuer}/oauth/revoke`,
     introspection_endpoint: `${issuer}/oauth/introspect`,
-    // RFC 8414 §2 registration_endpoint: "OPTIONAL. URL of the authorization server's OAuth 2.0 Dynamic Client Registration endpoint".
     ...(registration.dynamicRegistration ? { registration_endpoint: `${issuer}/oauth/register` } : {}),
     scopes_supported: [...ALL_SCOPES],
     response_types_supported: ["code"],
@@ -60,11 +48,9 @@ export function authorizationServerMetadata(
 const NAMES = { api: "bizcard REST API", mcp: "bizcard MCP server" };
 
 /** RFC 9728 §2: the metadata of one protected resource. */
-export function protectedResourceMetadata(issuer: string, resource: ProtectedResource): Record<string, unknown> {
+function protectedResourceMetadata(issuer: string, resource: ProtectedResource): Record<string, unknown> {
   return {
-    // RFC 9728 §3.3: "The "resource" value returned MUST be identical to the
-    // protected resource's resource identifier value into which the
-    // well-known URI path suffix was inserted".
+    // RFC 9728 §3.3: "The "resource" value returned MUST be identical to the protected resource's resource identifier".
     resource: resource.identifier,
     authorization_servers: [issuer],
     scopes_supported: [...ALL_SCOPES],
@@ -78,7 +64,7 @@ export function metadataRoutes(
   app: FastifyInstance,
   issuer: string,
   resources: ProtectedResources,
-  registration: RegistrationOptions = DEFAULT_REGISTRATION,
+  registration: RegistrationOptions,
 ): void {
   const serve = (path: string, schema: object, document: Record<string, unknown>) => {
     const body = JSON.stringify(document);
@@ -88,16 +74,12 @@ export function metadataRoutes(
   };
   const metadata = authorizationServerMetadata(issuer, registration);
   serve("/.well-known/oauth-authorization-server", metadataRoute(metadata), metadata);
-  const api = protectedResourceMetadata(issuer, resources.api);
-  serve(
-    resources.api.metadataPath,
-    protectedResourceRoute("getApiResourceMetadata", "The REST API's protected resource metadata", api),
-    api,
-  );
-  const mcp = protectedResourceMetadata(issuer, resources.mcp);
-  serve(
-    resources.mcp.metadataPath,
-    protectedResourceRoute("getMcpResourceMetadata", "The MCP endpoint's protected resource metadata", mcp),
-    mcp,
-  );
+  const named = [
+    ["api", "getApiResourceMetadata", "The REST API's protected resource metadata"],
+    ["mcp", "getMcpResourceMetadata", "The MCP endpoint's protected resource metadata"],
+  ] as const;
+  for (const [name, operationId, summary] of named) {
+    const document = protectedResourceMetadata(issuer, resources[name]);
+    serve(resources[name].metadataPath, protectedResourceRoute(operationId, summary, document), document);
+  }
 }

@@ -1,24 +1,18 @@
-// POST /oauth/register: dynamic client registration (RFC 7591). Always a
-// route (the OpenAPI document shows it), answering 404 unless
-// OAUTH_DYNAMIC_REGISTRATION turns it on. The gateway checks the members'
-// types; the auth service judges the metadata, limits registrations per
-// address and stores the client as self-registered.
+// POST /oauth/register: dynamic client registration (RFC 7591), documented
+// always, 404 unless OAUTH_DYNAMIC_REGISTRATION. The auth service judges it.
 import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
+import { requireJson } from "../body-parsers.js";
 import { rpcOptions } from "../clients.js";
 import { HttpError } from "../errors.js";
 import { NO_STORE, oauthErrorHandler } from "../oauth-errors.js";
 import { METADATA_MEMBERS, REGISTER_ROUTE } from "../schemas/registration.js";
 import { validatorAnswering } from "../validation.js";
 
-type Metadata = Partial<Record<(typeof METADATA_MEMBERS)[number], string | string[] | null>>;
+type Member = (typeof METADATA_MEMBERS)[number];
 
-export function registerRoutes(
-  app: FastifyInstance,
-  auth: Client<typeof AuthService>,
-  options: { enabled: boolean },
-): void {
+export function registerRoutes(app: FastifyInstance, auth: Client<typeof AuthService>, enabled: boolean): void {
   app.post(
     "/oauth/register",
     {
@@ -28,22 +22,17 @@ export function registerRoutes(
       validatorCompiler: validatorAnswering<typeof REGISTER_ROUTE>("invalid_client_metadata"),
       // Off: nothing of the request is read.
       onRequest: async () => {
-        if (!options.enabled)
+        if (!enabled)
           throw new HttpError(404, "not_found", "dynamic client registration is not enabled on this server");
       },
-      // RFC 7591 §3.1: "The client sends an HTTP POST to the client registration endpoint with a content type of "application/json"."
-      preValidation: async (request: FastifyRequest) => {
-        const type = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
-        if (type !== "application/json")
-          throw new HttpError(415, "unsupported_media_type", "send the client metadata as application/json");
-      },
+      // RFC 7591 §3.1: "with a content type of "application/json"".
+      preValidation: async (request: FastifyRequest) => requireJson(request, "the client metadata"),
     },
     async (request, reply) => {
-      const body = request.body as Metadata;
+      const body = request.body as Partial<Record<Member, string | string[] | null>>;
       // RFC 7591 §2: "The authorization server MUST ignore any client metadata sent by the client that it does not understand".
-      const present = METADATA_MEMBERS.filter((m) => body[m] !== undefined && body[m] !== null);
-      const str = (m: (typeof METADATA_MEMBERS)[number]) => (typeof body[m] === "string" ? body[m] : "");
-      const list = (m: (typeof METADATA_MEMBERS)[number]) => (Array.isArray(body[m]) ? body[m] : []);
+      const str = (m: Member) => (typeof body[m] === "string" ? body[m] : "");
+      const list = (m: Member) => (Array.isArray(body[m]) ? body[m] : []);
       const res = await auth.registerClient(
         {
           redirectUris: list("redirect_uris"),
@@ -55,20 +44,13 @@ export function registerRoutes(
           scope: str("scope"),
           applicationType: str("application_type"),
           remoteAddress: request.ip,
-          presentFields: present,
+          presentFields: METADATA_MEMBERS.filter((m) => body[m] !== undefined && body[m] !== null),
         },
         rpcOptions(request),
       );
       const c = res.client!;
-      /*
-       * RFC 7591 §3.2.1: "The response contains the client identifier as well
-       * as the client secret, if the client is a confidential client. The
-       * response MAY contain additional fields as specified by extensions to
-       * this specification." "the authorization server MUST return all
-       * registered metadata about the client, including any fields
-       * provisioned by the authorization server itself."
-       * client_secret_expires_at: "REQUIRED if "client_secret" is issued. [...] 0 if it will not expire."
-       */
+      // RFC 7591 §3.2.1: "the authorization server MUST return all registered
+      // metadata about the client"; client_secret_expires_at: "0 if it will not expire".
       return reply
         .status(201)
         .headers(NO_STORE)

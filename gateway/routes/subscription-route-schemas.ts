@@ -1,17 +1,6 @@
-// What each subscriptions route (subscriptions.ts) documents and validates:
-// its OpenAPI operation, its path parameter, query and body, and its answers.
+// What each subscriptions route (subscriptions.ts) documents and validates.
 import { z } from "zod";
-import {
-  DEFAULT_ERROR,
-  HEADERS,
-  IdParam,
-  ListQuery,
-  bearerErrors,
-  empty,
-  error,
-  json,
-  needs,
-} from "../schemas/common.js";
+import { HEADERS, IdParam, ListQuery, bearerErrors, empty, error, json, needs } from "../schemas/common.js";
 import {
   CreateSubscriptionBody,
   Subscription as SubscriptionOut,
@@ -21,7 +10,7 @@ import {
   subscriptionExample,
 } from "../schemas/subscriptions.js";
 
-/** The list's page size: when the query gives none, and the most it may ask for. */
+/** The list's page size when the query gives none, and the most it may ask for. */
 export const LIST_DEFAULT = 50;
 export const LIST_MAX = 100;
 
@@ -44,16 +33,19 @@ const badBody = error(
   "invalid_request",
   "target_url: required",
 );
+const lacksContacts = error(
+  "The token lacks webhooks:write or contacts:read",
+  "insufficient_scope",
+  "this request needs the scope contacts:read",
+  { "www-authenticate": HEADERS.wwwAuthenticate },
+);
 const unreachable = error(
   "The target_url's host could not be resolved in time",
   "temporarily_unavailable",
   "the target's DNS did not answer; try again",
-  {
-    "retry-after": HEADERS.retryAfter,
-  },
+  { "retry-after": HEADERS.retryAfter },
 );
 
-/** The documentation (and the request validation) of each route. */
 export const SCHEMAS = {
   list: {
     operationId: "listSubscriptions",
@@ -68,7 +60,6 @@ export const SCHEMAS = {
       }),
       400: error("limit or cursor is not valid", "invalid_request", "limit: expected a whole number from 1 to 100"),
       ...bearerErrors("webhooks:read"),
-      default: DEFAULT_ERROR,
     },
   },
   create: {
@@ -91,24 +82,13 @@ export const SCHEMAS = {
         "Created; the secret is in this answer only",
         SubscriptionCreated,
         { ...subscriptionExample, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" },
-        {
-          ...noStore,
-          location: HEADERS.location,
-        },
+        { ...noStore, location: HEADERS.location },
       ),
       400: badBody,
       ...bearerErrors("webhooks:write"),
-      403: error(
-        "The token lacks webhooks:write or contacts:read",
-        "insufficient_scope",
-        "this request needs the scope contacts:read",
-        {
-          "www-authenticate": HEADERS.wwwAuthenticate,
-        },
-      ),
+      403: lacksContacts,
       415: wrongType,
       503: unreachable,
-      default: DEFAULT_ERROR,
     },
   },
   get: {
@@ -122,7 +102,6 @@ export const SCHEMAS = {
       400: badId,
       ...bearerErrors("webhooks:read"),
       404: notFound,
-      default: DEFAULT_ERROR,
     },
   },
   update: {
@@ -138,14 +117,7 @@ export const SCHEMAS = {
       200: json("The subscription as it is now", SubscriptionOut, subscriptionExample, noStore),
       400: badBody,
       ...bearerErrors("webhooks:write"),
-      403: error(
-        "The token lacks webhooks:write or contacts:read",
-        "insufficient_scope",
-        "this request needs the scope contacts:read",
-        {
-          "www-authenticate": HEADERS.wwwAuthenticate,
-        },
-      ),
+      403: lacksContacts,
       404: notFound,
       409: error(
         "Another of the pair's subscriptions already has this target_url and event_type",
@@ -154,7 +126,6 @@ export const SCHEMAS = {
       ),
       415: wrongType,
       503: unreachable,
-      default: DEFAULT_ERROR,
     },
   },
   delete: {
@@ -168,7 +139,6 @@ export const SCHEMAS = {
       400: badId,
       ...bearerErrors("webhooks:write"),
       404: notFound,
-      default: DEFAULT_ERROR,
     },
   },
 };

@@ -1,32 +1,38 @@
-// Rotating a subscription's signing secret, scoped like the subscriptions to
-// the pair (organisation, client application) of the token:
-//
-//   POST /oauth/webhooks/subscriptions/{id}/rotate-secret   webhooks:write
-//
-// 200 with the new secret (shown in this answer only) and when the old one
-// stops signing: for WEBHOOK_SECRET_OVERLAP_SECONDS every POST carries both
-// signatures (v1,<new> v1,<old>), so the receiver can switch to the new
-// secret at its pace; null when the overlap is 0. Another pair's
-// subscription is 404, as on every subscription route. No body is read.
+// POST …/subscriptions/{id}/rotate-secret (webhooks:write): a new signing
+// secret, shown in this answer only. For WEBHOOK_SECRET_OVERLAP_SECONDS the
+// old one signs too (v1,<new> v1,<old>), so the receiver switches at its pace.
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { Client } from "@connectrpc/connect";
 import { z } from "zod";
-import type { FastifyInstance, onRequestAsyncHookHandler } from "fastify";
-import type { WebhookService } from "../../gen/bizcard/webhook/v1/webhook_pb.js";
-import type { Bearer } from "../bearer.js";
+import type { FastifyInstance } from "fastify";
+import type { ApiDeps } from "../bearer.js";
 import { rpcOptions } from "../clients.js";
-import { DEFAULT_ERROR, HEADERS, IdParam, bearerErrors, error, json, needs } from "../schemas/common.js";
-import { RotatedSecret, rotatedSecretExample } from "../schemas/subscription-secret.js";
+import { HEADERS, IdParam, bearerErrors, error, json, needs } from "../schemas/common.js";
 import { SUBSCRIPTIONS_PATH, readIntParam, subscriptionErrors, tokenOwner } from "./subscriptions.js";
 
-const NO_STORE = { "cache-control": "no-store" };
+const RotatedSecret = z
+  .object({
+    id: z.number().int().positive().describe("The subscription"),
+    secret: z.string().describe("The new signing secret (whsec_…): shown once, in this answer, never again"),
+    previous_secret_expires_at: z.iso
+      .datetime()
+      .nullable()
+      .describe(
+        "Until when the old secret keeps signing too: each POST carries two signatures (webhook-signature: v1,<new> v1,<old>), so a receiver verifies with either while it switches. null when the old secret stopped at once",
+      ),
+  })
+  .meta({
+    id: "RotatedSecret",
+    description: "A subscription's new signing secret, and when its old one stops signing",
+  });
 
-/** The answer: the subscription, its new secret, and until when the old one signs (null: it stopped). */
-export interface RotatedSecretJson {
-  id: number;
-  secret: string;
-  previous_secret_expires_at: string | null;
-}
+const rotatedSecretExample = {
+  id: 42,
+  secret: "whsec_Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5",
+  previous_secret_expires_at: "2026-01-16T09:30:00.000Z",
+};
+
+/** The answer (the CLI's --json too). */
+export type RotatedSecretJson = z.output<typeof RotatedSecret>;
 
 const SCHEMA = {
   operationId: "rotateSubscriptionSecret",
@@ -45,32 +51,26 @@ const SCHEMA = {
     400: error("The id is not a positive integer", "invalid_request", 'id: expected a positive integer, not "abc"'),
     ...bearerErrors("webhooks:write"),
     404: error("No such subscription of this token's pair", "not_found", "subscription 42 not found"),
-    default: DEFAULT_ERROR,
   },
 };
 
-export function subscriptionSecretRoutes(
-  app: FastifyInstance,
-  bearer: Bearer,
-  webhook: Client<typeof WebhookService>,
-): void {
-  const write = bearer.requireScope("webhooks:write") as onRequestAsyncHookHandler;
-
+export function subscriptionSecretRoutes(app: FastifyInstance, { bearer, clients }: ApiDeps): void {
   app.post(
     `${SUBSCRIPTIONS_PATH}/:id/rotate-secret`,
-    { schema: SCHEMA, onRequest: write, errorHandler: subscriptionErrors },
+    { schema: SCHEMA, onRequest: bearer.requireScope("webhooks:write"), errorHandler: subscriptionErrors },
     async (request, reply) => {
       const id = readIntParam(request, "id");
-      const owner = tokenOwner(request);
-      const res = await webhook.rotateSubscriptionSecret({ owner, id }, rpcOptions(request));
+      const res = await clients.webhook.rotateSubscriptionSecret(
+        { owner: tokenOwner(request), id },
+        rpcOptions(request),
+      );
+      const expires = res.oldSecretExpireTime;
       const body: RotatedSecretJson = {
         id: Number(res.subscription!.id),
         secret: res.secret,
-        previous_secret_expires_at: res.oldSecretExpireTime
-          ? timestampDate(res.oldSecretExpireTime).toISOString()
-          : null,
+        previous_secret_expires_at: expires ? timestampDate(expires).toISOString() : null,
       };
-      return reply.headers(NO_STORE).send(body);
+      return reply.header("cache-control", "no-store").send(body);
     },
   );
 }

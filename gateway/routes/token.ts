@@ -1,7 +1,5 @@
-// POST /oauth/token (RFC 6749 §3.2). The gateway reads the form or JSON
-// parameters and the client's credentials, and hands the grant to the auth
-// service, which owns every rule of the grants (grant_type included);
-// answers are never cached.
+// POST /oauth/token (RFC 6749 §3.2): the parameters and the client's
+// credentials, handed to the auth service, which owns every rule of the grants.
 import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import type { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
@@ -40,7 +38,7 @@ export function tokenRoutes(app: FastifyInstance, auth: Client<typeof AuthServic
     const client = presentedClient(request.headers.authorization, params);
     const exchange = {
       grantType: params.grant_type ?? "",
-      client: client && { clientId: client.clientId, clientSecret: client.clientSecret, method: client.method },
+      client,
       code: params.code ?? "",
       redirectUri: params.redirect_uri ?? "",
       codeVerifier: params.code_verifier ?? "",

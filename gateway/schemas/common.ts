@@ -1,6 +1,6 @@
 // What every route's documentation shares: the one error body, response
-// helpers that keep a description, headers and a whole-body example together,
-// the headers the gateway sets, and the bearer routes' security and errors.
+// helpers keeping a description, headers and an example together, the
+// headers the gateway sets, and the bearer routes' security and errors.
 import { z } from "zod";
 
 /** Every error a client sees: {"error": "<code>", "error_description": "<human text>"}. */
@@ -13,7 +13,7 @@ export const ErrorBody = z
   })
   .meta({ id: "Error", description: "The one error shape of every answer that is not a success" });
 
-/** A response header, as @fastify/swagger takes it (required is moved out of the schema by document.ts). */
+/** A response header, as @fastify/swagger takes it (transform.ts moves `required` out of the schema). */
 export type HeaderSpec = Record<string, unknown> & { description: string; required?: boolean };
 
 export const HEADERS = {
@@ -48,7 +48,6 @@ export interface Response {
   content?: Record<string, { schema: z.ZodType; example: unknown }>;
 }
 
-/** A JSON answer with its example. */
 export function json(
   description: string,
   schema: z.ZodType,
@@ -63,31 +62,25 @@ export function empty(description: string, headers?: Record<string, HeaderSpec>)
   return { description, ...(headers ? { headers } : {}) };
 }
 
-/** An error answer in the one shape, with an example of it. */
 export function error(description: string, code: string, text: string, headers?: Record<string, HeaderSpec>): Response {
   return json(description, ErrorBody, { error: code, error_description: text }, headers);
 }
 
-/**
- * What any route may answer on a malformed request the framework judges
- * before the route does (413, 415, 417, 505, …) and on a server failure.
- */
+/** What any route may answer on a request the framework refuses (413, 415, 417, 505, …) and on a server failure. */
 export const DEFAULT_ERROR = error(
   "A request the server cannot take at all (too large, another media type, an unmet Expect, …) or a failure of the server",
   "server_error",
   "the server could not complete the request; try again later",
 );
 
-/** Errors of every route that needs an access token. */
-export function bearerErrors(scope: string): Record<number, Response> {
+/** Errors of every route that needs an access token, and the default. */
+export function bearerErrors(scope: string): Record<number | "default", Response> {
   return {
     401: error(
       "No access token, or one that is expired, revoked or unknown",
       "invalid_token",
       "the access token is not active",
-      {
-        "www-authenticate": HEADERS.wwwAuthenticate,
-      },
+      { "www-authenticate": HEADERS.wwwAuthenticate },
     ),
     403: error(`The token lacks the scope ${scope}`, "insufficient_scope", `this request needs the scope ${scope}`, {
       "www-authenticate": HEADERS.wwwAuthenticate,
@@ -99,10 +92,9 @@ export function bearerErrors(scope: string): Record<number, Response> {
       "A service this route needs is not answering",
       "temporarily_unavailable",
       "the server could not complete the request; try again later",
-      {
-        "retry-after": HEADERS.retryAfter,
-      },
+      { "retry-after": HEADERS.retryAfter },
     ),
+    default: DEFAULT_ERROR,
   };
 }
 
@@ -117,7 +109,7 @@ const once = (name: string) =>
     error: (iss) => (Array.isArray(iss.input) ? `${name} is included more than once` : `${name}: expected a string`),
   });
 
-/** `?limit=&cursor=` of a list (list-paging.ts reads them, with these same answers). */
+/** `?limit=&cursor=` of a list (list-paging.ts reads them once checked). */
 export function ListQuery(fallback: number, max: number) {
   const badLimit = `limit: expected a whole number from 1 to ${max}`;
   return z.object({

@@ -14,31 +14,33 @@ import {
   htmlPage,
   invalidClient,
   oauthRateLimited,
+  oauthUnavailable as unavailable,
   pageOrError,
 } from "./oauth.js";
 
 const TAGS = ["OAuth 2.0"];
 const FORM_OR_JSON = ["application/x-www-form-urlencoded", "application/json"];
 /** The client authenticates with HTTP Basic, or with client_id (and client_secret) in the body. */
-const CLIENT: Record<string, string[]>[] = [{ client: [] }, {}];
-const unavailable = error(
-  "The auth service is not answering",
-  "temporarily_unavailable",
-  "the server could not complete the request; try again later",
-  {
-    ...OAUTH_NO_STORE,
-    "retry-after": HEADERS.retryAfter,
+const CLIENT_ROUTE = {
+  tags: TAGS,
+  security: [{ client: [] }, {}] as Record<string, string[]>[],
+  consumes: FORM_OR_JSON,
+};
+const CACHED = {
+  "cache-control": {
+    type: "string",
+    const: "public, max-age=300",
+    description: "It may be cached for five minutes",
+    required: true,
   },
-);
+};
 
 export const TOKEN_ROUTE = {
   operationId: "token",
   summary: "Get an access token",
   description:
     "RFC 6749 §3.2. grant_type client_credentials (the client's own organisation), authorization_code (with the PKCE code_verifier) or refresh_token. The client authenticates with HTTP Basic, or client_id and client_secret in the body; a public client sends client_id only.",
-  tags: TAGS,
-  security: CLIENT,
-  consumes: FORM_OR_JSON,
+  ...CLIENT_ROUTE,
   body: TokenRequest,
   response: {
     200: json(
@@ -60,49 +62,43 @@ export const TOKEN_ROUTE = {
   },
 };
 
-/**
- * RFC 7009 §2.2: the body of a revocation's answer is ignored by the client.
- * REVOKED_EMPTY is the answer without a body; REVOKED_JSON is `{}` as JSON,
- * which clients parsing every token-endpoint answer as JSON expect.
- */
-export const REVOKED_EMPTY = empty("Revoked, or the token was not valid (RFC 7009 §2.2)", OAUTH_NO_STORE);
-export const REVOKED_JSON = json(
-  "Revoked, or the token was not valid (RFC 7009 §2.2); the body is ignored",
-  z.object({}).strict(),
-  {},
-  OAUTH_NO_STORE,
-);
+/** The answers of revocation and introspection besides their 200. */
+const tokenRequestErrors = {
+  400: error(
+    "The token is missing, or the request is malformed",
+    "invalid_request",
+    "token is required",
+    OAUTH_NO_STORE,
+  ),
+  401: invalidClient,
+  429: oauthRateLimited,
+  503: unavailable,
+  default: DEFAULT_ERROR,
+};
 
-export const revokeRoute = (revoked = REVOKED_EMPTY) => ({
+export const REVOKE_ROUTE = {
   operationId: "revokeToken",
   summary: "Revoke an access or refresh token",
   description: "RFC 7009. Revoking a refresh token ends the access tokens issued with it.",
-  tags: TAGS,
-  security: CLIENT,
-  consumes: FORM_OR_JSON,
+  ...CLIENT_ROUTE,
   body: TokenRevocationRequest,
   response: {
-    200: revoked,
-    400: error(
-      "The token is missing, or the request is malformed",
-      "invalid_request",
-      "token is required",
+    // RFC 7009 §2.2: the body is ignored by the client; `{}` suits those parsing every answer as JSON.
+    200: json(
+      "Revoked, or the token was not valid (RFC 7009 §2.2); the body is ignored",
+      z.object({}).strict(),
+      {},
       OAUTH_NO_STORE,
     ),
-    401: invalidClient,
-    429: oauthRateLimited,
-    503: unavailable,
-    default: DEFAULT_ERROR,
+    ...tokenRequestErrors,
   },
-});
+};
 
 export const INTROSPECT_ROUTE = {
   operationId: "introspectToken",
   summary: "Whether a token is active, and what it stands for",
   description: "RFC 7662, for confidential clients (authenticated with their secret).",
-  tags: TAGS,
-  security: CLIENT,
-  consumes: FORM_OR_JSON,
+  ...CLIENT_ROUTE,
   body: TokenRevocationRequest,
   response: {
     200: json(
@@ -121,16 +117,7 @@ export const INTROSPECT_ROUTE = {
       },
       OAUTH_NO_STORE,
     ),
-    400: error(
-      "The token is missing, or the request is malformed",
-      "invalid_request",
-      "token is required",
-      OAUTH_NO_STORE,
-    ),
-    401: invalidClient,
-    429: oauthRateLimited,
-    503: unavailable,
-    default: DEFAULT_ERROR,
+    ...tokenRequestErrors,
   },
 };
 
@@ -141,14 +128,7 @@ export const metadataRoute = (example: Record<string, unknown>) => ({
   tags: TAGS,
   security: [],
   response: {
-    200: json("The metadata document", ServerMetadata, example, {
-      "cache-control": {
-        type: "string",
-        const: "public, max-age=300",
-        description: "It may be cached for five minutes",
-        required: true,
-      },
-    }),
+    200: json("The metadata document", ServerMetadata, example, CACHED),
     400: DEFAULT_ERROR,
     default: DEFAULT_ERROR,
   },
@@ -162,14 +142,7 @@ export const protectedResourceRoute = (operationId: string, summary: string, exa
   tags: TAGS,
   security: [],
   response: {
-    200: json("The metadata document", ProtectedResourceMetadata, example, {
-      "cache-control": {
-        type: "string",
-        const: "public, max-age=300",
-        description: "It may be cached for five minutes",
-        required: true,
-      },
-    }),
+    200: json("The metadata document", ProtectedResourceMetadata, example, CACHED),
     400: DEFAULT_ERROR,
     default: DEFAULT_ERROR,
   },

@@ -1,12 +1,11 @@
-// The OAuth 2.0 endpoints' requests and answers. Their parameters are read
-// by oauth-params.ts with RFC 6749's rules (a repeated parameter is refused,
-// "" counts as omitted, unknown ones are ignored) and judged by the auth
-// service, so these request schemas document and do not validate.
+// The OAuth 2.0 endpoints' requests and answers. Their parameters follow RFC
+// 6749's rules (oauth-params.ts) and the auth service judges them, so these
+// request schemas document and do not validate.
 import { z } from "zod";
 import { ALL_SCOPES } from "../../services/auth/scopes.js";
 import { GRANT_TYPES } from "../../services/auth/clients/grant-types.js";
 import { documentOnly } from "../validation.js";
-import { HEADERS, error, json, type HeaderSpec, type Response } from "./common.js";
+import { HEADERS, error, type HeaderSpec, type Response } from "./common.js";
 
 const scopeList = `Space-separated scopes: ${ALL_SCOPES.join(", ")}`;
 
@@ -179,14 +178,18 @@ export const invalidClient = error(
   },
 );
 
+export const oauthUnavailable = error(
+  "The auth service is not answering",
+  "temporarily_unavailable",
+  "the server could not complete the request; try again later",
+  { ...OAUTH_NO_STORE, "retry-after": HEADERS.retryAfter },
+);
+
 export const oauthRateLimited = error(
   "Too many failed attempts; wait as Retry-After says",
   "rate_limited",
   "too many attempts; try again later",
-  {
-    ...OAUTH_NO_STORE,
-    "retry-after": HEADERS.retryAfter,
-  },
+  { ...OAUTH_NO_STORE, "retry-after": HEADERS.retryAfter },
 );
 
 /** An HTML page (the authorization endpoint's answers to a person's browser). */
@@ -198,10 +201,7 @@ export function htmlPage(description: string): Response {
 }
 
 /** An answer that is an HTML page to a browser's form and the one error shape to a JSON request. */
-export function pageOrError(description: string, code: string, text: string): Response {
-  const page = htmlPage(description);
-  const err = error(description, code, text);
-  return { description, content: { ...page.content, ...err.content } };
-}
-
-export { json };
+export const pageOrError = (description: string, code: string, text: string): Response => ({
+  description,
+  content: { ...htmlPage(description).content, ...error(description, code, text).content },
+});

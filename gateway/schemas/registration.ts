@@ -1,11 +1,9 @@
-// POST /oauth/register (RFC 7591): the client metadata a client sends, the
-// client information it gets back, and the route's documentation. The
-// request schema validates the members' types only (a wrong type is
-// invalid_client_metadata); the auth service judges the values.
+// POST /oauth/register (RFC 7591): the client metadata and the client
+// information. Only the members' types are validated (invalid_client_metadata).
 import { z } from "zod";
 import { ALL_SCOPES } from "../../services/auth/scopes.js";
 import { DEFAULT_ERROR, HEADERS, error, json } from "./common.js";
-import { OAUTH_NO_STORE } from "./oauth.js";
+import { OAUTH_NO_STORE, oauthUnavailable } from "./oauth.js";
 
 const TAGS = ["OAuth 2.0"];
 
@@ -142,20 +140,9 @@ export const REGISTER_ROUTE = {
       "Too many registrations from this address; wait as Retry-After says",
       "rate_limited",
       "too many client registrations from this address; try again later",
-      {
-        ...OAUTH_NO_STORE,
-        "retry-after": HEADERS.retryAfter,
-      },
+      { ...OAUTH_NO_STORE, "retry-after": HEADERS.retryAfter },
     ),
-    503: error(
-      "The auth service is not answering",
-      "temporarily_unavailable",
-      "the server could not complete the request; try again later",
-      {
-        ...OAUTH_NO_STORE,
-        "retry-after": HEADERS.retryAfter,
-      },
-    ),
+    503: oauthUnavailable,
     default: DEFAULT_ERROR,
   },
 };

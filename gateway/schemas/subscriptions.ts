@@ -59,10 +59,8 @@ export const SubscriptionCreated = z
 
 export const SubscriptionList = z.array(Subscription).describe("The pair's subscriptions, newest first: one page");
 
-const BODY_NOTE =
-  "A JSON object. The read-only fields of a subscription (id, secret, created_at, updated_at, disabled_at, disabled_reason, previous_secret_expires_at, throttled_until, in_flight_cap, blocked_since, blocked_delivery_id) may be sent back as read and are ignored; any other field is a 400.";
-
-export const READ_ONLY_FIELDS = [
+/** The read-only fields of a subscription: a body may send them back as read, and they are ignored. */
+const READ_ONLY_FIELDS = [
   "id",
   "secret",
   "created_at",
@@ -74,7 +72,8 @@ export const READ_ONLY_FIELDS = [
   "in_flight_cap",
   "blocked_since",
   "blocked_delivery_id",
-] as const;
+];
+const BODY_NOTE = `A JSON object. The read-only fields of a subscription (${READ_ONLY_FIELDS.join(", ")}) may be sent back as read and are ignored; any other field is a 400.`;
 const readOnly = Object.fromEntries(
   READ_ONLY_FIELDS.map((name) => [name, z.unknown().optional().meta({ readOnly: true })]),
 );
