@@ -35,7 +35,10 @@ interface Credential {
   file: string;
 }
 
-/** INTERNAL_RPC_TOKEN (the first of a comma-separated list: servers accept any, clients send the first), else DATA_DIR's file. */
+/**
+ * INTERNAL_RPC_TOKEN (the first of a comma-separated list: servers
+ * accept any, clients send the first), else DATA_DIR's file.
+ */
 export function internalCredential(env: NodeJS.ProcessEnv = process.env): Credential {
   const file = path.resolve(env.DATA_DIR ?? "./data", "internal-rpc-token");
   const first = (list: string) => list.split(",")[0]?.trim() || undefined;
@@ -45,7 +48,9 @@ export function internalCredential(env: NodeJS.ProcessEnv = process.env): Creden
   return { token: fromFile, source: fromFile ? "file" : undefined, file };
 }
 
-/** The line to print for an RPC that failed, naming the URL tried and the credential's origin where they are the cause. */
+/**
+ * The line to print for an RPC that failed, naming the URL tried and the credential's origin where they are the cause.
+ */
 export function explainFailure(err: ConnectError, service: ServiceName): string {
   const [url, credential] = [serviceUrl(service), internalCredential()];
   const message = err.rawMessage || err.message;

@@ -17,7 +17,10 @@ const rpc = (config: Config, baseUrl: string) => ({
   internalToken: config.internalToken,
 });
 
-/** A fresh data folder (or an empty database) gets a demo organisation, member and OAuth client, printed once and kept in DEMO_FILE. */
+/**
+ * A fresh data folder (or an empty database) gets a demo organisation,
+ * member and OAuth client, printed once and kept in DEMO_FILE.
+ */
 export async function createDemo(config: Config, dataDir: string, why: string): Promise<string> {
   const password = randomBytes(9).toString("base64url");
   const created = await createRpcClient(OrganisationService, rpc(config, config.organisationRpcUrl))

@@ -14,7 +14,10 @@ import { EMBEDDED_DATABASE, SERVICE_SCHEMAS, migrationNames } from "./service-sc
 /** Each service's database URL, and the instances to close on stop. */
 export type PlatformDatabases = { urls: Record<string, string>; databases: EmbeddedPostgres[] };
 
-/** Starts the embedded databases of `services` in `dataDir`, each doing autovacuum's work, telling `progress` what it does. */
+/**
+ * Starts the embedded databases of `services` in `dataDir`, each doing
+ * autovacuum's work, telling `progress` what it does.
+ */
 export async function startPlatformDatabases(
   dataDir: string,
   services: readonly (keyof typeof SERVICE_SCHEMAS)[],

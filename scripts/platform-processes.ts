@@ -50,7 +50,10 @@ export const compiledCommand = (p: PlatformProcess, outDir: string): string[] =>
   return ["node", ...p.nodeFlags, `${outDir.replace(/\/+$/, "")}/${main}.js`];
 };
 
-/** What `npm start` runs (package.json's start script, `exec`: `env` execs node in turn): every service and the gateway in one process. */
+/**
+ * What `npm start` runs (package.json's start script, `exec`: `env` execs
+ * node in turn): every service and the gateway in one process.
+ */
 export const startCommand = (): string[] => [
   "env",
   ...Object.entries(PLATFORM_ENV).map(([k, v]) => `${k}=${v}`),

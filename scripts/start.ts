@@ -174,7 +174,10 @@ async function main(): Promise<void> {
 /** What a start is doing, on stdout beside the banner, so that a cold start is not silent before "ready". */
 const progress = (step: string) => void process.stdout.write(`bizcard: ${step}\n`);
 
-/** Settings that loosen what production must refuse, named in the banner when on (`npm run dev`), so that nobody runs them unknowingly. */
+/**
+ * Settings that loosen what production must refuse, named in the banner when
+ * on (`npm run dev`), so that nobody runs them unknowingly.
+ */
 const DEVELOPMENT_SETTINGS = [
   ["WEBHOOK_ALLOW_INSECURE_TARGETS", "http, loopback and private webhook targets (never in production)"],
   ["OAUTH_ALLOW_INSECURE_REDIRECTS", "http redirect URIs on any host (never in production)"],

@@ -185,7 +185,10 @@ function webhookPathItem(type: EventType) {
 
 type WebhookPathItem = ReturnType<typeof webhookPathItem>;
 
-/** The OpenAPI 3.1 `webhooks` object (OpenAPI 3.1 §4.8.1: "The incoming webhooks that MAY be received as part of this API"). */
+/**
+ * The OpenAPI 3.1 `webhooks` object (OpenAPI 3.1 §4.8.1: "The incoming
+ * webhooks that MAY be received as part of this API").
+ */
 export function webhooksObject(): Record<EventTypeName, WebhookPathItem> {
   return Object.fromEntries(eventTypes().map((type) => [type.name, webhookPathItem(type)])) as Record<
     EventTypeName,

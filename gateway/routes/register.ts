@@ -30,7 +30,8 @@ export function registerRoutes(app: FastifyInstance, auth: Client<typeof AuthSer
     },
     async (request, reply) => {
       const body = request.body as Partial<Record<Member, string | string[] | null>>;
-      // RFC 7591 §2: "The authorization server MUST ignore any client metadata sent by the client that it does not understand".
+      // RFC 7591 §2: "The authorization server MUST ignore any client
+      // metadata sent by the client that it does not understand".
       const str = (m: Member) => (typeof body[m] === "string" ? body[m] : "");
       const list = (m: Member) => (Array.isArray(body[m]) ? body[m] : []);
       const res = await auth.registerClient(

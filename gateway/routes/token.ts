@@ -9,7 +9,9 @@ import { NO_STORE, oauthErrorFrom, oauthErrorHandler } from "../oauth-errors.js"
 import { presentedClient, readParams, readRepeated } from "../oauth-params.js";
 import { TOKEN_ROUTE } from "../schemas/oauth-routes.js";
 
-/** The metric labels: RFC 6749's grant types and §5.2 error codes; anything else is one bucket, never the sent value. */
+/**
+ * The metric labels: RFC 6749's grant types and §5.2 error codes; anything else is one bucket, never the sent value.
+ */
 const GRANT_TYPES = new Set(["authorization_code", "client_credentials", "refresh_token"]);
 const TOKEN_ERRORS = new Set([
   "invalid_request",

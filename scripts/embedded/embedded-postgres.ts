@@ -179,7 +179,10 @@ function prepareEach(dataDir: string, names: readonly string[], migrations: Data
   return names.map((name) => copies.get(name) ?? Promise.resolve());
 }
 
-/** Copies the cluster `from` to `dir` once `after` settled: beside it and renamed, so that an interrupted copy is never taken for a database. */
+/**
+ * Copies the cluster `from` to `dir` once `after` settled: beside it and
+ * renamed, so that an interrupted copy is never taken for a database.
+ */
 async function copyCluster(from: string | Promise<string | undefined>, dir: string, after: Promise<unknown>) {
   const source = (await from)!;
   await after.catch(() => undefined);
@@ -223,7 +226,10 @@ export interface EmbeddedPostgres {
 /** Autovacuum's work on the database (embedded-vacuum.ts), for a platform that runs on it: `npm start`. */
 type VacuumOptions = { logger?: Logger };
 
-/** `vacuum`: with autovacuum's work done on it, every minute (embedded-vacuum.ts); without, none (tests, the install's template). */
+/**
+ * `vacuum`: with autovacuum's work done on it, every minute
+ * (embedded-vacuum.ts); without, none (tests, the install's template).
+ */
 export async function startEmbeddedPostgres(
   dataDir: string,
   name: string,

@@ -17,7 +17,10 @@ function resourceNamed(resources: ProtectedResources, value: string): ResourceNa
   return name;
 }
 
-/** The resources an authorization request names (RFC 8707 §2: "may be used multiple times"), once each, in the server's order. */
+/**
+ * The resources an authorization request names (RFC 8707 §2: "may be
+ * used multiple times"), once each, in the server's order.
+ */
 export function resourcesNamed(resources: ProtectedResources, values: readonly string[]): ResourceName[] {
   const named = new Set(values.map((v) => resourceNamed(resources, v)));
   return RESOURCE_NAMES.filter((n) => named.has(n));

@@ -55,7 +55,10 @@ export async function migrate(orm: MikroORM): Promise<string[]> {
   return applied.map((m) => m.name);
 }
 
-/** Whether a committed migration is not recorded as applied in `schema` (one select; also when nothing was ever applied). */
+/**
+ * Whether a committed migration is not recorded as applied in
+ * `schema` (one select; also when nothing was ever applied).
+ */
 export async function hasPendingMigrations(
   orm: MikroORM,
   schema: string,

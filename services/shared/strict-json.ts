@@ -97,7 +97,10 @@ export function firstUnstorableString(value: unknown): UnstorableString | undefi
 
 export type StrictJsonProblem = { kind: "repeated-name"; name: string } | ({ kind: "unstorable" } & UnstorableString);
 
-/** The first problem of `text`, parsed as `value` by JSON.parse: a repeated name, then an unstorable string; undefined when none. */
+/**
+ * The first problem of `text`, parsed as `value` by JSON.parse: a
+ * repeated name, then an unstorable string; undefined when none.
+ */
 export function strictJsonProblem(text: string, value: unknown): StrictJsonProblem | undefined {
   const name = firstRepeatedName(text);
   if (name !== undefined) return { kind: "repeated-name", name };

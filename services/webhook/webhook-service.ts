@@ -36,7 +36,9 @@ interface WebhookServiceDeps {
   /** How long a rotated secret keeps signing; 0: not at all. */
   secretOverlapSeconds: number;
   secrets: SecretBox;
-  /** After each commit that changes what deliveries need, before the RPC answers (subscriptions.changed); never throws. */
+  /**
+   * After each commit that changes what deliveries need, before the RPC answers (subscriptions.changed); never throws.
+   */
   changed?: (organisationId: string) => Promise<void>;
   /** ListSubscribers as named prepared statements (real PostgreSQL only). */
   preparedStatements?: boolean;

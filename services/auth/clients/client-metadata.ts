@@ -21,7 +21,9 @@ const MAX_REDIRECT_URIS = 10;
 export const isPrintableName = (name: string): boolean =>
   [...name].length <= 100 && !/[\u0000-\u001f\u007f]/.test(name);
 
-/** A loopback http(s) URL, or a private-use scheme (com.example.app:/cb): where only a native app can receive a code. */
+/**
+ * A loopback http(s) URL, or a private-use scheme (com.example.app:/cb): where only a native app can receive a code.
+ */
 function isNativeRedirect(uri: string): boolean {
   const url = new URL(uri);
   return (url.protocol !== "http:" && url.protocol !== "https:") || LOOPBACK.has(url.hostname);
@@ -50,7 +52,8 @@ function checkClientUri(value: string | undefined, allowInsecure: boolean): stri
 }
 
 function checkGrants(grantTypes: string[] | undefined, responseTypes: string[] | undefined): GrantType[] {
-  // RFC 7591 §2 grant_types: "If omitted, the default behavior is that the client will use only the "authorization_code" Grant Type."
+  // RFC 7591 §2 grant_types: "If omitted, the default behavior is that the
+  // client will use only the "authorization_code" Grant Type."
   const grants = grantTypes ? [...new Set(grantTypes)] : ["authorization_code"];
   if (grants.includes("client_credentials")) {
     throw new InvalidClientMetadata(

@@ -21,7 +21,10 @@ export type ClientLookup = (clientId: string) => Promise<ClientMessage | null>;
 
 /** The authorization request a lookup is made for. */
 interface LookupContext {
-  /** What is left of the call's deadline: a fetch ends before it, so that its refusal, not a timeout, is what the member sees. */
+  /**
+   * What is left of the call's deadline: a fetch ends before it, so that
+   * its refusal, not a timeout, is what the member sees.
+   */
   remainingMs?: number;
   /** The browser's address: document fetches (not the kept copies) count against its limit. */
   remoteAddress?: string;

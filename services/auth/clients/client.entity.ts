@@ -24,7 +24,10 @@ export const ClientEntity = defineEntity({
     clientUri: p.text().nullable(),
     /** RFC 7591 §2 application_type: "web" or "native". */
     applicationType: p.text().$type<"web" | "native">().default("web"),
-    /** RFC 7591 §2 token_endpoint_auth_method as registered; null: none for public clients, client_secret_basic otherwise. */
+    /**
+     * RFC 7591 §2 token_endpoint_auth_method as registered; null: none
+     * for public clients, client_secret_basic otherwise.
+     */
     tokenEndpointAuthMethod: p.text().nullable(),
     /** A metadata document client: when its document was fetched, and when it must be fetched again. */
     metadataFetchedAt: p.datetime(3).nullable(),

@@ -5,7 +5,9 @@ import { invalid } from "../../shared/validation.js";
 export const GRANT_TYPES = ["authorization_code", "refresh_token", "client_credentials"] as const;
 export type GrantType = (typeof GRANT_TYPES)[number];
 
-/** RFC 6749 §5.2 unauthorized_client: "The authenticated client is not authorized to use this authorization grant type". */
+/**
+ * RFC 6749 §5.2 unauthorized_client: "The authenticated client is not authorized to use this authorization grant type".
+ */
 export const allowsGrantType = (registered: readonly string[], grantType: GrantType): boolean =>
   registered.includes(grantType);
 

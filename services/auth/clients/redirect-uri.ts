@@ -6,7 +6,9 @@ import { invalid } from "../../shared/validation.js";
 /** The loopback host names of native apps' redirect URIs (RFC 8252 §7.3). */
 export const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
-/** The authorization response's own parameters (RFC 6749 §4.1.2; RFC 9207 §2): a redirect URI carrying one is ambiguous. */
+/**
+ * The authorization response's own parameters (RFC 6749 §4.1.2; RFC 9207 §2): a redirect URI carrying one is ambiguous.
+ */
 const RESPONSE_PARAMETERS = ["code", "state", "iss", "error"];
 
 /**

@@ -93,7 +93,8 @@ export function createRegistrationHandlers(deps: AuthServiceDeps): Partial<Servi
     },
 
     registerClient: oauthHandler(async (req) => {
-      // The gateway answers 404 itself when registration is off; a service whose own configuration says off refuses too.
+      // The gateway answers 404 itself when registration is off; a
+      // service whose own configuration says off refuses too.
       if (!config.OAUTH_DYNAMIC_REGISTRATION) throw notFound("dynamic client registration");
       await limit.consume(req.remoteAddress);
       const metadata = checkClientMetadata(req, { allowInsecureRedirects: deps.allowInsecureRedirects });

@@ -1,7 +1,9 @@
 import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
 import type { ResourceName } from "../../shared/protected-resources.js";
 
-/** The validated authorization request an AUTHORIZE interaction holds (its parameters, as the consent must repeat them). */
+/**
+ * The validated authorization request an AUTHORIZE interaction holds (its parameters, as the consent must repeat them).
+ */
 export interface StoredParameters {
   responseType: string;
   clientId: string;

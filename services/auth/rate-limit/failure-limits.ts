@@ -28,7 +28,9 @@ export interface FailureLimits {
   refund(kind: FailureKind, subject: string, address: string): Promise<void>;
   /** The keys of the counters to read in the caller's own statement (client authentication reads them with its row). */
   counterKeys(kind: FailureKind, subject: string, address: string): string[];
-  /** A SQL scalar subquery: the counters keyed by the rows of relation `keys` ("key"), a JSON array of StoredCounter. */
+  /**
+   * A SQL scalar subquery: the counters keyed by the rows of relation `keys` ("key"), a JSON array of StoredCounter.
+   */
   countersSql(keys: string): string;
   /** The refusal consume() would throw when a counter is past its limit; undefined when none is. */
   overLimit(kind: FailureKind, counters: readonly StoredCounter[]): Error | undefined;

@@ -46,7 +46,9 @@ function requireParameters(grant: GrantModule, request: ExchangeTokenRequest): v
   if (missing.length) throw new InvalidRequest(`${missing.join(", ")} ${verb} required for ${grant.grantType}`);
 }
 
-/** RFC 6749 §5.2 unauthorized_client: "The authenticated client is not authorized to use this authorization grant type." */
+/**
+ * RFC 6749 §5.2 unauthorized_client: "The authenticated client is not authorized to use this authorization grant type."
+ */
 function allowGrantType(client: AuthenticatedClient, grant: GrantModule): void {
   if (!allowsGrantType(client.grantTypes, grant.grantType))
     throw new UnauthorizedClient(`this client may not use ${grant.grantType}`);

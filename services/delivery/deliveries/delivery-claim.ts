@@ -15,7 +15,10 @@ export interface ClaimOptions {
   leaseSeconds: number;
   /** The most deliveries of one subscription claimed at once (in every process); undefined: no cap. */
   maxInFlightPerSubscription?: number;
-  /** The stream sequence at or below which every event is recorded (the fan-out's ack floor); undefined: the in-process bus. */
+  /**
+   * The stream sequence at or below which every event is recorded (the
+   * fan-out's ack floor); undefined: the in-process bus.
+   */
   watermark?: number;
 }
 
@@ -37,7 +40,10 @@ export function claimRowsSql(ids: string): string {
          from "claimed" c left join ${S}."delivery_event" e on e."event_id" = c."event_id"`;
 }
 
-/** The deliveries held now (claimed, lease running) in every process, and the subscriptions at their cap (their lowered cap, `cap`, or 1 when ordered). */
+/**
+ * The deliveries held now (claimed, lease running) in every process, and the
+ * subscriptions at their cap (their lowered cap, `cap`, or 1 when ordered).
+ */
 export async function inFlightNow(orm: MikroORM, cap: number) {
   const [row] = await orm.em.fork().execute<{ deliveries: number; at_cap: number }[]>(
     `select coalesce(sum(h."n"), 0)::int as "deliveries",
@@ -54,7 +60,9 @@ export async function inFlightNow(orm: MikroORM, cap: number) {
 /** The claims' turns: one transaction-level advisory lock. */
 const CLAIM_LOCK = `select pg_advisory_xact_lock(hashtextextended('delivery.claim', 0));`;
 
-/** The claim's statement (claimDue), its values: cap, limit, cap, watermark, watermark, limit, lease seconds, claim id. */
+/**
+ * The claim's statement (claimDue), its values: cap, limit, cap, watermark, watermark, limit, lease seconds, claim id.
+ */
 export const CLAIM_SQL = `with recursive "subs" as (
          (select d."subscription_id" from ${S}."delivery" d where d."status" = 'pending' order by d."subscription_id" limit 1)
          union all

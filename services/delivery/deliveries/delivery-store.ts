@@ -160,7 +160,10 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
       return row ? Number(row.s) : undefined;
     },
 
-    /** Claims up to `limit` due rows for this worker (delivery-claim.ts: the per-subscription cap, the owners' turns, ordered heads). */
+    /**
+     * Claims up to `limit` due rows for this worker (delivery-claim.ts: the
+     * per-subscription cap, the owners' turns, ordered heads).
+     */
     async claim(limit: number, leaseSeconds: number, maxInFlightPerSubscription?: number, watermark?: number) {
       const { claimId, rows } = await claimDue(orm, { limit, leaseSeconds, maxInFlightPerSubscription, watermark });
       return rows.map((r) => claimedOf(r, claimId));
@@ -203,7 +206,10 @@ export function createDeliveryStore(orm: MikroORM, options: DeliveryStoreOptions
       await recordMany([a]);
     },
 
-    /** A subscription was deleted or disabled: its waiting deliveries (not those a worker holds) are cancelled; answers how many. */
+    /**
+     * A subscription was deleted or disabled: its waiting deliveries (not
+     * those a worker holds) are cancelled; answers how many.
+     */
     async cancelSubscription(subscriptionId: bigint, why = "the subscription was deleted"): Promise<number> {
       const rows = await execute(
         `update ${S}."delivery" set "status" = 'cancelled', "next_attempt_at" = null, "last_error" = ?, "updated_at" = now()

@@ -9,7 +9,10 @@ import { claimRowsSql } from "./delivery-claim.js";
 
 const S = `"delivery"`;
 
-/** recordAttempts's tail that hands slots on (reads "updated" and "effect"); parameters: cap (null: none), lease seconds, claim id. */
+/**
+ * recordAttempts's tail that hands slots on (reads "updated" and
+ * "effect"); parameters: cap (null: none), lease seconds, claim id.
+ */
 export const handOnSql = `, "freed" as (
        select u."subscription_id", count(*) filter (where u."status" = 'succeeded')::int as "n", count(*)::int as "released"
          from "updated" u group by u."subscription_id"

@@ -52,7 +52,10 @@ export async function readOrderedHead(orm: MikroORM, subscriptionId: bigint): Pr
 
 type Row = { id: bigint | string; status: string; ordered: boolean; streamSequence?: number | null };
 
-/** Whether `a` comes before `b` in orderedHeadSql's order: stream_sequence (nulls last, as PostgreSQL sorts them), then id. */
+/**
+ * Whether `a` comes before `b` in orderedHeadSql's order:
+ * stream_sequence (nulls last, as PostgreSQL sorts them), then id.
+ */
 function before(a: { id: bigint | string; streamSequence?: number | null }, b: OrderedHead): boolean {
   const seq = a.streamSequence ?? null;
   if (seq !== b.streamSequence) {

@@ -73,7 +73,10 @@ export function consumeContactEvents(deps: FanOutDeps): Promise<Consumer> {
   );
 }
 
-/** One batch: its events (each once), their subscribers, their rows in one statement; `spans`: each event's, for the caller to end. */
+/**
+ * One batch: its events (each once), their subscribers, their rows in one
+ * statement; `spans`: each event's, for the caller to end.
+ */
 async function fanOutBatch(messages: BusMessage[], deps: FanOutDeps, log: Logger, spans: WorkSpan[]): Promise<void> {
   const events = new Map<string, { event: ContactEvent; row: Omit<FanOutEvent, "subscribers"> }>();
   let lastSequence: number | undefined;

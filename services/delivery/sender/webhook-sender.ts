@@ -33,7 +33,10 @@ interface OutgoingWebhook {
   tracestate?: string;
 }
 
-/** The secrets a subscriber signs with (ListSubscribers): its secret, and the one before its last rotation while that still signs. */
+/**
+ * The secrets a subscriber signs with (ListSubscribers): its secret, and
+ * the one before its last rotation while that still signs.
+ */
 export function signingSecrets(subscriber: Subscriber): Pick<OutgoingWebhook, "secret" | "previousSecret"> {
   const { previousSecret, previousSecretExpireTime } = subscriber;
   return {

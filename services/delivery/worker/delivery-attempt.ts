@@ -36,7 +36,9 @@ export class DeliveryAttempts {
     private readonly record: (record: AttemptRecord) => Promise<void>,
   ) {}
 
-  /** The attempt is a span of the event's trace (a new one without): the POST's traceparent, the log lines' trace id. */
+  /**
+   * The attempt is a span of the event's trace (a new one without): the POST's traceparent, the log lines' trace id.
+   */
   deliver(d: ClaimedDelivery, subscriber: Subscriber): Promise<void> {
     const span = startSpan("webhook POST", d.traceparent, "client", {
       "http.request.method": "POST",
@@ -151,7 +153,10 @@ function retryDelayMs(o: AttemptOptions, retry: number, retryAfterMs?: number) {
   return Math.round(Math.max(jittered, asked));
 }
 
-/** The outcome label of an attempt: succeeded, gone (410), timeout, refused (a destination the rules forbid), else failed. */
+/**
+ * The outcome label of an attempt: succeeded, gone (410), timeout,
+ * refused (a destination the rules forbid), else failed.
+ */
 function attemptOutcome(result: SendResult): string {
   if (result.ok) return "succeeded";
   if (result.status === 410) return "gone";

@@ -38,13 +38,18 @@ export class DeliveryWorker {
   private inFlight = 0;
   /** This process's POSTs in flight, per subscription. */
   private readonly inFlightTo = new Map<bigint, number>();
-  /** stop()'s wait for the last POST: a count, not a Set of tasks, which would churn V8's old generation (gateway/connections.ts). */
+  /**
+   * stop()'s wait for the last POST: a count, not a Set of tasks, which
+   * would churn V8's old generation (gateway/connections.ts).
+   */
   private drained: (() => void) | undefined;
   /** The last claim got as many rows as it asked for: more may be due. */
   private backlog = false;
   private readonly toRecord: { record: AttemptRecord; resolve: () => void; reject: (err: unknown) => void }[] = [];
   private recording = false;
-  /** Deliveries whose recorded batch handed their subscription's slot on (hand-on.ts): no claim is needed to refill it. */
+  /**
+   * Deliveries whose recorded batch handed their subscription's slot on (hand-on.ts): no claim is needed to refill it.
+   */
   private readonly handedOn = new WeakSet<ClaimedDelivery>();
   private stopping = false;
   private readonly watermark: FanOutWatermark | undefined;
@@ -98,7 +103,9 @@ export class DeliveryWorker {
     return this.backlog ? 0 : this.options.pollMs;
   }
 
-  /** Reads the subscriptions of the claimed rows (one call per organisation and event type), then starts their POSTs. */
+  /**
+   * Reads the subscriptions of the claimed rows (one call per organisation and event type), then starts their POSTs.
+   */
   private async dispatch(claimed: ClaimedDelivery[]): Promise<void> {
     const groups = new Map<string, ClaimedDelivery[]>();
     for (const d of claimed) {

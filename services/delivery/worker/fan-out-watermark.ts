@@ -5,7 +5,10 @@ import type { Logger } from "../../shared/logger.js";
 
 /** How long a read watermark is used. */
 const CACHE_MS = 200;
-/** After the fan-out here recorded ordered deliveries, read again this long after (the broker counts an ack a little later). */
+/**
+ * After the fan-out here recorded ordered deliveries, read again this
+ * long after (the broker counts an ack a little later).
+ */
 const RELOOK_MS = [20, 100, 400];
 /** A read that takes longer counts as failed: the claim (unordered deliveries too) does not wait for the broker. */
 const READ_TIMEOUT_MS = 1000;
@@ -21,7 +24,10 @@ export class FanOutWatermark {
     private readonly logger: Logger,
   ) {}
 
-  /** The watermark, read at most every CACHE_MS; unreadable: the last one read, or 0 (no sequenced ordered delivery goes). */
+  /**
+   * The watermark, read at most every CACHE_MS; unreadable: the last
+   * one read, or 0 (no sequenced ordered delivery goes).
+   */
   async current(): Promise<number> {
     if (this.last && Date.now() - this.last.at < CACHE_MS) return this.last.value;
     try {
@@ -38,7 +44,10 @@ export class FanOutWatermark {
     }
   }
 
-  /** Ordered deliveries were recorded here, not yet acknowledged: forget the watermark and call `look` a few times shortly after. */
+  /**
+   * Ordered deliveries were recorded here, not yet acknowledged: forget
+   * the watermark and call `look` a few times shortly after.
+   */
   relookSoon(look: () => void): void {
     for (const ms of RELOOK_MS) {
       const timer = setTimeout(() => {

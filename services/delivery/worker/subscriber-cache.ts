@@ -37,7 +37,10 @@ export class SubscriberCache {
     return this.listening !== undefined && this.bus!.connected;
   }
 
-  /** The organisation's subscribers of the event type, from the cache (unless `fresh`), or read with `read` (and cached). */
+  /**
+   * The organisation's subscribers of the event type, from the cache
+   * (unless `fresh`), or read with `read` (and cached).
+   */
   async subscribers(organisationId: string, eventType: string, read: () => Promise<Subscriber[]>, fresh = false) {
     if (!this.caching) return read();
     const key = `${organisationId} ${eventType}`;

@@ -30,7 +30,9 @@ const MAX_N = 2 ** 20;
 const MAX_R = 32;
 const MAX_P = 16;
 
-/** Memory one derivation needs, as OpenSSL's EVP_PBE_scrypt counts it (node's default maxmem is too small for N = 2^17). */
+/**
+ * Memory one derivation needs, as OpenSSL's EVP_PBE_scrypt counts it (node's default maxmem is too small for N = 2^17).
+ */
 const scryptMemory = ({ N, r, p }: ScryptCost) => 128 * r * (N + p + 2);
 
 const MAX_MEMORY = 2 * scryptMemory({ N: 2 ** 17, r: 8, p: 1 });

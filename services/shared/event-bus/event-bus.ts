@@ -33,7 +33,9 @@ export interface ConsumerOptions {
   ackWaitMs?: number;
   /** JetStream max_ack_pending. 1 keeps the stream's order even across failures. */
   maxAckPending?: number;
-  /** Where a consumer created anew starts: after the last sequence its owner recorded (undefined: the stream's start). */
+  /**
+   * Where a consumer created anew starts: after the last sequence its owner recorded (undefined: the stream's start).
+   */
   startAfterSequence?: () => Promise<number | undefined>;
 }
 
@@ -44,7 +46,9 @@ export function redeliveryBackoff(options: Pick<ConsumerOptions, "retryDelayMs" 
 
 export type MessageHandler = (message: BusMessage) => Promise<void>;
 
-/** Up to `batchSize` messages in stream order, acknowledged together; a failed batch comes again before anything later. */
+/**
+ * Up to `batchSize` messages in stream order, acknowledged together; a failed batch comes again before anything later.
+ */
 export interface BatchConsumerOptions extends ConsumerOptions {
   batchSize: number;
 }
@@ -99,7 +103,9 @@ export interface EventBus {
   consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer>;
   /** Durable, in batches; a bus without it is consumed one message at a time (consumeInBatches). */
   consumeBatches?(options: BatchConsumerOptions, handler: BatchHandler): Promise<Consumer>;
-  /** Non-durable, every process, while connected (NATS core): for caches, which drop all when `connected` goes false. */
+  /**
+   * Non-durable, every process, while connected (NATS core): for caches, which drop all when `connected` goes false.
+   */
   subscribe(subject: string, handler: SubscriptionHandler): Promise<Consumer>;
   /** To every listener of `topic` in every process (never stored); resolves once the broker has it. */
   announce(topic: string, data: Uint8Array): Promise<void>;
@@ -159,7 +165,9 @@ export function subjectMatches(pattern: string, subject: string): boolean {
   return p.length === s.length;
 }
 
-/** The bus took the message for some consumers only, or none yet: publish it again later (those that have it skip it). */
+/**
+ * The bus took the message for some consumers only, or none yet: publish it again later (those that have it skip it).
+ */
 export class PublishDeferredError extends Error {
   /** When to publish it again (Date.now() time); undefined: the bus cannot tell. */
   readonly retryAt: number | undefined = undefined;

@@ -232,7 +232,9 @@ export class NatsBus extends NatsLink implements EventBus {
   }
 }
 
-/** JetStream refused a message whose Nats-Expected-Last-Msg-Id was not the stream's last (JSStreamWrongLastMsgIDErr). */
+/**
+ * JetStream refused a message whose Nats-Expected-Last-Msg-Id was not the stream's last (JSStreamWrongLastMsgIDErr).
+ */
 function isWrongLastMsgId(err: unknown): boolean {
   const e = err as { api_error?: { err_code?: number }; message?: unknown } | undefined;
   return e?.api_error?.err_code === 10070 || /wrong last msg id/i.test(String(e?.message ?? ""));

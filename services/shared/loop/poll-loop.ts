@@ -11,7 +11,9 @@ export interface PollLoopOptions {
   backoff: Backoff;
   /** A round failed; the next starts after `retryInMs` (not called for a round that failed because of stop()). */
   onError(err: unknown, retryInMs: number): void;
-  /** Whether wake() also ends a failure back-off; false keeps a loop whose backend is down from retrying on every wake. */
+  /**
+   * Whether wake() also ends a failure back-off; false keeps a loop whose backend is down from retrying on every wake.
+   */
   wakeEndsBackoff?: boolean;
 }
 

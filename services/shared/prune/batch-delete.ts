@@ -13,7 +13,9 @@ export interface PruneTarget {
   params?: unknown[];
 }
 
-/** Deletes `target`'s rows in batches of at most `batchSize` until a batch comes back short; answers each batch's count. */
+/**
+ * Deletes `target`'s rows in batches of at most `batchSize` until a batch comes back short; answers each batch's count.
+ */
 export async function deleteInBatches(
   orm: MikroORM,
   target: PruneTarget,

@@ -26,7 +26,9 @@ export type InProcessServer = (client: { interceptors: Interceptor[]; defaultTim
 /** Servers of this process that clients reach in memory, by origin (see serveInProcess). */
 const inProcessServers = new Map<string, InProcessServer>();
 
-/** `npm start`: calls to `baseUrl` go to that server's routes in this process, without loopback HTTP. Returns the undo. */
+/**
+ * `npm start`: calls to `baseUrl` go to that server's routes in this process, without loopback HTTP. Returns the undo.
+ */
 export function serveInProcess(baseUrl: string, server: InProcessServer): () => void {
   const origin = new URL(baseUrl).origin;
   inProcessServers.set(origin, server);

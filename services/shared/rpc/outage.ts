@@ -14,7 +14,10 @@ const NETWORK_CODES = new Set([
   "ENETUNREACH",
 ]);
 
-/** PostgreSQL SQLSTATEs of a server going or gone: admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections (and class 08). */
+/**
+ * PostgreSQL SQLSTATEs of a server going or gone: admin_shutdown,
+ * crash_shutdown, cannot_connect_now, too_many_connections (and class 08).
+ */
 const SQLSTATES = new Set(["57P01", "57P02", "57P03", "53300"]);
 
 const NATS_CODES = new Set(["CONNECTION_CLOSED", "CONNECTION_DRAINING", "CONNECTION_REFUSED", "DISCONNECT", "503"]);

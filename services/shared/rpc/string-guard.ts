@@ -67,7 +67,10 @@ function refuseUnsafeStrings(desc: DescMessage, message: Message): void {
     );
 }
 
-/** The guard of the servers, for every caller, and of the project's client (an encoded lone surrogate arrives as U+FFFD). */
+/**
+ * The guard of the servers, for every caller, and of the project's
+ * client (an encoded lone surrogate arrives as U+FFFD).
+ */
 export function stringGuardInterceptor(): Interceptor {
   return (next) => (req) => {
     if (!req.stream) refuseUnsafeStrings(req.method.input, req.message as Message);

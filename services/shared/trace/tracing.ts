@@ -69,7 +69,9 @@ export function tracingState(): TracingState {
 export interface WorkSpan {
   /** What calls made for this work send: this span as the parent. */
   traceparent: string;
-  /** Ends the span (an error marks it failed; attributes known only now, an HTTP status). A no-op when tracing is off. */
+  /**
+   * Ends the span (an error marks it failed; attributes known only now, an HTTP status). A no-op when tracing is off.
+   */
   end(error?: unknown, attributes?: Attributes): void;
 }
 

@@ -22,7 +22,9 @@ export class SecretBoxError extends Error {
 
 export type SecretBox = ReturnType<typeof secretBox>;
 
-/** What `read` makes of subscription `id`'s stored secret, or FAILED_PRECONDITION naming it: never handed out unopened. */
+/**
+ * What `read` makes of subscription `id`'s stored secret, or FAILED_PRECONDITION naming it: never handed out unopened.
+ */
 export function readingSecret<T>(id: bigint | string, read: () => T): T {
   try {
     return read();

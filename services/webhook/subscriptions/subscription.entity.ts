@@ -16,12 +16,18 @@ export const SubscriptionEntity = defineEntity({
     eventType: p.enum([...EVENT_TYPE_NAMES]),
     /** The Standard Webhooks signing secret, sealed (secret-box.ts), or clear until `bizcard secrets reencrypt`. */
     secret: p.text().hidden(),
-    /** The secret before the last rotation, stored as `secret` is: it signs too until previousSecretExpiresAt; null when none does. */
+    /**
+     * The secret before the last rotation, stored as `secret` is: it signs
+     * too until previousSecretExpiresAt; null when none does.
+     */
     previousSecret: p.text().nullable(),
     previousSecretExpiresAt: p.datetime(3).nullable(),
     createdAt: p.datetime(3).onCreate(() => new Date()),
     updatedAt: p.datetime(3).onCreate(() => new Date()),
-    /** Set while disabled by the delivery service (every attempt failed for WEBHOOK_DISABLE_AFTER_FAILING_SECONDS); ListSubscribers skips it. */
+    /**
+     * Set while disabled by the delivery service (every attempt failed for
+     * WEBHOOK_DISABLE_AFTER_FAILING_SECONDS); ListSubscribers skips it.
+     */
     disabledAt: p.datetime(3).nullable(),
     /** Why, for the client's developer; null while enabled. */
     disabledReason: p.text().nullable(),
@@ -37,7 +43,8 @@ export const SubscriptionEntity = defineEntity({
   indexes: [
     // ListSubscribers: one organisation's subscribers of one event type, every client.
     { name: "subscription_organisation_event_index", properties: ["organisationId", "eventType"] },
-    // ListSubscriptions: one pair's, newest first (the migration makes "id" desc; the diff does not compare directions).
+    // ListSubscriptions: one pair's, newest first (the migration makes
+    // "id" desc; the diff does not compare directions).
     { name: "subscription_pair_newest_index", properties: ["organisationId", "clientId", "id"] },
   ],
   checks: [

@@ -104,7 +104,10 @@ function readName(value: unknown, url: string, unusable: Unusable): string {
   return name;
 }
 
-/** RFC 7591 §2 scope: "Space-separated list of scope values". Those this server does not know are left out; absent: every scope. */
+/**
+ * RFC 7591 §2 scope: "Space-separated list of scope values". Those this
+ * server does not know are left out; absent: every scope.
+ */
 function readScopes(value: unknown, unusable: Unusable): string[] {
   if (value === undefined) return [...ALL_SCOPES];
   if (typeof value !== "string") throw unusable("its scope must be a string");
@@ -114,7 +117,9 @@ function readScopes(value: unknown, unusable: Unusable): string[] {
   throw unusable(`its scope names none of this server's scopes (${ALL_SCOPES.join(" ")})`);
 }
 
-/** RFC 7591 §2 grant_types, as a public client's (no client_credentials); absent: authorization_code and refresh_token. */
+/**
+ * RFC 7591 §2 grant_types, as a public client's (no client_credentials); absent: authorization_code and refresh_token.
+ */
 function readGrantTypes(value: unknown, redirectUris: string[], unusable: Unusable): string[] {
   if (value !== undefined && !stringList(value)) throw unusable("its grant_types must be a list of strings");
   try {
