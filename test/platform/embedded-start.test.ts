@@ -74,7 +74,7 @@ describe("npm start (embedded default)", () => {
     expect(demo.client.client_secret).toMatch(/^bcs_/);
     expect(out).toContain(demo.client.client_secret);
     expect(existsSync(path.join(dataDir, "internal-rpc-token"))).toBe(true);
-    // README "The embedded default" gives the measured numbers: a copy of the install's migrated
+    // docs/architecture.md, "The embedded default", gives the figures: a copy of the install's migrated
     // template, about 0.35-0.4 GB (a guard with room for a machine busy with other suites); without
     // one (npm ci --ignore-scripts), initdb in a worker thread, about 0.9 GB.
     if (process.platform === "linux") {
