@@ -5,7 +5,8 @@
 // none. Screenshots go to test-results/screenshots/ for a person to look at.
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { launchChromium } from "../support/chromium.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startPlatform, type Platform } from "../support/platform.js";
 import { ROOT } from "../support/processes.js";
@@ -19,19 +20,7 @@ let browser: Browser;
 beforeAll(async () => {
   await mkdir(SHOTS, { recursive: true });
   platform = await startPlatform({ auth: true, gateway: { publicUrlPort: true, serviceUrls: {} } });
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  browser = await launchChromium();
 }, 60_000);
 
 afterAll(async () => {

@@ -7,7 +7,8 @@ import { mkdir } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+import { launchChromium } from "../support/chromium.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { pkcePair, startPagePlatform, type PagePlatform } from "../support/page-platform.js";
 import { ROOT } from "../support/processes.js";
@@ -39,19 +40,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => callback.listen(0, "127.0.0.1", resolve));
   callbackBase = `http://127.0.0.1:${(callback.address() as AddressInfo).port}`;
   platform = await startPagePlatform("browser");
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {

@@ -6,7 +6,8 @@
 // browser itself, while the REST API answers it.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+import { launchChromium } from "../support/chromium.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { AuthService } from "../../gen/bizcard/auth/v1/auth_pb.js";
 import { OrganisationService } from "../../gen/bizcard/organisation/v1/organisation_pb.js";
@@ -48,19 +49,7 @@ beforeAll(async () => {
     .client(AuthService)
     .createClient({ name: "Web agent", ownerOrganisationId: org, scopes: [] });
   client = { id: res.client!.clientId, secret: res.clientSecret };
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  browser = await launchChromium();
 }, 60_000);
 
 afterAll(async () => {
