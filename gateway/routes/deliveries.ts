@@ -6,7 +6,7 @@
 // deleted, and why (Subscription-State, Subscription-State-Reason).
 import { Code, ConnectError } from "@connectrpc/connect";
 import { z } from "zod";
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ApiDeps } from "../bearer.js";
 import { rpcOptions } from "../clients.js";
 import { HttpError } from "../errors.js";
@@ -147,15 +147,19 @@ export function deliveryRoutes(app: FastifyInstance, { bearer, clients, issuer }
   const read = bearer.requireScope("webhooks:read");
   const write = bearer.requireScope("webhooks:write");
   const errorHandler = subscriptionErrors;
+  /** A page of one subscription's log: its id, the page asked for, and the subscription or how it ended. */
+  const subscriptionPage = async (request: FastifyRequest) => {
+    const id = readIntParam(request, "id");
+    const page = readListQuery(request, LIST_DEFAULT);
+    const owner = tokenOwner(request);
+    return { id, owner, ...page, ...(await subscriptionOrEnd(webhook, owner, id, rpcOptions(request))) };
+  };
 
   app.get(
     `${SUBSCRIPTIONS_PATH}/:id/deliveries`,
     { schema: LIST_SCHEMA, onRequest: read, errorHandler },
     async (request, reply) => {
-      const id = readIntParam(request, "id");
-      const { limit, cursor } = readListQuery(request, LIST_DEFAULT);
-      const owner = tokenOwner(request);
-      const { subscription, end, missing } = await subscriptionOrEnd(webhook, owner, id, rpcOptions(request));
+      const { id, limit, cursor, owner, subscription, end, missing } = await subscriptionPage(request);
       const list = (pageSize: number, pageToken: string) =>
         delivery.listDeliveryAttempts({ owner, subscriptionId: id, pageSize, pageToken }, rpcOptions(request));
       const res = await list(limit, cursor);
@@ -193,10 +197,7 @@ export function deliveryRoutes(app: FastifyInstance, { bearer, clients, issuer }
     `${SUBSCRIPTIONS_PATH}/:id/events`,
     { schema: EVENTS_SCHEMA, onRequest: read, errorHandler },
     async (request, reply) => {
-      const id = readIntParam(request, "id");
-      const { limit, cursor } = readListQuery(request, LIST_DEFAULT);
-      const owner = tokenOwner(request);
-      const { subscription, end, missing } = await subscriptionOrEnd(webhook, owner, id, rpcOptions(request));
+      const { id, limit, cursor, owner, subscription, end, missing } = await subscriptionPage(request);
       const state = subscriptionState(subscription, undefined, end);
       if (!state) throw missing;
       const res = await delivery.listDeliveries(
